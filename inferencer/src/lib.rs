@@ -1,0 +1,1 @@
+//! Scalpel analysis library.

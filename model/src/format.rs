@@ -1,0 +1,434 @@
+//! The on-disk layout of a Scalpel trace file: header offsets, record kinds, operation codes.
+//!
+//! This module is the single definition of the format. The agent encodes with it (it is compiled
+//! without `std` features there) and the reader decodes with it, so the two cannot drift apart.
+//!
+//! # File layout (version 1)
+//!
+//! ```text
+//! 0      header, HEADER_SIZE bytes (one page), fields at the offsets below, little-endian
+//! 4096   records: kind:u8, then for every kind but PAD a varint payload length and the payload
+//! ```
+//!
+//! The writer publishes the header's `committed` field after each record; bytes past it are not
+//! part of the trace (they may be a record being written when the process died). Readers skip
+//! record kinds they do not know by their length, skip `PAD` bytes (zeros left at the end of a
+//! mapped window), and stop at the first record that runs past `committed` or does not decode.
+
+/// Magic bytes at offset 0.
+pub const MAGIC: [u8; 8] = *b"SCALPEL\0";
+/// Format version written by this code. Readers accept any version up to this one.
+pub const VERSION: u16 = 1;
+/// Size of the fixed header. Records start here.
+pub const HEADER_SIZE: usize = 4096;
+
+/// Header field offsets (all little-endian).
+pub mod hdr {
+    /// `[u8; 8]` magic.
+    pub const MAGIC: usize = 0;
+    /// `u16` format version.
+    pub const VERSION: usize = 8;
+    /// `u16` header size in bytes.
+    pub const HEADER_SIZE: usize = 10;
+    /// `u8` file kind, see [`super::FileKind`].
+    pub const FILE_KIND: usize = 12;
+    /// `u8` flags, see [`super::flags`].
+    pub const FLAGS: usize = 13;
+    /// `u32` process id.
+    pub const PID: usize = 16;
+    /// `u32` thread id (0 for a process file).
+    pub const TID: usize = 20;
+    /// `u32` parent process id.
+    pub const PPID: usize = 24;
+    /// `u32` real user id when the file was created.
+    pub const UID: usize = 28;
+    /// `u64` clock reading (ticks) of the calibration point.
+    pub const CLOCK0: usize = 32;
+    /// `u64` CLOCK_MONOTONIC nanoseconds at the calibration point.
+    pub const MONO0: usize = 40;
+    /// `u64` clock ticks per second (measured; 1e9 when the clock is CLOCK_MONOTONIC itself).
+    pub const TICKS_PER_SEC: usize = 48;
+    /// `u64` CLOCK_REALTIME nanoseconds at the calibration point (for display only).
+    pub const REALTIME0: usize = 56;
+    /// `u64` number of record bytes after the header that are complete.
+    pub const COMMITTED: usize = 64;
+    /// `u64` events the writer had to drop (full disk, failed mapping).
+    pub const DROPPED: usize = 72;
+    /// `u32` thread sequence number within the process (0 = first thread seen).
+    pub const THREAD_INDEX: usize = 80;
+    /// `u32` writer state, see [`super::state`].
+    pub const STATE: usize = 84;
+    /// `[u8; 16]` thread name (NUL padded) at file creation; updated at clean thread exit.
+    pub const THREAD_NAME: usize = 96;
+    /// Length of the thread name field.
+    pub const THREAD_NAME_LEN: usize = 16;
+    /// `[u8; 256]` executable path (NUL padded, truncated).
+    pub const EXE: usize = 128;
+    /// Length of the executable path field.
+    pub const EXE_LEN: usize = 256;
+}
+
+/// Header flag bits.
+pub mod flags {
+    /// The event clock is the CPU timestamp counter (else CLOCK_MONOTONIC nanoseconds).
+    pub const CLOCK_TSC: u8 = 1;
+}
+
+/// Writer states stored at [`hdr::STATE`].
+pub mod state {
+    /// The writer is (or was, if it died) recording.
+    pub const OPEN: u32 = 0;
+    /// The thread exited and the writer closed the file cleanly.
+    pub const CLOSED: u32 = 1;
+}
+
+/// What a file describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum FileKind {
+    /// One thread's events.
+    Thread = 0,
+    /// One process incarnation's metadata (command line, module map).
+    Process = 1,
+}
+
+impl FileKind {
+    /// Decodes the header byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(Self::Thread),
+            1 => Some(Self::Process),
+            _ => None,
+        }
+    }
+}
+
+/// Record kinds. New kinds are appended; readers skip the ones they do not know.
+pub mod rec {
+    /// A single filler byte (no length follows).
+    pub const PAD: u8 = 0;
+    /// An event, see [`super::field`].
+    pub const EVENT: u8 = 1;
+    /// Defines a per-file object index: index, object kind, key, identity bytes.
+    pub const OBJECT: u8 = 2;
+    /// A clock calibration point: clock ticks, CLOCK_MONOTONIC ns.
+    pub const CALIBRATION: u8 = 3;
+    /// The process's `/proc/self/maps` text at a point in time: clock ticks, then the text.
+    pub const MAPS: u8 = 4;
+    /// The NUL-separated command line.
+    pub const CMDLINE: u8 = 5;
+    /// The thread's name at a point in time: clock ticks, then the name.
+    pub const THREAD_NAME: u8 = 6;
+    /// Events lost since the previous record: count.
+    pub const LOST: u8 = 7;
+    /// Reserved for call stacks: stack id, frames.
+    pub const STACK: u8 = 8;
+    /// Forgets every object index defined so far in this file (the writer's table filled up).
+    pub const OBJECT_RESET: u8 = 9;
+    /// The executable path (full length).
+    pub const EXE: u8 = 10;
+}
+
+/// Optional event fields, present when their bit is set in the event's field mask, encoded in
+/// this order after `op`, `mask`, `time delta` and `duration`.
+pub mod field {
+    /// varint object index (per file, defined by an earlier OBJECT record).
+    pub const OBJ: u8 = 1 << 0;
+    /// zigzag varint: sequence number minus the previous sequence number of this object in this
+    /// file (0 before the first).
+    pub const SEQ: u8 = 1 << 1;
+    /// zigzag varint: the call's result (negative errno on failure).
+    pub const RESULT: u8 = 1 << 2;
+    /// varint file descriptor.
+    pub const FD: u8 = 1 << 3;
+    /// varint byte offset of the first byte of this call in its stream.
+    pub const OFFSET: u8 = 1 << 4;
+    /// varint auxiliary value, meaning given per operation.
+    pub const AUX: u8 = 1 << 5;
+    /// varint second auxiliary value, meaning given per operation.
+    pub const AUX2: u8 = 1 << 6;
+    /// varint stack id (0 = no stack).
+    pub const STACK: u8 = 1 << 7;
+}
+
+/// Kinds of objects named by OBJECT records.
+pub mod obj {
+    /// `pthread_mutex_t` address.
+    pub const MUTEX: u8 = 1;
+    /// `pthread_cond_t` address.
+    pub const COND: u8 = 2;
+    /// `pthread_rwlock_t` address.
+    pub const RWLOCK: u8 = 3;
+    /// `sem_t` address.
+    pub const SEM: u8 = 4;
+    /// futex word address.
+    pub const FUTEX: u8 = 5;
+    /// One direction of a byte channel; identity: see [`super::chan`].
+    pub const STREAM: u8 = 6;
+    /// A listening endpoint that connects and accepts meet at; identity: channel kind + address.
+    pub const ENDPOINT: u8 = 7;
+    /// A thread handle (`pthread_t`).
+    pub const THREAD: u8 = 8;
+    /// A spawn (thread creation or fork) joining parent and child.
+    pub const SPAWN: u8 = 9;
+    /// An epoll instance.
+    pub const EPOLL: u8 = 10;
+}
+
+/// Channel kinds used in STREAM and ENDPOINT identities.
+pub mod chan {
+    /// Unknown or unsupported descriptor.
+    pub const OTHER: u8 = 0;
+    /// TCP over IPv4 or IPv6.
+    pub const TCP: u8 = 1;
+    /// UDP over IPv4 or IPv6.
+    pub const UDP: u8 = 2;
+    /// Unix domain socket.
+    pub const UNIX: u8 = 3;
+    /// Pipe or FIFO.
+    pub const PIPE: u8 = 4;
+    /// eventfd.
+    pub const EVENTFD: u8 = 5;
+    /// Regular file.
+    pub const FILE: u8 = 6;
+    /// Terminal or character device.
+    pub const CHAR: u8 = 7;
+}
+
+/// Sides of an operation with respect to the per-object sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Releases or notifies: its number is taken before the real call.
+    Release,
+    /// Acquires or observes: its number is taken after the real call returns.
+    Acquire,
+    /// Carries no sequence number.
+    None,
+}
+
+macro_rules! ops {
+    ($( $(#[$doc:meta])* $name:ident = $code:literal, $text:literal, $side:ident; )*) => {
+        /// Operation codes of events.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum Op { $( $(#[$doc])* $name = $code, )* }
+
+        impl Op {
+            /// Every known operation.
+            pub const ALL: &'static [Op] = &[$(Op::$name,)*];
+
+            /// Decodes an operation code.
+            pub fn from_u8(v: u8) -> Option<Op> {
+                match v { $( $code => Some(Op::$name), )* _ => None }
+            }
+
+            /// The name used by `scalpel dump` and its `--op` filter.
+            pub fn name(self) -> &'static str {
+                match self { $( Op::$name => $text, )* }
+            }
+
+            /// Which side of the sequence-number protocol this operation is on.
+            pub fn side(self) -> Side {
+                match self { $( Op::$name => Side::$side, )* }
+            }
+        }
+    };
+}
+
+ops! {
+    /// `pthread_mutex_lock` returned.
+    MutexLock = 1, "mutex_lock", Acquire;
+    /// `pthread_mutex_trylock` returned (result tells whether it got the lock).
+    MutexTrylock = 2, "mutex_trylock", Acquire;
+    /// `pthread_mutex_timedlock` returned.
+    MutexTimedlock = 3, "mutex_timedlock", Acquire;
+    /// `pthread_mutex_clocklock` returned.
+    MutexClocklock = 4, "mutex_clocklock", Acquire;
+    /// `pthread_mutex_unlock`.
+    MutexUnlock = 5, "mutex_unlock", Release;
+    /// Synthesized: a condition wait released its mutex (aux = cond object index).
+    CondUnlock = 6, "cond_unlock", Release;
+    /// Synthesized: a condition wait re-acquired its mutex (aux = cond object index).
+    CondRelock = 7, "cond_relock", Acquire;
+    /// `pthread_cond_wait` returned (aux = mutex object index).
+    CondWait = 10, "cond_wait", Acquire;
+    /// `pthread_cond_timedwait` returned (aux = mutex object index).
+    CondTimedwait = 11, "cond_timedwait", Acquire;
+    /// `pthread_cond_clockwait` returned (aux = mutex object index).
+    CondClockwait = 12, "cond_clockwait", Acquire;
+    /// `pthread_cond_signal`.
+    CondSignal = 13, "cond_signal", Release;
+    /// `pthread_cond_broadcast`.
+    CondBroadcast = 14, "cond_broadcast", Release;
+    /// `pthread_rwlock_rdlock` returned.
+    RwRdlock = 20, "rwlock_rdlock", Acquire;
+    /// `pthread_rwlock_tryrdlock` returned.
+    RwTryrdlock = 21, "rwlock_tryrdlock", Acquire;
+    /// `pthread_rwlock_timedrdlock` returned.
+    RwTimedrdlock = 22, "rwlock_timedrdlock", Acquire;
+    /// `pthread_rwlock_clockrdlock` returned.
+    RwClockrdlock = 23, "rwlock_clockrdlock", Acquire;
+    /// `pthread_rwlock_wrlock` returned.
+    RwWrlock = 24, "rwlock_wrlock", Acquire;
+    /// `pthread_rwlock_trywrlock` returned.
+    RwTrywrlock = 25, "rwlock_trywrlock", Acquire;
+    /// `pthread_rwlock_timedwrlock` returned.
+    RwTimedwrlock = 26, "rwlock_timedwrlock", Acquire;
+    /// `pthread_rwlock_clockwrlock` returned.
+    RwClockwrlock = 27, "rwlock_clockwrlock", Acquire;
+    /// `pthread_rwlock_unlock`.
+    RwUnlock = 28, "rwlock_unlock", Release;
+    /// `sem_wait` returned.
+    SemWait = 30, "sem_wait", Acquire;
+    /// `sem_timedwait` returned.
+    SemTimedwait = 31, "sem_timedwait", Acquire;
+    /// `sem_clockwait` returned.
+    SemClockwait = 32, "sem_clockwait", Acquire;
+    /// `sem_trywait` returned.
+    SemTrywait = 33, "sem_trywait", Acquire;
+    /// `sem_post`.
+    SemPost = 34, "sem_post", Release;
+    /// `syscall(SYS_futex)` with a waiting operation returned (aux = futex op, aux2 = value).
+    FutexWait = 40, "futex_wait", Acquire;
+    /// `syscall(SYS_futex)` with a waking operation (aux = futex op, aux2 = count).
+    FutexWake = 41, "futex_wake", Release;
+    /// Any other futex operation (aux = futex op).
+    FutexOther = 42, "futex_other", None;
+    /// `epoll_wait` returned (obj = epoll instance, result = ready count).
+    EpollWait = 50, "epoll_wait", Acquire;
+    /// `epoll_pwait` returned.
+    EpollPwait = 51, "epoll_pwait", Acquire;
+    /// `epoll_pwait2` returned.
+    EpollPwait2 = 52, "epoll_pwait2", Acquire;
+    /// `poll` returned (aux = number of fds).
+    Poll = 53, "poll", None;
+    /// `ppoll` returned (aux = number of fds).
+    Ppoll = 54, "ppoll", None;
+    /// `select` returned (aux = nfds).
+    Select = 55, "select", None;
+    /// `pselect` returned (aux = nfds).
+    Pselect = 56, "pselect", None;
+    /// `read` returned (obj = incoming stream, offset = stream offset of the first byte).
+    Read = 60, "read", Acquire;
+    /// `readv` returned.
+    Readv = 61, "readv", Acquire;
+    /// `pread` returned (aux = file position).
+    Pread = 62, "pread", Acquire;
+    /// `recv` returned.
+    Recv = 63, "recv", Acquire;
+    /// `recvfrom` returned.
+    Recvfrom = 64, "recvfrom", Acquire;
+    /// `recvmsg` returned.
+    Recvmsg = 65, "recvmsg", Acquire;
+    /// `write` (obj = outgoing stream, offset = stream offset of the first byte).
+    Write = 70, "write", Release;
+    /// `writev`.
+    Writev = 71, "writev", Release;
+    /// `pwrite` (aux = file position).
+    Pwrite = 72, "pwrite", Release;
+    /// `send`.
+    Send = 73, "send", Release;
+    /// `sendto`.
+    Sendto = 74, "sendto", Release;
+    /// `sendmsg`.
+    Sendmsg = 75, "sendmsg", Release;
+    /// `sendfile` (fd = output, aux = input fd).
+    Sendfile = 76, "sendfile", Release;
+    /// `accept` returned (obj = endpoint, result = new fd, aux = connection channel key).
+    Accept = 80, "accept", Acquire;
+    /// `accept4` returned.
+    Accept4 = 81, "accept4", Acquire;
+    /// `connect` (obj = endpoint connected to, aux = connection channel key when known).
+    Connect = 82, "connect", Release;
+    /// `close`.
+    Close = 83, "close", None;
+    /// `dup` (fd = old, result = new).
+    Dup = 84, "dup", None;
+    /// `dup2` (fd = old, aux = new).
+    Dup2 = 85, "dup2", None;
+    /// `dup3` (fd = old, aux = new).
+    Dup3 = 86, "dup3", None;
+    /// `pipe` (fd = read end, aux = write end).
+    Pipe = 87, "pipe", None;
+    /// `pipe2` (fd = read end, aux = write end).
+    Pipe2 = 88, "pipe2", None;
+    /// `socketpair` (fd = first, aux = second).
+    Socketpair = 89, "socketpair", None;
+    /// `eventfd` (result = fd, aux = initial value).
+    Eventfd = 90, "eventfd", None;
+    /// `socket` (result = fd, aux = domain, aux2 = type).
+    Socket = 91, "socket", None;
+    /// `epoll_create` / `epoll_create1` (result = fd).
+    EpollCreate = 92, "epoll_create", None;
+    /// `pthread_create` (obj = spawn, result = error number, aux = new `pthread_t`).
+    ThreadCreate = 100, "thread_create", Release;
+    /// First event of a thread started by `pthread_create` (obj = spawn, aux = own `pthread_t`,
+    /// aux2 = parent tid).
+    ThreadStart = 101, "thread_start", Acquire;
+    /// The thread is exiting (obj = own `pthread_t`, aux = 1 when by cancellation or
+    /// `pthread_exit`, 0 when its start routine returned, 2 when unknown).
+    ThreadExit = 102, "thread_exit", Release;
+    /// `pthread_join` returned (obj = joined `pthread_t`).
+    ThreadJoin = 103, "thread_join", Acquire;
+    /// `fork` (obj = spawn, result = child pid).
+    Fork = 104, "fork", Release;
+    /// First event of a forked child (obj = spawn, aux = parent pid).
+    ForkChild = 105, "fork_child", Acquire;
+    /// An exec-family call is about to replace the process (result set only if it failed).
+    Exec = 106, "exec", None;
+    /// A sleep (`nanosleep`, `clock_nanosleep`, `usleep`, `sleep`); aux = requested ns.
+    Sleep = 110, "sleep", None;
+    /// `dlopen` returned (a MAPS record follows).
+    Dlopen = 120, "dlopen", None;
+    /// `dlclose` returned (a MAPS record follows).
+    Dlclose = 121, "dlclose", None;
+    /// `pthread_detach` (obj = thread).
+    ThreadDetach = 122, "thread_detach", None;
+}
+
+/// Clock ticks are converted with the calibration points; this many events at most pass between
+/// two CALIBRATION records in one thread.
+pub const CALIBRATION_EVERY: u32 = 1 << 14;
+
+/// Endpoint tags inside OBJECT identities.
+///
+/// An OBJECT record's payload is `index:varint, kind:u8, key:varint` followed by an identity
+/// that depends on the kind:
+/// - [`obj::STREAM`]: `chan:u8, channel_key:varint, sender:endpoint, receiver:endpoint`. The
+///   key is the same at both ends of the channel: the writer's outgoing stream and the reader's
+///   incoming stream of one direction have equal keys, and byte offsets count from the first
+///   byte ever sent in that direction.
+/// - [`obj::ENDPOINT`]: `chan:u8, endpoint`.
+/// - every other kind: nothing.
+///
+/// An endpoint is a tag byte followed by its data.
+pub mod ep {
+    /// No identity.
+    pub const NONE: u8 = 0;
+    /// `dev:varint, ino:varint`: pipes, unix sockets, files.
+    pub const INODE: u8 = 1;
+    /// `len:varint, bytes`: a unix socket path (abstract names start with NUL).
+    pub const PATH: u8 = 2;
+    /// `pid:varint, counter:varint`: an object numbered by the process that created it
+    /// (eventfd, epoll), carried to children by fork.
+    pub const LOCAL: u8 = 3;
+    /// `addr:[u8;4], port:u16 big-endian`.
+    pub const IPV4: u8 = 4;
+    /// `addr:[u8;16], port:u16 big-endian`.
+    pub const IPV6: u8 = 6;
+}
+
+/// Environment variable naming the trace directory; the agent records nothing without it.
+pub const ENV_DIR: &str = "SCALPEL_DIR";
+/// Environment variable with the agent's own path, re-injected into `LD_PRELOAD` across exec.
+pub const ENV_AGENT: &str = "SCALPEL_AGENT";
+/// Environment variable choosing the clock: `tsc` (default where invariant) or `monotonic`.
+pub const ENV_CLOCK: &str = "SCALPEL_CLOCK";
+
+/// Name of the table of shared counters (sequence numbers, stream offsets) in a trace directory.
+/// It is not a trace; readers ignore it.
+pub const SHARED_TABLE: &str = "shared.tbl";
+/// Name of the process metadata file inside a process directory `<pid>.<incarnation>`.
+pub const PROCESS_FILE: &str = "process.trace";
+/// Extension of thread files `t<tid>.trace` (or `t<tid>.<k>.trace` when a tid is reused).
+pub const TRACE_EXT: &str = "trace";

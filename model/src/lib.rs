@@ -1,0 +1,12 @@
+//! Scalpel's trace format and the types shared by the agent and the inferencer.
+//!
+//! Scope: the byte layout of per-thread and per-process trace files ([`format`]), the
+//! allocation-free field encoders the agent writes with ([`wire`], [`record`]) and, with the
+//! default `read` feature, a reader that turns a trace directory into typed events and a writer
+//! for tests and tools.
+//!
+//! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
+
+pub mod format;
+pub mod record;
+pub mod wire;

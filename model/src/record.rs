@@ -1,0 +1,168 @@
+//! Field-level encoding of records shared by the agent (no allocation) and the reader.
+
+use crate::format::{field, rec};
+use crate::wire::{DecError, Dec, Enc};
+
+/// The fields of one event as stored, before any per-file context (object table, clock) is
+/// applied. `None` fields are absent from the record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawEvent {
+    /// Operation code, see [`crate::format::Op`].
+    pub op: u8,
+    /// Clock ticks since the previous event of this file (the first: since the header's clock0).
+    pub dt: u64,
+    /// Clock ticks spent inside the real call.
+    pub dur: u64,
+    /// Per-file object index.
+    pub obj: Option<u64>,
+    /// Sequence number delta against the previous event on the same object in this file.
+    pub seq_delta: Option<i64>,
+    /// The call's result, negative errno on failure.
+    pub result: Option<i64>,
+    /// File descriptor.
+    pub fd: Option<u64>,
+    /// Stream byte offset.
+    pub offset: Option<u64>,
+    /// First auxiliary value.
+    pub aux: Option<u64>,
+    /// Second auxiliary value.
+    pub aux2: Option<u64>,
+    /// Stack id.
+    pub stack: Option<u64>,
+}
+
+/// Upper bound of an encoded event record, kind and length included.
+pub const MAX_EVENT_RECORD: usize = 2 + 2 + 10 * 10;
+
+impl RawEvent {
+    /// Encodes the payload (without kind and length).
+    #[inline]
+    pub fn encode_payload(&self, e: &mut Enc<'_>) {
+        let mut mask = 0u8;
+        let opt = |m: &mut u8, bit: u8, present: bool| {
+            if present {
+                *m |= bit
+            }
+        };
+        opt(&mut mask, field::OBJ, self.obj.is_some());
+        opt(&mut mask, field::SEQ, self.seq_delta.is_some());
+        opt(&mut mask, field::RESULT, self.result.is_some());
+        opt(&mut mask, field::FD, self.fd.is_some());
+        opt(&mut mask, field::OFFSET, self.offset.is_some());
+        opt(&mut mask, field::AUX, self.aux.is_some());
+        opt(&mut mask, field::AUX2, self.aux2.is_some());
+        opt(&mut mask, field::STACK, self.stack.is_some());
+        e.u8(self.op);
+        e.u8(mask);
+        e.varint(self.dt);
+        e.varint(self.dur);
+        if let Some(v) = self.obj {
+            e.varint(v)
+        }
+        if let Some(v) = self.seq_delta {
+            e.ivarint(v)
+        }
+        if let Some(v) = self.result {
+            e.ivarint(v)
+        }
+        if let Some(v) = self.fd {
+            e.varint(v)
+        }
+        if let Some(v) = self.offset {
+            e.varint(v)
+        }
+        if let Some(v) = self.aux {
+            e.varint(v)
+        }
+        if let Some(v) = self.aux2 {
+            e.varint(v)
+        }
+        if let Some(v) = self.stack {
+            e.varint(v)
+        }
+    }
+
+    /// Encodes the whole record (kind, length, payload). The payload of an event is always under
+    /// 128 bytes, so the length is one byte.
+    #[inline]
+    pub fn encode_record(&self, e: &mut Enc<'_>) {
+        let mut tmp = [0u8; MAX_EVENT_RECORD];
+        let mut p = Enc::new(&mut tmp);
+        self.encode_payload(&mut p);
+        let n = p.len();
+        e.u8(rec::EVENT);
+        e.varint(n as u64);
+        e.bytes(&tmp[..n]);
+    }
+
+    /// Decodes a payload. Unknown trailing bytes (fields added by later versions) are ignored.
+    pub fn decode_payload(d: &mut Dec<'_>) -> Result<RawEvent, DecError> {
+        let op = d.u8()?;
+        let mask = d.u8()?;
+        let dt = d.varint()?;
+        let dur = d.varint()?;
+        let mut get = |bit: u8| -> Result<Option<u64>, DecError> {
+            if mask & bit != 0 {
+                d.varint().map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let obj = get(field::OBJ)?;
+        let seq_delta = get(field::SEQ)?.map(crate::wire::unzigzag);
+        let result = get(field::RESULT)?.map(crate::wire::unzigzag);
+        let fd = get(field::FD)?;
+        let offset = get(field::OFFSET)?;
+        let aux = get(field::AUX)?;
+        let aux2 = get(field::AUX2)?;
+        let stack = get(field::STACK)?;
+        Ok(RawEvent {
+            op,
+            dt,
+            dur,
+            obj,
+            seq_delta,
+            result,
+            fd,
+            offset,
+            aux,
+            aux2,
+            stack,
+        })
+    }
+}
+
+/// Writes a record with a length prefix: kind, varint length, then what `body` writes. The body is
+/// first written into `scratch` to learn its length.
+pub fn encode_with_len(e: &mut Enc<'_>, kind: u8, scratch: &mut [u8], body: impl FnOnce(&mut Enc<'_>)) {
+    let mut p = Enc::new(scratch);
+    body(&mut p);
+    if !p.ok() {
+        // Refuse the whole record rather than write a wrong length.
+        e.bytes(&[]);
+        return;
+    }
+    let n = p.len();
+    e.u8(kind);
+    e.varint(n as u64);
+    e.bytes(&scratch[..n]);
+}
+
+/// A 64-bit mix (FNV-1a followed by a finalizer) used for object keys that both ends of a channel
+/// compute independently: it must never change between versions.
+pub fn stable_hash(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // Separator, so that ("ab","c") and ("a","bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h
+}

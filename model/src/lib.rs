@@ -8,5 +8,10 @@
 //! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
 
 pub mod format;
+#[cfg(feature = "read")]
+pub mod read;
 pub mod record;
 pub mod wire;
+
+#[cfg(feature = "read")]
+pub use read::{read_dir, read_file, ReadError};

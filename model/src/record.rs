@@ -1,7 +1,7 @@
 //! Field-level encoding of records shared by the agent (no allocation) and the reader.
 
 use crate::format::{field, rec};
-use crate::wire::{DecError, Dec, Enc};
+use crate::wire::{Dec, DecError, Enc};
 
 /// The fields of one event as stored, before any per-file context (object table, clock) is
 /// applied. `None` fields are absent from the record.
@@ -134,7 +134,12 @@ impl RawEvent {
 
 /// Writes a record with a length prefix: kind, varint length, then what `body` writes. The body is
 /// first written into `scratch` to learn its length.
-pub fn encode_with_len(e: &mut Enc<'_>, kind: u8, scratch: &mut [u8], body: impl FnOnce(&mut Enc<'_>)) {
+pub fn encode_with_len(
+    e: &mut Enc<'_>,
+    kind: u8,
+    scratch: &mut [u8],
+    body: impl FnOnce(&mut Enc<'_>),
+) {
     let mut p = Enc::new(scratch);
     body(&mut p);
     if !p.ok() {

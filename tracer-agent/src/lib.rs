@@ -1,1 +1,18 @@
-//! LD_PRELOAD agent.
+//! `libscalpel_agent.so`: the LD_PRELOAD agent that records every synchronization event of a
+//! process into one trace file per thread.
+//!
+//! Scope: interposing the libc entry points listed in DESIGN.md §2, numbering events per object,
+//! naming byte channels so both ends agree, and writing crash-safe files. Non-goals: any analysis,
+//! any allocation or locking on the hot path, and recording the agent's own activity.
+
+mod fdtab;
+mod global;
+pub mod hooks;
+mod init;
+mod real;
+mod setup;
+mod shared;
+mod sock;
+mod sys;
+mod tstate;
+mod writer;

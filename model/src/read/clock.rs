@@ -1,0 +1,168 @@
+//! Conversion of clock ticks to CLOCK_MONOTONIC nanoseconds with a file's calibration points.
+
+use super::header::Header;
+use super::types::Calibration;
+
+const NS_PER_SEC: u64 = 1_000_000_000;
+/// The last segment's slope is trusted for extrapolation only when it spans more than this.
+const MIN_SLOPE_SPAN_NS: u64 = 10_000_000;
+
+/// Piecewise-linear map from ticks to nanoseconds.
+///
+/// Between two calibration points, time is interpolated; before the first and after the last it
+/// is extrapolated with the header's ticks-per-second, or after the last with the last
+/// segment's slope when that segment spans more than 10 ms. When the header does not set
+/// [`crate::format::flags::CLOCK_TSC`], ticks already are nanoseconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Clock {
+    tsc: bool,
+    ticks_per_sec: u64,
+    /// Sorted by ticks, no two with the same ticks.
+    points: Vec<(u64, u64)>,
+}
+
+fn clamp(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// `base + delta * num / den`, saturating, never panicking (`den` is non-zero).
+fn lerp(base: u64, delta: i128, num: i128, den: i128) -> u64 {
+    clamp(i128::from(base) + delta.saturating_mul(num) / den)
+}
+
+impl Clock {
+    /// The clock of a file: its header's point plus `calibrations`.
+    pub fn new(header: &Header, calibrations: &[Calibration]) -> Clock {
+        let mut points: Vec<(u64, u64)> = std::iter::once((header.clock0, header.mono0))
+            .chain(calibrations.iter().map(|c| (c.ticks, c.mono_ns)))
+            .collect();
+        points.sort_by_key(|p| p.0);
+        points.dedup_by_key(|p| p.0);
+        Clock {
+            tsc: header.is_tsc(),
+            ticks_per_sec: if header.ticks_per_sec == 0 {
+                NS_PER_SEC
+            } else {
+                header.ticks_per_sec
+            },
+            points,
+        }
+    }
+
+    /// CLOCK_MONOTONIC nanoseconds at `ticks`.
+    pub fn ns(&self, ticks: u64) -> u64 {
+        if !self.tsc {
+            return ticks;
+        }
+        let tps = i128::from(self.ticks_per_sec);
+        let ns = i128::from(NS_PER_SEC);
+        let i = self.points.partition_point(|p| p.0 <= ticks);
+        let t = i128::from(ticks);
+        match (
+            i.checked_sub(1).and_then(|j| self.points.get(j)),
+            self.points.get(i),
+        ) {
+            (None, Some(&(t0, m0))) => lerp(m0, t - i128::from(t0), ns, tps),
+            (Some(&(t0, m0)), Some(&(t1, m1))) => lerp(
+                m0,
+                t - i128::from(t0),
+                i128::from(m1) - i128::from(m0),
+                i128::from(t1) - i128::from(t0),
+            ),
+            (Some(&(t1, m1)), None) => {
+                let prev = i.checked_sub(2).and_then(|j| self.points.get(j));
+                match prev {
+                    Some(&(t0, m0)) if m1 > m0 && m1 - m0 > MIN_SLOPE_SPAN_NS => lerp(
+                        m1,
+                        t - i128::from(t1),
+                        i128::from(m1 - m0),
+                        i128::from(t1 - t0),
+                    ),
+                    _ => lerp(m1, t - i128::from(t1), ns, tps),
+                }
+            }
+            (None, None) => ticks,
+        }
+    }
+
+    /// Nanoseconds in a duration of `ticks`.
+    pub fn dur_ns(&self, ticks: u64) -> u64 {
+        if !self.tsc {
+            return ticks;
+        }
+        lerp(
+            0,
+            i128::from(ticks),
+            i128::from(NS_PER_SEC),
+            i128::from(self.ticks_per_sec),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::flags;
+
+    fn tsc_header(tps: u64) -> Header {
+        Header {
+            flags: flags::CLOCK_TSC,
+            clock0: 1000,
+            mono0: 5_000_000_000,
+            ticks_per_sec: tps,
+            ..Header::default()
+        }
+    }
+
+    #[test]
+    fn monotonic_ticks_are_ns() {
+        let c = Clock::new(&Header::default(), &[]);
+        assert_eq!(c.ns(123), 123);
+        assert_eq!(c.dur_ns(7), 7);
+    }
+
+    #[test]
+    fn interpolates_and_extrapolates() {
+        // 2 ticks per ns from the header, but the measured segment says 3 ticks per ns.
+        let h = tsc_header(2_000_000_000);
+        let cal = [Calibration {
+            ticks: 1000 + 60_000_000,
+            mono_ns: 5_020_000_000,
+        }];
+        let c = Clock::new(&h, &cal);
+        assert_eq!(c.ns(1000), 5_000_000_000);
+        assert_eq!(c.ns(1000 + 30_000_000), 5_010_000_000);
+        // Before the first point: header rate.
+        assert_eq!(c.ns(0), 5_000_000_000 - 500);
+        // After the last (segment spans 20 ms): the segment's rate.
+        assert_eq!(c.ns(1000 + 90_000_000), 5_030_000_000);
+        assert_eq!(c.dur_ns(2000), 1000);
+        // Short last segment: header rate.
+        let cal = [Calibration {
+            ticks: 1000 + 3000,
+            mono_ns: 5_000_001_000,
+        }];
+        let c = Clock::new(&h, &cal);
+        assert_eq!(c.ns(1000 + 5000), 5_000_002_000);
+    }
+
+    #[test]
+    fn absurd_values_do_not_panic() {
+        let h = tsc_header(0);
+        let cal = [
+            Calibration {
+                ticks: u64::MAX,
+                mono_ns: 0,
+            },
+            Calibration {
+                ticks: 0,
+                mono_ns: u64::MAX,
+            },
+        ];
+        let c = Clock::new(&h, &cal);
+        for t in [0, 1, 999, 1000, 1001, u64::MAX / 2, u64::MAX - 1, u64::MAX] {
+            let _ = c.ns(t);
+            let _ = c.dur_ns(t);
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Record payload decoding: applies each record to the per-file state (object table, sequence
+//! numbers, clock) and fills in a [`FileTrace`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::clock::Clock;
+use super::error::ReadError;
+use super::file::FileTrace;
+use super::header::Header;
+use super::identity::Identity;
+use super::maps::ModuleMap;
+use super::types::{Calibration, Event, ObjectDef, ObjectRef, ThreadName};
+use crate::format::{rec, Op};
+use crate::record::RawEvent;
+use crate::wire::{Dec, DecError};
+
+/// Per-file decoding state.
+pub(crate) struct State<'p> {
+    path: &'p Path,
+    ticks: u64,
+    /// Object index -> (kind, key, last absolute sequence number).
+    table: HashMap<u64, (u8, u64, u64)>,
+    /// Last sequence number of events that name no (known) object.
+    orphan_seq: u64,
+    undefined_refs: u64,
+    first_undefined: u64,
+    pub(crate) out: FileTrace,
+}
+
+/// A record kind's name for messages.
+pub(crate) fn rec_name(kind: u8) -> String {
+    let s = match kind {
+        rec::EVENT => "EVENT",
+        rec::OBJECT => "OBJECT",
+        rec::CALIBRATION => "CALIBRATION",
+        rec::MAPS => "MAPS",
+        rec::CMDLINE => "CMDLINE",
+        rec::THREAD_NAME => "THREAD_NAME",
+        rec::LOST => "LOST",
+        rec::STACK => "STACK",
+        rec::OBJECT_RESET => "OBJECT_RESET",
+        rec::EXE => "EXE",
+        _ => return format!("kind {kind}"),
+    };
+    s.to_string()
+}
+
+pub(crate) fn dec_what(e: DecError) -> &'static str {
+    match e {
+        DecError::Eof => "the data ended early",
+        DecError::Overlong => "a varint is overlong",
+    }
+}
+
+impl<'p> State<'p> {
+    pub(crate) fn new(path: &'p Path, header: Header, file_len: u64) -> Self {
+        State {
+            path,
+            ticks: header.clock0,
+            table: HashMap::new(),
+            orphan_seq: 0,
+            undefined_refs: 0,
+            first_undefined: 0,
+            out: FileTrace {
+                path: path.to_path_buf(),
+                header,
+                file_len,
+                decoded_len: 0,
+                events: Vec::new(),
+                objects: Vec::new(),
+                calibrations: Vec::new(),
+                maps: Vec::new(),
+                cmdline: None,
+                exe: None,
+                thread_names: Vec::new(),
+                lost: 0,
+                unknown_records: 0,
+                warnings: Vec::new(),
+            },
+        }
+    }
+
+    pub(crate) fn damaged(&mut self, offset: u64, expected: String) {
+        let path = self.path.to_path_buf();
+        let e = ReadError::Damaged {
+            path,
+            offset,
+            expected,
+        };
+        self.out.warnings.push(e);
+    }
+
+    pub(crate) fn inconsistent(&mut self, offset: u64, problem: String) {
+        let path = self.path.to_path_buf();
+        let e = ReadError::Inconsistent {
+            path,
+            offset,
+            problem,
+        };
+        self.out.warnings.push(e);
+    }
+
+    /// Applies one record; `at` is its absolute offset.
+    pub(crate) fn record(&mut self, kind: u8, payload: &[u8], at: u64) -> Result<(), DecError> {
+        let mut d = Dec::new(payload);
+        match kind {
+            rec::EVENT => self.event(RawEvent::decode_payload(&mut d)?, at),
+            rec::OBJECT => {
+                let index = d.varint()?;
+                let kind = d.u8()?;
+                let key = d.varint()?;
+                let identity = Identity::decode(kind, d.rest())?;
+                if index == 0 {
+                    self.inconsistent(at, "an OBJECT record defines index 0; ignored".into());
+                } else {
+                    // A (re)definition starts a new table entry, whose last sequence number is 0.
+                    self.table.insert(index, (kind, key, 0));
+                    let def = ObjectDef {
+                        index,
+                        kind,
+                        key,
+                        identity,
+                    };
+                    self.out.objects.push(def);
+                }
+            }
+            rec::CALIBRATION => {
+                let ticks = d.varint()?;
+                let mono_ns = d.varint()?;
+                self.out.calibrations.push(Calibration { ticks, mono_ns });
+            }
+            rec::MAPS => {
+                let ticks = d.varint()?;
+                self.out.maps.push(ModuleMap::parse(ticks, d.rest()));
+            }
+            rec::CMDLINE => {
+                let raw = d.rest();
+                let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
+                let args = raw.split(|&b| b == 0);
+                let args = args.map(|a| String::from_utf8_lossy(a).into_owned());
+                self.out.cmdline = Some(if raw.is_empty() {
+                    Vec::new()
+                } else {
+                    args.collect()
+                });
+            }
+            rec::THREAD_NAME => {
+                let ticks = d.varint()?;
+                let name = String::from_utf8_lossy(d.rest()).into_owned();
+                self.out.thread_names.push(ThreadName {
+                    ticks,
+                    ts_ns: 0,
+                    name,
+                });
+            }
+            rec::LOST => self.out.lost = self.out.lost.saturating_add(d.varint()?),
+            rec::OBJECT_RESET => self.table.clear(),
+            rec::EXE => {
+                use std::os::unix::ffi::OsStrExt;
+                self.out.exe = Some(PathBuf::from(std::ffi::OsStr::from_bytes(d.rest())));
+            }
+            rec::STACK => {}
+            _ => self.out.unknown_records += 1,
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, raw: RawEvent, at: u64) {
+        self.ticks = self.ticks.wrapping_add(raw.dt);
+        let entry = raw.obj.and_then(|i| self.table.get_mut(&i).map(|e| (i, e)));
+        if raw.obj.is_some() && entry.is_none() {
+            if self.undefined_refs == 0 {
+                self.first_undefined = at;
+            }
+            self.undefined_refs += 1;
+        }
+        let (obj, last_seq) = match entry {
+            Some((index, (kind, key, last))) => {
+                let r = ObjectRef {
+                    kind: *kind,
+                    key: *key,
+                    index,
+                };
+                (Some(r), last)
+            }
+            None => (None, &mut self.orphan_seq),
+        };
+        let seq = raw.seq_delta.map(|delta| {
+            *last_seq = last_seq.wrapping_add(delta as u64);
+            *last_seq
+        });
+        self.out.events.push(Event {
+            op: Op::from_u8(raw.op),
+            op_code: raw.op,
+            ticks: self.ticks,
+            ts_ns: 0,
+            dur_ticks: raw.dur,
+            dur_ns: 0,
+            obj,
+            seq,
+            result: raw.result,
+            fd: raw.fd,
+            offset: raw.offset,
+            aux: raw.aux,
+            aux2: raw.aux2,
+            stack: raw.stack,
+            file_offset: at,
+        });
+    }
+
+    pub(crate) fn finish(mut self) -> FileTrace {
+        if self.undefined_refs > 0 {
+            let n = self.undefined_refs;
+            let problem = format!("{n} event(s) name an object index no OBJECT record defined");
+            self.inconsistent(self.first_undefined, problem);
+        }
+        let mut out = self.out;
+        let clock = Clock::new(&out.header, &out.calibrations);
+        for e in &mut out.events {
+            e.ts_ns = clock.ns(e.ticks);
+            e.dur_ns = clock.dur_ns(e.dur_ticks);
+        }
+        for m in &mut out.maps {
+            m.ts_ns = clock.ns(m.ticks);
+        }
+        for t in &mut out.thread_names {
+            t.ts_ns = clock.ns(t.ticks);
+        }
+        out
+    }
+}

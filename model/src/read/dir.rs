@@ -1,0 +1,235 @@
+//! Reading a whole trace directory: every process incarnation and its thread files, in parallel.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::error::ReadError;
+use super::file::{read_file, FileTrace};
+use super::identity::Identity;
+use super::types::Event;
+use crate::format::{PROCESS_FILE, TRACE_EXT};
+
+/// One process incarnation (`<pid>.<n>/`).
+#[derive(Debug)]
+pub struct ProcessTrace {
+    /// Process id.
+    pub pid: u32,
+    /// Incarnation number (a new one per exec).
+    pub incarnation: u32,
+    /// The process directory.
+    pub dir: PathBuf,
+    /// `process.trace`, when present and readable.
+    pub process: Option<FileTrace>,
+    /// Thread files, sorted by tid, then reuse number.
+    pub threads: Vec<FileTrace>,
+}
+
+impl ProcessTrace {
+    /// The executable: from the process file, else from the first thread file.
+    pub fn exe(&self) -> Option<PathBuf> {
+        self.files().find_map(|f| f.exe_path())
+    }
+
+    /// The command line from the process file.
+    pub fn cmdline(&self) -> Option<&[String]> {
+        self.process.as_ref()?.cmdline.as_deref()
+    }
+
+    /// The process file (if any), then the thread files.
+    pub fn files(&self) -> impl Iterator<Item = &FileTrace> {
+        self.process.iter().chain(self.threads.iter())
+    }
+}
+
+/// A whole trace directory.
+#[derive(Debug)]
+pub struct TraceDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// Process incarnations sorted by pid, then incarnation.
+    pub processes: Vec<ProcessTrace>,
+    /// Files that could not be read at all, and directories that could not be listed.
+    pub warnings: Vec<ReadError>,
+}
+
+/// An event with the file and process it comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct EventRef<'a> {
+    /// The process incarnation.
+    pub process: &'a ProcessTrace,
+    /// The file.
+    pub file: &'a FileTrace,
+    /// Index of the event in `file.events`.
+    pub index: usize,
+    /// The event.
+    pub event: &'a Event,
+}
+
+impl TraceDir {
+    /// Every file with its process, in directory order.
+    pub fn files(&self) -> impl Iterator<Item = (&ProcessTrace, &FileTrace)> {
+        self.processes
+            .iter()
+            .flat_map(|p| p.files().map(move |f| (p, f)))
+    }
+
+    /// Directory-level warnings, then every file's warnings, in directory order.
+    pub fn all_warnings(&self) -> impl Iterator<Item = &ReadError> {
+        self.warnings
+            .iter()
+            .chain(self.files().flat_map(|(_, f)| f.warnings.iter()))
+    }
+
+    /// Every event, merged by time. Ties are broken by pid, tid, then position in the directory
+    /// and in the file, so the order is deterministic.
+    pub fn events_by_time(&self) -> Vec<EventRef<'_>> {
+        let mut all: Vec<(usize, EventRef<'_>)> = self
+            .files()
+            .enumerate()
+            .flat_map(|(n, (process, file))| {
+                file.events.iter().enumerate().map(move |(index, event)| {
+                    let r = EventRef {
+                        process,
+                        file,
+                        index,
+                        event,
+                    };
+                    (n, r)
+                })
+            })
+            .collect();
+        all.sort_by_key(|(n, r)| (r.event.ts_ns, r.process.pid, r.file.header.tid, *n, r.index));
+        all.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// The earliest event time, if there is any event.
+    pub fn first_ts(&self) -> Option<u64> {
+        self.files()
+            .flat_map(|(_, f)| f.events.iter().map(|e| e.ts_ns))
+            .min()
+    }
+
+    /// The identity of every object, by (kind, key); the first definition that says more than
+    /// [`Identity::None`] wins.
+    pub fn identities(&self) -> HashMap<(u8, u64), &Identity> {
+        let mut map: HashMap<(u8, u64), &Identity> = HashMap::new();
+        for (_, f) in self.files() {
+            for o in &f.objects {
+                let slot = map.entry((o.kind, o.key)).or_insert(&o.identity);
+                if **slot == Identity::None {
+                    *slot = &o.identity;
+                }
+            }
+        }
+        map
+    }
+}
+
+/// Where a file goes in its process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Slot {
+    Process,
+    /// tid, reuse number (0 for `t<tid>.trace`).
+    Thread(u32, u32),
+}
+
+fn parse_pair(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn parse_slot(name: &str) -> Option<Slot> {
+    if name == PROCESS_FILE {
+        return Some(Slot::Process);
+    }
+    let stem = name
+        .strip_prefix('t')?
+        .strip_suffix(TRACE_EXT)?
+        .strip_suffix('.')?;
+    match stem.split_once('.') {
+        None => Some(Slot::Thread(stem.parse().ok()?, 0)),
+        Some(_) => parse_pair(stem).map(|(tid, k)| Slot::Thread(tid, k)),
+    }
+}
+
+/// Sorted names of the entries of a directory that parse with `f`.
+fn list<T: Ord>(dir: &Path, f: impl Fn(&str) -> Option<T>) -> std::io::Result<Vec<(T, String)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        if let Some(t) = name.to_str().and_then(&f) {
+            out.push((t, name.to_string_lossy().into_owned()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads a trace directory. Errors: the path is missing or not a directory, or no trace file in
+/// it could be read. Unreadable files and process directories become warnings.
+pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
+    let path = path.as_ref();
+    let io = |p: &Path, source| ReadError::Io {
+        path: p.to_path_buf(),
+        source,
+    };
+    let meta = fs::metadata(path).map_err(|e| io(path, e))?;
+    if !meta.is_dir() {
+        return Err(ReadError::NotADirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut warnings = Vec::new();
+    let mut processes = Vec::new();
+    let mut jobs: Vec<(usize, Slot, PathBuf)> = Vec::new();
+    for ((pid, incarnation), name) in list(path, parse_pair).map_err(|e| io(path, e))? {
+        let dir = path.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        match list(&dir, parse_slot) {
+            Ok(files) => {
+                let n = processes.len();
+                jobs.extend(files.into_iter().map(|(slot, f)| (n, slot, dir.join(f))));
+                processes.push(ProcessTrace {
+                    pid,
+                    incarnation,
+                    dir,
+                    process: None,
+                    threads: Vec::new(),
+                });
+            }
+            Err(e) => warnings.push(io(&dir, e)),
+        }
+    }
+    let results: Vec<_> = jobs
+        .into_par_iter()
+        .map(|(n, slot, p)| (n, slot, read_file(p)))
+        .collect();
+    let mut failed = 0;
+    for (n, slot, r) in results {
+        match (r, slot) {
+            (Ok(f), Slot::Process) => processes[n].process = Some(f),
+            (Ok(f), Slot::Thread(..)) => processes[n].threads.push(f),
+            (Err(e), _) => {
+                failed += 1;
+                warnings.push(e);
+            }
+        }
+    }
+    processes.retain(|p| p.process.is_some() || !p.threads.is_empty());
+    if processes.is_empty() {
+        return Err(ReadError::NoTraces {
+            path: path.to_path_buf(),
+            failed,
+        });
+    }
+    Ok(TraceDir {
+        path: path.to_path_buf(),
+        processes,
+        warnings,
+    })
+}

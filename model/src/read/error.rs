@@ -1,0 +1,121 @@
+//! Errors and warnings of the reader, each naming the file and, where there is one, the offset.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What went wrong while reading a trace.
+///
+/// The reader returns the fatal ones (a file it cannot read at all, or a directory without
+/// traces) as `Err`; the others are warnings collected next to the data that could be decoded
+/// ([`crate::read::FileTrace::warnings`], [`crate::read::TraceDir::warnings`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file or directory could not be opened or read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The first eight bytes are not [`crate::format::MAGIC`].
+    #[error("{}: not a Scalpel trace: expected the magic \"SCALPEL\\0\" at offset 0", path.display())]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The header's version is newer than this reader (or zero).
+    #[error(
+        "{}: unsupported trace format version {version} at offset 8: expected 1 to {max}",
+        path.display()
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        version: u16,
+        /// The newest version this reader understands.
+        max: u16,
+    },
+    /// The file ends before its header does, or the header declares an impossible size.
+    #[error("{}: short header: the file has {len} bytes, expected a header of {expected}", path.display())]
+    ShortHeader {
+        /// The file.
+        path: PathBuf,
+        /// The file's length (or the header size field when that is what is too small).
+        len: u64,
+        /// The header size needed.
+        expected: u64,
+    },
+    /// Decoding stopped at a record that runs past the committed data or does not decode.
+    /// Everything before `offset` was kept.
+    #[error(
+        "{}: damaged at offset {offset}: expected {expected}; the rest of the file is ignored",
+        path.display()
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// Absolute file offset of the record (or header field) that could not be used.
+        offset: u64,
+        /// What the reader expected to find there.
+        expected: String,
+    },
+    /// Something is off but decoding went on (the data is kept as well as possible).
+    #[error("{}: at offset {offset}: {problem}", path.display())]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// Absolute file offset of the first occurrence.
+        offset: u64,
+        /// What is wrong and what the reader did about it.
+        problem: String,
+    },
+    /// The trace directory path is not a directory.
+    #[error("{}: not a directory", path.display())]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A trace directory holds no trace file that could be read.
+    #[error(
+        "{}: no trace found (expected <pid>.<n>/process.trace or <pid>.<n>/t<tid>.trace; \
+         {failed} unreadable)",
+        path.display()
+    )]
+    NoTraces {
+        /// The directory.
+        path: PathBuf,
+        /// How many candidate files failed to read.
+        failed: usize,
+    },
+}
+
+impl ReadError {
+    /// The file or directory the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ReadError::Io { path, .. }
+            | ReadError::BadMagic { path }
+            | ReadError::UnsupportedVersion { path, .. }
+            | ReadError::ShortHeader { path, .. }
+            | ReadError::Damaged { path, .. }
+            | ReadError::Inconsistent { path, .. }
+            | ReadError::NotADirectory { path }
+            | ReadError::NoTraces { path, .. } => path,
+        }
+    }
+
+    /// The absolute file offset the error is about, when it is about one place.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            ReadError::BadMagic { .. } => Some(0),
+            ReadError::UnsupportedVersion { .. } => Some(crate::format::hdr::VERSION as u64),
+            ReadError::Damaged { offset, .. } | ReadError::Inconsistent { offset, .. } => {
+                Some(*offset)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! One trace file: what is decoded from it, and the record framing up to the committed length.
+
+use std::path::{Path, PathBuf};
+
+use super::decode::{dec_what, rec_name, State};
+use super::error::ReadError;
+use super::header::Header;
+use super::maps::ModuleMap;
+use super::types::{Calibration, Event, ObjectDef, ThreadName};
+use crate::format::{rec, FileKind};
+use crate::wire::Dec;
+
+/// Everything decoded from one file.
+#[derive(Debug)]
+pub struct FileTrace {
+    /// The file.
+    pub path: PathBuf,
+    /// Its header.
+    pub header: Header,
+    /// Its length on disk.
+    pub file_len: u64,
+    /// Record bytes decoded (at most the committed length).
+    pub decoded_len: u64,
+    /// Events in file order.
+    pub events: Vec<Event>,
+    /// OBJECT records in file order.
+    pub objects: Vec<ObjectDef>,
+    /// CALIBRATION records in file order (the header's point is not included).
+    pub calibrations: Vec<Calibration>,
+    /// MAPS records.
+    pub maps: Vec<ModuleMap>,
+    /// The command line (CMDLINE record), lossy UTF-8.
+    pub cmdline: Option<Vec<String>>,
+    /// The executable path (EXE record).
+    pub exe: Option<PathBuf>,
+    /// THREAD_NAME records.
+    pub thread_names: Vec<ThreadName>,
+    /// Events the LOST records count.
+    pub lost: u64,
+    /// Records of kinds this reader does not know (skipped).
+    pub unknown_records: u64,
+    /// Problems found; decoding stopped at a [`ReadError::Damaged`] one.
+    pub warnings: Vec<ReadError>,
+}
+
+impl FileTrace {
+    /// The file kind from the header.
+    pub fn kind(&self) -> Option<FileKind> {
+        self.header.kind()
+    }
+
+    /// Events lost: the LOST records plus the header's dropped count.
+    pub fn lost_events(&self) -> u64 {
+        self.lost.saturating_add(self.header.dropped)
+    }
+
+    /// The latest thread name: the last THREAD_NAME record, else the header's.
+    pub fn thread_name(&self) -> String {
+        match self.thread_names.last() {
+            Some(t) => t.name.clone(),
+            None => self.header.thread_name_lossy(),
+        }
+    }
+
+    /// The executable: the EXE record, else the header's (possibly truncated) path.
+    pub fn exe_path(&self) -> Option<PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        self.exe.clone().or_else(|| {
+            (!self.header.exe.is_empty())
+                .then(|| PathBuf::from(std::ffi::OsStr::from_bytes(&self.header.exe)))
+        })
+    }
+}
+
+/// Reads and decodes one file. Fatal errors: unreadable file, bad magic, unsupported version,
+/// short header. Damage past the header becomes a warning in [`FileTrace::warnings`].
+pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
+    let path = path.as_ref();
+    // Plain reads, not a mapping: a file that a live writer truncates must not fault us.
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    decode_file(path, &bytes)
+}
+
+/// Decodes a whole file image. `path` only names the file in errors.
+pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<FileTrace, ReadError> {
+    let header = Header::decode(path, bytes)?;
+    let start = usize::from(header.header_size);
+    let avail = bytes.len() - start;
+    let mut st = State::new(path, header, bytes.len() as u64);
+    let committed = st.out.header.committed;
+    let limit = match usize::try_from(committed) {
+        Ok(c) if c <= avail => c,
+        _ => {
+            st.inconsistent(
+                crate::format::hdr::COMMITTED as u64,
+                format!(
+                    "committed length {committed} runs past the end of the file \
+                     ({avail} record bytes); reading up to the end"
+                ),
+            );
+            avail
+        }
+    };
+    let data = &bytes[start..start + limit];
+    let mut pos = 0usize;
+    while let Some(&kind) = data.get(pos) {
+        if kind == rec::PAD {
+            pos += 1;
+            continue;
+        }
+        let at = (start + pos) as u64;
+        let mut d = Dec::new(&data[pos + 1..]);
+        let len = match d.varint() {
+            Ok(len) => len,
+            Err(e) => {
+                st.damaged(
+                    at,
+                    format!(
+                        "the payload length of a {} record: {}",
+                        rec_name(kind),
+                        dec_what(e)
+                    ),
+                );
+                break;
+            }
+        };
+        let body = pos + 1 + d.pos();
+        let end = usize::try_from(len).ok().and_then(|l| body.checked_add(l));
+        let Some(payload) = end.and_then(|end| data.get(body..end)) else {
+            st.damaged(
+                at,
+                format!(
+                    "{len} payload bytes of a {} record, but only {} committed bytes follow",
+                    rec_name(kind),
+                    data.len() - body
+                ),
+            );
+            break;
+        };
+        if let Err(e) = st.record(kind, payload, at) {
+            st.damaged(
+                at,
+                format!("a valid {} payload, but {}", rec_name(kind), dec_what(e)),
+            );
+            break;
+        }
+        pos = body + payload.len();
+    }
+    st.out.decoded_len = pos as u64;
+    Ok(st.finish())
+}

@@ -1,0 +1,214 @@
+//! The fixed file header: every field decoded, and encoded back for the writer.
+
+use std::path::Path;
+
+use super::error::ReadError;
+use crate::format::{flags, hdr, FileKind, HEADER_SIZE, MAGIC, VERSION};
+
+/// The smallest header that holds every field of version 1 (it ends with the executable path).
+pub const MIN_HEADER_SIZE: usize = hdr::EXE + hdr::EXE_LEN;
+
+/// A decoded file header (see [`crate::format::hdr`] for the meaning of each field).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Format version.
+    pub version: u16,
+    /// Header size in bytes; records start at this offset.
+    pub header_size: u16,
+    /// File kind byte, see [`FileKind`] and [`Header::kind`].
+    pub file_kind: u8,
+    /// Flag bits, see [`crate::format::flags`].
+    pub flags: u8,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id (0 for a process file).
+    pub tid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Real user id when the file was created.
+    pub uid: u32,
+    /// Clock reading (ticks) of the header's calibration point.
+    pub clock0: u64,
+    /// CLOCK_MONOTONIC nanoseconds at the header's calibration point.
+    pub mono0: u64,
+    /// Clock ticks per second.
+    pub ticks_per_sec: u64,
+    /// CLOCK_REALTIME nanoseconds at the calibration point.
+    pub realtime0: u64,
+    /// Record bytes after the header that are complete.
+    pub committed: u64,
+    /// Events the writer had to drop.
+    pub dropped: u64,
+    /// Thread sequence number within the process.
+    pub thread_index: u32,
+    /// Writer state, see [`crate::format::state`].
+    pub state: u32,
+    /// Thread name, NUL padding removed.
+    pub thread_name: Vec<u8>,
+    /// Executable path (possibly truncated), NUL padding removed.
+    pub exe: Vec<u8>,
+}
+
+impl Default for Header {
+    /// A version-1 thread header with a CLOCK_MONOTONIC clock and every other field zero.
+    fn default() -> Self {
+        Header {
+            version: VERSION,
+            header_size: HEADER_SIZE as u16,
+            file_kind: FileKind::Thread as u8,
+            flags: 0,
+            pid: 0,
+            tid: 0,
+            ppid: 0,
+            uid: 0,
+            clock0: 0,
+            mono0: 0,
+            ticks_per_sec: 1_000_000_000,
+            realtime0: 0,
+            committed: 0,
+            dropped: 0,
+            thread_index: 0,
+            state: 0,
+            thread_name: Vec::new(),
+            exe: Vec::new(),
+        }
+    }
+}
+
+fn le<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Some(s) = b.get(at..at + N) {
+        out.copy_from_slice(s);
+    }
+    out
+}
+
+fn text(b: &[u8], at: usize, len: usize) -> Vec<u8> {
+    let s = b.get(at..at + len).unwrap_or(&[]);
+    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+    s[..end].to_vec()
+}
+
+impl Header {
+    /// A thread file header for `pid`/`tid`.
+    pub fn thread(pid: u32, tid: u32) -> Self {
+        Header {
+            pid,
+            tid,
+            ..Header::default()
+        }
+    }
+
+    /// A process file header for `pid`.
+    pub fn process(pid: u32) -> Self {
+        Header {
+            pid,
+            file_kind: FileKind::Process as u8,
+            ..Header::default()
+        }
+    }
+
+    /// The file kind, `None` when the byte is not one this reader knows.
+    pub fn kind(&self) -> Option<FileKind> {
+        FileKind::from_u8(self.file_kind)
+    }
+
+    /// True when event ticks are TSC readings that need calibration.
+    pub fn is_tsc(&self) -> bool {
+        self.flags & flags::CLOCK_TSC != 0
+    }
+
+    /// The thread name, lossily converted to UTF-8.
+    pub fn thread_name_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.thread_name).into_owned()
+    }
+
+    /// Decodes the header at the start of `bytes`. `path` only names the file in errors.
+    pub fn decode(path: &Path, bytes: &[u8]) -> Result<Header, ReadError> {
+        let short = |expected: usize| ReadError::ShortHeader {
+            path: path.to_path_buf(),
+            len: bytes.len() as u64,
+            expected: expected as u64,
+        };
+        if bytes.len() < MAGIC.len() {
+            return Err(short(HEADER_SIZE));
+        }
+        if bytes[..MAGIC.len()] != MAGIC {
+            return Err(ReadError::BadMagic {
+                path: path.to_path_buf(),
+            });
+        }
+        if bytes.len() < hdr::HEADER_SIZE + 2 {
+            return Err(short(HEADER_SIZE));
+        }
+        let version = u16::from_le_bytes(le(bytes, hdr::VERSION));
+        if version == 0 || version > VERSION {
+            return Err(ReadError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                version,
+                max: VERSION,
+            });
+        }
+        let header_size = u16::from_le_bytes(le(bytes, hdr::HEADER_SIZE));
+        if usize::from(header_size) < MIN_HEADER_SIZE {
+            return Err(ReadError::ShortHeader {
+                path: path.to_path_buf(),
+                len: u64::from(header_size),
+                expected: MIN_HEADER_SIZE as u64,
+            });
+        }
+        if bytes.len() < usize::from(header_size) {
+            return Err(short(usize::from(header_size)));
+        }
+        let u32_at = |at| u32::from_le_bytes(le(bytes, at));
+        let u64_at = |at| u64::from_le_bytes(le(bytes, at));
+        Ok(Header {
+            version,
+            header_size,
+            file_kind: bytes[hdr::FILE_KIND],
+            flags: bytes[hdr::FLAGS],
+            pid: u32_at(hdr::PID),
+            tid: u32_at(hdr::TID),
+            ppid: u32_at(hdr::PPID),
+            uid: u32_at(hdr::UID),
+            clock0: u64_at(hdr::CLOCK0),
+            mono0: u64_at(hdr::MONO0),
+            ticks_per_sec: u64_at(hdr::TICKS_PER_SEC),
+            realtime0: u64_at(hdr::REALTIME0),
+            committed: u64_at(hdr::COMMITTED),
+            dropped: u64_at(hdr::DROPPED),
+            thread_index: u32_at(hdr::THREAD_INDEX),
+            state: u32_at(hdr::STATE),
+            thread_name: text(bytes, hdr::THREAD_NAME, hdr::THREAD_NAME_LEN),
+            exe: text(bytes, hdr::EXE, hdr::EXE_LEN),
+        })
+    }
+
+    /// Encodes the header into `max(header_size, MIN_HEADER_SIZE)` bytes. Names longer than
+    /// their fields are truncated.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; usize::from(self.header_size).max(MIN_HEADER_SIZE)];
+        let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+        put(hdr::MAGIC, &MAGIC);
+        put(hdr::VERSION, &self.version.to_le_bytes());
+        put(hdr::HEADER_SIZE, &self.header_size.to_le_bytes());
+        put(hdr::FILE_KIND, &[self.file_kind]);
+        put(hdr::FLAGS, &[self.flags]);
+        put(hdr::PID, &self.pid.to_le_bytes());
+        put(hdr::TID, &self.tid.to_le_bytes());
+        put(hdr::PPID, &self.ppid.to_le_bytes());
+        put(hdr::UID, &self.uid.to_le_bytes());
+        put(hdr::CLOCK0, &self.clock0.to_le_bytes());
+        put(hdr::MONO0, &self.mono0.to_le_bytes());
+        put(hdr::TICKS_PER_SEC, &self.ticks_per_sec.to_le_bytes());
+        put(hdr::REALTIME0, &self.realtime0.to_le_bytes());
+        put(hdr::COMMITTED, &self.committed.to_le_bytes());
+        put(hdr::DROPPED, &self.dropped.to_le_bytes());
+        put(hdr::THREAD_INDEX, &self.thread_index.to_le_bytes());
+        put(hdr::STATE, &self.state.to_le_bytes());
+        let name = &self.thread_name[..self.thread_name.len().min(hdr::THREAD_NAME_LEN)];
+        put(hdr::THREAD_NAME, name);
+        put(hdr::EXE, &self.exe[..self.exe.len().min(hdr::EXE_LEN)]);
+        b
+    }
+}

@@ -1,0 +1,26 @@
+//! The trace reader: typed decoding of files and directories, and a writer for tests and tools.
+//!
+//! [`read_file`] decodes one file, [`read_dir`] a whole trace directory. Damage past a file's
+//! header never fails a read: decoding stops at the first bad record and the problem is kept as
+//! a warning next to the data decoded before it.
+
+mod clock;
+mod decode;
+mod dir;
+mod error;
+mod file;
+mod header;
+mod identity;
+mod maps;
+mod types;
+mod writer;
+
+pub use clock::Clock;
+pub use dir::{read_dir, EventRef, ProcessTrace, TraceDir};
+pub use error::ReadError;
+pub use file::{decode_file, read_file, FileTrace};
+pub use header::{Header, MIN_HEADER_SIZE};
+pub use identity::{chan_name, obj_kind_name, put_varint, Endpoint, Identity};
+pub use maps::{MapEntry, ModuleMap};
+pub use types::{Calibration, Event, ObjectDef, ObjectRef, ThreadName};
+pub use writer::TraceWriter;

@@ -1,0 +1,104 @@
+//! Decoded records: events with absolute times and sequence numbers, object definitions, clock
+//! calibration points and thread names.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use super::identity::{obj_kind_name, Identity};
+use crate::format::Op;
+
+/// The object an event is about, resolved through the file's OBJECT records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectRef {
+    /// Object kind, see [`crate::format::obj`].
+    pub kind: u8,
+    /// Object key (an address, or a hash both ends of a channel agree on).
+    pub key: u64,
+    /// The per-file index the event used.
+    pub index: u64,
+}
+
+impl fmt::Display for ObjectRef {
+    /// `kind:0xkey`, e.g. `mutex:0x7ffd1000`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{:#x}", obj_kind_name(self.kind), self.key)
+    }
+}
+
+/// One OBJECT record: a per-file index bound to an object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectDef {
+    /// The per-file index (never 0).
+    pub index: u64,
+    /// Object kind, see [`crate::format::obj`].
+    pub kind: u8,
+    /// Object key.
+    pub key: u64,
+    /// What the object is connected to, for streams and endpoints.
+    pub identity: Identity,
+}
+
+/// One event, with the per-file context (object table, clock, sequence deltas) applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The operation, `None` for a code this reader does not know (see `op_code`).
+    pub op: Option<Op>,
+    /// The raw operation code.
+    pub op_code: u8,
+    /// Absolute clock reading in ticks.
+    pub ticks: u64,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub ts_ns: u64,
+    /// Ticks spent in the real call.
+    pub dur_ticks: u64,
+    /// Nanoseconds spent in the real call.
+    pub dur_ns: u64,
+    /// The object, when the event names one that the file defined.
+    pub obj: Option<ObjectRef>,
+    /// Absolute per-object sequence number.
+    pub seq: Option<u64>,
+    /// The call's result (negative errno on failure).
+    pub result: Option<i64>,
+    /// File descriptor.
+    pub fd: Option<u64>,
+    /// Stream byte offset of the first byte of the call.
+    pub offset: Option<u64>,
+    /// First auxiliary value (meaning per operation).
+    pub aux: Option<u64>,
+    /// Second auxiliary value.
+    pub aux2: Option<u64>,
+    /// Stack id.
+    pub stack: Option<u64>,
+    /// Absolute file offset of the event's record.
+    pub file_offset: u64,
+}
+
+impl Event {
+    /// The operation's name, or `op#NN` for an unknown code.
+    pub fn op_name(&self) -> Cow<'static, str> {
+        match self.op {
+            Some(op) => Cow::Borrowed(op.name()),
+            None => Cow::Owned(format!("op#{}", self.op_code)),
+        }
+    }
+}
+
+/// A clock calibration point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calibration {
+    /// Clock ticks.
+    pub ticks: u64,
+    /// CLOCK_MONOTONIC nanoseconds at the same instant.
+    pub mono_ns: u64,
+}
+
+/// A THREAD_NAME record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadName {
+    /// Clock ticks when the name was seen.
+    pub ticks: u64,
+    /// The same instant in CLOCK_MONOTONIC nanoseconds.
+    pub ts_ns: u64,
+    /// The name (lossy UTF-8).
+    pub name: String,
+}

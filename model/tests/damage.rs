@@ -1,0 +1,232 @@
+//! Damaged, truncated and unusual files: the reader keeps what is valid and never panics.
+
+use proptest::prelude::*;
+use scalpel_model::format::{chan, obj, rec, Op, HEADER_SIZE, VERSION};
+use scalpel_model::read::{decode_file, Endpoint, Header, Identity, ReadError, TraceWriter};
+use scalpel_model::record::RawEvent;
+
+fn ev(op: u8, dt: u64) -> RawEvent {
+    RawEvent {
+        op,
+        dt,
+        ..RawEvent::default()
+    }
+}
+
+/// A file with several record kinds; returns the writer and the record-boundary lengths.
+fn sample() -> (TraceWriter, Vec<usize>) {
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    let mut ends = vec![0];
+    let id = Identity::Stream {
+        chan: chan::TCP,
+        channel_key: 9,
+        sender: Endpoint::Inet("10.0.0.1:80".parse().unwrap()),
+        receiver: Endpoint::Path(b"/tmp/some socket".to_vec()),
+    };
+    w.object(1, obj::STREAM, 0xabc, &id);
+    ends.push(w.records().len());
+    for i in 0..6u64 {
+        let mut e = ev(Op::Write as u8, 10 + i);
+        e.obj = Some(1);
+        e.seq_delta = Some(1);
+        e.result = Some(300 * i as i64);
+        e.offset = Some(1 << (i * 9));
+        w.event(&e);
+        ends.push(w.records().len());
+        if i == 2 {
+            w.calibration(1000, 2000);
+            ends.push(w.records().len());
+            w.thread_name(5, b"worker");
+            ends.push(w.records().len());
+        }
+    }
+    (w, ends)
+}
+
+fn damaged(t: &scalpel_model::read::FileTrace) -> Vec<&ReadError> {
+    let d = t.warnings.iter();
+    d.filter(|w| matches!(w, ReadError::Damaged { .. }))
+        .collect()
+}
+
+#[test]
+fn every_prefix_decodes_to_a_prefix() {
+    let (w, ends) = sample();
+    let full_bytes = w.to_bytes();
+    let full = decode_file("f".as_ref(), &full_bytes).unwrap();
+    assert!(full.warnings.is_empty(), "{:?}", full.warnings);
+    assert_eq!(full.events.len(), 6);
+    for len in 0..=full_bytes.len() {
+        let r = decode_file("f".as_ref(), &full_bytes[..len]);
+        if len < HEADER_SIZE {
+            assert!(matches!(r, Err(ReadError::ShortHeader { .. })), "len {len}");
+            continue;
+        }
+        let t = r.unwrap();
+        assert_eq!(t.events[..], full.events[..t.events.len()], "len {len}");
+        let at_boundary = ends.contains(&(len - HEADER_SIZE));
+        assert_eq!(damaged(&t).len(), usize::from(!at_boundary), "len {len}");
+        if let Some(ReadError::Damaged { offset, path, .. }) = damaged(&t).first() {
+            assert!(*offset >= HEADER_SIZE as u64 && *offset < len as u64);
+            assert_eq!(path.to_str(), Some("f"));
+        }
+        // The header still claims the full length.
+        if len < full_bytes.len() {
+            assert!(t
+                .warnings
+                .iter()
+                .any(|w| w.to_string().contains("committed length")));
+        }
+    }
+}
+
+#[test]
+fn every_committed_length_decodes_to_a_prefix() {
+    let (w, ends) = sample();
+    let n = w.records().len();
+    let full = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+    for committed in 0..=n {
+        let t = decode_file("f".as_ref(), &w.to_bytes_with_committed(committed as u64)).unwrap();
+        assert_eq!(t.events[..], full.events[..t.events.len()]);
+        let expect_damage = !ends.contains(&committed);
+        assert_eq!(
+            t.warnings.len(),
+            usize::from(expect_damage),
+            "{:?}",
+            t.warnings
+        );
+        if !expect_damage {
+            assert_eq!(t.decoded_len, committed as u64);
+        }
+    }
+}
+
+#[test]
+fn corrupt_committed_length_reads_to_end_of_file() {
+    let (w, _) = sample();
+    for committed in [w.records().len() as u64 + 1000, u64::MAX] {
+        let t = decode_file("f".as_ref(), &w.to_bytes_with_committed(committed)).unwrap();
+        assert_eq!(t.events.len(), 6);
+        assert_eq!(t.warnings.len(), 1);
+        let msg = t.warnings[0].to_string();
+        assert!(
+            msg.contains("committed length") && msg.contains("offset 64"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn unknown_kinds_and_ops_are_skipped_or_kept() {
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    w.event(&ev(1, 1))
+        .record(200, b"from the future")
+        .pad(3)
+        .record(rec::STACK, &[1, 2, 3])
+        .event(&ev(250, 1));
+    let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(t.unknown_records, 1);
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(t.events[0].op, Some(Op::MutexLock));
+    assert_eq!(t.events[1].op, None);
+    assert_eq!(t.events[1].op_name(), "op#250");
+    assert_eq!(t.events[1].ticks, 2);
+}
+
+#[test]
+fn undecodable_payload_stops_with_offset() {
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    w.event(&ev(1, 1));
+    let at = HEADER_SIZE + w.records().len();
+    w.record(rec::EVENT, &[1]).event(&ev(1, 1));
+    let t = decode_file("dir/t2.trace".as_ref(), &w.to_bytes()).unwrap();
+    assert_eq!(t.events.len(), 1);
+    let msg = t.warnings[0].to_string();
+    assert_eq!(t.warnings[0].offset(), Some(at as u64));
+    assert!(msg.starts_with("dir/t2.trace: damaged at offset"), "{msg}");
+    assert!(msg.contains("EVENT"), "{msg}");
+}
+
+#[test]
+fn object_reset_restarts_indices_and_sequences() {
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    let seq = |d| RawEvent {
+        obj: Some(1),
+        seq_delta: Some(d),
+        ..ev(Op::MutexUnlock as u8, 1)
+    };
+    w.object(1, obj::MUTEX, 0xa, &Identity::None)
+        .event(&seq(5))
+        .event(&seq(2))
+        .object_reset()
+        .object(1, obj::MUTEX, 0xb, &Identity::None)
+        .event(&seq(3))
+        .object_reset()
+        .event(&seq(1));
+    let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+    let got: Vec<_> = t
+        .events
+        .iter()
+        .map(|e| (e.obj.map(|o| o.key), e.seq))
+        .collect();
+    assert_eq!(
+        got[..3],
+        [
+            (Some(0xa), Some(5)),
+            (Some(0xa), Some(7)),
+            (Some(0xb), Some(3))
+        ]
+    );
+    assert_eq!(got[3].0, None);
+    assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+    assert!(matches!(t.warnings[0], ReadError::Inconsistent { .. }));
+}
+
+#[test]
+fn fatal_header_errors() {
+    let good = TraceWriter::new(Header::thread(1, 2)).to_bytes();
+    let mut bad = good.clone();
+    bad[0] = b'X';
+    assert!(matches!(
+        decode_file("f".as_ref(), &bad),
+        Err(ReadError::BadMagic { .. })
+    ));
+    let mut newer = good.clone();
+    newer[8..10].copy_from_slice(&(VERSION + 1).to_le_bytes());
+    let e = decode_file("f".as_ref(), &newer).unwrap_err();
+    assert!(matches!(e, ReadError::UnsupportedVersion { .. }), "{e}");
+    let mut tiny = good.clone();
+    tiny[10..12].copy_from_slice(&16u16.to_le_bytes());
+    let e = decode_file("f".as_ref(), &tiny).unwrap_err();
+    assert!(matches!(e, ReadError::ShortHeader { .. }), "{e}");
+    assert!(matches!(
+        decode_file("f".as_ref(), b"SCAL"),
+        Err(ReadError::ShortHeader { .. })
+    ));
+    let e = scalpel_model::read::read_file("/nonexistent/x.trace").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/x.trace: cannot read"),
+        "{e}"
+    );
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_records_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..600),
+                                     committed in any::<u64>(), flags in any::<u8>()) {
+        let mut h = Header::thread(1, 2);
+        h.flags = flags;
+        let mut w = TraceWriter::new(h);
+        w.raw(&tail);
+        let _ = decode_file("f".as_ref(), &w.to_bytes_with_committed(committed));
+        let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+        prop_assert!(t.decoded_len <= tail.len() as u64);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..5000)) {
+        let _ = decode_file("f".as_ref(), &bytes);
+    }
+}

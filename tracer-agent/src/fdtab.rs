@@ -1,0 +1,317 @@
+//! What each file descriptor is: its channel kind and the identities of its two stream
+//! directions, resolved once per descriptor (at creation, or lazily at first use) and cached.
+//!
+//! Channel identities are chosen so both ends compute the same stream key independently: a TCP
+//! direction is named by its sender and receiver addresses, a pipe by its inode, a unix socket
+//! direction by the inodes of the sending and receiving sockets (the peer's inode comes from the
+//! kernel's sock_diag interface).
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use scalpel_model::format::{chan, ep, obj};
+use scalpel_model::record::stable_hash;
+use scalpel_model::wire::Enc;
+
+use crate::global::{self, Config};
+use crate::sys;
+use crate::tstate::Obj;
+
+/// Descriptors at or above this number are not tracked (their events carry no channel).
+const MAX_FD: usize = 1 << 16;
+const IDENT: usize = 64;
+
+const UNKNOWN: u32 = 0;
+const RESOLVING: u32 = 1;
+const RESOLVED: u32 = 2;
+
+/// An encoded endpoint.
+#[derive(Clone, Copy)]
+pub struct Endpoint {
+    len: u8,
+    bytes: [u8; 24],
+}
+
+impl Endpoint {
+    /// No identity.
+    pub const NONE: Endpoint = Endpoint { len: 1, bytes: [ep::NONE; 24] };
+
+    fn from(f: impl FnOnce(&mut Enc<'_>)) -> Endpoint {
+        let mut bytes = [0u8; 24];
+        let mut e = Enc::new(&mut bytes);
+        f(&mut e);
+        if !e.ok() {
+            return Endpoint::NONE;
+        }
+        Endpoint { len: e.len() as u8, bytes }
+    }
+
+    /// An inode-named endpoint.
+    pub fn inode(dev: u64, ino: u64) -> Endpoint {
+        Endpoint::from(|e| {
+            e.u8(ep::INODE);
+            e.varint(dev);
+            e.varint(ino);
+        })
+    }
+
+    /// An endpoint numbered by a process.
+    pub fn local(pid: i32, n: u64) -> Endpoint {
+        Endpoint::from(|e| {
+            e.u8(ep::LOCAL);
+            e.varint(pid as u64);
+            e.varint(n);
+        })
+    }
+
+    /// The encoded bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    fn is_none(&self) -> bool {
+        self.bytes[0] == ep::NONE
+    }
+}
+
+/// What one descriptor refers to.
+pub struct Info {
+    /// Channel kind (`format::chan`).
+    pub chan: u8,
+    /// Key shared by both ends and both directions.
+    pub chan_key: u64,
+    tx_key: u64,
+    rx_key: u64,
+    offsets: bool,
+    tx_ident: [u8; IDENT],
+    tx_len: u8,
+    rx_ident: [u8; IDENT],
+    rx_len: u8,
+}
+
+struct Entry {
+    state: AtomicU32,
+    info: UnsafeCell<Info>,
+}
+
+static TABLE: AtomicPtr<Entry> = AtomicPtr::new(core::ptr::null_mut());
+
+fn table() -> Option<&'static [Entry]> {
+    let mut p = TABLE.load(Ordering::Acquire);
+    if p.is_null() {
+        let n = MAX_FD * core::mem::size_of::<Entry>();
+        let m = sys::mmap_anon(n)? as *mut Entry;
+        match TABLE.compare_exchange(core::ptr::null_mut(), m, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => p = m,
+            Err(other) => {
+                sys::munmap(m.cast(), n);
+                p = other;
+            }
+        }
+    }
+    // SAFETY: the mapping holds MAX_FD zeroed entries (a valid UNKNOWN state) and is never freed.
+    Some(unsafe { core::slice::from_raw_parts(p, MAX_FD) })
+}
+
+fn entry(fd: i32) -> Option<&'static Entry> {
+    if fd < 0 || fd as usize >= MAX_FD {
+        return None;
+    }
+    table().map(|t| &t[fd as usize])
+}
+
+impl Info {
+    /// The outgoing stream as an event object, if the descriptor has one.
+    pub fn tx(&self) -> Option<Obj<'_>> {
+        (self.tx_key != 0).then(|| Obj { kind: obj::STREAM, key: self.tx_key, ident: &self.tx_ident[..self.tx_len as usize] })
+    }
+
+    /// The incoming stream as an event object.
+    pub fn rx(&self) -> Option<Obj<'_>> {
+        (self.rx_key != 0).then(|| Obj { kind: obj::STREAM, key: self.rx_key, ident: &self.rx_ident[..self.rx_len as usize] })
+    }
+
+    /// Reserves `n` sent bytes and returns the stream offset of the first.
+    pub fn send_offset(&self, cfg: &Config, n: i64) -> Option<u64> {
+        (self.offsets && n > 0).then(|| global::table(cfg).sent(self.tx_key, n as u64)).flatten()
+    }
+
+    /// Reserves `n` received bytes and returns the stream offset of the first.
+    pub fn recv_offset(&self, cfg: &Config, n: i64) -> Option<u64> {
+        (self.offsets && n > 0).then(|| global::table(cfg).received(self.rx_key, n as u64)).flatten()
+    }
+}
+
+/// The cached description of `fd`, resolving it now if needed.
+pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
+    let e = entry(fd)?;
+    match e.state.load(Ordering::Acquire) {
+        // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
+        RESOLVED => Some(unsafe { &*e.info.get() }),
+        UNKNOWN => {
+            if e.state.compare_exchange(UNKNOWN, RESOLVING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                return None;
+            }
+            // SAFETY: we own RESOLVING, so no one reads or writes `info` meanwhile.
+            resolve(cfg, fd, unsafe { &mut *e.info.get() });
+            e.state.store(RESOLVED, Ordering::Release);
+            // SAFETY: just resolved.
+            Some(unsafe { &*e.info.get() })
+        }
+        _ => None,
+    }
+}
+
+/// Forgets `fd` (it was closed or replaced).
+pub fn forget(fd: i32) {
+    if let Some(e) = entry(fd) {
+        e.state.store(UNKNOWN, Ordering::Release);
+    }
+}
+
+/// Makes `new` describe the same channel as `old` (dup).
+pub fn copy(cfg: &Config, old: i32, new: i32) {
+    let (Some(src), Some(dst)) = (get(cfg, old), entry(new)) else { return };
+    dst.state.store(RESOLVING, Ordering::Release);
+    // SAFETY: `dst` is RESOLVING and owned by us; `src` is RESOLVED and immutable.
+    unsafe { core::ptr::copy_nonoverlapping(src as *const Info, dst.info.get(), 1) };
+    dst.state.store(RESOLVED, Ordering::Release);
+}
+
+/// Gives `fd` a process-numbered identity (eventfd, epoll) so that fork children that inherit it
+/// agree with the parent.
+pub fn set_local(cfg: &Config, fd: i32, kind: u8) {
+    let Some(e) = entry(fd) else { return };
+    e.state.store(RESOLVING, Ordering::Release);
+    // SAFETY: we own RESOLVING.
+    let info = unsafe { &mut *e.info.get() };
+    let me = Endpoint::local(cfg.pid, global::next_local(cfg));
+    fill(info, kind, me, me, kind == chan::EVENTFD);
+    e.state.store(RESOLVED, Ordering::Release);
+}
+
+fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: bool) {
+    info.chan = kind;
+    let (lo, hi) = if local.bytes() <= peer.bytes() { (local, peer) } else { (peer, local) };
+    info.chan_key = stable_hash(&[&[kind], lo.bytes(), hi.bytes()]);
+    info.offsets = offsets;
+    let encode = |dst: &mut [u8; IDENT], len: &mut u8, sender: &Endpoint, receiver: &Endpoint, chan_key: u64| {
+        let mut e = Enc::new(dst);
+        e.u8(kind);
+        e.varint(chan_key);
+        e.bytes(sender.bytes());
+        e.bytes(receiver.bytes());
+        *len = if e.ok() { e.len() as u8 } else { 0 };
+        stable_hash(&[&[kind], sender.bytes(), receiver.bytes()])
+    };
+    let ck = info.chan_key;
+    info.tx_key = encode(&mut info.tx_ident, &mut info.tx_len, &local, &peer, ck);
+    info.rx_key = encode(&mut info.rx_ident, &mut info.rx_len, &peer, &local, ck);
+}
+
+fn none(info: &mut Info, kind: u8) {
+    info.chan = kind;
+    info.chan_key = 0;
+    info.tx_key = 0;
+    info.rx_key = 0;
+    info.offsets = false;
+}
+
+fn resolve(cfg: &Config, fd: i32, info: &mut Info) {
+    // SAFETY: zeroed is a valid `stat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    if sys::fstat(fd, &mut st) < 0 {
+        return none(info, chan::OTHER);
+    }
+    let me = Endpoint::inode(st.st_dev, st.st_ino);
+    match st.st_mode & libc::S_IFMT {
+        // A pipe carries one direction: writer and reader both name it by its inode.
+        libc::S_IFIFO => fill(info, chan::PIPE, me, me, true),
+        libc::S_IFSOCK => crate::sock::resolve(cfg, fd, st.st_ino, me, info),
+        libc::S_IFREG => fill(info, chan::FILE, me, me, false),
+        libc::S_IFCHR => fill(info, chan::CHAR, me, me, false),
+        _ => {
+            let mut link = [0u8; 32];
+            let mut p = sys::PathBuf::<40>::new();
+            p.push(b"/proc/self/fd/").push_u64(fd as u64);
+            let n = p.c_bytes().map_or(-1, |path| sys::readlinkat(libc::AT_FDCWD, path, &mut link));
+            let l = &link[..n.max(0) as usize];
+            let local = Endpoint::local(cfg.pid, global::next_local(cfg));
+            if l.starts_with(b"anon_inode:[eventfd]") {
+                fill(info, chan::EVENTFD, local, local, true)
+            } else if l.starts_with(b"anon_inode:[eventpoll]") {
+                fill(info, chan::OTHER, local, local, false)
+            } else {
+                none(info, chan::OTHER)
+            }
+        }
+    }
+}
+
+/// Fills a socket's identity (used by the socket module).
+pub fn fill_socket(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint) {
+    if peer.is_none() {
+        // Not connected: no stream both ends can agree on.
+        none(info, kind);
+        info.chan_key = stable_hash(&[&[kind], local.bytes()]);
+    } else {
+        fill(info, kind, local, peer, true);
+    }
+}
+
+/// Encodes a socket address as an endpoint.
+pub fn sockaddr_endpoint(sa: &libc::sockaddr_storage, len: u32) -> Endpoint {
+    match i32::from(sa.ss_family) {
+        libc::AF_INET if len as usize >= core::mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: family and length say this is a sockaddr_in.
+            let a = unsafe { &*(sa as *const _ as *const libc::sockaddr_in) };
+            Endpoint::from(|e| {
+                e.u8(ep::IPV4);
+                e.bytes(&a.sin_addr.s_addr.to_ne_bytes());
+                e.bytes(&a.sin_port.to_ne_bytes());
+            })
+        }
+        libc::AF_INET6 if len as usize >= core::mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: family and length say this is a sockaddr_in6.
+            let a = unsafe { &*(sa as *const _ as *const libc::sockaddr_in6) };
+            Endpoint::from(|e| {
+                e.u8(ep::IPV6);
+                e.bytes(&a.sin6_addr.s6_addr);
+                e.bytes(&a.sin6_port.to_ne_bytes());
+            })
+        }
+        _ => Endpoint::NONE,
+    }
+}
+
+/// An ENDPOINT object for a listening address (what connect and accept meet at).
+pub struct EndpointObj {
+    key: u64,
+    ident: [u8; 32],
+    len: u8,
+}
+
+impl EndpointObj {
+    /// Builds it from a channel kind and an endpoint.
+    pub fn new(kind: u8, ep: &Endpoint) -> EndpointObj {
+        let mut ident = [0u8; 32];
+        let mut e = Enc::new(&mut ident);
+        e.u8(kind);
+        e.bytes(ep.bytes());
+        let len = e.len() as u8;
+        EndpointObj { key: stable_hash(&[&[kind], ep.bytes()]), ident, len }
+    }
+
+    /// Replaces key and identity (for endpoints whose key covers more than the identity keeps).
+    pub fn set(&mut self, key: u64, ident: &[u8]) {
+        self.key = key;
+        let n = ident.len().min(self.ident.len());
+        self.ident[..n].copy_from_slice(&ident[..n]);
+        self.len = n as u8;
+    }
+
+    /// As an event object.
+    pub fn obj(&self) -> Obj<'_> {
+        Obj { kind: obj::ENDPOINT, key: self.key, ident: &self.ident[..self.len as usize] }
+    }
+}

@@ -1,0 +1,84 @@
+//! Hooks for the byte-moving calls: the read, write, send and recv families, and sendfile.
+//!
+//! Each records the stream it moved bytes on and the offset of its first byte in that stream, so
+//! the reader of bytes [a, b) can be matched with the writes that produced them.
+
+use libc::{c_int, c_void, iovec, msghdr, size_t, sockaddr, socklen_t, ssize_t};
+use scalpel_model::format::Op;
+
+use super::{enosys, sys_result};
+use crate::fdtab;
+use crate::real;
+use crate::tstate::{enter, Ev};
+
+/// Records an incoming transfer on `fd`.
+#[inline(always)]
+fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -> ssize_t {
+    let Some(c) = enter() else { return call() };
+    let t0 = c.now();
+    let r = call();
+    let t1 = c.now();
+    let res = sys_result(r as i64);
+    let info = fdtab::get(c.cfg, fd);
+    let stream = info.and_then(|i| i.rx());
+    let offset = info.and_then(|i| i.recv_offset(c.cfg, res));
+    let obj = stream.map(|o| (o, (res > 0).then(|| c.seq(o.kind, o.key))));
+    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
+    r
+}
+
+/// Records an outgoing transfer on `fd`. The sequence number is taken before the call so that it
+/// is lower than that of any read the written bytes cause.
+#[inline(always)]
+fn output(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -> ssize_t {
+    let Some(c) = enter() else { return call() };
+    let info = fdtab::get(c.cfg, fd);
+    let stream = info.and_then(|i| i.tx());
+    let seq = stream.map(|o| c.seq(o.kind, o.key));
+    let t0 = c.now();
+    let r = call();
+    let t1 = c.now();
+    let res = sys_result(r as i64);
+    let offset = info.and_then(|i| i.send_offset(c.cfg, res));
+    let obj = stream.map(|o| (o, seq));
+    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
+    r
+}
+
+macro_rules! io_hook {
+    ($dir:ident, $op:expr, $name:ident ( $fd:ident : c_int $(, $a:ident : $t:ty)* ) $(aux $aux:expr)?) => {
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name($fd: c_int $(, $a: $t)*) -> ssize_t {
+            type F = unsafe extern "C-unwind" fn(c_int $(, $t)*) -> ssize_t;
+            let Some(f) = real!($name: F) else { return enosys() };
+            #[allow(unused_mut, unused_assignments)]
+            let mut aux: Option<u64> = None;
+            $( aux = Some($aux as u64); )?
+            // SAFETY: forwarding the caller's arguments.
+            $dir($op, $fd, aux, || unsafe { f($fd $(, $a)*) })
+        }
+    };
+}
+
+io_hook!(input, Op::Read, read(fd: c_int, buf: *mut c_void, n: size_t));
+io_hook!(input, Op::Readv, readv(fd: c_int, iov: *const iovec, cnt: c_int));
+io_hook!(input, Op::Pread, pread(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off_t) aux off);
+io_hook!(input, Op::Pread, pread64(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off64_t) aux off);
+io_hook!(input, Op::Recv, recv(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int));
+io_hook!(input, Op::Recvfrom, recvfrom(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t));
+io_hook!(input, Op::Recvmsg, recvmsg(fd: c_int, m: *mut msghdr, fl: c_int));
+io_hook!(input, Op::Read, __read_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t));
+io_hook!(input, Op::Pread, __pread_chk(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off_t, cap: size_t) aux off);
+io_hook!(input, Op::Pread, __pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off64_t, cap: size_t) aux off);
+io_hook!(input, Op::Recv, __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int));
+io_hook!(input, Op::Recvfrom, __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t));
+
+io_hook!(output, Op::Write, write(fd: c_int, buf: *const c_void, n: size_t));
+io_hook!(output, Op::Writev, writev(fd: c_int, iov: *const iovec, cnt: c_int));
+io_hook!(output, Op::Pwrite, pwrite(fd: c_int, buf: *const c_void, n: size_t, off: libc::off_t) aux off);
+io_hook!(output, Op::Pwrite, pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: libc::off64_t) aux off);
+io_hook!(output, Op::Send, send(fd: c_int, buf: *const c_void, n: size_t, fl: c_int));
+io_hook!(output, Op::Sendto, sendto(fd: c_int, buf: *const c_void, n: size_t, fl: c_int, a: *const sockaddr, l: socklen_t));
+io_hook!(output, Op::Sendmsg, sendmsg(fd: c_int, m: *const msghdr, fl: c_int));
+io_hook!(output, Op::Sendfile, sendfile(fd: c_int, input_fd: c_int, off: *mut libc::off_t, n: size_t) aux input_fd);
+io_hook!(output, Op::Sendfile, sendfile64(fd: c_int, input_fd: c_int, off: *mut libc::off64_t, n: size_t) aux input_fd);

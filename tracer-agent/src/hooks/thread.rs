@@ -1,0 +1,228 @@
+//! Hooks for thread and process lifetimes: pthread create, join and exit, fork, dlopen and
+//! dlclose, and the pthread-key destructor that closes a thread's trace at exit.
+//!
+//! A new thread starts in our trampoline, which records its start with the spawn key its parent
+//! recorded, so creation is linked to start without knowing the child's tid in advance. The
+//! trampoline's arguments travel in a fixed pool of slots claimed with atomics: no allocation.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use libc::{c_char, c_int, c_void, pthread_attr_t, pthread_t};
+use scalpel_model::format::{obj, rec, Op};
+
+use super::{enosys, pthread_acquire, pthread_result, sys_result};
+use crate::global;
+use crate::real;
+use crate::setup::Blob;
+use crate::tstate::{self, enter, Ev, Obj};
+
+type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
+
+struct Slot {
+    state: AtomicU32,
+    start: AtomicUsize,
+    arg: AtomicUsize,
+    spawn: AtomicU64,
+    parent: AtomicU32,
+}
+
+const SLOTS: usize = 256;
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    state: AtomicU32::new(0),
+    start: AtomicUsize::new(0),
+    arg: AtomicUsize::new(0),
+    spawn: AtomicU64::new(0),
+    parent: AtomicU32::new(0),
+};
+static POOL: [Slot; SLOTS] = [EMPTY; SLOTS];
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn claim() -> Option<&'static Slot> {
+    let start = NEXT.fetch_add(1, Ordering::Relaxed);
+    (0..SLOTS)
+        .map(|i| &POOL[(start + i) % SLOTS])
+        .find(|s| s.state.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok())
+}
+
+extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
+    // SAFETY: `p` is one of POOL's slots, claimed by the parent for this thread.
+    let slot = unsafe { &*(p as *const Slot) };
+    // SAFETY: the parent stored a valid start routine address.
+    let start: StartFn = unsafe { core::mem::transmute::<usize, StartFn>(slot.start.load(Ordering::Acquire)) };
+    let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
+    let spawn = slot.spawn.load(Ordering::Acquire);
+    let parent = slot.parent.load(Ordering::Acquire);
+    slot.state.store(0, Ordering::Release);
+    if let Some(c) = enter() {
+        let t = c.now();
+        let seq = c.seq(obj::SPAWN, spawn);
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() } as u64;
+        c.emit(&Ev {
+            obj: Some((Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(seq))),
+            aux: Some(me),
+            aux2: Some(u64::from(parent)),
+            ..Ev::new(Op::ThreadStart, t, t)
+        });
+    }
+    tstate::set_exit_how(2);
+    let r = start(arg);
+    tstate::set_exit_how(0);
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_create(
+    th: *mut pthread_t,
+    attr: *const pthread_attr_t,
+    start: StartFn,
+    arg: *mut c_void,
+) -> c_int {
+    type F = unsafe extern "C-unwind" fn(*mut pthread_t, *const pthread_attr_t, extern "C-unwind" fn(*mut c_void) -> *mut c_void, *mut c_void) -> c_int;
+    let Some(f) = real!(pthread_create: F) else { return libc::EAGAIN };
+    // SAFETY: the original start routine has the same ABI as a C-unwind one.
+    let plain = || unsafe { f(th, attr, core::mem::transmute::<StartFn, extern "C-unwind" fn(*mut c_void) -> *mut c_void>(start), arg) };
+    let Some(c) = enter() else { return plain() };
+    let Some(slot) = claim() else { return plain() };
+    let spawn = global::next_spawn_key(c.cfg);
+    slot.start.store(start as usize, Ordering::Relaxed);
+    slot.arg.store(arg as usize, Ordering::Relaxed);
+    slot.spawn.store(spawn, Ordering::Relaxed);
+    slot.parent.store(crate::sys::gettid() as u32, Ordering::Release);
+    let seq = c.seq(obj::SPAWN, spawn);
+    let t0 = c.now();
+    // SAFETY: forwarding the caller's thread and attributes with our trampoline and its slot.
+    let r = unsafe { f(th, attr, trampoline, slot as *const Slot as *mut c_void) };
+    let t1 = c.now();
+    if r != 0 {
+        slot.state.store(0, Ordering::Release);
+    }
+    // SAFETY: on success the real call wrote the new handle.
+    let handle = (r == 0).then(|| unsafe { *th } as u64);
+    c.emit(&Ev {
+        obj: Some((Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(seq))),
+        result: Some(pthread_result(r)),
+        aux: handle,
+        ..Ev::new(Op::ThreadCreate, t0, t1)
+    });
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_join(th: pthread_t, ret: *mut *mut c_void) -> c_int {
+    type F = unsafe extern "C-unwind" fn(pthread_t, *mut *mut c_void) -> c_int;
+    let Some(f) = real!(pthread_join: F) else { return libc::ENOSYS };
+    let o = Obj { kind: obj::THREAD, key: th as u64, ident: &[] };
+    // SAFETY: forwarding the caller's arguments.
+    pthread_acquire(Op::ThreadJoin, o, || unsafe { f(th, ret) })
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_exit(ret: *mut c_void) -> ! {
+    type F = unsafe extern "C-unwind" fn(*mut c_void) -> !;
+    tstate::set_exit_how(1);
+    match real!(pthread_exit: F) {
+        // SAFETY: forwarding the caller's argument; it does not return.
+        Some(f) => unsafe { f(ret) },
+        None => std::process::abort(),
+    }
+}
+
+/// The pthread-key destructor: runs in an exiting thread whatever the way it exits (return,
+/// `pthread_exit`, cancellation), records the exit and closes the trace.
+pub extern "C" fn thread_dtor(_state: *mut c_void) {
+    tstate::finish_thread(|c, how| {
+        let t = c.now();
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() } as u64;
+        let seq = c.seq(obj::THREAD, me);
+        c.emit(&Ev {
+            obj: Some((Obj { kind: obj::THREAD, key: me, ident: &[] }, Some(seq))),
+            aux: Some(u64::from(how)),
+            ..Ev::new(Op::ThreadExit, t, t)
+        });
+    });
+}
+
+/// The spawn key of a fork in progress, read by the child handler.
+static FORK_SPAWN: AtomicU64 = AtomicU64::new(0);
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
+    type F = unsafe extern "C-unwind" fn() -> libc::pid_t;
+    let Some(f) = real!(fork: F) else { return enosys() };
+    let Some(c) = enter() else {
+        // SAFETY: plain forward.
+        return unsafe { f() };
+    };
+    let spawn = global::next_spawn_key(c.cfg);
+    FORK_SPAWN.store(spawn, Ordering::SeqCst);
+    let seq = c.seq(obj::SPAWN, spawn);
+    let t0 = c.now();
+    // SAFETY: plain forward; the child side is handled by our atfork child handler.
+    let r = unsafe { f() };
+    if r != 0 {
+        let t1 = c.now();
+        let res = sys_result(i64::from(r));
+        c.emit(&Ev {
+            obj: Some((Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(seq))),
+            result: Some(res),
+            ..Ev::new(Op::Fork, t0, t1)
+        });
+    }
+    r
+}
+
+/// Registered with pthread_atfork: runs in every forked child, including forks made inside libc
+/// (daemon) that never pass through our `fork` hook.
+pub extern "C" fn atfork_child() {
+    tstate::forget_after_fork();
+    global::after_fork_child();
+    let spawn = FORK_SPAWN.swap(0, Ordering::SeqCst);
+    if let Some(c) = enter() {
+        let t = c.now();
+        let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
+        let o = (spawn != 0).then(|| (Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(c.seq(obj::SPAWN, spawn))));
+        c.emit(&Ev { obj: o, aux: Some(parent), ..Ev::new(Op::ForkChild, t, t) });
+    }
+}
+
+fn maps_record(op: Op, t0: u64, t1: u64, res: i64) {
+    let Some(c) = enter() else { return };
+    c.emit(&Ev { result: Some(res), ..Ev::new(op, t0, t1) });
+    let mut blob = Blob::new();
+    if blob.read_file(b"/proc/self/maps\0") {
+        let mut head = [0u8; 10];
+        let mut e = scalpel_model::wire::Enc::new(&mut head);
+        e.varint(t1);
+        let n = e.len();
+        c.record(rec::MAPS, &head[..n], blob.bytes());
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn dlopen(name: *const c_char, flags: c_int) -> *mut c_void {
+    type F = unsafe extern "C-unwind" fn(*const c_char, c_int) -> *mut c_void;
+    let Some(f) = real!(dlopen: F) else { return core::ptr::null_mut() };
+    let t0 = global::config_if_ready().map_or(0, global::now);
+    // SAFETY: forwarding the caller's arguments.
+    let h = unsafe { f(name, flags) };
+    if let Some(cfg) = global::config_if_ready() {
+        maps_record(Op::Dlopen, t0, global::now(cfg), if h.is_null() { -1 } else { 0 });
+    }
+    h
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn dlclose(h: *mut c_void) -> c_int {
+    type F = unsafe extern "C-unwind" fn(*mut c_void) -> c_int;
+    let Some(f) = real!(dlclose: F) else { return -1 };
+    let t0 = global::config_if_ready().map_or(0, global::now);
+    // SAFETY: forwarding the caller's argument.
+    let r = unsafe { f(h) };
+    if let Some(cfg) = global::config_if_ready() {
+        maps_record(Op::Dlclose, t0, global::now(cfg), i64::from(r));
+    }
+    r
+}

@@ -1,0 +1,267 @@
+//! One-time setup of a process: reading the configuration from the environment, calibrating the
+//! clock, creating the process directory and writing the process metadata file.
+
+use scalpel_model::format::{self, hdr, rec};
+use scalpel_model::wire::Enc;
+
+use crate::global::Config;
+use crate::sys::{self, PathBuf};
+use crate::{shared, writer};
+
+/// Fills `cfg` from the environment and sets up this process. False turns recording off.
+pub fn configure(cfg: &mut Config) -> bool {
+    let Some(dir) = getenv(b"SCALPEL_DIR\0") else { return false };
+    if dir.is_empty() {
+        return false;
+    }
+    cfg.root.push(dir);
+    cfg.env_dir.push(b"SCALPEL_DIR=").push(dir);
+    let agent = getenv(b"SCALPEL_AGENT\0").unwrap_or(b"");
+    cfg.agent.push(agent);
+    cfg.env_agent.push(b"SCALPEL_AGENT=").push(agent);
+    let clock = getenv(b"SCALPEL_CLOCK\0");
+    if let Some(c) = clock {
+        cfg.env_clock.push(b"SCALPEL_CLOCK=").push(c);
+    }
+    cfg.tsc = clock != Some(b"monotonic".as_slice()) && invariant_tsc();
+    calibrate(cfg);
+
+    let mut p = PathBuf::<1100>::new();
+    p.push(cfg.root.as_bytes()).push(b"/").push(format::SHARED_TABLE.as_bytes());
+    let fd = match p.c_bytes() {
+        Some(path) => sys::openat(libc::AT_FDCWD, path, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o666) as i32,
+        None => -1,
+    };
+    if fd >= 0 {
+        sys::fchmod(fd, 0o666);
+    }
+    cfg.table = shared::map(fd);
+    if fd >= 0 {
+        sys::close(fd);
+    }
+    if cfg.table.is_null() {
+        return false;
+    }
+    // SAFETY: the destructor is a plain extern "C" function valid for the process lifetime.
+    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::hooks::thread::thread_dtor)) } != 0 {
+        return false;
+    }
+    new_process(cfg)
+}
+
+/// Per-incarnation setup (at start and in fork children): pid, directory, metadata file.
+pub fn new_process(cfg: &mut Config) -> bool {
+    cfg.pid = sys::getpid();
+    if cfg.proc_dir >= 0 {
+        sys::close(cfg.proc_dir);
+        cfg.proc_dir = -1;
+    }
+    let mut exe = [0u8; 4096];
+    let n = sys::readlinkat(libc::AT_FDCWD, b"/proc/self/exe\0", &mut exe).max(0) as usize;
+    let keep = n.min(hdr::EXE_LEN - 1);
+    cfg.exe = [0; hdr::EXE_LEN];
+    cfg.exe[..keep].copy_from_slice(&exe[..keep]);
+
+    // The directory name carries an incarnation number because exec keeps the pid.
+    for inc in 0..10_000u64 {
+        let mut p = PathBuf::<1100>::new();
+        p.push(cfg.root.as_bytes()).push(b"/").push_u64(cfg.pid as u64).push(b".").push_u64(inc);
+        let Some(path) = p.c_bytes() else { return false };
+        let r = sys::mkdirat(libc::AT_FDCWD, path, 0o777);
+        if r == -(libc::EEXIST as isize) {
+            continue;
+        }
+        if r < 0 {
+            return false;
+        }
+        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0);
+        if fd < 0 {
+            return false;
+        }
+        // Sticky and world-writable: a process that switches user after start must still be able
+        // to add thread files here.
+        sys::fchmod(fd as i32, 0o1777);
+        cfg.proc_dir = fd as i32;
+        break;
+    }
+    if cfg.proc_dir < 0 {
+        return false;
+    }
+    write_process_file(cfg, &exe[..n]);
+    true
+}
+
+fn write_process_file(cfg: &Config, exe: &[u8]) {
+    let fd = sys::openat(
+        cfg.proc_dir,
+        b"process.trace\0",
+        libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+        0o666,
+    ) as i32;
+    if fd < 0 {
+        return;
+    }
+    sys::fchmod(fd, 0o666);
+    let mut header = [0u8; format::HEADER_SIZE];
+    writer::fill_header(&mut header, cfg, format::FileKind::Process, 0, 0);
+    let mut off = format::HEADER_SIZE as u64;
+    let mut body = [0u8; 64];
+    let mut blob = Blob::new();
+    // Command line.
+    if blob.read_file(b"/proc/self/cmdline\0") {
+        off += write_record(fd, off, rec::CMDLINE, &[], blob.bytes());
+    }
+    off += write_record(fd, off, rec::EXE, &[], exe);
+    let mut e = Enc::new(&mut body);
+    e.varint(cfg.clock0);
+    let n = e.len();
+    if blob.read_file(b"/proc/self/maps\0") {
+        off += write_record(fd, off, rec::MAPS, &body[..n], blob.bytes());
+    }
+    let mut e = Enc::new(&mut body);
+    e.varint(cfg.clock0);
+    e.varint(cfg.mono0);
+    let n = e.len();
+    off += write_record(fd, off, rec::CALIBRATION, &body[..n], &[]);
+    header[hdr::COMMITTED..hdr::COMMITTED + 8].copy_from_slice(&(off - format::HEADER_SIZE as u64).to_le_bytes());
+    pwrite_all(fd, &header, 0);
+    sys::close(fd);
+}
+
+/// Writes kind, length, `a` and `b` at `off`; returns the bytes written (0 on failure).
+fn write_record(fd: i32, off: u64, kind: u8, a: &[u8], b: &[u8]) -> u64 {
+    let mut head = [0u8; 16];
+    let mut e = Enc::new(&mut head);
+    e.u8(kind);
+    e.varint((a.len() + b.len()) as u64);
+    let h = e.len();
+    if pwrite_all(fd, &head[..h], off) && pwrite_all(fd, a, off + h as u64) && pwrite_all(fd, b, off + (h + a.len()) as u64) {
+        (h + a.len() + b.len()) as u64
+    } else {
+        0
+    }
+}
+
+fn pwrite_all(fd: i32, mut b: &[u8], mut off: u64) -> bool {
+    while !b.is_empty() {
+        let r = sys::syscall6(libc::SYS_pwrite64, [fd as usize, b.as_ptr() as usize, b.len(), off as usize, 0, 0]);
+        if r <= 0 {
+            return false;
+        }
+        b = &b[r as usize..];
+        off += r as u64;
+    }
+    true
+}
+
+/// A temporary buffer in anonymous memory for whole small files such as `/proc/self/maps`.
+pub struct Blob {
+    ptr: *mut u8,
+    cap: usize,
+    len: usize,
+}
+
+impl Blob {
+    const CAP: usize = 4 << 20;
+
+    /// An empty blob (memory is mapped on first read).
+    pub fn new() -> Self {
+        Blob { ptr: core::ptr::null_mut(), cap: 0, len: 0 }
+    }
+
+    /// Reads a whole file (up to 4 MiB); false if it could not be opened.
+    pub fn read_file(&mut self, path: &[u8]) -> bool {
+        if self.ptr.is_null() {
+            match sys::mmap_anon(Self::CAP) {
+                Some(p) => {
+                    self.ptr = p;
+                    self.cap = Self::CAP;
+                }
+                None => return false,
+            }
+        }
+        self.len = 0;
+        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0) as i32;
+        if fd < 0 {
+            return false;
+        }
+        while self.len < self.cap {
+            // SAFETY: ptr..ptr+cap is our private mapping; we write only the unused tail.
+            let buf = unsafe { core::slice::from_raw_parts_mut(self.ptr.add(self.len), self.cap - self.len) };
+            let r = sys::read(fd, buf);
+            if r <= 0 {
+                break;
+            }
+            self.len += r as usize;
+        }
+        sys::close(fd);
+        true
+    }
+
+    /// The bytes read.
+    pub fn bytes(&self) -> &[u8] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: the first `len` bytes were written by `read_file`.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Blob {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            sys::munmap(self.ptr, self.cap);
+        }
+    }
+}
+
+fn getenv(name: &[u8]) -> Option<&'static [u8]> {
+    // SAFETY: getenv reads the environment without allocating; the string it returns lives as
+    // long as the environment entry, which programs do not free in practice; we copy it at once.
+    let p = unsafe { libc::getenv(name.as_ptr().cast()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: getenv returns a NUL-terminated string.
+    Some(unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes())
+}
+
+/// True when the CPU says its TSC runs at a constant rate through power states.
+fn invariant_tsc() -> bool {
+    let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+    if max_ext < 0x8000_0007 {
+        return false;
+    }
+    let edx = core::arch::x86_64::__cpuid(0x8000_0007).edx;
+    edx & (1 << 8) != 0
+}
+
+fn calibrate(cfg: &mut Config) {
+    cfg.real0 = sys::clock_ns(libc::CLOCK_REALTIME);
+    cfg.mono0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    if !cfg.tsc {
+        cfg.clock0 = cfg.mono0;
+        cfg.ticks_per_sec = 1_000_000_000;
+        return;
+    }
+    cfg.clock0 = sys::rdtsc();
+    // One millisecond of spinning bounds the frequency error to a few parts per million; later
+    // CALIBRATION records let the reader correct drift anyway.
+    let (mut m, mut t);
+    loop {
+        t = sys::rdtsc();
+        m = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        if m - cfg.mono0 >= 1_000_000 {
+            break;
+        }
+    }
+    let dt = t.wrapping_sub(cfg.clock0) as u128;
+    let dm = (m - cfg.mono0) as u128;
+    cfg.ticks_per_sec = ((dt * 1_000_000_000) / dm.max(1)) as u64;
+    if cfg.ticks_per_sec == 0 {
+        cfg.tsc = false;
+        cfg.clock0 = cfg.mono0;
+        cfg.ticks_per_sec = 1_000_000_000;
+    }
+}

@@ -1,0 +1,124 @@
+//! The counters every traced process of one recording shares: per-object sequence numbers and
+//! per-stream byte offsets, in a file of the trace directory mapped `MAP_SHARED`.
+//!
+//! Sharing one table across processes is what makes a pipe written by a forked child and read by
+//! its parent, or the two ends of a loopback TCP connection, number their events on one scale.
+//! Sequence slots are hashed without keys: two objects that collide share a counter, which only
+//! leaves gaps in each object's numbers (order is still exact). Stream slots are keyed, because
+//! two streams sharing an offset counter would make offsets wrong.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sys;
+
+/// Number of sequence slots (power of two).
+const SEQ_SLOTS: usize = 1 << 14;
+/// Number of stream slots (power of two).
+const STREAM_SLOTS: usize = 1 << 14;
+/// How far a stream key probes before giving up.
+const MAX_PROBE: usize = 64;
+
+/// One sequence counter on its own cache line, so unrelated objects never share a line.
+#[repr(C, align(64))]
+struct SeqSlot {
+    next: AtomicU64,
+    _pad: [u64; 7],
+}
+
+/// Byte counters of one stream direction.
+#[repr(C)]
+struct StreamSlot {
+    key: AtomicU64,
+    sent: AtomicU64,
+    received: AtomicU64,
+    _pad: u64,
+}
+
+/// The table's layout in the shared file.
+#[repr(C)]
+pub struct Table {
+    seq: [SeqSlot; SEQ_SLOTS],
+    streams: [StreamSlot; STREAM_SLOTS],
+}
+
+/// Size of the shared file.
+pub const TABLE_SIZE: usize = core::mem::size_of::<Table>();
+
+/// Maps the table from `fd` (creating its full size), or anonymous private memory when the file
+/// cannot be used (numbers are then coherent within the process only).
+pub fn map(fd: i32) -> *const Table {
+    if fd >= 0 && sys::ftruncate_grow(fd, TABLE_SIZE as u64) {
+        let r = sys::mmap(
+            0,
+            TABLE_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
+        if r >= 0 {
+            return r as *const Table;
+        }
+    }
+    // Fork children inherit this mapping copy-on-write, so their numbers diverge from the parent's;
+    // it is only the fallback.
+    sys::mmap(
+        0,
+        TABLE_SIZE,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    .max(0) as *const Table
+}
+
+#[inline]
+fn mix(kind: u8, key: u64) -> u64 {
+    let mut h = key ^ (u64::from(kind) << 56) ^ 0x9e37_79b9_7f4a_7c15;
+    h ^= h >> 31;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 29;
+    h
+}
+
+impl Table {
+    /// Takes the next sequence number of an object. Numbers start at 1.
+    #[inline]
+    pub fn next_seq(&self, kind: u8, key: u64) -> u64 {
+        let slot = &self.seq[(mix(kind, key) as usize) & (SEQ_SLOTS - 1)];
+        slot.next.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    fn stream(&self, key: u64) -> Option<&StreamSlot> {
+        let key = key | 1; // 0 marks an empty slot
+        let start = mix(0xff, key) as usize;
+        for i in 0..MAX_PROBE {
+            let s = &self.streams[(start + i) & (STREAM_SLOTS - 1)];
+            let cur = s.key.load(Ordering::Acquire);
+            if cur == key {
+                return Some(s);
+            }
+            if cur == 0 {
+                match s.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return Some(s),
+                    Err(other) if other == key => return Some(s),
+                    Err(_) => continue,
+                }
+            }
+        }
+        None
+    }
+
+    /// Reserves `n` sent bytes of a stream; returns the offset of the first.
+    #[inline]
+    pub fn sent(&self, key: u64, n: u64) -> Option<u64> {
+        self.stream(key).map(|s| s.sent.fetch_add(n, Ordering::AcqRel))
+    }
+
+    /// Reserves `n` received bytes of a stream; returns the offset of the first.
+    #[inline]
+    pub fn received(&self, key: u64, n: u64) -> Option<u64> {
+        self.stream(key).map(|s| s.received.fetch_add(n, Ordering::AcqRel))
+    }
+}

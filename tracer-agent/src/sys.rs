@@ -1,0 +1,245 @@
+//! Raw system calls and clocks that bypass libc, so the agent never re-enters its own hooks.
+
+use core::arch::asm;
+
+/// Performs a raw system call with up to six arguments and returns the kernel's result
+/// (negative errno on failure). It does not touch `errno`.
+#[inline]
+pub fn syscall6(nr: i64, a: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the x86_64 Linux syscall ABI: number in rax, arguments in rdi, rsi, rdx, r10, r8,
+    // r9; rcx and r11 are clobbered by the instruction. Callers pass arguments valid for `nr`.
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack)
+        );
+    }
+    ret
+}
+
+/// Shorthand for calls with fewer arguments.
+#[inline]
+pub fn sys(nr: i64, a0: usize, a1: usize, a2: usize) -> isize {
+    syscall6(nr, [a0, a1, a2, 0, 0, 0])
+}
+
+/// Current thread id.
+#[inline]
+pub fn gettid() -> i32 {
+    sys(libc::SYS_gettid, 0, 0, 0) as i32
+}
+
+/// Current process id (from the kernel, never cached by libc).
+#[inline]
+pub fn getpid() -> i32 {
+    sys(libc::SYS_getpid, 0, 0, 0) as i32
+}
+
+/// Opens `path` (NUL-terminated) relative to `dirfd`.
+pub fn openat(dirfd: i32, path: &[u8], flags: i32, mode: u32) -> isize {
+    syscall6(
+        libc::SYS_openat,
+        [dirfd as usize, path.as_ptr() as usize, flags as usize, mode as usize, 0, 0],
+    )
+}
+
+/// Closes a descriptor.
+pub fn close(fd: i32) -> isize {
+    sys(libc::SYS_close, fd as usize, 0, 0)
+}
+
+/// Reads into `buf`.
+pub fn read(fd: i32, buf: &mut [u8]) -> isize {
+    sys(libc::SYS_read, fd as usize, buf.as_mut_ptr() as usize, buf.len())
+}
+
+/// Maps memory; returns the address or a negative errno.
+pub fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> isize {
+    syscall6(
+        libc::SYS_mmap,
+        [addr, len, prot as usize, flags as usize, fd as usize, off as usize],
+    )
+}
+
+/// Maps anonymous private zeroed memory.
+pub fn mmap_anon(len: usize) -> Option<*mut u8> {
+    let r = mmap(
+        0,
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    );
+    (r >= 0).then_some(r as *mut u8)
+}
+
+/// Unmaps memory.
+pub fn munmap(addr: *mut u8, len: usize) -> isize {
+    sys(libc::SYS_munmap, addr as usize, len, 0)
+}
+
+/// Reserves file blocks so that later stores through a shared mapping cannot fault on a full
+/// disk (a store into a hole the filesystem cannot fill raises SIGBUS).
+pub fn fallocate(fd: i32, off: u64, len: u64) -> isize {
+    syscall6(libc::SYS_fallocate, [fd as usize, 0, off as usize, len as usize, 0, 0])
+}
+
+/// Sets a file's size.
+pub fn ftruncate(fd: i32, len: u64) -> isize {
+    sys(libc::SYS_ftruncate, fd as usize, len as usize, 0)
+}
+
+/// Sets a file's mode (ignores the umask, unlike `open`'s mode).
+pub fn fchmod(fd: i32, mode: u32) -> isize {
+    sys(libc::SYS_fchmod, fd as usize, mode as usize, 0)
+}
+
+/// Creates a directory relative to `dirfd`.
+pub fn mkdirat(dirfd: i32, path: &[u8], mode: u32) -> isize {
+    sys(libc::SYS_mkdirat, dirfd as usize, path.as_ptr() as usize, mode as usize)
+}
+
+/// `fstat` into a caller-provided buffer.
+pub fn fstat(fd: i32, st: &mut libc::stat) -> isize {
+    sys(libc::SYS_fstat, fd as usize, st as *mut libc::stat as usize, 0)
+}
+
+/// Reads a symlink relative to `dirfd`.
+pub fn readlinkat(dirfd: i32, path: &[u8], buf: &mut [u8]) -> isize {
+    syscall6(
+        libc::SYS_readlinkat,
+        [dirfd as usize, path.as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0],
+    )
+}
+
+/// CLOCK_MONOTONIC (or another clock) in nanoseconds, through the vDSO when available.
+#[inline]
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec; it is not one of our hooks, and on success it
+    // leaves errno alone.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads the timestamp counter.
+#[inline]
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no memory effects; the CPU supports it on every x86_64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// Formats `v` in decimal into `buf`, returning the digits written.
+pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// A fixed-capacity byte string builder for paths, used where allocation is not allowed.
+pub struct PathBuf<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    ok: bool,
+}
+
+impl<const N: usize> PathBuf<N> {
+    /// An empty path.
+    pub const fn new() -> Self {
+        PathBuf { buf: [0; N], len: 0, ok: true }
+    }
+
+    /// Appends bytes, remembering if they did not fit (one byte is kept for the NUL).
+    pub fn push(&mut self, b: &[u8]) -> &mut Self {
+        if self.len + b.len() < N {
+            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+            self.len += b.len();
+            self.buf[self.len] = 0;
+        } else {
+            self.ok = false;
+        }
+        self
+    }
+
+    /// Appends a decimal number.
+    pub fn push_u64(&mut self, v: u64) -> &mut Self {
+        let mut tmp = [0u8; 20];
+        let digits = fmt_u64(v, &mut tmp);
+        let mut local = [0u8; 20];
+        local[..digits.len()].copy_from_slice(digits);
+        self.push(&local[..digits.len()])
+    }
+
+    /// The bytes including the trailing NUL, or None if something did not fit.
+    pub fn c_bytes(&self) -> Option<&[u8]> {
+        self.ok.then_some(&self.buf[..self.len + 1])
+    }
+
+    /// The bytes without the NUL.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Forgets the content.
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.ok = true;
+        if N > 0 {
+            self.buf[0] = 0;
+        }
+    }
+}
+
+impl<const N: usize> Default for PathBuf<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Saves `errno` now and restores it when dropped.
+pub struct ErrnoGuard(i32);
+
+impl ErrnoGuard {
+    /// Saves the current errno.
+    #[inline]
+    pub fn save() -> Self {
+        // SAFETY: __errno_location returns this thread's errno slot, valid for the thread's life.
+        ErrnoGuard(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Drop for ErrnoGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: as in `save`.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
+/// Grows a file to at least `len` bytes (never shrinks it); false on failure.
+pub fn ftruncate_grow(fd: i32, len: u64) -> bool {
+    // SAFETY: zeroed is a valid `stat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    if fstat(fd, &mut st) < 0 {
+        return false;
+    }
+    st.st_size as u64 >= len || ftruncate(fd, len) >= 0
+}

@@ -1,0 +1,332 @@
+//! Per-thread recording state: the reentrancy guard, the thread's trace file, its clock and its
+//! table of interned objects.
+//!
+//! The state lives in anonymous memory obtained with mmap; thread-local storage holds only a
+//! pointer and two flags, with const initializers and no destructors, so touching it never
+//! allocates or registers anything.
+
+use core::cell::Cell;
+use core::ptr::null_mut;
+
+use scalpel_model::format::{self, rec, Op};
+use scalpel_model::record::RawEvent;
+use scalpel_model::wire::Enc;
+
+use crate::global::{self, Config};
+use crate::sys::{self, ErrnoGuard};
+use crate::writer::{self, File};
+
+/// Marks a thread whose recording has ended (exited, or its file could not be created).
+const DEAD: *mut ThreadState = 1 as *mut ThreadState;
+/// Capacity of the object table (power of two).
+const OBJ_SLOTS: usize = 4096;
+/// The table is reset when it holds this many objects, keeping probes short.
+const OBJ_LIMIT: u32 = 3072;
+
+struct Tls {
+    state: Cell<*mut ThreadState>,
+    busy: Cell<bool>,
+    /// How the thread is leaving: 0 start routine returned, 1 pthread_exit, 2 other.
+    exit_how: Cell<u8>,
+}
+
+thread_local! {
+    static TLS: Tls = const {
+        Tls { state: Cell::new(null_mut()), busy: Cell::new(false), exit_how: Cell::new(2) }
+    };
+}
+
+#[derive(Clone, Copy)]
+struct ObjSlot {
+    key: u64,
+    kind: u8,
+    idx: u32,
+    last_seq: u64,
+}
+
+/// One thread's recording state.
+pub struct ThreadState {
+    file: File,
+    last_ticks: u64,
+    since_calib: u32,
+    next_idx: u32,
+    objects: [ObjSlot; OBJ_SLOTS],
+}
+
+/// An object an event refers to, with the identity written when it is first seen in a file.
+#[derive(Clone, Copy)]
+pub struct Obj<'a> {
+    /// Object kind (`format::obj`).
+    pub kind: u8,
+    /// Key: an address, or a stable hash for channels.
+    pub key: u64,
+    /// Identity bytes (see the OBJECT record), empty for plain addresses.
+    pub ident: &'a [u8],
+}
+
+impl<'a> Obj<'a> {
+    /// An object named by its address.
+    #[inline]
+    pub fn addr<T>(kind: u8, p: *const T) -> Obj<'static> {
+        Obj { kind, key: p as usize as u64, ident: &[] }
+    }
+}
+
+/// One event as a hook reports it.
+#[derive(Clone, Copy)]
+pub struct Ev<'a> {
+    /// What happened.
+    pub op: Op,
+    /// Clock before the real call.
+    pub t0: u64,
+    /// Clock after the real call.
+    pub t1: u64,
+    /// The object and its sequence number.
+    pub obj: Option<(Obj<'a>, Option<u64>)>,
+    /// The call's result.
+    pub result: Option<i64>,
+    /// File descriptor.
+    pub fd: Option<i32>,
+    /// Stream byte offset.
+    pub offset: Option<u64>,
+    /// Auxiliary values.
+    pub aux: Option<u64>,
+    /// Second auxiliary value.
+    pub aux2: Option<u64>,
+}
+
+impl<'a> Ev<'a> {
+    /// An event with no optional fields.
+    #[inline]
+    pub fn new(op: Op, t0: u64, t1: u64) -> Self {
+        Ev { op, t0, t1, obj: None, result: None, fd: None, offset: None, aux: None, aux2: None }
+    }
+}
+
+/// A recording thread: the configuration and its state. Obtained from [`enter`].
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    /// The process configuration.
+    pub cfg: &'static Config,
+    ts: *mut ThreadState,
+}
+
+/// The recording context of this thread, or None when this call must pass through untraced:
+/// recording is off, the thread already finished, or we are inside the agent itself.
+#[inline]
+pub fn enter() -> Option<Ctx> {
+    TLS.try_with(|t| {
+        if t.busy.get() {
+            return None;
+        }
+        let ts = t.state.get();
+        if ts == DEAD {
+            return None;
+        }
+        if !ts.is_null() {
+            // SAFETY: a non-null, non-DEAD pointer is our live state; READY was seen when it was
+            // created and the configuration is never torn down.
+            return Some(Ctx { cfg: global::config_if_ready()?, ts });
+        }
+        t.busy.set(true);
+        let ctx = start_thread(t);
+        t.busy.set(false);
+        ctx
+    })
+    .ok()
+    .flatten()
+}
+
+#[cold]
+fn start_thread(t: &Tls) -> Option<Ctx> {
+    let _errno = ErrnoGuard::save();
+    let cfg = global::config()?;
+    let mem = sys::mmap_anon(core::mem::size_of::<ThreadState>())? as *mut ThreadState;
+    let tid = sys::gettid();
+    let Some(file) = File::create(cfg, tid, global::next_thread_index()) else {
+        sys::munmap(mem.cast(), core::mem::size_of::<ThreadState>());
+        t.state.set(DEAD);
+        return None;
+    };
+    // SAFETY: `mem` is a fresh zeroed mapping large enough for ThreadState; every field is
+    // valid when zeroed except `file`, which we write before any read.
+    unsafe {
+        core::ptr::addr_of_mut!((*mem).file).write(file);
+        (*mem).last_ticks = cfg.clock0;
+        (*mem).next_idx = 1;
+    }
+    t.state.set(mem);
+    // SAFETY: the key was created at init; the value is only read back by our destructor.
+    unsafe { libc::pthread_setspecific(cfg.key, mem as *const libc::c_void) };
+    let mut buf = [0u8; 24];
+    let n = writer::calibration(cfg, &mut buf);
+    // SAFETY: just initialized; `busy` is held by our caller.
+    unsafe { (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]) };
+    Some(Ctx { cfg, ts: mem })
+}
+
+impl Ctx {
+    /// The clock now.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        global::now(self.cfg)
+    }
+
+    /// Takes the next sequence number of an object.
+    #[inline]
+    pub fn seq(&self, kind: u8, key: u64) -> u64 {
+        global::table(self.cfg).next_seq(kind, key)
+    }
+
+    /// Records an event.
+    #[inline]
+    pub fn emit(&self, ev: &Ev<'_>) {
+        let _ = TLS.try_with(|t| {
+            if t.busy.replace(true) {
+                return;
+            }
+            let _errno = ErrnoGuard::save();
+            // SAFETY: `ts` is this thread's live state and `busy` excludes reentry.
+            unsafe { (*self.ts).write(self.cfg, ev) };
+            t.busy.set(false);
+        });
+    }
+
+    /// Writes an arbitrary record (module maps after dlopen, for example).
+    pub fn record(&self, kind: u8, a: &[u8], b: &[u8]) {
+        let _ = TLS.try_with(|t| {
+            if t.busy.replace(true) {
+                return;
+            }
+            // SAFETY: as in `emit`.
+            unsafe { (*self.ts).file.record(kind, a, b) };
+            t.busy.set(false);
+        });
+    }
+}
+
+impl ThreadState {
+    fn write(&mut self, cfg: &Config, ev: &Ev<'_>) {
+        self.since_calib += 1;
+        if self.since_calib >= format::CALIBRATION_EVERY {
+            self.since_calib = 0;
+            let mut buf = [0u8; 24];
+            let n = writer::calibration(cfg, &mut buf);
+            self.file.record(rec::CALIBRATION, &buf[..n], &[]);
+        }
+        let mut raw = RawEvent {
+            op: ev.op as u8,
+            dt: ev.t0.saturating_sub(self.last_ticks),
+            dur: ev.t1.saturating_sub(ev.t0),
+            result: ev.result,
+            fd: ev.fd.map(|f| f as u64),
+            offset: ev.offset,
+            aux: ev.aux,
+            aux2: ev.aux2,
+            ..RawEvent::default()
+        };
+        self.last_ticks = self.last_ticks.max(ev.t0);
+        if let Some((o, seq)) = ev.obj {
+            let Some(slot) = self.intern(&o) else {
+                self.file.drop_event();
+                return;
+            };
+            let s = &mut self.objects[slot];
+            raw.obj = Some(u64::from(s.idx));
+            if let Some(seq) = seq {
+                raw.seq_delta = Some(seq as i64 - s.last_seq as i64);
+                s.last_seq = seq;
+            }
+        }
+        self.file.event(&raw);
+    }
+
+    /// The table slot of an object, defining it in the file first if it is new here.
+    #[inline]
+    fn intern(&mut self, o: &Obj<'_>) -> Option<usize> {
+        let mut i = (mix(o.kind, o.key) as usize) & (OBJ_SLOTS - 1);
+        loop {
+            let s = &self.objects[i];
+            if s.idx == 0 {
+                break;
+            }
+            if s.key == o.key && s.kind == o.kind {
+                return Some(i);
+            }
+            i = (i + 1) & (OBJ_SLOTS - 1);
+        }
+        if self.next_idx > OBJ_LIMIT {
+            if !self.file.record(rec::OBJECT_RESET, &[], &[]) {
+                return None;
+            }
+            // A loop, not an array literal: a 96 KiB temporary could overflow a small thread stack.
+            for s in self.objects.iter_mut() {
+                s.idx = 0;
+            }
+            self.next_idx = 1;
+            return self.intern(o);
+        }
+        let idx = self.next_idx;
+        let mut head = [0u8; 24];
+        let mut e = Enc::new(&mut head);
+        e.varint(u64::from(idx));
+        e.u8(o.kind);
+        e.varint(o.key);
+        let n = e.len();
+        if !self.file.record(rec::OBJECT, &head[..n], o.ident) {
+            return None;
+        }
+        self.next_idx += 1;
+        self.objects[i] = ObjSlot { key: o.key, kind: o.kind, idx, last_seq: 0 };
+        Some(i)
+    }
+}
+
+#[inline]
+fn mix(kind: u8, key: u64) -> u64 {
+    let h = (key ^ u64::from(kind)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^ (h >> 29)
+}
+
+/// Notes how the current thread is leaving (see `Tls::exit_how`).
+pub fn set_exit_how(how: u8) {
+    let _ = TLS.try_with(|t| t.exit_how.set(how));
+}
+
+/// Ends this thread's recording: called from the pthread key destructor with our state pointer.
+pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
+    let _ = TLS.try_with(|t| {
+        let ts = t.state.get();
+        if ts.is_null() || ts == DEAD {
+            return;
+        }
+        if let Some(cfg) = global::config_if_ready() {
+            let ctx = Ctx { cfg, ts };
+            ev(&ctx, t.exit_how.get());
+        }
+        t.busy.set(true);
+        // SAFETY: `ts` is our live state; nothing else uses it once we mark the thread DEAD.
+        unsafe {
+            (*ts).file.close();
+            sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
+        }
+        t.state.set(DEAD);
+        t.busy.set(false);
+    });
+}
+
+/// In a forked child: forget the parent's open file without writing to it.
+pub fn forget_after_fork() {
+    let _ = TLS.try_with(|t| {
+        let ts = t.state.get();
+        if !ts.is_null() && ts != DEAD {
+            // SAFETY: `ts` is the state copied from the parent; only this thread exists.
+            unsafe {
+                (*ts).file.abandon();
+                sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
+            }
+        }
+        t.state.set(null_mut());
+        t.busy.set(false);
+    });
+}

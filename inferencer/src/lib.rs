@@ -1,1 +1,17 @@
-//! Scalpel analysis library.
+//! Scalpel's analysis library: the pieces behind the `scalpel` command (recording a program
+//! under the agent, dumping and summarizing trace directories).
+
+mod child;
+mod dump;
+mod record;
+mod render;
+mod summary;
+
+pub use child::{signal_name, Outcome, SpawnError};
+pub use dump::{dump, parse_op, DumpError, DumpOptions, DumpStats};
+pub use record::{
+    find_agent, ld_preload, prepare_dir, record, RecordError, RecordOptions, Recording, AGENT_FILE,
+    DEFAULT_DIR,
+};
+pub use render::{event_line, object_text, seconds, thread_heading, Identities};
+pub use summary::{human_bytes, Summary};

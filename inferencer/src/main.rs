@@ -1,1 +1,257 @@
-fn main() {}
+//! `scalpel`: records programs under the tracer agent and inspects the traces it writes.
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use scalpel_inferencer::{
+    dump, parse_op, record, signal_name, DumpOptions, Outcome, RecordOptions, Summary, DEFAULT_DIR,
+};
+use scalpel_model::read::{read_dir, TraceDir};
+
+/// Records the synchronization events of programs and inspects the traces.
+#[derive(Parser, Debug)]
+#[command(name = "scalpel", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command under the tracer agent, recording into a trace directory.
+    Record(RecordArgs),
+    /// Print the events of a trace directory.
+    Dump(DumpArgs),
+    /// Print the summary of a trace directory (as `record` prints at the end).
+    Summary {
+        /// The trace directory.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+struct RecordArgs {
+    /// Trace directory to create.
+    #[arg(short, long, value_name = "DIR", default_value = DEFAULT_DIR)]
+    output: PathBuf,
+    /// Remove the contents of the trace directory if it is not empty.
+    #[arg(long)]
+    force: bool,
+    /// The command to record and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+struct DumpArgs {
+    /// The trace directory.
+    dir: PathBuf,
+    /// List all events merged by time instead of per thread.
+    #[arg(long)]
+    merged: bool,
+    /// Only this process (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// Only this thread (repeatable).
+    #[arg(long = "tid", value_name = "TID")]
+    tids: Vec<u32>,
+    /// Only this operation, e.g. mutex_lock (repeatable).
+    #[arg(long = "op", value_name = "NAME")]
+    ops: Vec<String>,
+    /// Only events on this object: its key (hex or decimal) or a substring of its description.
+    #[arg(long, value_name = "KEY_OR_SUBSTRING")]
+    object: Option<String>,
+    /// Print at most N events.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Print the trace summary instead of the events.
+    #[arg(long)]
+    summary: bool,
+}
+
+/// What to do, in the library's terms.
+#[derive(Debug)]
+enum Job {
+    Record(RecordOptions),
+    Dump { dir: PathBuf, opts: DumpOptions },
+    Summary(PathBuf),
+}
+
+/// Converts the command line into the library's option structs.
+fn job(cli: Cli) -> Result<Job> {
+    Ok(match cli.command {
+        Command::Record(a) => Job::Record(RecordOptions {
+            dir: a.output,
+            force: a.force,
+            command: a.command,
+        }),
+        Command::Dump(a) if a.summary => Job::Summary(a.dir),
+        Command::Dump(a) => Job::Dump {
+            opts: DumpOptions {
+                merged: a.merged,
+                pids: a.pids,
+                tids: a.tids,
+                ops: a
+                    .ops
+                    .iter()
+                    .map(|n| parse_op(n))
+                    .collect::<Result<_, _>>()?,
+                object: a.object,
+                limit: a.limit,
+            },
+            dir: a.dir,
+        },
+        Command::Summary { dir } => Job::Summary(dir),
+    })
+}
+
+fn main() -> ExitCode {
+    match job(Cli::parse()).and_then(run) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("scalpel: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(job: Job) -> Result<ExitCode> {
+    match job {
+        Job::Record(opts) => Ok(run_record(&opts)),
+        Job::Dump { dir, opts } => {
+            let trace = load(&dir)?;
+            let mut out = BufWriter::new(io::stdout().lock());
+            let r = dump(&trace, &opts, &mut out).and_then(|_| out.flush());
+            match r {
+                // `scalpel dump | head` is fine.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+                r => r
+                    .map(|_| ExitCode::SUCCESS)
+                    .context("cannot write the dump"),
+            }
+        }
+        Job::Summary(dir) => {
+            let trace = load(&dir)?;
+            println!("{}", Summary::of(&trace));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Reads a trace directory and reports its warnings on stderr.
+fn load(dir: &Path) -> Result<TraceDir> {
+    let trace = read_dir(dir).context("cannot read the trace")?;
+    for w in trace.all_warnings() {
+        eprintln!("scalpel: warning: {w}");
+    }
+    Ok(trace)
+}
+
+/// Records, prints the summary on stderr and returns the command's exit status.
+fn run_record(opts: &RecordOptions) -> ExitCode {
+    let rec = match record(opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("scalpel: error: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let cmd = opts
+        .command
+        .first()
+        .map(|c| c.to_string_lossy().into_owned());
+    let cmd = cmd.unwrap_or_default();
+    match rec.outcome {
+        Outcome::Signaled(s) => eprintln!("scalpel: `{cmd}` was killed by {}", signal_name(s)),
+        Outcome::Exited(0) => {}
+        Outcome::Exited(c) => eprintln!("scalpel: `{cmd}` exited with status {c}"),
+    }
+    match read_dir(&rec.dir) {
+        Ok(trace) => {
+            const SHOWN: usize = 10;
+            let warnings: Vec<_> = trace.all_warnings().collect();
+            for w in warnings.iter().take(SHOWN) {
+                eprintln!("scalpel: warning: {w}");
+            }
+            if warnings.len() > SHOWN {
+                eprintln!("scalpel: ... and {} more warnings", warnings.len() - SHOWN);
+            }
+            eprintln!("scalpel: recorded");
+            for line in Summary::of(&trace).to_string().lines() {
+                eprintln!("  {line}");
+            }
+        }
+        Err(e) => eprintln!(
+            "scalpel: no trace was recorded ({e}); was the agent {} loaded?",
+            rec.agent.display()
+        ),
+    }
+    ExitCode::from(rec.outcome.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Job> {
+        let cli = Cli::try_parse_from(std::iter::once("scalpel").chain(args.iter().copied()))?;
+        job(cli)
+    }
+
+    #[test]
+    fn record_command_line() {
+        let Job::Record(o) = parse(&["record", "--", "ls", "-l"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.dir, PathBuf::from(DEFAULT_DIR));
+        assert!(!o.force);
+        assert_eq!(o.command, ["ls", "-l"]);
+        let Job::Record(o) = parse(&["record", "-o", "d", "--force", "ls", "-l"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!((o.dir, o.force), (PathBuf::from("d"), true));
+        assert_eq!(o.command, ["ls", "-l"]);
+        assert!(parse(&["record"]).is_err());
+        assert!(parse(&["record", "--bogus", "--", "ls"]).is_err());
+    }
+
+    #[test]
+    fn dump_command_line() {
+        let args = [
+            "dump",
+            "d",
+            "--merged",
+            "--pid",
+            "1",
+            "--pid",
+            "2",
+            "--op",
+            "mutex_lock",
+        ];
+        let Job::Dump { dir, opts } = parse(&args).unwrap() else {
+            panic!()
+        };
+        assert_eq!(dir, PathBuf::from("d"));
+        assert!(opts.merged);
+        assert_eq!(opts.pids, [1, 2]);
+        assert_eq!(opts.ops, [scalpel_model::format::Op::MutexLock]);
+        let e = parse(&["dump", "d", "--op", "lock"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown operation `lock`") && e.contains("mutex_unlock"),
+            "{e}"
+        );
+        assert!(matches!(
+            parse(&["dump", "--summary", "d"]).unwrap(),
+            Job::Summary(_)
+        ));
+        assert!(matches!(parse(&["summary", "d"]).unwrap(), Job::Summary(_)));
+        assert!(parse(&["dump", "d", "--limit", "x"]).is_err());
+        assert!(parse(&["dump"]).is_err());
+    }
+}

@@ -1,1 +1,169 @@
-//! placeholder
+//! Helpers for the end-to-end tests: build the small C programs in `tests/c`, run them under
+//! `scalpel record`, and load the traces with the model reader.
+//!
+//! The agent and the `scalpel` binary are taken from the same target directory as the running
+//! test; the README's test command builds the workspace before testing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub use scalpel_model::format::{obj, Op};
+pub use scalpel_model::read::{read_dir, Event, EventRef, FileTrace, Identity, TraceDir};
+
+/// `target/<profile>` of this build.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test binary>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binary in target/<profile>/deps")
+        .to_path_buf()
+}
+
+fn built(name: &str) -> PathBuf {
+    let p = target_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        p.display()
+    );
+    p
+}
+
+/// The `scalpel` binary.
+pub fn scalpel() -> PathBuf {
+    built("scalpel")
+}
+
+/// The agent library.
+pub fn agent() -> PathBuf {
+    built("libscalpel_agent.so")
+}
+
+/// A binary of this crate (`src/bin`).
+pub fn own_bin(name: &str) -> PathBuf {
+    built(name)
+}
+
+/// The folder with the C sources.
+pub fn c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
+}
+
+/// Compiles `tests/c/<src>.c` (plus `extra` arguments) into an executable named `out`.
+pub fn build_c(src: &str, out: &str, extra: &[&str]) -> PathBuf {
+    let dir = target_dir().join("e2e-c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(out);
+    let status = Command::new("cc")
+        .args(["-O1", "-g", "-pthread", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(c_dir().join(format!("{src}.c")))
+        .args(extra)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "compiling {src}.c failed");
+    exe
+}
+
+/// The result of one `scalpel record` run.
+pub struct Run {
+    /// Holds the trace directory alive.
+    pub tmp: tempfile::TempDir,
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// What `scalpel record` returned and printed.
+    pub out: Output,
+}
+
+impl Run {
+    /// The target's standard output.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
+    /// `scalpel record`'s standard error (the target's and the summary).
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+
+    /// Asserts the run exited 0.
+    pub fn success(self) -> Self {
+        assert!(
+            self.out.status.success(),
+            "record failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.out.status,
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+
+    /// Loads the trace, failing on any damaged file.
+    pub fn load(&self) -> TraceDir {
+        let t = read_dir(&self.dir).expect("trace directory reads");
+        let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
+        assert!(warnings.is_empty(), "trace warnings: {warnings:#?}");
+        t
+    }
+}
+
+/// Runs `prog args…` under `scalpel record -o <tempdir>`.
+pub fn record(prog: &Path, args: &[&str]) -> Run {
+    record_with(prog, args, |_| {})
+}
+
+/// Like [`record`], with a hook to adjust the command (environment, stdin…).
+pub fn record_with(prog: &Path, args: &[&str], adjust: impl FnOnce(&mut Command)) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("trace");
+    let mut cmd = Command::new(scalpel());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(prog)
+        .args(args);
+    adjust(&mut cmd);
+    let out = cmd.output().expect("scalpel runs");
+    Run { tmp, dir, out }
+}
+
+/// Every event of the trace with its file.
+pub fn all_events(t: &TraceDir) -> Vec<EventRef<'_>> {
+    t.events_by_time()
+}
+
+/// The events with operation `op`.
+pub fn with_op(t: &TraceDir, op: Op) -> Vec<EventRef<'_>> {
+    t.events_by_time()
+        .into_iter()
+        .filter(|e| e.event.op == Some(op))
+        .collect()
+}
+
+/// Thread files of all processes.
+pub fn thread_files(t: &TraceDir) -> Vec<&FileTrace> {
+    t.processes.iter().flat_map(|p| p.threads.iter()).collect()
+}
+
+/// The process incarnations whose executable file name is `name`.
+pub fn processes_named<'a>(
+    t: &'a TraceDir,
+    name: &str,
+) -> Vec<&'a scalpel_model::read::ProcessTrace> {
+    t.processes
+        .iter()
+        .filter(|p| {
+            p.exe()
+                .and_then(|e| e.file_name().map(|f| f == name))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// True when the tests run as root (mounts, user switches).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -34,7 +34,10 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// No identity.
-    pub const NONE: Endpoint = Endpoint { len: 1, bytes: [ep::NONE; 24] };
+    pub const NONE: Endpoint = Endpoint {
+        len: 1,
+        bytes: [ep::NONE; 24],
+    };
 
     fn from(f: impl FnOnce(&mut Enc<'_>)) -> Endpoint {
         let mut bytes = [0u8; 24];
@@ -43,7 +46,10 @@ impl Endpoint {
         if !e.ok() {
             return Endpoint::NONE;
         }
-        Endpoint { len: e.len() as u8, bytes }
+        Endpoint {
+            len: e.len() as u8,
+            bytes,
+        }
     }
 
     /// An inode-named endpoint.
@@ -101,7 +107,12 @@ fn table() -> Option<&'static [Entry]> {
     if p.is_null() {
         let n = MAX_FD * core::mem::size_of::<Entry>();
         let m = sys::mmap_anon(n)? as *mut Entry;
-        match TABLE.compare_exchange(core::ptr::null_mut(), m, Ordering::AcqRel, Ordering::Acquire) {
+        match TABLE.compare_exchange(
+            core::ptr::null_mut(),
+            m,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => p = m,
             Err(other) => {
                 sys::munmap(m.cast(), n);
@@ -123,22 +134,34 @@ fn entry(fd: i32) -> Option<&'static Entry> {
 impl Info {
     /// The outgoing stream as an event object, if the descriptor has one.
     pub fn tx(&self) -> Option<Obj<'_>> {
-        (self.tx_key != 0).then(|| Obj { kind: obj::STREAM, key: self.tx_key, ident: &self.tx_ident[..self.tx_len as usize] })
+        (self.tx_key != 0).then(|| Obj {
+            kind: obj::STREAM,
+            key: self.tx_key,
+            ident: &self.tx_ident[..self.tx_len as usize],
+        })
     }
 
     /// The incoming stream as an event object.
     pub fn rx(&self) -> Option<Obj<'_>> {
-        (self.rx_key != 0).then(|| Obj { kind: obj::STREAM, key: self.rx_key, ident: &self.rx_ident[..self.rx_len as usize] })
+        (self.rx_key != 0).then(|| Obj {
+            kind: obj::STREAM,
+            key: self.rx_key,
+            ident: &self.rx_ident[..self.rx_len as usize],
+        })
     }
 
     /// Reserves `n` sent bytes and returns the stream offset of the first.
     pub fn send_offset(&self, cfg: &Config, n: i64) -> Option<u64> {
-        (self.offsets && n > 0).then(|| global::table(cfg).sent(self.tx_key, n as u64)).flatten()
+        (self.offsets && n > 0)
+            .then(|| global::table(cfg).sent(self.tx_key, n as u64))
+            .flatten()
     }
 
     /// Reserves `n` received bytes and returns the stream offset of the first.
     pub fn recv_offset(&self, cfg: &Config, n: i64) -> Option<u64> {
-        (self.offsets && n > 0).then(|| global::table(cfg).received(self.rx_key, n as u64)).flatten()
+        (self.offsets && n > 0)
+            .then(|| global::table(cfg).received(self.rx_key, n as u64))
+            .flatten()
     }
 }
 
@@ -149,7 +172,10 @@ pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
         // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
         RESOLVED => Some(unsafe { &*e.info.get() }),
         UNKNOWN => {
-            if e.state.compare_exchange(UNKNOWN, RESOLVING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            if e.state
+                .compare_exchange(UNKNOWN, RESOLVING, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
                 return None;
             }
             // SAFETY: we own RESOLVING, so no one reads or writes `info` meanwhile.
@@ -171,7 +197,9 @@ pub fn forget(fd: i32) {
 
 /// Makes `new` describe the same channel as `old` (dup).
 pub fn copy(cfg: &Config, old: i32, new: i32) {
-    let (Some(src), Some(dst)) = (get(cfg, old), entry(new)) else { return };
+    let (Some(src), Some(dst)) = (get(cfg, old), entry(new)) else {
+        return;
+    };
     dst.state.store(RESOLVING, Ordering::Release);
     // SAFETY: `dst` is RESOLVING and owned by us; `src` is RESOLVED and immutable.
     unsafe { core::ptr::copy_nonoverlapping(src as *const Info, dst.info.get(), 1) };
@@ -192,10 +220,18 @@ pub fn set_local(cfg: &Config, fd: i32, kind: u8) {
 
 fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: bool) {
     info.chan = kind;
-    let (lo, hi) = if local.bytes() <= peer.bytes() { (local, peer) } else { (peer, local) };
+    let (lo, hi) = if local.bytes() <= peer.bytes() {
+        (local, peer)
+    } else {
+        (peer, local)
+    };
     info.chan_key = stable_hash(&[&[kind], lo.bytes(), hi.bytes()]);
     info.offsets = offsets;
-    let encode = |dst: &mut [u8; IDENT], len: &mut u8, sender: &Endpoint, receiver: &Endpoint, chan_key: u64| {
+    let encode = |dst: &mut [u8; IDENT],
+                  len: &mut u8,
+                  sender: &Endpoint,
+                  receiver: &Endpoint,
+                  chan_key: u64| {
         let mut e = Enc::new(dst);
         e.u8(kind);
         e.varint(chan_key);
@@ -234,7 +270,9 @@ fn resolve(cfg: &Config, fd: i32, info: &mut Info) {
             let mut link = [0u8; 32];
             let mut p = sys::PathBuf::<40>::new();
             p.push(b"/proc/self/fd/").push_u64(fd as u64);
-            let n = p.c_bytes().map_or(-1, |path| sys::readlinkat(libc::AT_FDCWD, path, &mut link));
+            let n = p
+                .c_bytes()
+                .map_or(-1, |path| sys::readlinkat(libc::AT_FDCWD, path, &mut link));
             let l = &link[..n.max(0) as usize];
             let local = Endpoint::local(cfg.pid, global::next_local(cfg));
             if l.starts_with(b"anon_inode:[eventfd]") {
@@ -299,7 +337,11 @@ impl EndpointObj {
         e.u8(kind);
         e.bytes(ep.bytes());
         let len = e.len() as u8;
-        EndpointObj { key: stable_hash(&[&[kind], ep.bytes()]), ident, len }
+        EndpointObj {
+            key: stable_hash(&[&[kind], ep.bytes()]),
+            ident,
+            len,
+        }
     }
 
     /// Replaces key and identity (for endpoints whose key covers more than the identity keeps).
@@ -312,6 +354,10 @@ impl EndpointObj {
 
     /// As an event object.
     pub fn obj(&self) -> Obj<'_> {
-        Obj { kind: obj::ENDPOINT, key: self.key, ident: &self.ident[..self.len as usize] }
+        Obj {
+            kind: obj::ENDPOINT,
+            key: self.key,
+            ident: &self.ident[..self.len as usize],
+        }
     }
 }

@@ -141,8 +141,7 @@ pub fn now(c: &Config) -> u64 {
 
 #[cold]
 fn init() -> Option<&'static Config> {
-    if G
-        .state
+    if G.state
         .compare_exchange(UNINIT, BUSY, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
@@ -151,7 +150,8 @@ fn init() -> Option<&'static Config> {
     // SAFETY: we own BUSY, so nobody else reads or writes cfg.
     let cfg = unsafe { &mut *G.cfg.get() };
     let ok = crate::setup::configure(cfg);
-    G.state.store(if ok { READY } else { OFF }, Ordering::Release);
+    G.state
+        .store(if ok { READY } else { OFF }, Ordering::Release);
     ok.then_some(&*cfg)
 }
 
@@ -172,5 +172,6 @@ pub fn after_fork_child() {
     let cfg = unsafe { &mut *G.cfg.get() };
     G.thread_counter.store(0, Ordering::Relaxed);
     let ok = crate::setup::new_process(cfg);
-    G.state.store(if ok { READY } else { OFF }, Ordering::Release);
+    G.state
+        .store(if ok { READY } else { OFF }, Ordering::Release);
 }

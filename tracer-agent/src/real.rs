@@ -16,12 +16,20 @@ pub struct Sym {
 impl Sym {
     /// A symbol resolved by name (NUL-terminated).
     pub const fn new(name: &'static [u8]) -> Self {
-        Sym { addr: AtomicUsize::new(0), name, version: None }
+        Sym {
+            addr: AtomicUsize::new(0),
+            name,
+            version: None,
+        }
     }
 
     /// A symbol resolved by name and symbol version (both NUL-terminated).
     pub const fn versioned(name: &'static [u8], version: &'static [u8]) -> Self {
-        Sym { addr: AtomicUsize::new(0), name, version: Some(version) }
+        Sym {
+            addr: AtomicUsize::new(0),
+            name,
+            version: Some(version),
+        }
     }
 
     /// The address of the next definition after ours, or 0 if there is none.
@@ -40,7 +48,11 @@ impl Sym {
         // on success, allocate nothing, so they are safe to call from inside any hook.
         let a = unsafe {
             match self.version {
-                Some(v) => libc::dlvsym(libc::RTLD_NEXT, self.name.as_ptr().cast(), v.as_ptr().cast()),
+                Some(v) => libc::dlvsym(
+                    libc::RTLD_NEXT,
+                    self.name.as_ptr().cast(),
+                    v.as_ptr().cast(),
+                ),
                 None => libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr().cast()),
             }
         } as usize;

@@ -10,7 +10,9 @@ use crate::{shared, writer};
 
 /// Fills `cfg` from the environment and sets up this process. False turns recording off.
 pub fn configure(cfg: &mut Config) -> bool {
-    let Some(dir) = getenv(b"SCALPEL_DIR\0") else { return false };
+    let Some(dir) = getenv(b"SCALPEL_DIR\0") else {
+        return false;
+    };
     if dir.is_empty() {
         return false;
     }
@@ -27,9 +29,16 @@ pub fn configure(cfg: &mut Config) -> bool {
     calibrate(cfg);
 
     let mut p = PathBuf::<1100>::new();
-    p.push(cfg.root.as_bytes()).push(b"/").push(format::SHARED_TABLE.as_bytes());
+    p.push(cfg.root.as_bytes())
+        .push(b"/")
+        .push(format::SHARED_TABLE.as_bytes());
     let fd = match p.c_bytes() {
-        Some(path) => sys::openat(libc::AT_FDCWD, path, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o666) as i32,
+        Some(path) => sys::openat(
+            libc::AT_FDCWD,
+            path,
+            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+            0o666,
+        ) as i32,
         None => -1,
     };
     if fd >= 0 {
@@ -43,7 +52,9 @@ pub fn configure(cfg: &mut Config) -> bool {
         return false;
     }
     // SAFETY: the destructor is a plain extern "C" function valid for the process lifetime.
-    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::hooks::thread::thread_dtor)) } != 0 {
+    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::hooks::thread::thread_dtor)) }
+        != 0
+    {
         return false;
     }
     new_process(cfg)
@@ -65,8 +76,14 @@ pub fn new_process(cfg: &mut Config) -> bool {
     // The directory name carries an incarnation number because exec keeps the pid.
     for inc in 0..10_000u64 {
         let mut p = PathBuf::<1100>::new();
-        p.push(cfg.root.as_bytes()).push(b"/").push_u64(cfg.pid as u64).push(b".").push_u64(inc);
-        let Some(path) = p.c_bytes() else { return false };
+        p.push(cfg.root.as_bytes())
+            .push(b"/")
+            .push_u64(cfg.pid as u64)
+            .push(b".")
+            .push_u64(inc);
+        let Some(path) = p.c_bytes() else {
+            return false;
+        };
         let r = sys::mkdirat(libc::AT_FDCWD, path, 0o777);
         if r == -(libc::EEXIST as isize) {
             continue;
@@ -74,7 +91,12 @@ pub fn new_process(cfg: &mut Config) -> bool {
         if r < 0 {
             return false;
         }
-        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0);
+        let fd = sys::openat(
+            libc::AT_FDCWD,
+            path,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        );
         if fd < 0 {
             return false;
         }
@@ -123,7 +145,8 @@ fn write_process_file(cfg: &Config, exe: &[u8]) {
     e.varint(cfg.mono0);
     let n = e.len();
     off += write_record(fd, off, rec::CALIBRATION, &body[..n], &[]);
-    header[hdr::COMMITTED..hdr::COMMITTED + 8].copy_from_slice(&(off - format::HEADER_SIZE as u64).to_le_bytes());
+    header[hdr::COMMITTED..hdr::COMMITTED + 8]
+        .copy_from_slice(&(off - format::HEADER_SIZE as u64).to_le_bytes());
     pwrite_all(fd, &header, 0);
     sys::close(fd);
 }
@@ -135,7 +158,10 @@ fn write_record(fd: i32, off: u64, kind: u8, a: &[u8], b: &[u8]) -> u64 {
     e.u8(kind);
     e.varint((a.len() + b.len()) as u64);
     let h = e.len();
-    if pwrite_all(fd, &head[..h], off) && pwrite_all(fd, a, off + h as u64) && pwrite_all(fd, b, off + (h + a.len()) as u64) {
+    if pwrite_all(fd, &head[..h], off)
+        && pwrite_all(fd, a, off + h as u64)
+        && pwrite_all(fd, b, off + (h + a.len()) as u64)
+    {
         (h + a.len() + b.len()) as u64
     } else {
         0
@@ -144,7 +170,17 @@ fn write_record(fd: i32, off: u64, kind: u8, a: &[u8], b: &[u8]) -> u64 {
 
 fn pwrite_all(fd: i32, mut b: &[u8], mut off: u64) -> bool {
     while !b.is_empty() {
-        let r = sys::syscall6(libc::SYS_pwrite64, [fd as usize, b.as_ptr() as usize, b.len(), off as usize, 0, 0]);
+        let r = sys::syscall6(
+            libc::SYS_pwrite64,
+            [
+                fd as usize,
+                b.as_ptr() as usize,
+                b.len(),
+                off as usize,
+                0,
+                0,
+            ],
+        );
         if r <= 0 {
             return false;
         }
@@ -166,7 +202,11 @@ impl Blob {
 
     /// An empty blob (memory is mapped on first read).
     pub fn new() -> Self {
-        Blob { ptr: core::ptr::null_mut(), cap: 0, len: 0 }
+        Blob {
+            ptr: core::ptr::null_mut(),
+            cap: 0,
+            len: 0,
+        }
     }
 
     /// Reads a whole file (up to 4 MiB); false if it could not be opened.
@@ -187,7 +227,9 @@ impl Blob {
         }
         while self.len < self.cap {
             // SAFETY: ptr..ptr+cap is our private mapping; we write only the unused tail.
-            let buf = unsafe { core::slice::from_raw_parts_mut(self.ptr.add(self.len), self.cap - self.len) };
+            let buf = unsafe {
+                core::slice::from_raw_parts_mut(self.ptr.add(self.len), self.cap - self.len)
+            };
             let r = sys::read(fd, buf);
             if r <= 0 {
                 break;

@@ -47,7 +47,9 @@ pub const TABLE_SIZE: usize = core::mem::size_of::<Table>();
 /// Maps the table from `fd` (creating its full size), or anonymous private memory when the file
 /// cannot be used (numbers are then coherent within the process only).
 pub fn map(fd: i32) -> *const Table {
-    if fd >= 0 && sys::ftruncate_grow(fd, TABLE_SIZE as u64) {
+    // Blocks are reserved, not just the size set: a sparse file on a full disk would turn the
+    // first store into a page without backing store into SIGBUS.
+    if fd >= 0 && sys::fallocate(fd, 0, TABLE_SIZE as u64) == 0 {
         let r = sys::mmap(
             0,
             TABLE_SIZE,
@@ -100,7 +102,10 @@ impl Table {
                 return Some(s);
             }
             if cur == 0 {
-                match s.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                match s
+                    .key
+                    .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(_) => return Some(s),
                     Err(other) if other == key => return Some(s),
                     Err(_) => continue,
@@ -113,12 +118,14 @@ impl Table {
     /// Reserves `n` sent bytes of a stream; returns the offset of the first.
     #[inline]
     pub fn sent(&self, key: u64, n: u64) -> Option<u64> {
-        self.stream(key).map(|s| s.sent.fetch_add(n, Ordering::AcqRel))
+        self.stream(key)
+            .map(|s| s.sent.fetch_add(n, Ordering::AcqRel))
     }
 
     /// Reserves `n` received bytes of a stream; returns the offset of the first.
     #[inline]
     pub fn received(&self, key: u64, n: u64) -> Option<u64> {
-        self.stream(key).map(|s| s.received.fetch_add(n, Ordering::AcqRel))
+        self.stream(key)
+            .map(|s| s.received.fetch_add(n, Ordering::AcqRel))
     }
 }

@@ -14,7 +14,14 @@ fn getsockopt_int(fd: i32, opt: i32) -> Option<i32> {
     let mut len: u32 = 4;
     let r = sys::syscall6(
         libc::SYS_getsockopt,
-        [fd as usize, libc::SOL_SOCKET as usize, opt as usize, &mut v as *mut i32 as usize, &mut len as *mut u32 as usize, 0],
+        [
+            fd as usize,
+            libc::SOL_SOCKET as usize,
+            opt as usize,
+            &mut v as *mut i32 as usize,
+            &mut len as *mut u32 as usize,
+            0,
+        ],
     );
     (r == 0).then_some(v)
 }
@@ -24,8 +31,17 @@ pub fn name(fd: i32, peer: bool) -> Option<(libc::sockaddr_storage, u32)> {
     // SAFETY: zeroed is a valid sockaddr_storage.
     let mut sa: libc::sockaddr_storage = unsafe { core::mem::zeroed() };
     let mut len = core::mem::size_of::<libc::sockaddr_storage>() as u32;
-    let nr = if peer { libc::SYS_getpeername } else { libc::SYS_getsockname };
-    let r = sys::sys(nr, fd as usize, &mut sa as *mut _ as usize, &mut len as *mut u32 as usize);
+    let nr = if peer {
+        libc::SYS_getpeername
+    } else {
+        libc::SYS_getsockname
+    };
+    let r = sys::sys(
+        nr,
+        fd as usize,
+        &mut sa as *mut _ as usize,
+        &mut len as *mut u32 as usize,
+    );
     (r == 0).then_some((sa, len))
 }
 
@@ -36,9 +52,15 @@ pub fn resolve(cfg: &Config, fd: i32, ino: u64, me: Endpoint, info: &mut Info) {
     let ty = getsockopt_int(fd, libc::SO_TYPE).unwrap_or(-1);
     match domain {
         libc::AF_INET | libc::AF_INET6 => {
-            let kind = if ty == libc::SOCK_STREAM { chan::TCP } else { chan::UDP };
-            let local = name(fd, false).map_or(Endpoint::NONE, |(sa, l)| fdtab::sockaddr_endpoint(&sa, l));
-            let peer = name(fd, true).map_or(Endpoint::NONE, |(sa, l)| fdtab::sockaddr_endpoint(&sa, l));
+            let kind = if ty == libc::SOCK_STREAM {
+                chan::TCP
+            } else {
+                chan::UDP
+            };
+            let local =
+                name(fd, false).map_or(Endpoint::NONE, |(sa, l)| fdtab::sockaddr_endpoint(&sa, l));
+            let peer =
+                name(fd, true).map_or(Endpoint::NONE, |(sa, l)| fdtab::sockaddr_endpoint(&sa, l));
             fdtab::fill_socket(info, kind, local, peer);
         }
         libc::AF_UNIX => {
@@ -64,7 +86,13 @@ pub fn connect_endpoint(addr: *const libc::sockaddr, len: u32) -> Option<Endpoin
     let mut sa: libc::sockaddr_storage = unsafe { core::mem::zeroed() };
     let n = (len as usize).min(core::mem::size_of::<libc::sockaddr_storage>());
     // SAFETY: `addr` is readable for `len` bytes per connect's contract.
-    unsafe { core::ptr::copy_nonoverlapping(addr.cast::<u8>(), (&mut sa as *mut libc::sockaddr_storage).cast::<u8>(), n) };
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            addr.cast::<u8>(),
+            (&mut sa as *mut libc::sockaddr_storage).cast::<u8>(),
+            n,
+        )
+    };
     endpoint_of(&sa, n as u32, chan::TCP)
 }
 
@@ -79,7 +107,9 @@ fn endpoint_of(sa: &libc::sockaddr_storage, len: u32, inet_kind: u8) -> Option<E
         let off = core::mem::size_of::<libc::sa_family_t>();
         let plen = (len as usize).saturating_sub(off);
         // SAFETY: sockaddr_un's path starts right after the family field, within the storage.
-        let path = unsafe { core::slice::from_raw_parts((sa as *const _ as *const u8).add(off), plen.min(108)) };
+        let path = unsafe {
+            core::slice::from_raw_parts((sa as *const _ as *const u8).add(off), plen.min(108))
+        };
         let path = match path.iter().skip(1).position(|&b| b == 0) {
             Some(p) if path.first() != Some(&0) => &path[..p + 1],
             _ => path,
@@ -110,7 +140,12 @@ fn unix_peer_inode(ino: u64) -> Option<u64> {
     const SOCK_DIAG_BY_FAMILY: u16 = 20;
     const UDIAG_SHOW_PEER: u32 = 4;
     const UNIX_DIAG_PEER: u16 = 2;
-    let s = sys::sys(libc::SYS_socket, libc::AF_NETLINK as usize, (libc::SOCK_DGRAM | libc::SOCK_CLOEXEC) as usize, 4 /* NETLINK_SOCK_DIAG */);
+    let s = sys::sys(
+        libc::SYS_socket,
+        libc::AF_NETLINK as usize,
+        (libc::SOCK_DGRAM | libc::SOCK_CLOEXEC) as usize,
+        4, /* NETLINK_SOCK_DIAG */
+    );
     if s < 0 {
         return None;
     }
@@ -126,9 +161,16 @@ fn unix_peer_inode(ino: u64) -> Option<u64> {
     req[28..32].copy_from_slice(&UDIAG_SHOW_PEER.to_ne_bytes());
     req[32..40].copy_from_slice(&[0xff; 8]); // no cookie
     let mut out = None;
-    if sys::syscall6(libc::SYS_sendto, [s as usize, req.as_ptr() as usize, req.len(), 0, 0, 0]) == 40 {
+    if sys::syscall6(
+        libc::SYS_sendto,
+        [s as usize, req.as_ptr() as usize, req.len(), 0, 0, 0],
+    ) == 40
+    {
         let mut resp = [0u8; 512];
-        let n = sys::syscall6(libc::SYS_recvfrom, [s as usize, resp.as_mut_ptr() as usize, resp.len(), 0, 0, 0]);
+        let n = sys::syscall6(
+            libc::SYS_recvfrom,
+            [s as usize, resp.as_mut_ptr() as usize, resp.len(), 0, 0, 0],
+        );
         if n >= 32 {
             out = parse_peer(&resp[..n as usize], UNIX_DIAG_PEER);
         }
@@ -153,7 +195,9 @@ fn parse_peer(resp: &[u8], attr: u16) -> Option<u64> {
             return None;
         }
         if kind == attr && len >= 8 {
-            return Some(u64::from(u32::from_ne_bytes(resp[at + 4..at + 8].try_into().ok()?)));
+            return Some(u64::from(u32::from_ne_bytes(
+                resp[at + 4..at + 8].try_into().ok()?,
+            )));
         }
         at += (len + 3) & !3;
     }

@@ -49,7 +49,14 @@ pub fn getpid() -> i32 {
 pub fn openat(dirfd: i32, path: &[u8], flags: i32, mode: u32) -> isize {
     syscall6(
         libc::SYS_openat,
-        [dirfd as usize, path.as_ptr() as usize, flags as usize, mode as usize, 0, 0],
+        [
+            dirfd as usize,
+            path.as_ptr() as usize,
+            flags as usize,
+            mode as usize,
+            0,
+            0,
+        ],
     )
 }
 
@@ -60,14 +67,26 @@ pub fn close(fd: i32) -> isize {
 
 /// Reads into `buf`.
 pub fn read(fd: i32, buf: &mut [u8]) -> isize {
-    sys(libc::SYS_read, fd as usize, buf.as_mut_ptr() as usize, buf.len())
+    sys(
+        libc::SYS_read,
+        fd as usize,
+        buf.as_mut_ptr() as usize,
+        buf.len(),
+    )
 }
 
 /// Maps memory; returns the address or a negative errno.
 pub fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> isize {
     syscall6(
         libc::SYS_mmap,
-        [addr, len, prot as usize, flags as usize, fd as usize, off as usize],
+        [
+            addr,
+            len,
+            prot as usize,
+            flags as usize,
+            fd as usize,
+            off as usize,
+        ],
     )
 }
 
@@ -92,7 +111,10 @@ pub fn munmap(addr: *mut u8, len: usize) -> isize {
 /// Reserves file blocks so that later stores through a shared mapping cannot fault on a full
 /// disk (a store into a hole the filesystem cannot fill raises SIGBUS).
 pub fn fallocate(fd: i32, off: u64, len: u64) -> isize {
-    syscall6(libc::SYS_fallocate, [fd as usize, 0, off as usize, len as usize, 0, 0])
+    syscall6(
+        libc::SYS_fallocate,
+        [fd as usize, 0, off as usize, len as usize, 0, 0],
+    )
 }
 
 /// Sets a file's size.
@@ -107,26 +129,46 @@ pub fn fchmod(fd: i32, mode: u32) -> isize {
 
 /// Creates a directory relative to `dirfd`.
 pub fn mkdirat(dirfd: i32, path: &[u8], mode: u32) -> isize {
-    sys(libc::SYS_mkdirat, dirfd as usize, path.as_ptr() as usize, mode as usize)
+    sys(
+        libc::SYS_mkdirat,
+        dirfd as usize,
+        path.as_ptr() as usize,
+        mode as usize,
+    )
 }
 
 /// `fstat` into a caller-provided buffer.
 pub fn fstat(fd: i32, st: &mut libc::stat) -> isize {
-    sys(libc::SYS_fstat, fd as usize, st as *mut libc::stat as usize, 0)
+    sys(
+        libc::SYS_fstat,
+        fd as usize,
+        st as *mut libc::stat as usize,
+        0,
+    )
 }
 
 /// Reads a symlink relative to `dirfd`.
 pub fn readlinkat(dirfd: i32, path: &[u8], buf: &mut [u8]) -> isize {
     syscall6(
         libc::SYS_readlinkat,
-        [dirfd as usize, path.as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0],
+        [
+            dirfd as usize,
+            path.as_ptr() as usize,
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+            0,
+            0,
+        ],
     )
 }
 
 /// CLOCK_MONOTONIC (or another clock) in nanoseconds, through the vDSO when available.
 #[inline]
 pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec; it is not one of our hooks, and on success it
     // leaves errno alone.
     unsafe { libc::clock_gettime(clock, &mut ts) };
@@ -164,7 +206,11 @@ pub struct PathBuf<const N: usize> {
 impl<const N: usize> PathBuf<N> {
     /// An empty path.
     pub const fn new() -> Self {
-        PathBuf { buf: [0; N], len: 0, ok: true }
+        PathBuf {
+            buf: [0; N],
+            len: 0,
+            ok: true,
+        }
     }
 
     /// Appends bytes, remembering if they did not fit (one byte is kept for the NUL).

@@ -68,7 +68,11 @@ impl<'a> Obj<'a> {
     /// An object named by its address.
     #[inline]
     pub fn addr<T>(kind: u8, p: *const T) -> Obj<'static> {
-        Obj { kind, key: p as usize as u64, ident: &[] }
+        Obj {
+            kind,
+            key: p as usize as u64,
+            ident: &[],
+        }
     }
 }
 
@@ -99,7 +103,17 @@ impl<'a> Ev<'a> {
     /// An event with no optional fields.
     #[inline]
     pub fn new(op: Op, t0: u64, t1: u64) -> Self {
-        Ev { op, t0, t1, obj: None, result: None, fd: None, offset: None, aux: None, aux2: None }
+        Ev {
+            op,
+            t0,
+            t1,
+            obj: None,
+            result: None,
+            fd: None,
+            offset: None,
+            aux: None,
+            aux2: None,
+        }
     }
 }
 
@@ -116,17 +130,26 @@ pub struct Ctx {
 #[inline]
 pub fn enter() -> Option<Ctx> {
     TLS.try_with(|t| {
+        let ts = t.state.get();
         if t.busy.get() {
+            // Only a signal handler interrupting the agent gets here: the agent itself calls no
+            // hooked function. Its event is counted as lost.
+            if !ts.is_null() && ts != DEAD {
+                // SAFETY: live state; count_lost only increments an atomic in the header.
+                unsafe { (*ts).file.count_lost() };
+            }
             return None;
         }
-        let ts = t.state.get();
         if ts == DEAD {
             return None;
         }
         if !ts.is_null() {
             // SAFETY: a non-null, non-DEAD pointer is our live state; READY was seen when it was
             // created and the configuration is never torn down.
-            return Some(Ctx { cfg: global::config_if_ready()?, ts });
+            return Some(Ctx {
+                cfg: global::config_if_ready()?,
+                ts,
+            });
         }
         t.busy.set(true);
         let ctx = start_thread(t);
@@ -277,7 +300,12 @@ impl ThreadState {
             return None;
         }
         self.next_idx += 1;
-        self.objects[i] = ObjSlot { key: o.key, kind: o.kind, idx, last_seq: 0 };
+        self.objects[i] = ObjSlot {
+            key: o.key,
+            kind: o.kind,
+            idx,
+            last_seq: 0,
+        };
         Some(i)
     }
 }

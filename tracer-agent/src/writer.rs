@@ -17,6 +17,8 @@ use crate::sys;
 
 /// Size of a mapped window.
 const WINDOW: usize = 1 << 20;
+/// The smallest window tried when space runs short.
+const MIN_WINDOW: usize = 16 << 10;
 const PAGE: u64 = 4096;
 /// While writing is broken, retry a new window once per this many dropped events.
 const RETRY_EVERY: u64 = 4096;
@@ -38,7 +40,8 @@ pub struct File {
 pub fn fill_header(h: &mut [u8], cfg: &Config, kind: format::FileKind, tid: i32, index: u32) {
     h[hdr::MAGIC..hdr::MAGIC + 8].copy_from_slice(&format::MAGIC);
     h[hdr::VERSION..hdr::VERSION + 2].copy_from_slice(&format::VERSION.to_le_bytes());
-    h[hdr::HEADER_SIZE..hdr::HEADER_SIZE + 2].copy_from_slice(&(format::HEADER_SIZE as u16).to_le_bytes());
+    h[hdr::HEADER_SIZE..hdr::HEADER_SIZE + 2]
+        .copy_from_slice(&(format::HEADER_SIZE as u16).to_le_bytes());
     h[hdr::FILE_KIND] = kind as u8;
     h[hdr::FLAGS] = if cfg.tsc { format::flags::CLOCK_TSC } else { 0 };
     let put32 = |h: &mut [u8], at: usize, v: u32| h[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -54,7 +57,12 @@ pub fn fill_header(h: &mut [u8], cfg: &Config, kind: format::FileKind, tid: i32,
     put32(h, hdr::THREAD_INDEX, index);
     h[hdr::EXE..hdr::EXE + hdr::EXE_LEN].copy_from_slice(&cfg.exe);
     let mut name = [0u8; 16];
-    sys::sys(libc::SYS_prctl, libc::PR_GET_NAME as usize, name.as_mut_ptr() as usize, 0);
+    sys::sys(
+        libc::SYS_prctl,
+        libc::PR_GET_NAME as usize,
+        name.as_mut_ptr() as usize,
+        0,
+    );
     name[15] = 0;
     h[hdr::THREAD_NAME..hdr::THREAD_NAME + hdr::THREAD_NAME_LEN].copy_from_slice(&name);
 }
@@ -93,14 +101,27 @@ impl File {
             sys::close(fd);
             return None;
         }
-        let h = sys::mmap(0, PAGE as usize, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+        let h = sys::mmap(
+            0,
+            PAGE as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        );
         if h < 0 {
             sys::close(fd);
             return None;
         }
         let header = h as *mut u8;
         // SAFETY: a fresh PAGE-sized shared mapping of our file.
-        fill_header(unsafe { core::slice::from_raw_parts_mut(header, PAGE as usize) }, cfg, format::FileKind::Thread, tid, index);
+        fill_header(
+            unsafe { core::slice::from_raw_parts_mut(header, PAGE as usize) },
+            cfg,
+            format::FileKind::Thread,
+            tid,
+            index,
+        );
         Some(File {
             fd,
             header,
@@ -140,16 +161,28 @@ impl File {
         }
         let start = self.pos & !(PAGE - 1);
         let need = (self.pos - start) as usize + n;
-        let len = need.max(WINDOW).div_ceil(PAGE as usize) * PAGE as usize;
-        if !reserve(self.fd, start, len as u64) {
-            self.broken = true;
-            return false;
+        let min = need.div_ceil(PAGE as usize) * PAGE as usize;
+        let mut len = need.max(WINDOW).div_ceil(PAGE as usize) * PAGE as usize;
+        // When the disk is nearly full, smaller windows still use the space that is left.
+        while !reserve(self.fd, start, len as u64) {
+            if len <= min || len <= MIN_WINDOW {
+                self.broken = true;
+                return false;
+            }
+            len = (len / 2).max(min).max(MIN_WINDOW);
         }
         if !self.window.is_null() {
             sys::munmap(self.window, self.win_len);
             self.window = core::ptr::null_mut();
         }
-        let r = sys::mmap(0, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, self.fd, start);
+        let r = sys::mmap(
+            0,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            self.fd,
+            start,
+        );
         if r < 0 {
             self.broken = true;
             return false;
@@ -165,7 +198,17 @@ impl File {
     #[inline]
     pub fn drop_event(&mut self) {
         self.dropped += 1;
-        self.header_u64(hdr::DROPPED).store(self.dropped, Ordering::Relaxed);
+        self.header_u64(hdr::DROPPED)
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an event lost because the thread was inside the agent when a signal handler made
+    /// the call. Only touches an atomic, so it is safe from a handler interrupting our writes.
+    pub fn count_lost(&self) {
+        if !self.header.is_null() {
+            self.header_u64(hdr::DROPPED)
+                .fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Publishes everything written so far.
@@ -209,7 +252,12 @@ impl File {
     /// Finishes the file at thread exit: final name, clean state, trimmed size, unmapped.
     pub fn close(&mut self) {
         let mut name = [0u8; 16];
-        sys::sys(libc::SYS_prctl, libc::PR_GET_NAME as usize, name.as_mut_ptr() as usize, 0);
+        sys::sys(
+            libc::SYS_prctl,
+            libc::PR_GET_NAME as usize,
+            name.as_mut_ptr() as usize,
+            0,
+        );
         name[15] = 0;
         // SAFETY: the header page is mapped and writable.
         unsafe {

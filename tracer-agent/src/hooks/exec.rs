@@ -16,11 +16,19 @@ extern "C" {
 }
 
 const STACK_ENTRIES: usize = 512;
-const OURS: [&[u8]; 4] = [b"LD_PRELOAD=", b"SCALPEL_DIR=", b"SCALPEL_AGENT=", b"SCALPEL_CLOCK="];
+const OURS: [&[u8]; 4] = [
+    b"LD_PRELOAD=",
+    b"SCALPEL_DIR=",
+    b"SCALPEL_AGENT=",
+    b"SCALPEL_CLOCK=",
+];
 
 fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
     // SAFETY: `s` is a NUL-terminated environment string; we stop at its NUL or the prefix end.
-    prefix.iter().enumerate().all(|(i, &b)| unsafe { *s.add(i) } as u8 == b)
+    prefix
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| unsafe { *s.add(i) } as u8 == b)
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -29,7 +37,9 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// Calls `f` with `envp` plus the agent's variables.
 fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) -> R) -> R {
-    let Some(cfg) = global::config_if_ready() else { return f(envp) };
+    let Some(cfg) = global::config_if_ready() else {
+        return f(envp);
+    };
     let mut count = 0usize;
     if !envp.is_null() {
         // SAFETY: envp is a NULL-terminated array of strings.
@@ -71,9 +81,14 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
         n += 1;
     }
     build_preload(cfg, old_preload, &mut preload);
-    for v in [cfg.env_dir.c_bytes(), cfg.env_agent.c_bytes(), cfg.env_clock.c_bytes(), preload.c_bytes()]
-        .into_iter()
-        .flatten()
+    for v in [
+        cfg.env_dir.c_bytes(),
+        cfg.env_agent.c_bytes(),
+        cfg.env_clock.c_bytes(),
+        preload.c_bytes(),
+    ]
+    .into_iter()
+    .flatten()
     {
         if v.len() > 1 {
             arr[n] = v.as_ptr().cast();
@@ -112,44 +127,71 @@ fn exec_event(call: impl FnOnce() -> c_int) -> c_int {
     let r = call();
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    c.emit(&Ev { result: Some(res), ..Ev::new(Op::Exec, t0, t1) });
+    c.emit(&Ev {
+        result: Some(res),
+        ..Ev::new(Op::Exec, t0, t1)
+    });
     r
 }
 
-type ExecveFn = unsafe extern "C-unwind" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+type ExecveFn =
+    unsafe extern "C-unwind" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn execve(p: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    let Some(f) = real!(execve: ExecveFn) else { return enosys() };
+pub unsafe extern "C-unwind" fn execve(
+    p: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let Some(f) = real!(execve: ExecveFn) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments with an extended environment.
     exec_event(|| with_env(envp, |e| unsafe { f(p, argv, e) }))
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn execv(p: *const c_char, argv: *const *const c_char) -> c_int {
-    let Some(f) = real!(execve: ExecveFn) else { return enosys() };
+    let Some(f) = real!(execve: ExecveFn) else {
+        return enosys();
+    };
     // SAFETY: execv is execve with the current environment.
     exec_event(|| with_env(unsafe { environ }, |e| unsafe { f(p, argv, e) }))
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn execvpe(p: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    let Some(f) = real!(execvpe: ExecveFn) else { return enosys() };
+pub unsafe extern "C-unwind" fn execvpe(
+    p: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let Some(f) = real!(execvpe: ExecveFn) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments with an extended environment.
     exec_event(|| with_env(envp, |e| unsafe { f(p, argv, e) }))
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn execvp(p: *const c_char, argv: *const *const c_char) -> c_int {
-    let Some(f) = real!(execvpe: ExecveFn) else { return enosys() };
+    let Some(f) = real!(execvpe: ExecveFn) else {
+        return enosys();
+    };
     // SAFETY: execvp is execvpe with the current environment.
     exec_event(|| with_env(unsafe { environ }, |e| unsafe { f(p, argv, e) }))
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    type F = unsafe extern "C-unwind" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
-    let Some(f) = real!(fexecve: F) else { return enosys() };
+pub unsafe extern "C-unwind" fn fexecve(
+    fd: c_int,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    type F =
+        unsafe extern "C-unwind" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
+    let Some(f) = real!(fexecve: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments with an extended environment.
     exec_event(|| with_env(envp, |e| unsafe { f(fd, argv, e) }))
 }
@@ -172,7 +214,9 @@ pub unsafe extern "C-unwind" fn posix_spawn(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    let Some(f) = real!(posix_spawn: SpawnFn) else { return libc::ENOSYS };
+    let Some(f) = real!(posix_spawn: SpawnFn) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments with an extended environment.
     with_env(envp, |e| unsafe { f(pid, p, fa, at, argv, e) })
 }
@@ -186,7 +230,9 @@ pub unsafe extern "C-unwind" fn posix_spawnp(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    let Some(f) = real!(posix_spawnp: SpawnFn) else { return libc::ENOSYS };
+    let Some(f) = real!(posix_spawnp: SpawnFn) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments with an extended environment.
     with_env(envp, |e| unsafe { f(pid, p, fa, at, argv, e) })
 }
@@ -198,22 +244,39 @@ const L_EXECLE: usize = 2;
 
 /// Gathers the arguments of `execl`, `execlp` and `execle` and calls the vector form (our hook).
 /// `regs` holds the five argument registers after `path`, `stack` the caller's stack arguments.
-extern "C-unwind" fn execl_impl(path: *const c_char, regs: *const usize, stack: *const usize, kind: usize) -> c_int {
+extern "C-unwind" fn execl_impl(
+    path: *const c_char,
+    regs: *const usize,
+    stack: *const usize,
+    kind: usize,
+) -> c_int {
     // SAFETY: index < 5 reads the spilled registers, beyond that the caller's stack arguments,
     // which the caller's NULL terminator (and execle's envp after it) bounds.
-    let arg = |i: usize| unsafe { if i < 5 { *regs.add(i) } else { *stack.add(i - 5) } };
+    let arg = |i: usize| unsafe {
+        if i < 5 {
+            *regs.add(i)
+        } else {
+            *stack.add(i - 5)
+        }
+    };
     let mut argc = 0;
     while arg(argc) != 0 {
         argc += 1;
     }
-    let envp = if kind == L_EXECLE { arg(argc + 1) as *const *const c_char } else { core::ptr::null() };
+    let envp = if kind == L_EXECLE {
+        arg(argc + 1) as *const *const c_char
+    } else {
+        core::ptr::null()
+    };
     let mut small = [core::ptr::null::<c_char>(); 256];
     let bytes = (argc + 1) * core::mem::size_of::<usize>();
     let mapped = (argc >= small.len()).then(|| sys::mmap_anon(bytes));
     let argv: &mut [*const c_char] = match mapped {
         None => &mut small[..argc + 1],
         // SAFETY: a fresh zeroed mapping of argc + 1 pointers.
-        Some(Some(p)) => unsafe { core::slice::from_raw_parts_mut(p as *mut *const c_char, argc + 1) },
+        Some(Some(p)) => unsafe {
+            core::slice::from_raw_parts_mut(p as *mut *const c_char, argc + 1)
+        },
         Some(None) => {
             // SAFETY: this thread's errno slot.
             unsafe { *libc::__errno_location() = libc::E2BIG };

@@ -14,7 +14,11 @@ fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
     let r = call();
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    let mut ev = Ev { result: Some(res), fd: Some(fd), ..Ev::new(op, t0, t1) };
+    let mut ev = Ev {
+        result: Some(res),
+        fd: Some(fd),
+        ..Ev::new(op, t0, t1)
+    };
     let ep = if r >= 0 {
         fdtab::forget(r);
         ev.aux = fdtab::get(c.cfg, r).map(|i| i.chan_key);
@@ -22,7 +26,9 @@ fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
     } else {
         None
     };
-    ev.obj = ep.as_ref().map(|e| (e.obj(), Some(c.seq(e.obj().kind, e.obj().key))));
+    ev.obj = ep
+        .as_ref()
+        .map(|e| (e.obj(), Some(c.seq(e.obj().kind, e.obj().key))));
     c.emit(&ev);
     r
 }
@@ -30,15 +36,24 @@ fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn accept(fd: c_int, a: *mut sockaddr, l: *mut socklen_t) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, *mut sockaddr, *mut socklen_t) -> c_int;
-    let Some(f) = real!(accept: F) else { return enosys() };
+    let Some(f) = real!(accept: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     accept_common(Op::Accept, fd, || unsafe { f(fd, a, l) })
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn accept4(fd: c_int, a: *mut sockaddr, l: *mut socklen_t, fl: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn accept4(
+    fd: c_int,
+    a: *mut sockaddr,
+    l: *mut socklen_t,
+    fl: c_int,
+) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int;
-    let Some(f) = real!(accept4: F) else { return enosys() };
+    let Some(f) = real!(accept4: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     accept_common(Op::Accept4, fd, || unsafe { f(fd, a, l, fl) })
 }
@@ -46,7 +61,9 @@ pub unsafe extern "C-unwind" fn accept4(fd: c_int, a: *mut sockaddr, l: *mut soc
 #[no_mangle]
 pub unsafe extern "C-unwind" fn connect(fd: c_int, a: *const sockaddr, l: socklen_t) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, *const sockaddr, socklen_t) -> c_int;
-    let Some(f) = real!(connect: F) else { return enosys() };
+    let Some(f) = real!(connect: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     let call = || unsafe { f(fd, a, l) };
     let Some(c) = enter() else { return call() };
@@ -58,29 +75,46 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, a: *const sockaddr, l: sockle
     let res = sys_result(i64::from(r));
     fdtab::forget(fd);
     // A non-blocking connect completes later (EINPROGRESS); its identity is resolved at first use.
-    let aux = (r == 0).then(|| fdtab::get(c.cfg, fd).map(|i| i.chan_key)).flatten();
+    let aux = (r == 0)
+        .then(|| fdtab::get(c.cfg, fd).map(|i| i.chan_key))
+        .flatten();
     let obj = ep.as_ref().map(|e| (e.obj(), seq));
-    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), aux, ..Ev::new(Op::Connect, t0, t1) });
+    c.emit(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        aux,
+        ..Ev::new(Op::Connect, t0, t1)
+    });
     r
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int) -> c_int;
-    let Some(f) = real!(close: F) else { return enosys() };
+    let Some(f) = real!(close: F) else {
+        return enosys();
+    };
     let Some(c) = enter() else {
         fdtab::forget(fd);
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(fd) };
     };
-    let aux = fdtab::get(c.cfg, fd).map(|i| i.chan_key).filter(|&k| k != 0);
+    let aux = fdtab::get(c.cfg, fd)
+        .map(|i| i.chan_key)
+        .filter(|&k| k != 0);
     fdtab::forget(fd);
     let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(fd) };
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    c.emit(&Ev { result: Some(res), fd: Some(fd), aux, ..Ev::new(Op::Close, t0, t1) });
+    c.emit(&Ev {
+        result: Some(res),
+        fd: Some(fd),
+        aux,
+        ..Ev::new(Op::Close, t0, t1)
+    });
     r
 }
 
@@ -100,14 +134,21 @@ fn dup_common(op: Op, old: c_int, new: Option<c_int>, call: impl FnOnce() -> c_i
         fdtab::forget(r);
         fdtab::copy(c.cfg, old, r);
     }
-    c.emit(&Ev { result: Some(res), fd: Some(old), aux: new.map(|n| n as u64), ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        result: Some(res),
+        fd: Some(old),
+        aux: new.map(|n| n as u64),
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup(old: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int) -> c_int;
-    let Some(f) = real!(dup: F) else { return enosys() };
+    let Some(f) = real!(dup: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
     dup_common(Op::Dup, old, None, || unsafe { f(old) })
 }
@@ -115,7 +156,9 @@ pub unsafe extern "C-unwind" fn dup(old: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup2(old: c_int, new: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, c_int) -> c_int;
-    let Some(f) = real!(dup2: F) else { return enosys() };
+    let Some(f) = real!(dup2: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     dup_common(Op::Dup2, old, Some(new), || unsafe { f(old, new) })
 }
@@ -123,7 +166,9 @@ pub unsafe extern "C-unwind" fn dup2(old: c_int, new: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup3(old: c_int, new: c_int, fl: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, c_int, c_int) -> c_int;
-    let Some(f) = real!(dup3: F) else { return enosys() };
+    let Some(f) = real!(dup3: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     dup_common(Op::Dup3, old, Some(new), || unsafe { f(old, new, fl) })
 }
@@ -135,7 +180,11 @@ fn pair_common(op: Op, fds: *mut c_int, aux2: Option<u64>, call: impl FnOnce() -
     let r = call();
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    let mut ev = Ev { result: Some(res), aux2, ..Ev::new(op, t0, t1) };
+    let mut ev = Ev {
+        result: Some(res),
+        aux2,
+        ..Ev::new(op, t0, t1)
+    };
     if r == 0 {
         // SAFETY: on success the call wrote two descriptors into the caller's array.
         let (a, b) = unsafe { (*fds, *fds.add(1)) };
@@ -151,7 +200,9 @@ fn pair_common(op: Op, fds: *mut c_int, aux2: Option<u64>, call: impl FnOnce() -
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pipe(fds: *mut c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut c_int) -> c_int;
-    let Some(f) = real!(pipe: F) else { return enosys() };
+    let Some(f) = real!(pipe: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
     pair_common(Op::Pipe, fds, None, || unsafe { f(fds) })
 }
@@ -159,7 +210,9 @@ pub unsafe extern "C-unwind" fn pipe(fds: *mut c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pipe2(fds: *mut c_int, fl: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut c_int, c_int) -> c_int;
-    let Some(f) = real!(pipe2: F) else { return enosys() };
+    let Some(f) = real!(pipe2: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     pair_common(Op::Pipe2, fds, None, || unsafe { f(fds, fl) })
 }
@@ -167,13 +220,23 @@ pub unsafe extern "C-unwind" fn pipe2(fds: *mut c_int, fl: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn socketpair(d: c_int, t: c_int, p: c_int, fds: *mut c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, c_int, c_int, *mut c_int) -> c_int;
-    let Some(f) = real!(socketpair: F) else { return enosys() };
+    let Some(f) = real!(socketpair: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
-    pair_common(Op::Socketpair, fds, Some(d as u64), || unsafe { f(d, t, p, fds) })
+    pair_common(Op::Socketpair, fds, Some(d as u64), || unsafe {
+        f(d, t, p, fds)
+    })
 }
 
 /// A call creating one descriptor.
-fn create_common(op: Op, local: Option<u8>, aux: Option<u64>, aux2: Option<u64>, call: impl FnOnce() -> c_int) -> c_int {
+fn create_common(
+    op: Op,
+    local: Option<u8>,
+    aux: Option<u64>,
+    aux2: Option<u64>,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
     let Some(c) = enter() else {
         let r = call();
         if r >= 0 {
@@ -191,38 +254,67 @@ fn create_common(op: Op, local: Option<u8>, aux: Option<u64>, aux2: Option<u64>,
             None => fdtab::forget(r),
         }
     }
-    c.emit(&Ev { result: Some(res), aux, aux2, ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        result: Some(res),
+        aux,
+        aux2,
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn eventfd(v: c_uint, fl: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_uint, c_int) -> c_int;
-    let Some(f) = real!(eventfd: F) else { return enosys() };
+    let Some(f) = real!(eventfd: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
-    create_common(Op::Eventfd, Some(chan::EVENTFD), Some(u64::from(v)), None, || unsafe { f(v, fl) })
+    create_common(
+        Op::Eventfd,
+        Some(chan::EVENTFD),
+        Some(u64::from(v)),
+        None,
+        || unsafe { f(v, fl) },
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn socket(d: c_int, t: c_int, p: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int, c_int, c_int) -> c_int;
-    let Some(f) = real!(socket: F) else { return enosys() };
+    let Some(f) = real!(socket: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
-    create_common(Op::Socket, None, Some(d as u64), Some(t as u64), || unsafe { f(d, t, p) })
+    create_common(
+        Op::Socket,
+        None,
+        Some(d as u64),
+        Some(t as u64),
+        || unsafe { f(d, t, p) },
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn epoll_create(size: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int) -> c_int;
-    let Some(f) = real!(epoll_create: F) else { return enosys() };
+    let Some(f) = real!(epoll_create: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
-    create_common(Op::EpollCreate, Some(chan::OTHER), None, None, || unsafe { f(size) })
+    create_common(Op::EpollCreate, Some(chan::OTHER), None, None, || unsafe {
+        f(size)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn epoll_create1(fl: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int) -> c_int;
-    let Some(f) = real!(epoll_create1: F) else { return enosys() };
+    let Some(f) = real!(epoll_create1: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
-    create_common(Op::EpollCreate, Some(chan::OTHER), None, None, || unsafe { f(fl) })
+    create_common(Op::EpollCreate, Some(chan::OTHER), None, None, || unsafe {
+        f(fl)
+    })
 }

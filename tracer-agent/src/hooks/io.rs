@@ -23,7 +23,14 @@ fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) ->
     let stream = info.and_then(|i| i.rx());
     let offset = info.and_then(|i| i.recv_offset(c.cfg, res));
     let obj = stream.map(|o| (o, (res > 0).then(|| c.seq(o.kind, o.key))));
-    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        offset,
+        aux,
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
@@ -41,7 +48,14 @@ fn output(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -
     let res = sys_result(r as i64);
     let offset = info.and_then(|i| i.send_offset(c.cfg, res));
     let obj = stream.map(|o| (o, seq));
-    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        offset,
+        aux,
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 

@@ -55,7 +55,11 @@ pub fn pthread_acquire(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -
     let r = call();
     let t1 = c.now();
     let seq = (r == 0).then(|| c.seq(o.kind, o.key));
-    c.emit(&Ev { obj: Some((o, seq)), result: Some(pthread_result(r)), ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj: Some((o, seq)),
+        result: Some(pthread_result(r)),
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
@@ -67,7 +71,11 @@ pub fn pthread_release(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -
     let t0 = c.now();
     let r = call();
     let t1 = c.now();
-    c.emit(&Ev { obj: Some((o, Some(seq))), result: Some(pthread_result(r)), ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj: Some((o, Some(seq))),
+        result: Some(pthread_result(r)),
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
@@ -80,6 +88,10 @@ pub fn sys_acquire(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -> li
     let t1 = c.now();
     let res = sys_result(i64::from(r));
     let seq = (r == 0).then(|| c.seq(o.kind, o.key));
-    c.emit(&Ev { obj: Some((o, seq)), result: Some(res), ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj: Some((o, seq)),
+        result: Some(res),
+        ..Ev::new(op, t0, t1)
+    });
     r
 }

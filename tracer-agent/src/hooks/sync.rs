@@ -1,6 +1,8 @@
 //! Hooks for pthread mutexes, condition variables, rwlocks, semaphores, raw futexes and sleeps.
 
-use libc::{c_int, c_long, clockid_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, sem_t, timespec};
+use libc::{
+    c_int, c_long, clockid_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, sem_t, timespec,
+};
 use scalpel_model::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_release, pthread_result, sys_acquire, sys_result};
@@ -10,7 +12,8 @@ use crate::tstate::{enter, Ev, Obj};
 type MutexFn = unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int;
 type RwFn = unsafe extern "C-unwind" fn(*mut pthread_rwlock_t) -> c_int;
 type RwTimedFn = unsafe extern "C-unwind" fn(*mut pthread_rwlock_t, *const timespec) -> c_int;
-type RwClockFn = unsafe extern "C-unwind" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
+type RwClockFn =
+    unsafe extern "C-unwind" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
 type CondFn = unsafe extern "C-unwind" fn(*mut pthread_cond_t) -> c_int;
 type SemFn = unsafe extern "C-unwind" fn(*mut sem_t) -> c_int;
 
@@ -30,53 +33,100 @@ mutex_hook!(pthread_mutex_trylock, Op::MutexTrylock, pthread_acquire);
 mutex_hook!(pthread_mutex_unlock, Op::MutexUnlock, pthread_release);
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) -> c_int {
+pub unsafe extern "C-unwind" fn pthread_mutex_timedlock(
+    m: *mut pthread_mutex_t,
+    t: *const timespec,
+) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, *const timespec) -> c_int;
-    let Some(f) = real!(pthread_mutex_timedlock: F) else { return libc::ENOSYS };
+    let Some(f) = real!(pthread_mutex_timedlock: F) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments.
-    pthread_acquire(Op::MutexTimedlock, Obj::addr(obj::MUTEX, m), || unsafe { f(m, t) })
+    pthread_acquire(Op::MutexTimedlock, Obj::addr(obj::MUTEX, m), || unsafe {
+        f(m, t)
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) -> c_int {
+pub unsafe extern "C-unwind" fn pthread_mutex_clocklock(
+    m: *mut pthread_mutex_t,
+    c: clockid_t,
+    t: *const timespec,
+) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
-    let Some(f) = real!(pthread_mutex_clocklock: F) else { return libc::ENOSYS };
+    let Some(f) = real!(pthread_mutex_clocklock: F) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments.
-    pthread_acquire(Op::MutexClocklock, Obj::addr(obj::MUTEX, m), || unsafe { f(m, c, t) })
+    pthread_acquire(Op::MutexClocklock, Obj::addr(obj::MUTEX, m), || unsafe {
+        f(m, c, t)
+    })
 }
 
 /// A condition wait: releases the mutex (a synthesized unlock), waits, and re-acquires the mutex
 /// without calling `pthread_mutex_lock` (a synthesized relock).
 #[inline(always)]
-fn cond_wait(op: Op, cv: *mut pthread_cond_t, m: *mut pthread_mutex_t, call: impl FnOnce() -> c_int) -> c_int {
+fn cond_wait(
+    op: Op,
+    cv: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
     let Some(c) = enter() else { return call() };
     let mo = Obj::addr(obj::MUTEX, m);
     let co = Obj::addr(obj::COND, cv);
     let unlock_seq = c.seq(obj::MUTEX, mo.key);
     let t0 = c.now();
-    c.emit(&Ev { obj: Some((mo, Some(unlock_seq))), result: Some(0), ..Ev::new(Op::CondUnlock, t0, t0) });
+    c.emit(&Ev {
+        obj: Some((mo, Some(unlock_seq))),
+        result: Some(0),
+        ..Ev::new(Op::CondUnlock, t0, t0)
+    });
     let r = call();
     let t1 = c.now();
     // Whatever the result (even a timeout), the mutex is held again on return.
     let cond_seq = (r == 0).then(|| c.seq(obj::COND, co.key));
     let relock_seq = c.seq(obj::MUTEX, mo.key);
-    c.emit(&Ev { obj: Some((co, cond_seq)), result: Some(pthread_result(r)), ..Ev::new(op, t0, t1) });
-    c.emit(&Ev { obj: Some((mo, Some(relock_seq))), result: Some(0), ..Ev::new(Op::CondRelock, t1, t1) });
+    c.emit(&Ev {
+        obj: Some((co, cond_seq)),
+        result: Some(pthread_result(r)),
+        ..Ev::new(op, t0, t1)
+    });
+    c.emit(&Ev {
+        obj: Some((mo, Some(relock_seq))),
+        result: Some(0),
+        ..Ev::new(Op::CondRelock, t1, t1)
+    });
     r
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn pthread_cond_wait(cv: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int {
+pub unsafe extern "C-unwind" fn pthread_cond_wait(
+    cv: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
-    let Some(f) = real!(pthread_cond_wait @ "GLIBC_2.3.2": F) else { return libc::ENOSYS };
+    let Some(f) = real!(pthread_cond_wait @ "GLIBC_2.3.2": F) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments.
     cond_wait(Op::CondWait, cv, m, || unsafe { f(cv, m) })
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn pthread_cond_timedwait(cv: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: *const timespec) -> c_int {
-    type F = unsafe extern "C-unwind" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const timespec) -> c_int;
-    let Some(f) = real!(pthread_cond_timedwait @ "GLIBC_2.3.2": F) else { return libc::ENOSYS };
+pub unsafe extern "C-unwind" fn pthread_cond_timedwait(
+    cv: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    t: *const timespec,
+) -> c_int {
+    type F = unsafe extern "C-unwind" fn(
+        *mut pthread_cond_t,
+        *mut pthread_mutex_t,
+        *const timespec,
+    ) -> c_int;
+    let Some(f) = real!(pthread_cond_timedwait @ "GLIBC_2.3.2": F) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments.
     cond_wait(Op::CondTimedwait, cv, m, || unsafe { f(cv, m, t) })
 }
@@ -88,24 +138,39 @@ pub unsafe extern "C-unwind" fn pthread_cond_clockwait(
     clk: clockid_t,
     t: *const timespec,
 ) -> c_int {
-    type F = unsafe extern "C-unwind" fn(*mut pthread_cond_t, *mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
-    let Some(f) = real!(pthread_cond_clockwait: F) else { return libc::ENOSYS };
+    type F = unsafe extern "C-unwind" fn(
+        *mut pthread_cond_t,
+        *mut pthread_mutex_t,
+        clockid_t,
+        *const timespec,
+    ) -> c_int;
+    let Some(f) = real!(pthread_cond_clockwait: F) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments.
     cond_wait(Op::CondClockwait, cv, m, || unsafe { f(cv, m, clk, t) })
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pthread_cond_signal(cv: *mut pthread_cond_t) -> c_int {
-    let Some(f) = real!(pthread_cond_signal @ "GLIBC_2.3.2": CondFn) else { return libc::ENOSYS };
+    let Some(f) = real!(pthread_cond_signal @ "GLIBC_2.3.2": CondFn) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's argument.
-    pthread_release(Op::CondSignal, Obj::addr(obj::COND, cv), || unsafe { f(cv) })
+    pthread_release(Op::CondSignal, Obj::addr(obj::COND, cv), || unsafe {
+        f(cv)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pthread_cond_broadcast(cv: *mut pthread_cond_t) -> c_int {
-    let Some(f) = real!(pthread_cond_broadcast @ "GLIBC_2.3.2": CondFn) else { return libc::ENOSYS };
+    let Some(f) = real!(pthread_cond_broadcast @ "GLIBC_2.3.2": CondFn) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's argument.
-    pthread_release(Op::CondBroadcast, Obj::addr(obj::COND, cv), || unsafe { f(cv) })
+    pthread_release(Op::CondBroadcast, Obj::addr(obj::COND, cv), || unsafe {
+        f(cv)
+    })
 }
 
 macro_rules! rw_hook {
@@ -147,14 +212,18 @@ rw_hook!(pthread_rwlock_clockwrlock, Op::RwClockwrlock, clock);
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sem_wait(s: *mut sem_t) -> c_int {
-    let Some(f) = real!(sem_wait: SemFn) else { return enosys() };
+    let Some(f) = real!(sem_wait: SemFn) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
     sys_acquire(Op::SemWait, Obj::addr(obj::SEM, s), || unsafe { f(s) })
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sem_trywait(s: *mut sem_t) -> c_int {
-    let Some(f) = real!(sem_trywait: SemFn) else { return enosys() };
+    let Some(f) = real!(sem_trywait: SemFn) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
     sys_acquire(Op::SemTrywait, Obj::addr(obj::SEM, s), || unsafe { f(s) })
 }
@@ -162,22 +231,36 @@ pub unsafe extern "C-unwind" fn sem_trywait(s: *mut sem_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sem_timedwait(s: *mut sem_t, t: *const timespec) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut sem_t, *const timespec) -> c_int;
-    let Some(f) = real!(sem_timedwait: F) else { return enosys() };
+    let Some(f) = real!(sem_timedwait: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
-    sys_acquire(Op::SemTimedwait, Obj::addr(obj::SEM, s), || unsafe { f(s, t) })
+    sys_acquire(Op::SemTimedwait, Obj::addr(obj::SEM, s), || unsafe {
+        f(s, t)
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn sem_clockwait(s: *mut sem_t, c: clockid_t, t: *const timespec) -> c_int {
+pub unsafe extern "C-unwind" fn sem_clockwait(
+    s: *mut sem_t,
+    c: clockid_t,
+    t: *const timespec,
+) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut sem_t, clockid_t, *const timespec) -> c_int;
-    let Some(f) = real!(sem_clockwait: F) else { return enosys() };
+    let Some(f) = real!(sem_clockwait: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
-    sys_acquire(Op::SemClockwait, Obj::addr(obj::SEM, s), || unsafe { f(s, c, t) })
+    sys_acquire(Op::SemClockwait, Obj::addr(obj::SEM, s), || unsafe {
+        f(s, c, t)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sem_post(s: *mut sem_t) -> c_int {
-    let Some(f) = real!(sem_post: SemFn) else { return enosys() };
+    let Some(f) = real!(sem_post: SemFn) else {
+        return enosys();
+    };
     let Some(c) = enter() else {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(s) };
@@ -189,7 +272,11 @@ pub unsafe extern "C-unwind" fn sem_post(s: *mut sem_t) -> c_int {
     let r = unsafe { f(s) };
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    c.emit(&Ev { obj: Some((o, Some(seq))), result: Some(res), ..Ev::new(Op::SemPost, t0, t1) });
+    c.emit(&Ev {
+        obj: Some((o, Some(seq))),
+        result: Some(res),
+        ..Ev::new(Op::SemPost, t0, t1)
+    });
     r
 }
 
@@ -199,9 +286,19 @@ const FUTEX_CMD_MASK: c_long = !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_RE
 /// them in the same registers and stack slot, and reading six arguments whatever the caller passed
 /// is what glibc's own `syscall` does.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn syscall(n: c_long, a: c_long, b: c_long, cc: c_long, d: c_long, e: c_long, g: c_long) -> c_long {
+pub unsafe extern "C-unwind" fn syscall(
+    n: c_long,
+    a: c_long,
+    b: c_long,
+    cc: c_long,
+    d: c_long,
+    e: c_long,
+    g: c_long,
+) -> c_long {
     type F = unsafe extern "C-unwind" fn(c_long, ...) -> c_long;
-    let Some(f) = real!(syscall: F) else { return enosys() };
+    let Some(f) = real!(syscall: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding all six argument registers, as the variadic original would read them.
     let call = || unsafe { f(n, a, b, cc, d, e, g) };
     if n != libc::SYS_futex {
@@ -209,7 +306,11 @@ pub unsafe extern "C-unwind" fn syscall(n: c_long, a: c_long, b: c_long, cc: c_l
     }
     let Some(c) = enter() else { return call() };
     let cmd = b & FUTEX_CMD_MASK;
-    let o = Obj { kind: obj::FUTEX, key: a as u64, ident: &[] };
+    let o = Obj {
+        kind: obj::FUTEX,
+        key: a as u64,
+        ident: &[],
+    };
     let (op, release) = match cmd as c_int {
         libc::FUTEX_WAIT | libc::FUTEX_WAIT_BITSET | libc::FUTEX_WAIT_REQUEUE_PI | libc::FUTEX_LOCK_PI
         | libc::FUTEX_TRYLOCK_PI | 13 /* FUTEX_LOCK_PI2 */ => (Op::FutexWait, false),
@@ -222,7 +323,11 @@ pub unsafe extern "C-unwind" fn syscall(n: c_long, a: c_long, b: c_long, cc: c_l
     let r = call();
     let t1 = c.now();
     let res = sys_result(r as i64);
-    let seq = if op == Op::FutexWait { (res == 0).then(|| c.seq(o.kind, o.key)) } else { pre };
+    let seq = if op == Op::FutexWait {
+        (res == 0).then(|| c.seq(o.kind, o.key))
+    } else {
+        pre
+    };
     c.emit(&Ev {
         obj: Some((o, seq)),
         result: Some(res),
@@ -239,7 +344,11 @@ fn sleep_event(ns: u64, call: impl FnOnce() -> c_int) -> c_int {
     let r = call();
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    c.emit(&Ev { result: Some(res), aux: Some(ns), ..Ev::new(Op::Sleep, t0, t1) });
+    c.emit(&Ev {
+        result: Some(res),
+        aux: Some(ns),
+        ..Ev::new(Op::Sleep, t0, t1)
+    });
     r
 }
 
@@ -249,21 +358,32 @@ fn ts_ns(t: *const timespec) -> u64 {
     }
     // SAFETY: the caller passes a valid timespec to the sleep function.
     let t = unsafe { &*t };
-    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
     type F = unsafe extern "C-unwind" fn(*const timespec, *mut timespec) -> c_int;
-    let Some(f) = real!(nanosleep: F) else { return enosys() };
+    let Some(f) = real!(nanosleep: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's arguments.
     sleep_event(ts_ns(req), || unsafe { f(req, rem) })
 }
 
 #[no_mangle]
-pub unsafe extern "C-unwind" fn clock_nanosleep(clk: clockid_t, fl: c_int, req: *const timespec, rem: *mut timespec) -> c_int {
+pub unsafe extern "C-unwind" fn clock_nanosleep(
+    clk: clockid_t,
+    fl: c_int,
+    req: *const timespec,
+    rem: *mut timespec,
+) -> c_int {
     type F = unsafe extern "C-unwind" fn(clockid_t, c_int, *const timespec, *mut timespec) -> c_int;
-    let Some(f) = real!(clock_nanosleep: F) else { return libc::ENOSYS };
+    let Some(f) = real!(clock_nanosleep: F) else {
+        return libc::ENOSYS;
+    };
     // SAFETY: forwarding the caller's arguments. (clock_nanosleep returns an error number.)
     sleep_event(ts_ns(req), || unsafe { f(clk, fl, req, rem) })
 }
@@ -271,7 +391,9 @@ pub unsafe extern "C-unwind" fn clock_nanosleep(clk: clockid_t, fl: c_int, req: 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn usleep(us: libc::useconds_t) -> c_int {
     type F = unsafe extern "C-unwind" fn(libc::useconds_t) -> c_int;
-    let Some(f) = real!(usleep: F) else { return enosys() };
+    let Some(f) = real!(usleep: F) else {
+        return enosys();
+    };
     // SAFETY: forwarding the caller's argument.
     sleep_event(u64::from(us) * 1000, || unsafe { f(us) })
 }

@@ -40,16 +40,19 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 fn claim() -> Option<&'static Slot> {
     let start = NEXT.fetch_add(1, Ordering::Relaxed);
-    (0..SLOTS)
-        .map(|i| &POOL[(start + i) % SLOTS])
-        .find(|s| s.state.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok())
+    (0..SLOTS).map(|i| &POOL[(start + i) % SLOTS]).find(|s| {
+        s.state
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    })
 }
 
 extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
     // SAFETY: `p` is one of POOL's slots, claimed by the parent for this thread.
     let slot = unsafe { &*(p as *const Slot) };
     // SAFETY: the parent stored a valid start routine address.
-    let start: StartFn = unsafe { core::mem::transmute::<usize, StartFn>(slot.start.load(Ordering::Acquire)) };
+    let start: StartFn =
+        unsafe { core::mem::transmute::<usize, StartFn>(slot.start.load(Ordering::Acquire)) };
     let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
     let spawn = slot.spawn.load(Ordering::Acquire);
     let parent = slot.parent.load(Ordering::Acquire);
@@ -60,7 +63,14 @@ extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
         // SAFETY: pthread_self has no preconditions.
         let me = unsafe { libc::pthread_self() } as u64;
         c.emit(&Ev {
-            obj: Some((Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(seq))),
+            obj: Some((
+                Obj {
+                    kind: obj::SPAWN,
+                    key: spawn,
+                    ident: &[],
+                },
+                Some(seq),
+            )),
             aux: Some(me),
             aux2: Some(u64::from(parent)),
             ..Ev::new(Op::ThreadStart, t, t)
@@ -79,17 +89,34 @@ pub unsafe extern "C-unwind" fn pthread_create(
     start: StartFn,
     arg: *mut c_void,
 ) -> c_int {
-    type F = unsafe extern "C-unwind" fn(*mut pthread_t, *const pthread_attr_t, extern "C-unwind" fn(*mut c_void) -> *mut c_void, *mut c_void) -> c_int;
-    let Some(f) = real!(pthread_create: F) else { return libc::EAGAIN };
+    type F = unsafe extern "C-unwind" fn(
+        *mut pthread_t,
+        *const pthread_attr_t,
+        extern "C-unwind" fn(*mut c_void) -> *mut c_void,
+        *mut c_void,
+    ) -> c_int;
+    let Some(f) = real!(pthread_create: F) else {
+        return libc::EAGAIN;
+    };
     // SAFETY: the original start routine has the same ABI as a C-unwind one.
-    let plain = || unsafe { f(th, attr, core::mem::transmute::<StartFn, extern "C-unwind" fn(*mut c_void) -> *mut c_void>(start), arg) };
+    let plain = || unsafe {
+        f(
+            th,
+            attr,
+            core::mem::transmute::<StartFn, extern "C-unwind" fn(*mut c_void) -> *mut c_void>(
+                start,
+            ),
+            arg,
+        )
+    };
     let Some(c) = enter() else { return plain() };
     let Some(slot) = claim() else { return plain() };
     let spawn = global::next_spawn_key(c.cfg);
     slot.start.store(start as usize, Ordering::Relaxed);
     slot.arg.store(arg as usize, Ordering::Relaxed);
     slot.spawn.store(spawn, Ordering::Relaxed);
-    slot.parent.store(crate::sys::gettid() as u32, Ordering::Release);
+    slot.parent
+        .store(crate::sys::gettid() as u32, Ordering::Release);
     let seq = c.seq(obj::SPAWN, spawn);
     let t0 = c.now();
     // SAFETY: forwarding the caller's thread and attributes with our trampoline and its slot.
@@ -101,7 +128,14 @@ pub unsafe extern "C-unwind" fn pthread_create(
     // SAFETY: on success the real call wrote the new handle.
     let handle = (r == 0).then(|| unsafe { *th } as u64);
     c.emit(&Ev {
-        obj: Some((Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(seq))),
+        obj: Some((
+            Obj {
+                kind: obj::SPAWN,
+                key: spawn,
+                ident: &[],
+            },
+            Some(seq),
+        )),
         result: Some(pthread_result(r)),
         aux: handle,
         ..Ev::new(Op::ThreadCreate, t0, t1)
@@ -112,8 +146,14 @@ pub unsafe extern "C-unwind" fn pthread_create(
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pthread_join(th: pthread_t, ret: *mut *mut c_void) -> c_int {
     type F = unsafe extern "C-unwind" fn(pthread_t, *mut *mut c_void) -> c_int;
-    let Some(f) = real!(pthread_join: F) else { return libc::ENOSYS };
-    let o = Obj { kind: obj::THREAD, key: th as u64, ident: &[] };
+    let Some(f) = real!(pthread_join: F) else {
+        return libc::ENOSYS;
+    };
+    let o = Obj {
+        kind: obj::THREAD,
+        key: th as u64,
+        ident: &[],
+    };
     // SAFETY: forwarding the caller's arguments.
     pthread_acquire(Op::ThreadJoin, o, || unsafe { f(th, ret) })
 }
@@ -138,7 +178,14 @@ pub extern "C" fn thread_dtor(_state: *mut c_void) {
         let me = unsafe { libc::pthread_self() } as u64;
         let seq = c.seq(obj::THREAD, me);
         c.emit(&Ev {
-            obj: Some((Obj { kind: obj::THREAD, key: me, ident: &[] }, Some(seq))),
+            obj: Some((
+                Obj {
+                    kind: obj::THREAD,
+                    key: me,
+                    ident: &[],
+                },
+                Some(seq),
+            )),
             aux: Some(u64::from(how)),
             ..Ev::new(Op::ThreadExit, t, t)
         });
@@ -151,7 +198,9 @@ static FORK_SPAWN: AtomicU64 = AtomicU64::new(0);
 #[no_mangle]
 pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
     type F = unsafe extern "C-unwind" fn() -> libc::pid_t;
-    let Some(f) = real!(fork: F) else { return enosys() };
+    let Some(f) = real!(fork: F) else {
+        return enosys();
+    };
     let Some(c) = enter() else {
         // SAFETY: plain forward.
         return unsafe { f() };
@@ -166,7 +215,14 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
         let t1 = c.now();
         let res = sys_result(i64::from(r));
         c.emit(&Ev {
-            obj: Some((Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(seq))),
+            obj: Some((
+                Obj {
+                    kind: obj::SPAWN,
+                    key: spawn,
+                    ident: &[],
+                },
+                Some(seq),
+            )),
             result: Some(res),
             ..Ev::new(Op::Fork, t0, t1)
         });
@@ -183,14 +239,30 @@ pub extern "C" fn atfork_child() {
     if let Some(c) = enter() {
         let t = c.now();
         let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
-        let o = (spawn != 0).then(|| (Obj { kind: obj::SPAWN, key: spawn, ident: &[] }, Some(c.seq(obj::SPAWN, spawn))));
-        c.emit(&Ev { obj: o, aux: Some(parent), ..Ev::new(Op::ForkChild, t, t) });
+        let o = (spawn != 0).then(|| {
+            (
+                Obj {
+                    kind: obj::SPAWN,
+                    key: spawn,
+                    ident: &[],
+                },
+                Some(c.seq(obj::SPAWN, spawn)),
+            )
+        });
+        c.emit(&Ev {
+            obj: o,
+            aux: Some(parent),
+            ..Ev::new(Op::ForkChild, t, t)
+        });
     }
 }
 
 fn maps_record(op: Op, t0: u64, t1: u64, res: i64) {
     let Some(c) = enter() else { return };
-    c.emit(&Ev { result: Some(res), ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        result: Some(res),
+        ..Ev::new(op, t0, t1)
+    });
     let mut blob = Blob::new();
     if blob.read_file(b"/proc/self/maps\0") {
         let mut head = [0u8; 10];
@@ -204,12 +276,19 @@ fn maps_record(op: Op, t0: u64, t1: u64, res: i64) {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dlopen(name: *const c_char, flags: c_int) -> *mut c_void {
     type F = unsafe extern "C-unwind" fn(*const c_char, c_int) -> *mut c_void;
-    let Some(f) = real!(dlopen: F) else { return core::ptr::null_mut() };
+    let Some(f) = real!(dlopen: F) else {
+        return core::ptr::null_mut();
+    };
     let t0 = global::config_if_ready().map_or(0, global::now);
     // SAFETY: forwarding the caller's arguments.
     let h = unsafe { f(name, flags) };
     if let Some(cfg) = global::config_if_ready() {
-        maps_record(Op::Dlopen, t0, global::now(cfg), if h.is_null() { -1 } else { 0 });
+        maps_record(
+            Op::Dlopen,
+            t0,
+            global::now(cfg),
+            if h.is_null() { -1 } else { 0 },
+        );
     }
     h
 }
@@ -217,7 +296,9 @@ pub unsafe extern "C-unwind" fn dlopen(name: *const c_char, flags: c_int) -> *mu
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dlclose(h: *mut c_void) -> c_int {
     type F = unsafe extern "C-unwind" fn(*mut c_void) -> c_int;
-    let Some(f) = real!(dlclose: F) else { return -1 };
+    let Some(f) = real!(dlclose: F) else {
+        return -1;
+    };
     let t0 = global::config_if_ready().map_or(0, global::now);
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(h) };

@@ -1,0 +1,192 @@
+//! `scalpel record`: prepares the trace directory, finds the agent and runs a command under it.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use scalpel_model::format::{ENV_AGENT, ENV_DIR};
+
+use crate::child::{self, Outcome};
+
+/// Trace directory used when none is given.
+pub const DEFAULT_DIR: &str = "scalpel-trace";
+/// File name of the agent library, looked for next to the `scalpel` executable.
+pub const AGENT_FILE: &str = "libscalpel_agent.so";
+
+/// What `scalpel record` does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// The trace directory. Default: [`DEFAULT_DIR`] in the current directory.
+    pub dir: PathBuf,
+    /// Remove the contents of a non-empty `dir` instead of failing. Default: `false`.
+    pub force: bool,
+    /// The command and its arguments (at least the command).
+    pub command: Vec<OsString>,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions {
+            dir: PathBuf::from(DEFAULT_DIR),
+            force: false,
+            command: Vec::new(),
+        }
+    }
+}
+
+/// Why a recording could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// No command to run.
+    #[error("no command given (usage: scalpel record [-o DIR] -- CMD ARGS...)")]
+    NoCommand,
+    /// The directory holds something and `force` is off.
+    #[error("{}: trace directory is not empty (use --force to replace its contents)", .0.display())]
+    NotEmpty(PathBuf),
+    /// The path exists and is not a directory.
+    #[error("{}: exists and is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// A file system operation failed.
+    #[error("{}: cannot {action}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// `SCALPEL_AGENT` names a file that does not exist.
+    #[error("{ENV_AGENT}={}: no such file", .0.display())]
+    AgentMissing(PathBuf),
+    /// No agent next to the executable and no `SCALPEL_AGENT`.
+    #[error(
+        "cannot find the agent library {AGENT_FILE} (looked in {}); build it with \
+         `cargo build -p scalpel-agent` (it lands next to the scalpel binary) or set {ENV_AGENT} \
+         to its path",
+        .0.display()
+    )]
+    AgentNotFound(PathBuf),
+    /// The command could not be started.
+    #[error(transparent)]
+    Spawn(#[from] child::SpawnError),
+}
+
+impl RecordError {
+    /// The exit status a shell would give: 127 for a command not found, 126 for one that cannot
+    /// be executed, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RecordError::Spawn(e) => e.exit_code(),
+            _ => 1,
+        }
+    }
+}
+
+fn io_err(path: &Path, action: &'static str) -> impl FnOnce(io::Error) -> RecordError {
+    let path = path.to_path_buf();
+    move |source| RecordError::Io {
+        path,
+        action,
+        source,
+    }
+}
+
+/// Finds the agent: `env_agent` (the value of `SCALPEL_AGENT`) when set and non-empty, else
+/// [`AGENT_FILE`] in the directory of `exe` (the running `scalpel`). Returns an absolute path.
+pub fn find_agent(env_agent: Option<&OsStr>, exe: Option<&Path>) -> Result<PathBuf, RecordError> {
+    if let Some(a) = env_agent.filter(|a| !a.is_empty()) {
+        let p = Path::new(a);
+        return fs::canonicalize(p).map_err(|_| RecordError::AgentMissing(p.to_path_buf()));
+    }
+    let dir = exe.and_then(Path::parent).unwrap_or(Path::new("."));
+    let candidate = dir.join(AGENT_FILE);
+    if candidate.is_file() {
+        return fs::canonicalize(&candidate).map_err(io_err(&candidate, "resolve"));
+    }
+    Err(RecordError::AgentNotFound(dir.to_path_buf()))
+}
+
+/// Makes `dir` an empty directory writable by everyone and returns its absolute path. A
+/// non-empty directory is emptied when `force` is set, else refused.
+pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
+    match fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => return Err(RecordError::NotADirectory(dir.to_path_buf())),
+        Ok(_) => {
+            let entries: Vec<_> = fs::read_dir(dir)
+                .map_err(io_err(dir, "list"))?
+                .collect::<Result<_, _>>()
+                .map_err(io_err(dir, "list"))?;
+            if !entries.is_empty() && !force {
+                return Err(RecordError::NotEmpty(dir.to_path_buf()));
+            }
+            for e in entries {
+                let p = e.path();
+                let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                let r = if is_dir {
+                    fs::remove_dir_all(&p)
+                } else {
+                    fs::remove_file(&p)
+                };
+                r.map_err(io_err(&p, "remove"))?;
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))?;
+        }
+        Err(e) => return Err(io_err(dir, "access")(e)),
+    }
+    // World-writable with the sticky bit, like /tmp: a traced program that changes user (a
+    // server dropping privileges, a setuid helper) must still be able to create its process and
+    // thread files here, and the sticky bit keeps users from removing each other's files.
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o1777))
+        .map_err(io_err(dir, "set permissions"))?;
+    fs::canonicalize(dir).map_err(io_err(dir, "resolve"))
+}
+
+/// The `LD_PRELOAD` value: the agent first, then what was already there.
+pub fn ld_preload(agent: &Path, existing: Option<&OsStr>) -> OsString {
+    let mut v = OsString::from(agent);
+    if let Some(e) = existing.filter(|e| !e.is_empty()) {
+        v.push(":");
+        v.push(e);
+    }
+    v
+}
+
+/// A finished recording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recording {
+    /// The absolute trace directory.
+    pub dir: PathBuf,
+    /// The agent used.
+    pub agent: PathBuf,
+    /// How the command ended.
+    pub outcome: Outcome,
+}
+
+/// Runs `opts.command` under the agent, recording into `opts.dir`, and waits for it. The agent
+/// is found with [`find_agent`] from the `SCALPEL_AGENT` environment variable and the current
+/// executable's directory.
+pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
+    let (cmd, args) = opts.command.split_first().ok_or(RecordError::NoCommand)?;
+    let exe = std::env::current_exe().ok();
+    let agent = find_agent(std::env::var_os(ENV_AGENT).as_deref(), exe.as_deref())?;
+    let dir = prepare_dir(&opts.dir, opts.force)?;
+    let preload = ld_preload(&agent, std::env::var_os("LD_PRELOAD").as_deref());
+    let mut command = std::process::Command::new(cmd);
+    command
+        .args(args)
+        .env(ENV_DIR, &dir)
+        .env(ENV_AGENT, &agent)
+        .env("LD_PRELOAD", preload);
+    let outcome = child::run(command, cmd)?;
+    Ok(Recording {
+        dir,
+        agent,
+        outcome,
+    })
+}

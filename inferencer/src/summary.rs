@@ -1,0 +1,99 @@
+//! The short summary of a trace directory that `scalpel record` and `scalpel summary` print.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use scalpel_model::format::FileKind;
+use scalpel_model::read::TraceDir;
+
+/// Counts over a whole trace directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// Process incarnations.
+    pub processes: usize,
+    /// Thread files.
+    pub threads: usize,
+    /// Events decoded.
+    pub events: u64,
+    /// Header and record bytes decoded, over all files.
+    pub bytes: u64,
+    /// Size of the files on disk (windows the writer mapped but did not fill included).
+    pub disk_bytes: u64,
+    /// Events counted by LOST records.
+    pub lost: u64,
+    /// Events the writers reported dropped in their headers.
+    pub dropped: u64,
+    /// Warnings about damaged or unreadable files.
+    pub warnings: usize,
+}
+
+impl Summary {
+    /// Summarizes `trace`.
+    pub fn of(trace: &TraceDir) -> Summary {
+        let mut s = Summary {
+            dir: trace.path.clone(),
+            processes: trace.processes.len(),
+            warnings: trace.all_warnings().count(),
+            ..Summary::default()
+        };
+        for (_, f) in trace.files() {
+            if f.kind() == Some(FileKind::Thread) {
+                s.threads += 1;
+            }
+            s.events += f.events.len() as u64;
+            s.bytes += u64::from(f.header.header_size) + f.decoded_len;
+            s.disk_bytes += f.file_len;
+            s.lost = s.lost.saturating_add(f.lost);
+            s.dropped = s.dropped.saturating_add(f.header.dropped);
+        }
+        s
+    }
+}
+
+/// `1234 B`, `12.3 KiB`, `4.5 MiB`, ...
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "trace:      {}", self.dir.display())?;
+        writeln!(f, "processes:  {}", self.processes)?;
+        writeln!(f, "threads:    {}", self.threads)?;
+        writeln!(f, "events:     {}", self.events)?;
+        writeln!(
+            f,
+            "bytes:      {} ({} on disk)",
+            human_bytes(self.bytes),
+            human_bytes(self.disk_bytes)
+        )?;
+        writeln!(f, "lost:       {} (dropped {})", self.lost, self.dropped)?;
+        write!(f, "warnings:   {}", self.warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 << 20), "5.0 MiB");
+    }
+}

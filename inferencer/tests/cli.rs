@@ -1,0 +1,199 @@
+//! The `scalpel` binary end to end: dump, summary and record (with a stand-in agent).
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn scalpel(args: &[&str], agent: Option<&Path>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_scalpel"));
+    c.args(args).env_remove("LD_PRELOAD");
+    match agent {
+        Some(a) => c.env("SCALPEL_AGENT", a),
+        None => c.env_remove("SCALPEL_AGENT"),
+    };
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A file that stands in for the agent: the dynamic loader warns that it cannot preload it and
+/// runs the command anyway.
+fn fake_agent(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("libfake.so");
+    fs::write(&p, b"not an ELF file").unwrap();
+    p
+}
+
+#[test]
+fn dump_and_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    common::build(tmp.path());
+    let dir = tmp.path().to_str().unwrap();
+    let out = scalpel(&["dump", dir, "--merged", "--op", "sleep"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "   0.000000300       200/200 sleep\n");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning: ") && err.contains("t200.trace: damaged at offset 4103"),
+        "{err}"
+    );
+
+    let out = scalpel(&["summary", dir], None);
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("processes:  2") && s.contains("threads:    3"),
+        "{s}"
+    );
+    let out2 = scalpel(&["dump", "--summary", dir], None);
+    assert_eq!(out2.stdout, out.stdout);
+
+    let out = scalpel(&["dump", dir, "--op", "bogus"], None);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("unknown operation `bogus`") && err.contains("thread_join"),
+        "{err}"
+    );
+
+    let missing = tmp.path().join("missing");
+    let out = scalpel(&["dump", missing.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("missing: cannot read"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        scalpel(&["dump", dir, "--bogus"], None).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn record_runs_the_command_under_the_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = fake_agent(tmp.path());
+    let fixture = tmp.path().join("fixture");
+    common::build(&fixture);
+    let out_dir = tmp.path().join("trace");
+    let script = format!(
+        "echo \"$SCALPEL_DIR|$SCALPEL_AGENT|$LD_PRELOAD\"; cp -r {}/* \"$SCALPEL_DIR\"; exit 3",
+        fixture.display()
+    );
+    let args = [
+        "record",
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    let out = scalpel(&args, Some(&agent));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let dir = out_dir.canonicalize().unwrap();
+    let agent = agent.canonicalize().unwrap();
+    let expect = format!(
+        "{}|{}|{}\n",
+        dir.display(),
+        agent.display(),
+        agent.display()
+    );
+    assert_eq!(text(&out.stdout), expect);
+    assert!(err.contains("exited with status 3"), "{err}");
+    assert!(
+        err.contains("events:     6") && err.contains("warnings:   2"),
+        "{err}"
+    );
+    let mode = fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o1777);
+
+    // Not empty: refused, then replaced with --force.
+    let out = scalpel(&args, Some(&agent));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not empty (use --force"));
+    let forced = [
+        "record",
+        "--force",
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--",
+        "true",
+    ];
+    let out = scalpel(&forced, Some(&agent));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no trace was recorded"));
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+#[test]
+fn record_reports_start_failures_like_a_shell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = fake_agent(tmp.path());
+    let d = |n: &str| tmp.path().join(n).to_str().unwrap().to_string();
+    let out = scalpel(
+        &["record", "-o", &d("a"), "--", "no-such-command-xyz"],
+        Some(&agent),
+    );
+    assert_eq!(out.status.code(), Some(127));
+    assert!(text(&out.stderr).contains("cannot run `no-such-command-xyz`: command not found"));
+
+    let plain = tmp.path().join("plain.txt");
+    fs::write(&plain, "data").unwrap();
+    let out = scalpel(
+        &["record", "-o", &d("b"), "--", plain.to_str().unwrap()],
+        Some(&agent),
+    );
+    assert_eq!(out.status.code(), Some(126), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not executable"));
+
+    let out = scalpel(
+        &["record", "-o", &d("c"), "--", "sh", "-c", "kill -TERM $$"],
+        Some(&agent),
+    );
+    assert_eq!(out.status.code(), Some(128 + 15));
+    assert!(text(&out.stderr).contains("was killed by SIGTERM"));
+
+    let out = scalpel(
+        &["record", "-o", &d("d"), "--", "true"],
+        Some(&tmp.path().join("nope.so")),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("SCALPEL_AGENT="),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn record_forwards_sigterm_and_still_summarizes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = fake_agent(tmp.path());
+    let dir = tmp.path().join("t");
+    let child = Command::new(env!("CARGO_BIN_EXE_scalpel"))
+        .args(["record", "-o", dir.to_str().unwrap(), "--", "sleep", "30"])
+        .env("SCALPEL_AGENT", &agent)
+        .env_remove("LD_PRELOAD")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: sends a signal to the process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + 15));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("killed by SIGTERM") && err.contains("no trace was recorded"),
+        "{err}"
+    );
+}

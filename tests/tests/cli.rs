@@ -1,0 +1,64 @@
+//! `scalpel record` and `scalpel dump` on bad input: clear messages and non-zero exits.
+
+use scalpel_e2e::*;
+use std::process::Command;
+
+fn scalpel_cmd(args: &[&str]) -> std::process::Output {
+    Command::new(scalpel()).args(args).output().unwrap()
+}
+
+#[test]
+fn target_that_does_not_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("t");
+    let o = scalpel_cmd(&[
+        "record",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/nonexistent/program",
+    ]);
+    assert_eq!(o.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent/program"), "{err}");
+}
+
+#[test]
+fn output_directory_not_writable() {
+    let o = scalpel_cmd(&["record", "-o", "/proc/scalpel-cannot-write", "--", "true"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/proc/scalpel-cannot-write"));
+}
+
+#[test]
+fn malformed_options() {
+    let o = scalpel_cmd(&["record", "--no-such-flag"]);
+    assert!(!o.status.success());
+    let o = scalpel_cmd(&["dump", "/nonexistent/trace"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/trace"));
+}
+
+#[test]
+fn exit_status_passes_through_and_dump_reads_it() {
+    let run = record(std::path::Path::new("/bin/sh"), &["-c", "exit 7"]);
+    assert_eq!(run.out.status.code(), Some(7));
+    let err = run.stderr();
+    assert!(
+        err.contains("processes") && err.contains("events"),
+        "summary missing: {err}"
+    );
+    let exe = build_c("ordering", "ordering-cli", &[]);
+    let run = record(&exe, &[]).success();
+    let o = scalpel_cmd(&["dump", run.dir.to_str().unwrap(), "--op", "sem_post"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("sem_post")).count(),
+        2000,
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    let o = scalpel_cmd(&["dump", run.dir.to_str().unwrap(), "--op", "no_such_op"]);
+    assert!(!o.status.success());
+}

@@ -1,0 +1,137 @@
+//! Every intercepted family shows up in the trace of a program that calls it, with the facts the
+//! format promises (objects, results, descriptors, channels).
+
+use scalpel_e2e::*;
+use scalpel_model::format::chan;
+use std::collections::BTreeSet;
+
+#[test]
+fn every_family_is_recorded() {
+    let exe = build_c("families", "families", &[]);
+    let run = record(&exe, &[]).success();
+    assert!(run.stdout().contains("families ok"), "{}", run.stdout());
+    let t = run.load();
+    let main: Vec<_> = processes_named(&t, "families");
+    // The parent, the fork child (same executable) and the exec'ed child.
+    assert!(
+        main.len() >= 2,
+        "expected parent and child processes, got {}",
+        main.len()
+    );
+    let seen: BTreeSet<Op> = all_events(&t).iter().filter_map(|e| e.event.op).collect();
+    let expected = [
+        Op::MutexLock,
+        Op::MutexTrylock,
+        Op::MutexTimedlock,
+        Op::MutexClocklock,
+        Op::MutexUnlock,
+        Op::CondUnlock,
+        Op::CondRelock,
+        Op::CondTimedwait,
+        Op::CondClockwait,
+        Op::CondSignal,
+        Op::CondBroadcast,
+        Op::RwRdlock,
+        Op::RwTryrdlock,
+        Op::RwTimedrdlock,
+        Op::RwClockrdlock,
+        Op::RwWrlock,
+        Op::RwTrywrlock,
+        Op::RwTimedwrlock,
+        Op::RwClockwrlock,
+        Op::RwUnlock,
+        Op::SemWait,
+        Op::SemTimedwait,
+        Op::SemClockwait,
+        Op::SemTrywait,
+        Op::SemPost,
+        Op::FutexWait,
+        Op::FutexWake,
+        Op::EpollWait,
+        Op::EpollPwait,
+        Op::EpollPwait2,
+        Op::Poll,
+        Op::Ppoll,
+        Op::Select,
+        Op::Pselect,
+        Op::Read,
+        Op::Readv,
+        Op::Pread,
+        Op::Recv,
+        Op::Recvfrom,
+        Op::Recvmsg,
+        Op::Write,
+        Op::Writev,
+        Op::Send,
+        Op::Sendto,
+        Op::Sendmsg,
+        Op::Sendfile,
+        Op::Accept,
+        Op::Accept4,
+        Op::Connect,
+        Op::Close,
+        Op::Dup,
+        Op::Dup2,
+        Op::Dup3,
+        Op::Pipe,
+        Op::Pipe2,
+        Op::Socketpair,
+        Op::Eventfd,
+        Op::Socket,
+        Op::EpollCreate,
+        Op::ThreadCreate,
+        Op::ThreadStart,
+        Op::ThreadExit,
+        Op::ThreadJoin,
+        Op::Fork,
+        Op::ForkChild,
+        Op::Exec,
+        Op::Sleep,
+    ];
+    let missing: Vec<_> = expected.iter().filter(|op| !seen.contains(op)).collect();
+    assert!(missing.is_empty(), "operations never recorded: {missing:?}");
+
+    // The futex wait failed with EAGAIN, and its result says so.
+    let fw = with_op(&t, Op::FutexWait);
+    assert!(fw
+        .iter()
+        .any(|e| e.event.result == Some(-(libc::EAGAIN as i64))));
+    // The cond timeouts report ETIMEDOUT and carry no sequence number (nothing woke them).
+    for e in with_op(&t, Op::CondTimedwait) {
+        assert_eq!(e.event.result, Some(-(libc::ETIMEDOUT as i64)));
+        assert_eq!(e.event.seq, None);
+    }
+    // pthread_exit is told apart from a return.
+    assert!(with_op(&t, Op::ThreadExit)
+        .iter()
+        .any(|e| e.event.aux == Some(1)));
+    // Reads and writes name their streams; pipes, unix sockets, TCP and eventfd all appear.
+    let ids = t.identities();
+    let chans: BTreeSet<u8> = ids
+        .values()
+        .filter_map(|i| match i {
+            Identity::Stream { chan, .. } => Some(*chan),
+            _ => None,
+        })
+        .collect();
+    for c in [chan::PIPE, chan::UNIX, chan::TCP, chan::EVENTFD] {
+        assert!(
+            chans.contains(&c),
+            "no stream of channel kind {c} in {chans:?}"
+        );
+    }
+    // Connect and accept meet at the same endpoint object, connect numbered first.
+    let connects = with_op(&t, Op::Connect);
+    let accepts = with_op(&t, Op::Accept);
+    let c0 = connects
+        .iter()
+        .find(|e| e.event.result == Some(0))
+        .expect("a successful connect");
+    let a0 = accepts.first().expect("an accept");
+    assert_eq!(c0.event.obj.map(|o| o.key), a0.event.obj.map(|o| o.key));
+    // Both ends agree on the connection's channel key.
+    assert_eq!(c0.event.aux, a0.event.aux);
+    // The sendfile went out on the TCP connection that the accepted socket then read.
+    let sf = with_op(&t, Op::Sendfile);
+    assert_eq!(sf[0].event.result, Some(16));
+}

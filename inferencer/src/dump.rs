@@ -95,7 +95,10 @@ impl Filter<'_> {
 
     fn event(&self, e: &Event, ids: &Identities<'_>) -> bool {
         (self.opts.ops.is_empty() || e.op.is_some_and(|op| self.opts.ops.contains(&op)))
-            && self.object.as_ref().map_or(true, |o| o.matches(e, ids))
+            && match &self.object {
+                Some(o) => o.matches(e, ids),
+                None => true,
+            }
     }
 
     fn is_active(&self) -> bool {

@@ -190,3 +190,64 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         outcome,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_lookup() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = tmp.path().join("scalpel");
+        let e = find_agent(None, Some(&exe)).unwrap_err();
+        assert!(matches!(e, RecordError::AgentNotFound(_)));
+        assert!(
+            e.to_string().contains("cargo build -p scalpel-agent"),
+            "{e}"
+        );
+        fs::write(tmp.path().join(AGENT_FILE), b"").unwrap();
+        let found = find_agent(Some(OsStr::new("")), Some(&exe)).unwrap();
+        assert_eq!(found, tmp.path().canonicalize().unwrap().join(AGENT_FILE));
+        let other = tmp.path().join("other.so");
+        let e = find_agent(Some(other.as_os_str()), Some(&exe)).unwrap_err();
+        assert!(matches!(e, RecordError::AgentMissing(_)));
+        fs::write(&other, b"").unwrap();
+        assert!(find_agent(Some(other.as_os_str()), Some(&exe)).is_ok());
+    }
+
+    #[test]
+    fn trace_dir_preparation() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("a/b");
+        let abs = prepare_dir(&d, false).unwrap();
+        assert!(abs.is_absolute());
+        let mode = fs::metadata(&d).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o1777);
+        fs::create_dir(d.join("1.0")).unwrap();
+        fs::write(d.join("1.0/t1.trace"), b"x").unwrap();
+        fs::write(d.join("shared.tbl"), b"x").unwrap();
+        assert!(matches!(
+            prepare_dir(&d, false),
+            Err(RecordError::NotEmpty(_))
+        ));
+        prepare_dir(&d, true).unwrap();
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 0);
+        let f = tmp.path().join("file");
+        fs::write(&f, b"").unwrap();
+        assert!(matches!(
+            prepare_dir(&f, true),
+            Err(RecordError::NotADirectory(_))
+        ));
+    }
+
+    #[test]
+    fn preload_value() {
+        let a = Path::new("/x/agent.so");
+        assert_eq!(ld_preload(a, None), "/x/agent.so");
+        assert_eq!(ld_preload(a, Some(OsStr::new(""))), "/x/agent.so");
+        assert_eq!(
+            ld_preload(a, Some(OsStr::new("/y.so"))),
+            "/x/agent.so:/y.so"
+        );
+    }
+}

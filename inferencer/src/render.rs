@@ -88,17 +88,27 @@ pub fn event_line(
         }
         None => {}
     }
-    let fields = [
-        ("fd", e.fd),
-        ("offset", e.offset),
-        ("aux", e.aux),
-        ("aux2", e.aux2),
-        ("stack", e.stack),
-    ];
-    for (name, v) in fields {
-        if let Some(v) = v {
-            let _ = write!(s, " {name}={v}");
+    if let Some(fd) = e.fd {
+        // The agent stores a C int; -1 (and other negatives) arrive sign-extended.
+        let _ = write!(s, " fd={}", fd as i64);
+    }
+    if let Some(v) = e.offset {
+        let _ = write!(s, " offset={v}");
+    }
+    // Auxiliary values are small numbers or addresses and keys: the latter read better in hex.
+    for (name, v) in [("aux", e.aux), ("aux2", e.aux2)] {
+        match v {
+            Some(v) if v > u64::from(u32::MAX) => {
+                let _ = write!(s, " {name}={v:#x}");
+            }
+            Some(v) => {
+                let _ = write!(s, " {name}={v}");
+            }
+            None => {}
         }
+    }
+    if let Some(v) = e.stack {
+        let _ = write!(s, " stack={v}");
     }
     if e.dur_ns > 0 {
         let _ = write!(s, " dur={}ns", e.dur_ns);

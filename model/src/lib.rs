@@ -1,6 +1,6 @@
 //! Scalpel's trace format and the types shared by the agent and the inferencer.
 //!
-//! Scope: the byte layout of per-thread and per-process trace files ([`format`]), the
+//! Scope: the byte layout of per-thread and per-process trace files ([`format`](mod@format)), the
 //! allocation-free field encoders the agent writes with ([`wire`], [`record`]) and, with the
 //! default `read` feature, a reader that turns a trace directory into typed events and a writer
 //! for tests and tools.

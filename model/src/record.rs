@@ -83,16 +83,16 @@ impl RawEvent {
     }
 
     /// Encodes the whole record (kind, length, payload). The payload of an event is always under
-    /// 128 bytes, so the length is one byte.
+    /// 128 bytes, so its length takes one byte, written after the payload is known.
     #[inline]
     pub fn encode_record(&self, e: &mut Enc<'_>) {
-        let mut tmp = [0u8; MAX_EVENT_RECORD];
-        let mut p = Enc::new(&mut tmp);
-        self.encode_payload(&mut p);
-        let n = p.len();
         e.u8(rec::EVENT);
-        e.varint(n as u64);
-        e.bytes(&tmp[..n]);
+        let at = e.len();
+        e.u8(0);
+        self.encode_payload(e);
+        let n = e.len() - at - 1;
+        debug_assert!(n < 128);
+        e.patch(at, n as u8);
     }
 
     /// Decodes a payload. Unknown trailing bytes (fields added by later versions) are ignored.

@@ -94,6 +94,14 @@ impl<'a> Enc<'a> {
         self.varint(zigzag(v));
     }
 
+    /// Overwrites an already written byte (no effect past the end).
+    #[inline]
+    pub fn patch(&mut self, at: usize, b: u8) {
+        if at < self.pos {
+            self.buf[at] = b;
+        }
+    }
+
     /// Appends raw bytes.
     #[inline]
     pub fn bytes(&mut self, b: &[u8]) {

@@ -14,6 +14,7 @@ use scalpel_model::record::stable_hash;
 use scalpel_model::wire::Enc;
 
 use crate::global::{self, Config};
+use crate::shared::StreamSlot;
 use crate::sys;
 use crate::tstate::Obj;
 
@@ -150,18 +151,22 @@ impl Info {
         })
     }
 
-    /// Reserves `n` sent bytes and returns the stream offset of the first.
-    pub fn send_offset(&self, cfg: &Config, n: i64) -> Option<u64> {
-        (self.offsets && n > 0)
-            .then(|| global::table(cfg).sent(self.tx_key, n as u64))
-            .flatten()
+    /// The shared counters of the outgoing stream.
+    #[inline]
+    pub fn tx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
+        (self.tx_key != 0).then(|| global::table(cfg).stream(self.tx_key)).flatten()
     }
 
-    /// Reserves `n` received bytes and returns the stream offset of the first.
-    pub fn recv_offset(&self, cfg: &Config, n: i64) -> Option<u64> {
-        (self.offsets && n > 0)
-            .then(|| global::table(cfg).received(self.rx_key, n as u64))
-            .flatten()
+    /// The shared counters of the incoming stream.
+    #[inline]
+    pub fn rx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
+        (self.rx_key != 0).then(|| global::table(cfg).stream(self.rx_key)).flatten()
+    }
+
+    /// Whether byte offsets mean anything on this channel (not for files or terminals).
+    #[inline]
+    pub fn has_offsets(&self) -> bool {
+        self.offsets
     }
 }
 

@@ -25,13 +25,34 @@ struct SeqSlot {
     _pad: [u64; 7],
 }
 
-/// Byte counters of one stream direction.
-#[repr(C)]
-struct StreamSlot {
+/// Sequence number and byte counters of one stream direction, on one cache line so that an
+/// event touches a single line of the table.
+#[repr(C, align(32))]
+pub struct StreamSlot {
     key: AtomicU64,
+    seq: AtomicU64,
     sent: AtomicU64,
     received: AtomicU64,
-    _pad: u64,
+}
+
+impl StreamSlot {
+    /// Takes the next sequence number of the stream.
+    #[inline]
+    pub fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Reserves `n` sent bytes; returns the offset of the first.
+    #[inline]
+    pub fn sent(&self, n: u64) -> u64 {
+        self.sent.fetch_add(n, Ordering::AcqRel)
+    }
+
+    /// Reserves `n` received bytes; returns the offset of the first.
+    #[inline]
+    pub fn received(&self, n: u64) -> u64 {
+        self.received.fetch_add(n, Ordering::AcqRel)
+    }
 }
 
 /// The table's layout in the shared file.
@@ -92,7 +113,9 @@ impl Table {
         slot.next.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    fn stream(&self, key: u64) -> Option<&StreamSlot> {
+    /// The counters of a stream, claiming a slot on first use; None when the table is full.
+    #[inline]
+    pub fn stream(&self, key: u64) -> Option<&StreamSlot> {
         let key = key | 1; // 0 marks an empty slot
         let start = mix(0xff, key) as usize;
         for i in 0..MAX_PROBE {
@@ -102,10 +125,7 @@ impl Table {
                 return Some(s);
             }
             if cur == 0 {
-                match s
-                    .key
-                    .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
-                {
+                match s.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
                     Ok(_) => return Some(s),
                     Err(other) if other == key => return Some(s),
                     Err(_) => continue,
@@ -113,19 +133,5 @@ impl Table {
             }
         }
         None
-    }
-
-    /// Reserves `n` sent bytes of a stream; returns the offset of the first.
-    #[inline]
-    pub fn sent(&self, key: u64, n: u64) -> Option<u64> {
-        self.stream(key)
-            .map(|s| s.sent.fetch_add(n, Ordering::AcqRel))
-    }
-
-    /// Reserves `n` received bytes of a stream; returns the offset of the first.
-    #[inline]
-    pub fn received(&self, key: u64, n: u64) -> Option<u64> {
-        self.stream(key)
-            .map(|s| s.received.fetch_add(n, Ordering::AcqRel))
     }
 }

@@ -7,6 +7,7 @@
 
 use core::cell::Cell;
 use core::ptr::null_mut;
+use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 
 use scalpel_model::format::{self, rec, Op};
 use scalpel_model::record::RawEvent;
@@ -46,6 +47,9 @@ struct ObjSlot {
 
 /// One thread's recording state.
 pub struct ThreadState {
+    /// Set while the agent writes for this thread; a hook reached meanwhile (from a signal
+    /// handler) passes through.
+    busy: AtomicBool,
     file: File,
     last_ticks: u64,
     since_calib: u32,
@@ -131,25 +135,23 @@ pub struct Ctx {
 pub fn enter() -> Option<Ctx> {
     TLS.try_with(|t| {
         let ts = t.state.get();
-        if t.busy.get() {
-            // Only a signal handler interrupting the agent gets here: the agent itself calls no
-            // hooked function. Its event is counted as lost.
-            if !ts.is_null() && ts != DEAD {
-                // SAFETY: live state; count_lost only increments an atomic in the header.
-                unsafe { (*ts).file.count_lost() };
-            }
-            return None;
-        }
         if ts == DEAD {
             return None;
         }
         if !ts.is_null() {
-            // SAFETY: a non-null, non-DEAD pointer is our live state; READY was seen when it was
-            // created and the configuration is never torn down.
-            return Some(Ctx {
-                cfg: global::config_if_ready()?,
-                ts,
-            });
+            // SAFETY: a non-null, non-DEAD pointer is our live state.
+            let st = unsafe { &*ts };
+            if st.busy.load(Ordering::Relaxed) {
+                // Only a signal handler interrupting the agent gets here: the agent itself calls
+                // no hooked function. Its event is counted as lost.
+                st.file.count_lost();
+                return None;
+            }
+            // READY was seen when the state was created; the configuration is never torn down.
+            return Some(Ctx { cfg: global::config_if_ready()?, ts });
+        }
+        if t.busy.get() {
+            return None;
         }
         t.busy.set(true);
         let ctx = start_thread(t);
@@ -204,27 +206,35 @@ impl Ctx {
     /// Records an event.
     #[inline]
     pub fn emit(&self, ev: &Ev<'_>) {
-        let _ = TLS.try_with(|t| {
-            if t.busy.replace(true) {
-                return;
-            }
-            let _errno = ErrnoGuard::save();
-            // SAFETY: `ts` is this thread's live state and `busy` excludes reentry.
-            unsafe { (*self.ts).write(self.cfg, ev) };
-            t.busy.set(false);
-        });
+        // SAFETY: `ts` is this thread's live state. A load then a store is enough for `busy`: the
+        // only other code that can run on this thread in between is a signal handler, which
+        // finishes before we resume.
+        let st = unsafe { &mut *self.ts };
+        if st.busy.load(Ordering::Relaxed) {
+            st.file.count_lost();
+            return;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        // Writing the record touches memory only (and raw syscalls when a window is remapped),
+        // so errno needs no saving here.
+        st.write(self.cfg, ev);
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
     }
 
     /// Writes an arbitrary record (module maps after dlopen, for example).
     pub fn record(&self, kind: u8, a: &[u8], b: &[u8]) {
-        let _ = TLS.try_with(|t| {
-            if t.busy.replace(true) {
-                return;
-            }
-            // SAFETY: as in `emit`.
-            unsafe { (*self.ts).file.record(kind, a, b) };
-            t.busy.set(false);
-        });
+        // SAFETY: as in `emit`.
+        let st = unsafe { &mut *self.ts };
+        if st.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        st.file.record(kind, a, b);
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
     }
 }
 
@@ -332,14 +342,14 @@ pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
             let ctx = Ctx { cfg, ts };
             ev(&ctx, t.exit_how.get());
         }
-        t.busy.set(true);
-        // SAFETY: `ts` is our live state; nothing else uses it once we mark the thread DEAD.
+        t.state.set(DEAD);
+        // SAFETY: `ts` was our live state; the thread is marked DEAD first, so nothing else
+        // reaches it any more.
         unsafe {
+            (*ts).busy.store(true, Ordering::Relaxed);
             (*ts).file.close();
             sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
         }
-        t.state.set(DEAD);
-        t.busy.set(false);
     });
 }
 

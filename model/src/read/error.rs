@@ -20,7 +20,10 @@ pub enum ReadError {
         source: io::Error,
     },
     /// The first eight bytes are not [`crate::format::MAGIC`].
-    #[error("{}: not a Scalpel trace: expected the magic \"SCALPEL\\0\" at offset 0", path.display())]
+    #[error(
+        "{}: not a Scalpel trace: expected the magic \"SCALPEL\\0\" at offset 0",
+        path.display()
+    )]
     BadMagic {
         /// The file.
         path: PathBuf,
@@ -39,7 +42,10 @@ pub enum ReadError {
         max: u16,
     },
     /// The file ends before its header does, or the header declares an impossible size.
-    #[error("{}: short header: the file has {len} bytes, expected a header of {expected}", path.display())]
+    #[error(
+        "{}: short header: the file has {len} bytes, expected a header of {expected}",
+        path.display()
+    )]
     ShortHeader {
         /// The file.
         path: PathBuf,

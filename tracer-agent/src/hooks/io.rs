@@ -21,16 +21,12 @@ fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) ->
     let res = sys_result(r as i64);
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.rx());
-    let offset = info.and_then(|i| i.recv_offset(c.cfg, res));
-    let obj = stream.map(|o| (o, (res > 0).then(|| c.seq(o.kind, o.key))));
-    c.emit(&Ev {
-        obj,
-        result: Some(res),
-        fd: Some(fd),
-        offset,
-        aux,
-        ..Ev::new(op, t0, t1)
-    });
+    let slot = info.and_then(|i| i.rx_slot(c.cfg));
+    let moved = res > 0;
+    let offset = slot.filter(|_| moved && info.is_some_and(|i| i.has_offsets())).map(|s| s.received(res as u64));
+    let seq = slot.filter(|_| moved).map(|s| s.next_seq());
+    let obj = stream.map(|o| (o, seq));
+    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
     r
 }
 
@@ -41,21 +37,15 @@ fn output(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -
     let Some(c) = enter() else { return call() };
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.tx());
-    let seq = stream.map(|o| c.seq(o.kind, o.key));
+    let slot = info.and_then(|i| i.tx_slot(c.cfg));
+    let seq = slot.map(|s| s.next_seq());
     let t0 = c.now();
     let r = call();
     let t1 = c.now();
     let res = sys_result(r as i64);
-    let offset = info.and_then(|i| i.send_offset(c.cfg, res));
+    let offset = slot.filter(|_| res > 0 && info.is_some_and(|i| i.has_offsets())).map(|s| s.sent(res as u64));
     let obj = stream.map(|o| (o, seq));
-    c.emit(&Ev {
-        obj,
-        result: Some(res),
-        fd: Some(fd),
-        offset,
-        aux,
-        ..Ev::new(op, t0, t1)
-    });
+    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
     r
 }
 

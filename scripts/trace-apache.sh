@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Records Apache httpd (Debian's apache2, event MPM, on 127.0.0.1) under `scalpel record` while
+# `ab -n 5000 -c 16` loads it, then checks that every request was served and that the trace shows
+# the listener, the worker threads, condition variables, epoll or poll, and socket reads and writes.
+#
+# Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)
+# Needs root for apt-get when apache2/ab are missing; builds the workspace in release mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${1:-target/apache-trace}
+PORT=${PORT:-18080}
+REQUESTS=${REQUESTS:-5000}
+CONCURRENCY=${CONCURRENCY:-16}
+
+if ! command -v apache2 >/dev/null && [ ! -x /usr/sbin/apache2 ] || ! command -v ab >/dev/null; then
+    echo "installing apache2 and apache2-utils" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2 apache2-utils >/dev/null
+fi
+
+cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+SCALPEL=$PWD/target/release/scalpel
+
+WORK=$(mktemp -d /tmp/scalpel-apache.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/htdocs"
+head -c 4096 /dev/urandom | base64 > "$WORK/htdocs/index.html"
+MODS=/usr/lib/apache2/modules
+RUN_AS=""
+if [ "$(id -u)" = 0 ]; then RUN_AS=$'User www-data\nGroup www-data'; fi
+cat > "$WORK/httpd.conf" <<CONF
+ServerRoot "$WORK"
+ServerName localhost
+LoadModule mpm_event_module $MODS/mod_mpm_event.so
+LoadModule authz_core_module $MODS/mod_authz_core.so
+LoadModule mime_module $MODS/mod_mime.so
+LoadModule dir_module $MODS/mod_dir.so
+Listen 127.0.0.1:$PORT
+PidFile "$WORK/httpd.pid"
+ErrorLog "$WORK/error.log"
+DocumentRoot "$WORK/htdocs"
+TypesConfig /etc/mime.types
+$RUN_AS
+StartServers 2
+ServerLimit 4
+ThreadsPerChild 16
+MaxRequestWorkers 64
+KeepAlive Off
+<Directory "$WORK/htdocs">
+    Require all granted
+</Directory>
+CONF
+
+chmod 755 "$WORK" "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
+rm -rf "$OUT"
+"$SCALPEL" record -o "$OUT" -- /usr/sbin/apache2 -f "$WORK/httpd.conf" -DFOREGROUND &
+RECORD_PID=$!
+
+for _ in $(seq 1 100); do
+    if ab -q -n 1 "http://127.0.0.1:$PORT/index.html" >/dev/null 2>&1; then break; fi
+    sleep 0.1
+done
+
+ab -n "$REQUESTS" -c "$CONCURRENCY" "http://127.0.0.1:$PORT/index.html" > "$WORK/ab.txt"
+grep -E 'Complete requests|Failed requests|Requests per second' "$WORK/ab.txt"
+kill -TERM "$(cat "$WORK/httpd.pid")"
+wait "$RECORD_PID" || true
+
+complete=$(awk '/Complete requests/ {print $3}' "$WORK/ab.txt")
+failed=$(awk '/Failed requests/ {print $3}' "$WORK/ab.txt")
+[ "$complete" = "$REQUESTS" ] && [ "$failed" = 0 ] || { echo "FAIL: $complete served, $failed failed" >&2; exit 1; }
+
+"$SCALPEL" dump --summary "$OUT"
+count() { "$SCALPEL" dump "$OUT" --op "$1" 2>/dev/null | grep -c " $1 " || true; }
+status=0
+for op in accept4 epoll_wait cond_wait cond_signal read writev; do
+    n=$(count "$op")
+    printf '%-12s %8d events\n' "$op" "$n"
+    [ "$n" -gt 0 ] || { echo "FAIL: no $op events in the trace" >&2; status=1; }
+done
+threads=$(find "$OUT" -name 't*.trace' | wc -l)
+echo "thread files: $threads"
+[ "$threads" -ge 16 ] || { echo "FAIL: expected the listener and worker threads" >&2; status=1; }
+exit $status

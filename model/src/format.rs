@@ -246,15 +246,15 @@ ops! {
     MutexClocklock = 4, "mutex_clocklock", Acquire;
     /// `pthread_mutex_unlock`.
     MutexUnlock = 5, "mutex_unlock", Release;
-    /// Synthesized: a condition wait released its mutex (aux = cond object index).
+    /// Synthesized: a condition wait released its mutex (obj = the mutex); the wait follows.
     CondUnlock = 6, "cond_unlock", Release;
-    /// Synthesized: a condition wait re-acquired its mutex (aux = cond object index).
+    /// Synthesized: a condition wait re-acquired its mutex (obj = the mutex); the wait precedes.
     CondRelock = 7, "cond_relock", Acquire;
-    /// `pthread_cond_wait` returned (aux = mutex object index).
+    /// `pthread_cond_wait` returned (obj = the cond; a sequence number only when it returned 0).
     CondWait = 10, "cond_wait", Acquire;
-    /// `pthread_cond_timedwait` returned (aux = mutex object index).
+    /// `pthread_cond_timedwait` returned.
     CondTimedwait = 11, "cond_timedwait", Acquire;
-    /// `pthread_cond_clockwait` returned (aux = mutex object index).
+    /// `pthread_cond_clockwait` returned.
     CondClockwait = 12, "cond_clockwait", Acquire;
     /// `pthread_cond_signal`.
     CondSignal = 13, "cond_signal", Release;
@@ -365,8 +365,9 @@ ops! {
     /// First event of a thread started by `pthread_create` (obj = spawn, aux = own `pthread_t`,
     /// aux2 = parent tid).
     ThreadStart = 101, "thread_start", Acquire;
-    /// The thread is exiting (obj = own `pthread_t`, aux = 1 when by cancellation or
-    /// `pthread_exit`, 0 when its start routine returned, 2 when unknown).
+    /// The thread is exiting (obj = own `pthread_t`; aux = 0 when its start routine returned,
+    /// 1 by `pthread_exit`, 2 otherwise: cancellation, or a thread not started by
+    /// `pthread_create`).
     ThreadExit = 102, "thread_exit", Release;
     /// `pthread_join` returned (obj = joined `pthread_t`).
     ThreadJoin = 103, "thread_join", Acquire;

@@ -154,13 +154,17 @@ impl Info {
     /// The shared counters of the outgoing stream.
     #[inline]
     pub fn tx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
-        (self.tx_key != 0).then(|| global::table(cfg).stream(self.tx_key)).flatten()
+        (self.tx_key != 0)
+            .then(|| global::table(cfg).stream(self.tx_key))
+            .flatten()
     }
 
     /// The shared counters of the incoming stream.
     #[inline]
     pub fn rx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
-        (self.rx_key != 0).then(|| global::table(cfg).stream(self.rx_key)).flatten()
+        (self.rx_key != 0)
+            .then(|| global::table(cfg).stream(self.rx_key))
+            .flatten()
     }
 
     /// Whether byte offsets mean anything on this channel (not for files or terminals).

@@ -8,7 +8,13 @@ extern "C" fn scalpel_agent_init() {
     let _ = global::config();
     // SAFETY: registering a plain extern "C" handler; done here rather than lazily because
     // pthread_atfork may allocate, which must not happen inside a hook called from malloc.
-    unsafe { libc::pthread_atfork(None, None, Some(hooks::thread::atfork_child)) };
+    unsafe {
+        libc::pthread_atfork(
+            Some(hooks::thread::atfork_prepare),
+            Some(hooks::thread::atfork_parent),
+            Some(hooks::thread::atfork_child),
+        )
+    };
 }
 
 #[used]

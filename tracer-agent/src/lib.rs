@@ -5,6 +5,9 @@
 //! naming byte channels so both ends agree, and writing crash-safe files. Non-goals: any analysis,
 //! any allocation or locking on the hot path, and recording the agent's own activity.
 
+// Every public unsafe function here is a libc entry point; its safety contract is libc's.
+#![allow(clippy::missing_safety_doc)]
+
 mod fdtab;
 mod global;
 pub mod hooks;

@@ -125,7 +125,10 @@ impl Table {
                 return Some(s);
             }
             if cur == 0 {
-                match s.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                match s
+                    .key
+                    .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(_) => return Some(s),
                     Err(other) if other == key => return Some(s),
                     Err(_) => continue,

@@ -18,7 +18,7 @@ use crate::sys::{self, ErrnoGuard};
 use crate::writer::{self, File};
 
 /// Marks a thread whose recording has ended (exited, or its file could not be created).
-const DEAD: *mut ThreadState = 1 as *mut ThreadState;
+const DEAD: *mut ThreadState = core::ptr::dangling_mut();
 /// Capacity of the object table (power of two).
 const OBJ_SLOTS: usize = 4096;
 /// The table is reset when it holds this many objects, keeping probes short.
@@ -29,11 +29,20 @@ struct Tls {
     busy: Cell<bool>,
     /// How the thread is leaving: 0 start routine returned, 1 pthread_exit, 2 other.
     exit_how: Cell<u8>,
+    /// Set from the fork prepare handler until the parent or child handler runs: other
+    /// libraries' fork handlers then pass through, so a child never writes into the parent's
+    /// files before it has its own.
+    forking: Cell<bool>,
 }
 
 thread_local! {
     static TLS: Tls = const {
-        Tls { state: Cell::new(null_mut()), busy: Cell::new(false), exit_how: Cell::new(2) }
+        Tls {
+            state: Cell::new(null_mut()),
+            busy: Cell::new(false),
+            exit_how: Cell::new(2),
+            forking: Cell::new(false),
+        }
     };
 }
 
@@ -135,7 +144,7 @@ pub struct Ctx {
 pub fn enter() -> Option<Ctx> {
     TLS.try_with(|t| {
         let ts = t.state.get();
-        if ts == DEAD {
+        if ts == DEAD || t.forking.get() {
             return None;
         }
         if !ts.is_null() {
@@ -148,7 +157,10 @@ pub fn enter() -> Option<Ctx> {
                 return None;
             }
             // READY was seen when the state was created; the configuration is never torn down.
-            return Some(Ctx { cfg: global::config_if_ready()?, ts });
+            return Some(Ctx {
+                cfg: global::config_if_ready()?,
+                ts,
+            });
         }
         if t.busy.get() {
             return None;
@@ -353,6 +365,11 @@ pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
     });
 }
 
+/// Marks (or unmarks) this thread as being inside fork.
+pub fn set_forking(on: bool) {
+    let _ = TLS.try_with(|t| t.forking.set(on));
+}
+
 /// In a forked child: forget the parent's open file without writing to it.
 pub fn forget_after_fork() {
     let _ = TLS.try_with(|t| {
@@ -366,5 +383,6 @@ pub fn forget_after_fork() {
         }
         t.state.set(null_mut());
         t.busy.set(false);
+        t.forking.set(false);
     });
 }

@@ -144,10 +144,8 @@ impl File {
     #[inline]
     fn space(&mut self, n: usize) -> Option<&mut [u8]> {
         let end = self.win_off + self.win_len as u64;
-        if self.window.is_null() || self.pos + n as u64 > end {
-            if !self.remap(n) {
-                return None;
-            }
+        if (self.window.is_null() || self.pos + n as u64 > end) && !self.remap(n) {
+            return None;
         }
         let at = (self.pos - self.win_off) as usize;
         // SAFETY: remap guarantees pos..pos+n lies inside the mapped window.
@@ -156,7 +154,7 @@ impl File {
 
     #[cold]
     fn remap(&mut self, n: usize) -> bool {
-        if self.broken && self.dropped % RETRY_EVERY != 0 {
+        if self.broken && !self.dropped.is_multiple_of(RETRY_EVERY) {
             return false;
         }
         let start = self.pos & !(PAGE - 1);

@@ -23,10 +23,19 @@ fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) ->
     let stream = info.and_then(|i| i.rx());
     let slot = info.and_then(|i| i.rx_slot(c.cfg));
     let moved = res > 0;
-    let offset = slot.filter(|_| moved && info.is_some_and(|i| i.has_offsets())).map(|s| s.received(res as u64));
+    let offset = slot
+        .filter(|_| moved && info.is_some_and(|i| i.has_offsets()))
+        .map(|s| s.received(res as u64));
     let seq = slot.filter(|_| moved).map(|s| s.next_seq());
     let obj = stream.map(|o| (o, seq));
-    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        offset,
+        aux,
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
@@ -43,9 +52,18 @@ fn output(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -
     let r = call();
     let t1 = c.now();
     let res = sys_result(r as i64);
-    let offset = slot.filter(|_| res > 0 && info.is_some_and(|i| i.has_offsets())).map(|s| s.sent(res as u64));
+    let offset = slot
+        .filter(|_| res > 0 && info.is_some_and(|i| i.has_offsets()))
+        .map(|s| s.sent(res as u64));
     let obj = stream.map(|o| (o, seq));
-    c.emit(&Ev { obj, result: Some(res), fd: Some(fd), offset, aux, ..Ev::new(op, t0, t1) });
+    c.emit(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        offset,
+        aux,
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 

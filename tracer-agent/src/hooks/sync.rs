@@ -322,7 +322,7 @@ pub unsafe extern "C-unwind" fn syscall(
     let t0 = c.now();
     let r = call();
     let t1 = c.now();
-    let res = sys_result(r as i64);
+    let res = sys_result(r);
     let seq = if op == Op::FutexWait {
         (res == 0).then(|| c.seq(o.kind, o.key))
     } else {

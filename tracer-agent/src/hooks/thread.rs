@@ -126,7 +126,7 @@ pub unsafe extern "C-unwind" fn pthread_create(
         slot.state.store(0, Ordering::Release);
     }
     // SAFETY: on success the real call wrote the new handle.
-    let handle = (r == 0).then(|| unsafe { *th } as u64);
+    let handle = (r == 0).then(|| unsafe { *th });
     c.emit(&Ev {
         obj: Some((
             Obj {
@@ -151,7 +151,7 @@ pub unsafe extern "C-unwind" fn pthread_join(th: pthread_t, ret: *mut *mut c_voi
     };
     let o = Obj {
         kind: obj::THREAD,
-        key: th as u64,
+        key: th,
         ident: &[],
     };
     // SAFETY: forwarding the caller's arguments.
@@ -228,6 +228,16 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
         });
     }
     r
+}
+
+/// Registered with pthread_atfork: runs in the parent before any fork.
+pub extern "C" fn atfork_prepare() {
+    tstate::set_forking(true);
+}
+
+/// Registered with pthread_atfork: runs in the parent after any fork.
+pub extern "C" fn atfork_parent() {
+    tstate::set_forking(false);
 }
 
 /// Registered with pthread_atfork: runs in every forked child, including forks made inside libc

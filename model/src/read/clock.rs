@@ -49,6 +49,49 @@ impl Clock {
         }
     }
 
+    /// One straight line through the calibration points of every TSC-clocked file of a trace,
+    /// fitted by least squares. Files converted with separate piecewise clocks can disagree by
+    /// the noise of their points (tens of nanoseconds), enough to invert the order of a write and
+    /// the read of its bytes on two threads; one shared, strictly increasing function keeps the
+    /// TSC's own order, which is exact across cores and processes. `fallback` (ticks per second,
+    /// reference ticks, reference ns) is used when the points span less than 10 ms.
+    pub fn fitted(points: &[(u64, u64)], fallback: (u64, u64, u64)) -> Clock {
+        let line = |tps: u64, t: u64, m: u64| Clock {
+            tsc: true,
+            ticks_per_sec: tps.max(1),
+            points: vec![(t, m)],
+        };
+        let (tmin, tmax) = points
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
+        let (mmin, mmax) = points
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)));
+        if points.len() < 2 || tmax <= tmin || mmax.saturating_sub(mmin) < MIN_SLOPE_SPAN_NS {
+            return line(fallback.0, fallback.1, fallback.2);
+        }
+        let n = points.len() as f64;
+        let tmean = points.iter().map(|p| (p.0 - tmin) as f64).sum::<f64>() / n;
+        let mmean = points.iter().map(|p| (p.1 - mmin) as f64).sum::<f64>() / n;
+        let (mut sxy, mut sxx) = (0.0f64, 0.0f64);
+        for p in points {
+            let x = (p.0 - tmin) as f64 - tmean;
+            let y = (p.1 as f64 - mmin as f64) - mmean;
+            sxy += x * y;
+            sxx += x * x;
+        }
+        let ns_per_tick = sxy / sxx;
+        if !(ns_per_tick.is_finite() && ns_per_tick > 0.0) {
+            return line(fallback.0, fallback.1, fallback.2);
+        }
+        let tps = (NS_PER_SEC as f64 / ns_per_tick).round() as u64;
+        line(
+            tps,
+            tmin + tmean.round() as u64,
+            mmin + mmean.round() as u64,
+        )
+    }
+
     /// CLOCK_MONOTONIC nanoseconds at `ticks`.
     pub fn ns(&self, ticks: u64) -> u64 {
         if !self.tsc {
@@ -164,5 +207,32 @@ mod tests {
             let _ = c.ns(t);
             let _ = c.dur_ns(t);
         }
+    }
+
+    #[test]
+    fn fitted_line_is_shared_and_monotonic() {
+        // 3 ticks per ns, with +-20 ns of noise on the monotonic readings.
+        let pts: Vec<(u64, u64)> = (0..50u64)
+            .map(|i| {
+                (
+                    1_000 + i * 3_000_000,
+                    7_000_000_000 + i * 1_000_000 + (i % 3) * 20,
+                )
+            })
+            .collect();
+        let c = Clock::fitted(&pts, (1, 0, 0));
+        let tps = c.ticks_per_sec as i64;
+        assert!((tps - 3_000_000_000).abs() < 3_000, "{tps}");
+        let mut last = 0;
+        for t in (0..150_000_000u64).step_by(997) {
+            let ns = c.ns(1_000 + t);
+            assert!(ns >= last);
+            last = ns;
+        }
+        assert!(c.ns(1_000).abs_diff(7_000_000_000) < 100);
+        // Too short a span: the fallback line.
+        let c = Clock::fitted(&pts[..2], (2_000_000_000, 10, 500));
+        assert_eq!(c.ns(10), 500);
+        assert_eq!(c.ns(2_010), 1_500);
     }
 }

@@ -217,16 +217,23 @@ impl<'p> State<'p> {
         }
         let mut out = self.out;
         let clock = Clock::new(&out.header, &out.calibrations);
-        for e in &mut out.events {
+        out.apply_clock(&clock);
+        out
+    }
+}
+
+impl FileTrace {
+    /// Recomputes every nanosecond time of this file with `clock`.
+    pub fn apply_clock(&mut self, clock: &Clock) {
+        for e in &mut self.events {
             e.ts_ns = clock.ns(e.ticks);
             e.dur_ns = clock.dur_ns(e.dur_ticks);
         }
-        for m in &mut out.maps {
+        for m in &mut self.maps {
             m.ts_ns = clock.ns(m.ticks);
         }
-        for t in &mut out.thread_names {
+        for t in &mut self.thread_names {
             t.ts_ns = clock.ns(t.ticks);
         }
-        out
     }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use super::clock::Clock;
 use super::error::ReadError;
 use super::file::{read_file, FileTrace};
 use super::identity::Identity;
@@ -227,9 +228,44 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
             failed,
         });
     }
+    retime(&mut processes);
     Ok(TraceDir {
         path: path.to_path_buf(),
         processes,
         warnings,
     })
+}
+
+/// Puts every TSC-clocked file of the trace on one clock (see [`Clock::fitted`]), so that times
+/// compare across threads and processes in the order the TSC gives them.
+fn retime(processes: &mut [ProcessTrace]) {
+    let tsc_files = || {
+        processes
+            .iter()
+            .flat_map(|p| p.files())
+            .filter(|f| f.header.is_tsc())
+    };
+    let mut points: Vec<(u64, u64)> = Vec::new();
+    for f in tsc_files() {
+        points.push((f.header.clock0, f.header.mono0));
+        points.extend(f.calibrations.iter().map(|c| (c.ticks, c.mono_ns)));
+    }
+    let Some(first) = tsc_files().min_by_key(|f| f.header.mono0) else {
+        return;
+    };
+    let fallback = (
+        first.header.ticks_per_sec,
+        first.header.clock0,
+        first.header.mono0,
+    );
+    points.sort_unstable();
+    points.dedup();
+    let clock = Clock::fitted(&points, fallback);
+    for p in processes.iter_mut() {
+        for f in p.process.iter_mut().chain(p.threads.iter_mut()) {
+            if f.header.is_tsc() {
+                f.apply_clock(&clock);
+            }
+        }
+    }
 }

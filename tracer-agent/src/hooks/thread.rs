@@ -17,6 +17,7 @@ use crate::setup::Blob;
 use crate::tstate::{self, enter, Ev, Obj};
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
+type UnwindStartFn = extern "C-unwind" fn(*mut c_void) -> *mut c_void;
 
 struct Slot {
     state: AtomicU32,
@@ -51,8 +52,9 @@ extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
     // SAFETY: `p` is one of POOL's slots, claimed by the parent for this thread.
     let slot = unsafe { &*(p as *const Slot) };
     // SAFETY: the parent stored a valid start routine address.
-    let start: StartFn =
-        unsafe { core::mem::transmute::<usize, StartFn>(slot.start.load(Ordering::Acquire)) };
+    // Called through a C-unwind type: pthread_exit and cancellation unwind out of it.
+    let start =
+        unsafe { core::mem::transmute::<usize, UnwindStartFn>(slot.start.load(Ordering::Acquire)) };
     let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
     let spawn = slot.spawn.load(Ordering::Acquire);
     let parent = slot.parent.load(Ordering::Acquire);

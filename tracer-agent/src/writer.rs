@@ -36,6 +36,19 @@ pub struct File {
     dropped: u64,
 }
 
+/// The calling thread's name (NUL-padded), read with a raw prctl.
+fn thread_name() -> [u8; 16] {
+    let mut name = [0u8; 16];
+    sys::sys(
+        libc::SYS_prctl,
+        libc::PR_GET_NAME as usize,
+        name.as_mut_ptr() as usize,
+        0,
+    );
+    name[15] = 0;
+    name
+}
+
 /// Writes a header for `kind` into `h`.
 pub fn fill_header(h: &mut [u8], cfg: &Config, kind: format::FileKind, tid: i32, index: u32) {
     h[hdr::MAGIC..hdr::MAGIC + 8].copy_from_slice(&format::MAGIC);
@@ -56,14 +69,7 @@ pub fn fill_header(h: &mut [u8], cfg: &Config, kind: format::FileKind, tid: i32,
     put64(h, hdr::REALTIME0, cfg.real0);
     put32(h, hdr::THREAD_INDEX, index);
     h[hdr::EXE..hdr::EXE + hdr::EXE_LEN].copy_from_slice(&cfg.exe);
-    let mut name = [0u8; 16];
-    sys::sys(
-        libc::SYS_prctl,
-        libc::PR_GET_NAME as usize,
-        name.as_mut_ptr() as usize,
-        0,
-    );
-    name[15] = 0;
+    let name = thread_name();
     h[hdr::THREAD_NAME..hdr::THREAD_NAME + hdr::THREAD_NAME_LEN].copy_from_slice(&name);
 }
 
@@ -249,14 +255,7 @@ impl File {
 
     /// Finishes the file at thread exit: final name, clean state, trimmed size, unmapped.
     pub fn close(&mut self) {
-        let mut name = [0u8; 16];
-        sys::sys(
-            libc::SYS_prctl,
-            libc::PR_GET_NAME as usize,
-            name.as_mut_ptr() as usize,
-            0,
-        );
-        name[15] = 0;
+        let name = thread_name();
         // SAFETY: the header page is mapped and writable.
         unsafe {
             core::ptr::copy_nonoverlapping(name.as_ptr(), self.header.add(hdr::THREAD_NAME), 16);

@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,6 +114,21 @@ int main(int argc, char **argv) {
     int c1 = socket(AF_INET, SOCK_STREAM, 0), c2 = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(connect(c1, (struct sockaddr *)&a, sizeof a) == 0); CHECK(connect(c2, (struct sockaddr *)&a, sizeof a) == 0);
     int s1 = accept(ls, NULL, NULL), s2 = accept4(ls, NULL, NULL, SOCK_CLOEXEC); CHECK(s1 >= 0 && s2 >= 0);
+    /* unix stream socket on a path: connect and accept meet at the path, streams by inode */
+    struct sockaddr_un ua = { .sun_family = AF_UNIX };
+    snprintf(ua.sun_path, sizeof ua.sun_path, "/tmp/scalpel-families-%d.sock", (int)getpid());
+    unlink(ua.sun_path);
+    int ul = socket(AF_UNIX, SOCK_STREAM, 0); CHECK(ul >= 0);
+    CHECK(bind(ul, (struct sockaddr *)&ua, sizeof ua) == 0); CHECK(listen(ul, 1) == 0);
+    int uc = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(connect(uc, (struct sockaddr *)&ua, sizeof ua) == 0);
+    /* the client writes before the server accepts: its stream must still meet the server's */
+    CHECK(write(uc, "unix!", 5) == 5);
+    int us = accept(ul, NULL, NULL); CHECK(us >= 0);
+    CHECK(read(us, buf, 5) == 5);
+    close(uc); close(us); close(ul); unlink(ua.sun_path);
+    /* a module loaded at run time: the module map is recorded again */
+    void *lib = dlopen("libm.so.6", RTLD_NOW); CHECK(lib != NULL); CHECK(dlclose(lib) == 0);
     int f = open("/proc/self/exe", O_RDONLY); CHECK(f >= 0);
     CHECK(pread(f, buf, 4, 0) == 4);
     CHECK(sendfile(c1, f, NULL, 16) == 16); CHECK(read(s1, buf, 16) == 16);

@@ -2,7 +2,7 @@
 //! format promises (objects, results, descriptors, channels).
 
 use scalpel_e2e::*;
-use scalpel_model::format::chan;
+use scalpel_model::format::{chan, obj};
 use std::collections::BTreeSet;
 
 #[test]
@@ -87,6 +87,8 @@ fn every_family_is_recorded() {
         Op::ForkChild,
         Op::Exec,
         Op::Sleep,
+        Op::Dlopen,
+        Op::Dlclose,
     ];
     let missing: Vec<_> = expected.iter().filter(|op| !seen.contains(op)).collect();
     assert!(missing.is_empty(), "operations never recorded: {missing:?}");
@@ -134,4 +136,51 @@ fn every_family_is_recorded() {
     // The sendfile went out on the TCP connection that the accepted socket then read.
     let sf = with_op(&t, Op::Sendfile);
     assert_eq!(sf[0].event.result, Some(16));
+
+    // The unix connection: connect and accept meet at the socket path, and the connecting
+    // side's outgoing stream is the accepting side's incoming one (named by the two inodes).
+    let unix_connect = connects
+        .iter()
+        .find(|e| {
+            matches!(
+                ids.get(&(obj::ENDPOINT, e.event.obj.unwrap().key)),
+                Some(Identity::Endpoint {
+                    chan: chan::UNIX,
+                    ..
+                })
+            )
+        })
+        .expect("a unix connect");
+    let unix_accept = accepts
+        .iter()
+        .find(|e| e.event.obj.map(|o| o.key) == unix_connect.event.obj.map(|o| o.key))
+        .expect("the accept of that unix connection");
+    assert!(unix_connect.event.seq < unix_accept.event.seq);
+    let five: Vec<_> = all_events(&t)
+        .into_iter()
+        .filter(|e| {
+            e.event.result == Some(5) && matches!(e.event.op, Some(Op::Write) | Some(Op::Read))
+        })
+        .collect();
+    assert_eq!(five.len(), 2, "the unix write and read of 5 bytes");
+    assert_eq!(
+        five[0].event.obj.unwrap().key,
+        five[1].event.obj.unwrap().key
+    );
+    assert!(matches!(
+        ids.get(&(obj::STREAM, five[0].event.obj.unwrap().key)),
+        Some(Identity::Stream {
+            chan: chan::UNIX,
+            ..
+        })
+    ));
+    // dlopen recorded a new module map that shows the loaded library.
+    let dl = with_op(&t, Op::Dlopen)[0];
+    assert!(
+        dl.file.maps.iter().any(|m| m
+            .entries
+            .iter()
+            .any(|e| e.path.as_deref().is_some_and(|p| p.contains("libm.so")))),
+        "libm missing from the module map after dlopen"
+    );
 }

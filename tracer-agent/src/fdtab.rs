@@ -174,6 +174,28 @@ impl Info {
     }
 }
 
+/// Which side of a connection a socket is, when the hook that made it knows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Found later (inherited, or first seen at a read or write).
+    Unknown,
+    /// Made by `connect`.
+    Client,
+    /// Returned by `accept`.
+    Server,
+}
+
+/// Describes `fd` afresh, knowing which side of a connection it is (accept, connect).
+pub fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info> {
+    let e = entry(fd)?;
+    e.state.store(RESOLVING, Ordering::Release);
+    // SAFETY: we own RESOLVING.
+    resolve(cfg, fd, unsafe { &mut *e.info.get() }, role);
+    e.state.store(RESOLVED, Ordering::Release);
+    // SAFETY: just resolved.
+    Some(unsafe { &*e.info.get() })
+}
+
 /// The cached description of `fd`, resolving it now if needed.
 pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
     let e = entry(fd)?;
@@ -188,7 +210,7 @@ pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
                 return None;
             }
             // SAFETY: we own RESOLVING, so no one reads or writes `info` meanwhile.
-            resolve(cfg, fd, unsafe { &mut *e.info.get() });
+            resolve(cfg, fd, unsafe { &mut *e.info.get() }, Role::Unknown);
             e.state.store(RESOLVED, Ordering::Release);
             // SAFETY: just resolved.
             Some(unsafe { &*e.info.get() })
@@ -262,7 +284,7 @@ fn none(info: &mut Info, kind: u8) {
     info.offsets = false;
 }
 
-fn resolve(cfg: &Config, fd: i32, info: &mut Info) {
+fn resolve(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
     // SAFETY: zeroed is a valid `stat`.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     if sys::fstat(fd, &mut st) < 0 {
@@ -272,7 +294,7 @@ fn resolve(cfg: &Config, fd: i32, info: &mut Info) {
     match st.st_mode & libc::S_IFMT {
         // A pipe carries one direction: writer and reader both name it by its inode.
         libc::S_IFIFO => fill(info, chan::PIPE, me, me, true),
-        libc::S_IFSOCK => crate::sock::resolve(cfg, fd, st.st_ino, me, info),
+        libc::S_IFSOCK => crate::sock::resolve(fd, &st, role, info),
         libc::S_IFREG => fill(info, chan::FILE, me, me, false),
         libc::S_IFCHR => fill(info, chan::CHAR, me, me, false),
         _ => {
@@ -293,6 +315,46 @@ fn resolve(cfg: &Config, fd: i32, info: &mut Info) {
             }
         }
     }
+}
+
+/// Fills a connection named by one anchor endpoint that both ends know (a unix connection is
+/// named by the connecting socket's inode: the accepting socket's inode does not exist until
+/// accept, so the client cannot know it when it starts writing). `anchor_is_me` tells the side.
+pub fn fill_anchored(
+    info: &mut Info,
+    kind: u8,
+    me: Endpoint,
+    peer: Endpoint,
+    anchor: Endpoint,
+    anchor_is_me: bool,
+) {
+    info.chan = kind;
+    info.offsets = true;
+    info.chan_key = stable_hash(&[&[kind], anchor.bytes()]);
+    let fwd = stable_hash(&[&[kind], anchor.bytes(), b"fwd"]);
+    let back = stable_hash(&[&[kind], anchor.bytes(), b"back"]);
+    let (tx, rx) = if anchor_is_me {
+        (fwd, back)
+    } else {
+        (back, fwd)
+    };
+    let encode = |dst: &mut [u8; IDENT],
+                  len: &mut u8,
+                  sender: &Endpoint,
+                  receiver: &Endpoint,
+                  chan_key: u64| {
+        let mut e = Enc::new(dst);
+        e.u8(kind);
+        e.varint(chan_key);
+        e.bytes(sender.bytes());
+        e.bytes(receiver.bytes());
+        *len = if e.ok() { e.len() as u8 } else { 0 };
+    };
+    let ck = info.chan_key;
+    encode(&mut info.tx_ident, &mut info.tx_len, &me, &peer, ck);
+    encode(&mut info.rx_ident, &mut info.rx_len, &peer, &me, ck);
+    info.tx_key = tx;
+    info.rx_key = rx;
 }
 
 /// Fills a socket's identity (used by the socket module).

@@ -5,8 +5,7 @@ use scalpel_model::format::{chan, ep};
 use scalpel_model::record::stable_hash;
 use scalpel_model::wire::Enc;
 
-use crate::fdtab::{self, Endpoint, EndpointObj, Info};
-use crate::global::Config;
+use crate::fdtab::{self, Endpoint, EndpointObj, Info, Role};
 use crate::sys;
 
 fn getsockopt_int(fd: i32, opt: i32) -> Option<i32> {
@@ -46,8 +45,8 @@ pub fn name(fd: i32, peer: bool) -> Option<(libc::sockaddr_storage, u32)> {
 }
 
 /// Fills `info` for a socket descriptor.
-pub fn resolve(cfg: &Config, fd: i32, ino: u64, me: Endpoint, info: &mut Info) {
-    let _ = cfg;
+pub fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
+    let me = Endpoint::inode(st.st_dev, st.st_ino);
     let domain = getsockopt_int(fd, libc::SO_DOMAIN).unwrap_or(-1);
     let ty = getsockopt_int(fd, libc::SO_TYPE).unwrap_or(-1);
     match domain {
@@ -64,14 +63,19 @@ pub fn resolve(cfg: &Config, fd: i32, ino: u64, me: Endpoint, info: &mut Info) {
             fdtab::fill_socket(info, kind, local, peer);
         }
         libc::AF_UNIX => {
-            let peer = unix_peer_inode(ino).map_or(Endpoint::NONE, |p| {
-                // Both socket inodes live on the same sockfs device.
-                // SAFETY: zeroed is a valid stat.
-                let mut st: libc::stat = unsafe { core::mem::zeroed() };
-                sys::fstat(fd, &mut st);
-                Endpoint::inode(st.st_dev, p)
-            });
-            fdtab::fill_socket(info, chan::UNIX, me, peer);
+            // Both socket inodes live on the same sockfs device.
+            let peer = unix_peer_inode(st.st_ino).filter(|&p| p != 0);
+            let peer_ep = peer.map_or(Endpoint::NONE, |p| Endpoint::inode(st.st_dev, p));
+            let (anchor, anchor_is_me) = match (role, peer) {
+                (Role::Server, Some(p)) => (p, false),
+                (Role::Client, _) | (Role::Server, None) => (st.st_ino, true),
+                (Role::Unknown, Some(p)) => (st.st_ino.min(p), st.st_ino <= p),
+                (Role::Unknown, None) => {
+                    return fdtab::fill_socket(info, chan::UNIX, me, Endpoint::NONE)
+                }
+            };
+            let anchor = Endpoint::inode(st.st_dev, anchor);
+            fdtab::fill_anchored(info, chan::UNIX, me, peer_ep, anchor, anchor_is_me);
         }
         _ => fdtab::fill_socket(info, chan::OTHER, me, Endpoint::NONE),
     }

@@ -20,8 +20,7 @@ fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
         ..Ev::new(op, t0, t1)
     };
     let ep = if r >= 0 {
-        fdtab::forget(r);
-        ev.aux = fdtab::get(c.cfg, r).map(|i| i.chan_key);
+        ev.aux = fdtab::get_as(c.cfg, r, fdtab::Role::Server).map(|i| i.chan_key);
         sock::accept_endpoint(r)
     } else {
         None
@@ -73,11 +72,13 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, a: *const sockaddr, l: sockle
     let r = call();
     let t1 = c.now();
     let res = sys_result(i64::from(r));
-    fdtab::forget(fd);
     // A non-blocking connect completes later (EINPROGRESS); its identity is resolved at first use.
-    let aux = (r == 0)
-        .then(|| fdtab::get(c.cfg, fd).map(|i| i.chan_key))
-        .flatten();
+    let aux = if r == 0 {
+        fdtab::get_as(c.cfg, fd, fdtab::Role::Client).map(|i| i.chan_key)
+    } else {
+        fdtab::forget(fd);
+        None
+    };
     let obj = ep.as_ref().map(|e| (e.obj(), seq));
     c.emit(&Ev {
         obj,

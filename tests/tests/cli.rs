@@ -62,3 +62,52 @@ fn exit_status_passes_through_and_dump_reads_it() {
     let o = scalpel_cmd(&["dump", run.dir.to_str().unwrap(), "--op", "no_such_op"]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn truncated_real_trace_keeps_its_valid_prefix() {
+    let exe = build_c("ordering", "ordering-damage", &[]);
+    let run = record(&exe, &[]).success();
+    let whole = run.load();
+    let biggest = thread_files(&whole)
+        .into_iter()
+        .max_by_key(|f| f.file_len)
+        .unwrap();
+    let (path, all) = (biggest.path.clone(), biggest.events.len());
+    // Cut the file in the middle of its records, as a crash during a copy would.
+    let cut = 4096 + (biggest.file_len - 4096) / 2 + 3;
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(cut).unwrap();
+    let t = read_dir(&run.dir).expect("the directory still reads");
+    let damaged = thread_files(&t)
+        .into_iter()
+        .find(|f| f.path == path)
+        .unwrap();
+    assert!(
+        damaged.events.len() > all / 3 && damaged.events.len() < all,
+        "{} of {all}",
+        damaged.events.len()
+    );
+    // The same events (nanosecond times may shift: the clock fit sees fewer calibration points).
+    let key = |e: &Event| (e.op_code, e.ticks, e.dur_ticks, e.seq, e.result, e.offset);
+    let kept: Vec<_> = damaged.events.iter().map(key).collect();
+    let before: Vec<_> = biggest.events[..kept.len()].iter().map(key).collect();
+    assert_eq!(kept, before);
+    let w = damaged
+        .warnings
+        .iter()
+        .map(|w| w.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        w.contains(path.to_str().unwrap()) && w.contains("offset"),
+        "{w}"
+    );
+    // `scalpel dump` warns with the file and offset and still prints every valid event.
+    let o = scalpel_cmd(&["dump", run.dir.to_str().unwrap()]);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(path.to_str().unwrap()) && err.contains("offset"),
+        "{err}"
+    );
+}

@@ -314,7 +314,8 @@ ops! {
     Readv = 61, "readv", Acquire;
     /// `pread` returned (aux = file position).
     Pread = 62, "pread", Acquire;
-    /// `recv` returned.
+    /// `recv` returned (aux2 = flags when not 0; a `MSG_PEEK` consumes nothing, so it has no
+    /// sequence number and no offset).
     Recv = 63, "recv", Acquire;
     /// `recvfrom` returned.
     Recvfrom = 64, "recvfrom", Acquire;

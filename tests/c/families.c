@@ -40,6 +40,7 @@ static struct timespec soon(clockid_t c) {
 }
 
 static void *exiter(void *a) { (void)a; pthread_exit((void *)7); }
+static void *noop(void *a) { return a; }
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "exec-child") == 0) return 0;
@@ -128,7 +129,9 @@ int main(int argc, char **argv) {
     CHECK(read(us, buf, 5) == 5);
     close(uc); close(us); close(ul); unlink(ua.sun_path);
     /* a module loaded at run time: the module map is recorded again */
-    void *lib = dlopen("libm.so.6", RTLD_NOW); CHECK(lib != NULL); CHECK(dlclose(lib) == 0);
+    void *lib = dlopen("libm.so.6", RTLD_NOW); CHECK(lib != NULL);
+    { pthread_t seer; CHECK(pthread_create(&seer, NULL, noop, NULL) == 0); pthread_join(seer, NULL); }
+    CHECK(dlclose(lib) == 0);
     int f = open("/proc/self/exe", O_RDONLY); CHECK(f >= 0);
     CHECK(pread(f, buf, 4, 0) == 4);
     CHECK(sendfile(c1, f, NULL, 16) == 16); CHECK(read(s1, buf, 16) == 16);

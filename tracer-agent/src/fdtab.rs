@@ -219,10 +219,28 @@ pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
     }
 }
 
+/// The description of `fd` if it is already cached (never resolves).
+pub fn cached(fd: i32) -> Option<&'static Info> {
+    let e = entry(fd)?;
+    // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
+    (e.state.load(Ordering::Acquire) == RESOLVED).then(|| unsafe { &*e.info.get() })
+}
+
 /// Forgets `fd` (it was closed or replaced).
 pub fn forget(fd: i32) {
     if let Some(e) = entry(fd) {
         e.state.store(UNKNOWN, Ordering::Release);
+    }
+}
+
+/// Forgets every descriptor in `first..=last` (close_range).
+pub fn forget_range(first: u32, last: u32) {
+    let Some(t) = table() else { return };
+    let end = (last as usize).min(MAX_FD - 1);
+    for e in t.iter().take(end + 1).skip(first as usize) {
+        if e.state.load(Ordering::Relaxed) != UNKNOWN {
+            e.state.store(UNKNOWN, Ordering::Release);
+        }
     }
 }
 

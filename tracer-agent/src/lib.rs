@@ -8,10 +8,12 @@
 // Every public unsafe function here is a libc entry point; its safety contract is libc's.
 #![allow(clippy::missing_safety_doc)]
 
+mod agentfd;
 mod fdtab;
 mod global;
 pub mod hooks;
 mod init;
+mod modules;
 mod real;
 mod setup;
 mod shared;

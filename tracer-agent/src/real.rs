@@ -7,6 +7,7 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// A cached symbol address (0 = not yet resolved).
+#[repr(C)]
 pub struct Sym {
     addr: AtomicUsize,
     name: &'static [u8],
@@ -63,6 +64,34 @@ impl Sym {
     }
 }
 
+extern "C" {
+    // Bounds of the `scalpel_syms` section, defined by the linker.
+    #[link_name = "__start_scalpel_syms"]
+    static START: [usize; 0];
+    #[link_name = "__stop_scalpel_syms"]
+    static STOP: [usize; 0];
+}
+
+/// Every symbol a hook forwards to.
+pub fn registered() -> &'static [&'static Sym] {
+    // SAFETY: the linker places every `REG` static of `real!` contiguously between the two
+    // bounds; each is a valid `&'static Sym`.
+    unsafe {
+        let start = core::ptr::addr_of!(START) as *const &'static Sym;
+        let stop = core::ptr::addr_of!(STOP) as *const &'static Sym;
+        core::slice::from_raw_parts(start, stop.offset_from(start).max(0) as usize)
+    }
+}
+
+/// Resolves every hook's real function now. Called from the constructor: a first use of
+/// `dlsym` later, inside a hook, could wait for the loader lock while its holder waits for a lock
+/// the hook's caller holds.
+pub fn resolve_all() {
+    for s in registered() {
+        s.get();
+    }
+}
+
 /// Resolves the real function `$name` with the function type `$ty` (with `C-unwind` ABI, so a
 /// thread cancelled inside it unwinds through our frame). If no definition exists the hook's
 /// `$fallback` expression is returned instead.
@@ -77,6 +106,10 @@ macro_rules! real {
     };
     (@sym $name:ident, $sym:expr, $ty:ty) => {{
         static SYM: $crate::real::Sym = $sym;
+        // Registered in a linker section, so the constructor can resolve every symbol up front.
+        #[used]
+        #[link_section = "scalpel_syms"]
+        static REG: &$crate::real::Sym = &SYM;
         let a = SYM.get();
         if a == 0 {
             None
@@ -86,4 +119,15 @@ macro_rules! real {
             Some(unsafe { core::mem::transmute::<usize, $ty>(a) })
         }
     }};
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_hook_registers_its_symbol() {
+        let n = super::registered().len();
+        assert!(n > 80, "only {n} symbols registered");
+        super::resolve_all();
+        assert!(super::registered().iter().filter(|s| s.get() != 0).count() > 80);
+    }
 }

@@ -18,7 +18,11 @@ pub fn configure(cfg: &mut Config) -> bool {
     }
     cfg.root.push(dir);
     cfg.env_dir.push(b"SCALPEL_DIR=").push(dir);
-    let agent = getenv(b"SCALPEL_AGENT\0").unwrap_or(b"");
+    // Without SCALPEL_AGENT (LD_PRELOAD set by hand), the loader knows where we were loaded from.
+    let agent = getenv(b"SCALPEL_AGENT\0")
+        .filter(|a| !a.is_empty())
+        .or_else(own_path)
+        .unwrap_or(b"");
     cfg.agent.push(agent);
     cfg.env_agent.push(b"SCALPEL_AGENT=").push(agent);
     let clock = getenv(b"SCALPEL_CLOCK\0");
@@ -64,7 +68,7 @@ pub fn configure(cfg: &mut Config) -> bool {
 pub fn new_process(cfg: &mut Config) -> bool {
     cfg.pid = sys::getpid();
     if cfg.proc_dir >= 0 {
-        sys::close(cfg.proc_dir);
+        crate::agentfd::release(cfg.proc_dir);
         cfg.proc_dir = -1;
     }
     let mut exe = [0u8; 4096];
@@ -102,13 +106,15 @@ pub fn new_process(cfg: &mut Config) -> bool {
         }
         // Sticky and world-writable: a process that switches user after start must still be able
         // to add thread files here.
-        sys::fchmod(fd as i32, 0o1777);
-        cfg.proc_dir = fd as i32;
+        let fd = crate::agentfd::adopt(fd as i32);
+        sys::fchmod(fd, 0o1777);
+        cfg.proc_dir = fd;
         break;
     }
     if cfg.proc_dir < 0 {
         return false;
     }
+    crate::modules::remember_start();
     write_process_file(cfg, &exe[..n]);
     true
 }
@@ -256,6 +262,21 @@ impl Drop for Blob {
             sys::munmap(self.ptr, self.cap);
         }
     }
+}
+
+/// The agent's own file, if the loader recorded an absolute path for it.
+fn own_path() -> Option<&'static [u8]> {
+    // SAFETY: zeroed is a valid Dl_info; dladdr fills it for an address inside this library, and
+    // the name it points to lives as long as the library stays loaded (for good: it is preloaded).
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    let here = own_path as *const libc::c_void;
+    // SAFETY: `here` is an address in this library and `info` is writable.
+    if unsafe { libc::dladdr(here, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+    let name = unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }.to_bytes();
+    name.starts_with(b"/").then_some(name)
 }
 
 fn getenv(name: &[u8]) -> Option<&'static [u8]> {

@@ -86,17 +86,34 @@ pub fn connect_endpoint(addr: *const libc::sockaddr, len: u32) -> Option<Endpoin
     if addr.is_null() || len < 2 {
         return None;
     }
-    // SAFETY: the caller's connect address; copy at most its length into local storage.
+    // SAFETY: zeroed is a valid sockaddr_storage.
     let mut sa: libc::sockaddr_storage = unsafe { core::mem::zeroed() };
     let n = (len as usize).min(core::mem::size_of::<libc::sockaddr_storage>());
-    // SAFETY: `addr` is readable for `len` bytes per connect's contract.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            addr.cast::<u8>(),
-            (&mut sa as *mut libc::sockaddr_storage).cast::<u8>(),
-            n,
-        )
+    // The address has not been checked by the kernel yet: copy it with a system call, which
+    // fails with EFAULT where a plain read of a bad pointer would crash the host.
+    let local = libc::iovec {
+        iov_base: (&mut sa as *mut libc::sockaddr_storage).cast(),
+        iov_len: n,
     };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: n,
+    };
+    let pid = sys::getpid() as usize;
+    let r = sys::syscall6(
+        libc::SYS_process_vm_readv,
+        [
+            pid,
+            &local as *const libc::iovec as usize,
+            1,
+            &remote as *const libc::iovec as usize,
+            1,
+            0,
+        ],
+    );
+    if r != n as isize {
+        return None;
+    }
     endpoint_of(&sa, n as u32, chan::TCP)
 }
 
@@ -193,14 +210,14 @@ fn parse_peer(resp: &[u8], attr: u16) -> Option<u64> {
     let mut at = 32;
     let end = msg_len.min(resp.len());
     while at + 4 <= end {
-        let len = u16::from_ne_bytes(resp[at..at + 2].try_into().ok()?) as usize;
-        let kind = u16::from_ne_bytes(resp[at + 2..at + 4].try_into().ok()?);
+        let len = u16::from_ne_bytes(resp.get(at..at + 2)?.try_into().ok()?) as usize;
+        let kind = u16::from_ne_bytes(resp.get(at + 2..at + 4)?.try_into().ok()?);
         if len < 4 {
             return None;
         }
         if kind == attr && len >= 8 {
             return Some(u64::from(u32::from_ne_bytes(
-                resp[at + 4..at + 8].try_into().ok()?,
+                resp.get(at + 4..at + 8)?.try_into().ok()?,
             )));
         }
         at += (len + 3) & !3;

@@ -19,6 +19,8 @@ use crate::writer::{self, File};
 
 /// Marks a thread whose recording has ended (exited, or its file could not be created).
 const DEAD: *mut ThreadState = core::ptr::dangling_mut();
+/// Marks a live [`ThreadState`].
+const TAG: u64 = 0x5343_4c50_5354_4154;
 /// Capacity of the object table (power of two).
 const OBJ_SLOTS: usize = 4096;
 /// The table is reset when it holds this many objects, keeping probes short.
@@ -33,6 +35,9 @@ struct Tls {
     /// libraries' fork handlers then pass through, so a child never writes into the parent's
     /// files before it has its own.
     forking: Cell<bool>,
+    /// The spawn key of a fork this thread is making, for the child handler (the child gets a
+    /// copy of this thread's TLS, so concurrent forks on other threads cannot mix keys up).
+    fork_spawn: Cell<u64>,
 }
 
 thread_local! {
@@ -42,6 +47,7 @@ thread_local! {
             busy: Cell::new(false),
             exit_how: Cell::new(2),
             forking: Cell::new(false),
+            fork_spawn: Cell::new(0),
         }
     };
 }
@@ -56,6 +62,10 @@ struct ObjSlot {
 
 /// One thread's recording state.
 pub struct ThreadState {
+    /// [`TAG`] while the state is live. The mapping is marked MADV_WIPEONFORK, so in a child
+    /// made by a fork that ran no handlers (`_Fork`, `clone`, a raw fork syscall) it reads 0 and
+    /// the child starts afresh instead of writing into its parent's file.
+    tag: u64,
     /// Set while the agent writes for this thread; a hook reached meanwhile (from a signal
     /// handler) passes through.
     busy: AtomicBool,
@@ -148,8 +158,14 @@ pub fn enter() -> Option<Ctx> {
             return None;
         }
         if !ts.is_null() {
-            // SAFETY: a non-null, non-DEAD pointer is our live state.
+            // SAFETY: a non-null, non-DEAD pointer is our state's mapping (live, or wiped by fork).
             let st = unsafe { &*ts };
+            if st.tag != TAG {
+                // A child of a fork that bypassed our handlers: its copy of the state was wiped.
+                t.state.set(null_mut());
+                crate::hooks::thread::child_without_handlers();
+                return None;
+            }
             if st.busy.load(Ordering::Relaxed) {
                 // Only a signal handler interrupting the agent gets here: the agent itself calls
                 // no hooked function. Its event is counted as lost.
@@ -179,6 +195,12 @@ fn start_thread(t: &Tls) -> Option<Ctx> {
     let _errno = ErrnoGuard::save();
     let cfg = global::config()?;
     let mem = sys::mmap_anon(core::mem::size_of::<ThreadState>())? as *mut ThreadState;
+    sys::sys(
+        libc::SYS_madvise,
+        mem as usize,
+        core::mem::size_of::<ThreadState>(),
+        libc::MADV_WIPEONFORK as usize,
+    );
     let tid = sys::gettid();
     let Some(file) = File::create(cfg, tid, global::next_thread_index()) else {
         sys::munmap(mem.cast(), core::mem::size_of::<ThreadState>());
@@ -187,18 +209,21 @@ fn start_thread(t: &Tls) -> Option<Ctx> {
     };
     // SAFETY: `mem` is a fresh zeroed mapping large enough for ThreadState; every field is
     // valid when zeroed except `file`, which we write before any read.
+    // The first record is written before the state is published, so a signal handler cannot
+    // interleave with it.
     unsafe {
         core::ptr::addr_of_mut!((*mem).file).write(file);
         (*mem).last_ticks = cfg.clock0;
         (*mem).next_idx = 1;
+        let mut buf = [0u8; 24];
+        let n = writer::calibration(cfg, &mut buf);
+        (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]);
+        crate::modules::check(&mut (*mem).file, global::now(cfg));
+        (*mem).tag = TAG;
     }
     t.state.set(mem);
     // SAFETY: the key was created at init; the value is only read back by our destructor.
     unsafe { libc::pthread_setspecific(cfg.key, mem as *const libc::c_void) };
-    let mut buf = [0u8; 24];
-    let n = writer::calibration(cfg, &mut buf);
-    // SAFETY: just initialized; `busy` is held by our caller.
-    unsafe { (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]) };
     Some(Ctx { cfg, ts: mem })
 }
 
@@ -222,6 +247,10 @@ impl Ctx {
         // only other code that can run on this thread in between is a signal handler, which
         // finishes before we resume.
         let st = unsafe { &mut *self.ts };
+        // A fork child returning into a hook that its parent entered has a wiped state.
+        if st.tag != TAG {
+            return;
+        }
         if st.busy.load(Ordering::Relaxed) {
             st.file.count_lost();
             return;
@@ -231,20 +260,6 @@ impl Ctx {
         // Writing the record touches memory only (and raw syscalls when a window is remapped),
         // so errno needs no saving here.
         st.write(self.cfg, ev);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-    }
-
-    /// Writes an arbitrary record (module maps after dlopen, for example).
-    pub fn record(&self, kind: u8, a: &[u8], b: &[u8]) {
-        // SAFETY: as in `emit`.
-        let st = unsafe { &mut *self.ts };
-        if st.busy.load(Ordering::Relaxed) {
-            return;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        st.file.record(kind, a, b);
         compiler_fence(Ordering::SeqCst);
         st.busy.store(false, Ordering::Relaxed);
     }
@@ -258,6 +273,7 @@ impl ThreadState {
             let mut buf = [0u8; 24];
             let n = writer::calibration(cfg, &mut buf);
             self.file.record(rec::CALIBRATION, &buf[..n], &[]);
+            crate::modules::check(&mut self.file, ev.t0);
         }
         let mut raw = RawEvent {
             op: ev.op as u8,
@@ -270,20 +286,26 @@ impl ThreadState {
             aux2: ev.aux2,
             ..RawEvent::default()
         };
-        self.last_ticks = self.last_ticks.max(ev.t0);
+        let mut seq_slot = None;
         if let Some((o, seq)) = ev.obj {
             let Some(slot) = self.intern(&o) else {
                 self.file.drop_event();
                 return;
             };
-            let s = &mut self.objects[slot];
+            let s = &self.objects[slot];
             raw.obj = Some(u64::from(s.idx));
             if let Some(seq) = seq {
                 raw.seq_delta = Some(seq as i64 - s.last_seq as i64);
-                s.last_seq = seq;
+                seq_slot = Some((slot, seq));
             }
         }
-        self.file.event(&raw);
+        // The reader sums deltas, so the bases move only when the event is really written.
+        if self.file.event(&raw) {
+            self.last_ticks = self.last_ticks.max(ev.t0);
+            if let Some((slot, seq)) = seq_slot {
+                self.objects[slot].last_seq = seq;
+            }
+        }
     }
 
     /// The table slot of an object, defining it in the file first if it is new here.
@@ -365,6 +387,16 @@ pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
     });
 }
 
+/// Sets the spawn key of the fork this thread is about to make (0 when done).
+pub fn set_fork_spawn(key: u64) {
+    let _ = TLS.try_with(|t| t.fork_spawn.set(key));
+}
+
+/// Takes the spawn key of the fork that made this process (0 when unknown).
+pub fn take_fork_spawn() -> u64 {
+    TLS.try_with(|t| t.fork_spawn.replace(0)).unwrap_or(0)
+}
+
 /// Marks (or unmarks) this thread as being inside fork.
 pub fn set_forking(on: bool) {
     let _ = TLS.try_with(|t| t.forking.set(on));
@@ -374,14 +406,15 @@ pub fn set_forking(on: bool) {
 pub fn forget_after_fork() {
     let _ = TLS.try_with(|t| {
         let ts = t.state.get();
-        if !ts.is_null() && ts != DEAD {
-            // SAFETY: `ts` is the state copied from the parent; only this thread exists.
-            unsafe {
-                (*ts).file.abandon();
-                sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
-            }
-        }
+        // Unpublish first: a signal handler must not find the old state.
         t.state.set(null_mut());
+        if !ts.is_null() && ts != DEAD {
+            // SAFETY: the child's copy of our state (already zeroed where MADV_WIPEONFORK
+            // worked). It is left mapped, tagged dead, so a hook its parent was inside when it
+            // forked finds nothing to write to; its descriptors are closed by
+            // `agentfd::close_inherited`.
+            unsafe { (*ts).tag = 0 };
+        }
         t.busy.set(false);
         t.forking.set(false);
     });

@@ -26,6 +26,10 @@ const RETRY_EVERY: u64 = 4096;
 /// The open trace file of one thread.
 pub struct File {
     fd: i32,
+    /// Device and inode of our file: checked before every use of `fd` that touches the file, in
+    /// case the host closed our descriptor (close_range, dup2) and reused its number.
+    dev: u64,
+    ino: u64,
     header: *mut u8,
     window: *mut u8,
     win_off: u64,
@@ -102,9 +106,12 @@ impl File {
         if fd < 0 {
             return None;
         }
+        let fd = crate::agentfd::adopt(fd);
         sys::fchmod(fd, 0o666);
-        if !reserve(fd, 0, PAGE) {
-            sys::close(fd);
+        // SAFETY: zeroed is a valid stat.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        if sys::fstat(fd, &mut st) < 0 || !reserve(fd, 0, PAGE) {
+            crate::agentfd::release(fd);
             return None;
         }
         let h = sys::mmap(
@@ -116,7 +123,7 @@ impl File {
             0,
         );
         if h < 0 {
-            sys::close(fd);
+            crate::agentfd::release(fd);
             return None;
         }
         let header = h as *mut u8;
@@ -130,6 +137,8 @@ impl File {
         );
         Some(File {
             fd,
+            dev: st.st_dev,
+            ino: st.st_ino,
             header,
             window: core::ptr::null_mut(),
             win_off: 0,
@@ -161,6 +170,10 @@ impl File {
     #[cold]
     fn remap(&mut self, n: usize) -> bool {
         if self.broken && !self.dropped.is_multiple_of(RETRY_EVERY) {
+            return false;
+        }
+        if !self.still_ours() {
+            self.broken = true;
             return false;
         }
         let start = self.pos & !(PAGE - 1);
@@ -262,17 +275,21 @@ impl File {
             (self.header.add(hdr::STATE) as *mut u32).write_volatile(format::state::CLOSED);
         }
         self.unmap();
-        sys::ftruncate(self.fd, self.pos);
-        sys::close(self.fd);
+        if self.still_ours() {
+            sys::ftruncate(self.fd, self.pos);
+            crate::agentfd::release(self.fd);
+        }
         self.fd = -1;
     }
 
-    /// Drops the mappings and the descriptor without touching the file (a forked child must not
-    /// write into its parent's files).
-    pub fn abandon(&mut self) {
-        self.unmap();
-        sys::close(self.fd);
-        self.fd = -1;
+    /// Whether our descriptor still refers to our file.
+    fn still_ours(&self) -> bool {
+        // SAFETY: zeroed is a valid stat.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        self.fd >= 0
+            && sys::fstat(self.fd, &mut st) == 0
+            && st.st_dev == self.dev
+            && st.st_ino == self.ino
     }
 
     fn unmap(&mut self) {

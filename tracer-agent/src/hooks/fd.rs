@@ -96,19 +96,25 @@ pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
     let Some(f) = real!(close: F) else {
         return enosys();
     };
+    // The agent's own descriptors stay open: a host closing every descriptor it does not know
+    // about (daemons do) would otherwise cut the trace, or later have its own files written to.
+    if crate::agentfd::is_agent(fd) {
+        return 0;
+    }
     let Some(c) = enter() else {
-        fdtab::forget(fd);
         // SAFETY: forwarding the caller's argument.
-        return unsafe { f(fd) };
+        let r = unsafe { f(fd) };
+        fdtab::forget(fd);
+        return r;
     };
-    let aux = fdtab::get(c.cfg, fd)
-        .map(|i| i.chan_key)
-        .filter(|&k| k != 0);
-    fdtab::forget(fd);
+    // Only a cached description: closing is no reason to look a descriptor up.
+    let aux = fdtab::cached(fd).map(|i| i.chan_key).filter(|&k| k != 0);
     let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(fd) };
     let t1 = c.now();
+    // Forgotten after the real close, so no other thread can describe the old file again.
+    fdtab::forget(fd);
     let res = sys_result(i64::from(r));
     c.emit(&Ev {
         result: Some(res),

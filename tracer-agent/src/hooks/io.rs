@@ -13,7 +13,13 @@ use crate::tstate::{enter, Ev};
 
 /// Records an incoming transfer on `fd`.
 #[inline(always)]
-fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -> ssize_t {
+fn input(
+    op: Op,
+    fd: c_int,
+    aux: Option<u64>,
+    flags: c_int,
+    call: impl FnOnce() -> ssize_t,
+) -> ssize_t {
     let Some(c) = enter() else { return call() };
     let t0 = c.now();
     let r = call();
@@ -22,7 +28,8 @@ fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) ->
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.rx());
     let slot = info.and_then(|i| i.rx_slot(c.cfg));
-    let moved = res > 0;
+    // A peek leaves the bytes in the socket: they are consumed (and numbered) by a later read.
+    let moved = res > 0 && flags & libc::MSG_PEEK == 0;
     let offset = slot
         .filter(|_| moved && info.is_some_and(|i| i.has_offsets()))
         .map(|s| s.received(res as u64));
@@ -34,6 +41,7 @@ fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) ->
         fd: Some(fd),
         offset,
         aux,
+        aux2: (flags != 0).then_some(flags as u32 as u64),
         ..Ev::new(op, t0, t1)
     });
     r
@@ -42,7 +50,13 @@ fn input(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) ->
 /// Records an outgoing transfer on `fd`. The sequence number is taken before the call so that it
 /// is lower than that of any read the written bytes cause.
 #[inline(always)]
-fn output(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -> ssize_t {
+fn output(
+    op: Op,
+    fd: c_int,
+    aux: Option<u64>,
+    flags: c_int,
+    call: impl FnOnce() -> ssize_t,
+) -> ssize_t {
     let Some(c) = enter() else { return call() };
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.tx());
@@ -62,13 +76,14 @@ fn output(op: Op, fd: c_int, aux: Option<u64>, call: impl FnOnce() -> ssize_t) -
         fd: Some(fd),
         offset,
         aux,
+        aux2: (flags != 0).then_some(flags as u32 as u64),
         ..Ev::new(op, t0, t1)
     });
     r
 }
 
 macro_rules! io_hook {
-    ($dir:ident, $op:expr, $name:ident ( $fd:ident : c_int $(, $a:ident : $t:ty)* ) $(aux $aux:expr)?) => {
+    ($dir:ident, $op:expr, $name:ident ( $fd:ident : c_int $(, $a:ident : $t:ty)* ) $(aux $aux:ident)? $(flags $fl:ident)?) => {
         #[no_mangle]
         pub unsafe extern "C-unwind" fn $name($fd: c_int $(, $a: $t)*) -> ssize_t {
             type F = unsafe extern "C-unwind" fn(c_int $(, $t)*) -> ssize_t;
@@ -76,8 +91,11 @@ macro_rules! io_hook {
             #[allow(unused_mut, unused_assignments)]
             let mut aux: Option<u64> = None;
             $( aux = Some($aux as u64); )?
+            #[allow(unused_mut, unused_assignments)]
+            let mut flags: c_int = 0;
+            $( flags = $fl; )?
             // SAFETY: forwarding the caller's arguments.
-            $dir($op, $fd, aux, || unsafe { f($fd $(, $a)*) })
+            $dir($op, $fd, aux, flags, || unsafe { f($fd $(, $a)*) })
         }
     };
 }
@@ -86,21 +104,21 @@ io_hook!(input, Op::Read, read(fd: c_int, buf: *mut c_void, n: size_t));
 io_hook!(input, Op::Readv, readv(fd: c_int, iov: *const iovec, cnt: c_int));
 io_hook!(input, Op::Pread, pread(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off_t) aux off);
 io_hook!(input, Op::Pread, pread64(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off64_t) aux off);
-io_hook!(input, Op::Recv, recv(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int));
-io_hook!(input, Op::Recvfrom, recvfrom(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t));
-io_hook!(input, Op::Recvmsg, recvmsg(fd: c_int, m: *mut msghdr, fl: c_int));
+io_hook!(input, Op::Recv, recv(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int) flags fl);
+io_hook!(input, Op::Recvfrom, recvfrom(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t) flags fl);
+io_hook!(input, Op::Recvmsg, recvmsg(fd: c_int, m: *mut msghdr, fl: c_int) flags fl);
 io_hook!(input, Op::Read, __read_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t));
 io_hook!(input, Op::Pread, __pread_chk(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off_t, cap: size_t) aux off);
 io_hook!(input, Op::Pread, __pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off64_t, cap: size_t) aux off);
-io_hook!(input, Op::Recv, __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int));
-io_hook!(input, Op::Recvfrom, __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t));
+io_hook!(input, Op::Recv, __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int) flags fl);
+io_hook!(input, Op::Recvfrom, __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t) flags fl);
 
 io_hook!(output, Op::Write, write(fd: c_int, buf: *const c_void, n: size_t));
 io_hook!(output, Op::Writev, writev(fd: c_int, iov: *const iovec, cnt: c_int));
 io_hook!(output, Op::Pwrite, pwrite(fd: c_int, buf: *const c_void, n: size_t, off: libc::off_t) aux off);
 io_hook!(output, Op::Pwrite, pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: libc::off64_t) aux off);
-io_hook!(output, Op::Send, send(fd: c_int, buf: *const c_void, n: size_t, fl: c_int));
-io_hook!(output, Op::Sendto, sendto(fd: c_int, buf: *const c_void, n: size_t, fl: c_int, a: *const sockaddr, l: socklen_t));
-io_hook!(output, Op::Sendmsg, sendmsg(fd: c_int, m: *const msghdr, fl: c_int));
+io_hook!(output, Op::Send, send(fd: c_int, buf: *const c_void, n: size_t, fl: c_int) flags fl);
+io_hook!(output, Op::Sendto, sendto(fd: c_int, buf: *const c_void, n: size_t, fl: c_int, a: *const sockaddr, l: socklen_t) flags fl);
+io_hook!(output, Op::Sendmsg, sendmsg(fd: c_int, m: *const msghdr, fl: c_int) flags fl);
 io_hook!(output, Op::Sendfile, sendfile(fd: c_int, input_fd: c_int, off: *mut libc::off_t, n: size_t) aux input_fd);
 io_hook!(output, Op::Sendfile, sendfile64(fd: c_int, input_fd: c_int, off: *mut libc::off64_t, n: size_t) aux input_fd);

@@ -9,6 +9,7 @@
 pub mod exec;
 pub mod fd;
 pub mod io;
+pub mod open;
 pub mod poll;
 pub mod sync;
 pub mod thread;

@@ -338,15 +338,19 @@ pub unsafe extern "C-unwind" fn syscall(
     r
 }
 
-fn sleep_event(ns: u64, call: impl FnOnce() -> c_int) -> c_int {
+/// Records a sleep. `requested` is read after the call, once the kernel has accepted the
+/// caller's pointer (a bad one fails with EFAULT instead of crashing in our hook).
+fn sleep_event(requested: impl FnOnce() -> u64, call: impl FnOnce() -> c_int) -> c_int {
     let Some(c) = enter() else { return call() };
     let t0 = c.now();
     let r = call();
     let t1 = c.now();
     let res = sys_result(i64::from(r));
+    let efault = res == -i64::from(libc::EFAULT) || r == libc::EFAULT;
+    let ns = (!efault).then(requested);
     c.emit(&Ev {
         result: Some(res),
-        aux: Some(ns),
+        aux: ns,
         ..Ev::new(Op::Sleep, t0, t1)
     });
     r
@@ -370,7 +374,7 @@ pub unsafe extern "C-unwind" fn nanosleep(req: *const timespec, rem: *mut timesp
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments.
-    sleep_event(ts_ns(req), || unsafe { f(req, rem) })
+    sleep_event(|| ts_ns(req), || unsafe { f(req, rem) })
 }
 
 #[no_mangle]
@@ -385,7 +389,7 @@ pub unsafe extern "C-unwind" fn clock_nanosleep(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments. (clock_nanosleep returns an error number.)
-    sleep_event(ts_ns(req), || unsafe { f(clk, fl, req, rem) })
+    sleep_event(|| ts_ns(req), || unsafe { f(clk, fl, req, rem) })
 }
 
 #[no_mangle]
@@ -395,7 +399,7 @@ pub unsafe extern "C-unwind" fn usleep(us: libc::useconds_t) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    sleep_event(u64::from(us) * 1000, || unsafe { f(us) })
+    sleep_event(|| u64::from(us) * 1000, || unsafe { f(us) })
 }
 
 #[no_mangle]
@@ -404,9 +408,12 @@ pub unsafe extern "C-unwind" fn sleep(s: libc::c_uint) -> libc::c_uint {
     let Some(f) = real!(sleep: F) else { return s };
     let mut left = 0;
     // SAFETY: forwarding the caller's argument.
-    sleep_event(u64::from(s) * 1_000_000_000, || {
-        left = unsafe { f(s) };
-        0
-    });
+    sleep_event(
+        || u64::from(s) * 1_000_000_000,
+        || {
+            left = unsafe { f(s) };
+            0
+        },
+    );
     left
 }

@@ -7,13 +7,12 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use libc::{c_char, c_int, c_void, pthread_attr_t, pthread_t};
-use scalpel_model::format::{obj, rec, Op};
+use libc::{c_int, c_void, pthread_attr_t, pthread_t};
+use scalpel_model::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_result, sys_result};
 use crate::global;
 use crate::real;
-use crate::setup::Blob;
 use crate::tstate::{self, enter, Ev, Obj};
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
@@ -194,9 +193,6 @@ pub extern "C" fn thread_dtor(_state: *mut c_void) {
     });
 }
 
-/// The spawn key of a fork in progress, read by the child handler.
-static FORK_SPAWN: AtomicU64 = AtomicU64::new(0);
-
 #[no_mangle]
 pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
     type F = unsafe extern "C-unwind" fn() -> libc::pid_t;
@@ -208,12 +204,13 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
         return unsafe { f() };
     };
     let spawn = global::next_spawn_key(c.cfg);
-    FORK_SPAWN.store(spawn, Ordering::SeqCst);
+    tstate::set_fork_spawn(spawn);
     let seq = c.seq(obj::SPAWN, spawn);
     let t0 = c.now();
     // SAFETY: plain forward; the child side is handled by our atfork child handler.
     let r = unsafe { f() };
     if r != 0 {
+        tstate::set_fork_spawn(0);
         let t1 = c.now();
         let res = sys_result(i64::from(r));
         c.emit(&Ev {
@@ -246,8 +243,9 @@ pub extern "C" fn atfork_parent() {
 /// (daemon) that never pass through our `fork` hook.
 pub extern "C" fn atfork_child() {
     tstate::forget_after_fork();
+    crate::agentfd::close_inherited();
     global::after_fork_child();
-    let spawn = FORK_SPAWN.swap(0, Ordering::SeqCst);
+    let spawn = tstate::take_fork_spawn();
     if let Some(c) = enter() {
         let t = c.now();
         let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
@@ -269,53 +267,17 @@ pub extern "C" fn atfork_child() {
     }
 }
 
-fn maps_record(op: Op, t0: u64, t1: u64, res: i64) {
-    let Some(c) = enter() else { return };
-    c.emit(&Ev {
-        result: Some(res),
-        ..Ev::new(op, t0, t1)
-    });
-    let mut blob = Blob::new();
-    if blob.read_file(b"/proc/self/maps\0") {
-        let mut head = [0u8; 10];
-        let mut e = scalpel_model::wire::Enc::new(&mut head);
-        e.varint(t1);
-        let n = e.len();
-        c.record(rec::MAPS, &head[..n], blob.bytes());
-    }
+/// A child of a fork that ran no fork handlers (`_Fork`, `clone`, a raw fork system call),
+/// noticed at its first hook: it gets its own process directory, and drops the parent's files.
+pub fn child_without_handlers() {
+    crate::agentfd::close_inherited();
+    global::after_fork_child();
 }
 
+/// `vfork` is made a `fork`, as POSIX allows: a vfork child shares its parent's memory, so every
+/// hook it reached (dup2, close, exec) would write into the parent's trace and descriptor table.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn dlopen(name: *const c_char, flags: c_int) -> *mut c_void {
-    type F = unsafe extern "C-unwind" fn(*const c_char, c_int) -> *mut c_void;
-    let Some(f) = real!(dlopen: F) else {
-        return core::ptr::null_mut();
-    };
-    let t0 = global::config_if_ready().map_or(0, global::now);
-    // SAFETY: forwarding the caller's arguments.
-    let h = unsafe { f(name, flags) };
-    if let Some(cfg) = global::config_if_ready() {
-        maps_record(
-            Op::Dlopen,
-            t0,
-            global::now(cfg),
-            if h.is_null() { -1 } else { 0 },
-        );
-    }
-    h
-}
-
-#[no_mangle]
-pub unsafe extern "C-unwind" fn dlclose(h: *mut c_void) -> c_int {
-    type F = unsafe extern "C-unwind" fn(*mut c_void) -> c_int;
-    let Some(f) = real!(dlclose: F) else {
-        return -1;
-    };
-    let t0 = global::config_if_ready().map_or(0, global::now);
-    // SAFETY: forwarding the caller's argument.
-    let r = unsafe { f(h) };
-    if let Some(cfg) = global::config_if_ready() {
-        maps_record(Op::Dlclose, t0, global::now(cfg), i64::from(r));
-    }
-    r
+pub unsafe extern "C-unwind" fn vfork() -> libc::pid_t {
+    // SAFETY: our own fork hook, which forwards to the real fork.
+    unsafe { fork() }
 }

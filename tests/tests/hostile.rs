@@ -1,0 +1,117 @@
+//! Hosts that fight back: closing every descriptor, forking without fork handlers, vfork, and
+//! libraries that dlopen their siblings through `$ORIGIN`. None may be harmed, and the trace must
+//! stay intact.
+
+use scalpel_e2e::*;
+use std::process::Command;
+
+#[test]
+fn host_closing_every_descriptor_keeps_its_files_and_the_trace() {
+    let exe = build_c("hostile", "hostile", &[]);
+    let run = record(&exe, &["closefd"]).success();
+    assert!(
+        run.stdout().contains("closefd ok size=26"),
+        "{}",
+        run.stdout()
+    );
+    let t = run.load();
+    // The work after the close loop was recorded too.
+    assert_eq!(with_op(&t, Op::MutexLock).len(), 205_000);
+}
+
+#[test]
+fn fork_without_handlers_gives_the_child_its_own_files() {
+    let exe = build_c("hostile", "hostile-fork", &[]);
+    let run = record(&exe, &["_fork"]).success();
+    let t = run.load(); // fails on any damaged file
+    let ps = processes_named(&t, "hostile-fork");
+    assert_eq!(ps.len(), 2, "parent and child directories");
+    let locks: Vec<usize> = ps
+        .iter()
+        .map(|p| {
+            p.threads
+                .iter()
+                .flat_map(|f| f.events.iter())
+                .filter(|e| e.op == Some(Op::MutexLock))
+                .count()
+        })
+        .collect();
+    assert!(
+        locks.contains(&4000),
+        "parent: 1000 before and 3000 after the fork: {locks:?}"
+    );
+    // The child's events after its first hook land in its own file (a few may be lost right at
+    // the fork, never written into the parent's).
+    assert!(locks.iter().any(|&n| n > 2900 && n <= 3000), "{locks:?}");
+}
+
+#[test]
+fn vfork_child_does_not_write_into_the_parent() {
+    let exe = build_c("hostile", "hostile-vfork", &[]);
+    let run = record(&exe, &["vfork"]).success();
+    assert!(
+        run.stdout().contains("vfork ok from-child"),
+        "{}",
+        run.stdout()
+    );
+    let t = run.load();
+    let parent = processes_named(&t, "hostile-vfork")
+        .into_iter()
+        .min_by_key(|p| p.pid)
+        .unwrap();
+    let parent_dup2 = parent
+        .threads
+        .iter()
+        .flat_map(|f| f.events.iter())
+        .filter(|e| e.op == Some(Op::Dup2))
+        .count();
+    assert_eq!(
+        parent_dup2, 0,
+        "the child's dup2 was recorded as the parent's"
+    );
+    assert_eq!(with_op(&t, Op::Dup2).len(), 1);
+    // It was recorded in the child's own process directory.
+    let dup2 = with_op(&t, Op::Dup2)[0];
+    assert_ne!(dup2.process.pid, parent.pid);
+}
+
+#[test]
+fn dlopen_through_origin_runpath_still_works() {
+    let dir = target_dir().join("e2e-c").join("origin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cc = |args: &[&str]| assert!(Command::new("cc").args(args).status().unwrap().success());
+    let d = dir.to_str().unwrap();
+    let c = c_dir();
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &format!("{d}/liboriginsib.so"),
+        c.join("originsib.c").to_str().unwrap(),
+    ]);
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-Wl,-rpath,$ORIGIN",
+        "-o",
+        &format!("{d}/liboriginlib.so"),
+        c.join("originlib.c").to_str().unwrap(),
+        "-ldl",
+    ]);
+    cc(&[
+        "-o",
+        &format!("{d}/originmain"),
+        c.join("originmain.c").to_str().unwrap(),
+        "-L",
+        d,
+        "-loriginlib",
+        &format!("-Wl,-rpath,{d}"),
+    ]);
+    let run = record(&dir.join("originmain"), &[]);
+    assert!(
+        run.out.status.success() && run.stdout().contains("origin ok"),
+        "{}\n{}",
+        run.stdout(),
+        run.stderr()
+    );
+}

@@ -113,7 +113,9 @@ pub mod rec {
     pub const OBJECT: u8 = 2;
     /// A clock calibration point: clock ticks, CLOCK_MONOTONIC ns.
     pub const CALIBRATION: u8 = 3;
-    /// The process's `/proc/self/maps` text at a point in time: clock ticks, then the text.
+    /// The process's `/proc/self/maps` text at a point in time: clock ticks, then the text. The
+    /// process file holds the map at start; thread files hold a new one whenever the loader's
+    /// module counters moved (checked at thread start and at calibration points).
     pub const MAPS: u8 = 4;
     /// The NUL-separated command line.
     pub const CMDLINE: u8 = 5;
@@ -380,9 +382,10 @@ ops! {
     Exec = 106, "exec", None;
     /// A sleep (`nanosleep`, `clock_nanosleep`, `usleep`, `sleep`); aux = requested ns.
     Sleep = 110, "sleep", None;
-    /// `dlopen` returned (a MAPS record follows).
+    /// Reserved: the agent does not interpose `dlopen` (glibc resolves `$ORIGIN` from its
+    /// caller); module changes appear as MAPS records instead.
     Dlopen = 120, "dlopen", None;
-    /// `dlclose` returned (a MAPS record follows).
+    /// Reserved, as [`Op::Dlopen`].
     Dlclose = 121, "dlclose", None;
     /// `pthread_detach` (obj = thread).
     ThreadDetach = 122, "thread_detach", None;

@@ -9,7 +9,7 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use scalpel_model::format::{self, hdr};
-use scalpel_model::record::RawEvent;
+use scalpel_model::record::{RawEvent, MAX_EVENT_RECORD};
 use scalpel_model::wire::Enc;
 
 use crate::global::{self, Config};
@@ -239,13 +239,14 @@ impl File {
     /// Writes one event record; false if it was dropped.
     #[inline]
     pub fn event(&mut self, ev: &RawEvent) -> bool {
-        let Some(buf) = self.space(scalpel_model::record::MAX_EVENT_RECORD) else {
+        let Some(buf) = self.space(MAX_EVENT_RECORD) else {
             self.drop_event();
             return false;
         };
-        let mut e = Enc::new(buf);
-        ev.encode_record(&mut e);
-        let n = e.len();
+        let Ok(buf) = <&mut [u8; MAX_EVENT_RECORD]>::try_from(buf) else {
+            return false;
+        };
+        let n = ev.encode_fast(buf);
         self.commit(n);
         true
     }

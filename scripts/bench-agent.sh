@@ -4,15 +4,16 @@
 # baseline of the Scalpel paper), for 1, 2, 4 and 8 threads; then the trace bytes per event.
 #
 # Costs are core-nanoseconds per event: wall time x min(threads, cores) / events, so they stay
-# comparable when threads outnumber cores. Each configuration runs REPEAT times (default 5) and
-# the fastest run counts, which filters out the noise of a shared machine.
+# comparable when threads outnumber cores. Each repetition (REPEAT, default 7) runs the plain
+# loop, the agent and the naive recorder back to back; medians over repetitions are printed.
+# With valgrind installed, it also prints the instructions the agent adds per event.
 #
-# Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=5 by default)
+# Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ITERS=${ITERS:-200000}
-REPEAT=${REPEAT:-5}
+REPEAT=${REPEAT:-7}
 cargo build --release -q -p scalpel-agent -p scalpel-inferencer
 AGENT=$PWD/target/release/libscalpel_agent.so
 SCALPEL=$PWD/target/release/scalpel
@@ -22,36 +23,58 @@ BENCH=$WORK/agent-bench
 cc -O2 -pthread -o "$BENCH" scripts/bench/agent-bench.c
 CORES=$(nproc)
 
-# best MODE THREADS KIND -> fastest wall ns of REPEAT runs
-best() {
-    local mode=$1 threads=$2 kind=$3 min=""
-    for _ in $(seq 1 "$REPEAT"); do
-        rm -rf "$WORK/t" && mkdir -p "$WORK/t"
-        case $kind in
-            base)  out=$("$BENCH" "$mode" "$threads" "$ITERS") ;;
-            agent) out=$(SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT "$BENCH" "$mode" "$threads" "$ITERS") ;;
-            naive) out=$("$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t") ;;
-        esac
-        ns=$(echo "$out" | awk '{print $3}')
-        if [ -z "$min" ] || [ "$ns" -lt "$min" ]; then min=$ns; fi
-    done
-    echo "$min"
+# One timed run: prints wall ns.
+run() {
+    local mode=$1 threads=$2 kind=$3
+    rm -rf "$WORK/t" && mkdir -p "$WORK/t"
+    case $kind in
+        base)  "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        agent) SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        naive) "$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t" ;;
+    esac | awk '{print $3}'
 }
 
-printf '%-6s %7s %10s %10s %10s %10s %10s %12s\n' mode threads "base ns/ev" "agent +ns" "agent x" "naive +ns" "naive x" "naive/agent"
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# The three variants run back to back in every repetition, so each comparison is made within one
+# moment of a noisy machine; the median over repetitions is reported.
+printf '%-6s %7s %10s %10s %10s %10s %12s\n' mode threads "base ns/ev" "agent +ns" "agent x" "naive +ns" "naive/agent"
 for mode in mutex pipe; do
     for threads in 1 2 4 8; do
         used=$(( threads < CORES ? threads : CORES ))
         events=$(( threads * ITERS * 2 ))
-        b=$(best "$mode" "$threads" base)
-        a=$(best "$mode" "$threads" agent)
-        n=$(best "$mode" "$threads" naive)
-        awk -v m="$mode" -v t="$threads" -v b="$b" -v a="$a" -v n="$n" -v u="$used" -v e="$events" 'BEGIN {
-            base = b * u / e; agent = (a - b) * u / e; naive = (n - b) * u / e;
-            printf "%-6s %7d %10.1f %10.1f %10.2f %10.1f %10.2f %12.1f\n", m, t, base, agent, a / b, naive, n / b, naive / (agent > 0 ? agent : 1)
-        }'
+        : > "$WORK/rows"
+        for _ in $(seq 1 "$REPEAT"); do
+            b=$(run "$mode" "$threads" base)
+            a=$(run "$mode" "$threads" agent)
+            n=$(run "$mode" "$threads" naive)
+            echo "$b $a $n" >> "$WORK/rows"
+        done
+        base=$(awk -v u="$used" -v e="$events" '{print $1 * u / e}' "$WORK/rows" | median)
+        agent=$(awk -v u="$used" -v e="$events" '{print ($2 - $1) * u / e}' "$WORK/rows" | median)
+        ratio=$(awk '{print $2 / $1}' "$WORK/rows" | median)
+        naive=$(awk -v u="$used" -v e="$events" '{print ($3 - $1) * u / e}' "$WORK/rows" | median)
+        vs=$(awk '{print ($3 - $1) / (($2 - $1) > 0 ? ($2 - $1) : 1)}' "$WORK/rows" | median)
+        printf '%-6s %7d %10.1f %10.1f %10.2f %10.1f %12.1f\n' "$mode" "$threads" "$base" "$agent" "$ratio" "$naive" "$vs"
     done
 done
+
+# Instructions added per event (one thread), from callgrind: deterministic, unlike the timings.
+# Two run lengths are measured so start-up costs cancel out.
+if command -v valgrind >/dev/null; then
+    count() {
+        rm -rf "$WORK/t" && mkdir -p "$WORK/t"
+        "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    }
+    for mode in mutex pipe; do
+        cg="valgrind --tool=callgrind --callgrind-out-file=/dev/null"
+        b1=$(count $cg "$BENCH" "$mode" 1 20000); b2=$(count $cg "$BENCH" "$mode" 1 40000)
+        a1=$(count env SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 20000)
+        a2=$(count env SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 40000)
+        awk -v m="$mode" -v b1="$b1" -v b2="$b2" -v a1="$a1" -v a2="$a2" 'BEGIN {
+            printf "instructions added per event (%s): %.0f\n", m, ((a2 - a1) - (b2 - b1)) / 40000 }'
+    done
+fi
 
 # Bytes per event, from a recorded run of each mode.
 for mode in mutex pipe; do

@@ -120,10 +120,11 @@ pub fn new_process(cfg: &mut Config) -> bool {
 }
 
 fn write_process_file(cfg: &Config, exe: &[u8]) {
+    // Written under a temporary name and renamed when complete, like thread files.
     let fd = sys::openat(
         cfg.proc_dir,
-        b"process.trace\0",
-        libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+        b".process.tmp\0",
+        libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
         0o666,
     ) as i32;
     if fd < 0 {
@@ -153,8 +154,29 @@ fn write_process_file(cfg: &Config, exe: &[u8]) {
     off += write_record(fd, off, rec::CALIBRATION, &body[..n], &[]);
     header[hdr::COMMITTED..hdr::COMMITTED + 8]
         .copy_from_slice(&(off - format::HEADER_SIZE as u64).to_le_bytes());
-    pwrite_all(fd, &header, 0);
+    let complete = pwrite_all(fd, &header, 0);
     sys::close(fd);
+    let tmp = b".process.tmp\0";
+    if complete {
+        sys::syscall6(
+            libc::SYS_renameat,
+            [
+                cfg.proc_dir as usize,
+                tmp.as_ptr() as usize,
+                cfg.proc_dir as usize,
+                c"process.trace".as_ptr() as usize,
+                0,
+                0,
+            ],
+        );
+    } else {
+        sys::sys(
+            libc::SYS_unlinkat,
+            cfg.proc_dir as usize,
+            tmp.as_ptr() as usize,
+            0,
+        );
+    }
 }
 
 /// Writes kind, length, `a` and `b` at `off`; returns the bytes written (0 on failure).

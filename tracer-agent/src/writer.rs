@@ -79,40 +79,38 @@ pub fn fill_header(h: &mut [u8], cfg: &Config, kind: format::FileKind, tid: i32,
 
 impl File {
     /// Creates `t<tid>.trace` (or `t<tid>.<k>.trace` when taken) in the process directory.
+    ///
+    /// The file is prepared under a hidden temporary name and renamed once its header is
+    /// complete, so a process that exits while a thread is starting leaves no half-made trace.
     pub fn create(cfg: &Config, tid: i32, index: u32) -> Option<File> {
-        let mut fd = -1;
-        for k in 0..1000u64 {
-            let mut p = sys::PathBuf::<64>::new();
-            p.push(b"t").push_u64(tid as u64);
-            if k > 0 {
-                p.push(b".").push_u64(k);
-            }
-            p.push(b".trace");
-            let r = sys::openat(
-                cfg.proc_dir,
-                p.c_bytes()?,
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-                0o666,
-            );
-            if r == -(libc::EEXIST as isize) {
-                continue;
-            }
-            if r < 0 {
-                return None;
-            }
-            fd = r as i32;
-            break;
-        }
-        if fd < 0 {
+        let mut tmp = sys::PathBuf::<64>::new();
+        tmp.push(b".t").push_u64(tid as u64).push(b".tmp");
+        let tmp = tmp.c_bytes()?;
+        let r = sys::openat(
+            cfg.proc_dir,
+            tmp,
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o666,
+        );
+        if r < 0 {
             return None;
         }
-        let fd = crate::agentfd::adopt(fd);
+        let fd = crate::agentfd::adopt(r as i32);
+        let fail = |fd: i32| {
+            crate::agentfd::release(fd);
+            sys::sys(
+                libc::SYS_unlinkat,
+                cfg.proc_dir as usize,
+                tmp.as_ptr() as usize,
+                0,
+            );
+            None
+        };
         sys::fchmod(fd, 0o666);
         // SAFETY: zeroed is a valid stat.
         let mut st: libc::stat = unsafe { core::mem::zeroed() };
         if sys::fstat(fd, &mut st) < 0 || !reserve(fd, 0, PAGE) {
-            crate::agentfd::release(fd);
-            return None;
+            return fail(fd);
         }
         let h = sys::mmap(
             0,
@@ -123,8 +121,7 @@ impl File {
             0,
         );
         if h < 0 {
-            crate::agentfd::release(fd);
-            return None;
+            return fail(fd);
         }
         let header = h as *mut u8;
         // SAFETY: a fresh PAGE-sized shared mapping of our file.
@@ -135,6 +132,39 @@ impl File {
             tid,
             index,
         );
+        // A tid can be reused within a process; later files of the same tid get a suffix.
+        let mut named = false;
+        for k in 0..1000u64 {
+            let mut p = sys::PathBuf::<64>::new();
+            p.push(b"t").push_u64(tid as u64);
+            if k > 0 {
+                p.push(b".").push_u64(k);
+            }
+            p.push(b".trace");
+            let Some(name) = p.c_bytes() else { break };
+            let r = sys::syscall6(
+                libc::SYS_renameat2,
+                [
+                    cfg.proc_dir as usize,
+                    tmp.as_ptr() as usize,
+                    cfg.proc_dir as usize,
+                    name.as_ptr() as usize,
+                    libc::RENAME_NOREPLACE as usize,
+                    0,
+                ],
+            );
+            if r == 0 {
+                named = true;
+                break;
+            }
+            if r != -(libc::EEXIST as isize) {
+                break;
+            }
+        }
+        if !named {
+            sys::munmap(header, PAGE as usize);
+            return fail(fd);
+        }
         Some(File {
             fd,
             dev: st.st_dev,

@@ -276,22 +276,28 @@ fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: boo
     };
     info.chan_key = stable_hash(&[&[kind], lo.bytes(), hi.bytes()]);
     info.offsets = offsets;
-    let encode = |dst: &mut [u8; IDENT],
-                  len: &mut u8,
-                  sender: &Endpoint,
-                  receiver: &Endpoint,
-                  chan_key: u64| {
+    info.tx_key = stable_hash(&[&[kind], local.bytes(), peer.bytes()]);
+    info.rx_key = stable_hash(&[&[kind], peer.bytes(), local.bytes()]);
+    set_idents(info, kind, &local, &peer);
+}
+
+/// Writes the identities of both directions (see the OBJECT record's STREAM identity).
+fn set_idents(info: &mut Info, kind: u8, me: &Endpoint, peer: &Endpoint) {
+    let encode = |dst: &mut [u8; IDENT], sender: &Endpoint, receiver: &Endpoint, chan_key: u64| {
         let mut e = Enc::new(dst);
         e.u8(kind);
         e.varint(chan_key);
         e.bytes(sender.bytes());
         e.bytes(receiver.bytes());
-        *len = if e.ok() { e.len() as u8 } else { 0 };
-        stable_hash(&[&[kind], sender.bytes(), receiver.bytes()])
+        if e.ok() {
+            e.len() as u8
+        } else {
+            0
+        }
     };
     let ck = info.chan_key;
-    info.tx_key = encode(&mut info.tx_ident, &mut info.tx_len, &local, &peer, ck);
-    info.rx_key = encode(&mut info.rx_ident, &mut info.rx_len, &peer, &local, ck);
+    info.tx_len = encode(&mut info.tx_ident, me, peer, ck);
+    info.rx_len = encode(&mut info.rx_ident, peer, me, ck);
 }
 
 fn none(info: &mut Info, kind: u8) {
@@ -356,21 +362,7 @@ pub fn fill_anchored(
     } else {
         (back, fwd)
     };
-    let encode = |dst: &mut [u8; IDENT],
-                  len: &mut u8,
-                  sender: &Endpoint,
-                  receiver: &Endpoint,
-                  chan_key: u64| {
-        let mut e = Enc::new(dst);
-        e.u8(kind);
-        e.varint(chan_key);
-        e.bytes(sender.bytes());
-        e.bytes(receiver.bytes());
-        *len = if e.ok() { e.len() as u8 } else { 0 };
-    };
-    let ck = info.chan_key;
-    encode(&mut info.tx_ident, &mut info.tx_len, &me, &peer, ck);
-    encode(&mut info.rx_ident, &mut info.rx_len, &peer, &me, ck);
+    set_idents(info, kind, &me, &peer);
     info.tx_key = tx;
     info.rx_key = rx;
 }

@@ -4,12 +4,15 @@
  *   - WORKERS worker threads pop requests, "process" them (a short computation) and write a
  *     reply (the id) into a reply pipe;
  *   - the main thread sends REQUESTS ids, then reads every reply back.
- * True tasks: one request = send(main) -> dispatch(dispatcher) -> process+reply(worker) -> receive(main). */
+ * True tasks: one request = send(main) -> dispatch(dispatcher) -> process+reply(worker) -> receive(main).
+ * Ground truth (samples/TRUTH.md): "dispatch" on the dispatcher, "process" on a worker, id = request. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "truth.h"
 
 #define WORKERS 4
 #define QCAP 16
@@ -24,11 +27,13 @@ static void *dispatcher(void *a) {
     uint64_t id;
     (void)a;
     while (read(req_pipe[0], &id, sizeof id) == sizeof id) {
+        uint64_t start = truth_now();
         pthread_mutex_lock(&lock);
         while (count == QCAP) pthread_cond_wait(&not_full, &lock);
         queue[(head + count++) % QCAP] = id;
         pthread_cond_signal(&not_empty);
         pthread_mutex_unlock(&lock);
+        truth_task("dispatch", (int64_t)id, -1, start, truth_now());
     }
     pthread_mutex_lock(&lock);
     done = 1;
@@ -48,15 +53,18 @@ static void *worker(void *a) {
         count--;
         pthread_cond_signal(&not_full);
         pthread_mutex_unlock(&lock);
+        uint64_t start = truth_now();
         volatile uint64_t x = id;
         for (int i = 0; i < 20000; i++) x = x * 6364136223846793005ULL + 1;
         if (write(rep_pipe[1], &id, sizeof id) != sizeof id) abort();
+        truth_task("process", (int64_t)id, -1, start, truth_now());
     }
 }
 
-int main(int argc, char **argv) {
+int workqueue_main(int argc, char **argv) {
     int requests = argc > 1 ? atoi(argv[1]) : 200;
     pthread_t d, w[WORKERS];
+    truth_open("workqueue");
     if (pipe(req_pipe) || pipe(rep_pipe)) return 1;
     pthread_create(&d, NULL, dispatcher, NULL);
     for (int i = 0; i < WORKERS; i++) pthread_create(&w[i], NULL, worker, NULL);

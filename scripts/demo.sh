@@ -6,11 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-target/demo-trace}
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
-mkdir -p target/samples
-cc -O2 -g -pthread -o target/samples/workqueue samples/c/workqueue.c
+cargo build --release -q -p scalpel-agent -p scalpel-inferencer -p scalpel-samples
 rm -rf "$OUT"
-target/release/scalpel record -o "$OUT" -- target/samples/workqueue 200
+target/release/scalpel record -o "$OUT" -- target/release/workqueue 200
 echo
 echo "== first 40 events, all threads merged by time =="
 target/release/scalpel dump --merged --limit 40 "$OUT"

@@ -9,7 +9,9 @@ use std::os::raw::{c_char, c_int};
 /// Calls a C `main`-like entry point with this process's arguments and exits with its status.
 pub fn run_c_main(entry: unsafe extern "C" fn(c_int, *mut *mut c_char) -> c_int) -> ! {
     let args: Vec<CString> = std::env::args_os()
-        .map(|a| CString::new(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str())).unwrap_or_default())
+        .map(|a| {
+            CString::new(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str())).unwrap_or_default()
+        })
         .collect();
     let mut argv: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv.push(std::ptr::null_mut());

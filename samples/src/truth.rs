@@ -16,7 +16,15 @@ pub fn open(program: &str) {
         let path = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())).ok()?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC;
         // SAFETY: a NUL-terminated path; openat through syscall() is not recorded by the agent.
-        let fd = unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags, 0o644) };
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                flags,
+                0o644,
+            )
+        };
         (fd >= 0).then_some(fd as i32)
     });
     if fd.is_some() {
@@ -28,7 +36,10 @@ pub fn open(program: &str) {
 
 /// CLOCK_MONOTONIC nanoseconds, the clock of the traces' times.
 pub fn now() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64

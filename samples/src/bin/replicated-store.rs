@@ -1,0 +1,687 @@
+//! replicated-store: a small version of the PacificA setup from the Scalpel paper, with its
+//! flow-control bug.
+//!
+//! Three processes on loopback TCP: a client, the primary (this process) and a backup.
+//! - The client submits commits (a window of outstanding commits per connection).
+//! - Primary: a session thread per client connection receives packets (`recv_packet`) and
+//!   dispatches them to a thread pool (`do_work`). A commit is applied locally (`mutate`: append
+//!   to a log file and fsync), then sent to the backup through an RPC layer (`rpc_async_call`)
+//!   that queues it for the network layer's 4 sender threads (`send_packet`).
+//! - The backup applies the mutation (`apply_mutation`) and acks (`send_ack`).
+//! - A primary thread receives the ack (`recv_packet`) and dispatches it to the pool, where
+//!   `receive_mutation_ack` replies to the client (`rpc_call_reply`), again through the senders.
+//! - The link to the backup is simulated with a bandwidth (`--link-mbps`, default 10 MB/s).
+//! - Flow control in the network layer: when more than `--flow-limit` bytes are queued, a sender
+//!   sleeps `--flow-sleep-ms` (default 1 s), then the senders drain the queue to half the limit.
+//!   With `--rpc async` (the default) the workers queue mutations faster than the link carries
+//!   them, so the senders stall together again and again and the link idles most of the time;
+//!   `--rpc sync` sends from the worker and waits for the ack, so the queue never fills.
+//!
+//! Ground truth (samples/TRUTH.md): `worker_task` (session thread: packet received → dispatched),
+//! `local_commit` (worker: dequeued → mutation queued for the backup), `remote_ack` (worker: ack
+//! dequeued → reply queued), `send` (sender thread: one packet), `apply` (backup), `commit`
+//! (client: submitted → reply received). Ids are commit ids: `connection * 1000000 + n`.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use scalpel_samples::truth;
+
+const COMMIT: u8 = 1;
+const MUTATION: u8 = 2;
+const ACK: u8 = 3;
+const REPLY: u8 = 4;
+
+/// Command-line settings.
+#[derive(Clone, Debug)]
+struct Opts {
+    rpc_sync: bool,
+    clients: u64,
+    commits: u64,
+    window: u64,
+    value_size: usize,
+    workers: usize,
+    senders: usize,
+    flow_limit: usize,
+    flow_sleep: Duration,
+    /// Bandwidth of the simulated network between primary and backup, in bytes per second.
+    link_bps: u64,
+    port: u16,
+    log_dir: std::path::PathBuf,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        rpc_sync: false,
+        clients: 4,
+        commits: 100,
+        window: 16,
+        value_size: 4096,
+        workers: 4,
+        senders: 4,
+        flow_limit: 64 * 1024,
+        flow_sleep: Duration::from_millis(1000),
+        link_bps: 10_000_000,
+        port: 0,
+        log_dir: std::env::temp_dir(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        let num = |v: &String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{a}: not a number: {v}"))
+        };
+        match a.as_str() {
+            "--rpc" => match val()?.as_str() {
+                "async" => o.rpc_sync = false,
+                "sync" => o.rpc_sync = true,
+                v => return Err(format!("--rpc takes async or sync, not {v}")),
+            },
+            "--clients" => o.clients = num(val()?)?.clamp(1, 64),
+            "--commits" => o.commits = num(val()?)?,
+            "--window" => o.window = num(val()?)?.max(1),
+            "--value-size" => o.value_size = num(val()?)?.clamp(1, 1 << 20) as usize,
+            "--workers" => o.workers = num(val()?)?.clamp(1, 64) as usize,
+            "--senders" => o.senders = num(val()?)?.clamp(1, 64) as usize,
+            "--flow-limit" => o.flow_limit = num(val()?)? as usize,
+            "--flow-sleep-ms" => o.flow_sleep = Duration::from_millis(num(val()?)?),
+            "--link-mbps" => o.link_bps = num(val()?)?.max(1) * 1_000_000,
+            "--port" => o.port = num(val()?)? as u16,
+            "--log-dir" => o.log_dir = val()?.into(),
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    Ok(o)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Framing: kind u8, id u64, length u32, payload.
+
+fn write_frame(w: &mut impl Write, kind: u8, id: u64, payload: &[u8]) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(13 + payload.len());
+    buf.push(kind);
+    buf.extend_from_slice(&id.to_le_bytes());
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(payload);
+    w.write_all(&buf)
+}
+
+fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, u64, Vec<u8>)>> {
+    let mut head = [0u8; 13];
+    match r.read_exact(&mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let id = u64::from_le_bytes(head[1..9].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(head[9..13].try_into().expect("4 bytes")) as usize;
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload)?;
+    Ok(Some((head[0], id, payload)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The primary.
+
+enum Work {
+    Commit {
+        id: u64,
+        value: Vec<u8>,
+        received: u64,
+    },
+    Ack {
+        id: u64,
+    },
+}
+
+enum Dest {
+    Backup,
+    Client(usize),
+}
+
+struct Outgoing {
+    dest: Dest,
+    kind: u8,
+    id: u64,
+    payload: Vec<u8>,
+}
+
+/// The network layer's queue of packets waiting for a sender.
+#[derive(Default)]
+struct NetQueue {
+    items: VecDeque<Outgoing>,
+    bytes: usize,
+    /// Set after a flow-control sleep, until the queue is down to half the limit: the senders
+    /// then drain it without sleeping again.
+    draining: bool,
+    closed: bool,
+}
+
+struct Primary {
+    opts: Opts,
+    pool: Mutex<(VecDeque<Work>, bool)>,
+    pool_cv: Condvar,
+    net: Mutex<NetQueue>,
+    net_cv: Condvar,
+    backup: Mutex<TcpStream>,
+    clients: Vec<Mutex<TcpStream>>,
+    log: Mutex<File>,
+    /// Which accepted connection each commit came in on (replies go back on it).
+    routes: Mutex<HashMap<u64, usize>>,
+    /// Sync mode: acks the workers are waiting for.
+    pending: Mutex<HashMap<u64, bool>>,
+    pending_cv: Condvar,
+    stalls: AtomicU64,
+    sent_bytes: AtomicU64,
+    /// The simulated link is busy until this many nanoseconds after `epoch`.
+    link_busy_until: Mutex<u64>,
+    epoch: Instant,
+}
+
+impl Primary {
+    fn dispatch(&self, w: Work) {
+        let mut q = self.pool.lock().expect("pool lock");
+        q.0.push_back(w);
+        self.pool_cv.notify_one();
+    }
+
+    #[inline(never)]
+    fn mutate(&self, id: u64, value: &[u8]) {
+        let mut log = self.log.lock().expect("log lock");
+        log.write_all(&id.to_le_bytes())
+            .and_then(|_| log.write_all(value))
+            .expect("log write");
+        log.sync_data().expect("fsync");
+    }
+
+    #[inline(never)]
+    fn rpc_async_call(&self, id: u64, value: Vec<u8>) {
+        self.queue_packet(Outgoing {
+            dest: Dest::Backup,
+            kind: MUTATION,
+            id,
+            payload: value,
+        });
+    }
+
+    #[inline(never)]
+    fn rpc_sync_call(&self, id: u64, value: &[u8]) {
+        self.pending.lock().expect("pending lock").insert(id, false);
+        self.link_transmit(value.len() + 13);
+        {
+            let mut b = self.backup.lock().expect("backup lock");
+            write_frame(&mut *b, MUTATION, id, value).expect("send to backup");
+        }
+        self.sent_bytes
+            .fetch_add(13 + value.len() as u64, Ordering::Relaxed);
+        let mut p = self.pending.lock().expect("pending lock");
+        while !p.get(&id).copied().unwrap_or(true) {
+            p = self.pending_cv.wait(p).expect("pending wait");
+        }
+        p.remove(&id);
+    }
+
+    #[inline(never)]
+    fn receive_mutation_ack(&self, id: u64) {
+        self.rpc_call_reply(id);
+    }
+
+    #[inline(never)]
+    fn rpc_call_reply(&self, id: u64) {
+        let conn = self
+            .routes
+            .lock()
+            .expect("routes lock")
+            .remove(&id)
+            .expect("a route for every commit");
+        if self.opts.rpc_sync {
+            let mut c = self.clients[conn].lock().expect("client lock");
+            write_frame(&mut *c, REPLY, id, &[]).expect("reply");
+        } else {
+            self.queue_packet(Outgoing {
+                dest: Dest::Client(conn),
+                kind: REPLY,
+                id,
+                payload: Vec::new(),
+            });
+        }
+    }
+
+    fn queue_packet(&self, o: Outgoing) {
+        let mut q = self.net.lock().expect("net lock");
+        q.bytes += o.payload.len() + 13;
+        q.items.push_back(o);
+        self.net_cv.notify_one();
+    }
+
+    #[inline(never)]
+    fn do_work(&self, w: Work) {
+        match w {
+            Work::Commit {
+                id,
+                value,
+                received,
+            } => {
+                let start = truth::now();
+                self.mutate(id, &value);
+                if self.opts.rpc_sync {
+                    self.rpc_sync_call(id, &value);
+                    truth::task(
+                        "local_commit",
+                        id as i64,
+                        -1,
+                        start.max(received),
+                        truth::now(),
+                    );
+                    let ack = truth::now();
+                    self.receive_mutation_ack(id);
+                    truth::task("remote_ack", id as i64, -1, ack, truth::now());
+                } else {
+                    self.rpc_async_call(id, value);
+                    truth::task("local_commit", id as i64, -1, start, truth::now());
+                }
+            }
+            Work::Ack { id } => {
+                let start = truth::now();
+                self.receive_mutation_ack(id);
+                truth::task("remote_ack", id as i64, -1, start, truth::now());
+            }
+        }
+    }
+
+    fn worker(&self) {
+        loop {
+            let w = {
+                let mut q = self.pool.lock().expect("pool lock");
+                loop {
+                    if let Some(w) = q.0.pop_front() {
+                        break w;
+                    }
+                    if q.1 {
+                        return;
+                    }
+                    q = self.pool_cv.wait(q).expect("pool wait");
+                }
+            };
+            self.do_work(w);
+        }
+    }
+
+    /// The network layer's flow control: the paper's one-second sleep when too much is queued.
+    #[inline(never)]
+    fn flow_control_sleep(&self) {
+        self.stalls.fetch_add(1, Ordering::Relaxed);
+        thread::sleep(self.opts.flow_sleep);
+    }
+
+    /// Waits for the simulated link to carry `bytes` (senders share its bandwidth).
+    #[inline(never)]
+    fn link_transmit(&self, bytes: usize) {
+        let cost = bytes as u64 * 1_000_000_000 / self.opts.link_bps;
+        let done = {
+            let mut busy = self.link_busy_until.lock().expect("link lock");
+            let now = self.epoch.elapsed().as_nanos() as u64;
+            *busy = (*busy).max(now) + cost;
+            *busy
+        };
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        if done > now {
+            thread::sleep(Duration::from_nanos(done - now));
+        }
+    }
+
+    #[inline(never)]
+    fn send_packet(&self, o: &Outgoing) {
+        let start = truth::now();
+        self.link_transmit(o.payload.len() + 13);
+        let stream = match o.dest {
+            Dest::Backup => &self.backup,
+            Dest::Client(c) => &self.clients[c],
+        };
+        let mut s = stream.lock().expect("stream lock");
+        write_frame(&mut *s, o.kind, o.id, &o.payload).expect("send");
+        drop(s);
+        self.sent_bytes
+            .fetch_add(13 + o.payload.len() as u64, Ordering::Relaxed);
+        truth::task("send", o.id as i64, -1, start, truth::now());
+    }
+
+    fn sender(&self) {
+        loop {
+            let (o, over) = {
+                let mut q = self.net.lock().expect("net lock");
+                loop {
+                    if let Some(o) = q.items.pop_front() {
+                        let over = q.bytes > self.opts.flow_limit && !q.draining;
+                        q.bytes -= o.payload.len() + 13;
+                        if q.bytes <= self.opts.flow_limit / 2 {
+                            q.draining = false;
+                        }
+                        break (o, over);
+                    }
+                    if q.closed {
+                        return;
+                    }
+                    q = self.net_cv.wait(q).expect("net wait");
+                }
+            };
+            if over {
+                self.flow_control_sleep();
+                self.net.lock().expect("net lock").draining = true;
+            }
+            self.send_packet(&o);
+        }
+    }
+
+    #[inline(never)]
+    fn recv_packet(r: &mut impl Read) -> Option<(u8, u64, Vec<u8>)> {
+        read_frame(r).expect("receive")
+    }
+
+    fn session(&self, index: usize, mut stream: TcpStream) {
+        while let Some((kind, id, value)) = Self::recv_packet(&mut stream) {
+            let start = truth::now();
+            if kind == COMMIT {
+                self.routes.lock().expect("routes lock").insert(id, index);
+                self.dispatch(Work::Commit {
+                    id,
+                    value,
+                    received: start,
+                });
+                truth::task("worker_task", id as i64, -1, start, truth::now());
+            }
+        }
+    }
+
+    fn backup_receiver(&self, mut stream: TcpStream) {
+        while let Some((kind, id, _)) = Self::recv_packet(&mut stream) {
+            if kind != ACK {
+                continue;
+            }
+            if self.opts.rpc_sync {
+                let mut p = self.pending.lock().expect("pending lock");
+                p.insert(id, true);
+                self.pending_cv.notify_all();
+            } else {
+                self.dispatch(Work::Ack { id });
+            }
+        }
+    }
+}
+
+fn spawn_self(args: &[&str], stdout: Stdio) -> io::Result<Child> {
+    Command::new(std::env::current_exe()?)
+        .args(args)
+        .stdout(stdout)
+        .spawn()
+}
+
+fn run_primary(opts: Opts) -> Result<(), String> {
+    truth::open("replicated-store");
+    fn e(what: &str) -> impl Fn(io::Error) -> String + '_ {
+        move |err| format!("{what}: {err}")
+    }
+    let mut backup = spawn_self(
+        &["backup", "--log-dir", &opts.log_dir.to_string_lossy()],
+        Stdio::piped(),
+    )
+    .map_err(e("starting the backup"))?;
+    let mut line = String::new();
+    BufReader::new(backup.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .map_err(e("backup port"))?;
+    let backup_port: u16 = line
+        .trim()
+        .parse()
+        .map_err(|_| format!("backup said {line:?}, not a port"))?;
+    let backup_stream =
+        TcpStream::connect(("127.0.0.1", backup_port)).map_err(e("connecting to the backup"))?;
+    backup_stream.set_nodelay(true).map_err(e("nodelay"))?;
+
+    let listener = TcpListener::bind(("127.0.0.1", opts.port)).map_err(e("listening"))?;
+    let port = listener
+        .local_addr()
+        .map_err(e("local address"))?
+        .port()
+        .to_string();
+    let client_args = [
+        "client",
+        "--port",
+        &port,
+        "--clients",
+        &opts.clients.to_string(),
+        "--commits",
+        &opts.commits.to_string(),
+        "--window",
+        &opts.window.to_string(),
+        "--value-size",
+        &opts.value_size.to_string(),
+    ];
+    let mut client =
+        spawn_self(&client_args, Stdio::inherit()).map_err(e("starting the client"))?;
+    let mut clients = Vec::new();
+    for _ in 0..opts.clients {
+        let (s, _) = listener.accept().map_err(e("accepting a client"))?;
+        s.set_nodelay(true).map_err(e("nodelay"))?;
+        clients.push(s);
+    }
+    let log_path = opts.log_dir.join(format!(
+        "replicated-store-primary-{}.log",
+        std::process::id()
+    ));
+    let log = File::create(&log_path).map_err(e("creating the primary log"))?;
+    let p = Arc::new(Primary {
+        backup: Mutex::new(backup_stream.try_clone().map_err(e("clone"))?),
+        clients: clients
+            .iter()
+            .map(|c| c.try_clone().map(Mutex::new))
+            .collect::<io::Result<_>>()
+            .map_err(e("clone"))?,
+        opts: opts.clone(),
+        pool: Mutex::new((VecDeque::new(), false)),
+        pool_cv: Condvar::new(),
+        net: Mutex::new(NetQueue::default()),
+        net_cv: Condvar::new(),
+        log: Mutex::new(log),
+        routes: Mutex::new(HashMap::new()),
+        pending: Mutex::new(HashMap::new()),
+        pending_cv: Condvar::new(),
+        stalls: AtomicU64::new(0),
+        sent_bytes: AtomicU64::new(0),
+        link_busy_until: Mutex::new(0),
+        epoch: Instant::now(),
+    });
+    let started = Instant::now();
+    let mut threads = Vec::new();
+    let named = |name: &str| thread::Builder::new().name(name.to_string());
+    for _ in 0..opts.workers {
+        let p = Arc::clone(&p);
+        threads.push(
+            named("worker")
+                .spawn(move || p.worker())
+                .map_err(e("thread"))?,
+        );
+    }
+    for _ in 0..opts.senders {
+        let p = Arc::clone(&p);
+        threads.push(
+            named("sender")
+                .spawn(move || p.sender())
+                .map_err(e("thread"))?,
+        );
+    }
+    let mut sessions = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        let p = Arc::clone(&p);
+        sessions.push(
+            named("session")
+                .spawn(move || p.session(i, c))
+                .map_err(e("thread"))?,
+        );
+    }
+    let receiver = {
+        let p = Arc::clone(&p);
+        named("backup-recv")
+            .spawn(move || p.backup_receiver(backup_stream))
+            .map_err(e("thread"))?
+    };
+    let status = client.wait().map_err(e("waiting for the client"))?;
+    let elapsed = started.elapsed();
+    for s in sessions {
+        s.join()
+            .map_err(|_| "a session thread panicked".to_string())?;
+    }
+    // Stop the pool and the senders, then the backup (closing its connection ends it).
+    p.pool.lock().expect("pool lock").1 = true;
+    p.pool_cv.notify_all();
+    p.net.lock().expect("net lock").closed = true;
+    p.net_cv.notify_all();
+    for t in threads {
+        t.join().map_err(|_| "a thread panicked".to_string())?;
+    }
+    p.backup
+        .lock()
+        .expect("backup lock")
+        .shutdown(std::net::Shutdown::Both)
+        .map_err(e("shutdown"))?;
+    receiver
+        .join()
+        .map_err(|_| "the receiver panicked".to_string())?;
+    backup.wait().map_err(e("waiting for the backup"))?;
+    let _ = std::fs::remove_file(&log_path);
+    let bytes = p.sent_bytes.load(Ordering::Relaxed) as f64;
+    let secs = elapsed.as_secs_f64();
+    println!(
+        "replicated-store ({} rpc): {} commits in {:.2} s, {:.0} commits/s, {:.2} MB/s sent, {} flow-control stalls of {} ms",
+        if opts.rpc_sync { "sync" } else { "async" },
+        opts.clients * opts.commits,
+        secs,
+        (opts.clients * opts.commits) as f64 / secs,
+        bytes / secs / 1e6,
+        p.stalls.load(Ordering::Relaxed),
+        opts.flow_sleep.as_millis()
+    );
+    if !status.success() {
+        return Err("the client failed".into());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The backup and the client.
+
+#[inline(never)]
+fn apply_mutation(log: &mut File, id: u64, value: &[u8]) {
+    log.write_all(&id.to_le_bytes())
+        .and_then(|_| log.write_all(value))
+        .expect("backup log");
+    log.sync_data().expect("backup fsync");
+}
+
+#[inline(never)]
+fn send_ack(s: &mut TcpStream, id: u64) {
+    write_frame(s, ACK, id, &[]).expect("ack");
+}
+
+fn run_backup(opts: Opts) -> Result<(), String> {
+    truth::open("replicated-store-backup");
+    let listener =
+        TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("backup listen: {e}"))?;
+    println!(
+        "{}",
+        listener.local_addr().map_err(|e| e.to_string())?.port()
+    );
+    io::stdout().flush().map_err(|e| e.to_string())?;
+    let (mut s, _) = listener
+        .accept()
+        .map_err(|e| format!("backup accept: {e}"))?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    let path = opts.log_dir.join(format!(
+        "replicated-store-backup-{}.log",
+        std::process::id()
+    ));
+    let mut log = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut reader = s.try_clone().map_err(|e| e.to_string())?;
+    while let Some((kind, id, value)) = Primary::recv_packet(&mut reader) {
+        if kind == MUTATION {
+            let start = truth::now();
+            apply_mutation(&mut log, id, &value);
+            send_ack(&mut s, id);
+            truth::task("apply", id as i64, -1, start, truth::now());
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(())
+}
+
+#[inline(never)]
+fn submit_commit(s: &mut TcpStream, id: u64, value: &[u8]) {
+    write_frame(s, COMMIT, id, value).expect("submit");
+}
+
+fn client_connection(port: u16, conn: u64, opts: &Opts) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("client connect");
+    s.set_nodelay(true).expect("nodelay");
+    let mut r = s.try_clone().expect("clone");
+    let value: Vec<u8> = (0..opts.value_size)
+        .map(|i| (i as u64 + conn) as u8)
+        .collect();
+    let mut started: HashMap<u64, u64> = HashMap::new();
+    let (mut sent, mut done) = (0u64, 0u64);
+    while done < opts.commits {
+        while sent < opts.commits && sent - done < opts.window {
+            let id = conn * 1_000_000 + sent;
+            started.insert(id, truth::now());
+            submit_commit(&mut s, id, &value);
+            sent += 1;
+        }
+        let (kind, id, _) =
+            Primary::recv_packet(&mut r).expect("the primary closed the connection");
+        assert_eq!(kind, REPLY, "unexpected packet");
+        let start = started.remove(&id).expect("a reply to a commit we sent");
+        truth::task("commit", id as i64, conn as i64, start, truth::now());
+        done += 1;
+    }
+}
+
+fn run_client(opts: Opts) -> Result<(), String> {
+    truth::open("replicated-store-client");
+    let port = opts.port;
+    let handles: Vec<_> = (0..opts.clients)
+        .map(|c| {
+            let o = opts.clone();
+            thread::spawn(move || client_connection(port, c, &o))
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| "a client connection failed".to_string())?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (role, rest) = match args.first().map(String::as_str) {
+        Some("backup") => ("backup", &args[1..]),
+        Some("client") => ("client", &args[1..]),
+        _ => ("primary", &args[..]),
+    };
+    let result = parse(rest).and_then(|o| match role {
+        "backup" => run_backup(o),
+        "client" => run_client(o),
+        _ => run_primary(o),
+    });
+    if let Err(e) = result {
+        eprintln!("replicated-store {role}: {e}");
+        std::process::exit(1);
+    }
+}

@@ -52,6 +52,36 @@ pub enum SpawnError {
     },
 }
 
+/// Fails like a spawn would when `cmd` cannot be found or executed (searching `PATH` for a bare
+/// name), so the caller can stop before touching anything.
+pub fn check_runnable(cmd: &OsStr) -> Result<(), SpawnError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| -> Result<(), SpawnError> {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Ok(()),
+            Ok(_) => Err(SpawnError::NotExecutable {
+                cmd: cmd.to_os_string(),
+                source: io::Error::from(io::ErrorKind::PermissionDenied),
+            }),
+            Err(_) => Err(SpawnError::NotFound(cmd.to_os_string())),
+        }
+    };
+    if cmd.as_bytes().contains(&b'/') {
+        return runnable(std::path::Path::new(cmd));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut last = SpawnError::NotFound(cmd.to_os_string());
+    for dir in std::env::split_paths(&path) {
+        match runnable(&dir.join(cmd)) {
+            Ok(()) => return Ok(()),
+            Err(e @ SpawnError::NotExecutable { .. }) => last = e,
+            Err(_) => {}
+        }
+    }
+    Err(last)
+}
+
 impl SpawnError {
     /// 127 for not found, 126 for not executable, 1 otherwise (as a shell).
     pub fn exit_code(&self) -> u8 {

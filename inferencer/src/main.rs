@@ -109,11 +109,18 @@ fn job(cli: Cli) -> Result<Job> {
     })
 }
 
+/// Writes a line to stderr; a closed or full stderr is no reason to fail (or panic).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($t)*);
+    }};
+}
+
 fn main() -> ExitCode {
     match job(Cli::parse()).and_then(run) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("scalpel: error: {e:#}");
+            say!("scalpel: error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -136,8 +143,12 @@ fn run(job: Job) -> Result<ExitCode> {
         }
         Job::Summary(dir) => {
             let trace = load(&dir)?;
-            println!("{}", Summary::of(&trace));
-            Ok(ExitCode::SUCCESS)
+            match writeln!(io::stdout().lock(), "{}", Summary::of(&trace)) {
+                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                    Err(e).context("cannot write the summary")
+                }
+                _ => Ok(ExitCode::SUCCESS),
+            }
         }
     }
 }
@@ -146,7 +157,7 @@ fn run(job: Job) -> Result<ExitCode> {
 fn load(dir: &Path) -> Result<TraceDir> {
     let trace = read_dir(dir).context("cannot read the trace")?;
     for w in trace.all_warnings() {
-        eprintln!("scalpel: warning: {w}");
+        say!("scalpel: warning: {w}");
     }
     Ok(trace)
 }
@@ -156,7 +167,7 @@ fn run_record(opts: &RecordOptions) -> ExitCode {
     let rec = match record(opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("scalpel: error: {e}");
+            say!("scalpel: error: {e}");
             return ExitCode::from(e.exit_code());
         }
     };
@@ -166,26 +177,26 @@ fn run_record(opts: &RecordOptions) -> ExitCode {
         .map(|c| c.to_string_lossy().into_owned());
     let cmd = cmd.unwrap_or_default();
     match rec.outcome {
-        Outcome::Signaled(s) => eprintln!("scalpel: `{cmd}` was killed by {}", signal_name(s)),
+        Outcome::Signaled(s) => say!("scalpel: `{cmd}` was killed by {}", signal_name(s)),
         Outcome::Exited(0) => {}
-        Outcome::Exited(c) => eprintln!("scalpel: `{cmd}` exited with status {c}"),
+        Outcome::Exited(c) => say!("scalpel: `{cmd}` exited with status {c}"),
     }
     match read_dir(&rec.dir) {
         Ok(trace) => {
             const SHOWN: usize = 10;
             let warnings: Vec<_> = trace.all_warnings().collect();
             for w in warnings.iter().take(SHOWN) {
-                eprintln!("scalpel: warning: {w}");
+                say!("scalpel: warning: {w}");
             }
             if warnings.len() > SHOWN {
-                eprintln!("scalpel: ... and {} more warnings", warnings.len() - SHOWN);
+                say!("scalpel: ... and {} more warnings", warnings.len() - SHOWN);
             }
-            eprintln!("scalpel: recorded");
+            say!("scalpel: recorded");
             for line in Summary::of(&trace).to_string().lines() {
-                eprintln!("  {line}");
+                say!("  {line}");
             }
         }
-        Err(e) => eprintln!(
+        Err(e) => say!(
             "scalpel: no trace was recorded ({e}); was the agent {} loaded?",
             rec.agent.display()
         ),

@@ -45,6 +45,16 @@ pub enum RecordError {
     /// The directory holds something and `force` is off.
     #[error("{}: trace directory is not empty (use --force to replace its contents)", .0.display())]
     NotEmpty(PathBuf),
+    /// `--force` was given for a directory that holds more than a trace.
+    #[error(
+        "{}: not a trace directory (it holds {}); --force only replaces an earlier trace",
+        .0.display(),
+        .1.to_string_lossy()
+    )]
+    NotATrace(PathBuf, OsString),
+    /// The path is a symbolic link to nothing.
+    #[error("{}: a symbolic link to a path that does not exist", .0.display())]
+    DanglingSymlink(PathBuf),
     /// The path exists and is not a directory.
     #[error("{}: exists and is not a directory", .0.display())]
     NotADirectory(PathBuf),
@@ -110,9 +120,29 @@ pub fn find_agent(env_agent: Option<&OsStr>, exe: Option<&Path>) -> Result<PathB
     Err(RecordError::AgentNotFound(dir.to_path_buf()))
 }
 
-/// Makes `dir` an empty directory writable by everyone and returns its absolute path. A
-/// non-empty directory is emptied when `force` is set, else refused.
+/// Whether a directory entry is something `scalpel record` writes: a process directory
+/// `<pid>.<n>` or the shared counter table.
+fn is_trace_entry(name: &OsStr) -> bool {
+    let name = name.to_string_lossy();
+    if name == scalpel_model::format::SHARED_TABLE {
+        return true;
+    }
+    let mut parts = name.splitn(2, '.');
+    let num =
+        |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    num(parts.next()) && num(parts.next())
+}
+
+/// Makes `dir` an empty directory and returns its absolute path. A directory it creates is made
+/// writable by everyone (see below); an existing one keeps its mode. A non-empty directory is
+/// emptied when `force` is set and it holds only what a recording writes, else refused.
 pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() && fs::metadata(dir).is_err() => {
+            return Err(RecordError::DanglingSymlink(dir.to_path_buf()));
+        }
+        _ => {}
+    }
     match fs::metadata(dir) {
         Ok(m) if !m.is_dir() => return Err(RecordError::NotADirectory(dir.to_path_buf())),
         Ok(_) => {
@@ -122,6 +152,10 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
                 .map_err(io_err(dir, "list"))?;
             if !entries.is_empty() && !force {
                 return Err(RecordError::NotEmpty(dir.to_path_buf()));
+            }
+            // --force replaces an earlier trace, never a directory holding anything else.
+            if let Some(other) = entries.iter().find(|e| !is_trace_entry(&e.file_name())) {
+                return Err(RecordError::NotATrace(dir.to_path_buf(), other.file_name()));
             }
             for e in entries {
                 let p = e.path();
@@ -136,14 +170,15 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))?;
+            // World-writable with the sticky bit, like /tmp: a traced program that changes user
+            // (a server dropping privileges, a setuid helper) must still be able to create its
+            // process and thread files here, and the sticky bit keeps users from removing each
+            // other's files. Only a directory made here is opened up this way.
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o1777))
+                .map_err(io_err(dir, "set permissions"))?;
         }
         Err(e) => return Err(io_err(dir, "access")(e)),
     }
-    // World-writable with the sticky bit, like /tmp: a traced program that changes user (a
-    // server dropping privileges, a setuid helper) must still be able to create its process and
-    // thread files here, and the sticky bit keeps users from removing each other's files.
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o1777))
-        .map_err(io_err(dir, "set permissions"))?;
     fs::canonicalize(dir).map_err(io_err(dir, "resolve"))
 }
 
@@ -175,6 +210,8 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let (cmd, args) = opts.command.split_first().ok_or(RecordError::NoCommand)?;
     let exe = std::env::current_exe().ok();
     let agent = find_agent(std::env::var_os(ENV_AGENT).as_deref(), exe.as_deref())?;
+    // A command that cannot start must not cost the user the previous trace.
+    child::check_runnable(cmd)?;
     let dir = prepare_dir(&opts.dir, opts.force)?;
     let preload = ld_preload(&agent, std::env::var_os("LD_PRELOAD").as_deref());
     let mut command = std::process::Command::new(cmd);

@@ -13,7 +13,8 @@
 //! The writer publishes the header's `committed` field after each record; bytes past it are not
 //! part of the trace (they may be a record being written when the process died). Readers skip
 //! record kinds they do not know by their length, skip `PAD` bytes (zeros left at the end of a
-//! mapped window), and stop at the first record that runs past `committed` or does not decode.
+//! mapped window), skip (with a warning) a record whose payload does not decode, and stop at the
+//! first record whose length runs past `committed` or does not decode.
 
 /// Magic bytes at offset 0.
 pub const MAGIC: [u8; 8] = *b"SCALPEL\0";
@@ -136,8 +137,8 @@ pub mod rec {
 pub mod field {
     /// varint object index (per file, defined by an earlier OBJECT record).
     pub const OBJ: u8 = 1 << 0;
-    /// zigzag varint: sequence number minus the previous sequence number of this object in this
-    /// file (0 before the first).
+    /// zigzag varint: sequence number minus the previous sequence number of the object bound to
+    /// this index since the OBJECT record that bound it (0 before the first).
     pub const SEQ: u8 = 1 << 1;
     /// zigzag varint: the call's result (negative errno on failure).
     pub const RESULT: u8 = 1 << 2;

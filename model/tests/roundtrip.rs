@@ -115,34 +115,34 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
             Step::Calibration(ticks, mono_ns) => Some(Calibration {
                 ticks: *ticks,
                 mono_ns: *mono_ns,
+                offset: 0,
             }),
             _ => None,
         })
         .collect();
     let clock = Clock::new(h, &cals);
     let mut table: HashMap<u64, (u8, u64, u64)> = HashMap::new();
-    let mut orphan = 0u64;
     let (mut ticks, mut events, mut objects, mut lost) = (h.clock0, vec![], vec![], 0u64);
     for s in steps {
         match s {
             Step::Event(r) => {
                 ticks = ticks.wrapping_add(r.dt);
                 let ent = r.obj.and_then(|i| table.get_mut(&i).map(|e| (i, e)));
-                let (obj, last) = match ent {
+                // An event on an undefined index has no base for its delta: no sequence number.
+                let (obj, seq) = match ent {
                     Some((index, (kind, key, last))) => (
                         Some(ObjectRef {
                             kind: *kind,
                             key: *key,
                             index,
                         }),
-                        last,
+                        r.seq_delta.map(|d| {
+                            *last = last.wrapping_add(d as u64);
+                            *last
+                        }),
                     ),
-                    None => (None, &mut orphan),
+                    None => (None, None),
                 };
-                let seq = r.seq_delta.map(|d| {
-                    *last = last.wrapping_add(d as u64);
-                    *last
-                });
                 events.push(Event {
                     op: Op::from_u8(r.op),
                     op_code: r.op,

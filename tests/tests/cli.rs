@@ -111,3 +111,81 @@ fn truncated_real_trace_keeps_its_valid_prefix() {
         "{err}"
     );
 }
+
+#[test]
+fn force_replaces_only_a_trace_and_only_for_a_runnable_command() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    // A directory with something else in it is never emptied.
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "keep me").unwrap();
+    let o = scalpel_cmd(&[
+        "record",
+        "--force",
+        "-o",
+        mine.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("notes.txt"));
+    assert!(mine.join("notes.txt").exists());
+    // An existing empty directory keeps its mode.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(
+        scalpel_cmd(&["record", "-o", empty.to_str().unwrap(), "--", "true"])
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::metadata(&empty).unwrap().permissions().mode() & 0o7777,
+        0o755
+    );
+    // A command that cannot start leaves the previous trace alone.
+    let run = record(std::path::Path::new("/bin/true"), &[]);
+    let before = std::fs::read_dir(&run.dir).unwrap().count();
+    let o = scalpel_cmd(&[
+        "record",
+        "--force",
+        "-o",
+        run.dir.to_str().unwrap(),
+        "--",
+        "no-such-command-xyz",
+    ]);
+    assert_eq!(o.status.code(), Some(127));
+    assert_eq!(std::fs::read_dir(&run.dir).unwrap().count(), before);
+}
+
+#[test]
+fn odd_files_and_closed_pipes_do_not_hang_or_panic() {
+    let run = record(std::path::Path::new("/bin/true"), &[]);
+    let proc_dir = std::fs::read_dir(&run.dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let fifo = proc_dir.join("t999999.trace");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path for mkfifo.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let o = scalpel_cmd(&["summary", run.dir.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected a regular file"));
+    // Output into a pipe closed at once: a clean exit, not a panic.
+    let mut child = Command::new(scalpel())
+        .args(["summary", run.dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_ne!(
+        status.code(),
+        Some(101),
+        "scalpel panicked on a closed pipe"
+    );
+}

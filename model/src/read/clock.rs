@@ -27,7 +27,7 @@ fn clamp(v: i128) -> u64 {
 
 /// `base + delta * num / den`, saturating, never panicking (`den` is non-zero).
 fn lerp(base: u64, delta: i128, num: i128, den: i128) -> u64 {
-    clamp(i128::from(base) + delta.saturating_mul(num) / den)
+    clamp(i128::from(base).saturating_add(delta.saturating_mul(num) / den))
 }
 
 impl Clock {
@@ -171,6 +171,7 @@ mod tests {
         let cal = [Calibration {
             ticks: 1000 + 60_000_000,
             mono_ns: 5_020_000_000,
+            offset: 0,
         }];
         let c = Clock::new(&h, &cal);
         assert_eq!(c.ns(1000), 5_000_000_000);
@@ -184,6 +185,7 @@ mod tests {
         let cal = [Calibration {
             ticks: 1000 + 3000,
             mono_ns: 5_000_001_000,
+            offset: 0,
         }];
         let c = Clock::new(&h, &cal);
         assert_eq!(c.ns(1000 + 5000), 5_000_002_000);
@@ -196,10 +198,12 @@ mod tests {
             Calibration {
                 ticks: u64::MAX,
                 mono_ns: 0,
+                offset: 0,
             },
             Calibration {
                 ticks: 0,
                 mono_ns: u64::MAX,
+                offset: 0,
             },
         ];
         let c = Clock::new(&h, &cal);

@@ -21,10 +21,9 @@ pub(crate) struct State<'p> {
     ticks: u64,
     /// Object index -> (kind, key, last absolute sequence number).
     table: HashMap<u64, (u8, u64, u64)>,
-    /// Last sequence number of events that name no (known) object.
-    orphan_seq: u64,
     undefined_refs: u64,
     first_undefined: u64,
+    warned_index0: bool,
     pub(crate) out: FileTrace,
 }
 
@@ -59,9 +58,9 @@ impl<'p> State<'p> {
             path,
             ticks: header.clock0,
             table: HashMap::new(),
-            orphan_seq: 0,
             undefined_refs: 0,
             first_undefined: 0,
+            warned_index0: false,
             out: FileTrace {
                 path: path.to_path_buf(),
                 header,
@@ -112,7 +111,14 @@ impl<'p> State<'p> {
                 let key = d.varint()?;
                 let identity = Identity::decode(kind, d.rest())?;
                 if index == 0 {
-                    self.inconsistent(at, "an OBJECT record defines index 0; ignored".into());
+                    if !self.warned_index0 {
+                        self.warned_index0 = true;
+                        self.inconsistent(
+                            at,
+                            "an OBJECT record defines index 0 (ignored, and so is any later one)"
+                                .into(),
+                        );
+                    }
                 } else {
                     // A (re)definition starts a new table entry, whose last sequence number is 0.
                     self.table.insert(index, (kind, key, 0));
@@ -128,7 +134,11 @@ impl<'p> State<'p> {
             rec::CALIBRATION => {
                 let ticks = d.varint()?;
                 let mono_ns = d.varint()?;
-                self.out.calibrations.push(Calibration { ticks, mono_ns });
+                self.out.calibrations.push(Calibration {
+                    ticks,
+                    mono_ns,
+                    offset: at,
+                });
             }
             rec::MAPS => {
                 let ticks = d.varint()?;
@@ -175,21 +185,22 @@ impl<'p> State<'p> {
             }
             self.undefined_refs += 1;
         }
-        let (obj, last_seq) = match entry {
+        // Without its object, a delta has no base: the event keeps no sequence number.
+        let (obj, seq) = match entry {
             Some((index, (kind, key, last))) => {
                 let r = ObjectRef {
                     kind: *kind,
                     key: *key,
                     index,
                 };
-                (Some(r), last)
+                let seq = raw.seq_delta.map(|delta| {
+                    *last = last.wrapping_add(delta as u64);
+                    *last
+                });
+                (Some(r), seq)
             }
-            None => (None, &mut self.orphan_seq),
+            None => (None, None),
         };
-        let seq = raw.seq_delta.map(|delta| {
-            *last_seq = last_seq.wrapping_add(delta as u64);
-            *last_seq
-        });
         self.out.events.push(Event {
             op: Op::from_u8(raw.op),
             op_code: raw.op,

@@ -173,9 +173,9 @@ fn list<T: Ord>(dir: &Path, f: impl Fn(&str) -> Option<T>) -> std::io::Result<Ve
 /// it could be read. Unreadable files and process directories become warnings.
 pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
     let path = path.as_ref();
-    let io = |p: &Path, source| ReadError::Io {
+    let io = |p: &Path, error| ReadError::Io {
         path: p.to_path_buf(),
-        source,
+        error,
     };
     let meta = fs::metadata(path).map_err(|e| io(path, e))?;
     if !meta.is_dir() {
@@ -210,22 +210,18 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
         .into_par_iter()
         .map(|(n, slot, p)| (n, slot, read_file(p)))
         .collect();
-    let mut failed = 0;
     for (n, slot, r) in results {
         match (r, slot) {
             (Ok(f), Slot::Process) => processes[n].process = Some(f),
             (Ok(f), Slot::Thread(..)) => processes[n].threads.push(f),
-            (Err(e), _) => {
-                failed += 1;
-                warnings.push(e);
-            }
+            (Err(e), _) => warnings.push(e),
         }
     }
     processes.retain(|p| p.process.is_some() || !p.threads.is_empty());
     if processes.is_empty() {
         return Err(ReadError::NoTraces {
             path: path.to_path_buf(),
-            failed,
+            failures: warnings,
         });
     }
     retime(&mut processes);
@@ -236,21 +232,54 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
     })
 }
 
-/// Puts every TSC-clocked file of the trace on one clock (see [`Clock::fitted`]), so that times
-/// compare across threads and processes in the order the TSC gives them.
-fn retime(processes: &mut [ProcessTrace]) {
-    let tsc_files = || {
-        processes
-            .iter()
-            .flat_map(|p| p.files())
-            .filter(|f| f.header.is_tsc())
-    };
-    let mut points: Vec<(u64, u64)> = Vec::new();
-    for f in tsc_files() {
-        points.push((f.header.clock0, f.header.mono0));
-        points.extend(f.calibrations.iter().map(|c| (c.ticks, c.mono_ns)));
+/// A calibration point and where it came from: (process, file, offset); file 0 is the process
+/// file, file i > 0 thread file i - 1.
+type Point = (u64, u64, usize, usize, u64);
+
+/// Calibration points that disagree with the fitted line by more than this are dropped.
+const MAX_RESIDUAL_NS: u64 = 1_000_000;
+
+fn file_mut(p: &mut ProcessTrace, i: usize) -> Option<&mut FileTrace> {
+    if i == 0 {
+        p.process.as_mut()
+    } else {
+        p.threads.get_mut(i - 1)
     }
-    let Some(first) = tsc_files().min_by_key(|f| f.header.mono0) else {
+}
+
+/// Puts every TSC-clocked file of the trace on one clock (see [`Clock::fitted`]), so that times
+/// compare across threads and processes in the order the TSC gives them. A calibration point far
+/// off the line the others agree on (a damaged record) is dropped with a warning on its file,
+/// so it cannot rescale the whole trace.
+fn retime(processes: &mut [ProcessTrace]) {
+    let mut points: Vec<Point> = Vec::new();
+    for (pi, p) in processes.iter().enumerate() {
+        let files = p
+            .process
+            .iter()
+            .map(|f| (0, f))
+            .chain(p.threads.iter().enumerate().map(|(i, f)| (i + 1, f)));
+        for (fi, f) in files.filter(|(_, f)| f.header.is_tsc()) {
+            points.push((
+                f.header.clock0,
+                f.header.mono0,
+                pi,
+                fi,
+                crate::format::hdr::CLOCK0 as u64,
+            ));
+            points.extend(
+                f.calibrations
+                    .iter()
+                    .map(|c| (c.ticks, c.mono_ns, pi, fi, c.offset)),
+            );
+        }
+    }
+    let Some(first) = processes
+        .iter()
+        .flat_map(|p| p.files())
+        .filter(|f| f.header.is_tsc())
+        .min_by_key(|f| f.header.mono0)
+    else {
         return;
     };
     let fallback = (
@@ -258,9 +287,58 @@ fn retime(processes: &mut [ProcessTrace]) {
         first.header.clock0,
         first.header.mono0,
     );
-    points.sort_unstable();
-    points.dedup();
-    let clock = Clock::fitted(&points, fallback);
+    let fit = |pts: &[Point]| {
+        let mut xy: Vec<(u64, u64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+        xy.sort_unstable();
+        xy.dedup();
+        Clock::fitted(&xy, fallback)
+    };
+    // Outliers are found against a robust line first: the median of the headers' measured
+    // rates, through the median offset. Least squares alone would let one wild point tilt the
+    // line until every point looked wrong.
+    let mut rates: Vec<u64> = processes
+        .iter()
+        .flat_map(|p| p.files())
+        .filter(|f| f.header.is_tsc() && f.header.ticks_per_sec > 0)
+        .map(|f| f.header.ticks_per_sec)
+        .collect();
+    rates.sort_unstable();
+    let rate = rates
+        .get(rates.len() / 2)
+        .copied()
+        .unwrap_or(fallback.0)
+        .max(1) as f64;
+    let offset_of = |p: &Point| p.1 as f64 - p.0 as f64 * 1e9 / rate;
+    let mut offsets: Vec<f64> = points.iter().map(offset_of).collect();
+    offsets.sort_by(f64::total_cmp);
+    let mid = offsets.get(offsets.len() / 2).copied().unwrap_or(0.0);
+    let mut ticks: Vec<u64> = points.iter().map(|p| p.0).collect();
+    ticks.sort_unstable();
+    let mid_ticks = ticks.get(ticks.len() / 2).copied().unwrap_or(0);
+    // 1 ms, plus 100 parts per million of the distance from the middle for the rates' error.
+    let tolerance =
+        |p: &Point| MAX_RESIDUAL_NS as f64 + 1e-4 * p.0.abs_diff(mid_ticks) as f64 * 1e9 / rate;
+    let (good, bad): (Vec<Point>, Vec<Point>) = points
+        .iter()
+        .partition(|p| (offset_of(p) - mid).abs() <= tolerance(p));
+    let clock = fit(if good.is_empty() { &points } else { &good });
+    if !good.is_empty() {
+        for p in bad {
+            let (ticks, mono, pi, fi, offset) = p;
+            let off_by = (offset_of(&p) - mid).abs();
+            if let Some(f) = file_mut(&mut processes[pi], fi) {
+                f.warnings.push(ReadError::Inconsistent {
+                    path: f.path.clone(),
+                    offset,
+                    problem: format!(
+                        "a clock calibration point ({ticks} ticks = {mono} ns) is {:.3} ms off the \
+                         line the trace's other points agree on; ignored",
+                        off_by / 1e6
+                    ),
+                });
+            }
+        }
+    }
     for p in processes.iter_mut() {
         for f in p.process.iter_mut().chain(p.threads.iter_mut()) {
             if f.header.is_tsc() {

@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The file or directory could not be opened or read.
-    #[error("{}: cannot read: {source}", path.display())]
+    // The OS error is part of the message (warnings are printed on one line), so it is not also
+    // reported as a `source`, which would print it twice in an error chain.
+    #[error("{}: cannot read: {error}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The operating system's error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// The first eight bytes are not [`crate::format::MAGIC`].
     #[error(
@@ -86,15 +87,15 @@ pub enum ReadError {
     },
     /// A trace directory holds no trace file that could be read.
     #[error(
-        "{}: no trace found (expected <pid>.<n>/process.trace or <pid>.<n>/t<tid>.trace; \
-         {failed} unreadable)",
-        path.display()
+        "{}: no trace found (expected <pid>.<n>/process.trace or <pid>.<n>/t<tid>.trace){}",
+        path.display(),
+        failure_note(failures)
     )]
     NoTraces {
         /// The directory.
         path: PathBuf,
-        /// How many candidate files failed to read.
-        failed: usize,
+        /// Why each candidate file could not be read.
+        failures: Vec<ReadError>,
     },
 }
 
@@ -123,5 +124,17 @@ impl ReadError {
             }
             _ => None,
         }
+    }
+}
+
+/// The reasons candidate files failed, for the NoTraces message.
+fn failure_note(failures: &[ReadError]) -> String {
+    match failures {
+        [] => String::new(),
+        [one] => format!("; a candidate file failed: {one}"),
+        [first, rest @ ..] => format!(
+            "; {} candidate files failed, the first: {first}",
+            rest.len() + 1
+        ),
     }
 }

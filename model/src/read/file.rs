@@ -76,11 +76,30 @@ impl FileTrace {
 /// short header. Damage past the header becomes a warning in [`FileTrace::warnings`].
 pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
     let path = path.as_ref();
-    // Plain reads, not a mapping: a file that a live writer truncates must not fault us.
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |error| ReadError::Io {
         path: path.to_path_buf(),
-        source,
-    })?;
+        error,
+    };
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_o_nonblock())
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    // A FIFO would block forever and a device could be endless: only regular files are traces.
+    if !meta.is_file() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "expected a regular file",
+        )));
+    }
+    // Plain reads, not a mapping: a file that a live writer truncates must not fault us. At most
+    // the size seen now is read, so a file that keeps growing cannot make us read forever.
+    let mut bytes = Vec::new();
+    file.take(meta.len()).read_to_end(&mut bytes).map_err(io)?;
     decode_file(path, &bytes)
 }
 
@@ -104,6 +123,17 @@ pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<FileTrace, ReadError> {
             avail
         }
     };
+    // A writer that closed cleanly trimmed its file to the committed length: more bytes mean the
+    // committed length itself is damaged.
+    if st.out.header.state == crate::format::state::CLOSED && limit < avail {
+        st.inconsistent(
+            crate::format::hdr::COMMITTED as u64,
+            format!(
+                "the file was closed cleanly, so the committed length {committed} should match \
+                 its {avail} record bytes; reading only the committed ones"
+            ),
+        );
+    }
     let data = &bytes[start..start + limit];
     let mut pos = 0usize;
     while let Some(&kind) = data.get(pos) {
@@ -141,14 +171,25 @@ pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<FileTrace, ReadError> {
             break;
         };
         if let Err(e) = st.record(kind, payload, at) {
-            st.damaged(
+            // The length framing is intact, so the records after this one are still readable;
+            // only this one is lost (and with it its time delta, if it was an event).
+            st.inconsistent(
                 at,
-                format!("a valid {} payload, but {}", rec_name(kind), dec_what(e)),
+                format!(
+                    "expected a valid {} payload, but {}; skipped this record (later times in this \
+                     file may be early by its time delta)",
+                    rec_name(kind),
+                    dec_what(e)
+                ),
             );
-            break;
         }
         pos = body + payload.len();
     }
     st.out.decoded_len = pos as u64;
     Ok(st.finish())
+}
+
+/// `O_NONBLOCK` on Linux (the model crate does not depend on libc).
+fn libc_o_nonblock() -> i32 {
+    0o4000
 }

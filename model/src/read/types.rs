@@ -90,6 +90,8 @@ pub struct Calibration {
     pub ticks: u64,
     /// CLOCK_MONOTONIC nanoseconds at the same instant.
     pub mono_ns: u64,
+    /// Absolute file offset of the record (0 when not read from a file).
+    pub offset: u64,
 }
 
 /// A THREAD_NAME record.

@@ -330,14 +330,13 @@ fn calibrate(cfg: &mut Config) {
         cfg.ticks_per_sec = 1_000_000_000;
         return;
     }
-    cfg.clock0 = sys::rdtsc();
+    (cfg.clock0, cfg.mono0) = sys::clock_pair();
     // One millisecond of spinning bounds the frequency error to a few parts per million; later
     // CALIBRATION records let the reader correct drift anyway.
-    let (mut m, mut t);
+    let (mut t, mut m);
     loop {
-        t = sys::rdtsc();
-        m = sys::clock_ns(libc::CLOCK_MONOTONIC);
-        if m - cfg.mono0 >= 1_000_000 {
+        (t, m) = sys::clock_pair();
+        if m.saturating_sub(cfg.mono0) >= 1_000_000 {
             break;
         }
     }

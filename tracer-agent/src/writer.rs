@@ -12,7 +12,7 @@ use scalpel_model::format::{self, hdr};
 use scalpel_model::record::{RawEvent, MAX_EVENT_RECORD};
 use scalpel_model::wire::Enc;
 
-use crate::global::{self, Config};
+use crate::global::Config;
 use crate::sys;
 
 /// Size of a mapped window.
@@ -347,8 +347,14 @@ fn reserve(fd: i32, off: u64, len: u64) -> bool {
 
 /// Calibration record payload: clock ticks and CLOCK_MONOTONIC now.
 pub fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> usize {
+    let (ticks, mono) = if cfg.tsc {
+        sys::clock_pair()
+    } else {
+        let m = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        (m, m)
+    };
     let mut e = Enc::new(buf);
-    e.varint(global::now(cfg));
-    e.varint(sys::clock_ns(libc::CLOCK_MONOTONIC));
+    e.varint(ticks);
+    e.varint(mono);
     e.len()
 }

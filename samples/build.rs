@@ -3,6 +3,7 @@ fn main() {
     for (lib, files) in [
         ("workqueue", &["c/workqueue.c", "c/truth.c"][..]),
         ("threadpool", &["c/threadpool.c", "c/truth.c"][..]),
+        ("lowlock", &["c/lowlock.c", "c/truth.c"][..]),
     ] {
         for f in files {
             println!("cargo:rerun-if-changed={f}");

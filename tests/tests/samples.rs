@@ -1,0 +1,215 @@
+//! The samples run under the agent and write ground truth that lines up with the trace: the
+//! threads and times they report are the trace's own, so later stages can score inferred tasks
+//! against them.
+
+use scalpel_e2e::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One ground-truth task instance.
+#[derive(Debug)]
+struct Truth {
+    kind: String,
+    id: i64,
+    pid: u32,
+    tid: u32,
+    start: u64,
+    end: u64,
+}
+
+fn truth_of(path: &Path) -> Vec<Truth> {
+    let text = std::fs::read_to_string(path).expect("the sample wrote a truth file");
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .filter(|v| v.get("type").is_some())
+        .map(|v| Truth {
+            kind: v["type"].as_str().unwrap().to_string(),
+            id: v["id"].as_i64().unwrap(),
+            pid: v["pid"].as_u64().unwrap() as u32,
+            tid: v["tid"].as_u64().unwrap() as u32,
+            start: v["start_ns"].as_u64().unwrap(),
+            end: v["end_ns"].as_u64().unwrap(),
+        })
+        .collect()
+}
+
+fn run_sample(name: &str, args: &[&str]) -> (Run, Vec<Truth>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = tmp.path().join("truth.jsonl");
+    let run = record_with(&own_bin(name), args, |c| {
+        c.env("SCALPEL_TRUTH", &truth);
+    })
+    .success();
+    let t = truth_of(&truth);
+    (run, t)
+}
+
+/// A call that sent bytes (C samples use write, Rust's sockets use send).
+fn is_output(e: &Event) -> bool {
+    matches!(
+        e.op,
+        Some(Op::Write | Op::Writev | Op::Send | Op::Sendto | Op::Sendmsg)
+    )
+}
+
+fn counts(t: &[Truth]) -> BTreeMap<&str, usize> {
+    let mut m = BTreeMap::new();
+    for x in t {
+        *m.entry(x.kind.as_str()).or_default() += 1;
+    }
+    m
+}
+
+/// The events of one thread.
+fn thread_events<'a>(t: &'a TraceDir, pid: u32, tid: u32) -> Vec<&'a Event> {
+    thread_files(t)
+        .into_iter()
+        .filter(|f| f.header.pid == pid && f.header.tid == tid)
+        .flat_map(|f| f.events.iter())
+        .collect()
+}
+
+/// How far trace times (TSC, converted with a line fitted to calibration points) and the
+/// samples' CLOCK_MONOTONIC readings may disagree: the calibration pairs carry tens of
+/// nanoseconds of noise.
+const SLACK_NS: u64 = 2_000;
+
+/// Every truth instance of `kind` saw, on its own thread and inside its own span, an event
+/// matching `pred`.
+fn each_instance_has(t: &TraceDir, truth: &[Truth], kind: &str, pred: impl Fn(&Event) -> bool) {
+    let mut checked = 0;
+    for x in truth.iter().filter(|x| x.kind == kind) {
+        let evs = thread_events(t, x.pid, x.tid);
+        let inside = evs
+            .iter()
+            .any(|e| e.ts_ns + SLACK_NS >= x.start && e.ts_ns <= x.end + SLACK_NS && pred(e));
+        let nearest = evs
+            .iter()
+            .filter(|e| pred(e))
+            .map(|e| e.ts_ns as i64 - x.start as i64)
+            .min_by_key(|d| d.abs());
+        assert!(
+            inside,
+            "{kind} {} on {}/{}: no matching event in [{}, {}] (nearest starts {nearest:?} ns after its start)",
+            x.id, x.pid, x.tid, x.start, x.end
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no {kind} instances");
+}
+
+#[test]
+fn threadpool_truth_lines_up_with_its_trace() {
+    let (run, truth) = run_sample(
+        "threadpool",
+        &["--workers", "3", "--connections", "4", "--requests", "50"],
+    );
+    assert!(run.stdout().contains("ok"));
+    let c = counts(&truth);
+    assert_eq!(
+        (c["accept"], c["connection"], c["request"], c["call"]),
+        (4, 4, 200, 200),
+        "{c:?}"
+    );
+    let t = run.load();
+    // Each request's response write happened on the worker, inside the request's span.
+    each_instance_has(&t, &truth, "request", |e| {
+        e.op == Some(Op::Write) && e.result == Some(12)
+    });
+    each_instance_has(&t, &truth, "accept", |e| {
+        e.op == Some(Op::CondSignal) || e.op == Some(Op::MutexUnlock)
+    });
+}
+
+#[test]
+fn workqueue_truth_lines_up_with_its_trace() {
+    let (run, truth) = run_sample("workqueue", &["100"]);
+    let c = counts(&truth);
+    assert_eq!((c["dispatch"], c["process"]), (100, 100));
+    let t = run.load();
+    each_instance_has(&t, &truth, "process", |e| {
+        e.op == Some(Op::Write) && e.result == Some(8)
+    });
+}
+
+#[test]
+fn replicated_store_async_stalls_its_senders_and_sync_does_not() {
+    let (run, truth) = run_sample(
+        "replicated-store",
+        &["--flow-limit", "16384", "--flow-sleep-ms", "100"],
+    );
+    let out = run.stdout();
+    assert!(
+        out.contains("async rpc") && !out.contains(" 0 flow-control stalls"),
+        "{out}"
+    );
+    let c = counts(&truth);
+    for k in [
+        "worker_task",
+        "local_commit",
+        "remote_ack",
+        "apply",
+        "commit",
+    ] {
+        assert_eq!(c[k], 400, "{k}: {c:?}");
+    }
+    let t = run.load();
+    assert_eq!(t.processes.len(), 3, "client, primary and backup");
+    each_instance_has(&t, &truth, "apply", |e| {
+        is_output(e) && e.result == Some(13)
+    });
+    // The flow-control stalls are sleeps of the requested length on the sender threads.
+    let stall_sleeps = with_op(&t, Op::Sleep)
+        .into_iter()
+        .filter(|e| e.event.aux == Some(100_000_000))
+        .count();
+    assert!(stall_sleeps > 0, "no 100 ms sleeps in the trace");
+
+    let (run, _) = run_sample(
+        "replicated-store",
+        &[
+            "--rpc",
+            "sync",
+            "--flow-limit",
+            "16384",
+            "--flow-sleep-ms",
+            "100",
+        ],
+    );
+    assert!(
+        run.stdout().contains(" 0 flow-control stalls"),
+        "{}",
+        run.stdout()
+    );
+    let t = run.load();
+    assert_eq!(
+        with_op(&t, Op::Sleep)
+            .into_iter()
+            .filter(|e| e.event.aux == Some(100_000_000))
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn pipeline_fanout_and_lowlock_write_their_truth() {
+    let (run, truth) = run_sample("pipeline", &["300"]);
+    let c = counts(&truth);
+    assert_eq!((c["parse"], c["transform"], c["store"]), (300, 300, 300));
+    let t = run.load();
+    each_instance_has(&t, &truth, "store", |e| is_output(e) && e.result == Some(8));
+
+    let (run, truth) = run_sample("fanout", &["100"]);
+    let c = counts(&truth);
+    assert_eq!((c["request"], c["subrequest"]), (100, 200));
+    run.load();
+
+    let (run, truth) = run_sample(
+        "lowlock",
+        &["--items", "2000", "--consumers", "2", "--truth-sample"],
+    );
+    let c = counts(&truth);
+    assert_eq!((c["produce"], c["consume"]), (2000, 2000));
+    let t = run.load();
+    each_instance_has(&t, &truth, "produce", |e| e.op == Some(Op::MutexLock));
+}

@@ -61,7 +61,7 @@ fn counts(t: &[Truth]) -> BTreeMap<&str, usize> {
 }
 
 /// The events of one thread.
-fn thread_events<'a>(t: &'a TraceDir, pid: u32, tid: u32) -> Vec<&'a Event> {
+fn thread_events(t: &TraceDir, pid: u32, tid: u32) -> Vec<&Event> {
     thread_files(t)
         .into_iter()
         .filter(|f| f.header.pid == pid && f.header.tid == tid)

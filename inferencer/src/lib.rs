@@ -3,15 +3,19 @@
 
 mod child;
 mod dump;
+mod naming;
 mod record;
 mod render;
 mod summary;
+mod symbolize;
 
 pub use child::{signal_name, Outcome, SpawnError};
 pub use dump::{dump, parse_op, DumpError, DumpOptions, DumpStats};
+pub use naming::{naming_frame, SkipList, DEFAULT_SKIP_FUNCTIONS, DEFAULT_SKIP_MODULES};
 pub use record::{
     find_agent, ld_preload, prepare_dir, record, RecordError, RecordOptions, Recording, AGENT_FILE,
     DEFAULT_DIR,
 };
 pub use render::{event_line, object_text, seconds, thread_heading, Identities};
 pub use summary::{human_bytes, Summary};
+pub use symbolize::{Frame, Missing, Symbolizer};

@@ -1,0 +1,132 @@
+//! Naming a leaf task from a call stack: the most informative frame is the first one (from the
+//! innermost) that belongs to the program rather than to the C library, the thread library, the
+//! loader, the agent, or a runtime's synchronization wrappers.
+
+use crate::symbolize::Frame;
+
+/// Modules whose frames never name a task (matched against the module's file name).
+pub const DEFAULT_SKIP_MODULES: &[&str] = &[
+    "libc.so",
+    "libpthread.so",
+    "ld-linux",
+    "libscalpel_agent.so",
+    "libapr-",
+    "libaprutil-",
+];
+
+/// Function-name prefixes of wrappers that never name a task (runtimes' lock and channel code).
+pub const DEFAULT_SKIP_FUNCTIONS: &[&str] = &[
+    "apr_",
+    "std::sync::",
+    "std::sys::",
+    "std::thread::",
+    "std::io::",
+    "std::net::",
+    "core::",
+    "alloc::",
+    "parking_lot::",
+    "parking_lot_core::",
+    "crossbeam_channel::",
+    "__pthread",
+    "pthread_",
+    "__libc_",
+    "__GI_",
+];
+
+/// Which frames a leaf name skips. `Default` holds the lists above.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkipList {
+    /// Module file-name fragments to skip.
+    pub modules: Vec<String>,
+    /// Function-name prefixes to skip.
+    pub functions: Vec<String>,
+}
+
+impl Default for SkipList {
+    fn default() -> Self {
+        SkipList {
+            modules: DEFAULT_SKIP_MODULES.iter().map(|s| s.to_string()).collect(),
+            functions: DEFAULT_SKIP_FUNCTIONS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}
+
+impl SkipList {
+    /// Whether `frame` is one to look past.
+    pub fn skips(&self, frame: &Frame) -> bool {
+        let module = frame
+            .module
+            .as_ref()
+            .and_then(|m| m.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        if module.is_some_and(|m| self.modules.iter().any(|s| m.contains(s.as_str()))) {
+            return true;
+        }
+        match &frame.function {
+            Some(f) => self.functions.iter().any(|p| f.starts_with(p.as_str())),
+            None => false,
+        }
+    }
+}
+
+/// The index of the frame that names the task: the first named frame not skipped; failing that,
+/// the first named frame; failing that, the innermost frame.
+pub fn naming_frame(frames: &[Frame], skip: &SkipList) -> Option<usize> {
+    frames
+        .iter()
+        .position(|f| f.function.is_some() && !skip.skips(f))
+        .or_else(|| frames.iter().position(|f| f.function.is_some()))
+        .or(if frames.is_empty() { None } else { Some(0) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn frame(module: &str, function: Option<&str>) -> Frame {
+        Frame {
+            addr: 1,
+            module: Some(PathBuf::from(module)),
+            function: function.map(str::to_string),
+            line: None,
+            missing: None,
+        }
+    }
+
+    #[test]
+    fn skips_libraries_and_runtime_wrappers() {
+        let stack = [
+            frame(
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                Some("__futex_abstimed_wait_common"),
+            ),
+            frame(
+                "/work/target/libscalpel_agent.so",
+                Some("pthread_cond_wait"),
+            ),
+            frame(
+                "/usr/lib/x86_64-linux-gnu/libapr-1.so.0",
+                Some("apr_thread_cond_wait"),
+            ),
+            frame("/srv/store", Some("std::sync::condvar::Condvar::wait")),
+            frame("/srv/store", Some("store::Session::recv_packet")),
+            frame("/srv/store", Some("store::main")),
+        ];
+        let skip = SkipList::default();
+        assert_eq!(naming_frame(&stack, &skip), Some(4));
+        // A custom list: nothing skipped.
+        let none = SkipList {
+            modules: vec![],
+            functions: vec![],
+        };
+        assert_eq!(naming_frame(&stack, &none), Some(0));
+        // Only skipped frames: the first named one; no names at all: the innermost.
+        assert_eq!(naming_frame(&stack[..3], &skip), Some(0));
+        assert_eq!(naming_frame(&[frame("/x", None)], &skip), Some(0));
+        assert_eq!(naming_frame(&[], &skip), None);
+    }
+}

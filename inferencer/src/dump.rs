@@ -6,9 +6,11 @@ use scalpel_model::format::Op;
 use scalpel_model::read::{Event, FileTrace, ProcessTrace, TraceDir};
 
 use crate::render::{event_line, object_text, thread_heading, Identities};
+use crate::stacks::write_stack;
+use crate::symbolize::Symbolizer;
 
 /// What `scalpel dump` prints. `DumpOptions::default()` prints every event, grouped per thread.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpOptions {
     /// Print all events merged by time instead of grouped per thread. Default: `false`.
     pub merged: bool,
@@ -24,6 +26,23 @@ pub struct DumpOptions {
     pub object: Option<String>,
     /// Print at most this many events. Default: `None`, no limit.
     pub limit: Option<usize>,
+    /// Print each event's call stack, symbolized, under it (when the trace has stacks).
+    /// Default: `true`.
+    pub stacks: bool,
+}
+
+impl Default for DumpOptions {
+    fn default() -> Self {
+        DumpOptions {
+            merged: false,
+            pids: Vec::new(),
+            tids: Vec::new(),
+            ops: Vec::new(),
+            object: None,
+            limit: None,
+            stacks: true,
+        }
+    }
 }
 
 /// Invalid dump options.
@@ -127,6 +146,7 @@ pub fn dump(trace: &TraceDir, opts: &DumpOptions, out: &mut dyn Write) -> io::Re
     let first = trace.first_ts().unwrap_or(0);
     let limit = opts.limit.unwrap_or(usize::MAX);
     let mut stats = DumpStats::default();
+    let mut sym = Symbolizer::new();
     if opts.merged {
         for r in trace.events_by_time() {
             if !filter.file(r.process, r.file) || !filter.event(r.event, &ids) {
@@ -141,6 +161,9 @@ pub fn dump(trace: &TraceDir, opts: &DumpOptions, out: &mut dyn Write) -> io::Re
                 "{}",
                 event_line(first, r.process, r.file, r.event, &ids)
             )?;
+            if opts.stacks {
+                write_stack(out, &mut sym, r.process, r.file, r.event)?;
+            }
             stats.events += 1;
         }
         return Ok(stats);
@@ -166,6 +189,9 @@ pub fn dump(trace: &TraceDir, opts: &DumpOptions, out: &mut dyn Write) -> io::Re
                 break;
             }
             writeln!(out, "{}", event_line(first, p, f, e, &ids))?;
+            if opts.stacks {
+                write_stack(out, &mut sym, p, f, e)?;
+            }
             stats.events += 1;
         }
     }

@@ -6,6 +6,7 @@ mod dump;
 mod naming;
 mod record;
 mod render;
+mod stacks;
 mod summary;
 mod symbolize;
 
@@ -17,5 +18,6 @@ pub use record::{
     DEFAULT_DIR,
 };
 pub use render::{event_line, object_text, seconds, thread_heading, Identities};
+pub use stacks::{map_at, write_stack};
 pub use summary::{human_bytes, Summary};
 pub use symbolize::{Frame, Missing, Symbolizer};

@@ -71,6 +71,9 @@ struct DumpArgs {
     /// Print the trace summary instead of the events.
     #[arg(long)]
     summary: bool,
+    /// Do not print call stacks under the events.
+    #[arg(long)]
+    no_stacks: bool,
 }
 
 /// What to do, in the library's terms.
@@ -102,6 +105,7 @@ fn job(cli: Cli) -> Result<Job> {
                     .collect::<Result<_, _>>()?,
                 object: a.object,
                 limit: a.limit,
+                stacks: !a.no_stacks,
             },
             dir: a.dir,
         },

@@ -124,7 +124,10 @@ pub mod rec {
     pub const THREAD_NAME: u8 = 6;
     /// Events lost since the previous record: count.
     pub const LOST: u8 = 7;
-    /// Reserved for call stacks: stack id, frames.
+    /// A call stack, written once per thread file before the first event naming it:
+    /// `id:varint, count:varint`, then `count` return addresses, innermost first, the first as a
+    /// varint and each next one as a zigzag varint difference from the previous. Events name it
+    /// in their STACK field; id 0 is never defined.
     pub const STACK: u8 = 8;
     /// Forgets every object index defined so far in this file (the writer's table filled up).
     pub const OBJECT_RESET: u8 = 9;

@@ -122,11 +122,13 @@ fn unknown_kinds_and_ops_are_skipped_or_kept() {
     w.event(&ev(1, 1))
         .record(200, b"from the future")
         .pad(3)
-        .record(rec::STACK, &[1, 2, 3])
+        // A STACK record (id 1, two frames: 3, then +2) between events.
+        .record(rec::STACK, &[1, 2, 3, 4])
         .event(&ev(250, 1));
     let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     assert_eq!(t.unknown_records, 1);
+    assert_eq!(t.stacks.get(&1).map(Vec::as_slice), Some(&[3u64, 5][..]));
     assert_eq!(t.events.len(), 2);
     assert_eq!(t.events[0].op, Some(Op::MutexLock));
     assert_eq!(t.events[1].op, None);
@@ -232,4 +234,31 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..5000)) {
         let _ = decode_file("f".as_ref(), &bytes);
     }
+}
+
+#[test]
+fn stacks_round_trip_and_bad_counts_are_damage() {
+    let frames = [
+        0x5555_0000_1234u64,
+        0x5555_0000_1000,
+        0x7f00_0000_0010,
+        0x10,
+    ];
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    w.stack(7, &frames).event(&RawEvent {
+        stack: Some(7),
+        ..ev(1, 1)
+    });
+    let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(t.stacks.get(&7).map(Vec::as_slice), Some(&frames[..]));
+    assert_eq!(t.events[0].stack, Some(7));
+    // A frame count larger than the payload can hold is reported, not allocated.
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    w.record(rec::STACK, &[1, 0xff, 0xff, 0xff, 0xff, 0x0f])
+        .event(&ev(1, 1));
+    let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+    assert!(t.stacks.is_empty());
+    assert_eq!(t.events.len(), 1);
+    assert_eq!(t.warnings.len(), 1);
 }

@@ -70,6 +70,7 @@ impl<'p> State<'p> {
                 objects: Vec::new(),
                 calibrations: Vec::new(),
                 maps: Vec::new(),
+                stacks: Default::default(),
                 cmdline: None,
                 exe: None,
                 thread_names: Vec::new(),
@@ -170,7 +171,29 @@ impl<'p> State<'p> {
                 use std::os::unix::ffi::OsStrExt;
                 self.out.exe = Some(PathBuf::from(std::ffi::OsStr::from_bytes(d.rest())));
             }
-            rec::STACK => {}
+            rec::STACK => {
+                let id = d.varint()?;
+                let n = d.varint()?;
+                // Each frame takes at least a byte: a count larger than the payload is damage.
+                if n > d.remaining() as u64 {
+                    return Err(DecError::Eof);
+                }
+                let mut frames = Vec::with_capacity(n as usize);
+                let mut pc = 0u64;
+                for i in 0..n {
+                    pc = if i == 0 {
+                        d.varint()?
+                    } else {
+                        pc.wrapping_add(d.ivarint()? as u64)
+                    };
+                    frames.push(pc);
+                }
+                if id == 0 {
+                    self.inconsistent(at, "a STACK record defines id 0; ignored".into());
+                } else {
+                    self.out.stacks.insert(id, frames);
+                }
+            }
             _ => self.out.unknown_records += 1,
         }
         Ok(())

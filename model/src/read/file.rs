@@ -29,6 +29,8 @@ pub struct FileTrace {
     pub calibrations: Vec<Calibration>,
     /// MAPS records.
     pub maps: Vec<ModuleMap>,
+    /// Call stacks by id (return addresses, innermost first).
+    pub stacks: std::collections::BTreeMap<u64, Vec<u64>>,
     /// The command line (CMDLINE record), lossy UTF-8.
     pub cmdline: Option<Vec<String>>,
     /// The executable path (EXE record).

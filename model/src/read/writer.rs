@@ -102,6 +102,23 @@ impl TraceWriter {
         self.ticked(rec::MAPS, ticks, text)
     }
 
+    /// Appends a STACK record (frames innermost first).
+    pub fn stack(&mut self, id: u64, frames: &[u64]) -> &mut Self {
+        let mut p = Vec::new();
+        put_varint(&mut p, id);
+        put_varint(&mut p, frames.len() as u64);
+        let mut prev = 0u64;
+        for (i, &pc) in frames.iter().enumerate() {
+            if i == 0 {
+                put_varint(&mut p, pc);
+            } else {
+                put_varint(&mut p, crate::wire::zigzag(pc.wrapping_sub(prev) as i64));
+            }
+            prev = pc;
+        }
+        self.record(rec::STACK, &p)
+    }
+
     /// Appends a THREAD_NAME record.
     pub fn thread_name(&mut self, ticks: u64, name: &[u8]) -> &mut Self {
         self.ticked(rec::THREAD_NAME, ticks, name)

@@ -88,14 +88,20 @@ pub struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
+    /// An object named by a key alone, with no identity bytes.
+    #[inline]
+    pub fn key(kind: u8, key: u64) -> Obj<'static> {
+        Obj {
+            kind,
+            key,
+            ident: &[],
+        }
+    }
+
     /// An object named by its address.
     #[inline]
     pub fn addr<T>(kind: u8, p: *const T) -> Obj<'static> {
-        Obj {
-            kind,
-            key: p as usize as u64,
-            ident: &[],
-        }
+        Obj::key(kind, p as usize as u64)
     }
 }
 

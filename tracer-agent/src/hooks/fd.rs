@@ -127,11 +127,7 @@ pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
 
 fn dup_common(op: Op, old: c_int, new: Option<c_int>, call: impl FnOnce() -> c_int) -> c_int {
     let Some(c) = enter() else {
-        let r = call();
-        if r >= 0 {
-            fdtab::forget(r);
-        }
-        return r;
+        return super::open::fresh(call());
     };
     let t0 = c.now();
     let r = call();
@@ -245,11 +241,7 @@ fn create_common(
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(c) = enter() else {
-        let r = call();
-        if r >= 0 {
-            fdtab::forget(r);
-        }
-        return r;
+        return super::open::fresh(call());
     };
     let t0 = c.now();
     let r = call();

@@ -20,7 +20,7 @@ type FcntlFn = unsafe extern "C" fn(c_int, c_int, ...) -> c_int;
 
 /// A new descriptor replaces whatever its number described before.
 #[inline]
-fn fresh(fd: c_int) -> c_int {
+pub(crate) fn fresh(fd: c_int) -> c_int {
     if fd >= 0 {
         fdtab::forget(fd);
     }

@@ -17,16 +17,7 @@ fn wait_common(op: Op, epfd: Option<c_int>, aux: u64, call: impl FnOnce() -> c_i
         .and_then(|fd| fdtab::get(c.cfg, fd))
         .map(|i| i.chan_key)
         .filter(|&k| k != 0);
-    let o = key.map(|k| {
-        (
-            Obj {
-                kind: obj::EPOLL,
-                key: k,
-                ident: &[],
-            },
-            None,
-        )
-    });
+    let o = key.map(|k| (Obj::key(obj::EPOLL, k), None));
     c.emit(&Ev {
         obj: o,
         result: Some(res),

@@ -306,11 +306,7 @@ pub unsafe extern "C-unwind" fn syscall(
     }
     let Some(c) = enter() else { return call() };
     let cmd = b & FUTEX_CMD_MASK;
-    let o = Obj {
-        kind: obj::FUTEX,
-        key: a as u64,
-        ident: &[],
-    };
+    let o = Obj::key(obj::FUTEX, a as u64);
     let (op, release) = match cmd as c_int {
         libc::FUTEX_WAIT | libc::FUTEX_WAIT_BITSET | libc::FUTEX_WAIT_REQUEUE_PI | libc::FUTEX_LOCK_PI
         | libc::FUTEX_TRYLOCK_PI | 13 /* FUTEX_LOCK_PI2 */ => (Op::FutexWait, false),

@@ -64,14 +64,7 @@ extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
         // SAFETY: pthread_self has no preconditions.
         let me = unsafe { libc::pthread_self() } as u64;
         c.emit(&Ev {
-            obj: Some((
-                Obj {
-                    kind: obj::SPAWN,
-                    key: spawn,
-                    ident: &[],
-                },
-                Some(seq),
-            )),
+            obj: Some((Obj::key(obj::SPAWN, spawn), Some(seq))),
             aux: Some(me),
             aux2: Some(u64::from(parent)),
             ..Ev::new(Op::ThreadStart, t, t)
@@ -129,14 +122,7 @@ pub unsafe extern "C-unwind" fn pthread_create(
     // SAFETY: on success the real call wrote the new handle.
     let handle = (r == 0).then(|| unsafe { *th });
     c.emit(&Ev {
-        obj: Some((
-            Obj {
-                kind: obj::SPAWN,
-                key: spawn,
-                ident: &[],
-            },
-            Some(seq),
-        )),
+        obj: Some((Obj::key(obj::SPAWN, spawn), Some(seq))),
         result: Some(pthread_result(r)),
         aux: handle,
         ..Ev::new(Op::ThreadCreate, t0, t1)
@@ -150,11 +136,7 @@ pub unsafe extern "C-unwind" fn pthread_join(th: pthread_t, ret: *mut *mut c_voi
     let Some(f) = real!(pthread_join: F) else {
         return libc::ENOSYS;
     };
-    let o = Obj {
-        kind: obj::THREAD,
-        key: th,
-        ident: &[],
-    };
+    let o = Obj::key(obj::THREAD, th);
     // SAFETY: forwarding the caller's arguments.
     pthread_acquire(Op::ThreadJoin, o, || unsafe { f(th, ret) })
 }
@@ -179,14 +161,7 @@ pub extern "C" fn thread_dtor(_state: *mut c_void) {
         let me = unsafe { libc::pthread_self() } as u64;
         let seq = c.seq(obj::THREAD, me);
         c.emit(&Ev {
-            obj: Some((
-                Obj {
-                    kind: obj::THREAD,
-                    key: me,
-                    ident: &[],
-                },
-                Some(seq),
-            )),
+            obj: Some((Obj::key(obj::THREAD, me), Some(seq))),
             aux: Some(u64::from(how)),
             ..Ev::new(Op::ThreadExit, t, t)
         });
@@ -214,14 +189,7 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
         let t1 = c.now();
         let res = sys_result(i64::from(r));
         c.emit(&Ev {
-            obj: Some((
-                Obj {
-                    kind: obj::SPAWN,
-                    key: spawn,
-                    ident: &[],
-                },
-                Some(seq),
-            )),
+            obj: Some((Obj::key(obj::SPAWN, spawn), Some(seq))),
             result: Some(res),
             ..Ev::new(Op::Fork, t0, t1)
         });
@@ -249,16 +217,7 @@ pub extern "C" fn atfork_child() {
     if let Some(c) = enter() {
         let t = c.now();
         let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
-        let o = (spawn != 0).then(|| {
-            (
-                Obj {
-                    kind: obj::SPAWN,
-                    key: spawn,
-                    ident: &[],
-                },
-                Some(c.seq(obj::SPAWN, spawn)),
-            )
-        });
+        let o = (spawn != 0).then(|| (Obj::key(obj::SPAWN, spawn), Some(c.seq(obj::SPAWN, spawn))));
         c.emit(&Ev {
             obj: o,
             aux: Some(parent),

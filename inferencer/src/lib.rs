@@ -6,6 +6,7 @@ mod dump;
 mod naming;
 mod record;
 mod render;
+mod stackopts;
 mod stacks;
 mod summary;
 mod symbolize;
@@ -18,6 +19,7 @@ pub use record::{
     DEFAULT_DIR,
 };
 pub use render::{event_line, object_text, seconds, thread_heading, Identities};
+pub use stackopts::{parse_depth, StackCache, StackMode, StackOptions, MAX_STACK_DEPTH};
 pub use stacks::{map_at, write_stack};
 pub use summary::{human_bytes, Summary};
 pub use symbolize::{Frame, Missing, Symbolizer};

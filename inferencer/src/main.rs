@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use scalpel_inferencer::{
-    dump, parse_op, record, signal_name, DumpOptions, Outcome, RecordOptions, Summary, DEFAULT_DIR,
+    dump, parse_depth, parse_op, record, signal_name, DumpOptions, Outcome, RecordOptions,
+    StackCache, StackMode, StackOptions, Summary, DEFAULT_DIR,
 };
 use scalpel_model::read::{read_dir, TraceDir};
 
@@ -41,6 +42,15 @@ struct RecordArgs {
     /// Remove the contents of the trace directory if it is not empty.
     #[arg(long)]
     force: bool,
+    /// When to record call stacks: `off`, `all`, or `sampled:N` (one event in N per call site).
+    #[arg(long, value_name = "MODE", default_value = "all")]
+    stacks: StackMode,
+    /// Frames kept per stack, 1 to 64.
+    #[arg(long, value_name = "N", default_value = "32", value_parser = parse_depth)]
+    stack_depth: u8,
+    /// The agent's stack cache: `on`, `off`, or `check` (walk anyway and count disagreements).
+    #[arg(long, value_name = "MODE", default_value = "on")]
+    stack_cache: StackCache,
     /// The command to record and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -91,6 +101,11 @@ fn job(cli: Cli) -> Result<Job> {
             dir: a.output,
             force: a.force,
             command: a.command,
+            stacks: StackOptions {
+                mode: a.stacks,
+                depth: a.stack_depth,
+                cache: a.stack_cache,
+            },
         }),
         Command::Dump(a) if a.summary => Job::Summary(a.dir),
         Command::Dump(a) => Job::Dump {

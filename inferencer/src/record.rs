@@ -6,9 +6,10 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use scalpel_model::format::{ENV_AGENT, ENV_DIR};
+use scalpel_model::format::{ENV_AGENT, ENV_DIR, ENV_STACKS};
 
 use crate::child::{self, Outcome};
+use crate::stackopts::StackOptions;
 
 /// Trace directory used when none is given.
 pub const DEFAULT_DIR: &str = "scalpel-trace";
@@ -24,6 +25,8 @@ pub struct RecordOptions {
     pub force: bool,
     /// The command and its arguments (at least the command).
     pub command: Vec<OsString>,
+    /// Call-stack options. Default: [`StackOptions::default`].
+    pub stacks: StackOptions,
 }
 
 impl Default for RecordOptions {
@@ -32,6 +35,7 @@ impl Default for RecordOptions {
             dir: PathBuf::from(DEFAULT_DIR),
             force: false,
             command: Vec::new(),
+            stacks: StackOptions::default(),
         }
     }
 }
@@ -219,6 +223,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         .args(args)
         .env(ENV_DIR, &dir)
         .env(ENV_AGENT, &agent)
+        .env(ENV_STACKS, opts.stacks.to_string())
         .env("LD_PRELOAD", preload);
     let outcome = child::run(command, cmd)?;
     Ok(Recording {

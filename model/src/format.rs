@@ -59,6 +59,11 @@ pub mod hdr {
     pub const THREAD_INDEX: usize = 80;
     /// `u32` writer state, see [`super::state`].
     pub const STATE: usize = 84;
+    /// `u32` stacks answered from the agent's stack cache and re-walked to check them (only in
+    /// the cache's check mode).
+    pub const STACK_CHECKED: usize = 88;
+    /// `u32` of those checks where the cached stack differed from the walked one.
+    pub const STACK_MISMATCHED: usize = 92;
     /// `[u8; 16]` thread name (NUL padded) at file creation; updated at clean thread exit.
     pub const THREAD_NAME: usize = 96;
     /// Length of the thread name field.
@@ -433,6 +438,9 @@ pub const ENV_DIR: &str = "SCALPEL_DIR";
 pub const ENV_AGENT: &str = "SCALPEL_AGENT";
 /// Environment variable choosing the clock: `tsc` (default where invariant) or `monotonic`.
 pub const ENV_CLOCK: &str = "SCALPEL_CLOCK";
+/// Environment variable with the agent's call-stack options: `off`, `all` or `sampled:N`,
+/// optionally followed by `,depth=N` (1..=64) and `,cache=on|off|check`.
+pub const ENV_STACKS: &str = "SCALPEL_STACKS";
 
 /// Name of the table of shared counters (sequence numbers, stream offsets) in a trace directory.
 /// It is not a trace; readers ignore it.

@@ -30,6 +30,10 @@ pub struct Config {
     pub env_agent: PathBuf<1100>,
     /// `SCALPEL_CLOCK=...` if it was set.
     pub env_clock: PathBuf<64>,
+    /// `SCALPEL_STACKS=...` if it was set.
+    pub env_stacks: PathBuf<96>,
+    /// Call-stack options.
+    pub stacks: crate::stacks::StackCfg,
     /// Descriptor of this process incarnation's directory.
     pub proc_dir: i32,
     /// This process's id.
@@ -72,6 +76,8 @@ static G: Global = Global {
         agent: PathBuf::new(),
         env_agent: PathBuf::new(),
         env_clock: PathBuf::new(),
+        env_stacks: PathBuf::new(),
+        stacks: crate::stacks::StackCfg::DEFAULT,
         proc_dir: -1,
         pid: 0,
         tsc: false,

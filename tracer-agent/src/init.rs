@@ -6,7 +6,9 @@ extern "C" fn scalpel_agent_init() {
     // Reading the configuration here (not only at the first hook) fixes it before the program can
     // change its environment.
     crate::real::resolve_all();
-    let _ = global::config();
+    if global::config().is_some_and(|c| c.stacks.mode != crate::stacks::Mode::Off) {
+        crate::unwind::rebuild();
+    }
     // SAFETY: registering a plain extern "C" handler; done here rather than lazily because
     // pthread_atfork may allocate, which must not happen inside a hook called from malloc.
     unsafe {

@@ -8,7 +8,10 @@
 // Every public unsafe function here is a libc entry point; its safety contract is libc's.
 #![allow(clippy::missing_safety_doc)]
 
+extern crate alloc;
+
 mod agentfd;
+mod alloc_arena;
 mod fdtab;
 mod global;
 pub mod hooks;
@@ -18,6 +21,8 @@ mod real;
 mod setup;
 mod shared;
 mod sock;
+mod stacks;
 mod sys;
 mod tstate;
+mod unwind;
 mod writer;

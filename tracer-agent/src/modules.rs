@@ -29,7 +29,8 @@ unsafe extern "C" fn counters(
     1 // the counters are global: the first module is enough
 }
 
-fn current() -> u64 {
+/// The loader's (adds, subs) counters, packed, with the top bit set.
+pub fn current() -> u64 {
     let mut v: u64 = 0;
     // SAFETY: our callback only reads the info it is given and writes `v`.
     unsafe { libc::dl_iterate_phdr(Some(counters), &mut v as *mut u64 as *mut libc::c_void) };

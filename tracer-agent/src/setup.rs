@@ -29,6 +29,10 @@ pub fn configure(cfg: &mut Config) -> bool {
     if let Some(c) = clock {
         cfg.env_clock.push(b"SCALPEL_CLOCK=").push(c);
     }
+    if let Some(s) = getenv(b"SCALPEL_STACKS\0").filter(|s| s.len() < 80) {
+        cfg.env_stacks.push(b"SCALPEL_STACKS=").push(s);
+        cfg.stacks = crate::stacks::StackCfg::parse(s);
+    }
     cfg.tsc = clock != Some(b"monotonic".as_slice()) && invariant_tsc();
     calibrate(cfg);
 

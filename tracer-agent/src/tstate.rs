@@ -14,6 +14,7 @@ use scalpel_model::record::RawEvent;
 use scalpel_model::wire::Enc;
 
 use crate::global::{self, Config};
+use crate::stacks::Stacks;
 use crate::sys::{self, ErrnoGuard};
 use crate::writer::{self, File};
 
@@ -38,6 +39,9 @@ struct Tls {
     /// The spawn key of a fork this thread is making, for the child handler (the child gets a
     /// copy of this thread's TLS, so concurrent forks on other threads cannot mix keys up).
     fork_spawn: Cell<u64>,
+    /// This thread's stack as (top, lowest address), set by our thread trampoline; (0, 0) when
+    /// unknown.
+    stack: Cell<(usize, usize)>,
 }
 
 thread_local! {
@@ -48,6 +52,7 @@ thread_local! {
             exit_how: Cell::new(2),
             forking: Cell::new(false),
             fork_spawn: Cell::new(0),
+            stack: Cell::new((0, 0)),
         }
     };
 }
@@ -74,6 +79,7 @@ pub struct ThreadState {
     since_calib: u32,
     next_idx: u32,
     objects: [ObjSlot; OBJ_SLOTS],
+    stacks: Stacks,
 }
 
 /// An object an event refers to, with the identity written when it is first seen in a file.
@@ -221,6 +227,11 @@ fn start_thread(t: &Tls) -> Option<Ctx> {
         core::ptr::addr_of_mut!((*mem).file).write(file);
         (*mem).last_ticks = cfg.clock0;
         (*mem).next_idx = 1;
+        let (top, lo) = match t.stack.get() {
+            (0, _) if tid == cfg.pid => crate::unwind::main_stack(),
+            b => b,
+        };
+        (*mem).stacks.set_bounds(top, lo);
         let mut buf = [0u8; 24];
         let n = writer::calibration(cfg, &mut buf);
         (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]);
@@ -281,8 +292,15 @@ impl ThreadState {
             self.file.record(rec::CALIBRATION, &buf[..n], &[]);
             crate::modules::check(&mut self.file, ev.t0);
         }
+        // A thread's start and exit are recorded from our trampoline and key destructor: no
+        // frame of the program is on the stack there.
+        let stack = match ev.op {
+            Op::ThreadStart | Op::ThreadExit => None,
+            _ => self.stacks.capture(&cfg.stacks, &mut self.file),
+        };
         let mut raw = RawEvent {
             op: ev.op as u8,
+            stack,
             dt: ev.t0.saturating_sub(self.last_ticks),
             dur: ev.t1.saturating_sub(ev.t0),
             result: ev.result,
@@ -388,9 +406,15 @@ pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
         unsafe {
             (*ts).busy.store(true, Ordering::Relaxed);
             (*ts).file.close();
+            (*ts).stacks.release();
             sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
         }
     });
+}
+
+/// Notes this thread's stack bounds (from the thread trampoline, before its first event).
+pub fn set_stack(top: usize, lo: usize) {
+    let _ = TLS.try_with(|t| t.stack.set((top, lo)));
 }
 
 /// Sets the spawn key of the fork this thread is about to make (0 when done).

@@ -185,6 +185,15 @@ impl File {
         unsafe { &*(self.header.add(at) as *const AtomicU64) }
     }
 
+    /// Publishes the stack cache's self-check counters (see `hdr::STACK_CHECKED`).
+    pub fn stack_check(&self, checked: u32, mismatched: u32) {
+        if !self.header.is_null() {
+            let v = u64::from(checked) | u64::from(mismatched) << 32;
+            self.header_u64(hdr::STACK_CHECKED)
+                .store(v, Ordering::Relaxed);
+        }
+    }
+
     /// Space for `n` bytes at the current position, remapping the window when needed.
     #[inline]
     fn space(&mut self, n: usize) -> Option<&mut [u8]> {

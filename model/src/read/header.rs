@@ -43,6 +43,10 @@ pub struct Header {
     pub thread_index: u32,
     /// Writer state, see [`crate::format::state`].
     pub state: u32,
+    /// Stacks the agent's cache answered and re-walked to check (cache check mode only).
+    pub stack_checked: u32,
+    /// Of those, how many differed from the fresh walk.
+    pub stack_mismatched: u32,
     /// Thread name, NUL padding removed.
     pub thread_name: Vec<u8>,
     /// Executable path (possibly truncated), NUL padding removed.
@@ -69,6 +73,8 @@ impl Default for Header {
             dropped: 0,
             thread_index: 0,
             state: 0,
+            stack_checked: 0,
+            stack_mismatched: 0,
             thread_name: Vec::new(),
             exe: Vec::new(),
         }
@@ -179,6 +185,8 @@ impl Header {
             dropped: u64_at(hdr::DROPPED),
             thread_index: u32_at(hdr::THREAD_INDEX),
             state: u32_at(hdr::STATE),
+            stack_checked: u32_at(hdr::STACK_CHECKED),
+            stack_mismatched: u32_at(hdr::STACK_MISMATCHED),
             thread_name: text(bytes, hdr::THREAD_NAME, hdr::THREAD_NAME_LEN),
             exe: text(bytes, hdr::EXE, hdr::EXE_LEN),
         })
@@ -206,6 +214,8 @@ impl Header {
         put(hdr::DROPPED, &self.dropped.to_le_bytes());
         put(hdr::THREAD_INDEX, &self.thread_index.to_le_bytes());
         put(hdr::STATE, &self.state.to_le_bytes());
+        put(hdr::STACK_CHECKED, &self.stack_checked.to_le_bytes());
+        put(hdr::STACK_MISMATCHED, &self.stack_mismatched.to_le_bytes());
         let name = &self.thread_name[..self.thread_name.len().min(hdr::THREAD_NAME_LEN)];
         put(hdr::THREAD_NAME, name);
         put(hdr::EXE, &self.exe[..self.exe.len().min(hdr::EXE_LEN)]);

@@ -16,11 +16,12 @@ extern "C" {
 }
 
 const STACK_ENTRIES: usize = 512;
-const OURS: [&[u8]; 4] = [
+const OURS: [&[u8]; 5] = [
     b"LD_PRELOAD=",
     b"SCALPEL_DIR=",
     b"SCALPEL_AGENT=",
     b"SCALPEL_CLOCK=",
+    b"SCALPEL_STACKS=",
 ];
 
 fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
@@ -85,6 +86,7 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
         cfg.env_dir.c_bytes(),
         cfg.env_agent.c_bytes(),
         cfg.env_clock.c_bytes(),
+        cfg.env_stacks.c_bytes(),
         preload.c_bytes(),
     ]
     .into_iter()

@@ -1,5 +1,5 @@
-//! Hooks for thread and process lifetimes: pthread create, join and exit, fork, dlopen and
-//! dlclose, and the pthread-key destructor that closes a thread's trace at exit.
+//! Hooks for thread and process lifetimes: pthread create, join and exit, fork, dlclose (for the
+//! unwinder's module table), and the pthread-key destructor that closes a thread's trace at exit.
 //!
 //! A new thread starts in our trampoline, which records its start with the spawn key its parent
 //! recorded, so creation is linked to start without knowing the child's tid in advance. The
@@ -24,6 +24,7 @@ struct Slot {
     arg: AtomicUsize,
     spawn: AtomicU64,
     parent: AtomicU32,
+    stack_size: AtomicUsize,
 }
 
 const SLOTS: usize = 256;
@@ -34,6 +35,7 @@ const EMPTY: Slot = Slot {
     arg: AtomicUsize::new(0),
     spawn: AtomicU64::new(0),
     parent: AtomicU32::new(0),
+    stack_size: AtomicUsize::new(0),
 };
 static POOL: [Slot; SLOTS] = [EMPTY; SLOTS];
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -57,7 +59,12 @@ extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
     let arg = slot.arg.load(Ordering::Acquire) as *mut c_void;
     let spawn = slot.spawn.load(Ordering::Acquire);
     let parent = slot.parent.load(Ordering::Acquire);
+    let size = slot.stack_size.load(Ordering::Acquire);
     slot.state.store(0, Ordering::Release);
+    // Every frame of the new thread's own code lies below this local: it bounds stack walks.
+    let marker = 0u8;
+    let top = core::hint::black_box(&marker) as *const u8 as usize;
+    tstate::set_stack(top, top.saturating_sub(size));
     if let Some(c) = enter() {
         let t = c.now();
         let seq = c.seq(obj::SPAWN, spawn);
@@ -108,6 +115,8 @@ pub unsafe extern "C-unwind" fn pthread_create(
     let spawn = global::next_spawn_key(c.cfg);
     slot.start.store(start as usize, Ordering::Relaxed);
     slot.arg.store(arg as usize, Ordering::Relaxed);
+    slot.stack_size
+        .store(crate::unwind::thread_stack_size(attr), Ordering::Relaxed);
     slot.spawn.store(spawn, Ordering::Relaxed);
     slot.parent
         .store(crate::sys::gettid() as u32, Ordering::Release);
@@ -239,4 +248,20 @@ pub fn child_without_handlers() {
 pub unsafe extern "C-unwind" fn vfork() -> libc::pid_t {
     // SAFETY: our own fork hook, which forwards to the real fork.
     unsafe { fork() }
+}
+
+/// dlclose: stack walks pause while a module may be unmapped, and the unwinder's module table is
+/// rebuilt afterwards. Nothing is recorded (the next MAPS record shows the change).
+#[no_mangle]
+pub unsafe extern "C-unwind" fn dlclose(handle: *mut c_void) -> c_int {
+    type F = unsafe extern "C-unwind" fn(*mut c_void) -> c_int;
+    let Some(f) = real!(dlclose: F) else {
+        return -1;
+    };
+    crate::unwind::close_begin();
+    // SAFETY: forwarding the caller's handle.
+    let r = unsafe { f(handle) };
+    let _errno = crate::sys::ErrnoGuard::save();
+    crate::unwind::close_end();
+    r
 }

@@ -1,0 +1,402 @@
+//! Call stacks at sync points: a DWARF walk of the calling thread's stack, deduplicated per
+//! thread into stack ids written once to the thread's file.
+//!
+//! The walk starts in [`Stacks::capture`] itself, steps out of the agent's own frames, and then
+//! records raw return addresses, innermost first, up to the configured depth. It allocates
+//! nothing, takes no lock, and reads memory only between the current stack pointer and the top
+//! of this thread's stack, which is known for threads started through our trampoline and for
+//! the main thread (other threads get no stacks). A call made on a signal stack falls outside
+//! those bounds and gets no stack either.
+//!
+//! The stack cache: a walk of the agent's frames gives the call site and the caller's stack
+//! pointer. A previous full walk from the same site at the same depth left, for every frame, the
+//! stack slot its return address was read from. If every slot still holds the same address, the
+//! stack is the same and the walk stops there. This is exact whenever each frame's CFA is found
+//! from the stack pointer (the x86-64 norm without frame pointers); `cache=check` re-walks every
+//! hit and counts disagreements in the file header, which is how it is measured.
+
+use core::arch::asm;
+
+use framehop::x86_64::UnwindRegsX86_64;
+use framehop::{FrameAddress, Unwinder};
+use scalpel_model::format::rec;
+use scalpel_model::wire::{zigzag, Enc};
+
+use crate::unwind::{self, Cache};
+use crate::writer::File;
+
+/// The deepest stack the agent records.
+pub const MAX_DEPTH: usize = 64;
+const DEDUP_SLOTS: usize = 4096;
+const DEDUP_LIMIT: u32 = 3072;
+const RECENT: usize = 64;
+const SAMPLE_SLOTS: usize = 256;
+/// At most this many agent frames are stepped over before giving up.
+const AGENT_FRAMES: usize = 16;
+
+/// When to take stacks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Never.
+    Off,
+    /// At every event.
+    All,
+    /// At one event in `every` per call site.
+    Sampled,
+}
+
+/// How the stack cache is used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Always walk the whole stack.
+    Off,
+    /// Answer from the cache when its slots still match.
+    On,
+    /// Answer from a full walk, and count how often the cache would have been wrong.
+    Check,
+}
+
+/// Stack options, from `SCALPEL_STACKS` (for example `all`, `off`, `sampled:16,depth=16`,
+/// `all,cache=check`).
+#[derive(Clone, Copy)]
+pub struct StackCfg {
+    /// When to take stacks (default: all).
+    pub mode: Mode,
+    /// The sampling period for [`Mode::Sampled`].
+    pub every: u32,
+    /// Frames kept, 1..=64 (default 32).
+    pub depth: u8,
+    /// Cache use (default: on).
+    pub cache: CacheMode,
+}
+
+impl StackCfg {
+    /// The defaults: every event, 32 frames, cache on.
+    pub const DEFAULT: StackCfg = StackCfg {
+        mode: Mode::All,
+        every: 1,
+        depth: 32,
+        cache: CacheMode::On,
+    };
+
+    /// Parses the option string; unknown words leave the defaults in place (the CLI checks
+    /// them before the agent ever sees them).
+    pub fn parse(s: &[u8]) -> StackCfg {
+        let mut c = StackCfg::DEFAULT;
+        for w in s.split(|&b| b == b',') {
+            match w {
+                b"off" => c.mode = Mode::Off,
+                b"all" => c.mode = Mode::All,
+                b"cache=on" => c.cache = CacheMode::On,
+                b"cache=off" => c.cache = CacheMode::Off,
+                b"cache=check" => c.cache = CacheMode::Check,
+                _ => {
+                    if let Some(n) = w.strip_prefix(b"sampled:").and_then(number) {
+                        c.mode = Mode::Sampled;
+                        c.every = n.clamp(1, u32::MAX as u64) as u32;
+                    } else if let Some(n) = w.strip_prefix(b"depth=").and_then(number) {
+                        c.depth = n.clamp(1, MAX_DEPTH as u64) as u8;
+                    }
+                }
+            }
+        }
+        c
+    }
+}
+
+fn number(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 9 {
+        return None;
+    }
+    s.iter().try_fold(0u64, |v, &b| {
+        b.is_ascii_digit().then(|| v * 10 + u64::from(b - b'0'))
+    })
+}
+
+#[derive(Clone, Copy)]
+struct Dedup {
+    hash: u64,
+    id: u64,
+}
+
+/// A remembered walk: its frames and, for each, the stack slot (as an offset below the top)
+/// the return address was read from.
+#[derive(Clone, Copy)]
+struct Recent {
+    site: u64,
+    sp_off: u64,
+    n: u32,
+    id: u64,
+    addrs: [u64; MAX_DEPTH],
+    slots: [u32; MAX_DEPTH],
+}
+
+/// One thread's stack state. Valid when zeroed; lives inside the thread's mmap'd state.
+pub struct Stacks {
+    cache: *mut Cache,
+    top: u64,
+    lo: u64,
+    next_id: u64,
+    dedup_used: u32,
+    checked: u32,
+    mismatched: u32,
+    dedup: [Dedup; DEDUP_SLOTS],
+    recent: [Recent; RECENT],
+    sample: [u32; SAMPLE_SLOTS],
+}
+
+/// The result of walking out of the agent: the call site and the registers there.
+struct Site {
+    pc: u64,
+    regs: UnwindRegsX86_64,
+}
+
+impl Stacks {
+    /// Sets this thread's stack bounds: reads stay within `[sp, top)`, and only when the stack
+    /// pointer is inside `[lo, top)`. A zero `top` turns stacks off for the thread.
+    pub fn set_bounds(&mut self, top: usize, lo: usize) {
+        self.top = top as u64 & !7;
+        self.lo = lo as u64;
+    }
+
+    /// Frees the rule cache (at thread exit).
+    pub fn release(&mut self) {
+        // SAFETY: the cache came from `unwind::new_cache` and is dropped from our state here.
+        unsafe { unwind::free_cache(core::mem::replace(&mut self.cache, core::ptr::null_mut())) };
+    }
+
+    /// The id of the current call stack, writing its STACK record first if it is new here.
+    /// None when stacks are off, not wanted for this event, or cannot be taken.
+    #[inline(never)]
+    pub fn capture(&mut self, cfg: &StackCfg, file: &mut File) -> Option<u64> {
+        if cfg.mode == Mode::Off || self.top == 0 {
+            return None;
+        }
+        let (pc, sp, bp): (u64, u64, u64);
+        // SAFETY: reads the instruction pointer and two registers; touches no memory.
+        unsafe {
+            asm!(
+                "lea {pc}, [rip]",
+                "mov {sp}, rsp",
+                "mov {bp}, rbp",
+                pc = out(reg) pc,
+                sp = out(reg) sp,
+                bp = out(reg) bp,
+                options(nomem, nostack, preserves_flags)
+            );
+        }
+        let top = self.top;
+        if sp < self.lo || sp >= top {
+            return None;
+        }
+        let table = match unwind::table() {
+            Some(t) => t,
+            None => {
+                unwind::rebuild();
+                unwind::table()?
+            }
+        };
+        if self.cache.is_null() {
+            self.cache = unwind::new_cache();
+        }
+        // SAFETY: our own cache, created above or earlier, used by this thread only.
+        let cache = unsafe { self.cache.as_mut()? };
+        let mut read = |a: u64| -> Result<u64, ()> {
+            if a >= sp && a <= top - 8 {
+                // SAFETY: [sp, top) is this thread's live stack, above our own frame.
+                Ok(unsafe { (a as *const u64).read() })
+            } else {
+                Err(())
+            }
+        };
+        let site = leave_agent(table, pc, sp, bp, cache, &mut read)?;
+        if !table.knows(site.pc) {
+            // A module loaded since the table was built: this walk falls back to frame pointers
+            // there, the next one will not.
+            unwind::refresh();
+        }
+        if cfg.mode == Mode::Sampled {
+            let c = &mut self.sample[(mix(site.pc) as usize) & (SAMPLE_SLOTS - 1)];
+            let take = *c % cfg.every == 0;
+            *c = c.wrapping_add(1);
+            if !take {
+                return None;
+            }
+        }
+        let sp0 = site.regs.sp();
+        let sp_off = top.wrapping_sub(sp0);
+        let ri = (mix(site.pc ^ sp_off.rotate_left(32)) as usize) & (RECENT - 1);
+        let mut hit = None;
+        if cfg.cache != CacheMode::Off {
+            let r = &self.recent[ri];
+            let n = r.n as usize;
+            if n > 0
+                && r.site == site.pc
+                && r.sp_off == sp_off
+                && (1..n).all(|i| read(top - u64::from(r.slots[i])) == Ok(r.addrs[i]))
+            {
+                if cfg.cache == CacheMode::On {
+                    return Some(r.id);
+                }
+                hit = Some(ri);
+            }
+        }
+        let mut w = Walk {
+            frames: [0; MAX_DEPTH],
+            slots: [0; MAX_DEPTH],
+            n: 0,
+            exact: true,
+        };
+        w.run(table, site, cfg.depth as usize, top, cache, &mut read);
+        if let Some(h) = hit {
+            let r = &self.recent[h];
+            self.checked = self.checked.wrapping_add(1);
+            if r.addrs[..r.n as usize] != w.frames[..w.n] {
+                self.mismatched = self.mismatched.wrapping_add(1);
+            }
+            file.stack_check(self.checked, self.mismatched);
+        }
+        let id = self.intern(&w.frames[..w.n], file)?;
+        if cfg.cache != CacheMode::Off && w.exact {
+            self.recent[ri] = Recent {
+                site: w.frames[0],
+                sp_off,
+                n: w.n as u32,
+                id,
+                addrs: w.frames,
+                slots: w.slots,
+            };
+        }
+        Some(id)
+    }
+
+    /// The id of a stack, defining it in the file if it is new to this thread.
+    fn intern(&mut self, frames: &[u64], file: &mut File) -> Option<u64> {
+        let h = hash(frames);
+        let mut i = (h as usize) & (DEDUP_SLOTS - 1);
+        loop {
+            let d = self.dedup[i];
+            if d.hash == 0 {
+                break;
+            }
+            if d.hash == h {
+                return Some(d.id);
+            }
+            i = (i + 1) & (DEDUP_SLOTS - 1);
+        }
+        if self.dedup_used >= DEDUP_LIMIT {
+            // Forget and start again: ids already written stay valid, a stack seen again gets a
+            // new id and record. A loop, not a literal, to keep the stack small.
+            for d in self.dedup.iter_mut() {
+                *d = Dedup { hash: 0, id: 0 };
+            }
+            self.dedup_used = 0;
+            return self.intern(frames, file);
+        }
+        let id = self.next_id.max(1);
+        let mut buf = [0u8; 24 + MAX_DEPTH * 10];
+        let mut e = Enc::new(&mut buf);
+        e.varint(id);
+        e.varint(frames.len() as u64);
+        let mut prev = 0u64;
+        for (k, &f) in frames.iter().enumerate() {
+            e.varint(if k == 0 {
+                f
+            } else {
+                zigzag(f.wrapping_sub(prev) as i64)
+            });
+            prev = f;
+        }
+        let n = e.len();
+        if !file.record(rec::STACK, &buf[..n], &[]) {
+            return None;
+        }
+        self.next_id = id + 1;
+        self.dedup[i] = Dedup { hash: h, id };
+        self.dedup_used += 1;
+        Some(id)
+    }
+}
+
+/// Steps out of the agent's frames to the call site in the host.
+#[inline]
+fn leave_agent(
+    table: &unwind::Table,
+    pc: u64,
+    sp: u64,
+    bp: u64,
+    cache: &mut Cache,
+    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+) -> Option<Site> {
+    let mut regs = UnwindRegsX86_64::new(pc, sp, bp);
+    let mut addr = FrameAddress::from_instruction_pointer(pc);
+    for _ in 0..AGENT_FRAMES {
+        let ra = table.uw.unwind_frame(addr, &mut regs, cache, read).ok()??;
+        if !unwind::in_agent(ra) {
+            return Some(Site { pc: ra, regs });
+        }
+        addr = FrameAddress::from_return_address(ra)?;
+    }
+    None
+}
+
+struct Walk {
+    frames: [u64; MAX_DEPTH],
+    slots: [u32; MAX_DEPTH],
+    n: usize,
+    /// Every return address was read from the slot just below its caller's stack pointer, so
+    /// the walk can be checked again from those slots.
+    exact: bool,
+}
+
+impl Walk {
+    fn run(
+        &mut self,
+        table: &unwind::Table,
+        site: Site,
+        depth: usize,
+        top: u64,
+        cache: &mut Cache,
+        read: &mut impl FnMut(u64) -> Result<u64, ()>,
+    ) {
+        let mut regs = site.regs;
+        self.push(site.pc, regs.sp(), top, read);
+        while self.n < depth {
+            let Some(addr) = FrameAddress::from_return_address(self.frames[self.n - 1]) else {
+                break;
+            };
+            match table.uw.unwind_frame(addr, &mut regs, cache, read) {
+                // Reaching the agent again means our thread trampoline: the thread's own frames end.
+                Ok(Some(ra)) if !unwind::in_agent(ra) => self.push(ra, regs.sp(), top, read),
+                _ => break,
+            }
+        }
+    }
+
+    fn push(&mut self, ra: u64, sp: u64, top: u64, read: &mut impl FnMut(u64) -> Result<u64, ()>) {
+        let slot = sp.wrapping_sub(8);
+        let off = top.wrapping_sub(slot);
+        if off > u64::from(u32::MAX) || read(slot) != Ok(ra) {
+            self.exact = false;
+        }
+        self.frames[self.n] = ra;
+        self.slots[self.n] = off as u32;
+        self.n += 1;
+    }
+}
+
+#[inline]
+fn mix(x: u64) -> u64 {
+    let x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A 64-bit digest of a frame list (never 0, which marks an empty slot).
+fn hash(frames: &[u64]) -> u64 {
+    let mut h = mix(frames.len() as u64 ^ 0x5ca1_9e15);
+    for &f in frames {
+        h = mix(h ^ f).rotate_left(17);
+    }
+    h | 1
+}

@@ -217,7 +217,7 @@ impl Stacks {
         }
         if cfg.mode == Mode::Sampled {
             let c = &mut self.sample[(mix(site.pc) as usize) & (SAMPLE_SLOTS - 1)];
-            let take = *c % cfg.every == 0;
+            let take = c.is_multiple_of(cfg.every);
             *c = c.wrapping_add(1);
             if !take {
                 return None;

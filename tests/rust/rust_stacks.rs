@@ -1,5 +1,5 @@
-//! Stacks in an optimized Rust program: a chain of non-inlined functions ends in a write to a
-//! Unix socket (libc `write`, traced), read by a second std thread.
+//! Stacks in an optimized Rust program: a chain of non-inlined functions ends in a send on a
+//! Unix socket (std writes with libc `send`, traced), read by a second std thread.
 
 use std::hint::black_box;
 use std::io::{Read, Write};

@@ -145,6 +145,9 @@ pub struct Stacks {
     sample: [u32; SAMPLE_SLOTS],
 }
 
+/// A walk met an address outside every module the table knows.
+struct Stale;
+
 /// The result of walking out of the agent: the call site and the registers there.
 struct Site {
     pc: u64,
@@ -166,12 +169,34 @@ impl Stacks {
     }
 
     /// The id of the current call stack, writing its STACK record first if it is new here.
-    /// None when stacks are off, not wanted for this event, or cannot be taken.
+    /// None when stacks are off, not wanted for this event, or cannot be taken. `ticks` is the
+    /// event's time, for the module map recorded when the walk meets a newly loaded module.
     #[inline(never)]
-    pub fn capture(&mut self, cfg: &StackCfg, file: &mut File) -> Option<u64> {
+    pub fn capture(&mut self, cfg: &StackCfg, file: &mut File, ticks: u64) -> Option<u64> {
         if cfg.mode == Mode::Off || self.top == 0 {
             return None;
         }
+        match self.walk(cfg, file, true) {
+            Err(Stale) => {
+                // A module loaded since the table was built: record the new module map (the
+                // symbolizer needs it before this event) and walk again with the new table.
+                unwind::refresh();
+                crate::modules::check(file, ticks);
+                self.walk(cfg, file, false).ok()?
+            }
+            Ok(id) => id,
+        }
+    }
+
+    /// One attempt at [`Self::capture`]. With `strict`, meeting an address outside every known
+    /// module gives up with [`Stale`] instead of walking on by frame pointers.
+    #[inline(always)]
+    fn walk(
+        &mut self,
+        cfg: &StackCfg,
+        file: &mut File,
+        strict: bool,
+    ) -> Result<Option<u64>, Stale> {
         let (pc, sp, bp): (u64, u64, u64);
         // SAFETY: reads the instruction pointer and two registers; touches no memory.
         unsafe {
@@ -187,20 +212,25 @@ impl Stacks {
         }
         let top = self.top;
         if sp < self.lo || sp >= top {
-            return None;
+            return Ok(None);
         }
         let table = match unwind::table() {
             Some(t) => t,
             None => {
                 unwind::rebuild();
-                unwind::table()?
+                let Some(t) = unwind::table() else {
+                    return Ok(None);
+                };
+                t
             }
         };
         if self.cache.is_null() {
             self.cache = unwind::new_cache();
         }
         // SAFETY: our own cache, created above or earlier, used by this thread only.
-        let cache = unsafe { self.cache.as_mut()? };
+        let Some(cache) = (unsafe { self.cache.as_mut() }) else {
+            return Ok(None);
+        };
         let mut read = |a: u64| -> Result<u64, ()> {
             if a >= sp && a <= top - 8 {
                 // SAFETY: [sp, top) is this thread's live stack, above our own frame.
@@ -209,18 +239,18 @@ impl Stacks {
                 Err(())
             }
         };
-        let site = leave_agent(table, pc, sp, bp, cache, &mut read)?;
-        if !table.knows(site.pc) {
-            // A module loaded since the table was built: this walk falls back to frame pointers
-            // there, the next one will not.
-            unwind::refresh();
+        let Some(site) = leave_agent(table, pc, sp, bp, cache, &mut read) else {
+            return Ok(None);
+        };
+        if strict && !table.knows(site.pc) {
+            return Err(Stale);
         }
-        if cfg.mode == Mode::Sampled {
+        if cfg.mode == Mode::Sampled && strict {
             let c = &mut self.sample[(mix(site.pc) as usize) & (SAMPLE_SLOTS - 1)];
             let take = c.is_multiple_of(cfg.every);
             *c = c.wrapping_add(1);
             if !take {
-                return None;
+                return Ok(None);
             }
         }
         let sp0 = site.regs.sp();
@@ -236,7 +266,7 @@ impl Stacks {
                 && (1..n).all(|i| read(top - u64::from(r.slots[i])) == Ok(r.addrs[i]))
             {
                 if cfg.cache == CacheMode::On {
-                    return Some(r.id);
+                    return Ok(Some(r.id));
                 }
                 hit = Some(ri);
             }
@@ -246,8 +276,16 @@ impl Stacks {
             slots: [0; MAX_DEPTH],
             n: 0,
             exact: true,
+            known: true,
         };
         w.run(table, site, cfg.depth as usize, top, cache, &mut read);
+        if !w.known {
+            if strict {
+                return Err(Stale);
+            }
+            // Still unknown after a rebuild (JIT code, say): keep the walk, never cache it.
+            w.exact = false;
+        }
         if let Some(h) = hit {
             let r = &self.recent[h];
             self.checked = self.checked.wrapping_add(1);
@@ -256,7 +294,9 @@ impl Stacks {
             }
             file.stack_check(self.checked, self.mismatched);
         }
-        let id = self.intern(&w.frames[..w.n], file)?;
+        let Some(id) = self.intern(&w.frames[..w.n], file) else {
+            return Ok(None);
+        };
         if cfg.cache != CacheMode::Off && w.exact {
             self.recent[ri] = Recent {
                 site: w.frames[0],
@@ -267,7 +307,7 @@ impl Stacks {
                 slots: w.slots,
             };
         }
-        Some(id)
+        Ok(Some(id))
     }
 
     /// The id of a stack, defining it in the file if it is new to this thread.
@@ -347,6 +387,8 @@ struct Walk {
     /// Every return address was read from the slot just below its caller's stack pointer, so
     /// the walk can be checked again from those slots.
     exact: bool,
+    /// Every frame lies in a module the table knows (else it was walked by frame pointer).
+    known: bool,
 }
 
 impl Walk {
@@ -367,7 +409,10 @@ impl Walk {
             };
             match table.uw.unwind_frame(addr, &mut regs, cache, read) {
                 // Reaching the agent again means our thread trampoline: the thread's own frames end.
-                Ok(Some(ra)) if !unwind::in_agent(ra) => self.push(ra, regs.sp(), top, read),
+                Ok(Some(ra)) if !unwind::in_agent(ra) => {
+                    self.known &= table.knows(ra);
+                    self.push(ra, regs.sp(), top, read)
+                }
                 _ => break,
             }
         }

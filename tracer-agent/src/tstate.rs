@@ -296,7 +296,7 @@ impl ThreadState {
         // frame of the program is on the stack there.
         let stack = match ev.op {
             Op::ThreadStart | Op::ThreadExit => None,
-            _ => self.stacks.capture(&cfg.stacks, &mut self.file),
+            _ => self.stacks.capture(&cfg.stacks, &mut self.file, ev.t0),
         };
         let mut raw = RawEvent {
             op: ev.op as u8,

@@ -1,0 +1,239 @@
+//! Call stacks recorded by the agent in programs built without frame pointers: optimized C
+//! (`-O2 -fomit-frame-pointer`) with a dlopen'ed library and a thread started from a library
+//! constructor, and an optimized Rust program. At known call sites the symbolized stack must
+//! hold the program's own chain of functions, innermost first.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use scalpel_e2e::{build_c, c_dir, record_with, target_dir, Run};
+use scalpel_inferencer::{map_at, Symbolizer};
+use scalpel_model::format::Op;
+use scalpel_model::read::TraceDir;
+
+const NO_FP: &[&str] = &["-O2", "-fomit-frame-pointer", "-g"];
+
+/// Builds `tests/c/<src>.c` as a shared library without frame pointers.
+fn build_lib(src: &str) -> PathBuf {
+    let dir = target_dir().join("e2e-c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = dir.join(format!("lib{src}.so"));
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-pthread"])
+        .args(NO_FP)
+        .arg("-o")
+        .arg(&lib)
+        .arg(c_dir().join(format!("{src}.c")))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "building lib{src}.so failed");
+    lib
+}
+
+/// The C program, its constructor library linked in, and the plug-in to dlopen (built once:
+/// the tests run in parallel).
+fn c_program() -> (PathBuf, PathBuf) {
+    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(build_c_program).clone()
+}
+
+fn build_c_program() -> (PathBuf, PathBuf) {
+    build_lib("stackctor");
+    let plug = build_lib("stackplug");
+    let dir = target_dir().join("e2e-c");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let mut extra = NO_FP.to_vec();
+    extra.extend(["-L", dir.to_str().unwrap(), "-lstackctor", &rpath, "-ldl"]);
+    (build_c("stackmain", "stackmain", &extra), plug)
+}
+
+fn record_stacks(exe: &Path, args: &[&str], flags: &[&str]) -> Run {
+    let flags: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    record_with(exe, args, move |c| {
+        // The flags go before `--`: rebuild the argument list around them.
+        let mut all: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();
+        let at = all.iter().position(|a| a == "--").unwrap();
+        for (k, f) in flags.iter().enumerate() {
+            all.insert(at + k, f.into());
+        }
+        let mut n = Command::new(c.get_program());
+        n.args(all);
+        *c = n;
+    })
+    .success()
+}
+
+/// The function names of every stacked event with operation `op`, innermost first.
+fn stacks_of(t: &TraceDir, op: Op) -> Vec<Vec<String>> {
+    let mut sym = Symbolizer::new();
+    let mut out = Vec::new();
+    for p in &t.processes {
+        for f in &p.threads {
+            for e in f.events.iter().filter(|e| e.op == Some(op)) {
+                let Some(frames) = e.stack.and_then(|id| f.stacks.get(&id)) else {
+                    continue;
+                };
+                let map = map_at(p, e.ts_ns).expect("a module map");
+                out.push(
+                    frames
+                        .iter()
+                        .map(|&pc| sym.frame(map, pc - 1).function.unwrap_or_default())
+                        .collect(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Whether `names` holds `chain` as consecutive frames (allowing a `::`-qualified Rust path).
+fn has_chain(names: &[String], chain: &[&str]) -> bool {
+    let is = |n: &String, want: &str| n == want || n.ends_with(&format!("::{want}"));
+    names
+        .windows(chain.len())
+        .any(|w| w.iter().zip(chain).all(|(n, c)| is(n, c)))
+}
+
+fn count_with_chain(stacks: &[Vec<String>], chain: &[&str]) -> usize {
+    stacks.iter().filter(|s| has_chain(s, chain)).count()
+}
+
+#[test]
+fn c_chains_without_frame_pointers() {
+    let (exe, plug) = c_program();
+    let run = record_stacks(&exe, &[plug.to_str().unwrap()], &[]);
+    assert!(run.stdout().contains("done 1"), "{}", run.stdout());
+    let t = run.load();
+    let writes = stacks_of(&t, Op::Write);
+    // 200 writes before the dlopen and 10 after the dlclose.
+    let app = ["app_four", "app_three", "app_two", "app_one", "main"];
+    assert_eq!(
+        count_with_chain(&writes, &app),
+        210,
+        "write stacks: {writes:#?}"
+    );
+    let reads = stacks_of(&t, Op::Read);
+    let drain = ["drain_four", "drain_three", "drain_two", "drain_one"];
+    assert!(
+        count_with_chain(&reads, &drain) >= 200,
+        "read stacks: {reads:#?}"
+    );
+    let locks = stacks_of(&t, Op::MutexLock);
+    // The dlopen'ed library: plug_run is exported and called through a pointer from main.
+    let plug_chain = ["plug_four", "plug_three", "plug_two", "plug_run", "main"];
+    assert_eq!(count_with_chain(&locks, &plug_chain), 200, "{locks:#?}");
+    // The thread started by a library constructor.
+    let ctor = [
+        "ctor_four",
+        "ctor_three",
+        "ctor_two",
+        "ctor_one",
+        "ctor_main",
+    ];
+    assert_eq!(count_with_chain(&locks, &ctor), 50, "{locks:#?}");
+}
+
+#[test]
+fn optimized_rust_chain() {
+    let dir = target_dir().join("e2e-rust");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("rust_stacks");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("rust/rust_stacks.rs");
+    let ok = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args([
+            "--edition",
+            "2021",
+            "-C",
+            "opt-level=3",
+            "-C",
+            "debuginfo=1",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "rustc failed");
+    let run = record_stacks(&exe, &[], &[]);
+    assert!(run.stdout().contains("read 200"), "{}", run.stdout());
+    let writes = stacks_of(&run.load(), Op::Send);
+    let chain = [
+        "stage_four",
+        "stage_three",
+        "stage_two",
+        "stage_one",
+        "main",
+    ];
+    let n = writes.iter().filter(|s| has_chain(s, &chain[..4])).count();
+    assert_eq!(n, 200, "write stacks: {writes:#?}");
+}
+
+#[test]
+fn stack_cache_agrees_with_full_walks() {
+    let (exe, plug) = c_program();
+    let run = record_stacks(&exe, &[plug.to_str().unwrap()], &["--stack-cache", "check"]);
+    let t = run.load();
+    let files = t.processes.iter().flat_map(|p| p.threads.iter());
+    let (checked, wrong) = files.fold((0, 0), |(c, w), f| {
+        (c + f.header.stack_checked, w + f.header.stack_mismatched)
+    });
+    // Nearly every event repeats an earlier call site, so nearly all are cache hits.
+    assert!(checked > 500, "only {checked} cache hits were checked");
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {checked} cached stacks differed from a full walk"
+    );
+}
+
+#[test]
+fn stack_modes_and_depth() {
+    let (exe, plug) = c_program();
+    let off = record_stacks(&exe, &[plug.to_str().unwrap()], &["--stacks", "off"]).load();
+    let any = off.processes.iter().flat_map(|p| p.threads.iter());
+    assert!(any.clone().all(|f| f.stacks.is_empty()));
+    assert!(any.flat_map(|f| f.events.iter()).all(|e| e.stack.is_none()));
+
+    let sampled = record_stacks(&exe, &[], &["--stacks", "sampled:10"]).load();
+    let writes = sampled
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .flat_map(|f| f.events.iter())
+        .filter(|e| e.op == Some(Op::Write) && e.result == Some(1));
+    let (all, stacked) = writes.fold((0, 0), |(a, s), e| (a + 1, s + e.stack.is_some() as u32));
+    // One call site, 200 calls: the 1st, 11th, 21st... carry a stack.
+    assert_eq!((all, stacked), (200, 20));
+
+    let shallow = record_stacks(&exe, &[], &["--stack-depth", "2"]).load();
+    let writes = stacks_of(&shallow, Op::Write);
+    assert!(!writes.is_empty());
+    assert!(writes.iter().all(|s| s.len() <= 2));
+    assert!(writes
+        .iter()
+        .any(|s| has_chain(s, &["app_four", "app_three"])));
+}
+
+#[test]
+fn bad_stack_flags_are_refused() {
+    let (exe, _) = c_program();
+    for flags in [
+        ["--stacks", "sometimes"],
+        ["--stack-depth", "0"],
+        ["--stack-depth", "99"],
+        ["--stack-cache", "maybe"],
+    ] {
+        let out = Command::new(scalpel_e2e::scalpel())
+            .args(["record", "-o", "/nonexistent/never"])
+            .args(flags)
+            .arg("--")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flags[1]), "{flags:?}: {err}");
+    }
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Records Apache httpd (Debian's apache2, event MPM, on 127.0.0.1) under `scalpel record` while
 # `ab -n 5000 -c 16` loads it, then checks that every request was served and that the trace shows
-# the listener, the worker threads, condition variables, epoll or poll, and socket reads and writes.
+# the listener, the worker threads, condition variables, epoll or poll, socket reads and writes,
+# and call stacks at the condvar and poll sites. RECORD_FLAGS adds `scalpel record` flags.
 #
 # Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)
 # Needs root for apt-get when apache2/ab are missing; builds the workspace in release mode.
@@ -54,7 +55,7 @@ CONF
 
 chmod 755 "$WORK" "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
 rm -rf "$OUT"
-"$SCALPEL" record -o "$OUT" -- /usr/sbin/apache2 -f "$WORK/httpd.conf" -DFOREGROUND &
+"$SCALPEL" record -o "$OUT" ${RECORD_FLAGS:-} -- /usr/sbin/apache2 -f "$WORK/httpd.conf" -DFOREGROUND &
 RECORD_PID=$!
 
 for _ in $(seq 1 100); do
@@ -78,6 +79,20 @@ for op in accept4 epoll_wait cond_wait cond_signal read writev; do
     n=$(count "$op")
     printf '%-12s %8d events\n' "$op" "$n"
     [ "$n" -gt 0 ] || { echo "FAIL: no $op events in the trace" >&2; status=1; }
+done
+# Stacks at the worker's condvar wait and the listener's poll: deeper than 3 frames, every frame
+# inside a known module, and the condvar site named in httpd. Debian strips static functions
+# (the event MPM's listener and worker loops, apr's epoll backend); those show as [+offset].
+for op in cond_wait epoll_wait; do
+    stack=$("$SCALPEL" dump "$OUT" --op "$op" --limit 1 2>/dev/null | awk '/^        at /')
+    depth=$(printf '%s\n' "$stack" | grep -c '^        at ' || true)
+    named=$(printf '%s\n' "$stack" | grep -cE '^        at (ap_|apr_)' || true)
+    unknown=$(printf '%s\n' "$stack" | grep -c '^        at \[0x' || true)
+    printf '%-12s stack of %d frames, %d named in httpd/apr, %d outside any module\n' \
+        "$op" "$depth" "$named" "$unknown"
+    if [ "$depth" -le 3 ] || [ "$unknown" -gt 0 ] || { [ "$op" = cond_wait ] && [ "$named" = 0 ]; }; then
+        echo "FAIL: $op stack:" >&2; echo "$stack" >&2; status=1
+    fi
 done
 threads=$(find "$OUT" -name 't*.trace' | wc -l)
 echo "thread files: $threads"

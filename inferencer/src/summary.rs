@@ -27,6 +27,14 @@ pub struct Summary {
     pub dropped: u64,
     /// Warnings about damaged or unreadable files.
     pub warnings: usize,
+    /// Distinct stacks (per thread file).
+    pub stacks: u64,
+    /// Events carrying a stack.
+    pub stacked_events: u64,
+    /// Stack cache answers checked against a full walk (`--stack-cache check`).
+    pub stack_checked: u64,
+    /// Of those, how many disagreed.
+    pub stack_mismatched: u64,
 }
 
 impl Summary {
@@ -47,6 +55,10 @@ impl Summary {
             s.disk_bytes += f.file_len;
             s.lost = s.lost.saturating_add(f.lost);
             s.dropped = s.dropped.saturating_add(f.header.dropped);
+            s.stacks += f.stacks.len() as u64;
+            s.stacked_events += f.events.iter().filter(|e| e.stack.is_some()).count() as u64;
+            s.stack_checked += u64::from(f.header.stack_checked);
+            s.stack_mismatched += u64::from(f.header.stack_mismatched);
         }
         s
     }
@@ -81,6 +93,18 @@ impl fmt::Display for Summary {
             human_bytes(self.disk_bytes)
         )?;
         writeln!(f, "lost:       {} (dropped {})", self.lost, self.dropped)?;
+        writeln!(
+            f,
+            "stacks:     {} events with stacks, {} distinct per thread",
+            self.stacked_events, self.stacks
+        )?;
+        if self.stack_checked > 0 {
+            writeln!(
+                f,
+                "stack cache check: {} cached stacks re-walked, {} differed",
+                self.stack_checked, self.stack_mismatched
+            )?;
+        }
         write!(f, "warnings:   {}", self.warnings)
     }
 }

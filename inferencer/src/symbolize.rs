@@ -34,6 +34,8 @@ pub struct Frame {
     pub addr: u64,
     /// The module's path, when a mapping holds the address.
     pub module: Option<PathBuf>,
+    /// The address as an offset into the module's file, when a mapping holds it.
+    pub offset: Option<u64>,
     /// The function (demangled), when found.
     pub function: Option<String>,
     /// Source file and line, when debug information has them.
@@ -56,6 +58,11 @@ impl std::fmt::Display for Frame {
             }
             (None, Some(Missing::ModuleReplaced(_))) => {
                 write!(f, "[{:#x} in a replaced module]", self.addr)?
+            }
+            // A function with no symbol (a stripped static function): its offset in the module
+            // file still tells call sites apart and can be looked up once debug info is at hand.
+            (None, Some(Missing::NoSymbol(_))) if self.offset.is_some() => {
+                write!(f, "[+{:#x}]", self.offset.unwrap_or_default())?
             }
             _ => write!(f, "[{:#x}]", self.addr)?,
         }
@@ -99,6 +106,7 @@ impl Symbolizer {
         let mut frame = Frame {
             addr,
             module: None,
+            offset: None,
             function: None,
             line: None,
             missing: None,
@@ -126,6 +134,7 @@ impl Symbolizer {
             OnDisk::Replaced => frame.missing = Some(Missing::ModuleReplaced(path)),
             OnDisk::Same => {
                 let offset = addr - entry.start + entry.offset;
+                frame.offset = Some(offset);
                 let (function, line) = self.lookup(&path, offset);
                 if function.is_none() {
                     frame.missing = Some(Missing::NoSymbol(path));

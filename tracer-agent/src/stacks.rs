@@ -403,15 +403,23 @@ impl Walk {
     ) {
         let mut regs = site.regs;
         self.push(site.pc, regs.sp(), top, read);
-        while self.n < depth {
-            let Some(addr) = FrameAddress::from_return_address(self.frames[self.n - 1]) else {
+        let mut pc = site.pc;
+        // Agent frames met on the way (our thread trampoline) are stepped over, not recorded;
+        // the extra steps are bounded.
+        for _ in 0..depth + AGENT_FRAMES {
+            if self.n >= depth {
+                break;
+            }
+            let Some(addr) = FrameAddress::from_return_address(pc) else {
                 break;
             };
             match table.uw.unwind_frame(addr, &mut regs, cache, read) {
-                // Reaching the agent again means our thread trampoline: the thread's own frames end.
-                Ok(Some(ra)) if !unwind::in_agent(ra) => {
-                    self.known &= table.knows(ra);
-                    self.push(ra, regs.sp(), top, read)
+                Ok(Some(ra)) => {
+                    pc = ra;
+                    if !unwind::in_agent(ra) {
+                        self.known &= table.knows(ra);
+                        self.push(ra, regs.sp(), top, read);
+                    }
                 }
                 _ => break,
             }

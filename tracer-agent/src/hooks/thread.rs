@@ -61,9 +61,19 @@ extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
     let parent = slot.parent.load(Ordering::Acquire);
     let size = slot.stack_size.load(Ordering::Acquire);
     slot.state.store(0, Ordering::Release);
-    // Every frame of the new thread's own code lies below this local: it bounds stack walks.
+    // Stack walks read between the stack pointer and the top of the thread's stack. glibc puts
+    // the thread descriptor (pthread_self) right above the stack, for stacks it allocates and for
+    // stacks the caller supplies, so the libc frames below ours are reachable too. Should that
+    // not hold, this local bounds the walk to the thread's own frames.
     let marker = 0u8;
-    let top = core::hint::black_box(&marker) as *const u8 as usize;
+    let here = core::hint::black_box(&marker) as *const u8 as usize;
+    // SAFETY: pthread_self has no preconditions.
+    let tcb = unsafe { libc::pthread_self() } as usize;
+    let top = if tcb > here && tcb - here < size.max(1 << 16) {
+        tcb
+    } else {
+        here
+    };
     tstate::set_stack(top, top.saturating_sub(size));
     if let Some(c) = enter() {
         let t = c.now();

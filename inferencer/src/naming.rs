@@ -91,6 +91,7 @@ mod tests {
         Frame {
             addr: 1,
             module: Some(PathBuf::from(module)),
+            offset: Some(0),
             function: function.map(str::to_string),
             line: None,
             missing: None,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks the agent's added cost per intercepted event against the same loop without the
 # agent, and against a naive recorder (one global mutex around a map of per-thread files, the
-# baseline of the Scalpel paper), for 1, 2, 4 and 8 threads; then the trace bytes per event.
+# baseline of the Scalpel paper), for 1, 2, 4 and 8 threads; then the added cost of call stacks
+# 16 and 32 frames deep, with and without the stack cache; then the trace bytes per event.
 #
 # Costs are core-nanoseconds per event: wall time x min(threads, cores) / events, so they stay
 # comparable when threads outnumber cores. Each repetition (REPEAT, default 7) runs the plain
@@ -20,7 +21,7 @@ SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 BENCH=$WORK/agent-bench
-cc -O2 -pthread -o "$BENCH" scripts/bench/agent-bench.c
+cc -O2 -fomit-frame-pointer -pthread -o "$BENCH" scripts/bench/agent-bench.c
 CORES=$(nproc)
 
 # One timed run: prints wall ns.
@@ -29,7 +30,13 @@ run() {
     rm -rf "$WORK/t" && mkdir -p "$WORK/t"
     case $kind in
         base)  "$BENCH" "$mode" "$threads" "$ITERS" ;;
-        agent) SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        agent) SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        nostack:*) BENCH_DEPTH=${kind#nostack:} SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
+                "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        # stacks:DEPTH:CACHE — events DEPTH frames deep, that many frames recorded.
+        stacks:*) IFS=: read -r _ d c <<< "$kind"
+            BENCH_DEPTH=$d SCALPEL_STACKS="all,depth=$d,cache=$c" SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
+                "$BENCH" "$mode" "$threads" "$ITERS" ;;
         naive) "$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t" ;;
     esac | awk '{print $3}'
 }
@@ -59,6 +66,36 @@ for mode in mutex pipe; do
     done
 done
 
+# The added cost of call stacks: every event DEPTH frames deep with DEPTH frames recorded, with
+# the stack cache off (a full DWARF walk per event) and on, against the agent with stacks off on
+# the same deep workload. Same core-ns per event and within-repetition medians as above.
+echo
+echo "call stacks: added core-ns per event over the agent without stacks"
+printf '%-6s %7s %12s %12s %12s %12s\n' mode threads "d16 walk" "d16 cached" "d32 walk" "d32 cached"
+for mode in mutex pipe; do
+    for threads in 1 2 4 8; do
+        used=$(( threads < CORES ? threads : CORES ))
+        events=$(( threads * ITERS * 2 ))
+        : > "$WORK/srows"
+        for _ in $(seq 1 "$REPEAT"); do
+            row=""
+            for d in 16 32; do
+                n=$(run "$mode" "$threads" "nostack:$d")
+                w=$(run "$mode" "$threads" "stacks:$d:off")
+                c=$(run "$mode" "$threads" "stacks:$d:on")
+                row="$row $((w - n)) $((c - n))"
+            done
+            echo "$row" >> "$WORK/srows"
+        done
+        cells=""
+        for col in 1 2 3 4; do
+            v=$(awk -v c="$col" -v u="$used" -v e="$events" '{print $c * u / e}' "$WORK/srows" | median)
+            cells="$cells $(printf '%12.1f' "$v")"
+        done
+        printf '%-6s %7d%s\n' "$mode" "$threads" "$cells"
+    done
+done
+
 # Instructions added per event (one thread), from callgrind: deterministic, unlike the timings.
 # Two run lengths are measured so start-up costs cancel out.
 if command -v valgrind >/dev/null; then
@@ -69,10 +106,16 @@ if command -v valgrind >/dev/null; then
     for mode in mutex pipe; do
         cg="valgrind --tool=callgrind --callgrind-out-file=/dev/null"
         b1=$(count $cg "$BENCH" "$mode" 1 20000); b2=$(count $cg "$BENCH" "$mode" 1 40000)
-        a1=$(count env SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 20000)
-        a2=$(count env SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 40000)
+        a1=$(count env SCALPEL_STACKS=off SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 20000)
+        a2=$(count env SCALPEL_STACKS=off SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 40000)
         awk -v m="$mode" -v b1="$b1" -v b2="$b2" -v a1="$a1" -v a2="$a2" 'BEGIN {
             printf "instructions added per event (%s): %.0f\n", m, ((a2 - a1) - (b2 - b1)) / 40000 }'
+        for c in off on; do
+            s1=$(count env BENCH_DEPTH=16 SCALPEL_STACKS="all,depth=16,cache=$c" SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 20000)
+            s2=$(count env BENCH_DEPTH=16 SCALPEL_STACKS="all,depth=16,cache=$c" SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 40000)
+            awk -v m="$mode" -v c="$c" -v a1="$a1" -v a2="$a2" -v s1="$s1" -v s2="$s2" 'BEGIN {
+                printf "instructions added by depth-16 stacks per event (%s, cache %s): %.0f\n", m, c, ((s2 - s1) - (a2 - a1)) / 40000 }'
+        done
     done
 fi
 

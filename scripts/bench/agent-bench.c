@@ -3,6 +3,8 @@
  *   pipe:  write 1 byte + read it back on a thread-private pipe (2 intercepted events),
  * optionally through a naive recorder (the Scalpel paper's baseline): every event takes one global
  * mutex, finds the thread's FILE* in a shared map, and fwrites a 24-byte record.
+ * With BENCH_DEPTH=D in the environment, each thread first descends D nested calls (no frame
+ * pointers: build with -fomit-frame-pointer) so that every event has a stack D frames deep.
  * Prints: threads, iterations, wall ns. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -49,8 +51,7 @@ static void naive_record(int op, const void *obj, long result) {
 /* --- workload ------------------------------------------------------------------------------ */
 struct span { struct timespec a, b; };
 
-static void *run(void *arg) {
-    struct span *sp = arg;
+static void loop(struct span *sp) {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     int p[2];
     char c = 'x';
@@ -73,6 +74,21 @@ static void *run(void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &sp->b);
     close(p[0]);
     close(p[1]);
+}
+
+volatile int depth_sink;
+
+/* Descends `d` frames, then runs the loop; the work after the call keeps it from being a tail call. */
+__attribute__((noinline)) static void descend(struct span *sp, int d) {
+    if (d <= 0) loop(sp);
+    else descend(sp, d - 1);
+    depth_sink += d;
+}
+
+static int depth;
+
+static void *run(void *arg) {
+    descend(arg, depth);
     return NULL;
 }
 
@@ -84,6 +100,7 @@ int main(int argc, char **argv) {
     mode_pipe = strcmp(argv[1], "pipe") == 0;
     int n = atoi(argv[2]);
     iters = atol(argv[3]);
+    if (getenv("BENCH_DEPTH")) depth = atoi(getenv("BENCH_DEPTH"));
     if (argc > 5 && strcmp(argv[4], "naive") == 0) { naive = 1; naive_dir = argv[5]; }
     pthread_t t[64];
     struct span sp[64];

@@ -25,4 +25,5 @@ mod stacks;
 mod sys;
 mod tstate;
 mod unwind;
+mod walk;
 mod writer;

@@ -8,21 +8,20 @@
 //! the main thread (other threads get no stacks). A call made on a signal stack falls outside
 //! those bounds and gets no stack either.
 //!
-//! The stack cache: a walk of the agent's frames gives the call site and the caller's stack
-//! pointer. A previous full walk from the same site at the same depth left, for every frame, the
-//! stack slot its return address was read from. If every slot still holds the same address, the
-//! stack is the same and the walk stops there. This is exact whenever each frame's CFA is found
-//! from the stack pointer (the x86-64 norm without frame pointers); `cache=check` re-walks every
-//! hit and counts disagreements in the file header, which is how it is measured.
+//! The stack cache: a previous walk that started at the same stack pointer left, for every
+//! frame (the agent's included), the stack slot its return address was read from. If every slot
+//! still holds the same address, the stack is the same (see `walk`) and nothing is unwound. This
+//! is exact whenever each frame's CFA is found from the stack pointer or from registers saved on
+//! the walked chain; `cache=check` re-walks every hit and counts disagreements in the file
+//! header, which is how it is measured.
 
 use core::arch::asm;
 
-use framehop::x86_64::UnwindRegsX86_64;
-use framehop::{FrameAddress, Unwinder};
 use scalpel_model::format::rec;
 use scalpel_model::wire::{zigzag, Enc};
 
 use crate::unwind::{self, Cache};
+use crate::walk::{Chain, Start, WalkErr};
 use crate::writer::File;
 
 /// The deepest stack the agent records.
@@ -30,9 +29,9 @@ pub const MAX_DEPTH: usize = 64;
 const DEDUP_SLOTS: usize = 4096;
 const DEDUP_LIMIT: u32 = 3072;
 const RECENT: usize = 64;
+/// Entries per set of the stack cache.
+const WAYS: usize = 4;
 const SAMPLE_SLOTS: usize = 256;
-/// At most this many agent frames are stepped over before giving up.
-const AGENT_FRAMES: usize = 16;
 
 /// When to take stacks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,16 +118,14 @@ struct Dedup {
     id: u64,
 }
 
-/// A remembered walk: its frames and, for each, the stack slot (as an offset below the top)
-/// the return address was read from.
+/// A remembered walk: where it started (the capture's stack pointer, as an offset below the
+/// top), its whole chain of return addresses with the slots they were read from, and its id.
 #[derive(Clone, Copy)]
 struct Recent {
-    site: u64,
     sp_off: u64,
-    n: u32,
+    site: u64,
     id: u64,
-    addrs: [u64; MAX_DEPTH],
-    slots: [u32; MAX_DEPTH],
+    chain: Chain,
 }
 
 /// One thread's stack state. Valid when zeroed; lives inside the thread's mmap'd state.
@@ -140,18 +137,10 @@ pub struct Stacks {
     dedup_used: u32,
     checked: u32,
     mismatched: u32,
+    victim: usize,
     dedup: [Dedup; DEDUP_SLOTS],
     recent: [Recent; RECENT],
     sample: [u32; SAMPLE_SLOTS],
-}
-
-/// A walk met an address outside every module the table knows.
-struct Stale;
-
-/// The result of walking out of the agent: the call site and the registers there.
-struct Site {
-    pc: u64,
-    regs: UnwindRegsX86_64,
 }
 
 impl Stacks {
@@ -176,27 +165,6 @@ impl Stacks {
         if cfg.mode == Mode::Off || self.top == 0 {
             return None;
         }
-        match self.walk(cfg, file, true) {
-            Err(Stale) => {
-                // A module loaded since the table was built: record the new module map (the
-                // symbolizer needs it before this event) and walk again with the new table.
-                unwind::refresh();
-                crate::modules::check(file, ticks);
-                self.walk(cfg, file, false).ok()?
-            }
-            Ok(id) => id,
-        }
-    }
-
-    /// One attempt at [`Self::capture`]. With `strict`, meeting an address outside every known
-    /// module gives up with [`Stale`] instead of walking on by frame pointers.
-    #[inline(always)]
-    fn walk(
-        &mut self,
-        cfg: &StackCfg,
-        file: &mut File,
-        strict: bool,
-    ) -> Result<Option<u64>, Stale> {
         let (pc, sp, bp): (u64, u64, u64);
         // SAFETY: reads the instruction pointer and two registers; touches no memory.
         unsafe {
@@ -212,102 +180,83 @@ impl Stacks {
         }
         let top = self.top;
         if sp < self.lo || sp >= top {
-            return Ok(None);
+            return None;
         }
-        let table = match unwind::table() {
-            Some(t) => t,
-            None => {
-                unwind::rebuild();
-                let Some(t) = unwind::table() else {
-                    return Ok(None);
-                };
-                t
+        let start = Start { pc, sp, bp, top };
+        // The cache: the same capture stack pointer and every slot of a remembered chain still
+        // holding its return address means the same stack, without unwinding anything.
+        let sp_off = top - sp;
+        let base = (mix(sp_off) as usize) & (RECENT - 1) & !(WAYS - 1);
+        let mut hit = None;
+        if cfg.cache != CacheMode::Off {
+            hit = (base..base + WAYS).find(|&i| {
+                let r = &self.recent[i];
+                r.sp_off == sp_off && r.chain.holds(&start)
+            });
+            if let Some(i) = hit {
+                if !self.sampled(cfg, self.recent[i].site) {
+                    return None;
+                }
+                if cfg.cache == CacheMode::On {
+                    return Some(self.recent[i].id);
+                }
             }
-        };
+        }
         if self.cache.is_null() {
             self.cache = unwind::new_cache();
         }
         // SAFETY: our own cache, created above or earlier, used by this thread only.
-        let Some(cache) = (unsafe { self.cache.as_mut() }) else {
-            return Ok(None);
-        };
-        let mut read = |a: u64| -> Result<u64, ()> {
-            if a >= sp && a <= top - 8 {
-                // SAFETY: [sp, top) is this thread's live stack, above our own frame.
-                Ok(unsafe { (a as *const u64).read() })
-            } else {
-                Err(())
+        let cache = unsafe { self.cache.as_mut()? };
+        let depth = usize::from(cfg.depth);
+        let w = match Chain::walk(&start, depth, cache, true) {
+            Ok(w) => w,
+            Err(WalkErr::Unavailable) => return None,
+            Err(WalkErr::Stale) => {
+                // A module loaded since the table was built: record the new module map (the
+                // symbolizer needs it before this event) and walk again with the new table.
+                unwind::refresh();
+                crate::modules::check(file, ticks);
+                Chain::walk(&start, depth, cache, false).ok()?
             }
         };
-        let Some(site) = leave_agent(table, pc, sp, bp, cache, &mut read) else {
-            return Ok(None);
-        };
-        if strict && !table.knows(site.pc) {
-            return Err(Stale);
+        let site = w.site()?;
+        if hit.is_none() && !self.sampled(cfg, site) {
+            return None;
         }
-        if cfg.mode == Mode::Sampled && strict {
-            let c = &mut self.sample[(mix(site.pc) as usize) & (SAMPLE_SLOTS - 1)];
-            let take = c.is_multiple_of(cfg.every);
-            *c = c.wrapping_add(1);
-            if !take {
-                return Ok(None);
-            }
-        }
-        let sp0 = site.regs.sp();
-        let sp_off = top.wrapping_sub(sp0);
-        let ri = (mix(site.pc ^ sp_off.rotate_left(32)) as usize) & (RECENT - 1);
-        let mut hit = None;
-        if cfg.cache != CacheMode::Off {
-            let r = &self.recent[ri];
-            let n = r.n as usize;
-            if n > 0
-                && r.site == site.pc
-                && r.sp_off == sp_off
-                && (1..n).all(|i| read(top - u64::from(r.slots[i])) == Ok(r.addrs[i]))
-            {
-                if cfg.cache == CacheMode::On {
-                    return Ok(Some(r.id));
-                }
-                hit = Some(ri);
-            }
-        }
-        let mut w = Walk {
-            frames: [0; MAX_DEPTH],
-            slots: [0; MAX_DEPTH],
-            n: 0,
-            exact: true,
-            known: true,
-        };
-        w.run(table, site, cfg.depth as usize, top, cache, &mut read);
-        if !w.known {
-            if strict {
-                return Err(Stale);
-            }
-            // Still unknown after a rebuild (JIT code, say): keep the walk, never cache it.
-            w.exact = false;
-        }
-        if let Some(h) = hit {
-            let r = &self.recent[h];
+        if let Some(i) = hit {
             self.checked = self.checked.wrapping_add(1);
-            if r.addrs[..r.n as usize] != w.frames[..w.n] {
+            if !self.recent[i].chain.same(&w) {
                 self.mismatched = self.mismatched.wrapping_add(1);
             }
             file.stack_check(self.checked, self.mismatched);
         }
-        let Some(id) = self.intern(&w.frames[..w.n], file) else {
-            return Ok(None);
-        };
+        let mut frames = [0u64; MAX_DEPTH];
+        let n = w.frames(&mut frames);
+        let id = self.intern(&frames[..n], file)?;
         if cfg.cache != CacheMode::Off && w.exact {
-            self.recent[ri] = Recent {
-                site: w.frames[0],
+            // Round robin within the set: one capture point often serves several call sites
+            // (a lock and an unlock through the same hook path), which must not evict each other.
+            self.victim = (self.victim + 1) % WAYS;
+            let i = base + self.victim;
+            self.recent[i] = Recent {
                 sp_off,
-                n: w.n as u32,
+                site,
                 id,
-                addrs: w.frames,
-                slots: w.slots,
+                chain: w,
             };
         }
-        Ok(Some(id))
+        Some(id)
+    }
+
+    /// In sampled mode, whether this event at `site` is one to keep.
+    fn sampled(&mut self, cfg: &StackCfg, site: u64) -> bool {
+        if cfg.mode != Mode::Sampled {
+            return true;
+        }
+        let c = &mut self.sample[(mix(site) as usize) & (SAMPLE_SLOTS - 1)];
+        let take = c.is_multiple_of(cfg.every);
+        *c = c.wrapping_add(1);
+        take
     }
 
     /// The id of a stack, defining it in the file if it is new to this thread.
@@ -358,88 +307,8 @@ impl Stacks {
     }
 }
 
-/// Steps out of the agent's frames to the call site in the host.
 #[inline]
-fn leave_agent(
-    table: &unwind::Table,
-    pc: u64,
-    sp: u64,
-    bp: u64,
-    cache: &mut Cache,
-    read: &mut impl FnMut(u64) -> Result<u64, ()>,
-) -> Option<Site> {
-    let mut regs = UnwindRegsX86_64::new(pc, sp, bp);
-    let mut addr = FrameAddress::from_instruction_pointer(pc);
-    for _ in 0..AGENT_FRAMES {
-        let ra = table.uw.unwind_frame(addr, &mut regs, cache, read).ok()??;
-        if !unwind::in_agent(ra) {
-            return Some(Site { pc: ra, regs });
-        }
-        addr = FrameAddress::from_return_address(ra)?;
-    }
-    None
-}
-
-struct Walk {
-    frames: [u64; MAX_DEPTH],
-    slots: [u32; MAX_DEPTH],
-    n: usize,
-    /// Every return address was read from the slot just below its caller's stack pointer, so
-    /// the walk can be checked again from those slots.
-    exact: bool,
-    /// Every frame lies in a module the table knows (else it was walked by frame pointer).
-    known: bool,
-}
-
-impl Walk {
-    fn run(
-        &mut self,
-        table: &unwind::Table,
-        site: Site,
-        depth: usize,
-        top: u64,
-        cache: &mut Cache,
-        read: &mut impl FnMut(u64) -> Result<u64, ()>,
-    ) {
-        let mut regs = site.regs;
-        self.push(site.pc, regs.sp(), top, read);
-        let mut pc = site.pc;
-        // Agent frames met on the way (our thread trampoline) are stepped over, not recorded;
-        // the extra steps are bounded.
-        for _ in 0..depth + AGENT_FRAMES {
-            if self.n >= depth {
-                break;
-            }
-            let Some(addr) = FrameAddress::from_return_address(pc) else {
-                break;
-            };
-            match table.uw.unwind_frame(addr, &mut regs, cache, read) {
-                Ok(Some(ra)) => {
-                    pc = ra;
-                    if !unwind::in_agent(ra) {
-                        self.known &= table.knows(ra);
-                        self.push(ra, regs.sp(), top, read);
-                    }
-                }
-                _ => break,
-            }
-        }
-    }
-
-    fn push(&mut self, ra: u64, sp: u64, top: u64, read: &mut impl FnMut(u64) -> Result<u64, ()>) {
-        let slot = sp.wrapping_sub(8);
-        let off = top.wrapping_sub(slot);
-        if off > u64::from(u32::MAX) || read(slot) != Ok(ra) {
-            self.exact = false;
-        }
-        self.frames[self.n] = ra;
-        self.slots[self.n] = off as u32;
-        self.n += 1;
-    }
-}
-
-#[inline]
-fn mix(x: u64) -> u64 {
+pub(crate) fn mix(x: u64) -> u64 {
     let x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     let x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)

@@ -33,6 +33,8 @@ pub struct Table {
     ranges: Vec<(u64, u64)>,
     /// The loader counters this table was built from.
     counters: u64,
+    /// The value of [`DIRTY`] when the build started.
+    dirty: u64,
 }
 
 impl Table {
@@ -47,6 +49,9 @@ static CURRENT: AtomicPtr<Table> = AtomicPtr::new(core::ptr::null_mut());
 static BUILDING: AtomicBool = AtomicBool::new(false);
 /// Nonzero while a dlclose is in progress: walks are skipped (the table may name its module).
 static CLOSING: AtomicUsize = AtomicUsize::new(0);
+/// Bumped after every dlclose: a table built before then is no longer used, even when the
+/// rebuild that should replace it was skipped because another thread was building.
+static DIRTY: AtomicU64 = AtomicU64::new(0);
 /// The agent's own executable range, whose frames are skipped.
 static AGENT_LO: AtomicU64 = AtomicU64::new(0);
 static AGENT_HI: AtomicU64 = AtomicU64::new(0);
@@ -64,7 +69,8 @@ pub fn table() -> Option<&'static Table> {
     }
     let p = CURRENT.load(Ordering::Acquire);
     // SAFETY: published tables are leaked, never freed.
-    (!p.is_null()).then(|| unsafe { &*p })
+    let t = (!p.is_null()).then(|| unsafe { &*p })?;
+    (t.dirty == DIRTY.load(Ordering::Acquire)).then_some(t)
 }
 
 /// Whether `pc` is in the agent itself.
@@ -186,9 +192,10 @@ unsafe extern "C" fn visit(
 
 /// Rebuilds and publishes the module table (unless another thread is doing so right now).
 pub fn rebuild() {
-    if BUILDING.swap(true, Ordering::Acquire) {
+    if CLOSING.load(Ordering::Acquire) != 0 || BUILDING.swap(true, Ordering::Acquire) {
         return;
     }
+    let dirty = DIRTY.load(Ordering::Acquire);
     let mut c = Collect {
         uw: Uw::new(),
         ranges: Vec::new(),
@@ -202,13 +209,15 @@ pub fn rebuild() {
         uw: c.uw,
         ranges: c.ranges,
         counters: c.counters | 1 << 63,
+        dirty,
     });
     // The previous table is leaked on purpose: a walk on another thread may still hold it.
     CURRENT.store(alloc::boxed::Box::into_raw(t), Ordering::Release);
     BUILDING.store(false, Ordering::Release);
 }
 
-/// Rebuilds if modules were loaded or unloaded since the table was built.
+/// Rebuilds if modules were loaded or unloaded since the table was built (but not during a
+/// dlclose: [`close_end`] rebuilds after it).
 pub fn refresh() {
     let now = crate::modules::current();
     match table() {
@@ -224,8 +233,9 @@ pub fn close_begin() {
 
 /// Marks the end of a dlclose and rebuilds without the closed module.
 pub fn close_end() {
-    rebuild();
+    DIRTY.fetch_add(1, Ordering::AcqRel);
     CLOSING.fetch_sub(1, Ordering::AcqRel);
+    rebuild();
 }
 
 extern "C" {

@@ -1,0 +1,159 @@
+//! One stack walk: from the capture point, out of the agent's frames and up the thread's stack,
+//! keeping every return address together with the stack slot it was read from.
+//!
+//! The slots are what make the stack cache exact: on x86-64 a return address sits just below its
+//! caller's stack pointer after the return, and each step's CFA is found from the stack pointer
+//! (frame-pointer-less code) or from a saved register that was itself on the walked chain. So
+//! when the walk starts at the same stack pointer in the same function, and every slot still
+//! holds the same address, a new walk would find the same chain.
+
+use framehop::x86_64::UnwindRegsX86_64;
+use framehop::{FrameAddress, Unwinder};
+
+use crate::stacks::MAX_DEPTH;
+use crate::unwind::{self, Cache};
+
+/// At most this many agent frames are stepped over before the first frame of the program.
+const AGENT_FRAMES: usize = 16;
+/// Room for the recorded frames plus the agent's frames around them.
+const CHAIN: usize = MAX_DEPTH + 2 * AGENT_FRAMES;
+
+/// Why no walk was made.
+pub enum WalkErr {
+    /// An address outside every module the table knows (a module loaded since it was built).
+    Stale,
+    /// No module table (a dlclose is under way) or no frame of the program was reached.
+    Unavailable,
+}
+
+/// Registers at the capture point and the top of the thread's stack.
+pub struct Start {
+    pub pc: u64,
+    pub sp: u64,
+    pub bp: u64,
+    pub top: u64,
+}
+
+impl Start {
+    /// Reads a stack word, only between the capture's stack pointer and the stack top.
+    #[inline]
+    pub fn read(&self, a: u64) -> Option<u64> {
+        // SAFETY: [sp, top) is this thread's live stack, above the capturing function's frame.
+        (a >= self.sp && a <= self.top - 8).then(|| unsafe { (a as *const u64).read() })
+    }
+}
+
+/// The return addresses of a walk, agent frames included, innermost first, with their slots as
+/// offsets below the stack top. Valid when zeroed (empty).
+#[derive(Clone, Copy)]
+pub struct Chain {
+    addrs: [u64; CHAIN],
+    slots: [u32; CHAIN],
+    len: usize,
+    /// Every return address was read from the slot just below its caller's stack pointer, and
+    /// every frame lies in a known module: the chain can be checked again from its slots.
+    pub exact: bool,
+}
+
+impl Chain {
+    /// Walks from `s`, recording up to `depth` frames of the program. With `strict`, an address
+    /// outside every known module stops the walk with [`WalkErr::Stale`]; otherwise the walk goes
+    /// on (by frame pointer there) and the chain is marked inexact.
+    pub fn walk(
+        s: &Start,
+        depth: usize,
+        cache: &mut Cache,
+        strict: bool,
+    ) -> Result<Chain, WalkErr> {
+        let table = unwind::table()
+            .or_else(|| {
+                unwind::rebuild();
+                unwind::table()
+            })
+            .ok_or(WalkErr::Unavailable)?;
+        let mut c = Chain {
+            addrs: [0; CHAIN],
+            slots: [0; CHAIN],
+            len: 0,
+            exact: true,
+        };
+        let mut regs = UnwindRegsX86_64::new(s.pc, s.sp, s.bp);
+        let mut addr = FrameAddress::from_instruction_pointer(s.pc);
+        let mut recorded = 0;
+        let mut read_stack = |a: u64| s.read(a).ok_or(());
+        while c.len < CHAIN && recorded < depth {
+            let Ok(Some(ra)) = table
+                .uw
+                .unwind_frame(addr, &mut regs, cache, &mut read_stack)
+            else {
+                break;
+            };
+            if unwind::in_agent(ra) {
+                if recorded == 0 && c.len >= AGENT_FRAMES {
+                    return Err(WalkErr::Unavailable);
+                }
+            } else {
+                if !table.knows(ra) {
+                    if strict {
+                        return Err(WalkErr::Stale);
+                    }
+                    c.exact = false;
+                }
+                recorded += 1;
+            }
+            c.push(ra, regs.sp(), s);
+            let Some(next) = FrameAddress::from_return_address(ra) else {
+                break;
+            };
+            addr = next;
+        }
+        if recorded == 0 {
+            return Err(WalkErr::Unavailable);
+        }
+        Ok(c)
+    }
+
+    fn push(&mut self, ra: u64, sp: u64, s: &Start) {
+        let slot = sp.wrapping_sub(8);
+        let off = s.top.wrapping_sub(slot);
+        if off > u64::from(u32::MAX) || s.read(slot) != Some(ra) {
+            self.exact = false;
+        }
+        self.addrs[self.len] = ra;
+        self.slots[self.len] = off as u32;
+        self.len += 1;
+    }
+
+    /// Whether every slot of the chain still holds its return address.
+    #[inline]
+    pub fn holds(&self, s: &Start) -> bool {
+        self.len > 0
+            && (0..self.len)
+                .all(|i| s.read(s.top - u64::from(self.slots[i])) == Some(self.addrs[i]))
+    }
+
+    /// Whether two walks found the same chain.
+    pub fn same(&self, other: &Chain) -> bool {
+        self.addrs[..self.len] == other.addrs[..other.len]
+    }
+
+    /// The call site: the first return address into the program.
+    pub fn site(&self) -> Option<u64> {
+        self.addrs[..self.len]
+            .iter()
+            .copied()
+            .find(|&a| !unwind::in_agent(a))
+    }
+
+    /// Copies the program's frames (agent frames left out) into `out`; returns how many.
+    pub fn frames(&self, out: &mut [u64; MAX_DEPTH]) -> usize {
+        let mut n = 0;
+        for &a in &self.addrs[..self.len] {
+            if n < MAX_DEPTH && !unwind::in_agent(a) {
+                out[n] = a;
+                n += 1;
+            }
+        }
+        n
+    }
+}

@@ -127,12 +127,14 @@ impl Filter<'_> {
 }
 
 /// What a dump printed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DumpStats {
     /// Event lines printed.
     pub events: usize,
     /// True when `limit` cut the output short.
     pub truncated: bool,
+    /// Modules whose frames could not be symbolized, with the reason (one line each).
+    pub module_warnings: Vec<String>,
 }
 
 /// Writes the events of `trace` selected by `opts` to `out`. Times are relative to the earliest
@@ -195,5 +197,6 @@ pub fn dump(trace: &TraceDir, opts: &DumpOptions, out: &mut dyn Write) -> io::Re
             stats.events += 1;
         }
     }
+    stats.module_warnings = sym.warnings().to_vec();
     Ok(stats)
 }

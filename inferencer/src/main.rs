@@ -151,13 +151,17 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;
             let mut out = BufWriter::new(io::stdout().lock());
-            let r = dump(&trace, &opts, &mut out).and_then(|_| out.flush());
+            let r = dump(&trace, &opts, &mut out).and_then(|s| out.flush().map(|_| s));
             match r {
                 // `scalpel dump | head` is fine.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-                r => r
-                    .map(|_| ExitCode::SUCCESS)
-                    .context("cannot write the dump"),
+                Ok(stats) => {
+                    for w in &stats.module_warnings {
+                        say!("scalpel: warning: {w}");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Err(e).context("cannot write the dump"),
             }
         }
         Job::Summary(dir) => {

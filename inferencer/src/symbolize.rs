@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
@@ -93,6 +93,9 @@ pub struct Symbolizer {
     blaze: Option<Blaze>,
     modules: HashMap<(PathBuf, u64), OnDisk>,
     frames: HashMap<(PathBuf, u64), Found>,
+    /// One warning per module that could not be used, in the order they were met.
+    warnings: Vec<String>,
+    warned: std::collections::HashSet<PathBuf>,
 }
 
 impl Symbolizer {
@@ -147,7 +150,8 @@ impl Symbolizer {
     }
 
     fn check(&mut self, path: &PathBuf, entry: &MapEntry) -> OnDisk {
-        self.modules
+        let state = self
+            .modules
             .entry((path.clone(), entry.inode))
             .or_insert_with(|| match std::fs::metadata(path) {
                 Err(_) => OnDisk::Deleted,
@@ -156,7 +160,28 @@ impl Symbolizer {
                 }
                 Ok(_) => OnDisk::Same,
             })
-            .clone()
+            .clone();
+        match state {
+            OnDisk::Deleted => self.warn(path, "missing since the recording"),
+            OnDisk::Replaced => self.warn(path, "replaced since the recording (another inode)"),
+            OnDisk::Same => {}
+        }
+        state
+    }
+
+    fn warn(&mut self, path: &Path, why: &str) {
+        if self.warned.insert(path.to_path_buf()) {
+            self.warnings.push(format!(
+                "{}: {why}; its frames show addresses only",
+                path.display()
+            ));
+        }
+    }
+
+    /// Warnings about modules that could not be used (missing, replaced, unreadable or
+    /// corrupt), one per module, in the order they were met. Symbolization never fails on them.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     fn lookup(&mut self, path: &PathBuf, offset: u64) -> Found {
@@ -176,7 +201,10 @@ impl Symbolizer {
                 }
                 _ => (None, None),
             },
-            Err(_) => (None, None),
+            Err(e) => {
+                self.warn(path, &format!("cannot be read as ELF ({e})"));
+                (None, None)
+            }
         };
         self.frames.insert((path.clone(), offset), found.clone());
         found

@@ -237,3 +237,56 @@ fn bad_stack_flags_are_refused() {
         assert!(err.contains(flags[1]), "{flags:?}: {err}");
     }
 }
+
+/// Runs `scalpel dump --op mutex_lock` on a trace; returns (stdout, stderr), asserting success.
+fn dump_locks(dir: &Path) -> (String, String) {
+    let out = Command::new(scalpel_e2e::scalpel())
+        .args(["dump", "--op", "mutex_lock"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    assert!(out.status.success(), "dump failed: {}", text(&out.stderr));
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn corrupt_or_missing_module_gives_a_warning_and_addresses() {
+    let (exe, plug) = c_program();
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("libplugcopy.so");
+    std::fs::copy(&plug, &copy).unwrap();
+    let run = record_stacks(&exe, &[copy.to_str().unwrap()], &[]);
+    let (out, err) = dump_locks(&run.dir);
+    assert!(out.contains("at plug_four"), "{out}");
+    assert!(err.is_empty(), "{err}");
+
+    // Overwritten in place (same inode): the module is there but is not ELF any more.
+    std::fs::write(&copy, b"not an ELF file at all").unwrap();
+    let (out, err) = dump_locks(&run.dir);
+    let name = copy.display().to_string();
+    assert!(
+        err.contains(&format!("{name}: cannot be read as ELF")),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches(&name).count(),
+        1,
+        "one warning per module: {err}"
+    );
+    assert!(
+        !out.contains("plug_four") && out.contains("in libplugcopy.so"),
+        "{out}"
+    );
+    // The program's own frames are still named.
+    assert!(out.contains("at ctor_four"), "{out}");
+
+    std::fs::remove_file(&copy).unwrap();
+    let (out, err) = dump_locks(&run.dir);
+    assert!(
+        err.contains(&format!("{name}: missing since the recording")),
+        "{err}"
+    );
+    assert!(out.contains("in a deleted module"), "{out}");
+    assert!(out.contains("at ctor_four"), "{out}");
+}

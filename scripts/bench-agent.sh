@@ -30,7 +30,7 @@ run() {
     rm -rf "$WORK/t" && mkdir -p "$WORK/t"
     case $kind in
         base)  "$BENCH" "$mode" "$threads" "$ITERS" ;;
-        agent) SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        # nostack:DEPTH — the agent with stacks off, events DEPTH frames deep (0 for the table).
         nostack:*) BENCH_DEPTH=${kind#nostack:} SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
                 "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # stacks:DEPTH:CACHE — events DEPTH frames deep, that many frames recorded.
@@ -53,7 +53,7 @@ for mode in mutex pipe; do
         : > "$WORK/rows"
         for _ in $(seq 1 "$REPEAT"); do
             b=$(run "$mode" "$threads" base)
-            a=$(run "$mode" "$threads" agent)
+            a=$(run "$mode" "$threads" nostack:0)
             n=$(run "$mode" "$threads" naive)
             echo "$b $a $n" >> "$WORK/rows"
         done

@@ -308,7 +308,7 @@ impl Stacks {
 }
 
 #[inline]
-pub(crate) fn mix(x: u64) -> u64 {
+fn mix(x: u64) -> u64 {
     let x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     let x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)

@@ -4,6 +4,7 @@ fn main() {
         ("workqueue", &["c/workqueue.c", "c/truth.c"][..]),
         ("threadpool", &["c/threadpool.c", "c/truth.c"][..]),
         ("lowlock", &["c/lowlock.c", "c/truth.c"][..]),
+        ("handoff", &["c/handoff.c", "c/truth.c"][..]),
     ] {
         for f in files {
             println!("cargo:rerun-if-changed={f}");

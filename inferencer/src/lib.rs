@@ -3,6 +3,7 @@
 
 mod child;
 mod dump;
+pub mod graph;
 mod naming;
 mod record;
 mod render;

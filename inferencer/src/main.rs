@@ -5,8 +5,11 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod infer_cli;
+
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use infer_cli::{run_infer, InferArgs, InferJob};
 use scalpel_inferencer::{
     dump, parse_depth, parse_op, record, signal_name, DumpOptions, Outcome, RecordOptions,
     StackCache, StackMode, StackOptions, Summary, DEFAULT_DIR,
@@ -32,6 +35,8 @@ enum Command {
         /// The trace directory.
         dir: PathBuf,
     },
+    /// Infer leaf tasks and the causal graph of a trace directory.
+    Infer(InferArgs),
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +97,7 @@ enum Job {
     Record(RecordOptions),
     Dump { dir: PathBuf, opts: DumpOptions },
     Summary(PathBuf),
+    Infer(InferJob),
 }
 
 /// Converts the command line into the library's option structs.
@@ -125,6 +131,7 @@ fn job(cli: Cli) -> Result<Job> {
             dir: a.dir,
         },
         Command::Summary { dir } => Job::Summary(dir),
+        Command::Infer(a) => Job::Infer(a.into()),
     })
 }
 
@@ -148,6 +155,7 @@ fn main() -> ExitCode {
 fn run(job: Job) -> Result<ExitCode> {
     match job {
         Job::Record(opts) => Ok(run_record(&opts)),
+        Job::Infer(job) => run_infer(&job).map(|_| ExitCode::SUCCESS),
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;
             let mut out = BufWriter::new(io::stdout().lock());

@@ -2,12 +2,14 @@
 //!
 //! Scope: the byte layout of per-thread and per-process trace files ([`format`](mod@format)), the
 //! allocation-free field encoders the agent writes with ([`wire`], [`record`]) and, with the
-//! default `read` feature, a reader that turns a trace directory into typed events and a writer
-//! for tests and tools.
+//! default `read` feature, a reader that turns a trace directory into typed events, a writer
+//! for tests and tools, and the causal graph's types ([`graph`]).
 //!
 //! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
 
 pub mod format;
+#[cfg(feature = "read")]
+pub mod graph;
 #[cfg(feature = "read")]
 pub mod read;
 pub mod record;

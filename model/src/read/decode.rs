@@ -15,9 +15,14 @@ use crate::format::{rec, Op};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
+/// Where decoded events go: kept in [`FileTrace::events`], or handed to a caller's sink one by
+/// one and dropped (see [`super::decode_file_with`]).
+pub(crate) type Sink<'s> = Option<&'s mut dyn FnMut(&Event)>;
+
 /// Per-file decoding state.
-pub(crate) struct State<'p> {
+pub(crate) struct State<'p, 's> {
     path: &'p Path,
+    sink: Sink<'s>,
     ticks: u64,
     /// Object index -> (kind, key, last absolute sequence number).
     table: HashMap<u64, (u8, u64, u64)>,
@@ -52,10 +57,12 @@ pub(crate) fn dec_what(e: DecError) -> &'static str {
     }
 }
 
-impl<'p> State<'p> {
-    pub(crate) fn new(path: &'p Path, header: Header, file_len: u64) -> Self {
+impl<'p, 's> State<'p, 's> {
+    pub(crate) fn new(path: &'p Path, header: Header, file_len: u64, sink: Sink<'s>) -> Self {
+        let clock = Clock::new(&header, &[]);
         State {
             path,
+            sink,
             ticks: header.clock0,
             table: HashMap::new(),
             undefined_refs: 0,
@@ -74,6 +81,7 @@ impl<'p> State<'p> {
                 cmdline: None,
                 exe: None,
                 thread_names: Vec::new(),
+                clock,
                 lost: 0,
                 unknown_records: 0,
                 warnings: Vec::new(),
@@ -224,7 +232,7 @@ impl<'p> State<'p> {
             }
             None => (None, None),
         };
-        self.out.events.push(Event {
+        let event = Event {
             op: Op::from_u8(raw.op),
             op_code: raw.op,
             ticks: self.ticks,
@@ -240,7 +248,11 @@ impl<'p> State<'p> {
             aux2: raw.aux2,
             stack: raw.stack,
             file_offset: at,
-        });
+        };
+        match self.sink.as_mut() {
+            Some(sink) => sink(&event),
+            None => self.out.events.push(event),
+        }
     }
 
     pub(crate) fn finish(mut self) -> FileTrace {
@@ -257,8 +269,10 @@ impl<'p> State<'p> {
 }
 
 impl FileTrace {
-    /// Recomputes every nanosecond time of this file with `clock`.
+    /// Recomputes every nanosecond time of this file with `clock`, and keeps it as the file's
+    /// clock.
     pub fn apply_clock(&mut self, clock: &Clock) {
+        self.clock = clock.clone();
         for e in &mut self.events {
             e.ts_ns = clock.ns(e.ticks);
             e.dur_ns = clock.dur_ns(e.dur_ticks);

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::clock::Clock;
 use super::error::ReadError;
-use super::file::{read_file, FileTrace};
+use super::file::{read_file, read_file_streaming, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
 use crate::format::{PROCESS_FILE, TRACE_EXT};
@@ -169,10 +169,52 @@ fn list<T: Ord>(dir: &Path, f: impl Fn(&str) -> Option<T>) -> std::io::Result<Ve
     Ok(out)
 }
 
+/// The sinks [`read_dir_with`] fed, aligned with [`TraceDir::processes`]: `threads[i]` holds
+/// the events of `processes[p].threads[i]`.
+#[derive(Debug)]
+pub struct ProcessSinks<S> {
+    /// The process file's sink, when the file was read.
+    pub process: Option<S>,
+    /// One sink per thread file.
+    pub threads: Vec<S>,
+}
+
 /// Reads a trace directory. Errors: the path is missing or not a directory, or no trace file in
 /// it could be read. Unreadable files and process directories become warnings.
 pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
-    let path = path.as_ref();
+    let (dir, _) = read_dir_inner::<()>(path.as_ref(), None)?;
+    Ok(dir)
+}
+
+/// A per-file consumer of events for [`read_dir_with`].
+pub trait FileSink: Send {
+    /// One event, in file order. Its `ts_ns` and `dur_ns` are 0: the clock is known only once
+    /// every file is read. Convert its ticks later with [`FileTrace::clock`].
+    fn event(&mut self, e: &Event);
+    /// The file is decoded (its objects, stacks and warnings are complete), still on the worker
+    /// thread that decoded it: the place to reduce what [`FileSink::event`] kept.
+    fn finish(&mut self, _file: &FileTrace) {}
+}
+
+/// Reads a trace directory like [`read_dir`], but hands every event of a file to that file's
+/// own sink (made by `new_sink`, files in parallel) instead of keeping it, so that a caller can
+/// reduce a large trace as it is decoded. The files' event lists stay empty; once this returns,
+/// every file's [`FileTrace::clock`] is the trace-wide one.
+pub fn read_dir_with<S: FileSink>(
+    path: impl AsRef<Path>,
+    new_sink: impl Fn(&Path) -> S + Sync,
+) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
+    read_dir_inner(path.as_ref(), Some(&new_sink))
+}
+
+impl FileSink for () {
+    fn event(&mut self, _: &Event) {}
+}
+
+fn read_dir_inner<S: FileSink>(
+    path: &Path,
+    streaming: Option<&(dyn Fn(&Path) -> S + Sync)>,
+) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
     let io = |p: &Path, error| ReadError::Io {
         path: p.to_path_buf(),
         error,
@@ -208,15 +250,45 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
     }
     let results: Vec<_> = jobs
         .into_par_iter()
-        .map(|(n, slot, p)| (n, slot, read_file(p)))
+        .map(|(n, slot, p)| match streaming {
+            None => (n, slot, read_file(p).map(|f| (f, None))),
+            Some(new_sink) => {
+                let mut sink = new_sink(&p);
+                let r = read_file_streaming(&p, &mut |e| sink.event(e));
+                let r = r.map(|f| {
+                    sink.finish(&f);
+                    (f, Some(sink))
+                });
+                (n, slot, r)
+            }
+        })
+        .collect();
+    let mut sinks: Vec<ProcessSinks<S>> = processes
+        .iter()
+        .map(|_| ProcessSinks {
+            process: None,
+            threads: Vec::new(),
+        })
         .collect();
     for (n, slot, r) in results {
         match (r, slot) {
-            (Ok(f), Slot::Process) => processes[n].process = Some(f),
-            (Ok(f), Slot::Thread(..)) => processes[n].threads.push(f),
+            (Ok((f, s)), Slot::Process) => {
+                processes[n].process = Some(f);
+                sinks[n].process = s;
+            }
+            (Ok((f, s)), Slot::Thread(..)) => {
+                processes[n].threads.push(f);
+                sinks[n].threads.extend(s);
+            }
             (Err(e), _) => warnings.push(e),
         }
     }
+    let keep: Vec<bool> = processes
+        .iter()
+        .map(|p| p.process.is_some() || !p.threads.is_empty())
+        .collect();
+    let mut k = keep.iter();
+    sinks.retain(|_| *k.next().unwrap_or(&false));
     processes.retain(|p| p.process.is_some() || !p.threads.is_empty());
     if processes.is_empty() {
         return Err(ReadError::NoTraces {
@@ -225,11 +297,12 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
         });
     }
     retime(&mut processes);
-    Ok(TraceDir {
+    let dir = TraceDir {
         path: path.to_path_buf(),
         processes,
         warnings,
-    })
+    };
+    Ok((dir, sinks))
 }
 
 /// A calibration point and where it came from: (process, file, offset); file 0 is the process

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::decode::{dec_what, rec_name, State};
+use super::clock::Clock;
+use super::decode::{dec_what, rec_name, Sink, State};
 use super::error::ReadError;
 use super::header::Header;
 use super::maps::ModuleMap;
@@ -37,6 +38,9 @@ pub struct FileTrace {
     pub exe: Option<PathBuf>,
     /// THREAD_NAME records.
     pub thread_names: Vec<ThreadName>,
+    /// The clock that turned this file's ticks into nanoseconds: its own calibration points, or
+    /// after [`super::read_dir`] the line fitted over every TSC-clocked file of the trace.
+    pub clock: Clock,
     /// Events the LOST records count.
     pub lost: u64,
     /// Records of kinds this reader does not know (skipped).
@@ -77,7 +81,20 @@ impl FileTrace {
 /// Reads and decodes one file. Fatal errors: unreadable file, bad magic, unsupported version,
 /// short header. Damage past the header becomes a warning in [`FileTrace::warnings`].
 pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
-    let path = path.as_ref();
+    read_file_with(path.as_ref(), None)
+}
+
+/// Reads one file like [`read_file`], handing each event to `sink` instead of keeping it. The
+/// events' `ts_ns` and `dur_ns` are 0 then (the file's clock is known only at its end); convert
+/// their ticks with [`FileTrace::clock`] afterwards.
+pub fn read_file_streaming(
+    path: impl AsRef<Path>,
+    sink: &mut dyn FnMut(&Event),
+) -> Result<FileTrace, ReadError> {
+    read_file_with(path.as_ref(), Some(sink))
+}
+
+fn read_file_with(path: &Path, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let io = |error| ReadError::Io {
@@ -102,15 +119,19 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
     // the size seen now is read, so a file that keeps growing cannot make us read forever.
     let mut bytes = Vec::new();
     file.take(meta.len()).read_to_end(&mut bytes).map_err(io)?;
-    decode_file(path, &bytes)
+    decode(path, &bytes, sink)
 }
 
 /// Decodes a whole file image. `path` only names the file in errors.
 pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<FileTrace, ReadError> {
+    decode(path, bytes, None)
+}
+
+fn decode(path: &Path, bytes: &[u8], sink: Sink<'_>) -> Result<FileTrace, ReadError> {
     let header = Header::decode(path, bytes)?;
     let start = usize::from(header.header_size);
     let avail = bytes.len() - start;
-    let mut st = State::new(path, header, bytes.len() as u64);
+    let mut st = State::new(path, header, bytes.len() as u64, sink);
     let committed = st.out.header.committed;
     let limit = match usize::try_from(committed) {
         Ok(c) if c <= avail => c,

@@ -1,0 +1,160 @@
+//! Putting the threads' pieces together: global object, thread and leaf numbering, times in
+//! nanoseconds on the trace's clock, and leaf types.
+
+use ahash::AHashMap;
+use rayon::prelude::*;
+use scalpel_model::graph::{Graph, ObjectInfo, ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA};
+use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
+
+use super::leaves::{Bound, LockEv, ThreadOut};
+use super::sink::{ThreadSink, NO_OBJ};
+use super::types::TypeTable;
+use crate::naming::SkipList;
+
+/// The graph's nodes and what the matchers need, all with global indices.
+pub struct Assembled {
+    /// Processes, threads, objects, types and leaves filled in; no edges yet.
+    pub graph: Graph,
+    /// Every cut kept for matching.
+    pub bounds: Vec<Bound>,
+    /// Every lock event, with durations in nanoseconds.
+    pub locks: Vec<LockEv>,
+    /// Per leaf: whether program order out of it is weak.
+    pub weak: Vec<bool>,
+    /// Per object: its kind code and channel kind.
+    pub obj_kinds: Vec<(u8, Option<u8>)>,
+    /// Symbolization warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Assembles the per-thread results of [`super::sink::ThreadSink`] in directory order.
+pub fn assemble(
+    dir: &TraceDir,
+    mut sinks: Vec<ProcessSinks<ThreadSink>>,
+    skip: &SkipList,
+) -> Assembled {
+    // Times first, in parallel: ticks to nanoseconds with each file's (trace-wide) clock.
+    let mut outs: Vec<(usize, usize, ThreadOut)> = Vec::new();
+    for (pi, ps) in sinks.iter_mut().enumerate() {
+        for (fi, s) in ps.threads.iter_mut().enumerate() {
+            if let Some(out) = s.out.take() {
+                outs.push((pi, fi, out));
+            }
+        }
+    }
+    outs.par_iter_mut().for_each(|(pi, fi, out)| {
+        let clock = &dir.processes[*pi].threads[*fi].clock;
+        for l in &mut out.leaves {
+            l.start_ns = clock.ns(l.start_ns);
+            l.end_ns = clock.ns(l.end_ns);
+            l.block_ns = clock.dur_ns(l.block_ns);
+            l.lock_ns = clock.dur_ns(l.lock_ns);
+            l.sleep_ns = clock.dur_ns(l.sleep_ns);
+            l.other_ns = clock.dur_ns(l.other_ns);
+        }
+        for k in &mut out.locks {
+            k.dur = clock.dur_ns(k.dur);
+        }
+    });
+    let total: usize = outs.iter().map(|(_, _, o)| o.leaves.len()).sum();
+    let ids = dir.identities();
+    let mut graph = Graph {
+        schema: GRAPH_SCHEMA.to_string(),
+        processes: dir
+            .processes
+            .iter()
+            .map(|p| ProcessInfo {
+                pid: p.pid,
+                incarnation: p.incarnation,
+                exe: p.exe().map(|e| e.display().to_string()),
+                cmdline: p.cmdline().map(<[String]>::to_vec).unwrap_or_default(),
+            })
+            .collect(),
+        threads: Vec::new(),
+        objects: Vec::new(),
+        types: Vec::new(),
+        leaves: Vec::with_capacity(total),
+        externals: Vec::new(),
+        edges: Vec::new(),
+        locks: Vec::new(),
+        lock_waits: Vec::new(),
+        unmatched: Unmatched::default(),
+    };
+    let mut obj_index: AHashMap<(u8, u64), u32> = AHashMap::new();
+    let mut obj_kinds = Vec::new();
+    let mut table = TypeTable::new(skip);
+    let mut bounds = Vec::new();
+    let mut locks = Vec::new();
+    let mut weak = Vec::with_capacity(total);
+    for (pi, fi, mut out) in outs {
+        let p = &dir.processes[pi];
+        let file = &p.threads[fi];
+        let base = graph.leaves.len() as u32;
+        let objs: Vec<u32> = out
+            .objs
+            .iter()
+            .map(|o| {
+                let next = graph.objects.len() as u32;
+                *obj_index.entry((o.kind, o.key)).or_insert_with(|| {
+                    let desc = match ids.get(&(o.kind, o.key)) {
+                        Some(id) if !matches!(id, Identity::None) => id.to_string(),
+                        _ => String::new(),
+                    };
+                    graph.objects.push(ObjectInfo {
+                        kind: obj_kind_name(o.kind).to_string(),
+                        key: o.key,
+                        desc,
+                    });
+                    obj_kinds.push((o.kind, o.chan));
+                    next
+                })
+            })
+            .collect();
+        let global = |o: u32| {
+            if o == NO_OBJ {
+                NO_OBJ
+            } else {
+                objs[o as usize]
+            }
+        };
+        let types = table.thread_types(p, file, &out.types);
+        let thread = graph.threads.len() as u32;
+        graph.threads.push(ThreadInfo {
+            process: pi as u32,
+            pid: p.pid,
+            tid: file.header.tid,
+            name: file.thread_name(),
+            first_leaf: base,
+            leaves: out.leaves.len() as u32,
+        });
+        for mut l in out.leaves.drain(..) {
+            l.thread = thread;
+            l.ty = types[l.ty as usize];
+            l.end_obj = l.end_obj.map(global);
+            graph.leaves.push(l);
+        }
+        bounds.extend(out.bounds.iter().map(|b| Bound {
+            obj: global(b.obj),
+            leaf: b.leaf + base,
+            ..*b
+        }));
+        locks.extend(out.locks.iter().map(|k| LockEv {
+            obj: global(k.obj),
+            leaf: k.leaf + base,
+            ..*k
+        }));
+        weak.append(&mut out.weak);
+    }
+    graph.types = std::mem::take(&mut table.types);
+    for l in &graph.leaves {
+        graph.types[l.ty as usize].count += 1;
+    }
+    Assembled {
+        graph,
+        bounds,
+        locks,
+        weak,
+        obj_kinds,
+        warnings: table.warnings().to_vec(),
+    }
+}

@@ -1,0 +1,179 @@
+//! `--include` and `--exclude`: keeping the leaves of some processes, threads or a time window.
+//!
+//! Filters apply after matching, so an edge is found the same way whatever is kept; an edge
+//! survives when both its ends do.
+
+use std::str::FromStr;
+
+use scalpel_model::graph::{Edge, Graph, Leaf};
+
+/// One filter, parsed from `pid:N`, `tid:N`, `process:NAME`, `thread:NAME` or `time:A..B`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Filter {
+    /// A process id.
+    Pid(u32),
+    /// A thread id.
+    Tid(u32),
+    /// Processes whose executable's file name contains this.
+    Process(String),
+    /// Threads whose name contains this.
+    Thread(String),
+    /// Leaves overlapping this window, in seconds from the trace's first leaf (either end open).
+    Time(Option<f64>, Option<f64>),
+}
+
+/// A filter that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("bad filter {text:?}: {why} (expected pid:N, tid:N, process:NAME, thread:NAME or time:A..B in seconds)")]
+pub struct FilterError {
+    text: String,
+    why: String,
+}
+
+impl FromStr for Filter {
+    type Err = FilterError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = |why: &str| FilterError {
+            text: s.to_string(),
+            why: why.to_string(),
+        };
+        let (kind, value) = s.split_once(':').ok_or_else(|| err("no ':'"))?;
+        let num = |v: &str| v.parse::<u32>().map_err(|_| err("not a number"));
+        let secs = |v: &str| -> Result<Option<f64>, FilterError> {
+            if v.is_empty() {
+                return Ok(None);
+            }
+            match v.parse::<f64>() {
+                Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+                _ => Err(err("times are seconds, 0 or more")),
+            }
+        };
+        match kind {
+            "pid" => Ok(Filter::Pid(num(value)?)),
+            "tid" => Ok(Filter::Tid(num(value)?)),
+            "process" if !value.is_empty() => Ok(Filter::Process(value.to_string())),
+            "thread" if !value.is_empty() => Ok(Filter::Thread(value.to_string())),
+            "process" | "thread" => Err(err("empty name")),
+            "time" => {
+                let (a, b) = value.split_once("..").ok_or_else(|| err("no '..'"))?;
+                let (a, b) = (secs(a)?, secs(b)?);
+                if let (Some(a), Some(b)) = (a, b) {
+                    if a > b {
+                        return Err(err("the window ends before it starts"));
+                    }
+                }
+                Ok(Filter::Time(a, b))
+            }
+            _ => Err(err("unknown kind")),
+        }
+    }
+}
+
+impl Filter {
+    fn category(&self) -> u8 {
+        match self {
+            Filter::Pid(_) => 0,
+            Filter::Tid(_) => 1,
+            Filter::Process(_) => 2,
+            Filter::Thread(_) => 3,
+            Filter::Time(..) => 4,
+        }
+    }
+
+    fn matches(&self, g: &Graph, l: &Leaf, t0: u64) -> bool {
+        let t = &g.threads[l.thread as usize];
+        match self {
+            Filter::Pid(p) => t.pid == *p,
+            Filter::Tid(x) => t.tid == *x,
+            Filter::Thread(n) => t.name.contains(n.as_str()),
+            Filter::Process(n) => g.processes[t.process as usize]
+                .exe
+                .as_deref()
+                .is_some_and(|e| {
+                    std::path::Path::new(e)
+                        .file_name()
+                        .is_some_and(|f| f.to_string_lossy().contains(n.as_str()))
+                }),
+            Filter::Time(a, b) => {
+                let at = |s: f64| t0.saturating_add((s * 1e9) as u64);
+                a.map_or(true, |a| l.end_ns + l.block_ns >= at(a))
+                    && b.map_or(true, |b| l.start_ns <= at(b))
+            }
+        }
+    }
+}
+
+/// Drops the leaves the filters reject and renumbers what is left. Returns the external edges
+/// that survive.
+pub fn apply(
+    g: &mut Graph,
+    edges: &mut Vec<Edge>,
+    ext: Vec<(u32, bool, u32)>,
+    include: &[Filter],
+    exclude: &[Filter],
+) -> Vec<(u32, bool, u32)> {
+    if include.is_empty() && exclude.is_empty() {
+        return ext;
+    }
+    let t0 = g.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0);
+    let keep: Vec<bool> = g
+        .leaves
+        .iter()
+        .map(|l| {
+            let included = (0..5u8).all(|c| {
+                let mut of = include.iter().filter(|f| f.category() == c).peekable();
+                of.peek().is_none() || of.any(|f| f.matches(g, l, t0))
+            });
+            included && !exclude.iter().any(|f| f.matches(g, l, t0))
+        })
+        .collect();
+    let mut new_id = vec![u32::MAX; keep.len()];
+    let mut n = 0u32;
+    for (i, k) in keep.iter().enumerate() {
+        if *k {
+            new_id[i] = n;
+            n += 1;
+        }
+    }
+    for t in &mut g.threads {
+        let range = t.first_leaf as usize..(t.first_leaf + t.leaves) as usize;
+        let kept = keep[range.clone()].iter().filter(|k| **k).count() as u32;
+        t.first_leaf = range
+            .map(|i| new_id[i])
+            .find(|&i| i != u32::MAX)
+            .unwrap_or(n);
+        t.leaves = kept;
+    }
+    let mut i = 0;
+    g.leaves.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    let map = |x: u32| new_id.get(x as usize).copied().filter(|&v| v != u32::MAX);
+    edges.retain_mut(|e| match (map(e.from), map(e.to)) {
+        (Some(f), Some(t)) => {
+            e.from = f;
+            e.to = t;
+            true
+        }
+        _ => false,
+    });
+    g.lock_waits.retain_mut(|w| match map(w.waiter) {
+        Some(x) => {
+            w.waiter = x;
+            w.holder = w.holder.and_then(map);
+            true
+        }
+        None => false,
+    });
+    for ty in &mut g.types {
+        ty.count = 0;
+    }
+    for l in &g.leaves {
+        g.types[l.ty as usize].count += 1;
+    }
+    ext.into_iter()
+        .filter_map(|(l, s, o)| map(l).map(|l| (l, s, o)))
+        .collect()
+}

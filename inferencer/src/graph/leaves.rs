@@ -1,0 +1,338 @@
+//! Cutting one thread's events into leaf tasks, and keeping what the edge matchers need.
+//!
+//! Which calls cut (see [`class`]): the ones causality can enter or leave a thread through.
+//! Condition waits and signals, semaphores, futex waits and wakes, epoll/poll/select, reads and
+//! writes that moved bytes on a pipe, socket or eventfd, accept and connect, thread create,
+//! start, exit and join, fork, exec. Mutex and rwlock operations never cut: their order is the
+//! scheduler's, not a cause, so a cut there would only split one piece of work in two. They,
+//! sleeps and file I/O are accounted inside the leaf (see `scalpel_model::graph`).
+
+use ahash::AHashMap;
+use scalpel_model::format::{chan, obj, Op};
+use scalpel_model::graph::{Leaf, OpName};
+use scalpel_model::read::FileTrace;
+
+use super::sink::{Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
+use super::weak::weak_boundaries;
+
+/// How an event takes part in the graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Begins a thread's first leaf (thread start, fork child).
+    Start,
+    /// Ends the current leaf and starts the next: causality may leave (release) or enter
+    /// (acquire) here.
+    Cut,
+    /// Ends the thread's current leaf with no next one (thread exit, exec).
+    End,
+    /// A mutex or rwlock acquisition (time counted as lock wait).
+    LockAcquire,
+    /// A mutex or rwlock release.
+    LockRelease,
+    /// A sleep.
+    Sleep,
+    /// Anything else: time counted in the leaf; file I/O bytes counted too.
+    Other,
+}
+
+/// Channel kinds whose transfers are communication between threads, and so cut leaves.
+fn is_channel(c: Option<u8>) -> bool {
+    matches!(
+        c,
+        Some(chan::TCP | chan::UDP | chan::UNIX | chan::PIPE | chan::EVENTFD)
+    )
+}
+
+/// Whether `op` reads (true) or writes (false) bytes; `None` for other operations.
+pub fn reads_bytes(op: Op) -> Option<bool> {
+    match op {
+        Op::Read | Op::Readv | Op::Pread | Op::Recv | Op::Recvfrom | Op::Recvmsg => Some(true),
+        Op::Write
+        | Op::Writev
+        | Op::Pwrite
+        | Op::Send
+        | Op::Sendto
+        | Op::Sendmsg
+        | Op::Sendfile => Some(false),
+        _ => None,
+    }
+}
+
+/// The class of an event, given its object.
+pub fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
+    use Op::*;
+    let Some(op) = op else { return Class::Other };
+    match op {
+        ThreadStart | ForkChild => Class::Start,
+        ThreadExit | Exec => Class::End,
+        MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock | CondRelock | RwRdlock
+        | RwTryrdlock | RwTimedrdlock | RwClockrdlock | RwWrlock | RwTrywrlock | RwTimedwrlock
+        | RwClockwrlock => Class::LockAcquire,
+        MutexUnlock | CondUnlock | RwUnlock => Class::LockRelease,
+        Sleep => Class::Sleep,
+        CondWait | CondTimedwait | CondClockwait | CondSignal | CondBroadcast | SemWait
+        | SemTimedwait | SemClockwait | SemTrywait | SemPost | FutexWait | FutexWake
+        | EpollWait | EpollPwait | EpollPwait2 | Poll | Ppoll | Select | Pselect | Accept
+        | Accept4 | Connect | ThreadCreate | ThreadJoin | Fork => Class::Cut,
+        _ if reads_bytes(op).is_some() => {
+            // A transfer cuts when it moved bytes on a channel at a known offset; a failed or
+            // peeking call, and file or terminal I/O, stay inside the leaf.
+            let moved = e.res > 0 && e.flags & HAS_X != 0;
+            let on_channel = o.is_some_and(|o| o.kind == obj::STREAM && is_channel(o.chan));
+            if moved && on_channel {
+                Class::Cut
+            } else {
+                Class::Other
+            }
+        }
+        _ => Class::Other,
+    }
+}
+
+/// A cut kept for edge matching.
+#[derive(Clone, Copy, Debug)]
+pub struct Bound {
+    /// Sequence number (valid when `flags & HAS_SEQ`).
+    pub seq: u64,
+    /// Stream offset or auxiliary value (see [`Ev::x`]).
+    pub x: u64,
+    /// Object (file-local, then global after assembly), or [`NO_OBJ`].
+    pub obj: u32,
+    /// The call's result.
+    pub res: i32,
+    /// For a release-side call, the leaf it ends; for an acquire-side call, the leaf it starts
+    /// (thread-local index, then global after assembly).
+    pub leaf: u32,
+    /// Operation code.
+    pub op: u8,
+    /// `HAS_SEQ` | `HAS_X`.
+    pub flags: u8,
+}
+
+/// A mutex or rwlock event kept as contention data.
+#[derive(Clone, Copy, Debug)]
+pub struct LockEv {
+    /// Sequence number.
+    pub seq: u64,
+    /// Ticks inside the call (acquisitions; 0 for releases).
+    pub dur: u64,
+    /// Object (file-local, then global).
+    pub obj: u32,
+    /// The leaf it happened in.
+    pub leaf: u32,
+    /// Acquisition (true) or release.
+    pub acquire: bool,
+}
+
+/// A leaf type as seen in one thread: (start op, start stack id, end op, end stack id).
+pub type LocalType = (Option<u8>, u32, Option<u8>, u32);
+
+/// One thread's leaves and the data the matchers need, with file-local object, stack and type
+/// indices and times in ticks until assembly.
+#[derive(Default)]
+pub struct ThreadOut {
+    /// Leaves; `ty` is an index into `types`, `end_obj` a file-local object.
+    pub leaves: Vec<Leaf>,
+    /// Whether the program-order edge out of leaf `i` (to `i + 1`) is weak.
+    pub weak: Vec<bool>,
+    /// Cuts with an object or a spawn/exit meaning.
+    pub bounds: Vec<Bound>,
+    /// Mutex and rwlock events.
+    pub locks: Vec<LockEv>,
+    /// Leaf types in order of first use.
+    pub types: Vec<LocalType>,
+    /// The file's objects.
+    pub objs: Vec<LocalObj>,
+}
+
+fn open(ticks: u64, start_op: Option<u8>, event: u32) -> Leaf {
+    Leaf {
+        thread: 0,
+        ty: 0,
+        start_ns: ticks,
+        end_ns: ticks,
+        block_ns: 0,
+        start_op: start_op.map(OpName),
+        end_op: None,
+        end_obj: None,
+        bytes_in: 0,
+        bytes_out: 0,
+        lock_ns: 0,
+        sleep_ns: 0,
+        other_ns: 0,
+        start_event: event,
+        end_event: event,
+    }
+}
+
+struct Cutter {
+    out: ThreadOut,
+    cur: Option<(Leaf, u32)>,
+    type_index: AHashMap<LocalType, u32>,
+}
+
+impl Cutter {
+    /// Closes the current leaf at `e` (ending with `e`'s call) and returns its index.
+    fn close(&mut self, e: &Ev, at: u32, last: Option<&Ev>) -> u32 {
+        let (mut leaf, start_stack) = self.cur.take().unwrap_or_else(|| {
+            // A cut with no open leaf (right after an exit): an empty leaf at the cut.
+            (open(e.ticks, None, at), 0)
+        });
+        leaf.end_event = at;
+        let (end_op, end_stack) = match last {
+            Some(_) => (Some(e.op), e.stack),
+            None => (None, 0),
+        };
+        if last.is_some() {
+            leaf.end_ns = e.ticks;
+            leaf.block_ns = e.dur;
+            leaf.end_op = Some(OpName(e.op));
+            leaf.end_obj = (e.obj != NO_OBJ).then_some(e.obj);
+        }
+        let key = (leaf.start_op.map(|o| o.0), start_stack, end_op, end_stack);
+        let next = self.out.types.len() as u32;
+        leaf.ty = *self.type_index.entry(key).or_insert_with(|| {
+            self.out.types.push(key);
+            next
+        });
+        self.out.leaves.push(leaf);
+        (self.out.leaves.len() - 1) as u32
+    }
+
+    fn bound(&mut self, e: &Ev, leaf: u32) {
+        self.out.bounds.push(Bound {
+            seq: e.seq,
+            x: e.x,
+            obj: e.obj,
+            res: e.res,
+            leaf,
+            op: e.op,
+            flags: e.flags & (HAS_SEQ | HAS_X),
+        });
+    }
+}
+
+/// Cuts one thread's events (file order) into leaves.
+pub fn cut_thread(evs: &[Ev], objs: Vec<LocalObj>, file: &FileTrace) -> ThreadOut {
+    let mut c = Cutter {
+        out: ThreadOut::default(),
+        cur: None,
+        type_index: AHashMap::new(),
+    };
+    let mut last_end = 0u64;
+    for (i, e) in evs.iter().enumerate() {
+        let at = i as u32;
+        let op = Op::from_u8(e.op);
+        let o = objs.get(e.obj as usize);
+        let cls = class(op, e, o);
+        let ret = e.ticks.saturating_add(e.dur);
+        if c.cur.is_none() && cls != Class::Start && cls != Class::Cut && cls != Class::End {
+            c.cur = Some((open(e.ticks, None, at), 0));
+        }
+        match cls {
+            Class::Start => {
+                if c.cur.is_some() {
+                    c.close(e, at, Some(e));
+                }
+                c.cur = Some((open(ret, Some(e.op), at), e.stack));
+                let next = c.out.leaves.len() as u32;
+                c.bound(e, next);
+            }
+            Class::Cut | Class::End => {
+                let closed = c.close(e, at, Some(e));
+                let release = is_release(op);
+                if let Some(true) = op.and_then(reads_bytes).map(|r| !r) {
+                    c.out.leaves[closed as usize].bytes_out += e.res.max(0) as u64;
+                }
+                if cls == Class::Cut {
+                    let mut next = open(ret, Some(e.op), at);
+                    if op.and_then(reads_bytes) == Some(true) {
+                        next.bytes_in += e.res.max(0) as u64;
+                    }
+                    c.cur = Some((next, e.stack));
+                }
+                let leaf = if release || cls == Class::End {
+                    closed
+                } else {
+                    closed + 1
+                };
+                c.bound(e, leaf);
+            }
+            Class::LockAcquire | Class::LockRelease => {
+                let acquire = cls == Class::LockAcquire;
+                if let Some((leaf, _)) = c.cur.as_mut() {
+                    if acquire {
+                        leaf.lock_ns += e.dur;
+                    } else {
+                        leaf.other_ns += e.dur;
+                    }
+                }
+                // A trylock that failed took nothing.
+                let took = !acquire || e.res == 0;
+                if took && e.flags & HAS_SEQ != 0 && e.obj != NO_OBJ {
+                    c.out.locks.push(LockEv {
+                        seq: e.seq,
+                        dur: if acquire { e.dur } else { 0 },
+                        obj: e.obj,
+                        leaf: c.out.leaves.len() as u32,
+                        acquire,
+                    });
+                }
+            }
+            Class::Sleep => {
+                if let Some((leaf, _)) = c.cur.as_mut() {
+                    leaf.sleep_ns += e.dur;
+                }
+            }
+            Class::Other => {
+                if let Some((leaf, _)) = c.cur.as_mut() {
+                    leaf.other_ns += e.dur;
+                    if e.res > 0 && o.is_some_and(|o| o.kind == obj::STREAM) {
+                        match op.and_then(reads_bytes) {
+                            Some(true) => leaf.bytes_in += e.res as u64,
+                            Some(false) => leaf.bytes_out += e.res as u64,
+                            None => {}
+                        }
+                    }
+                }
+            }
+        }
+        last_end = last_end.max(ret);
+    }
+    if let Some((leaf, _)) = c.cur.as_mut() {
+        // The last leaf ends with the thread's last event, with no call ending it.
+        leaf.end_ns = last_end.max(leaf.start_ns);
+        if let Some(e) = evs.last() {
+            c.close(e, (evs.len() - 1) as u32, None);
+        }
+    }
+    c.out.weak = weak_boundaries(&c.out, evs, file);
+    c.out.objs = objs;
+    c.out
+}
+
+/// Whether the matchers treat `op` as the causing side (its edge leaves the leaf it ends).
+pub fn is_release(op: Option<Op>) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Some(
+            CondSignal
+                | CondBroadcast
+                | SemPost
+                | FutexWake
+                | Write
+                | Writev
+                | Pwrite
+                | Send
+                | Sendto
+                | Sendmsg
+                | Sendfile
+                | Connect
+                | ThreadCreate
+                | Fork
+                | ThreadExit
+                | Exec
+        )
+    )
+}

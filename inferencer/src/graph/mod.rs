@@ -1,0 +1,229 @@
+//! Stage 1 of inference: a trace directory turned into leaf tasks and the causal graph between
+//! them (`scalpel infer DIR --stage graph`).
+//!
+//! Files are decoded in parallel and each is cut into leaves on the thread that decoded it
+//! ([`sink`], [`leaves`]), so memory holds leaves and the cuts the matchers need rather than
+//! events. The pieces are then numbered trace-wide ([`assemble`]), notification edges are
+//! matched per object ([`notify`], [`streams`]), mutex order becomes contention data
+//! ([`locks`]), and program order joins each thread's leaves ([`weak`] marks where it is weak).
+//!
+//! Scope: the instance graph and the type graph drawn from it. Non-goals: the hierarchy (the
+//! miner reads this graph) and rollups.
+
+mod assemble;
+mod filter;
+mod leaves;
+mod locks;
+mod notify;
+mod output;
+mod sink;
+mod streams;
+mod types;
+mod weak;
+
+use std::path::{Path, PathBuf};
+
+use ahash::AHashMap;
+use rayon::prelude::*;
+use scalpel_model::format::{chan, obj};
+use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph};
+use scalpel_model::read::{read_dir_with, ReadError};
+
+pub use filter::{Filter, FilterError};
+pub use output::{summary_text, type_dot, write_outputs, Outputs};
+
+use leaves::Bound;
+use notify::GroupOut;
+use sink::{ThreadSink, HAS_SEQ, NO_OBJ};
+
+/// Options of the graph stage. `Default`: lenient loading, no filters, the default skip list.
+#[derive(Clone, Debug, Default)]
+pub struct GraphOptions {
+    /// Fail on any data loss (damaged or unreadable files, lost events) instead of warning.
+    pub strict: bool,
+    /// Keep only leaves matching these (one match per filter kind given).
+    pub include: Vec<Filter>,
+    /// Drop leaves matching any of these.
+    pub exclude: Vec<Filter>,
+    /// Frames that never name a leaf type.
+    pub skip: crate::naming::SkipList,
+}
+
+/// Why the graph could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    /// The directory could not be read at all.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// `--strict` and the trace lost data.
+    #[error("{} (--strict):\n  {}", .dir.display(), .problems.join("\n  "))]
+    Strict {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Each loss, naming its file and offset.
+        problems: Vec<String>,
+    },
+}
+
+/// A built graph and what was noticed on the way.
+#[derive(Debug)]
+pub struct Built {
+    /// The graph.
+    pub graph: Graph,
+    /// Data-loss and symbolization warnings (each names its file, and its offset if any).
+    pub warnings: Vec<String>,
+    /// Events read.
+    pub events: u64,
+}
+
+/// Builds the causal graph of the trace in `dir`.
+pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
+    let (trace, sinks) = read_dir_with(dir, |_| ThreadSink::default())?;
+    let mut warnings: Vec<String> = trace.all_warnings().map(|w| w.to_string()).collect();
+    for (_, f) in trace.files() {
+        if f.lost_events() > 0 {
+            let n = f.lost_events();
+            warnings.push(format!(
+                "{}: {n} event(s) lost while recording",
+                f.path.display()
+            ));
+        }
+    }
+    if opts.strict && !warnings.is_empty() {
+        return Err(GraphError::Strict {
+            dir: dir.to_path_buf(),
+            problems: warnings,
+        });
+    }
+    let events = sinks
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .map(|s| s.events)
+        .sum();
+    let asm = assemble::assemble(&trace, sinks, &opts.skip);
+    warnings.extend(asm.warnings.iter().cloned());
+    let mut graph = asm.graph;
+    let (mut edges, ext) = notification_edges(asm.bounds, &asm.obj_kinds, &mut graph);
+    program_edges(&graph, &asm.weak, &mut edges);
+    let (locks, waits) = locks::contention(asm.locks);
+    graph.locks = locks;
+    graph.lock_waits = waits;
+    let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
+    finish_edges(&mut graph, edges, ext);
+    Ok(Built {
+        graph,
+        warnings,
+        events,
+    })
+}
+
+/// An edge to or from an external node: (leaf, the external is the source, object).
+type ExtEdge = (u32, bool, u32);
+
+/// Matches every object's cuts, in parallel over objects.
+fn notification_edges(
+    mut bounds: Vec<Bound>,
+    kinds: &[(u8, Option<u8>)],
+    graph: &mut Graph,
+) -> (Vec<Edge>, Vec<ExtEdge>) {
+    let mut conns = GroupOut::default();
+    streams::connections(&bounds, &mut conns);
+    bounds.retain(|b| b.obj != NO_OBJ && b.flags & HAS_SEQ != 0);
+    bounds.par_sort_unstable_by_key(|b| (b.obj, b.seq, b.leaf));
+    let groups: Vec<&[Bound]> = bounds.chunk_by(|a, b| a.obj == b.obj).collect();
+    let leaves = &graph.leaves;
+    let outs: Vec<GroupOut> = groups
+        .par_iter()
+        .map(|g| {
+            let o = g[0].obj;
+            let mut out = GroupOut::default();
+            match kinds.get(o as usize).copied().unwrap_or((0, None)) {
+                (obj::COND, _) => notify::cond(g, o, leaves, &mut out),
+                (obj::SEM, _) => notify::sem(g, o, &mut out),
+                (obj::FUTEX, _) => notify::futex(g, o, leaves, &mut out),
+                (obj::THREAD, _) => notify::join(g, o, &mut out),
+                (obj::SPAWN, _) => notify::spawn(g, o, &mut out),
+                (obj::STREAM, Some(chan::EVENTFD)) => streams::eventfd(g, o, &mut out),
+                (obj::STREAM, _) => streams::stream(g, o, &mut out),
+                _ => {}
+            }
+            out
+        })
+        .collect();
+    let mut edges = Vec::new();
+    let mut ext = Vec::new();
+    for out in std::iter::once(conns).chain(outs) {
+        edges.extend(out.edges);
+        ext.extend(out.external);
+        let (u, n) = (&mut graph.unmatched, out.unmatched);
+        u.cond_waits += n.cond_waits;
+        u.sem_waits += n.sem_waits;
+        u.futex_waits += n.futex_waits;
+        u.joins += n.joins;
+        u.starts += n.starts;
+        u.external_bytes_in += n.external_bytes_in;
+        u.external_bytes_out += n.external_bytes_out;
+    }
+    (edges, ext)
+}
+
+/// Program order: each thread's leaves in sequence.
+fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
+    for t in &graph.threads {
+        for i in t.first_leaf..(t.first_leaf + t.leaves).saturating_sub(1) {
+            let kind = if weak.get(i as usize).copied().unwrap_or(false) {
+                EdgeKind::ProgramWeak
+            } else {
+                EdgeKind::Program
+            };
+            edges.push(Edge {
+                from: i,
+                to: i + 1,
+                kind,
+                obj: None,
+            });
+        }
+    }
+}
+
+/// Numbers the external nodes after the leaves, adds their edges, sorts and dedups.
+fn finish_edges(graph: &mut Graph, mut edges: Vec<Edge>, ext: Vec<ExtEdge>) {
+    let base = graph.leaves.len() as u32;
+    let mut index: AHashMap<(bool, u32), u32> = AHashMap::new();
+    let mut keys: Vec<(u32, bool)> = ext.iter().map(|&(_, src, o)| (o, src)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for (o, src) in keys {
+        index.insert((src, o), graph.externals.len() as u32);
+        graph.externals.push(External {
+            role: if src {
+                ExternalRole::Source
+            } else {
+                ExternalRole::Sink
+            },
+            obj: o,
+        });
+    }
+    for (leaf, src, o) in ext {
+        let node = base + index[&(src, o)];
+        let (from, to) = if src { (node, leaf) } else { (leaf, node) };
+        edges.push(Edge {
+            from,
+            to,
+            kind: kind_of_external(graph, o),
+            obj: Some(o),
+        });
+    }
+    edges.par_sort_unstable();
+    edges.dedup();
+    graph.edges = edges;
+}
+
+/// External edges take the kind of their object: connections for endpoints, bytes otherwise.
+fn kind_of_external(graph: &Graph, o: u32) -> EdgeKind {
+    match graph.objects.get(o as usize).map(|x| x.kind.as_str()) {
+        Some("endpoint") => EdgeKind::Connect,
+        Some(_) if graph.objects[o as usize].desc.starts_with("eventfd") => EdgeKind::Eventfd,
+        _ => EdgeKind::Stream,
+    }
+}

@@ -1,0 +1,190 @@
+//! Notification edges: who woke whom, matched per object by sequence number and time.
+//!
+//! Every object's cuts are taken in sequence-number order. A release's number is taken before
+//! its call and an acquire's after its call returns, so everything that could have caused an
+//! acquisition has a lower number than it.
+//! - **cond**: a wait that returned 0 was woken by the earliest signal or broadcast issued after
+//!   it began waiting (a signal wakes one thread that is already waiting; a signal made before
+//!   the wait began cannot have woken it). A signal wakes one waiter, a broadcast all.
+//! - **sem**: tokens are taken in order: the k-th successful wait takes the k-th post not yet
+//!   taken. Waits left with no post took the initial value.
+//! - **futex**: like cond, with each wake releasing at most as many waiters as it reported.
+//!   A futex word whose every wait expects the value 2 is a lock (the "locked, with waiters"
+//!   state of glibc's and Rust's futex mutexes) and gets no edges, as mutexes do not.
+//! - **join**: the exit of the joined thread (the latest exit of that `pthread_t` before it).
+//! - **create / fork**: the spawn object both sides name.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use scalpel_model::format::Op;
+use scalpel_model::graph::{Edge, EdgeKind, Leaf, Unmatched};
+
+use super::leaves::Bound;
+use super::sink::HAS_X;
+
+/// What matching one object produced.
+#[derive(Default)]
+pub struct GroupOut {
+    /// Edges, with external nodes numbered by `(role, obj)` until they are placed.
+    pub edges: Vec<Edge>,
+    /// Edges to and from external nodes: (leaf, external is the source, object).
+    pub external: Vec<(u32, bool, u32)>,
+    /// Counts of what did not pair up.
+    pub unmatched: Unmatched,
+}
+
+impl GroupOut {
+    /// Adds an edge through `obj`.
+    pub fn edge(&mut self, from: u32, to: u32, kind: EdgeKind, obj: u32) {
+        self.edges.push(Edge {
+            from,
+            to,
+            kind,
+            obj: Some(obj),
+        });
+    }
+}
+
+fn op(b: &Bound) -> Option<Op> {
+    Op::from_u8(b.op)
+}
+
+/// When the acquire `b` began waiting: the entry of its call, which ends the leaf before the
+/// one it starts.
+fn wait_began(b: &Bound, leaves: &[Leaf]) -> u64 {
+    let before = b.leaf.saturating_sub(1) as usize;
+    leaves.get(before).map_or(0, |l| l.end_ns)
+}
+
+/// When the release `b` was issued: the entry of its call, which ends its leaf.
+fn issued(b: &Bound, leaves: &[Leaf]) -> u64 {
+    leaves.get(b.leaf as usize).map_or(0, |l| l.end_ns)
+}
+
+/// Condition variables. `group` holds one cond's cuts in sequence order.
+pub fn cond(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
+    let mut signals: BTreeMap<(u64, u64), u32> = BTreeMap::new();
+    let mut broadcasts: BTreeMap<(u64, u64), u32> = BTreeMap::new();
+    for b in group {
+        match op(b) {
+            Some(Op::CondSignal) => {
+                signals.insert((issued(b, leaves), b.seq), b.leaf);
+            }
+            Some(Op::CondBroadcast) => {
+                broadcasts.insert((issued(b, leaves), b.seq), b.leaf);
+            }
+            Some(Op::CondWait | Op::CondTimedwait | Op::CondClockwait) if b.res == 0 => {
+                let began = (wait_began(b, leaves), 0);
+                let s = signals.range(began..).next().map(|(k, v)| (*k, *v));
+                let c = broadcasts.range(began..).next().map(|(k, v)| (*k, *v));
+                let from = match (s, c) {
+                    (Some(s), Some(c)) if c.0 < s.0 => Some(c.1),
+                    (Some(s), _) => {
+                        signals.remove(&s.0);
+                        Some(s.1)
+                    }
+                    (None, Some(c)) => Some(c.1),
+                    (None, None) => None,
+                };
+                match from {
+                    Some(from) => out.edge(from, b.leaf, EdgeKind::Cond, obj),
+                    None => out.unmatched.cond_waits += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Semaphores: tokens in order.
+pub fn sem(group: &[Bound], obj: u32, out: &mut GroupOut) {
+    let mut posts: VecDeque<u32> = VecDeque::new();
+    for b in group {
+        match op(b) {
+            Some(Op::SemPost) => posts.push_back(b.leaf),
+            Some(Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait)
+                if b.res == 0 =>
+            {
+                match posts.pop_front() {
+                    Some(from) => out.edge(from, b.leaf, EdgeKind::Sem, obj),
+                    None => out.unmatched.sem_waits += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Futex words (those not used as locks).
+pub fn futex(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
+    let waits = || group.iter().filter(|b| op(b) == Some(Op::FutexWait));
+    let lock_like = waits().next().is_some() && waits().all(|b| b.flags & HAS_X != 0 && b.x == 2);
+    if lock_like {
+        return;
+    }
+    let mut wakes: BTreeMap<(u64, u64), (u32, i32)> = BTreeMap::new();
+    for b in group {
+        match op(b) {
+            Some(Op::FutexWake) if b.res > 0 => {
+                wakes.insert((issued(b, leaves), b.seq), (b.leaf, b.res));
+            }
+            Some(Op::FutexWait) if b.res == 0 => {
+                let began = (wait_began(b, leaves), 0);
+                let found = wakes.range_mut(began..).next().map(|(k, v)| {
+                    v.1 -= 1;
+                    (*k, v.0, v.1)
+                });
+                match found {
+                    Some((key, from, left)) => {
+                        if left <= 0 {
+                            wakes.remove(&key);
+                        }
+                        out.edge(from, b.leaf, EdgeKind::Futex, obj);
+                    }
+                    None => out.unmatched.futex_waits += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Thread handles: exit → join.
+pub fn join(group: &[Bound], obj: u32, out: &mut GroupOut) {
+    let mut exits: BTreeMap<u64, u32> = BTreeMap::new();
+    for b in group {
+        match op(b) {
+            Some(Op::ThreadExit) => {
+                exits.insert(b.seq, b.leaf);
+            }
+            Some(Op::ThreadJoin) if b.res == 0 => {
+                match exits.range(..b.seq).next_back().map(|(k, v)| (*k, *v)) {
+                    Some((k, from)) => {
+                        exits.remove(&k);
+                        out.edge(from, b.leaf, EdgeKind::Join, obj);
+                    }
+                    None => out.unmatched.joins += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Spawn objects: create → start, fork → child.
+pub fn spawn(group: &[Bound], obj: u32, out: &mut GroupOut) {
+    let parent = group
+        .iter()
+        .find(|b| matches!(op(b), Some(Op::ThreadCreate | Op::Fork)));
+    for b in group {
+        let kind = match op(b) {
+            Some(Op::ThreadStart) => EdgeKind::Create,
+            Some(Op::ForkChild) => EdgeKind::Fork,
+            _ => continue,
+        };
+        match parent {
+            Some(p) => out.edge(p.leaf, b.leaf, kind, obj),
+            None => out.unmatched.starts += 1,
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The per-file reduction: each thread file's events kept in a compact form while the file is
+//! decoded, then cut into leaves on the same worker thread (see [`super::leaves`]).
+
+use ahash::AHashMap;
+use scalpel_model::format::Op;
+use scalpel_model::read::{Event, FileSink, FileTrace, Identity};
+
+use super::leaves::{cut_thread, ThreadOut};
+
+/// No object.
+pub const NO_OBJ: u32 = u32::MAX;
+
+/// One event, as much of it as the graph needs (48 bytes instead of the reader's 200).
+#[derive(Clone, Copy, Debug)]
+pub struct Ev {
+    /// Clock ticks at the call's entry.
+    pub ticks: u64,
+    /// Ticks inside the call.
+    pub dur: u64,
+    /// Per-object sequence number (valid when `HAS_SEQ`).
+    pub seq: u64,
+    /// Stream offset for byte transfers; else the auxiliary value the graph uses (futex wait
+    /// value, poll descriptor count, connection key of accept and connect).
+    pub x: u64,
+    /// File-local object index, or [`NO_OBJ`].
+    pub obj: u32,
+    /// The call's result, saturated to 32 bits.
+    pub res: i32,
+    /// The file's stack id (0 = none).
+    pub stack: u32,
+    /// Operation code.
+    pub op: u8,
+    /// `HAS_SEQ` | `HAS_X`.
+    pub flags: u8,
+}
+
+/// `Ev::seq` is set.
+pub const HAS_SEQ: u8 = 1;
+/// `Ev::x` is set.
+pub const HAS_X: u8 = 2;
+
+/// What a file-local object is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalObj {
+    /// Object kind, see [`scalpel_model::format::obj`].
+    pub kind: u8,
+    /// Object key.
+    pub key: u64,
+    /// Channel kind for streams and endpoints, see [`scalpel_model::format::chan`].
+    pub chan: Option<u8>,
+}
+
+/// Collects one file's events, then cuts them into leaves in [`FileSink::finish`].
+#[derive(Default)]
+pub struct ThreadSink {
+    index: AHashMap<(u8, u64), u32>,
+    objs: Vec<LocalObj>,
+    evs: Vec<Ev>,
+    /// Events seen.
+    pub events: u64,
+    /// The result, once the file is finished.
+    pub out: Option<ThreadOut>,
+}
+
+fn sat_i32(v: i64) -> i32 {
+    v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+/// The auxiliary value the graph keeps for `op`, when the event has no stream offset.
+fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
+    match op? {
+        Op::FutexWait => e.aux2,
+        Op::Poll | Op::Ppoll | Op::Select | Op::Pselect => e.aux,
+        Op::Accept | Op::Accept4 | Op::Connect => e.aux,
+        _ => None,
+    }
+}
+
+impl FileSink for ThreadSink {
+    fn event(&mut self, e: &Event) {
+        self.events += 1;
+        let obj = match e.obj {
+            Some(o) => {
+                let next = self.objs.len() as u32;
+                *self.index.entry((o.kind, o.key)).or_insert_with(|| {
+                    self.objs.push(LocalObj {
+                        kind: o.kind,
+                        key: o.key,
+                        chan: None,
+                    });
+                    next
+                })
+            }
+            None => NO_OBJ,
+        };
+        let x = e.offset.or_else(|| aux_of(e.op, e));
+        let mut flags = 0;
+        if e.seq.is_some() {
+            flags |= HAS_SEQ;
+        }
+        if x.is_some() {
+            flags |= HAS_X;
+        }
+        self.evs.push(Ev {
+            ticks: e.ticks,
+            dur: e.dur_ticks,
+            seq: e.seq.unwrap_or(0),
+            x: x.unwrap_or(0),
+            obj,
+            res: sat_i32(e.result.unwrap_or(0)),
+            stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
+            op: e.op_code,
+            flags,
+        });
+    }
+
+    fn finish(&mut self, file: &FileTrace) {
+        // Channel kinds come from the file's OBJECT records, complete only now.
+        for def in &file.objects {
+            let chan = match &def.identity {
+                Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => Some(*chan),
+                _ => None,
+            };
+            if let Some(&i) = self.index.get(&(def.kind, def.key)) {
+                let o = &mut self.objs[i as usize];
+                if o.chan.is_none() {
+                    o.chan = chan;
+                }
+            }
+        }
+        let evs = std::mem::take(&mut self.evs);
+        let objs = std::mem::take(&mut self.objs);
+        self.index = AHashMap::new();
+        self.out = Some(cut_thread(&evs, objs, file));
+    }
+}

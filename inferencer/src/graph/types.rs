@@ -1,0 +1,141 @@
+//! Leaf types: each thread's (start op, start stack, end op, end stack) tuples symbolized and
+//! interned across the whole trace, so that the same call sites in two threads or two processes
+//! of one program give one type.
+
+use ahash::AHashMap;
+use scalpel_model::graph::{BoundaryInfo, LeafType, OpName};
+use scalpel_model::read::{FileTrace, ModuleMap, ProcessTrace};
+
+use super::leaves::LocalType;
+use crate::naming::{naming_frame, SkipList};
+use crate::symbolize::Symbolizer;
+
+/// A symbolized stack: frame names, innermost first, and the naming function.
+type Sig = (Vec<String>, Option<String>);
+
+/// Interns symbolized stacks and leaf types for one trace.
+pub struct TypeTable<'a> {
+    sym: Symbolizer,
+    empty: ModuleMap,
+    skip: &'a SkipList,
+    sigs: Vec<Sig>,
+    sig_index: AHashMap<Vec<String>, u32>,
+    index: AHashMap<(Option<u8>, u32, Option<u8>, u32), u32>,
+    /// The types, in order of first appearance.
+    pub types: Vec<LeafType>,
+}
+
+/// The process's module maps, newest first.
+fn maps_newest_first(p: &ProcessTrace) -> Vec<&ModuleMap> {
+    let mut maps: Vec<&ModuleMap> = p.files().flat_map(|f| f.maps.iter()).collect();
+    maps.sort_by_key(|m| std::cmp::Reverse(m.ts_ns));
+    maps
+}
+
+impl<'a> TypeTable<'a> {
+    /// An empty table that names leaves with `skip`.
+    pub fn new(skip: &'a SkipList) -> Self {
+        TypeTable {
+            sym: Symbolizer::new(),
+            empty: ModuleMap::parse(0, b""),
+            skip,
+            sigs: vec![(Vec::new(), None)],
+            sig_index: AHashMap::from_iter([(Vec::new(), 0)]),
+            index: AHashMap::new(),
+            types: Vec::new(),
+        }
+    }
+
+    /// Warnings about modules that could not be symbolized.
+    pub fn warnings(&self) -> &[String] {
+        self.sym.warnings()
+    }
+
+    /// Symbolizes stack `id` of `file` and interns it (0: no stack).
+    fn sig(&mut self, maps: &[&ModuleMap], file: &FileTrace, id: u32) -> u32 {
+        let Some(pcs) = (id != 0).then(|| file.stacks.get(&u64::from(id))).flatten() else {
+            return 0;
+        };
+        let frames: Vec<_> = pcs
+            .iter()
+            .map(|&pc| {
+                // A return address points after the call: look up the call itself.
+                let addr = pc.saturating_sub(1);
+                let map = maps.iter().find(|m| m.find(addr).is_some()).copied();
+                match map {
+                    Some(m) => self.sym.frame(m, addr),
+                    None => self.sym.frame(&self.empty, addr),
+                }
+            })
+            .collect();
+        let names: Vec<String> = frames.iter().map(frame_name).collect();
+        if let Some(&i) = self.sig_index.get(&names) {
+            return i;
+        }
+        let function = naming_frame(&frames, self.skip).map(|i| frame_name(&frames[i]));
+        let i = self.sigs.len() as u32;
+        self.sig_index.insert(names.clone(), i);
+        self.sigs.push((names, function));
+        i
+    }
+
+    /// Maps one thread's local types to global type ids.
+    pub fn thread_types(
+        &mut self,
+        p: &ProcessTrace,
+        file: &FileTrace,
+        local: &[LocalType],
+    ) -> Vec<u32> {
+        let maps = maps_newest_first(p);
+        local
+            .iter()
+            .map(|&(sop, sstack, eop, estack)| {
+                let s = self.sig(&maps, file, sstack);
+                let e = self.sig(&maps, file, estack);
+                let key = (sop, s, eop, e);
+                if let Some(&t) = self.index.get(&key) {
+                    return t;
+                }
+                let t = self.types.len() as u32;
+                self.index.insert(key, t);
+                let boundary = |op: Option<u8>, sig: &Sig| BoundaryInfo {
+                    op: op.map(OpName),
+                    function: sig.1.clone(),
+                    frames: sig.0.clone(),
+                };
+                let start = boundary(sop, &self.sigs[s as usize]);
+                let end = boundary(eop, &self.sigs[e as usize]);
+                let name = type_name(&start, &end);
+                self.types.push(LeafType {
+                    name,
+                    start,
+                    end,
+                    count: 0,
+                });
+                t
+            })
+            .collect()
+    }
+}
+
+/// A frame as a type key and display text: its function, or its module offset.
+fn frame_name(f: &crate::symbolize::Frame) -> String {
+    match (&f.function, &f.module, f.offset) {
+        (Some(name), _, _) => name.clone(),
+        (None, Some(m), Some(off)) => format!(
+            "[+{off:#x}] in {}",
+            m.file_name().unwrap_or_default().to_string_lossy()
+        ),
+        _ => format!("[{:#x}]", f.addr),
+    }
+}
+
+/// The display name: the function that reached the ending call, else the one that returned
+/// from the starting call, else the operations.
+fn type_name(start: &BoundaryInfo, end: &BoundaryInfo) -> String {
+    if let Some(f) = end.function.as_ref().or(start.function.as_ref()) {
+        return f.clone();
+    }
+    let op = |o: Option<OpName>| o.map(|o| o.name()).unwrap_or_else(|| "-".into());
+    format!("{}..{}", op(start.op), op(end.op))
+}

@@ -1,0 +1,83 @@
+//! Weak program order: where a thread goes back for new work, so that one loop of a worker does
+//! not chain unrelated requests together.
+//!
+//! The program-order edge from a leaf to the next is weak when the call between them is:
+//! - `accept` or `accept4` (a new connection is new work);
+//! - an epoll wait (an epoll instance is an event loop's dispatch point);
+//! - `poll` or `ppoll` over two or more descriptors (a dispatch loop; a single-descriptor poll
+//!   is a timed wait inside one request, as APR's socket reads do), and any `select` or
+//!   `pselect` (their count is the highest descriptor plus one, which says nothing);
+//! - a wait at the thread's *loop head*: among its dequeue-like waits (condition, semaphore and
+//!   futex waits, and reads on a channel), grouped by call site (operation and call stack, or
+//!   operation and object when there are no stacks), the first site the thread reaches that it
+//!   reaches at least twice. A worker's first repeated wait is where it takes work; a later one
+//!   (joining sub-requests, waiting for a reply) is part of the work.
+//!
+//! Weak edges are still edges: the hierarchy miner contracts them after everything else.
+
+use ahash::AHashMap;
+use scalpel_model::format::Op;
+use scalpel_model::read::FileTrace;
+
+use super::leaves::{reads_bytes, ThreadOut};
+use super::sink::{Ev, HAS_X};
+
+/// A call site: operation, and the stack's frames (or the object, without a stack).
+type Site<'a> = (u8, Option<&'a [u64]>, u32);
+
+fn dequeue_like(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        CondWait
+            | CondTimedwait
+            | CondClockwait
+            | SemWait
+            | SemTimedwait
+            | SemClockwait
+            | FutexWait
+    ) || reads_bytes(op) == Some(true)
+}
+
+/// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak.
+pub fn weak_boundaries(out: &ThreadOut, evs: &[Ev], file: &FileTrace) -> Vec<bool> {
+    let site_of = |e: &Ev| -> Site<'_> {
+        let frames = (e.stack != 0)
+            .then(|| file.stacks.get(&u64::from(e.stack)).map(|v| v.as_slice()))
+            .flatten();
+        (e.op, frames, if frames.is_some() { 0 } else { e.obj })
+    };
+    let enders = || {
+        out.leaves
+            .iter()
+            .filter_map(|l| l.end_op.map(|_| &evs[l.end_event as usize]))
+    };
+    // Visits per dequeue-like site, and the order sites were first reached.
+    let mut visits: AHashMap<Site<'_>, (u32, usize)> = AHashMap::new();
+    for (n, e) in enders().enumerate() {
+        if Op::from_u8(e.op).is_some_and(dequeue_like) {
+            visits.entry(site_of(e)).or_insert((0, n)).0 += 1;
+        }
+    }
+    let head = visits
+        .iter()
+        .filter(|(_, (count, _))| *count >= 2)
+        .min_by_key(|(_, (_, first))| *first)
+        .map(|(site, _)| *site);
+    out.leaves
+        .iter()
+        .map(|l| {
+            let Some(op) = l.end_op.and_then(|o| o.op()) else {
+                return false;
+            };
+            let e = &evs[l.end_event as usize];
+            match op {
+                Op::Accept | Op::Accept4 | Op::EpollWait | Op::EpollPwait | Op::EpollPwait2 => true,
+                Op::Poll | Op::Ppoll => e.flags & HAS_X != 0 && e.x >= 2,
+                Op::Select | Op::Pselect => true,
+                op if dequeue_like(op) => head == Some(site_of(e)),
+                _ => false,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,116 @@
+//! `scalpel infer`: the command line of the inference stages, and running them.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use scalpel_inferencer::graph::{build_graph, summary_text, write_outputs, Filter, GraphOptions};
+
+/// How far inference goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Stage {
+    /// Leaf tasks and the causal graph: graph.json, types.dot, types.svg, graph-summary.txt.
+    Graph,
+}
+
+#[derive(Args, Debug)]
+pub struct InferArgs {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// Where to write the outputs [default: DIR/model].
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// How far to go.
+    #[arg(long, value_enum, default_value = "graph")]
+    pub stage: Stage,
+    /// Fail on any data loss (a damaged or unreadable file, lost events) instead of warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// Keep only leaves matching FILTER: pid:N, tid:N, process:NAME, thread:NAME or time:A..B
+    /// (seconds from the start). Repeatable; one match per kind given is needed.
+    #[arg(long = "include", value_name = "FILTER")]
+    pub include: Vec<Filter>,
+    /// Drop leaves matching FILTER (same forms as --include). Repeatable.
+    #[arg(long = "exclude", value_name = "FILTER")]
+    pub exclude: Vec<Filter>,
+    /// Worker threads [default: one per core].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+/// What `infer` does, in the library's terms.
+#[derive(Debug)]
+pub struct InferJob {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// The output directory.
+    pub out: PathBuf,
+    /// The stage.
+    pub stage: Stage,
+    /// Graph options.
+    pub graph: GraphOptions,
+    /// Worker threads.
+    pub threads: Option<u16>,
+}
+
+impl From<InferArgs> for InferJob {
+    fn from(a: InferArgs) -> Self {
+        InferJob {
+            out: a.output.unwrap_or_else(|| a.dir.join("model")),
+            dir: a.dir,
+            stage: a.stage,
+            graph: GraphOptions {
+                strict: a.strict,
+                include: a.include,
+                exclude: a.exclude,
+                ..GraphOptions::default()
+            },
+            threads: a.threads,
+        }
+    }
+}
+
+/// Runs the stages and reports on stdout (results) and stderr (warnings).
+pub fn run_infer(job: &InferJob) -> Result<()> {
+    if let Some(n) = job.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(n))
+            .build_global()
+            .context("cannot start the worker threads")?;
+    }
+    match job.stage {
+        Stage::Graph => {
+            let built = build_graph(&job.dir, &job.graph).with_context(|| {
+                format!("cannot build the causal graph of {}", job.dir.display())
+            })?;
+            const SHOWN: usize = 10;
+            for w in built.warnings.iter().take(SHOWN) {
+                let _ = writeln!(io::stderr(), "scalpel: warning: {w}");
+            }
+            if built.warnings.len() > SHOWN {
+                let more = built.warnings.len() - SHOWN;
+                let _ = writeln!(
+                    io::stderr(),
+                    "scalpel: ... and {more} more warnings (see the summary file)"
+                );
+            }
+            let out = write_outputs(&built, &job.out)
+                .with_context(|| format!("cannot write the outputs to {}", job.out.display()))?;
+            let mut o = io::stdout().lock();
+            let _ = write!(o, "{}", summary_text(&built));
+            let _ = writeln!(o, "wrote {}", out.json.display());
+            let _ = writeln!(o, "wrote {}", out.dot.display());
+            match &out.svg {
+                Ok(p) => {
+                    let _ = writeln!(o, "wrote {}", p.display());
+                }
+                Err(e) => {
+                    let _ = writeln!(io::stderr(), "scalpel: warning: no SVG: {e}");
+                }
+            }
+            let _ = writeln!(o, "wrote {}", out.summary.display());
+        }
+    }
+    Ok(())
+}

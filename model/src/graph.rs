@@ -1,0 +1,358 @@
+//! The causal graph of leaf tasks: the types the inferencer builds and `graph.json` serializes.
+//!
+//! Nodes are leaf task instances (one thread's run between two consecutive sync points) and
+//! `external` nodes that stand for untraced peers of a channel. A node id below
+//! `leaves.len()` is a leaf; id `leaves.len() + i` is `externals[i]`.
+//!
+//! # Time accounting
+//!
+//! A leaf runs from the return of the sync call that starts it to the entry of the sync call
+//! that ends it (`start_ns..end_ns`). The time spent inside that ending call is the leaf's
+//! `block_ns`: the wait belongs to the work that waited, not to the work the wakeup started.
+//! Calls inside a leaf that do not cut it (mutex and rwlock operations, sleeps, file I/O) are
+//! part of its span; their time is counted in `lock_ns`, `sleep_ns` and `other_ns`, so that
+//! running time = `end_ns - start_ns - lock_ns - sleep_ns - other_ns`, and wall time from the
+//! leaf's start to the next leaf's start = `end_ns - start_ns + block_ns`.
+//!
+//! Bytes follow the same rule: a read's bytes are input of the leaf that starts when the read
+//! returns (it consumes them), a write's bytes are output of the leaf that the write ends.
+
+use serde::{Deserialize, Serialize};
+
+use crate::format::Op;
+
+/// Version tag of the graph JSON. Bumped on any incompatible change.
+pub const GRAPH_SCHEMA: &str = "scalpel-graph/1";
+
+/// Why one node depends on another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// Program order within a thread.
+    Program,
+    /// Program order where the thread goes back for new work (see the inferencer's docs).
+    ProgramWeak,
+    /// `pthread_cond_signal` or `broadcast` to the wait it woke.
+    Cond,
+    /// `sem_post` to the `sem_wait` that took its token.
+    Sem,
+    /// A futex wake to a wait it released (futex words used as locks excluded).
+    Futex,
+    /// A write to the read that consumed its bytes (pipe, socket, unix socket, TCP, UDP), or to
+    /// and from an external node.
+    Stream,
+    /// An eventfd write to the read that collected it.
+    Eventfd,
+    /// `connect` to the `accept` that took the connection.
+    Connect,
+    /// `pthread_create` to the new thread's first leaf.
+    Create,
+    /// A thread's last leaf to the `pthread_join` that waited for it.
+    Join,
+    /// `fork` to the child's first leaf.
+    Fork,
+}
+
+impl EdgeKind {
+    /// Every kind, in output order.
+    pub const ALL: &'static [EdgeKind] = &[
+        EdgeKind::Program,
+        EdgeKind::ProgramWeak,
+        EdgeKind::Cond,
+        EdgeKind::Sem,
+        EdgeKind::Futex,
+        EdgeKind::Stream,
+        EdgeKind::Eventfd,
+        EdgeKind::Connect,
+        EdgeKind::Create,
+        EdgeKind::Join,
+        EdgeKind::Fork,
+    ];
+
+    /// The name used in JSON and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeKind::Program => "program",
+            EdgeKind::ProgramWeak => "program_weak",
+            EdgeKind::Cond => "cond",
+            EdgeKind::Sem => "sem",
+            EdgeKind::Futex => "futex",
+            EdgeKind::Stream => "stream",
+            EdgeKind::Eventfd => "eventfd",
+            EdgeKind::Connect => "connect",
+            EdgeKind::Create => "create",
+            EdgeKind::Join => "join",
+            EdgeKind::Fork => "fork",
+        }
+    }
+
+    /// Whether the edge stays within one thread.
+    pub fn in_thread(self) -> bool {
+        matches!(self, EdgeKind::Program | EdgeKind::ProgramWeak)
+    }
+}
+
+/// An operation code that serializes as its name (`"cond_wait"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpName(pub u8);
+
+impl OpName {
+    /// The operation, when this reader knows the code.
+    pub fn op(self) -> Option<Op> {
+        Op::from_u8(self.0)
+    }
+
+    /// Its name, or `op#NN` for an unknown code.
+    pub fn name(self) -> String {
+        match self.op() {
+            Some(op) => op.name().to_string(),
+            None => format!("op#{}", self.0),
+        }
+    }
+}
+
+impl Serialize for OpName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.op() {
+            Some(op) => s.serialize_str(op.name()),
+            None => s.serialize_str(&self.name()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OpName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        if let Some(op) = Op::ALL.iter().find(|op| op.name() == name) {
+            return Ok(OpName(*op as u8));
+        }
+        name.strip_prefix("op#")
+            .and_then(|n| n.parse().ok())
+            .map(OpName)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown operation {name:?}")))
+    }
+}
+
+/// One process incarnation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    /// Process id.
+    pub pid: u32,
+    /// Incarnation (a new one per exec).
+    pub incarnation: u32,
+    /// The executable, when recorded.
+    pub exe: Option<String>,
+    /// The command line, when recorded.
+    pub cmdline: Vec<String>,
+}
+
+/// One thread (one trace file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// Index into [`Graph::processes`].
+    pub process: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The thread's name.
+    pub name: String,
+    /// Its first leaf; its leaves are `first_leaf..first_leaf + leaves`.
+    pub first_leaf: u32,
+    /// How many leaves it has.
+    pub leaves: u32,
+}
+
+/// A synchronization object or channel that leaves and edges refer to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectInfo {
+    /// Object kind (`mutex`, `cond`, `stream` …).
+    pub kind: String,
+    /// The key the agent gave it (an address, or a key both ends of a channel agree on).
+    pub key: u64,
+    /// What it is, for people (`tcp 127.0.0.1:5000 -> 127.0.0.1:40112`).
+    pub desc: String,
+}
+
+/// One boundary of a leaf type: the sync call and where it was made.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BoundaryInfo {
+    /// The operation, absent at a thread's first or last leaf when no call marks it.
+    pub op: Option<OpName>,
+    /// The function that names the call site (the first frame that is not library code).
+    pub function: Option<String>,
+    /// The symbolized call stack, innermost first.
+    pub frames: Vec<String>,
+}
+
+/// A leaf task type: leaves whose two boundaries have the same operations and stacks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeafType {
+    /// Display name: the function that reached the ending sync point.
+    pub name: String,
+    /// The boundary that starts it.
+    pub start: BoundaryInfo,
+    /// The boundary that ends it.
+    pub end: BoundaryInfo,
+    /// Leaves of this type.
+    pub count: u64,
+}
+
+/// One leaf task instance. See the module docs for how its times add up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leaf {
+    /// Index into [`Graph::threads`].
+    pub thread: u32,
+    /// Index into [`Graph::types`].
+    #[serde(rename = "type")]
+    pub ty: u32,
+    /// When the call that starts it returned (CLOCK_MONOTONIC ns).
+    pub start_ns: u64,
+    /// When the call that ends it was entered.
+    pub end_ns: u64,
+    /// Time inside the ending call.
+    pub block_ns: u64,
+    /// The call that started it.
+    pub start_op: Option<OpName>,
+    /// The call that ended it.
+    pub end_op: Option<OpName>,
+    /// The object the ending call was on (index into [`Graph::objects`]).
+    pub end_obj: Option<u32>,
+    /// Bytes read (by the call that started it, and by file reads within it).
+    pub bytes_in: u64,
+    /// Bytes written (by the call that ended it, and by file writes within it).
+    pub bytes_out: u64,
+    /// Time waiting for mutexes and rwlocks within it.
+    pub lock_ns: u64,
+    /// Time sleeping within it.
+    pub sleep_ns: u64,
+    /// Time in other calls within it that do not cut leaves (file I/O, close …).
+    pub other_ns: u64,
+    /// Index, among its thread file's events, of the call that started it (of its first event
+    /// when no call did).
+    pub start_event: u32,
+    /// Index of the call that ended it (of its last event when no call did).
+    pub end_event: u32,
+}
+
+/// Which side of a channel an external node stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExternalRole {
+    /// Bytes or connections that came from outside the trace.
+    Source,
+    /// Bytes or connections that nobody traced took.
+    Sink,
+}
+
+/// An untraced peer of one channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct External {
+    /// Source or sink.
+    pub role: ExternalRole,
+    /// The channel or endpoint (index into [`Graph::objects`]).
+    pub obj: u32,
+}
+
+/// A causal edge between two nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Edge {
+    /// The node that caused.
+    pub from: u32,
+    /// The node that depends on it.
+    pub to: u32,
+    /// Why.
+    pub kind: EdgeKind,
+    /// The object the notification went through, if any.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub obj: Option<u32>,
+}
+
+/// Contention on one mutex or rwlock: ordering that is kept as data, never as an edge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    /// Index into [`Graph::objects`].
+    pub obj: u32,
+    /// Acquisitions seen.
+    pub acquisitions: u64,
+    /// Acquisitions that waited at least the contention threshold.
+    pub contended: u64,
+    /// Total time waiting.
+    pub wait_ns: u64,
+    /// The longest wait.
+    pub max_wait_ns: u64,
+}
+
+/// One contended acquisition: who waited, who held the lock, how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockWait {
+    /// Index into [`Graph::objects`].
+    pub obj: u32,
+    /// The leaf that waited.
+    pub waiter: u32,
+    /// The leaf whose release let it in, when traced.
+    pub holder: Option<u32>,
+    /// How long it waited.
+    pub wait_ns: u64,
+}
+
+/// Things that did not pair up, by what they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmatched {
+    /// Condition waits that returned with no signal or broadcast found for them (spurious or
+    /// timed-out wakeups, or a waker outside the trace).
+    pub cond_waits: u64,
+    /// Semaphore waits with no post left for them (the semaphore's initial value).
+    pub sem_waits: u64,
+    /// Futex waits that were woken but no wake was found for them.
+    pub futex_waits: u64,
+    /// Joins with no exit of the joined thread in the trace.
+    pub joins: u64,
+    /// Thread or child starts whose create or fork is not in the trace.
+    pub starts: u64,
+    /// Bytes read that no traced write produced (linked to external sources).
+    pub external_bytes_in: u64,
+    /// Bytes written that no traced read consumed (linked to external sinks).
+    pub external_bytes_out: u64,
+}
+
+/// The whole instance graph.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graph {
+    /// [`GRAPH_SCHEMA`].
+    pub schema: String,
+    /// Process incarnations.
+    pub processes: Vec<ProcessInfo>,
+    /// Threads.
+    pub threads: Vec<ThreadInfo>,
+    /// Objects referred to by leaves, edges and locks.
+    pub objects: Vec<ObjectInfo>,
+    /// Leaf types.
+    pub types: Vec<LeafType>,
+    /// Leaf instances, grouped by thread, in time order within a thread.
+    pub leaves: Vec<Leaf>,
+    /// External nodes.
+    pub externals: Vec<External>,
+    /// Causal edges, sorted.
+    pub edges: Vec<Edge>,
+    /// Contention per lock.
+    pub locks: Vec<LockInfo>,
+    /// Contended acquisitions.
+    pub lock_waits: Vec<LockWait>,
+    /// What did not pair up.
+    pub unmatched: Unmatched,
+}
+
+impl Graph {
+    /// Whether node `id` is a leaf (else an external).
+    pub fn is_leaf(&self, id: u32) -> bool {
+        (id as usize) < self.leaves.len()
+    }
+
+    /// The external that node `id` stands for, if it is one.
+    pub fn external(&self, id: u32) -> Option<&External> {
+        (id as usize)
+            .checked_sub(self.leaves.len())
+            .and_then(|i| self.externals.get(i))
+    }
+}

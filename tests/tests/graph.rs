@@ -1,0 +1,247 @@
+//! The causal graph of recorded programs, scored against the edges the programs know to be true
+//! (`samples/TRUTH.md`): every true edge found, no false one, none from mutex order.
+
+use scalpel_e2e::*;
+use scalpel_model::graph::{EdgeKind, Graph};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// A call: process, thread, operation, ordinal among that thread's calls of the operation.
+type Call = (u32, u32, String, u64);
+
+#[derive(Default, Debug)]
+struct Truth {
+    /// Expected edges per kind name.
+    edges: BTreeMap<String, BTreeSet<(Call, Call)>>,
+    /// Threads that must have no edge to another thread but create and join.
+    noise: BTreeSet<(u32, u32)>,
+}
+
+fn call(v: &serde_json::Value) -> Call {
+    (
+        v["pid"].as_u64().unwrap() as u32,
+        v["tid"].as_u64().unwrap() as u32,
+        v["op"].as_str().unwrap().to_string(),
+        v["n"].as_u64().unwrap(),
+    )
+}
+
+fn truth_of(path: &Path) -> Truth {
+    let mut t = Truth::default();
+    // Stream calls per stream: (write?, off, len, call).
+    let mut io: BTreeMap<String, Vec<(bool, u64, u64, Call)>> = BTreeMap::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(kind) = v["edge"].as_str() {
+            let e = (call(&v["from"]), call(&v["to"]));
+            t.edges.entry(kind.to_string()).or_default().insert(e);
+        } else if let Some(dir) = v["io"].as_str() {
+            let s = v["stream"].as_str().unwrap().to_string();
+            let (off, len) = (v["off"].as_u64().unwrap(), v["len"].as_u64().unwrap());
+            io.entry(s)
+                .or_default()
+                .push((dir == "write", off, len, call(&v)));
+        } else if let Some(tid) = v["noise_tid"].as_u64() {
+            t.noise
+                .insert((v["pid"].as_u64().unwrap() as u32, tid as u32));
+        }
+    }
+    // A read of [a, b) is caused by every write overlapping it.
+    for calls in io.values() {
+        for (w, wo, wl, wc) in calls.iter().filter(|c| c.0) {
+            for (_, ro, rl, rc) in calls.iter().filter(|c| !c.0) {
+                let _ = w;
+                if wo < &(ro + rl) && ro < &(wo + wl) {
+                    let set = t.edges.entry("stream".into()).or_default();
+                    set.insert((wc.clone(), rc.clone()));
+                }
+            }
+        }
+    }
+    t
+}
+
+fn infer(dir: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new(scalpel())
+        .arg("infer")
+        .arg(dir)
+        .args(["--stage", "graph", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("scalpel runs")
+}
+
+fn load_graph(out: &Path) -> Graph {
+    let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
+    serde_json::from_str(&text).expect("graph.json has the graph schema")
+}
+
+/// The call that ended (`end`) or started a leaf, named the way the truth names calls.
+struct Namer {
+    /// Per (pid, tid): each event's op name and its ordinal among events of that op.
+    ords: BTreeMap<(u32, u32), Vec<(String, u64)>>,
+}
+
+impl Namer {
+    fn new(dir: &Path) -> Namer {
+        let trace = scalpel_model::read::read_dir(dir).unwrap();
+        let mut ords = BTreeMap::new();
+        for (p, f) in trace.files() {
+            let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+            let v: Vec<(String, u64)> = f
+                .events
+                .iter()
+                .map(|e| {
+                    let name = e.op_name().into_owned();
+                    let n = seen.entry(name.clone()).or_default();
+                    *n += 1;
+                    (name, *n - 1)
+                })
+                .collect();
+            ords.insert((p.pid, f.header.tid), v);
+        }
+        Namer { ords }
+    }
+
+    fn name(&self, g: &Graph, leaf: u32, end: bool) -> Option<Call> {
+        let l = g.leaves.get(leaf as usize)?;
+        let t = &g.threads[l.thread as usize];
+        let at = if end { l.end_event } else { l.start_event };
+        let (op, n) = self.ords.get(&(t.pid, t.tid))?.get(at as usize)?.clone();
+        Some((t.pid, t.tid, op, n))
+    }
+}
+
+/// Precision and recall of the graph's edges of `kind` against `truth`.
+fn score(
+    g: &Graph,
+    namer: &Namer,
+    kind: EdgeKind,
+    truth: &BTreeSet<(Call, Call)>,
+) -> (f64, f64, usize, usize) {
+    let found: BTreeSet<(Call, Call)> = g
+        .edges
+        .iter()
+        .filter(|e| e.kind == kind)
+        .filter_map(|e| Some((namer.name(g, e.from, true)?, namer.name(g, e.to, false)?)))
+        .collect();
+    let n_found = g.edges.iter().filter(|e| e.kind == kind).count();
+    let hits = found.intersection(truth).count();
+    let precision = if n_found == 0 {
+        1.0
+    } else {
+        hits as f64 / n_found as f64
+    };
+    let recall = if truth.is_empty() {
+        1.0
+    } else {
+        hits as f64 / truth.len() as f64
+    };
+    (precision, recall, n_found, truth.len())
+}
+
+/// The handoff sample recorded once (with its truth), shared by the tests here.
+fn handoff() -> &'static (Run, PathBuf) {
+    static RUN: OnceLock<(Run, PathBuf)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let truth =
+            std::env::temp_dir().join(format!("scalpel-handoff-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&truth);
+        let run = record_with(&own_bin("handoff"), &["--items", "200"], |c| {
+            c.env("SCALPEL_TRUTH", &truth);
+        })
+        .success();
+        (run, truth)
+    })
+}
+
+#[test]
+fn handoff_edges_match_the_truth_exactly() {
+    let (run, truth_path) = handoff();
+    let truth = truth_of(truth_path);
+    let out = run.tmp.path().join("graph-score");
+    let o = infer(&run.dir, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    let namer = Namer::new(&run.dir);
+    let kinds = [
+        ("cond", EdgeKind::Cond),
+        ("sem", EdgeKind::Sem),
+        ("stream", EdgeKind::Stream),
+        ("create", EdgeKind::Create),
+        ("join", EdgeKind::Join),
+        ("fork", EdgeKind::Fork),
+        ("connect", EdgeKind::Connect),
+    ];
+    let mut report = String::from("kind      precision  recall  found  true\n");
+    let mut perfect = true;
+    for (name, kind) in kinds {
+        let empty = BTreeSet::new();
+        let t = truth.edges.get(name).unwrap_or(&empty);
+        let (p, r, found, n) = score(&g, &namer, kind, t);
+        report += &format!("{name:<9} {p:>9.3} {r:>7.3} {found:>6} {n:>5}\n");
+        perfect &= p == 1.0 && r == 1.0;
+        assert!(n > 0 || name == "cond", "the truth has {name} edges");
+    }
+    eprintln!("{report}");
+    assert!(perfect, "edges differ from the truth:\n{report}");
+    // Nothing else: no futex, eventfd or external edges in this program, and no edge through a
+    // mutex (mutex order is contention data only).
+    let allowed: BTreeSet<EdgeKind> = kinds
+        .iter()
+        .map(|k| k.1)
+        .chain([EdgeKind::Program, EdgeKind::ProgramWeak])
+        .collect();
+    for e in &g.edges {
+        assert!(allowed.contains(&e.kind), "unexpected edge {e:?}");
+        if let Some(o) = e.obj {
+            let kind = &g.objects[o as usize].kind;
+            assert!(
+                kind != "mutex" && kind != "rwlock",
+                "an edge through a {kind}: {e:?}"
+            );
+        }
+    }
+    assert!(g.externals.is_empty(), "{:?}", g.externals);
+    // The noise threads only take locks: their only cross-thread edges are create and join.
+    for e in g.edges.iter().filter(|e| !e.kind.in_thread()) {
+        for end in [e.from, e.to] {
+            let t = &g.threads[g.leaves[end as usize].thread as usize];
+            if truth.noise.contains(&(t.pid, t.tid)) {
+                assert!(
+                    matches!(e.kind, EdgeKind::Create | EdgeKind::Join),
+                    "a {:?} edge touches noise thread {}",
+                    e.kind,
+                    t.tid
+                );
+            }
+        }
+    }
+    assert_eq!(truth.noise.len(), 2);
+    // The noise did contend with the queue's users, and that is kept as data.
+    assert!(!g.locks.is_empty());
+    assert!(
+        g.locks.iter().any(|l| l.acquisitions > 2000),
+        "{:?}",
+        g.locks
+    );
+}
+
+#[test]
+fn output_is_byte_identical_with_one_and_two_threads() {
+    let (run, _) = handoff();
+    let mut outs = Vec::new();
+    for (i, threads) in ["1", "2", "2"].iter().enumerate() {
+        let out = run.tmp.path().join(format!("det-{i}"));
+        let o = infer(&run.dir, &out, &["--threads", threads]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let read = |f: &str| std::fs::read(out.join(f)).unwrap();
+        outs.push((read("graph.json"), read("types.dot")));
+    }
+    assert!(outs[0].0.len() > 10_000);
+    assert!(outs[0] == outs[1], "1 and 2 threads differ");
+    assert!(outs[1] == outs[2], "two runs differ");
+}

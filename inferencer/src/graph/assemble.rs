@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use scalpel_model::graph::{Graph, ObjectInfo, ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA};
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
-use super::leaves::{Bound, LockEv, ThreadOut};
+use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
 use super::sink::{ThreadSink, NO_OBJ};
 use super::types::TypeTable;
 use crate::naming::SkipList;
@@ -17,8 +17,10 @@ pub struct Assembled {
     pub graph: Graph,
     /// Every cut kept for matching.
     pub bounds: Vec<Bound>,
-    /// Every lock event, with durations in nanoseconds.
+    /// Every kept lock event, with durations in nanoseconds.
     pub locks: Vec<LockEv>,
+    /// Per-thread acquisition totals per lock (global objects, nanoseconds).
+    pub lock_aggs: Vec<(u32, LockAgg)>,
     /// Per leaf: whether program order out of it is weak.
     pub weak: Vec<bool>,
     /// Per object: its kind code and channel kind.
@@ -55,6 +57,10 @@ pub fn assemble(
         for k in &mut out.locks {
             k.dur = clock.dur_ns(k.dur);
         }
+        for (_, a) in &mut out.lock_aggs {
+            a.wait = clock.dur_ns(a.wait);
+            a.max = clock.dur_ns(a.max);
+        }
     });
     let total: usize = outs.iter().map(|(_, _, o)| o.leaves.len()).sum();
     let ids = dir.identities();
@@ -85,6 +91,7 @@ pub fn assemble(
     let mut table = TypeTable::new(skip);
     let mut bounds = Vec::new();
     let mut locks = Vec::new();
+    let mut lock_aggs = Vec::new();
     let mut weak = Vec::with_capacity(total);
     for (pi, fi, mut out) in outs {
         let p = &dir.processes[pi];
@@ -143,6 +150,7 @@ pub fn assemble(
             leaf: k.leaf + base,
             ..*k
         }));
+        lock_aggs.extend(out.lock_aggs.iter().map(|&(o, a)| (global(o), a)));
         weak.append(&mut out.weak);
     }
     graph.types = std::mem::take(&mut table.types);
@@ -153,6 +161,7 @@ pub fn assemble(
         graph,
         bounds,
         locks,
+        lock_aggs,
         weak,
         obj_kinds,
         warnings: table.warnings().to_vec(),

@@ -4,39 +4,52 @@
 
 use scalpel_model::graph::{LockInfo, LockWait};
 
-use super::leaves::LockEv;
+use rayon::prelude::*;
+
+use super::leaves::{LockAgg, LockEv};
 use super::sink::NO_OBJ;
 
 /// An acquisition that waited at least this long counts as contended. An uncontended lock
 /// returns in tens of nanoseconds; a contended one sleeps in the kernel for microseconds.
 pub const CONTENDED_NS: u64 = 1_000;
 
-/// Contention per lock and the contended acquisitions, from every lock event.
-pub fn contention(mut locks: Vec<LockEv>) -> (Vec<LockInfo>, Vec<LockWait>) {
+/// Contention per lock and the contended acquisitions, from the kept lock events (releases and
+/// long acquisitions) and every thread's acquisition totals.
+pub fn contention(
+    mut locks: Vec<LockEv>,
+    mut aggs: Vec<(u32, LockAgg)>,
+) -> (Vec<LockInfo>, Vec<LockWait>) {
+    aggs.retain(|a| a.0 != NO_OBJ);
+    aggs.sort_unstable_by_key(|a| a.0);
+    let mut infos: Vec<LockInfo> = Vec::new();
+    for (obj, a) in aggs {
+        match infos.last_mut() {
+            Some(i) if i.obj == obj => {
+                i.acquisitions += a.count;
+                i.wait_ns += a.wait;
+                i.max_wait_ns = i.max_wait_ns.max(a.max);
+            }
+            _ => infos.push(LockInfo {
+                obj,
+                acquisitions: a.count,
+                contended: 0,
+                wait_ns: a.wait,
+                max_wait_ns: a.max,
+            }),
+        }
+    }
     locks.retain(|k| k.obj != NO_OBJ);
-    locks.sort_unstable_by_key(|k| (k.obj, k.seq, !k.acquire, k.leaf));
-    let mut infos = Vec::new();
+    locks.par_sort_unstable_by_key(|k| (k.obj, k.seq, !k.acquire, k.leaf));
     let mut waits = Vec::new();
     for group in locks.chunk_by(|a, b| a.obj == b.obj) {
         let obj = group[0].obj;
-        let mut info = LockInfo {
-            obj,
-            acquisitions: 0,
-            contended: 0,
-            wait_ns: 0,
-            max_wait_ns: 0,
-        };
         let mut holder: Option<u32> = None;
+        let mut contended = 0;
         for k in group {
             if !k.acquire {
                 holder = Some(k.leaf);
-                continue;
-            }
-            info.acquisitions += 1;
-            info.wait_ns += k.dur;
-            info.max_wait_ns = info.max_wait_ns.max(k.dur);
-            if k.dur >= CONTENDED_NS {
-                info.contended += 1;
+            } else if k.dur >= CONTENDED_NS {
+                contended += 1;
                 waits.push(LockWait {
                     obj,
                     waiter: k.leaf,
@@ -45,7 +58,9 @@ pub fn contention(mut locks: Vec<LockEv>) -> (Vec<LockInfo>, Vec<LockWait>) {
                 });
             }
         }
-        infos.push(info);
+        if let Ok(i) = infos.binary_search_by_key(&obj, |i| i.obj) {
+            infos[i].contended = contended;
+        }
     }
     (infos, waits)
 }

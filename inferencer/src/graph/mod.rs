@@ -105,7 +105,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let mut graph = asm.graph;
     let (mut edges, ext) = notification_edges(asm.bounds, &asm.obj_kinds, &mut graph);
     program_edges(&graph, &asm.weak, &mut edges);
-    let (locks, waits) = locks::contention(asm.locks);
+    let (locks, waits) = locks::contention(asm.locks, asm.lock_aggs);
     graph.locks = locks;
     graph.lock_waits = waits;
     let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);

@@ -1,16 +1,16 @@
-//! The per-file reduction: each thread file's events kept in a compact form while the file is
-//! decoded, then cut into leaves on the same worker thread (see [`super::leaves`]).
+//! The per-file reduction: each thread file's events cut into leaves while the file is decoded
+//! (see [`super::leaves`]), so that no event outlives its decoding.
 
 use ahash::AHashMap;
 use scalpel_model::format::Op;
-use scalpel_model::read::{Event, FileSink, FileTrace, Identity};
+use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef};
 
-use super::leaves::{cut_thread, ThreadOut};
+use super::leaves::{Cutter, ThreadOut};
 
 /// No object.
 pub const NO_OBJ: u32 = u32::MAX;
 
-/// One event, as much of it as the graph needs (48 bytes instead of the reader's 200).
+/// One event, as much of it as the graph needs.
 #[derive(Clone, Copy, Debug)]
 pub struct Ev {
     /// Clock ticks at the call's entry.
@@ -50,16 +50,27 @@ pub struct LocalObj {
     pub chan: Option<u8>,
 }
 
-/// Collects one file's events, then cuts them into leaves in [`FileSink::finish`].
-#[derive(Default)]
+/// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
 pub struct ThreadSink {
     index: AHashMap<(u8, u64), u32>,
     objs: Vec<LocalObj>,
-    evs: Vec<Ev>,
+    cut: Cutter,
     /// Events seen.
     pub events: u64,
     /// The result, once the file is finished.
     pub out: Option<ThreadOut>,
+}
+
+impl Default for ThreadSink {
+    fn default() -> Self {
+        ThreadSink {
+            index: AHashMap::new(),
+            objs: Vec::new(),
+            cut: Cutter::new(),
+            events: 0,
+            out: None,
+        }
+    }
 }
 
 fn sat_i32(v: i64) -> i32 {
@@ -76,21 +87,38 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
     }
 }
 
+impl ThreadSink {
+    fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>) -> u32 {
+        let next = self.objs.len() as u32;
+        let i = *self.index.entry((kind, key)).or_insert_with(|| {
+            self.objs.push(LocalObj {
+                kind,
+                key,
+                chan: None,
+            });
+            next
+        });
+        let o = &mut self.objs[i as usize];
+        if o.chan.is_none() {
+            o.chan = chan;
+        }
+        i
+    }
+}
+
 impl FileSink for ThreadSink {
+    fn object(&mut self, def: &ObjectDef) {
+        let chan = match &def.identity {
+            Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => Some(*chan),
+            _ => None,
+        };
+        self.intern(def.kind, def.key, chan);
+    }
+
     fn event(&mut self, e: &Event) {
         self.events += 1;
         let obj = match e.obj {
-            Some(o) => {
-                let next = self.objs.len() as u32;
-                *self.index.entry((o.kind, o.key)).or_insert_with(|| {
-                    self.objs.push(LocalObj {
-                        kind: o.kind,
-                        key: o.key,
-                        chan: None,
-                    });
-                    next
-                })
-            }
+            Some(o) => self.intern(o.kind, o.key, None),
             None => NO_OBJ,
         };
         let x = e.offset.or_else(|| aux_of(e.op, e));
@@ -101,7 +129,7 @@ impl FileSink for ThreadSink {
         if x.is_some() {
             flags |= HAS_X;
         }
-        self.evs.push(Ev {
+        let ev = Ev {
             ticks: e.ticks,
             dur: e.dur_ticks,
             seq: e.seq.unwrap_or(0),
@@ -111,26 +139,14 @@ impl FileSink for ThreadSink {
             stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
             op: e.op_code,
             flags,
-        });
+        };
+        self.cut.feed(&ev, self.objs.get(obj as usize));
     }
 
     fn finish(&mut self, file: &FileTrace) {
-        // Channel kinds come from the file's OBJECT records, complete only now.
-        for def in &file.objects {
-            let chan = match &def.identity {
-                Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => Some(*chan),
-                _ => None,
-            };
-            if let Some(&i) = self.index.get(&(def.kind, def.key)) {
-                let o = &mut self.objs[i as usize];
-                if o.chan.is_none() {
-                    o.chan = chan;
-                }
-            }
-        }
-        let evs = std::mem::take(&mut self.evs);
+        let cut = std::mem::replace(&mut self.cut, Cutter::new());
         let objs = std::mem::take(&mut self.objs);
         self.index = AHashMap::new();
-        self.out = Some(cut_thread(&evs, objs, file));
+        self.out = Some(cut.finish(objs, file));
     }
 }

@@ -20,7 +20,6 @@ use scalpel_model::format::Op;
 use scalpel_model::read::FileTrace;
 
 use super::leaves::{reads_bytes, ThreadOut};
-use super::sink::{Ev, HAS_X};
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
 type Site<'a> = (u8, Option<&'a [u64]>, u32);
@@ -39,24 +38,23 @@ fn dequeue_like(op: Op) -> bool {
     ) || reads_bytes(op) == Some(true)
 }
 
-/// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak.
-pub fn weak_boundaries(out: &ThreadOut, evs: &[Ev], file: &FileTrace) -> Vec<bool> {
-    let site_of = |e: &Ev| -> Site<'_> {
-        let frames = (e.stack != 0)
-            .then(|| file.stacks.get(&u64::from(e.stack)).map(|v| v.as_slice()))
+/// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak. `sites[i]`
+/// holds the stack id and auxiliary value of the call that ended leaf `i`.
+pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) -> Vec<bool> {
+    let site_of = |i: usize, op: u8| -> Site<'_> {
+        let stack = sites.get(i).map_or(0, |s| s.0);
+        let frames = (stack != 0)
+            .then(|| file.stacks.get(&u64::from(stack)).map(|v| v.as_slice()))
             .flatten();
-        (e.op, frames, if frames.is_some() { 0 } else { e.obj })
-    };
-    let enders = || {
-        out.leaves
-            .iter()
-            .filter_map(|l| l.end_op.map(|_| &evs[l.end_event as usize]))
+        let obj = out.leaves[i].end_obj.unwrap_or(u32::MAX);
+        (op, frames, if frames.is_some() { 0 } else { obj })
     };
     // Visits per dequeue-like site, and the order sites were first reached.
     let mut visits: AHashMap<Site<'_>, (u32, usize)> = AHashMap::new();
-    for (n, e) in enders().enumerate() {
-        if Op::from_u8(e.op).is_some_and(dequeue_like) {
-            visits.entry(site_of(e)).or_insert((0, n)).0 += 1;
+    for (i, l) in out.leaves.iter().enumerate() {
+        let Some(op) = l.end_op else { continue };
+        if op.op().is_some_and(dequeue_like) {
+            visits.entry(site_of(i, op.0)).or_insert((0, i)).0 += 1;
         }
     }
     let head = visits
@@ -66,16 +64,17 @@ pub fn weak_boundaries(out: &ThreadOut, evs: &[Ev], file: &FileTrace) -> Vec<boo
         .map(|(site, _)| *site);
     out.leaves
         .iter()
-        .map(|l| {
+        .enumerate()
+        .map(|(i, l)| {
             let Some(op) = l.end_op.and_then(|o| o.op()) else {
                 return false;
             };
-            let e = &evs[l.end_event as usize];
+            let x = sites.get(i).map_or(0, |s| s.1);
             match op {
                 Op::Accept | Op::Accept4 | Op::EpollWait | Op::EpollPwait | Op::EpollPwait2 => true,
-                Op::Poll | Op::Ppoll => e.flags & HAS_X != 0 && e.x >= 2,
+                Op::Poll | Op::Ppoll => x >= 2,
                 Op::Select | Op::Pselect => true,
-                op if dequeue_like(op) => head == Some(site_of(e)),
+                op if dequeue_like(op) => head == Some(site_of(i, op as u8)),
                 _ => false,
             }
         })

@@ -17,7 +17,7 @@ use crate::wire::{Dec, DecError};
 
 /// Where decoded events go: kept in [`FileTrace::events`], or handed to a caller's sink one by
 /// one and dropped (see [`super::decode_file_with`]).
-pub(crate) type Sink<'s> = Option<&'s mut dyn FnMut(&Event)>;
+pub(crate) type Sink<'s> = Option<&'s mut dyn super::file::FileSink>;
 
 /// Per-file decoding state.
 pub(crate) struct State<'p, 's> {
@@ -137,6 +137,9 @@ impl<'p, 's> State<'p, 's> {
                         key,
                         identity,
                     };
+                    if let Some(sink) = self.sink.as_mut() {
+                        sink.object(&def);
+                    }
                     self.out.objects.push(def);
                 }
             }
@@ -250,7 +253,7 @@ impl<'p, 's> State<'p, 's> {
             file_offset: at,
         };
         match self.sink.as_mut() {
-            Some(sink) => sink(&event),
+            Some(sink) => sink.event(&event),
             None => self.out.events.push(event),
         }
     }

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::clock::Clock;
 use super::error::ReadError;
-use super::file::{read_file, read_file_streaming, FileTrace};
+use super::file::{read_file, read_file_streaming, FileSink, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
 use crate::format::{PROCESS_FILE, TRACE_EXT};
@@ -186,16 +186,6 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
     Ok(dir)
 }
 
-/// A per-file consumer of events for [`read_dir_with`].
-pub trait FileSink: Send {
-    /// One event, in file order. Its `ts_ns` and `dur_ns` are 0: the clock is known only once
-    /// every file is read. Convert its ticks later with [`FileTrace::clock`].
-    fn event(&mut self, e: &Event);
-    /// The file is decoded (its objects, stacks and warnings are complete), still on the worker
-    /// thread that decoded it: the place to reduce what [`FileSink::event`] kept.
-    fn finish(&mut self, _file: &FileTrace) {}
-}
-
 /// Reads a trace directory like [`read_dir`], but hands every event of a file to that file's
 /// own sink (made by `new_sink`, files in parallel) instead of keeping it, so that a caller can
 /// reduce a large trace as it is decoded. The files' event lists stay empty; once this returns,
@@ -205,10 +195,6 @@ pub fn read_dir_with<S: FileSink>(
     new_sink: impl Fn(&Path) -> S + Sync,
 ) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
     read_dir_inner(path.as_ref(), Some(&new_sink))
-}
-
-impl FileSink for () {
-    fn event(&mut self, _: &Event) {}
 }
 
 fn read_dir_inner<S: FileSink>(
@@ -254,7 +240,7 @@ fn read_dir_inner<S: FileSink>(
             None => (n, slot, read_file(p).map(|f| (f, None))),
             Some(new_sink) => {
                 let mut sink = new_sink(&p);
-                let r = read_file_streaming(&p, &mut |e| sink.event(e));
+                let r = read_file_streaming(&p, &mut sink);
                 let r = r.map(|f| {
                     sink.finish(&f);
                     (f, Some(sink))

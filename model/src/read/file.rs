@@ -84,12 +84,30 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
     read_file_with(path.as_ref(), None)
 }
 
-/// Reads one file like [`read_file`], handing each event to `sink` instead of keeping it. The
-/// events' `ts_ns` and `dur_ns` are 0 then (the file's clock is known only at its end); convert
-/// their ticks with [`FileTrace::clock`] afterwards.
+/// A consumer of one file's records as they are decoded, for [`read_file_streaming`] and
+/// [`super::read_dir_with`].
+pub trait FileSink: Send {
+    /// One event, in file order. Its `ts_ns` and `dur_ns` are 0: the clock is known only at the
+    /// end of the file (and for a directory, once every file is read). Convert its ticks later
+    /// with [`FileTrace::clock`].
+    fn event(&mut self, e: &Event);
+    /// An OBJECT record, before any event that uses it.
+    fn object(&mut self, _def: &ObjectDef) {}
+    /// The file is decoded (its objects, stacks and warnings are complete): the place to reduce
+    /// what [`FileSink::event`] kept. [`super::read_dir_with`] calls it on the worker thread
+    /// that decoded the file.
+    fn finish(&mut self, _file: &FileTrace) {}
+}
+
+impl FileSink for () {
+    fn event(&mut self, _: &Event) {}
+}
+
+/// Reads one file like [`read_file`], handing each event and object to `sink` instead of
+/// keeping the events (see [`FileSink`]). Does not call [`FileSink::finish`].
 pub fn read_file_streaming(
     path: impl AsRef<Path>,
-    sink: &mut dyn FnMut(&Event),
+    sink: &mut dyn FileSink,
 ) -> Result<FileTrace, ReadError> {
     read_file_with(path.as_ref(), Some(sink))
 }

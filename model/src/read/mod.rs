@@ -16,9 +16,9 @@ mod types;
 mod writer;
 
 pub use clock::Clock;
-pub use dir::{read_dir, read_dir_with, EventRef, FileSink, ProcessSinks, ProcessTrace, TraceDir};
+pub use dir::{read_dir, read_dir_with, EventRef, ProcessSinks, ProcessTrace, TraceDir};
 pub use error::ReadError;
-pub use file::{decode_file, read_file, read_file_streaming, FileTrace};
+pub use file::{decode_file, read_file, read_file_streaming, FileSink, FileTrace};
 pub use header::{Header, MIN_HEADER_SIZE};
 pub use identity::{chan_name, obj_kind_name, put_varint, Endpoint, Identity};
 pub use maps::{MapEntry, ModuleMap};

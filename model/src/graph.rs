@@ -133,6 +133,41 @@ impl<'de> Deserialize<'de> for OpName {
     }
 }
 
+/// An index into [`Graph::objects`], four bytes even as an `Option` (it serializes as the plain
+/// index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjIndex(std::num::NonZeroU32);
+
+impl ObjIndex {
+    /// The handle of object `i` (`u32::MAX` is not a valid index; it saturates).
+    pub fn new(i: u32) -> Self {
+        ObjIndex(
+            std::num::NonZeroU32::new(i.saturating_add(1)).unwrap_or(std::num::NonZeroU32::MIN),
+        )
+    }
+
+    /// The index.
+    pub fn get(self) -> u32 {
+        self.0.get() - 1
+    }
+}
+
+impl Serialize for ObjIndex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.get())
+    }
+}
+
+impl<'de> Deserialize<'de> for ObjIndex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let i = u32::deserialize(d)?;
+        if i == u32::MAX {
+            return Err(serde::de::Error::custom("object index out of range"));
+        }
+        Ok(ObjIndex::new(i))
+    }
+}
+
 /// One process incarnation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
@@ -216,8 +251,8 @@ pub struct Leaf {
     pub start_op: Option<OpName>,
     /// The call that ended it.
     pub end_op: Option<OpName>,
-    /// The object the ending call was on (index into [`Graph::objects`]).
-    pub end_obj: Option<u32>,
+    /// The object the ending call was on.
+    pub end_obj: Option<ObjIndex>,
     /// Bytes read (by the call that started it, and by file reads within it).
     pub bytes_in: u64,
     /// Bytes written (by the call that ended it, and by file writes within it).
@@ -265,7 +300,7 @@ pub struct Edge {
     pub kind: EdgeKind,
     /// The object the notification went through, if any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub obj: Option<u32>,
+    pub obj: Option<ObjIndex>,
 }
 
 /// Contention on one mutex or rwlock: ordering that is kept as data, never as an edge.

@@ -198,7 +198,7 @@ fn handoff_edges_match_the_truth_exactly() {
     for e in &g.edges {
         assert!(allowed.contains(&e.kind), "unexpected edge {e:?}");
         if let Some(o) = e.obj {
-            let kind = &g.objects[o as usize].kind;
+            let kind = &g.objects[o.get() as usize].kind;
             assert!(
                 kind != "mutex" && kind != "rwlock",
                 "an edge through a {kind}: {e:?}"

@@ -3,7 +3,9 @@
 
 use ahash::AHashMap;
 use rayon::prelude::*;
-use scalpel_model::graph::{Graph, ObjectInfo, ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA};
+use scalpel_model::graph::{
+    Graph, ObjIndex, ObjectInfo, ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA,
+};
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
 use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
@@ -137,7 +139,7 @@ pub fn assemble(
         for mut l in out.leaves.drain(..) {
             l.thread = thread;
             l.ty = types[l.ty as usize];
-            l.end_obj = l.end_obj.map(global);
+            l.end_obj = l.end_obj.map(|o| ObjIndex::new(global(o.get())));
             graph.leaves.push(l);
         }
         bounds.extend(out.bounds.iter().map(|b| Bound {

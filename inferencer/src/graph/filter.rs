@@ -97,8 +97,15 @@ impl Filter {
                 }),
             Filter::Time(a, b) => {
                 let at = |s: f64| t0.saturating_add((s * 1e9) as u64);
-                a.map_or(true, |a| l.end_ns + l.block_ns >= at(a))
-                    && b.map_or(true, |b| l.start_ns <= at(b))
+                let after = match a {
+                    Some(a) => l.end_ns + l.block_ns >= at(*a),
+                    None => true,
+                };
+                let before = match b {
+                    Some(b) => l.start_ns <= at(*b),
+                    None => true,
+                };
+                after && before
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{chan, obj, Op};
-use scalpel_model::graph::{Leaf, OpName};
+use scalpel_model::graph::{Leaf, ObjIndex, OpName};
 use scalpel_model::read::FileTrace;
 
 use super::sink::{Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
@@ -224,7 +224,7 @@ impl Cutter {
                 leaf.end_ns = e.ticks;
                 leaf.block_ns = e.dur;
                 leaf.end_op = Some(OpName(e.op));
-                leaf.end_obj = (e.obj != NO_OBJ).then_some(e.obj);
+                leaf.end_obj = (e.obj != NO_OBJ).then(|| ObjIndex::new(e.obj));
                 self.sites.push((e.stack, e.x));
                 (Some(e.op), e.stack)
             }

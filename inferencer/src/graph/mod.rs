@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::{chan, obj};
-use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph};
+use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjIndex};
 use scalpel_model::read::{read_dir_with, ReadError};
 
 pub use filter::{Filter, FilterError};
@@ -211,7 +211,7 @@ fn finish_edges(graph: &mut Graph, mut edges: Vec<Edge>, ext: Vec<ExtEdge>) {
             from,
             to,
             kind: kind_of_external(graph, o),
-            obj: Some(o),
+            obj: Some(ObjIndex::new(o)),
         });
     }
     edges.par_sort_unstable();

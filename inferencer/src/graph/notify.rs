@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Leaf, Unmatched};
+use scalpel_model::graph::{Edge, EdgeKind, Leaf, ObjIndex, Unmatched};
 
 use super::leaves::Bound;
 use super::sink::HAS_X;
@@ -40,7 +40,7 @@ impl GroupOut {
             from,
             to,
             kind,
-            obj: Some(obj),
+            obj: Some(ObjIndex::new(obj)),
         });
     }
 }

@@ -53,6 +53,9 @@ pub struct LocalObj {
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
 pub struct ThreadSink {
     index: AHashMap<(u8, u64), u32>,
+    /// The file's object index (OBJECT records) to local object, so that an event's object
+    /// costs no hashing.
+    by_file_index: Vec<u32>,
     objs: Vec<LocalObj>,
     cut: Cutter,
     /// Events seen.
@@ -65,6 +68,7 @@ impl Default for ThreadSink {
     fn default() -> Self {
         ThreadSink {
             index: AHashMap::new(),
+            by_file_index: Vec::new(),
             objs: Vec::new(),
             cut: Cutter::new(),
             events: 0,
@@ -112,13 +116,29 @@ impl FileSink for ThreadSink {
             Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => Some(*chan),
             _ => None,
         };
-        self.intern(def.kind, def.key, chan);
+        let local = self.intern(def.kind, def.key, chan);
+        // Indices are small and dense (the agent numbers them from 1); a wild one is only
+        // looked up by key.
+        if let Ok(i) = usize::try_from(def.index) {
+            if i < (1 << 20) {
+                if self.by_file_index.len() <= i {
+                    self.by_file_index.resize(i + 1, NO_OBJ);
+                }
+                self.by_file_index[i] = local;
+            }
+        }
     }
 
     fn event(&mut self, e: &Event) {
         self.events += 1;
         let obj = match e.obj {
-            Some(o) => self.intern(o.kind, o.key, None),
+            Some(o) => match usize::try_from(o.index)
+                .ok()
+                .and_then(|i| self.by_file_index.get(i))
+            {
+                Some(&local) if local != NO_OBJ => local,
+                _ => self.intern(o.kind, o.key, None),
+            },
             None => NO_OBJ,
         };
         let x = e.offset.or_else(|| aux_of(e.op, e));

@@ -46,7 +46,7 @@ pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) 
         let frames = (stack != 0)
             .then(|| file.stacks.get(&u64::from(stack)).map(|v| v.as_slice()))
             .flatten();
-        let obj = out.leaves[i].end_obj.unwrap_or(u32::MAX);
+        let obj = out.leaves[i].end_obj.map_or(u32::MAX, |o| o.get());
         (op, frames, if frames.is_some() { 0 } else { obj })
     };
     // Visits per dequeue-like site, and the order sites were first reached.

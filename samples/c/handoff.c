@@ -116,6 +116,7 @@ static int64_t noise_counter; /* touched by the noise threads under q_lock */
 static void *producer(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     for (int h = 0; h < items; h++) {
         pthread_mutex_lock(&q_lock);
         q_items[q_tail++] = h;
@@ -129,6 +130,7 @@ static void *producer(void *a) {
 static void *consumer(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     int64_t waits = 0;
     for (int h = 0; h < items; h++) {
         int64_t last = -1;
@@ -154,6 +156,7 @@ static int pipe_fds[2];
 static void *pipe_writer(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     struct io_counts c = {0, 0};
     struct stream s = {"pipe", "pipe", 0};
     for (int i = 0; i < items; i++) {
@@ -170,6 +173,7 @@ static void *pipe_writer(void *a) {
 static void *pipe_reader(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     struct io_counts c = {0, 0};
     struct stream s = {"pipe", "pipe", 0};
     unsigned char msg[PIPE_MSG];
@@ -192,6 +196,7 @@ static int64_t *sem_wait_of; /* per post k: the waiter's sem_wait ordinal that t
 static void *sem_poster(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     for (int k = 0; k < items; k++) {
         if (sem_post(&sem)) fail("sem_post"); /* the poster's sem_post #k */
         usleep(150);
@@ -202,6 +207,7 @@ static void *sem_poster(void *a) {
 static void *sem_waiter(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     int64_t calls = 0;
     for (int k = 0; k < items; k++) {
         for (;;) {
@@ -217,6 +223,7 @@ static void *sem_waiter(void *a) {
 static void *noise(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     int64_t mine = 0;
     for (int i = 0; i < NOISE_ITERS; i++) {
         pthread_mutex_lock(&q_lock);
@@ -237,6 +244,7 @@ static int tcp_port;
 static void *tcp_client(void *a) {
     struct thread *t = a;
     t->tid = gettid_();
+    pthread_setname_np(pthread_self(), t->name); /* names the thread in traces */
     struct io_counts c = {0, 0};
     struct stream up = {"tcp", "c2s", 0}, down = {"tcp", "s2c", 0};
     int fd = socket(AF_INET, SOCK_STREAM, 0);

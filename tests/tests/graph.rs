@@ -245,3 +245,133 @@ fn output_is_byte_identical_with_one_and_two_threads() {
     assert!(outs[0] == outs[1], "1 and 2 threads differ");
     assert!(outs[1] == outs[2], "two runs differ");
 }
+
+/// A copy of the handoff trace in a fresh directory.
+fn copy_trace(name: &str) -> PathBuf {
+    let (run, _) = handoff();
+    let dst = run.tmp.path().join(name);
+    let ok = Command::new("cp")
+        .arg("-r")
+        .arg(&run.dir)
+        .arg(&dst)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    dst
+}
+
+#[test]
+fn a_damaged_file_is_named_and_the_rest_still_used_unless_strict() {
+    let dir = copy_trace("damaged");
+    let trace = scalpel_model::read::read_dir(&dir).unwrap();
+    // The thread with the most semaphore posts: damage the middle of its records.
+    let posts = |f: &scalpel_model::read::FileTrace| {
+        let p = f.events.iter().filter(|e| e.op == Some(Op::SemPost));
+        p.count()
+    };
+    let victim = trace
+        .files()
+        .filter(|(_, f)| f.header.tid != 0)
+        .max_by_key(|(_, f)| posts(f))
+        .map(|(_, f)| f.path.clone())
+        .unwrap();
+    let total: usize = trace.files().map(|(_, f)| f.events.len()).sum();
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let mid = 4096 + (bytes.len() - 4096) / 2;
+    bytes[mid..mid + 16].fill(0xff);
+    std::fs::write(&victim, &bytes).unwrap();
+
+    let out = dir.join("out");
+    let o = infer(&dir, &out, &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&victim.display().to_string()) && stderr.contains("offset"),
+        "the warning names the file and the offset: {stderr}"
+    );
+    let summary = std::fs::read_to_string(out.join("graph-summary.txt")).unwrap();
+    assert!(summary.contains("warnings"), "{summary}");
+    // Every other file, and the damaged one's valid start, still give leaves.
+    let g = load_graph(&out);
+    let name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    let tid: u32 = name
+        .trim_start_matches('t')
+        .trim_end_matches(".trace")
+        .parse()
+        .unwrap();
+    let t = g.threads.iter().find(|t| t.tid == tid).unwrap();
+    assert!(t.leaves > 10, "the damaged file's valid part is used");
+    let kept: u64 = g.types.iter().map(|t| t.count).sum();
+    assert!(kept > 100 && total > 1000);
+
+    let o = infer(&dir, &dir.join("strict"), &["--strict"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "--strict fails on damage");
+    assert!(
+        stderr.contains("--strict") && stderr.contains(&victim.display().to_string()),
+        "{stderr}"
+    );
+    assert!(!dir.join("strict").join("graph.json").exists());
+}
+
+#[test]
+fn bad_arguments_get_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-trace");
+    let o = infer(&missing, &tmp.path().join("out"), &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("no-such-trace"), "{stderr}");
+    for bad in ["pid:x", "colour:red", "time:5..1", "thread:", "pid"] {
+        let o = infer(tmp.path(), &tmp.path().join("out"), &["--include", bad]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{bad} accepted");
+        assert!(stderr.contains("expected pid:N"), "{bad}: {stderr}");
+    }
+    let o = infer(tmp.path(), &tmp.path().join("out"), &["--stage", "bogus"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn filters_keep_processes_threads_and_time_windows() {
+    let (run, _) = handoff();
+    let full = {
+        let out = run.tmp.path().join("filter-all");
+        assert!(infer(&run.dir, &out, &[]).status.success());
+        load_graph(&out)
+    };
+    // The forked server process alone.
+    let server = full.processes.iter().map(|p| p.pid).max().unwrap();
+    let out = run.tmp.path().join("filter-pid");
+    let arg = format!("pid:{server}");
+    let o = infer(&run.dir, &out, &["--include", &arg]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    assert!(!g.leaves.is_empty());
+    assert!(g.leaves.iter().all(|l| g.threads[l.thread as usize].pid == server));
+    // Every edge left joins nodes that are left.
+    assert!(g.edges.iter().all(|e| (e.from as usize) < g.leaves.len() + g.externals.len()));
+    assert!(g.leaves.len() < full.leaves.len());
+    // Excluding the noise threads by name removes exactly their leaves.
+    let noise: u32 = full
+        .threads
+        .iter()
+        .filter(|t| t.name.contains("noise"))
+        .map(|t| t.leaves)
+        .sum();
+    let out = run.tmp.path().join("filter-noise");
+    let o = infer(&run.dir, &out, &["--exclude", "thread:noise"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    assert!(noise > 0, "the noise threads are named");
+    assert_eq!(g.leaves.len() as u32, full.leaves.len() as u32 - noise);
+    // A window of the first millisecond keeps fewer leaves, all starting in it.
+    let out = run.tmp.path().join("filter-time");
+    let o = infer(&run.dir, &out, &["--include", "time:..0.001"]);
+    assert!(o.status.success());
+    let g = load_graph(&out);
+    let t0 = full.leaves.iter().map(|l| l.start_ns).min().unwrap();
+    assert!(g.leaves.len() < full.leaves.len());
+    assert!(g.leaves.iter().all(|l| l.start_ns <= t0 + 1_000_000));
+}

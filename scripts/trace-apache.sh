@@ -3,6 +3,10 @@
 # `ab -n 5000 -c 16` loads it, then checks that every request was served and that the trace shows
 # the listener, the worker threads, condition variables, epoll or poll, socket reads and writes,
 # and call stacks at the condvar and poll sites. RECORD_FLAGS adds `scalpel record` flags.
+# Then `scalpel infer --stage graph` builds the causal graph, and the type graph must show the
+# listener's accept → queue push handing work to a worker's queue pop by a condvar edge, and the
+# worker's read → process → writev chain fed by the client's bytes (TYPES_SVG, when set, gets a
+# copy of the type graph drawn with --min-count 100).
 #
 # Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)
 # Needs root for apt-get when apache2/ab are missing; builds the workspace in release mode.
@@ -94,6 +98,33 @@ for op in cond_wait epoll_wait; do
         echo "FAIL: $op stack:" >&2; echo "$stack" >&2; status=1
     fi
 done
+# The causal graph and its leaf types.
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100
+DOT=$OUT/model/types.dot
+# has_edge FROM TO STYLE: an edge between types whose labels contain FROM and TO, whose label
+# contains STYLE.
+has_edge() {
+    awk -v from="$1" -v to="$2" -v want="$3" '
+        /^  t[0-9]+ \[label=/ { id=$1; sub(/^[^"]*"/, ""); label[id]=$0; next }
+        / -> / && index($0, want) {
+            if (index(label[$1], from) && index(label[$3], to)) found=1
+        }
+        END { exit !found }' "$DOT"
+}
+check_edge() {
+    if has_edge "$1" "$2" "$3"; then
+        printf 'type graph: %s -> %s (%s)\n' "$1" "$2" "$3"
+    else
+        echo "FAIL: no $3 edge from a '$1' type to a '$2' type in $DOT" >&2; status=1
+    fi
+}
+check_edge 'epoll_wait → accept4' 'accept4 → cond_signal' 'label="'
+check_edge 'accept4 → cond_signal' 'cond_wait → ' 'label="cond ×'
+check_edge 'cond_wait → read' 'read → writev' 'label="'
+check_edge 'read → writev' 'writev → ' 'label="'
+grep -q 'external_source_tcp -> t[0-9]* \[label="stream' "$DOT" \
+    || { echo "FAIL: the worker's reads are not fed by the clients' bytes" >&2; status=1; }
+if [ -n "${TYPES_SVG:-}" ]; then cp "$OUT/model/types.svg" "$TYPES_SVG"; fi
 threads=$(find "$OUT" -name 't*.trace' | wc -l)
 echo "thread files: $threads"
 [ "$threads" -ge 16 ] || { echo "FAIL: expected the listener and worker threads" >&2; status=1; }

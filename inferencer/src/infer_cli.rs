@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use scalpel_inferencer::graph::{build_graph, summary_text, write_outputs, Filter, GraphOptions};
+use scalpel_inferencer::graph::{
+    build_graph, summary_text, write_outputs, DrawOptions, Filter, GraphOptions,
+};
 
 /// How far inference goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -34,6 +36,10 @@ pub struct InferArgs {
     /// Drop leaves matching FILTER (same forms as --include). Repeatable.
     #[arg(long = "exclude", value_name = "FILTER")]
     pub exclude: Vec<Filter>,
+    /// Draw only leaf types with at least N leaves in types.dot and types.svg (graph.json keeps
+    /// everything).
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub min_count: u64,
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -52,6 +58,8 @@ pub struct InferJob {
     pub graph: GraphOptions,
     /// Worker threads.
     pub threads: Option<u16>,
+    /// How the type graph is drawn.
+    pub draw: DrawOptions,
 }
 
 impl From<InferArgs> for InferJob {
@@ -67,6 +75,9 @@ impl From<InferArgs> for InferJob {
                 ..GraphOptions::default()
             },
             threads: a.threads,
+            draw: DrawOptions {
+                min_count: a.min_count,
+            },
         }
     }
 }
@@ -95,7 +106,7 @@ pub fn run_infer(job: &InferJob) -> Result<()> {
                     "scalpel: ... and {more} more warnings (see the summary file)"
                 );
             }
-            let out = write_outputs(&built, &job.out)
+            let out = write_outputs(&built, &job.out, &job.draw)
                 .with_context(|| format!("cannot write the outputs to {}", job.out.display()))?;
             let mut o = io::stdout().lock();
             let _ = write!(o, "{}", summary_text(&built));

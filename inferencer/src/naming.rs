@@ -73,11 +73,14 @@ impl SkipList {
 }
 
 /// The index of the frame that names the task: the first named frame not skipped; failing that,
-/// the first named frame; failing that, the innermost frame.
+/// the first frame not skipped even with no symbol (a stripped static function of the program
+/// names its call site by offset better than an outer library frame would); failing that, the
+/// first named frame; failing that, the innermost frame.
 pub fn naming_frame(frames: &[Frame], skip: &SkipList) -> Option<usize> {
     frames
         .iter()
         .position(|f| f.function.is_some() && !skip.skips(f))
+        .or_else(|| frames.iter().position(|f| !skip.skips(f)))
         .or_else(|| frames.iter().position(|f| f.function.is_some()))
         .or(if frames.is_empty() { None } else { Some(0) })
 }
@@ -128,6 +131,17 @@ mod tests {
         // Only skipped frames: the first named one; no names at all: the innermost.
         assert_eq!(naming_frame(&stack[..3], &skip), Some(0));
         assert_eq!(naming_frame(&[frame("/x", None)], &skip), Some(0));
+        // A stripped function of the program names the site, not an outer library frame.
+        let stripped = [
+            frame("/usr/lib/x86_64-linux-gnu/libc.so.6", Some("epoll_wait")),
+            frame("/usr/lib/apache2/modules/mod_mpm_event.so", None),
+            frame("/usr/lib/x86_64-linux-gnu/libc.so.6", Some("start_thread")),
+        ];
+        assert_eq!(naming_frame(&stripped, &skip), Some(1));
+        // A named frame of the program further out still wins over a stripped one.
+        let mut outer = stripped.to_vec();
+        outer.insert(2, frame("/usr/sbin/apache2", Some("ap_core_output_filter")));
+        assert_eq!(naming_frame(&outer, &skip), Some(2));
         assert_eq!(naming_frame(&[], &skip), None);
     }
 }

@@ -349,9 +349,15 @@ fn filters_keep_processes_threads_and_time_windows() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let g = load_graph(&out);
     assert!(!g.leaves.is_empty());
-    assert!(g.leaves.iter().all(|l| g.threads[l.thread as usize].pid == server));
+    assert!(g
+        .leaves
+        .iter()
+        .all(|l| g.threads[l.thread as usize].pid == server));
     // Every edge left joins nodes that are left.
-    assert!(g.edges.iter().all(|e| (e.from as usize) < g.leaves.len() + g.externals.len()));
+    assert!(g
+        .edges
+        .iter()
+        .all(|e| (e.from as usize) < g.leaves.len() + g.externals.len()));
     assert!(g.leaves.len() < full.leaves.len());
     // Excluding the noise threads by name removes exactly their leaves.
     let noise: u32 = full

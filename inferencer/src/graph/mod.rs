@@ -30,7 +30,7 @@ use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjInd
 use scalpel_model::read::{read_dir_with, ReadError};
 
 pub use filter::{Filter, FilterError};
-pub use output::{summary_text, type_dot, write_outputs, Outputs};
+pub use output::{summary_text, type_dot, write_outputs, DrawOptions, Outputs};
 
 use leaves::Bound;
 use notify::GroupOut;

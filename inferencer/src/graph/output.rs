@@ -27,8 +27,16 @@ fn io_err(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
+/// How the type graph is drawn. `Default`: every type.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrawOptions {
+    /// Draw only leaf types with at least this many leaves (and the edges between them); 0 and 1
+    /// draw all. The JSON always holds everything.
+    pub min_count: u64,
+}
+
 /// Writes every output into `dir` (created if needed).
-pub fn write_outputs(built: &Built, dir: &Path) -> std::io::Result<Outputs> {
+pub fn write_outputs(built: &Built, dir: &Path, draw: &DrawOptions) -> std::io::Result<Outputs> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
     let json = dir.join("graph.json");
     let f = std::fs::File::create(&json).map_err(|e| io_err(&json, e))?;
@@ -36,7 +44,7 @@ pub fn write_outputs(built: &Built, dir: &Path) -> std::io::Result<Outputs> {
     serde_json::to_writer(&mut w, &built.graph).map_err(std::io::Error::other)?;
     w.write_all(b"\n")?;
     w.flush().map_err(|e| io_err(&json, e))?;
-    let dot_text = type_dot(&built.graph);
+    let dot_text = type_dot(&built.graph, draw);
     let dot = dir.join("types.dot");
     std::fs::write(&dot, &dot_text).map_err(|e| io_err(&dot, e))?;
     let svg_path = dir.join("types.svg");
@@ -110,10 +118,14 @@ fn type_node(g: &Graph, id: u32) -> String {
 
 /// The graph of leaf types: one node per type (and per kind of external peer), edges counted,
 /// solid within a thread (grey where weak), dashed across threads.
-pub fn type_dot(g: &Graph) -> String {
+pub fn type_dot(g: &Graph, draw: &DrawOptions) -> String {
+    let shown = |id: u32| match g.leaves.get(id as usize) {
+        Some(l) => g.types[l.ty as usize].count >= draw.min_count,
+        None => true,
+    };
     let mut edges: BTreeMap<(String, String, EdgeKind), u64> = BTreeMap::new();
     let mut externals: BTreeMap<String, ()> = BTreeMap::new();
-    for e in &g.edges {
+    for e in g.edges.iter().filter(|e| shown(e.from) && shown(e.to)) {
         let (a, b) = (type_node(g, e.from), type_node(g, e.to));
         for n in [&a, &b] {
             if n.starts_with("external_") {
@@ -123,7 +135,8 @@ pub fn type_dot(g: &Graph) -> String {
         *edges.entry((a, b, e.kind)).or_default() += 1;
     }
     let mut s = String::from("digraph leaf_types {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n");
-    for (i, t) in g.types.iter().enumerate().filter(|(_, t)| t.count > 0) {
+    let drawn = |t: &&scalpel_model::graph::LeafType| t.count > 0 && t.count >= draw.min_count;
+    for (i, t) in g.types.iter().enumerate().filter(|(_, t)| drawn(t)) {
         let op = |o: Option<scalpel_model::graph::OpName>| {
             o.map(|o| o.name()).unwrap_or_else(|| "-".into())
         };

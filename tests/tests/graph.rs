@@ -381,3 +381,53 @@ fn filters_keep_processes_threads_and_time_windows() {
     assert!(g.leaves.len() < full.leaves.len());
     assert!(g.leaves.iter().all(|l| l.start_ns <= t0 + 1_000_000));
 }
+
+#[test]
+fn futex_wakes_link_rust_condvar_and_channel_waits_but_not_mutex_words() {
+    let run = record(&own_bin("rust-sync"), &[]).success();
+    let out = run.tmp.path().join("graph");
+    let o = infer(&run.dir, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    // Per futex word: the values its waits expected.
+    let trace = run.load();
+    let mut expected: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+    for (_, f) in trace.files() {
+        for e in f.events.iter().filter(|e| e.op == Some(Op::FutexWait)) {
+            if let (Some(o), Some(v)) = (e.obj, e.aux2) {
+                expected.entry(o.key).or_default().insert(v);
+            }
+        }
+    }
+    let futex: Vec<_> = g
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Futex)
+        .collect();
+    assert!(
+        !futex.is_empty(),
+        "condvar and channel wakeups give futex edges"
+    );
+    for e in &futex {
+        let (a, b) = (&g.leaves[e.from as usize], &g.leaves[e.to as usize]);
+        assert_ne!(a.thread, b.thread, "a wake links two threads: {e:?}");
+        let key = g.objects[e.obj.unwrap().get() as usize].key;
+        let values = &expected[&key];
+        assert!(
+            values.iter().any(|&v| v != 2),
+            "an edge through a futex used as a lock (every wait expected 2): {e:?}"
+        );
+    }
+    // The mutex word was contended (waits expecting 2) and gave no edge.
+    let lock_words: Vec<u64> = expected
+        .iter()
+        .filter(|(_, v)| v.iter().all(|&x| x == 2))
+        .map(|(k, _)| *k)
+        .collect();
+    eprintln!(
+        "{} futex edges, lock-like words {lock_words:x?}",
+        futex.len()
+    );
+    let joins = g.edges.iter().filter(|e| e.kind == EdgeKind::Join).count();
+    assert!(joins >= 5, "std's joins are linked: {joins}");
+}

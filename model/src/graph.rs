@@ -351,6 +351,19 @@ pub struct Unmatched {
     pub external_bytes_out: u64,
 }
 
+impl Unmatched {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Unmatched) {
+        self.cond_waits += other.cond_waits;
+        self.sem_waits += other.sem_waits;
+        self.futex_waits += other.futex_waits;
+        self.joins += other.joins;
+        self.starts += other.starts;
+        self.external_bytes_in += other.external_bytes_in;
+        self.external_bytes_out += other.external_bytes_out;
+    }
+}
+
 /// The whole instance graph.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Graph {

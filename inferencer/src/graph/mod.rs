@@ -109,7 +109,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     graph.locks = locks;
     graph.lock_waits = waits;
     let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
-    finish_edges(&mut graph, edges, ext);
+    finish_edges(&mut graph, edges, ext, &asm.obj_kinds);
     Ok(Built {
         graph,
         warnings,
@@ -155,14 +155,7 @@ fn notification_edges(
     for out in std::iter::once(conns).chain(outs) {
         edges.extend(out.edges);
         ext.extend(out.external);
-        let (u, n) = (&mut graph.unmatched, out.unmatched);
-        u.cond_waits += n.cond_waits;
-        u.sem_waits += n.sem_waits;
-        u.futex_waits += n.futex_waits;
-        u.joins += n.joins;
-        u.starts += n.starts;
-        u.external_bytes_in += n.external_bytes_in;
-        u.external_bytes_out += n.external_bytes_out;
+        graph.unmatched.add(&out.unmatched);
     }
     (edges, ext)
 }
@@ -187,7 +180,12 @@ fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
 }
 
 /// Numbers the external nodes after the leaves, adds their edges, sorts and dedups.
-fn finish_edges(graph: &mut Graph, mut edges: Vec<Edge>, ext: Vec<ExtEdge>) {
+fn finish_edges(
+    graph: &mut Graph,
+    mut edges: Vec<Edge>,
+    ext: Vec<ExtEdge>,
+    kinds: &[(u8, Option<u8>)],
+) {
     let base = graph.leaves.len() as u32;
     let mut index: AHashMap<(bool, u32), u32> = AHashMap::new();
     let mut keys: Vec<(u32, bool)> = ext.iter().map(|&(_, src, o)| (o, src)).collect();
@@ -210,7 +208,7 @@ fn finish_edges(graph: &mut Graph, mut edges: Vec<Edge>, ext: Vec<ExtEdge>) {
         edges.push(Edge {
             from,
             to,
-            kind: kind_of_external(graph, o),
+            kind: kind_of_external(kinds, o),
             obj: Some(ObjIndex::new(o)),
         });
     }
@@ -219,11 +217,12 @@ fn finish_edges(graph: &mut Graph, mut edges: Vec<Edge>, ext: Vec<ExtEdge>) {
     graph.edges = edges;
 }
 
-/// External edges take the kind of their object: connections for endpoints, bytes otherwise.
-fn kind_of_external(graph: &Graph, o: u32) -> EdgeKind {
-    match graph.objects.get(o as usize).map(|x| x.kind.as_str()) {
-        Some("endpoint") => EdgeKind::Connect,
-        Some(_) if graph.objects[o as usize].desc.starts_with("eventfd") => EdgeKind::Eventfd,
+/// External edges take the kind of their object: connections for endpoints, eventfd for
+/// eventfds, bytes otherwise.
+fn kind_of_external(kinds: &[(u8, Option<u8>)], o: u32) -> EdgeKind {
+    match kinds.get(o as usize) {
+        Some((obj::ENDPOINT, _)) => EdgeKind::Connect,
+        Some((_, Some(chan::EVENTFD))) => EdgeKind::Eventfd,
         _ => EdgeKind::Stream,
     }
 }

@@ -4,6 +4,7 @@
 mod child;
 mod dump;
 pub mod graph;
+pub mod mine;
 mod naming;
 mod record;
 mod render;

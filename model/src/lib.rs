@@ -3,7 +3,7 @@
 //! Scope: the byte layout of per-thread and per-process trace files ([`format`](mod@format)), the
 //! allocation-free field encoders the agent writes with ([`wire`], [`record`]) and, with the
 //! default `read` feature, a reader that turns a trace directory into typed events, a writer
-//! for tests and tools, and the causal graph's types ([`graph`]).
+//! for tests and tools, the causal graph's types ([`graph`]) and the task model's ([`task`]).
 //!
 //! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
 
@@ -13,6 +13,8 @@ pub mod graph;
 #[cfg(feature = "read")]
 pub mod read;
 pub mod record;
+#[cfg(feature = "read")]
+pub mod task;
 pub mod wire;
 
 #[cfg(feature = "read")]

@@ -15,7 +15,7 @@ mod filter;
 mod leaves;
 mod locks;
 mod notify;
-mod output;
+pub(crate) mod output;
 mod sink;
 mod streams;
 mod types;

@@ -23,7 +23,7 @@ pub struct Outputs {
     pub summary: PathBuf,
 }
 
-fn io_err(path: &Path, e: std::io::Error) -> std::io::Error {
+pub(crate) fn io_err(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
@@ -66,7 +66,7 @@ pub fn write_outputs(built: &Built, dir: &Path, draw: &DrawOptions) -> std::io::
 }
 
 /// Runs Graphviz `dot` on `text`.
-fn render_svg(text: String) -> Result<Vec<u8>, String> {
+pub(crate) fn render_svg(text: String) -> Result<Vec<u8>, String> {
     use graphviz_rust::cmd::Format;
     graphviz_rust::exec_dot(text, vec![Format::Svg.into()]).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -79,7 +79,7 @@ fn render_svg(text: String) -> Result<Vec<u8>, String> {
 }
 
 /// A DOT string literal.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
     q.push('"');
     for c in s.chars() {

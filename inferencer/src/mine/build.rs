@@ -1,0 +1,246 @@
+//! The model from the kept tree: type ids, levels, occurrences, children and the edges
+//! between them.
+
+use ahash::AHashMap;
+use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TypeEdge};
+
+use super::tree::Tree;
+use super::work::{Rule, Work, NONE};
+
+/// Types and top-level edges, unnamed (names come after).
+pub struct Built {
+    pub types: Vec<TaskType>,
+    pub top_edges: Vec<TypeEdge>,
+}
+
+/// Longest-path levels of the kept classes.
+fn levels(work: &Work, tree: &Tree) -> Vec<u32> {
+    let mut pairs: Vec<(u32, u32)> = (0..work.nodes.len())
+        .filter(|&n| tree.is_kept(n as u32) && tree.kept_parent[n] != NONE)
+        .map(|n| {
+            let p = tree.kept_parent[n];
+            (tree.class[n], tree.class[p as usize])
+        })
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut level = vec![0u32; work.syms.len()];
+    // The class graph is acyclic (a child's expansion is a strict part of its parent's), so
+    // this settles within as many passes as there are levels.
+    loop {
+        let mut changed = false;
+        for &(c, p) in &pairs {
+            if level[p as usize] < level[c as usize] + 1 {
+                level[p as usize] = level[c as usize] + 1;
+                changed = true;
+            }
+        }
+        if !changed {
+            return level;
+        }
+    }
+}
+
+/// Builds the types.
+pub fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
+    let n_leaf_types = graph.types.len() as u32;
+    let level = levels(work, tree);
+    // Super classes in (level, class) order after the leaf types.
+    let mut present = vec![false; work.syms.len()];
+    for &c in &tree.class {
+        present[c as usize] = true;
+    }
+    let mut supers: Vec<u32> = (work.leaf_types..work.syms.len() as u32)
+        .filter(|&c| tree.kept[c as usize] && present[c as usize])
+        .collect();
+    supers.sort_unstable_by_key(|&c| (level[c as usize], c));
+    let mut type_of_class = vec![NONE; work.syms.len()];
+    for t in 0..n_leaf_types {
+        type_of_class[t as usize] = t;
+    }
+    for (i, &c) in supers.iter().enumerate() {
+        type_of_class[c as usize] = n_leaf_types + i as u32;
+    }
+    let n_types = (n_leaf_types as usize) + supers.len();
+    let mut types: Vec<TaskType> = (0..n_types)
+        .map(|t| {
+            let (kind, leaf_type, lvl) = if t < n_leaf_types as usize {
+                (TaskKind::Leaf, Some(t as u32), 0)
+            } else {
+                let c = supers[t - n_leaf_types as usize];
+                let kind = match work.syms[c as usize].rule {
+                    Rule::Loop { .. } => TaskKind::Loop,
+                    _ => TaskKind::Group,
+                };
+                (kind, None, level[c as usize])
+            };
+            TaskType {
+                name: String::new(),
+                kind,
+                level: lvl,
+                leaf_type,
+                count: 0,
+                top_level: 0,
+                children: Vec::new(),
+                edges: Vec::new(),
+                occurrences: Vec::new(),
+            }
+        })
+        .collect();
+    // Occurrences, ordered by first leaf.
+    let mut occ_nodes: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_types];
+    let mut leaves_of: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    for n in 0..work.nodes.len() as u32 {
+        if !tree.is_kept(n) {
+            continue;
+        }
+        let t = type_of_class[tree.class[n as usize] as usize];
+        let mut l: Vec<u32> = work.leaves_of(n).collect();
+        l.sort_unstable();
+        occ_nodes[t as usize].push((l[0], n));
+        leaves_of.insert(n, l);
+    }
+    let mut occ_of: Vec<OccRef> = vec![OccRef { ty: NONE, index: 0 }; work.nodes.len()];
+    for (t, list) in occ_nodes.iter_mut().enumerate() {
+        list.sort_unstable();
+        for (i, &(_, n)) in list.iter().enumerate() {
+            occ_of[n as usize] = OccRef {
+                ty: t as u32,
+                index: i as u32,
+            };
+        }
+    }
+    for (t, list) in occ_nodes.iter().enumerate() {
+        let ty = &mut types[t];
+        ty.count = list.len() as u64;
+        for &(_, n) in list {
+            let p = tree.kept_parent[n as usize];
+            let parent = (p != NONE).then(|| occ_of[p as usize]);
+            ty.top_level += u64::from(parent.is_none());
+            let iterations = (ty.kind == TaskKind::Loop).then_some(work.nodes[n as usize].children);
+            ty.occurrences.push(Occurrence {
+                leaves: leaves_of.remove(&n).unwrap_or_default(),
+                parent,
+                iterations,
+            });
+        }
+    }
+    children(&mut types, work, tree, &occ_nodes, &occ_of);
+    let top_edges = edges(&mut types, graph, work, tree, &occ_of);
+    Built { types, top_edges }
+}
+
+/// Child types of every type, in order of first appearance in its first occurrence.
+fn children(
+    types: &mut [TaskType],
+    work: &Work,
+    tree: &Tree,
+    occ_nodes: &[Vec<(u32, u32)>],
+    occ_of: &[OccRef],
+) {
+    // Kept children of each kept node, in node order.
+    let mut kids: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    for n in 0..work.nodes.len() as u32 {
+        let p = tree.kept_parent[n as usize];
+        if p != NONE && tree.is_kept(n) {
+            kids.entry(p).or_default().push(n);
+        }
+    }
+    for (t, list) in occ_nodes.iter().enumerate() {
+        let mut order: Vec<u32> = Vec::new();
+        let mut count: AHashMap<u32, u64> = AHashMap::new();
+        for (k, &(_, n)) in list.iter().enumerate() {
+            let Some(ch) = kids.get(&n) else { continue };
+            let mut ch: Vec<(u32, u32)> = ch
+                .iter()
+                .map(|&c| (work.nodes[c as usize].head, occ_of[c as usize].ty))
+                .collect();
+            if k == 0 {
+                // First appearance: by position of each child's first leaf in port order.
+                let pos: AHashMap<u32, usize> =
+                    work.leaves_of(n).enumerate().map(|(i, l)| (l, i)).collect();
+                ch.sort_unstable_by_key(|&(head, ty)| (pos.get(&head).copied(), ty));
+            }
+            for (_, ty) in ch {
+                let c = count.entry(ty).or_insert(0);
+                if *c == 0 && !order.contains(&ty) {
+                    order.push(ty);
+                }
+                *c += 1;
+            }
+        }
+        types[t].children = order
+            .into_iter()
+            .map(|ty| ChildRef {
+                ty,
+                count: count[&ty],
+            })
+            .collect();
+    }
+}
+
+/// Leaf-level edges, each counted at the lowest task containing both ends (between the two
+/// children holding them), or between top-level types.
+fn edges(
+    types: &mut [TaskType],
+    graph: &Graph,
+    work: &Work,
+    tree: &Tree,
+    occ_of: &[OccRef],
+) -> Vec<TypeEdge> {
+    let n = work.nodes.len();
+    let mut depth = vec![0u32; n];
+    for i in (0..n).rev() {
+        let p = tree.kept_parent[i];
+        if p != NONE && tree.is_kept(i as u32) {
+            depth[i] = depth[p as usize] + 1;
+        }
+    }
+    let mut at: AHashMap<(u32, u32, u32, EdgeKind), u64> = AHashMap::new();
+    let n_leaves = graph.leaves.len() as u32;
+    for e in &graph.edges {
+        if e.from >= n_leaves || e.to >= n_leaves || e.from == e.to {
+            continue;
+        }
+        let (mut a, mut b) = (e.from, e.to);
+        while depth[a as usize] > depth[b as usize] {
+            a = tree.kept_parent[a as usize];
+        }
+        while depth[b as usize] > depth[a as usize] {
+            b = tree.kept_parent[b as usize];
+        }
+        while tree.kept_parent[a as usize] != tree.kept_parent[b as usize] {
+            a = tree.kept_parent[a as usize];
+            b = tree.kept_parent[b as usize];
+        }
+        if a == b {
+            continue;
+        }
+        let p = tree.kept_parent[a as usize];
+        let host = if p == NONE {
+            NONE
+        } else {
+            occ_of[p as usize].ty
+        };
+        let key = (host, occ_of[a as usize].ty, occ_of[b as usize].ty, e.kind);
+        *at.entry(key).or_insert(0) += 1;
+    }
+    let mut list: Vec<_> = at.into_iter().collect();
+    list.sort_unstable();
+    let mut top = Vec::new();
+    for ((host, from, to, kind), count) in list {
+        let edge = TypeEdge {
+            from,
+            to,
+            kind,
+            count,
+        };
+        if host == NONE {
+            top.push(edge);
+        } else {
+            types[host as usize].edges.push(edge);
+        }
+    }
+    top
+}

@@ -1,0 +1,316 @@
+//! Exact canonical forms of rule expansions, so that rules built in different orders but
+//! standing for the same subgraph become one task type.
+//!
+//! A pair rule expands, through the pair rules below it, into *units* (leaf types and loops,
+//! which stay opaque) joined by labelled edges at ports. Its canonical form is the smallest
+//! encoding (unit labels in order, then the sorted edges) over the unit orders that
+//! individualization and refinement reach: colour refinement by each unit's labelled
+//! neighbourhood, then, while some colour is shared, each unit of the first shared colour is
+//! singled out in turn. Equal encodings mean isomorphic expansions (the encoding *is* the graph);
+//! hashes only bucket encodings. The search is capped ([`SEARCH_LEAVES`]); a graph with more
+//! symmetry than that keeps the best encoding found, which can only miss a merge, never make a
+//! wrong one.
+
+use ahash::AHashMap;
+
+use super::work::{Link, Rule, Work};
+
+/// Orderings tried per rule at most.
+pub const SEARCH_LEAVES: usize = 4096;
+/// Port spaces larger than this get no canonical port map (their rules are not merged).
+const MAX_SPACE: u32 = 1 << 16;
+
+const TAG_LEAF: u64 = 1;
+const TAG_LOOP: u64 = 2;
+const TAG_GROUP: u64 = 3;
+
+/// The merge classes of all symbols.
+pub struct Classes {
+    /// Class of each symbol: the smallest symbol id with the same canonical form.
+    pub of: Vec<u32>,
+}
+
+/// A unit edge: from unit, to unit, kind, canonical port in each.
+type UEdge = (u32, u32, u8, u32, u32);
+/// A unit's view of an edge: direction, kind, its port, the other's port, the other unit.
+type Adj = (u8, u8, u32, u32, u32);
+
+struct Expansion {
+    /// (unit symbol, derivation offset)
+    units: Vec<(u32, u32)>,
+    edges: Vec<(u8, u32, u32)>,
+}
+
+fn expand(work: &Work, sym: u32) -> Expansion {
+    let mut e = Expansion {
+        units: Vec::new(),
+        edges: Vec::new(),
+    };
+    let mut stack = vec![(sym, 0u32)];
+    // Depth-first, first part first, so units come in derivation order.
+    while let Some((s, base)) = stack.pop() {
+        match &work.syms[s as usize].rule {
+            Rule::Pair { a, b, links } => {
+                let sa = work.syms[*a as usize].space;
+                for l in links {
+                    e.edges.push((l.kind, base + l.from, base + sa + l.to));
+                }
+                stack.push((*b, base + sa));
+                stack.push((*a, base));
+            }
+            _ => e.units.push((s, base)),
+        }
+    }
+    e
+}
+
+/// Computes every symbol's class.
+pub fn classes(work: &Work) -> Classes {
+    let n = work.syms.len();
+    let mut of = vec![0u32; n];
+    let mut maps: Vec<Option<Vec<u32>>> = vec![None; n];
+    let mut seen: AHashMap<Vec<u64>, u32> = AHashMap::new();
+    for s in 0..n {
+        let sym = &work.syms[s];
+        let key: Option<Vec<u64>> = match &sym.rule {
+            Rule::Leaf(t) => {
+                maps[s] = Some(vec![0]);
+                Some(vec![TAG_LEAF, u64::from(*t)])
+            }
+            Rule::Loop { body, links } => loop_key(work, &of, &maps, *body, links).map(|(k, m)| {
+                maps[s] = Some(m);
+                k
+            }),
+            Rule::Pair { .. } => group_key(work, &of, &maps, s as u32).map(|(k, m)| {
+                maps[s] = Some(m);
+                k
+            }),
+        };
+        of[s] = match key {
+            Some(k) => *seen.entry(k).or_insert(s as u32),
+            None => s as u32,
+        };
+    }
+    Classes { of }
+}
+
+/// Canonical port of derivation port `p` of unit symbol `u`.
+fn unit_port(work: &Work, maps: &[Option<Vec<u32>>], u: u32, p: u32) -> Option<u32> {
+    maps[u as usize]
+        .as_ref()?
+        .get(p as usize)
+        .copied()
+        .or_else(|| (work.syms[u as usize].space == 1).then_some(0))
+}
+
+fn loop_key(
+    work: &Work,
+    of: &[u32],
+    maps: &[Option<Vec<u32>>],
+    body: u32,
+    links: &[Link],
+) -> Option<(Vec<u64>, Vec<u32>)> {
+    let bmap = maps[body as usize].as_ref()?;
+    let space = work.syms[body as usize].space;
+    if 3 * space > MAX_SPACE {
+        return None;
+    }
+    let mut l: Vec<(u8, u32, u32)> = links
+        .iter()
+        .map(|k| {
+            Some((
+                k.kind,
+                *bmap.get(k.from as usize)?,
+                *bmap.get(k.to as usize)?,
+            ))
+        })
+        .collect::<Option<_>>()?;
+    l.sort_unstable();
+    let mut key = vec![TAG_LOOP, u64::from(of[body as usize]), l.len() as u64];
+    for (k, a, b) in l {
+        key.extend([u64::from(k), u64::from(a), u64::from(b)]);
+    }
+    let map = (0..3)
+        .flat_map(|role| bmap.iter().map(move |&p| role * space + p))
+        .collect();
+    Some((key, map))
+}
+
+fn group_key(
+    work: &Work,
+    of: &[u32],
+    maps: &[Option<Vec<u32>>],
+    s: u32,
+) -> Option<(Vec<u64>, Vec<u32>)> {
+    if work.syms[s as usize].space > MAX_SPACE {
+        return None;
+    }
+    let exp = expand(work, s);
+    let offsets: Vec<u32> = exp.units.iter().map(|u| u.1).collect();
+    let locate = |p: u32| -> Option<(u32, u32)> {
+        let i = offsets.partition_point(|&o| o <= p).checked_sub(1)?;
+        let (u, off) = exp.units[i];
+        Some((i as u32, unit_port(work, maps, u, p - off)?))
+    };
+    let mut edges: Vec<UEdge> = Vec::with_capacity(exp.edges.len());
+    for &(k, a, b) in &exp.edges {
+        let (ua, pa) = locate(a)?;
+        let (ub, pb) = locate(b)?;
+        edges.push((ua, ub, k, pa, pb));
+    }
+    let labels: Vec<u64> = exp
+        .units
+        .iter()
+        .map(|u| u64::from(of[u.0 as usize]))
+        .collect();
+    let (mut enc, order) = canonical(&labels, &edges);
+    // order[c] = the unit at canonical position c.
+    let spaces: Vec<u32> = exp
+        .units
+        .iter()
+        .map(|u| work.syms[u.0 as usize].space)
+        .collect();
+    let mut canon_offset = vec![0u32; labels.len()];
+    let mut acc = 0;
+    for &u in &order {
+        canon_offset[u as usize] = acc;
+        acc += spaces[u as usize];
+    }
+    let mut map = vec![0u32; work.syms[s as usize].space as usize];
+    for (i, &(u, off)) in exp.units.iter().enumerate() {
+        for p in 0..spaces[i] {
+            map[(off + p) as usize] = canon_offset[i] + unit_port(work, maps, u, p)?;
+        }
+    }
+    enc.insert(0, TAG_GROUP);
+    Some((enc, map))
+}
+
+/// The canonical encoding of a labelled unit graph and the unit order that gives it.
+pub fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
+    let n = labels.len();
+    let mut adj: Vec<Vec<Adj>> = vec![Vec::new(); n];
+    for &(a, b, k, pa, pb) in edges {
+        adj[a as usize].push((0, k, pa, pb, b));
+        adj[b as usize].push((1, k, pb, pa, a));
+    }
+    let colours = refine(&rank(labels), &adj);
+    let mut best: Option<(Vec<u64>, Vec<u32>)> = None;
+    let mut budget = SEARCH_LEAVES;
+    search(colours, labels, edges, &adj, &mut best, &mut budget);
+    best.unwrap_or_default()
+}
+
+fn rank<T: Ord + Clone>(keys: &[T]) -> Vec<u32> {
+    let mut sorted: Vec<T> = keys.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    keys.iter()
+        .map(|k| sorted.binary_search(k).unwrap_or(0) as u32)
+        .collect()
+}
+
+fn distinct(c: &[u32]) -> usize {
+    let mut v = c.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v.len()
+}
+
+/// Colour refinement: split colours by the labelled colours of each unit's neighbours.
+fn refine(start: &[u32], adj: &[Vec<Adj>]) -> Vec<u32> {
+    let mut c = start.to_vec();
+    let mut classes = distinct(&c);
+    loop {
+        let sigs: Vec<(u32, Vec<Adj>)> = adj
+            .iter()
+            .enumerate()
+            .map(|(i, nb)| {
+                let mut s: Vec<_> = nb
+                    .iter()
+                    .map(|&(d, k, mine, theirs, other)| (d, k, mine, theirs, c[other as usize]))
+                    .collect();
+                s.sort_unstable();
+                (c[i], s)
+            })
+            .collect();
+        let next = rank(&sigs);
+        let now = distinct(&next);
+        c = next;
+        if now == classes {
+            return c;
+        }
+        classes = now;
+    }
+}
+
+fn search(
+    colours: Vec<u32>,
+    labels: &[u64],
+    edges: &[UEdge],
+    adj: &[Vec<Adj>],
+    best: &mut Option<(Vec<u64>, Vec<u32>)>,
+    budget: &mut usize,
+) {
+    if *budget == 0 {
+        return;
+    }
+    let n = colours.len();
+    // The first colour shared by several units.
+    let mut count = vec![0u32; n];
+    for &c in &colours {
+        count[c as usize] += 1;
+    }
+    let Some(cell) = (0..n).find(|&c| count[c] > 1) else {
+        *budget -= 1;
+        let enc = encode(&colours, labels, edges);
+        let better = match best {
+            Some(b) => enc.0 < b.0,
+            None => true,
+        };
+        if better {
+            *best = Some(enc);
+        }
+        return;
+    };
+    for m in 0..n {
+        if colours[m] as usize != cell {
+            continue;
+        }
+        let split: Vec<u32> = colours
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| 2 * c + u32::from(i != m && c as usize == cell))
+            .collect();
+        let refined = refine(&rank(&split), adj);
+        search(refined, labels, edges, adj, best, budget);
+    }
+}
+
+/// Encoding of a discrete colouring (colour = canonical position).
+fn encode(colours: &[u32], labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
+    let n = colours.len();
+    let mut order = vec![0u32; n];
+    for (u, &c) in colours.iter().enumerate() {
+        order[c as usize] = u as u32;
+    }
+    let mut enc = Vec::with_capacity(2 + n + 5 * edges.len());
+    enc.push(n as u64);
+    enc.extend(order.iter().map(|&u| labels[u as usize]));
+    let mut e: Vec<[u64; 5]> = edges
+        .iter()
+        .map(|&(a, b, k, pa, pb)| {
+            [
+                u64::from(colours[a as usize]),
+                u64::from(colours[b as usize]),
+                u64::from(k),
+                u64::from(pa),
+                u64::from(pb),
+            ]
+        })
+        .collect();
+    e.sort_unstable();
+    enc.push(e.len() as u64);
+    enc.extend(e.into_iter().flatten());
+    (enc, order)
+}

@@ -1,0 +1,194 @@
+//! Stage 2 of inference: mining the task hierarchy from the causal graph (`scalpel infer DIR`).
+//!
+//! A grammar-compression miner in the manner of Re-Pair and gRePair (see
+//! `paper-notes/mining.md` for the algorithm and how it relates to the paper's):
+//!
+//! 1. every leaf is a node labelled by its leaf type ([`work`]);
+//! 2. each round ([`round`]) first folds runs of one label along a thread's strong program
+//!    order into loop nodes; if there are none with enough support, it contracts the most
+//!    frequent pairs of adjacent nodes (keyed by both labels and every edge between them with
+//!    its ports), each label in at most one pair per round, non-overlapping occurrences chosen
+//!    greedily in node order; pairs joined only by weak program order are tried last;
+//! 3. a round's contractions that would close a cycle are refused ([`acyclic`]);
+//! 4. when nothing reaches `min_support`, rules whose expansions are isomorphic are merged by
+//!    an exact canonical form ([`canon`]), rules used once inside one parent are inlined
+//!    ([`tree`]), and the rest become the model's task types ([`build`], [`names`]).
+//!
+//! Scope: the model. Non-goals: rollups and drawing (see `output`).
+
+mod acyclic;
+mod build;
+mod canon;
+mod names;
+mod output;
+mod round;
+mod tree;
+mod work;
+
+use scalpel_model::graph::Graph;
+use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
+
+pub use canon::SEARCH_LEAVES;
+pub use names::{NameOverrides, NamesError};
+pub use output::{model_dot, tree_text, write_model, ModelDraw, ModelOutputs};
+
+use round::{Phase, Proposals};
+use work::{kind_index, Rule, Work, NONE};
+
+/// The default `--min-support`: a pattern must occur at least this many times (as
+/// non-overlapping occurrences) to become a task. Low enough for short test runs (a few
+/// requests per thread), high enough that a thread pool's start-up does not make patterns of
+/// every coincidence.
+pub const DEFAULT_MIN_SUPPORT: u32 = 5;
+
+/// Options of the miner. `Default`: [`DEFAULT_MIN_SUPPORT`], no progress bar, no overrides.
+#[derive(Clone, Debug)]
+pub struct MineOptions {
+    /// Fewest non-overlapping occurrences a pattern needs (at least 2).
+    pub min_support: u32,
+    /// Show a progress bar on stderr (when it is a terminal).
+    pub progress: bool,
+    /// Name overrides.
+    pub names: NameOverrides,
+}
+
+impl Default for MineOptions {
+    fn default() -> Self {
+        MineOptions {
+            min_support: DEFAULT_MIN_SUPPORT,
+            progress: false,
+            names: NameOverrides::default(),
+        }
+    }
+}
+
+/// The model and what the user should hear about.
+pub struct Mined {
+    pub model: Model,
+    pub warnings: Vec<String>,
+}
+
+/// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
+/// ids refer to.
+pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
+    let min_support = opts.min_support.max(2);
+    let n_leaves = graph.leaves.len() as u32;
+    let mut edges: Vec<(u32, u32, u8)> = graph
+        .edges
+        .iter()
+        .filter(|e| e.from < n_leaves && e.to < n_leaves && e.from != e.to)
+        .map(|e| (e.from, e.to, kind_index(e.kind)))
+        .collect();
+    edges.sort_unstable();
+    edges.dedup();
+    let (edges, dropped) = acyclic::break_leaf_cycles(n_leaves as usize, edges, |a, b| {
+        graph.leaves[a as usize].end_ns > graph.leaves[b as usize].start_ns
+    });
+    let mut warnings = Vec::new();
+    if dropped > 0 {
+        warnings.push(format!(
+            "{dropped} causal edges closed cycles (clock or matching trouble) and were left out of mining"
+        ));
+    }
+    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty).collect();
+    let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
+    let bar = progress_bar(opts.progress);
+    let mut rounds = 0u32;
+    loop {
+        rounds += 1;
+        let x = round::cross_edges(&mut work);
+        bar.set_message(format!(
+            "mining: round {rounds}, {} edges between {} rules' nodes",
+            x.len(),
+            work.syms.len()
+        ));
+        bar.tick();
+        let mut progressed = false;
+        for phase in [Phase::Loops, Phase::Strong, Phase::Weak] {
+            let props = match phase {
+                Phase::Loops => round::loop_proposals(&work, &x, min_support),
+                _ => round::pair_proposals(&work, &x, phase, min_support),
+            };
+            if props.list.is_empty() {
+                continue;
+            }
+            if apply(&mut work, &x, props, min_support) {
+                progressed = true;
+                break;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    let rules = work.syms.len() as u32 - work.leaf_types;
+    let classes = canon::classes(&work);
+    let tree = tree::build(&work, &classes);
+    let built = build::build(graph, &work, &tree);
+    let mut types = built.types;
+    for unused in names::name_types(&mut types, graph, &opts.names) {
+        warnings.push(format!(
+            "the names file renames {unused:?}, which no task is called"
+        ));
+    }
+    Mined {
+        model: Model {
+            schema: MODEL_SCHEMA.to_owned(),
+            graph: graph_file.to_owned(),
+            leaves: u64::from(n_leaves),
+            mining: MiningInfo {
+                min_support,
+                rounds,
+                rules,
+                cycle_edges_dropped: dropped,
+            },
+            types,
+            top_edges: built.top_edges,
+        },
+        warnings,
+    }
+}
+
+/// Applies a round's proposals that keep the graph acyclic, dropping rules left with too few
+/// occurrences. Returns whether anything was contracted.
+fn apply(work: &mut Work, x: &[round::XEdge], props: Proposals, min_support: u32) -> bool {
+    let refused = acyclic::refuse_cycles(x, work.nodes.len(), &props.list);
+    let mut left = vec![0u32; props.rules.len()];
+    for (p, &r) in props.list.iter().zip(&refused) {
+        // Loops of one iteration do not count toward a loop's support.
+        if !r && p.parts.len() >= 2 {
+            left[p.rule as usize] += 1;
+        }
+    }
+    let mut sym_of = vec![NONE; props.rules.len()];
+    for (i, rule) in props.rules.into_iter().enumerate() {
+        if left[i] >= min_support {
+            sym_of[i] = work.add_symbol(rule).unwrap_or(NONE);
+        }
+    }
+    let mut any = false;
+    for (p, r) in props.list.iter().zip(refused) {
+        let sym = sym_of[p.rule as usize];
+        if r || sym == NONE {
+            continue;
+        }
+        let body = match &work.syms[sym as usize].rule {
+            Rule::Loop { body, .. } => Some(work.syms[*body as usize].space),
+            _ => None,
+        };
+        work.contract(&p.parts, sym, body);
+        any = true;
+    }
+    any
+}
+
+fn progress_bar(show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}

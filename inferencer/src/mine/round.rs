@@ -1,0 +1,269 @@
+//! One round of mining: the edges between current nodes, the candidates they give (runs of one
+//! symbol on a thread, pairs of adjacent nodes), and a deterministic choice of non-overlapping
+//! occurrences.
+
+use ahash::{AHashMap, AHashSet};
+use rayon::prelude::*;
+
+use super::work::{program_kind, weak_kind, Link, Rule, Work, NONE};
+
+/// An edge between two current nodes, with the ports it attaches at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct XEdge {
+    pub u: u32,
+    pub v: u32,
+    pub kind: u8,
+    pub pu: u32,
+    pub pv: u32,
+}
+
+/// A loop's key: the body symbol and the links from one iteration to the next.
+type LoopKey = (u32, Vec<Link>);
+
+/// Which candidates a round considers, in the order they are tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Runs of one symbol joined by strong program order.
+    Loops,
+    /// Pairs joined by at least one edge that is not weak program order.
+    Strong,
+    /// Pairs joined only by weak program order.
+    Weak,
+}
+
+/// A contraction chosen for this round: `parts` of the proposal become one node of `rule`.
+pub struct Proposal {
+    pub rule: u32,
+    pub parts: Vec<u32>,
+}
+
+/// The rules proposals refer to, and the proposals.
+#[derive(Default)]
+pub struct Proposals {
+    pub rules: Vec<Rule>,
+    pub list: Vec<Proposal>,
+}
+
+/// Drops edges that now lie inside one node and returns the rest between current nodes,
+/// sorted, without duplicates.
+pub fn cross_edges(work: &mut Work) -> Vec<XEdge> {
+    let node_of = &work.node_of;
+    work.edges
+        .retain(|&(a, b, _)| node_of[a as usize] != node_of[b as usize]);
+    let port = &work.port;
+    let mut x: Vec<XEdge> = work
+        .edges
+        .par_iter()
+        .map(|&(a, b, kind)| XEdge {
+            u: node_of[a as usize],
+            v: node_of[b as usize],
+            kind,
+            pu: port[a as usize],
+            pv: port[b as usize],
+        })
+        .collect();
+    x.par_sort_unstable();
+    x.dedup();
+    x
+}
+
+/// Current nodes per symbol.
+pub fn symbol_counts(work: &Work) -> Vec<u32> {
+    let mut counts = vec![0u32; work.syms.len()];
+    for n in work.nodes.iter().filter(|n| n.parent == NONE) {
+        counts[n.sym as usize] += 1;
+    }
+    counts
+}
+
+/// Groups of edges with the same (u, v), as index ranges into the sorted edges.
+fn groups(x: &[XEdge]) -> impl Iterator<Item = &[XEdge]> {
+    x.chunk_by(|a, b| a.u == b.u && a.v == b.v)
+}
+
+fn links(g: &[XEdge]) -> Vec<Link> {
+    let mut l: Vec<Link> = g
+        .iter()
+        .map(|e| Link {
+            kind: e.kind,
+            from: e.pu,
+            to: e.pv,
+        })
+        .collect();
+    l.sort_unstable();
+    l.dedup();
+    l
+}
+
+/// Runs of one symbol along strong program order, for symbols with at least `min_support`
+/// runs. Nodes of such a symbol outside any run become loops of one iteration, so that a step
+/// repeated a varying number of times always appears as the same loop symbol.
+pub fn loop_proposals(work: &Work, x: &[XEdge], min_support: u32) -> Proposals {
+    let prog = program_kind();
+    let n = work.nodes.len();
+    let (mut succ, mut pred) = (vec![NONE; n], vec![NONE; n]);
+    const AMBIGUOUS: u32 = NONE - 1;
+    let mut key_of: AHashMap<u32, Vec<Link>> = AHashMap::new();
+    for g in groups(x) {
+        let (u, v) = (g[0].u, g[0].v);
+        if work.nodes[u as usize].sym != work.nodes[v as usize].sym
+            || !g.iter().any(|e| e.kind == prog)
+        {
+            continue;
+        }
+        succ[u as usize] = if succ[u as usize] == NONE {
+            v
+        } else {
+            AMBIGUOUS
+        };
+        pred[v as usize] = if pred[v as usize] == NONE {
+            u
+        } else {
+            AMBIGUOUS
+        };
+        key_of.insert(u, links(g));
+    }
+    let link = |u: u32| -> Option<(u32, &Vec<Link>)> {
+        let v = succ[u as usize];
+        (v < AMBIGUOUS && pred[v as usize] == u).then(|| (v, &key_of[&u]))
+    };
+    // Runs in node order; a run stops where the link's key changes or a node is taken.
+    let mut used = vec![false; n];
+    let mut runs: AHashMap<LoopKey, Vec<Vec<u32>>> = AHashMap::new();
+    let mut starts: Vec<u32> = key_of.keys().copied().collect();
+    starts.sort_unstable();
+    for s in starts {
+        if used[s as usize] {
+            continue;
+        }
+        let Some((_, key)) = link(s) else { continue };
+        let mut run = vec![s];
+        let mut at = s;
+        while let Some((v, k)) = link(at) {
+            if k != key || used[v as usize] {
+                break;
+            }
+            run.push(v);
+            at = v;
+        }
+        if run.len() < 2 {
+            continue;
+        }
+        for &r in &run {
+            used[r as usize] = true;
+        }
+        let sym = work.nodes[s as usize].sym;
+        runs.entry((sym, key.clone())).or_default().push(run);
+    }
+    // The best key per symbol, if it has the support.
+    let mut keys: Vec<(LoopKey, Vec<Vec<u32>>)> = runs.into_iter().collect();
+    keys.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    let mut out = Proposals::default();
+    let mut chosen: AHashMap<u32, u32> = AHashMap::new();
+    let mut parts: Vec<(u32, Vec<u32>)> = Vec::new();
+    let mut in_runs: AHashSet<u32> = AHashSet::new();
+    for ((sym, key), list) in keys {
+        if (list.len() as u32) < min_support || chosen.contains_key(&sym) {
+            continue;
+        }
+        let rule = out.rules.len() as u32;
+        chosen.insert(sym, rule);
+        out.rules.push(Rule::Loop {
+            body: sym,
+            links: key,
+        });
+        in_runs.extend(list.iter().flatten().copied());
+        parts.extend(list.into_iter().map(|p| (rule, p)));
+    }
+    if chosen.is_empty() {
+        return out;
+    }
+    for (i, node) in work.nodes.iter().enumerate() {
+        if node.parent == NONE && !in_runs.contains(&(i as u32)) {
+            if let Some(&rule) = chosen.get(&node.sym) {
+                parts.push((rule, vec![i as u32]));
+            }
+        }
+    }
+    parts.sort_unstable_by_key(|p| p.1[0]);
+    out.list.extend(
+        parts
+            .into_iter()
+            .map(|(rule, parts)| Proposal { rule, parts }),
+    );
+    out
+}
+
+/// Pairs of adjacent nodes, by key (both symbols and every edge between them with its ports),
+/// most frequent first. Each symbol takes part in at most one chosen key per round, so that all
+/// of a symbol's occurrences are offered to the same rule; a key is chosen when its greedy set
+/// of non-overlapping occurrences (in node order) reaches `min_support`. Weak pairs must also
+/// cover at least half of each symbol's current nodes: joining across a place where a thread
+/// fetched new work is only worth it when it is what nearly always happens.
+pub fn pair_proposals(work: &Work, x: &[XEdge], phase: Phase, min_support: u32) -> Proposals {
+    let (weak, prog) = (weak_kind(), program_kind());
+    let mut cands: AHashMap<Rule, Vec<(u32, u32)>> = AHashMap::new();
+    for g in groups(x) {
+        let (u, v) = (g[0].u, g[0].v);
+        let (a, b) = (work.nodes[u as usize].sym, work.nodes[v as usize].sym);
+        let all_weak = g.iter().all(|e| e.kind == weak);
+        let in_thread = g.iter().any(|e| e.kind == weak || e.kind == prog);
+        // Same symbol along program order is a loop, never a pair.
+        if (a == b && in_thread) || (all_weak != (phase == Phase::Weak)) {
+            continue;
+        }
+        let rule = Rule::Pair {
+            a,
+            b,
+            links: links(g),
+        };
+        cands.entry(rule).or_default().push((u, v));
+    }
+    let mut cands: Vec<(Rule, Vec<(u32, u32)>)> = cands.into_iter().collect();
+    cands.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    let counts = if phase == Phase::Weak {
+        symbol_counts(work)
+    } else {
+        Vec::new()
+    };
+    let mut used = vec![false; work.nodes.len()];
+    let mut claimed: AHashSet<u32> = AHashSet::new();
+    let mut out = Proposals::default();
+    for (rule, occ) in cands {
+        if (occ.len() as u32) < min_support {
+            break;
+        }
+        let Rule::Pair { a, b, .. } = rule else {
+            continue;
+        };
+        if claimed.contains(&a) || claimed.contains(&b) {
+            continue;
+        }
+        let mut sel = Vec::new();
+        for (u, v) in occ {
+            if !used[u as usize] && !used[v as usize] {
+                used[u as usize] = true;
+                used[v as usize] = true;
+                sel.push((u, v));
+            }
+        }
+        let support = sel.len() as u32;
+        let covers = |s: u32| counts.is_empty() || 2 * support >= counts[s as usize];
+        if support < min_support || !covers(a) || !covers(b) {
+            for (u, v) in sel {
+                used[u as usize] = false;
+                used[v as usize] = false;
+            }
+            continue;
+        }
+        claimed.insert(a);
+        claimed.insert(b);
+        let r = out.rules.len() as u32;
+        out.rules.push(rule);
+        out.list.extend(sel.into_iter().map(|(u, v)| Proposal {
+            rule: r,
+            parts: vec![u, v],
+        }));
+    }
+    out
+}

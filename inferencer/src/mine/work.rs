@@ -1,0 +1,215 @@
+//! The miner's working graph: leaves grouped into nodes, the symbols (rules) nodes carry, and
+//! contraction of a pair or a run into a new node.
+//!
+//! Every leaf belongs to exactly one current (top) node and has a *port*: its position in the
+//! port space of that node's symbol. Ports are what make a pair's key exact: two occurrences of
+//! the same key are joined by the same edges at the same positions, so their expansions are
+//! isomorphic by construction. A pair's ports are its first part's followed by its second's; a
+//! loop folds its iterations into three roles (first, last, middle) so that loops of different
+//! lengths share one symbol.
+
+use scalpel_model::graph::EdgeKind;
+
+/// "No node" / "no leaf" in the index arrays.
+pub const NONE: u32 = u32::MAX;
+
+/// An edge between two parts of a rule: kind, port in the source part, port in the target part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Link {
+    /// Index into [`EdgeKind::ALL`].
+    pub kind: u8,
+    /// Port in the part the edge leaves.
+    pub from: u32,
+    /// Port in the part the edge enters.
+    pub to: u32,
+}
+
+/// What a symbol stands for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// A leaf type of the graph.
+    Leaf(u32),
+    /// `a` then `b`, joined by `links` (from ports of `a` to ports of `b`).
+    Pair { a: u32, b: u32, links: Vec<Link> },
+    /// Iterations of `body` on one thread, iteration `j` joined to `j + 1` by `links`.
+    Loop { body: u32, links: Vec<Link> },
+}
+
+/// A symbol and the size of its port space.
+#[derive(Clone, Debug)]
+pub struct Symbol {
+    pub rule: Rule,
+    pub space: u32,
+}
+
+/// A node: a leaf, or a contraction of older nodes (which keep their records, with `parent`
+/// set, so the derivation of every occurrence survives).
+#[derive(Clone, Copy, Debug)]
+pub struct Node {
+    pub sym: u32,
+    /// The node this one was contracted into, or [`NONE`] while it is current.
+    pub parent: u32,
+    /// First leaf, in port order; the node's leaves follow through [`Work::next`].
+    pub head: u32,
+    pub tail: u32,
+    pub leaves: u32,
+    /// Child nodes: 0 for a leaf, 2 for a pair, the iteration count for a loop.
+    pub children: u32,
+}
+
+/// The whole working state.
+pub struct Work {
+    /// Current node of each leaf.
+    pub node_of: Vec<u32>,
+    /// Port of each leaf within its current node's symbol.
+    pub port: Vec<u32>,
+    /// Next leaf of the same node (linked list in port order).
+    pub next: Vec<u32>,
+    pub nodes: Vec<Node>,
+    pub syms: Vec<Symbol>,
+    /// Leaf-level edges (from leaf, to leaf, kind index) not yet inside one node.
+    pub edges: Vec<(u32, u32, u8)>,
+    /// Symbols of the leaf types: leaf type `t` is symbol `t`.
+    pub leaf_types: u32,
+}
+
+/// Index of an edge kind in [`EdgeKind::ALL`].
+pub fn kind_index(k: EdgeKind) -> u8 {
+    EdgeKind::ALL.iter().position(|&x| x == k).unwrap_or(0) as u8
+}
+
+/// Kind index of weak program order.
+pub fn weak_kind() -> u8 {
+    kind_index(EdgeKind::ProgramWeak)
+}
+
+/// Kind index of (strong) program order.
+pub fn program_kind() -> u8 {
+    kind_index(EdgeKind::Program)
+}
+
+impl Work {
+    /// One node per leaf, symbol = leaf type.
+    pub fn new(leaf_types: &[u32], n_types: u32, edges: Vec<(u32, u32, u8)>) -> Work {
+        let n = leaf_types.len() as u32;
+        Work {
+            node_of: (0..n).collect(),
+            port: vec![0; n as usize],
+            next: vec![NONE; n as usize],
+            nodes: leaf_types
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| Node {
+                    sym: t,
+                    parent: NONE,
+                    head: i as u32,
+                    tail: i as u32,
+                    leaves: 1,
+                    children: 0,
+                })
+                .collect(),
+            syms: (0..n_types)
+                .map(|t| Symbol {
+                    rule: Rule::Leaf(t),
+                    space: 1,
+                })
+                .collect(),
+            edges,
+            leaf_types: n_types,
+        }
+    }
+
+    /// Adds a symbol, refusing one whose port space would not fit in 32 bits.
+    pub fn add_symbol(&mut self, rule: Rule) -> Option<u32> {
+        let space: u64 = match &rule {
+            Rule::Leaf(_) => 1,
+            Rule::Pair { a, b, .. } => {
+                u64::from(self.syms[*a as usize].space) + u64::from(self.syms[*b as usize].space)
+            }
+            Rule::Loop { body, .. } => 3 * u64::from(self.syms[*body as usize].space),
+        };
+        let space = u32::try_from(space).ok()?;
+        self.syms.push(Symbol { rule, space });
+        Some(self.syms.len() as u32 - 1)
+    }
+
+    /// The leaves of node `n`, in port order.
+    pub fn leaves_of(&self, n: u32) -> LeafIter<'_> {
+        let node = &self.nodes[n as usize];
+        LeafIter {
+            next: &self.next,
+            at: node.head,
+            left: node.leaves,
+        }
+    }
+
+    /// Contracts `parts` (in order) into a new node of symbol `sym`. For a pair, the second
+    /// part's ports move past the first's; for a loop (`loop_body` = the body's port space),
+    /// iteration `j` of `k` takes role 0 (first), 1 (last) or 2 (middle).
+    pub fn contract(&mut self, parts: &[u32], sym: u32, loop_body: Option<u32>) -> u32 {
+        let id = self.nodes.len() as u32;
+        let k = parts.len();
+        let mut offset = 0u32;
+        let mut total = 0u32;
+        for (j, &p) in parts.iter().enumerate() {
+            let shift = match loop_body {
+                Some(space) => {
+                    let role = if j == 0 {
+                        0
+                    } else if j + 1 == k {
+                        1
+                    } else {
+                        2
+                    };
+                    role * space
+                }
+                None => offset,
+            };
+            let node = self.nodes[p as usize];
+            let mut at = node.head;
+            for _ in 0..node.leaves {
+                self.node_of[at as usize] = id;
+                self.port[at as usize] += shift;
+                at = self.next[at as usize];
+            }
+            if j > 0 {
+                let prev_tail = self.nodes[parts[j - 1] as usize].tail;
+                self.next[prev_tail as usize] = node.head;
+            }
+            self.nodes[p as usize].parent = id;
+            offset += self.syms[node.sym as usize].space;
+            total += node.leaves;
+        }
+        let first = self.nodes[parts[0] as usize];
+        let last = self.nodes[parts[k - 1] as usize];
+        self.nodes.push(Node {
+            sym,
+            parent: NONE,
+            head: first.head,
+            tail: last.tail,
+            leaves: total,
+            children: k as u32,
+        });
+        id
+    }
+}
+
+/// Iterator over one node's leaves.
+pub struct LeafIter<'a> {
+    next: &'a [u32],
+    at: u32,
+    left: u32,
+}
+
+impl Iterator for LeafIter<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        if self.left == 0 {
+            return None;
+        }
+        let here = self.at;
+        self.left -= 1;
+        self.at = self.next[here as usize];
+        Some(here)
+    }
+}

@@ -1,0 +1,126 @@
+//! The hierarchical task model: the types the miner builds and `model.json` serializes.
+//!
+//! Every task type is a leaf type of the causal graph, a *group* (a repeated subgraph whose
+//! occurrences were each collapsed into one super-node) or a *loop* (one type repeated on a
+//! thread, with the iteration count per occurrence). Occurrences are sets of leaf instances
+//! (ids into `graph.json`'s `leaves`), and each names the occurrence it is part of, so the
+//! instance tree can be walked both ways. Types are ordered leaf types first (type `t` is the
+//! graph's leaf type `t`), then by level.
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::EdgeKind;
+
+/// Version tag of the model JSON. Bumped on any incompatible change.
+pub const MODEL_SCHEMA: &str = "scalpel-model/1";
+
+/// What a task type is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// A leaf type of the causal graph.
+    Leaf,
+    /// A repeated subgraph of other tasks.
+    Group,
+    /// One task repeated on a thread.
+    Loop,
+}
+
+/// A child type of a task type, and how often it occurs in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChildRef {
+    /// Index into [`Model::types`].
+    #[serde(rename = "type")]
+    pub ty: u32,
+    /// Occurrences of the child inside occurrences of the parent, over all of them.
+    pub count: u64,
+}
+
+/// Edges between two child types (or two top-level types), added up over occurrences.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeEdge {
+    /// Source type.
+    pub from: u32,
+    /// Target type.
+    pub to: u32,
+    /// Edge kind.
+    pub kind: EdgeKind,
+    /// Leaf-level edges of this kind between the two.
+    pub count: u64,
+}
+
+/// Where an occurrence sits: the type and index of the occurrence that contains it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OccRef {
+    /// Index into [`Model::types`].
+    #[serde(rename = "type")]
+    pub ty: u32,
+    /// Index into that type's `occurrences`.
+    pub index: u32,
+}
+
+/// One occurrence of a task type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occurrence {
+    /// Its leaf instances, ascending.
+    pub leaves: Vec<u32>,
+    /// The occurrence it is part of; `None` at the top level.
+    pub parent: Option<OccRef>,
+    /// For a loop: its iterations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+}
+
+/// A task type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskType {
+    /// Display name (the leaf's function; for a group, its first and dominant leaves).
+    pub name: String,
+    /// What it is.
+    pub kind: TaskKind,
+    /// 0 for a leaf type, else one more than its highest child.
+    pub level: u32,
+    /// For a leaf type, its index in `graph.json`'s `types`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_type: Option<u32>,
+    /// Number of occurrences.
+    pub count: u64,
+    /// How many of them are at the top level (part of no other task).
+    pub top_level: u64,
+    /// Child types, by first appearance in the canonical order of the first occurrence.
+    pub children: Vec<ChildRef>,
+    /// Edges between its children, over all its occurrences.
+    pub edges: Vec<TypeEdge>,
+    /// Occurrences, ordered by their first leaf.
+    pub occurrences: Vec<Occurrence>,
+}
+
+/// Settings the model was mined with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MiningInfo {
+    /// Fewest non-overlapping occurrences a pattern needs.
+    pub min_support: u32,
+    /// Rounds of contraction run.
+    pub rounds: u32,
+    /// Rules (pair and loop symbols) made before merging and inlining.
+    pub rules: u32,
+    /// Leaf-level edges dropped because they closed a cycle.
+    pub cycle_edges_dropped: u64,
+}
+
+/// The whole model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// [`MODEL_SCHEMA`].
+    pub schema: String,
+    /// The causal graph file the leaf ids refer to, relative to the model file.
+    pub graph: String,
+    /// Leaf instances in the graph.
+    pub leaves: u64,
+    /// How mining went.
+    pub mining: MiningInfo,
+    /// Task types.
+    pub types: Vec<TaskType>,
+    /// Edges between top-level occurrences, by type.
+    pub top_edges: Vec<TypeEdge>,
+}

@@ -5,6 +5,7 @@ fn main() {
         ("threadpool", &["c/threadpool.c", "c/truth.c"][..]),
         ("lowlock", &["c/lowlock.c", "c/truth.c"][..]),
         ("handoff", &["c/handoff.c", "c/truth.c"][..]),
+        ("tasks", &["c/tasks.c", "c/truth.c"][..]),
     ] {
         for f in files {
             println!("cargo:rerun-if-changed={f}");

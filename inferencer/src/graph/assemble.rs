@@ -156,6 +156,7 @@ pub fn assemble(
         weak.append(&mut out.weak);
     }
     graph.types = std::mem::take(&mut table.types);
+    super::types::disambiguate(&mut graph.types);
     for l in &graph.leaves {
         graph.types[l.ty as usize].count += 1;
     }

@@ -139,3 +139,57 @@ fn type_name(start: &BoundaryInfo, end: &BoundaryInfo) -> String {
     let op = |o: Option<OpName>| o.map(|o| o.name()).unwrap_or_else(|| "-".into());
     format!("{}..{}", op(start.op), op(end.op))
 }
+
+/// Leaf types whose names collide (a helper like `send_msg` called from several places) are
+/// named after their callers too: `send_msg < stage_two`, taking the first named frame below
+/// the naming one that tells them apart.
+pub fn disambiguate(types: &mut [LeafType]) {
+    let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
+        let f = b.function.as_ref()?;
+        let at = b.frames.iter().position(|x| x == f)?;
+        b.frames[at + 1..]
+            .iter()
+            .filter(|x| !x.starts_with('['))
+            .nth(depth)
+            .cloned()
+    };
+    for depth in 0..3 {
+        let mut by_name: AHashMap<String, Vec<usize>> = AHashMap::new();
+        for (i, t) in types.iter().enumerate() {
+            by_name.entry(t.name.clone()).or_default().push(i);
+        }
+        let mut changed = false;
+        let mut groups: Vec<Vec<usize>> = by_name.into_values().filter(|v| v.len() > 1).collect();
+        groups.sort_unstable();
+        for group in groups {
+            // Only when the callers differ within the group.
+            let callers: Vec<Option<String>> = group
+                .iter()
+                .map(|&i| {
+                    let t = &types[i];
+                    let b = if t.end.function.is_some() {
+                        &t.end
+                    } else {
+                        &t.start
+                    };
+                    caller(b, depth)
+                })
+                .collect();
+            let mut distinct = callers.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() < 2 {
+                continue;
+            }
+            for (&i, c) in group.iter().zip(callers) {
+                if let Some(c) = c {
+                    types[i].name = format!("{} < {c}", types[i].name);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}

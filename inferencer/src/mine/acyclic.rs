@@ -41,9 +41,23 @@ pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec
     if toposort(&g, None).is_ok() {
         return refused;
     }
+    let debug = std::env::var_os("SCALPEL_MINE_DEBUG").is_some();
     for scc in tarjan_scc(&g) {
         if scc.len() < 2 {
             continue;
+        }
+        if debug && scc.len() < 12 {
+            let ids: Vec<u32> = scc.iter().map(|&n| g[n]).collect();
+            eprintln!("scc {ids:?}");
+            for &id in &ids {
+                if id as usize >= n_nodes {
+                    eprintln!(
+                        "  proposal {}: {:?}",
+                        id as usize - n_nodes,
+                        proposals[id as usize - n_nodes].parts
+                    );
+                }
+            }
         }
         for n in scc {
             let id = g[n] as usize;

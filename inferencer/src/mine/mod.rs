@@ -25,6 +25,7 @@ mod round;
 mod tree;
 mod work;
 
+use ahash::AHashSet;
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
@@ -94,6 +95,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
     let bar = progress_bar(opts.progress);
     let mut rounds = 0u32;
+    let mut banned: AHashSet<Rule> = AHashSet::new();
     loop {
         rounds += 1;
         let x = round::cross_edges(&mut work);
@@ -104,17 +106,28 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
         ));
         bar.tick();
         let mut progressed = false;
-        for phase in [Phase::Loops, Phase::Strong, Phase::Weak] {
-            let props = match phase {
-                Phase::Loops => round::loop_proposals(&work, &x, min_support),
-                _ => round::pair_proposals(&work, &x, phase, min_support),
-            };
-            if props.list.is_empty() {
-                continue;
-            }
-            if apply(&mut work, &x, props, min_support) {
-                progressed = true;
-                break;
+        'phases: for phase in [Phase::Loops, Phase::Strong, Phase::Weak] {
+            // A rule that closes cycles is banned and the phase tried again without it: in a
+            // diamond (a → b → c and a → c) the pair (a, c) can never go first, and must not
+            // keep (a, b) from going.
+            loop {
+                let props = match phase {
+                    Phase::Loops => round::loop_proposals(&work, &x, min_support, &banned),
+                    _ => round::pair_proposals(&work, &x, phase, min_support, &banned),
+                };
+                if props.list.is_empty() {
+                    continue 'phases;
+                }
+                let (applied, refused) = apply(&mut work, &x, props, min_support);
+                let retry = !refused.is_empty();
+                banned.extend(refused);
+                if applied {
+                    progressed = true;
+                    break 'phases;
+                }
+                if !retry {
+                    continue 'phases;
+                }
             }
         }
         if !progressed {
@@ -151,8 +164,14 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
 }
 
 /// Applies a round's proposals that keep the graph acyclic, dropping rules left with too few
-/// occurrences. Returns whether anything was contracted.
-fn apply(work: &mut Work, x: &[round::XEdge], props: Proposals, min_support: u32) -> bool {
+/// occurrences. Returns whether anything was contracted, and the rules dropped because cycles
+/// took their support.
+fn apply(
+    work: &mut Work,
+    x: &[round::XEdge],
+    props: Proposals,
+    min_support: u32,
+) -> (bool, Vec<Rule>) {
     let refused = acyclic::refuse_cycles(x, work.nodes.len(), &props.list);
     let mut left = vec![0u32; props.rules.len()];
     for (p, &r) in props.list.iter().zip(&refused) {
@@ -162,9 +181,27 @@ fn apply(work: &mut Work, x: &[round::XEdge], props: Proposals, min_support: u32
         }
     }
     let mut sym_of = vec![NONE; props.rules.len()];
+    let mut dropped = Vec::new();
     for (i, rule) in props.rules.into_iter().enumerate() {
         if left[i] >= min_support {
             sym_of[i] = work.add_symbol(rule).unwrap_or(NONE);
+        } else {
+            dropped.push(rule);
+        }
+    }
+    if std::env::var_os("SCALPEL_MINE_DEBUG").is_some() {
+        for (i, &s) in sym_of.iter().enumerate() {
+            let refused_n = props
+                .list
+                .iter()
+                .zip(&refused)
+                .filter(|(p, &r)| p.rule as usize == i && r)
+                .count();
+            eprintln!(
+                "rule {i}: sym {s} kept {} refused {refused_n}: {:?}",
+                left[i],
+                (s != NONE).then(|| &work.syms[s as usize].rule)
+            );
         }
     }
     let mut any = false;
@@ -180,7 +217,7 @@ fn apply(work: &mut Work, x: &[round::XEdge], props: Proposals, min_support: u32
         work.contract(&p.parts, sym, body);
         any = true;
     }
-    any
+    (any, dropped)
 }
 
 fn progress_bar(show: bool) -> indicatif::ProgressBar {

@@ -98,7 +98,12 @@ fn links(g: &[XEdge]) -> Vec<Link> {
 /// Runs of one symbol along strong program order, for symbols with at least `min_support`
 /// runs. Nodes of such a symbol outside any run become loops of one iteration, so that a step
 /// repeated a varying number of times always appears as the same loop symbol.
-pub fn loop_proposals(work: &Work, x: &[XEdge], min_support: u32) -> Proposals {
+pub fn loop_proposals(
+    work: &Work,
+    x: &[XEdge],
+    min_support: u32,
+    banned: &AHashSet<Rule>,
+) -> Proposals {
     let prog = program_kind();
     let n = work.nodes.len();
     let (mut succ, mut pred) = (vec![NONE; n], vec![NONE; n]);
@@ -166,12 +171,16 @@ pub fn loop_proposals(work: &Work, x: &[XEdge], min_support: u32) -> Proposals {
         if (list.len() as u32) < min_support || chosen.contains_key(&sym) {
             continue;
         }
-        let rule = out.rules.len() as u32;
-        chosen.insert(sym, rule);
-        out.rules.push(Rule::Loop {
+        let candidate = Rule::Loop {
             body: sym,
             links: key,
-        });
+        };
+        if banned.contains(&candidate) {
+            continue;
+        }
+        let rule = out.rules.len() as u32;
+        chosen.insert(sym, rule);
+        out.rules.push(candidate);
         in_runs.extend(list.iter().flatten().copied());
         parts.extend(list.into_iter().map(|p| (rule, p)));
     }
@@ -199,8 +208,16 @@ pub fn loop_proposals(work: &Work, x: &[XEdge], min_support: u32) -> Proposals {
 /// of a symbol's occurrences are offered to the same rule; a key is chosen when its greedy set
 /// of non-overlapping occurrences (in node order) reaches `min_support`. Weak pairs must also
 /// cover at least half of each symbol's current nodes: joining across a place where a thread
-/// fetched new work is only worth it when it is what nearly always happens.
-pub fn pair_proposals(work: &Work, x: &[XEdge], phase: Phase, min_support: u32) -> Proposals {
+/// fetched new work is only worth it when it is what nearly always happens. Rules in `banned`
+/// (refused earlier for closing cycles) are skipped, so that they do not hold their symbols
+/// back from the contractions that can go first.
+pub fn pair_proposals(
+    work: &Work,
+    x: &[XEdge],
+    phase: Phase,
+    min_support: u32,
+    banned: &AHashSet<Rule>,
+) -> Proposals {
     let (weak, prog) = (weak_kind(), program_kind());
     let mut cands: AHashMap<Rule, Vec<(u32, u32)>> = AHashMap::new();
     for g in groups(x) {
@@ -236,7 +253,7 @@ pub fn pair_proposals(work: &Work, x: &[XEdge], phase: Phase, min_support: u32) 
         let Rule::Pair { a, b, .. } = rule else {
             continue;
         };
-        if claimed.contains(&a) || claimed.contains(&b) {
+        if claimed.contains(&a) || claimed.contains(&b) || banned.contains(&rule) {
             continue;
         }
         let mut sel = Vec::new();

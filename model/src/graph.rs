@@ -45,6 +45,9 @@ pub enum EdgeKind {
     Eventfd,
     /// `connect` to the `accept` that took the connection.
     Connect,
+    /// A connection accepted by one thread to the leaf of another thread that used it first:
+    /// the accepted descriptor was handed over through memory (a queue), which no call shows.
+    Handoff,
     /// `pthread_create` to the new thread's first leaf.
     Create,
     /// A thread's last leaf to the `pthread_join` that waited for it.
@@ -64,6 +67,7 @@ impl EdgeKind {
         EdgeKind::Stream,
         EdgeKind::Eventfd,
         EdgeKind::Connect,
+        EdgeKind::Handoff,
         EdgeKind::Create,
         EdgeKind::Join,
         EdgeKind::Fork,
@@ -80,6 +84,7 @@ impl EdgeKind {
             EdgeKind::Stream => "stream",
             EdgeKind::Eventfd => "eventfd",
             EdgeKind::Connect => "connect",
+            EdgeKind::Handoff => "handoff",
             EdgeKind::Create => "create",
             EdgeKind::Join => "join",
             EdgeKind::Fork => "fork",
@@ -220,7 +225,9 @@ pub struct BoundaryInfo {
     pub frames: Vec<String>,
 }
 
-/// A leaf task type: leaves whose two boundaries have the same operations and stacks.
+/// A leaf task type: leaves whose two boundaries have the same operations and stacks. A leaf
+/// that begins where its thread went back for new work (after a weak program-order edge) is
+/// typed by its end alone, and its type's `start` is empty.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeafType {
     /// Display name: the function that reached the ending sync point.

@@ -27,6 +27,8 @@ pub struct Assembled {
     pub weak: Vec<bool>,
     /// Per object: its kind code and channel kind.
     pub obj_kinds: Vec<(u8, Option<u8>)>,
+    /// Per object: the channel key of a stream direction (0 for other objects).
+    pub obj_channel: Vec<u64>,
     /// Symbolization warnings.
     pub warnings: Vec<String>,
 }
@@ -90,6 +92,7 @@ pub fn assemble(
     };
     let mut obj_index: AHashMap<(u8, u64), u32> = AHashMap::new();
     let mut obj_kinds = Vec::new();
+    let mut obj_channel = Vec::new();
     let mut table = TypeTable::new(skip);
     let mut bounds = Vec::new();
     let mut locks = Vec::new();
@@ -115,6 +118,7 @@ pub fn assemble(
                         desc,
                     });
                     obj_kinds.push((o.kind, o.chan));
+                    obj_channel.push(o.channel);
                     next
                 })
             })
@@ -156,7 +160,6 @@ pub fn assemble(
         weak.append(&mut out.weak);
     }
     graph.types = std::mem::take(&mut table.types);
-    super::types::disambiguate(&mut graph.types);
     for l in &graph.leaves {
         graph.types[l.ty as usize].count += 1;
     }
@@ -167,6 +170,7 @@ pub fn assemble(
         lock_aggs,
         weak,
         obj_kinds,
+        obj_channel,
         warnings: table.warnings().to_vec(),
     }
 }

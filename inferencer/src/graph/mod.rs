@@ -16,6 +16,7 @@ mod leaves;
 mod locks;
 mod notify;
 pub(crate) mod output;
+mod retype;
 mod sink;
 mod streams;
 mod types;
@@ -103,8 +104,21 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned());
     let mut graph = asm.graph;
-    let (mut edges, ext) = notification_edges(asm.bounds, &asm.obj_kinds, &mut graph);
-    program_edges(&graph, &asm.weak, &mut edges);
+    let (mut edges, ext) =
+        notification_edges(asm.bounds, &asm.obj_kinds, &asm.obj_channel, &mut graph);
+    let mut weak = asm.weak;
+    // Where a thread took a handed-off connection is where it went back for new work: the
+    // program edge into that leaf is weak, like one out of a wait for work.
+    for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
+        let to = e.to as usize;
+        let same = to > 0 && graph.leaves[to - 1].thread == graph.leaves[to].thread;
+        if same {
+            weak[to - 1] = true;
+        }
+    }
+    program_edges(&graph, &weak, &mut edges);
+    retype::new_work_types(&mut graph, &weak);
+    types::disambiguate(&mut graph.types);
     let (locks, waits) = locks::contention(asm.locks, asm.lock_aggs);
     graph.locks = locks;
     graph.lock_waits = waits;
@@ -124,10 +138,12 @@ type ExtEdge = (u32, bool, u32);
 fn notification_edges(
     mut bounds: Vec<Bound>,
     kinds: &[(u8, Option<u8>)],
+    channels: &[u64],
     graph: &mut Graph,
 ) -> (Vec<Edge>, Vec<ExtEdge>) {
     let mut conns = GroupOut::default();
     streams::connections(&bounds, &mut conns);
+    streams::handoffs(&bounds, channels, graph, &mut conns);
     bounds.retain(|b| b.obj != NO_OBJ && b.flags & HAS_SEQ != 0);
     bounds.par_sort_unstable_by_key(|b| (b.obj, b.seq, b.leaf));
     let groups: Vec<&[Bound]> = bounds.chunk_by(|a, b| a.obj == b.obj).collect();

@@ -48,6 +48,9 @@ pub struct LocalObj {
     pub key: u64,
     /// Channel kind for streams and endpoints, see [`scalpel_model::format::chan`].
     pub chan: Option<u8>,
+    /// For a stream direction: the key both directions of its channel share (a TCP
+    /// connection's is also the key its `accept` and `connect` carry); else 0.
+    pub channel: u64,
 }
 
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
@@ -92,19 +95,23 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
 }
 
 impl ThreadSink {
-    fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>) -> u32 {
+    fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>, channel: u64) -> u32 {
         let next = self.objs.len() as u32;
         let i = *self.index.entry((kind, key)).or_insert_with(|| {
             self.objs.push(LocalObj {
                 kind,
                 key,
                 chan: None,
+                channel: 0,
             });
             next
         });
         let o = &mut self.objs[i as usize];
         if o.chan.is_none() {
             o.chan = chan;
+        }
+        if o.channel == 0 {
+            o.channel = channel;
         }
         i
     }
@@ -116,7 +123,11 @@ impl FileSink for ThreadSink {
             Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => Some(*chan),
             _ => None,
         };
-        let local = self.intern(def.kind, def.key, chan);
+        let channel = match &def.identity {
+            Identity::Stream { channel_key, .. } => *channel_key,
+            _ => 0,
+        };
+        let local = self.intern(def.kind, def.key, chan, channel);
         // Indices are small and dense (the agent numbers them from 1); a wild one is only
         // looked up by key.
         if let Ok(i) = usize::try_from(def.index) {
@@ -137,7 +148,7 @@ impl FileSink for ThreadSink {
                 .and_then(|i| self.by_file_index.get(i))
             {
                 Some(&local) if local != NO_OBJ => local,
-                _ => self.intern(o.kind, o.key, None),
+                _ => self.intern(o.kind, o.key, None, 0),
             },
             None => NO_OBJ,
         };

@@ -7,11 +7,12 @@
 //! to its `external` sink. An eventfd has no byte positions: a read collects every write made
 //! since the previous read (by sequence number). Connections pair `connect` with `accept` by the
 //! connection's key; an accept of an untraced client comes from the listening endpoint's
-//! external source.
+//! external source. A connection that one thread accepts and another thread uses first was
+//! handed over through memory: a `handoff` edge joins the two.
 
 use ahash::AHashMap;
 use scalpel_model::format::Op;
-use scalpel_model::graph::EdgeKind;
+use scalpel_model::graph::{EdgeKind, Graph};
 
 use super::leaves::{reads_bytes, Bound};
 use super::notify::GroupOut;
@@ -114,5 +115,77 @@ pub fn connections(bounds: &[Bound], out: &mut GroupOut) {
         if !matched && b.res >= 0 && b.obj != super::sink::NO_OBJ {
             out.external.push((b.leaf, false, b.obj));
         }
+    }
+}
+
+/// Hand-offs: for each accepted connection whose first read or write (in time, after the
+/// accept, in the acceptor's process: the peer's calls use the same channel) is made by a
+/// thread other than the acceptor, an edge from the leaf the `accept` started to the leaf that
+/// ends at that first use (the one in which the other thread took the descriptor). This is how a
+/// listener hands sockets to a worker pool; the queue between them is often taken without any
+/// wait (a worker that finds it non-empty), so no notification edge shows the hand-off.
+pub fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &mut GroupOut) {
+    let is_accept = |b: &Bound| matches!(Op::from_u8(b.op), Some(Op::Accept | Op::Accept4));
+    // Connection key → (accept leaf, its thread).
+    let mut accepted: AHashMap<u64, (u32, u32)> = AHashMap::new();
+    for b in bounds.iter().filter(|b| is_accept(b) && b.res >= 0) {
+        if b.flags & HAS_X != 0 && b.x != 0 {
+            if let Some(l) = graph.leaves.get(b.leaf as usize) {
+                accepted.entry(b.x).or_insert((b.leaf, l.thread));
+            }
+        }
+    }
+    if accepted.is_empty() {
+        return;
+    }
+    let process = |leaf: u32| -> Option<u32> {
+        let t = graph.leaves.get(leaf as usize)?.thread;
+        Some(graph.threads.get(t as usize)?.process)
+    };
+    // Connection key → earliest use: (end time, leaf ending at the call, object).
+    let mut first: AHashMap<u64, (u64, u32, u32)> = AHashMap::new();
+    for b in bounds.iter().filter(|b| b.res > 0) {
+        let Some(reads) = Op::from_u8(b.op).and_then(reads_bytes) else {
+            continue;
+        };
+        let key = channels.get(b.obj as usize).copied().unwrap_or(0);
+        let Some(&(accept_leaf, _)) = accepted.get(&key).filter(|_| key != 0) else {
+            continue;
+        };
+        if process(b.leaf) != process(accept_leaf) {
+            continue;
+        }
+        // A read starts the leaf after the call; the leaf that reached the call is before it.
+        let ending = if reads {
+            b.leaf.checked_sub(1)
+        } else {
+            Some(b.leaf)
+        };
+        let Some(leaf) = ending.filter(|&l| {
+            let same_thread = graph.leaves.get(l as usize).map(|x| x.thread)
+                == graph.leaves.get(b.leaf as usize).map(|x| x.thread);
+            same_thread
+        }) else {
+            continue;
+        };
+        let at = graph.leaves[leaf as usize].end_ns;
+        if at < graph.leaves[accept_leaf as usize].start_ns {
+            continue;
+        }
+        let e = first.entry(key).or_insert((at, leaf, b.obj));
+        if (at, leaf) < (e.0, e.1) {
+            *e = (at, leaf, b.obj);
+        }
+    }
+    let mut pairs: Vec<(u32, u32, u32)> = first
+        .into_iter()
+        .filter_map(|(key, (_, leaf, obj))| {
+            let (from, thread) = accepted[&key];
+            (graph.leaves[leaf as usize].thread != thread).then_some((from, leaf, obj))
+        })
+        .collect();
+    pairs.sort_unstable();
+    for (from, to, obj) in pairs {
+        out.edge(from, to, EdgeKind::Handoff, obj);
     }
 }

@@ -1,26 +1,43 @@
 //! Keeping the graph acyclic: a round's contractions are checked together, and those that
 //! would close a cycle are refused.
 //!
+//! Only causal edges and strong program order count. Weak program order joins one unit of work
+//! to the next on a thread; two tasks that share threads in opposite orders (a listener that
+//! accepts A then B, a LIFO queue that serves B then A) interleave, they do not contradict each
+//! other, so a cycle through a weak edge is no reason to refuse.
+//!
 //! Contractions that are each safe alone can still close a cycle together (A's first part
 //! reaches B's second while B's first reaches A's second), so the check runs on the graph as
-//! it would be after the whole round: every proposal's parts are one node. If that graph has a
-//! cycle, every proposal inside a strongly connected component is refused. That is enough in
-//! one pass: any cycle left would lie within one component, whose nodes are then all original
-//! nodes of an acyclic graph.
+//! it would be after the whole round: every proposal's parts are one node. Every cycle of that
+//! graph lies within one of its strongly connected components. While the components hold
+//! proposals of several rules, those of the lowest-priority rule are refused and the check runs
+//! again; once one rule is left, the last eighth (at least one) of each component's proposals
+//! are refused per pass, up to [`PASSES`] passes, and after that every proposal still inside a
+//! component. That ends acyclic: a cycle left would lie within a component whose nodes are
+//! then all original nodes of an acyclic graph.
 
 use petgraph::algo::{tarjan_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::round::{Proposal, XEdge};
-use super::work::NONE;
+use super::work::{weak_kind, NONE};
 
-/// Which proposals to refuse.
-pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec<bool> {
-    let mut refused = vec![false; proposals.len()];
+/// Passes that refuse only part of each component.
+pub const PASSES: usize = 24;
+
+/// The components (as proposal indices, ascending) that hold a cycle, or none.
+fn cyclic_components(
+    x: &[XEdge],
+    n_nodes: usize,
+    proposals: &[Proposal],
+    refused: &[bool],
+) -> Vec<Vec<usize>> {
     let mut rep: Vec<u32> = (0..n_nodes as u32).collect();
     for (i, p) in proposals.iter().enumerate() {
-        for &part in &p.parts {
-            rep[part as usize] = (n_nodes + i) as u32;
+        if !refused[i] {
+            for &part in &p.parts {
+                rep[part as usize] = (n_nodes + i) as u32;
+            }
         }
     }
     let mut index = vec![NONE; n_nodes + proposals.len()];
@@ -31,7 +48,8 @@ pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec
         }
         NodeIndex::new(index[id as usize] as usize)
     };
-    for e in x {
+    let weak = weak_kind();
+    for e in x.iter().filter(|e| e.kind != weak) {
         let (a, b) = (rep[e.u as usize], rep[e.v as usize]);
         if a != b {
             let (na, nb) = (node(&mut g, a), node(&mut g, b));
@@ -39,30 +57,61 @@ pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec
         }
     }
     if toposort(&g, None).is_ok() {
-        return refused;
+        return Vec::new();
     }
-    let debug = std::env::var_os("SCALPEL_MINE_DEBUG").is_some();
+    let mut out = Vec::new();
     for scc in tarjan_scc(&g) {
         if scc.len() < 2 {
             continue;
         }
-        if debug && scc.len() < 12 {
-            let ids: Vec<u32> = scc.iter().map(|&n| g[n]).collect();
-            eprintln!("scc {ids:?}");
-            for &id in &ids {
-                if id as usize >= n_nodes {
-                    eprintln!(
-                        "  proposal {}: {:?}",
-                        id as usize - n_nodes,
-                        proposals[id as usize - n_nodes].parts
-                    );
+        let mut props: Vec<usize> = scc
+            .iter()
+            .map(|&n| g[n] as usize)
+            .filter(|&id| id >= n_nodes)
+            .map(|id| id - n_nodes)
+            .collect();
+        props.sort_unstable();
+        out.push(props);
+    }
+    out
+}
+
+/// Which proposals to refuse.
+pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec<bool> {
+    let mut refused = vec![false; proposals.len()];
+    let mut pass = 0;
+    loop {
+        let comps = cyclic_components(x, n_nodes, proposals, &refused);
+        if comps.is_empty() {
+            break;
+        }
+        let rules = |f: fn(std::slice::Iter<'_, usize>) -> Option<&usize>| -> Option<u32> {
+            comps
+                .iter()
+                .filter_map(|c| f(c.iter()).map(|&p| proposals[p].rule))
+                .min()
+        };
+        let lowest = comps.iter().flatten().map(|&p| proposals[p].rule).max();
+        let highest = rules(|mut it| it.next());
+        if let (Some(lo), Some(hi)) = (lowest, highest) {
+            if lo != hi {
+                for &p in comps.iter().flatten() {
+                    if proposals[p].rule == lo {
+                        refused[p] = true;
+                    }
                 }
+                continue;
             }
         }
-        for n in scc {
-            let id = g[n] as usize;
-            if id >= n_nodes {
-                refused[id - n_nodes] = true;
+        pass += 1;
+        for props in comps {
+            let drop = if pass >= PASSES {
+                props.len()
+            } else {
+                (props.len() / 8).max(1)
+            };
+            for &p in &props[props.len() - drop..] {
+                refused[p] = true;
             }
         }
     }

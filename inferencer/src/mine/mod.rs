@@ -189,21 +189,6 @@ fn apply(
             dropped.push(rule);
         }
     }
-    if std::env::var_os("SCALPEL_MINE_DEBUG").is_some() {
-        for (i, &s) in sym_of.iter().enumerate() {
-            let refused_n = props
-                .list
-                .iter()
-                .zip(&refused)
-                .filter(|(p, &r)| p.rule as usize == i && r)
-                .count();
-            eprintln!(
-                "rule {i}: sym {s} kept {} refused {refused_n}: {:?}",
-                left[i],
-                (s != NONE).then(|| &work.syms[s as usize].rule)
-            );
-        }
-    }
     let mut any = false;
     for (p, r) in props.list.iter().zip(refused) {
         let sym = sym_of[p.rule as usize];

@@ -160,6 +160,35 @@ pub fn loop_proposals(
         let sym = work.nodes[s as usize].sym;
         runs.entry((sym, key.clone())).or_default().push(run);
     }
+    // A run is one task repeating only if its iterations share their partners across threads:
+    // a reader's iterations fed by one writer are, a dispatcher's hand-offs to different
+    // workers (or a pipeline stage's items going to different consumers) are not.
+    let members: AHashSet<u32> = runs.values().flatten().flatten().copied().collect();
+    let mut partners: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    for e in x.iter().filter(|e| e.kind != prog && e.kind != weak_kind()) {
+        if members.contains(&e.u) {
+            partners.entry(e.u).or_default().push(e.v);
+        }
+        if members.contains(&e.v) {
+            partners.entry(e.v).or_default().push(e.u);
+        }
+    }
+    for list in runs.values_mut() {
+        list.retain(|run| {
+            let inside: AHashSet<u32> = run.iter().copied().collect();
+            let set = |n: u32| -> Vec<u32> {
+                let mut p: Vec<u32> = partners
+                    .get(&n)
+                    .map(|v| v.iter().copied().filter(|m| !inside.contains(m)).collect())
+                    .unwrap_or_default();
+                p.sort_unstable();
+                p.dedup();
+                p
+            };
+            let first = set(run[0]);
+            run[1..].iter().all(|&n| set(n) == first)
+        });
+    }
     // The best key per symbol, if it has the support.
     let mut keys: Vec<(LoopKey, Vec<Vec<u32>>)> = runs.into_iter().collect();
     keys.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));

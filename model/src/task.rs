@@ -4,7 +4,8 @@
 //! occurrences were each collapsed into one super-node) or a *loop* (one type repeated on a
 //! thread, with the iteration count per occurrence). Occurrences are sets of leaf instances
 //! (ids into `graph.json`'s `leaves`), and each names the occurrence it is part of, so the
-//! instance tree can be walked both ways. Types are ordered leaf types first (type `t` is the
+//! instance tree can be walked both ways. A leaf type's occurrences are its leaves themselves
+//! (an occurrence reference `{type, index}` to a leaf type has the leaf id as index). Types are ordered leaf types first (type `t` is the
 //! graph's leaf type `t`), then by level.
 
 use serde::{Deserialize, Serialize};
@@ -91,7 +92,8 @@ pub struct TaskType {
     pub children: Vec<ChildRef>,
     /// Edges between its children, over all its occurrences.
     pub edges: Vec<TypeEdge>,
-    /// Occurrences, ordered by their first leaf.
+    /// Occurrences, ordered by their first leaf. Empty for a leaf type: its occurrences are
+    /// its leaves (occurrence index = leaf id), whose parents are in [`Model::leaf_parent`].
     pub occurrences: Vec<Occurrence>,
 }
 
@@ -123,4 +125,7 @@ pub struct Model {
     pub types: Vec<TaskType>,
     /// Edges between top-level occurrences, by type.
     pub top_edges: Vec<TypeEdge>,
+    /// For each leaf (by id): the occurrence it is directly part of, or `None` when it is
+    /// part of no task.
+    pub leaf_parent: Vec<Option<OccRef>>,
 }

@@ -129,10 +129,23 @@ pub fn score(
         for (mt, mty) in model.types.iter().enumerate() {
             let mut matched = vec![false; instances.len()];
             let mut good = 0usize;
-            for occ in &mty.occurrences {
+            // A leaf type's occurrences are its leaves.
+            let singles: Vec<Vec<u32>> = match mty.leaf_type {
+                Some(lt) => (0..graph.leaves.len() as u32)
+                    .filter(|&l| graph.leaves[l as usize].ty == lt)
+                    .map(|l| vec![l])
+                    .collect(),
+                None => Vec::new(),
+            };
+            let occs: Vec<&Vec<u32>> = if mty.leaf_type.is_some() {
+                singles.iter().collect()
+            } else {
+                mty.occurrences.iter().map(|o| &o.leaves).collect()
+            };
+            for leaves in occs.iter().copied() {
                 let mut hit: Option<usize> = None;
                 let mut clean = true;
-                for l in &occ.leaves {
+                for l in leaves {
                     if let Some(&i) = owner.get(l) {
                         match hit {
                             None => hit = Some(i),
@@ -144,11 +157,8 @@ pub fn score(
                 let Some(i) = hit.filter(|_| clean) else {
                     continue;
                 };
-                let all = instances[i]
-                    .iter()
-                    .all(|l| occ.leaves.binary_search(l).is_ok());
-                let only = occ
-                    .leaves
+                let all = instances[i].iter().all(|l| leaves.binary_search(l).is_ok());
+                let only = leaves
                     .iter()
                     .filter(|l| owned.contains(l))
                     .all(|l| instances[i].binary_search(l).is_ok());
@@ -160,7 +170,7 @@ pub fn score(
             if good == 0 {
                 continue;
             }
-            let p = good as f64 / mty.occurrences.len() as f64;
+            let p = good as f64 / occs.len() as f64;
             let r = matched.iter().filter(|&&m| m).count() as f64 / instances.len() as f64;
             let f1 = 2.0 * p * r / (p + r);
             let size = mty
@@ -175,7 +185,7 @@ pub fn score(
                     truth: ty.clone(),
                     instances: instances.len(),
                     model_type: Some((mt as u32, mty.name.clone())),
-                    occurrences: mty.occurrences.len(),
+                    occurrences: occs.len(),
                     precision: p,
                     recall: r,
                 };

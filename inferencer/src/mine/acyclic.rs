@@ -25,6 +25,38 @@ use super::work::{weak_kind, NONE};
 /// Passes that refuse only part of each component.
 pub const PASSES: usize = 24;
 
+/// Whether the graph on nodes `0..n` is acyclic (Kahn's algorithm on flat arrays: the common
+/// case, checked before building anything bigger).
+pub fn is_acyclic(n: usize, edges: &[(u32, u32)]) -> bool {
+    let mut indeg = vec![0u32; n];
+    let mut start = vec![0u32; n + 1];
+    for &(a, b) in edges {
+        start[a as usize + 1] += 1;
+        indeg[b as usize] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut out = vec![0u32; edges.len()];
+    for &(a, b) in edges {
+        out[fill[a as usize] as usize] = b;
+        fill[a as usize] += 1;
+    }
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+    let mut seen = 0usize;
+    while let Some(v) = stack.pop() {
+        seen += 1;
+        for &w in &out[start[v as usize] as usize..start[v as usize + 1] as usize] {
+            indeg[w as usize] -= 1;
+            if indeg[w as usize] == 0 {
+                stack.push(w);
+            }
+        }
+    }
+    seen == n
+}
+
 /// The components (as proposal indices, ascending) that hold a cycle, or none.
 fn cyclic_components(
     x: &[XEdge],
@@ -40,24 +72,27 @@ fn cyclic_components(
             }
         }
     }
+    let weak = weak_kind();
+    let quotient: Vec<(u32, u32)> = x
+        .iter()
+        .filter(|e| e.kind != weak)
+        .map(|e| (rep[e.u as usize], rep[e.v as usize]))
+        .filter(|(a, b)| a != b)
+        .collect();
+    if is_acyclic(n_nodes + proposals.len(), &quotient) {
+        return Vec::new();
+    }
     let mut index = vec![NONE; n_nodes + proposals.len()];
-    let mut g: DiGraph<u32, ()> = DiGraph::with_capacity(x.len(), x.len());
+    let mut g: DiGraph<u32, ()> = DiGraph::with_capacity(quotient.len(), quotient.len());
     let mut node = |g: &mut DiGraph<u32, ()>, id: u32| -> NodeIndex {
         if index[id as usize] == NONE {
             index[id as usize] = g.add_node(id).index() as u32;
         }
         NodeIndex::new(index[id as usize] as usize)
     };
-    let weak = weak_kind();
-    for e in x.iter().filter(|e| e.kind != weak) {
-        let (a, b) = (rep[e.u as usize], rep[e.v as usize]);
-        if a != b {
-            let (na, nb) = (node(&mut g, a), node(&mut g, b));
-            g.add_edge(na, nb, ());
-        }
-    }
-    if toposort(&g, None).is_ok() {
-        return Vec::new();
+    for &(a, b) in &quotient {
+        let (na, nb) = (node(&mut g, a), node(&mut g, b));
+        g.add_edge(na, nb, ());
     }
     let mut out = Vec::new();
     for scc in tarjan_scc(&g) {
@@ -127,6 +162,10 @@ pub fn break_leaf_cycles(
     backwards: impl Fn(u32, u32) -> bool,
 ) -> (Vec<(u32, u32, u8)>, u64) {
     let component = |edges: &[(u32, u32, u8)]| -> Option<Vec<u32>> {
+        let pairs: Vec<(u32, u32)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
+        if is_acyclic(n_leaves, &pairs) {
+            return None;
+        }
         let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n_leaves, edges.len());
         for _ in 0..n_leaves {
             g.add_node(());

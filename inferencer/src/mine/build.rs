@@ -12,6 +12,8 @@ use super::work::{Rule, Work, NONE};
 pub struct Built {
     pub types: Vec<TaskType>,
     pub top_edges: Vec<TypeEdge>,
+    /// The occurrence each leaf is directly part of.
+    pub leaf_parent: Vec<Option<OccRef>>,
 }
 
 /// Longest-path levels of the kept classes.
@@ -88,10 +90,13 @@ pub fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
             }
         })
         .collect();
-    // Occurrences, ordered by first leaf.
+    // Occurrences of the group and loop types, ordered by first leaf. A leaf type's
+    // occurrences are its leaves (index = leaf id); only their parents are kept.
+    let n_nodes = work.nodes.len();
+    let n_leaves = graph.leaves.len();
     let mut occ_nodes: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_types];
-    let mut leaves_of: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for n in 0..work.nodes.len() as u32 {
+    let mut leaves_of: Vec<Vec<u32>> = vec![Vec::new(); n_nodes - n_leaves];
+    for n in n_leaves as u32..n_nodes as u32 {
         if !tree.is_kept(n) {
             continue;
         }
@@ -99,9 +104,15 @@ pub fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
         let mut l: Vec<u32> = work.leaves_of(n).collect();
         l.sort_unstable();
         occ_nodes[t as usize].push((l[0], n));
-        leaves_of.insert(n, l);
+        leaves_of[n as usize - n_leaves] = l;
     }
-    let mut occ_of: Vec<OccRef> = vec![OccRef { ty: NONE, index: 0 }; work.nodes.len()];
+    let mut occ_of: Vec<OccRef> = vec![OccRef { ty: NONE, index: 0 }; n_nodes];
+    for (l, o) in occ_of.iter_mut().enumerate().take(n_leaves) {
+        *o = OccRef {
+            ty: graph.leaves[l].ty,
+            index: l as u32,
+        };
+    }
     for (t, list) in occ_nodes.iter_mut().enumerate() {
         list.sort_unstable();
         for (i, &(_, n)) in list.iter().enumerate() {
@@ -111,16 +122,28 @@ pub fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
             };
         }
     }
+    let parent_of = |n: usize| {
+        let p = tree.kept_parent[n];
+        (p != NONE).then(|| occ_of[p as usize])
+    };
+    let leaf_parent: Vec<Option<OccRef>> = (0..n_leaves).map(parent_of).collect();
+    for (l, p) in graph.leaves.iter().zip(&leaf_parent) {
+        let ty = &mut types[l.ty as usize];
+        ty.count += 1;
+        ty.top_level += u64::from(p.is_none());
+    }
     for (t, list) in occ_nodes.iter().enumerate() {
         let ty = &mut types[t];
+        if ty.kind == TaskKind::Leaf {
+            continue;
+        }
         ty.count = list.len() as u64;
         for &(_, n) in list {
-            let p = tree.kept_parent[n as usize];
-            let parent = (p != NONE).then(|| occ_of[p as usize]);
+            let parent = parent_of(n as usize);
             ty.top_level += u64::from(parent.is_none());
             let iterations = (ty.kind == TaskKind::Loop).then_some(work.nodes[n as usize].children);
             ty.occurrences.push(Occurrence {
-                leaves: leaves_of.remove(&n).unwrap_or_default(),
+                leaves: std::mem::take(&mut leaves_of[n as usize - n_leaves]),
                 parent,
                 iterations,
             });
@@ -128,7 +151,11 @@ pub fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
     }
     children(&mut types, work, tree, &occ_nodes, &occ_of);
     let top_edges = edges(&mut types, graph, work, tree, &occ_of);
-    Built { types, top_edges }
+    Built {
+        types,
+        top_edges,
+        leaf_parent,
+    }
 }
 
 /// Child types of every type, in order of first appearance in its first occurrence.
@@ -139,27 +166,38 @@ fn children(
     occ_nodes: &[Vec<(u32, u32)>],
     occ_of: &[OccRef],
 ) {
-    // Kept children of each kept node, in node order.
-    let mut kids: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for n in 0..work.nodes.len() as u32 {
-        let p = tree.kept_parent[n as usize];
-        if p != NONE && tree.is_kept(n) {
-            kids.entry(p).or_default().push(n);
+    // Kept children of each kept node, as linked lists in node order.
+    let n = work.nodes.len();
+    let (mut first, mut last, mut next) = (vec![NONE; n], vec![NONE; n], vec![NONE; n]);
+    for c in 0..n as u32 {
+        let p = tree.kept_parent[c as usize];
+        if p == NONE || !tree.is_kept(c) {
+            continue;
         }
+        if first[p as usize] == NONE {
+            first[p as usize] = c;
+        } else {
+            next[last[p as usize] as usize] = c;
+        }
+        last[p as usize] = c;
     }
     for (t, list) in occ_nodes.iter().enumerate() {
         let mut order: Vec<u32> = Vec::new();
         let mut count: AHashMap<u32, u64> = AHashMap::new();
-        for (k, &(_, n)) in list.iter().enumerate() {
-            let Some(ch) = kids.get(&n) else { continue };
-            let mut ch: Vec<(u32, u32)> = ch
-                .iter()
-                .map(|&c| (work.nodes[c as usize].head, occ_of[c as usize].ty))
-                .collect();
+        for (k, &(_, node)) in list.iter().enumerate() {
+            let mut ch: Vec<(u32, u32)> = Vec::new();
+            let mut c = first[node as usize];
+            while c != NONE {
+                ch.push((work.nodes[c as usize].head, occ_of[c as usize].ty));
+                c = next[c as usize];
+            }
             if k == 0 {
                 // First appearance: by position of each child's first leaf in port order.
-                let pos: AHashMap<u32, usize> =
-                    work.leaves_of(n).enumerate().map(|(i, l)| (l, i)).collect();
+                let pos: AHashMap<u32, usize> = work
+                    .leaves_of(node)
+                    .enumerate()
+                    .map(|(i, l)| (l, i))
+                    .collect();
                 ch.sort_unstable_by_key(|&(head, ty)| (pos.get(&head).copied(), ty));
             }
             for (_, ty) in ch {

@@ -112,7 +112,7 @@ fn loop_key(
 ) -> Option<(Vec<u64>, Vec<u32>)> {
     let bmap = maps[body as usize].as_ref()?;
     let space = work.syms[body as usize].space;
-    if 3 * space > MAX_SPACE {
+    if space > MAX_SPACE {
         return None;
     }
     let mut l: Vec<(u8, u32, u32)> = links
@@ -130,9 +130,7 @@ fn loop_key(
     for (k, a, b) in l {
         key.extend([u64::from(k), u64::from(a), u64::from(b)]);
     }
-    let map = (0..3)
-        .flat_map(|role| bmap.iter().map(move |&p| role * space + p))
-        .collect();
+    let map = bmap.clone();
     Some((key, map))
 }
 

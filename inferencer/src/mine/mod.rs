@@ -113,7 +113,14 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
             loop {
                 let props = match phase {
                     Phase::Loops => round::loop_proposals(&work, &x, min_support, &banned),
-                    _ => round::pair_proposals(&work, &x, phase, min_support, &banned),
+                    Phase::Strong => {
+                        round::pair_proposals(&work, &x, phase, min_support, &banned, None)
+                    }
+                    Phase::Weak => {
+                        let classes = canon::classes(&work);
+                        let of = Some(classes.of.as_slice());
+                        round::pair_proposals(&work, &x, phase, min_support, &banned, of)
+                    }
                 };
                 if props.list.is_empty() {
                     continue 'phases;
@@ -158,6 +165,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
             },
             types,
             top_edges: built.top_edges,
+            leaf_parent: built.leaf_parent,
         },
         warnings,
     }
@@ -195,11 +203,8 @@ fn apply(
         if r || sym == NONE {
             continue;
         }
-        let body = match &work.syms[sym as usize].rule {
-            Rule::Loop { body, .. } => Some(work.syms[*body as usize].space),
-            _ => None,
-        };
-        work.contract(&p.parts, sym, body);
+        let is_loop = matches!(work.syms[sym as usize].rule, Rule::Loop { .. });
+        work.contract(&p.parts, sym, is_loop);
         any = true;
     }
     (any, dropped)

@@ -125,29 +125,18 @@ fn children(s: &mut String, model: &Model, t: usize, indent: usize, path: &mut V
     }
 }
 
-/// Each leaf's chain of containing occurrences, from the top down.
-fn chains(model: &Model, n_leaves: usize) -> Vec<Vec<OccRef>> {
-    let mut leaf_occ: Vec<Option<OccRef>> = vec![None; n_leaves];
-    for (t, ty) in model.types.iter().enumerate() {
-        if ty.kind != TaskKind::Leaf {
-            continue;
-        }
-        for (i, o) in ty.occurrences.iter().enumerate() {
-            if let Some(&l) = o.leaves.first() {
-                if let Some(slot) = leaf_occ.get_mut(l as usize) {
-                    *slot = Some(OccRef {
-                        ty: t as u32,
-                        index: i as u32,
-                    });
-                }
-            }
-        }
-    }
-    leaf_occ
-        .into_iter()
-        .map(|o| {
-            let mut chain = Vec::new();
-            let mut at = o;
+/// Each leaf's chain of containing occurrences, from the top down (the leaf itself last).
+fn chains(model: &Model, graph: &Graph) -> Vec<Vec<OccRef>> {
+    graph
+        .leaves
+        .iter()
+        .enumerate()
+        .map(|(l, leaf)| {
+            let mut chain = vec![OccRef {
+                ty: leaf.ty,
+                index: l as u32,
+            }];
+            let mut at = model.leaf_parent.get(l).copied().flatten();
             while let Some(r) = at {
                 chain.push(r);
                 at = model
@@ -186,7 +175,7 @@ pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Strin
         ),
     };
     let depth = draw.depth.map(|d| d.max(1) as usize);
-    let chains = chains(model, graph.leaves.len());
+    let chains = chains(model, graph);
     // The drawn part of every leaf's chain (None: not drawn): start and length.
     let paths: Vec<Option<Vec<u32>>> = chains
         .iter()

@@ -17,6 +17,9 @@ pub struct XEdge {
     pub pv: u32,
 }
 
+/// A pair key with its own non-overlapping support and its occurrences.
+type Ranked = (u32, Rule, Vec<(u32, u32)>);
+
 /// A loop's key: the body symbol and the links from one iteration to the next.
 type LoopKey = (u32, Vec<Link>);
 
@@ -239,23 +242,27 @@ pub fn loop_proposals(
 /// cover at least half of each symbol's current nodes: joining across a place where a thread
 /// fetched new work is only worth it when it is what nearly always happens. Rules in `banned`
 /// (refused earlier for closing cycles) are skipped, so that they do not hold their symbols
-/// back from the contractions that can go first.
+/// back from the contractions that can go first. `classes` (the weak phase's merge classes)
+/// keeps two nodes of one class from pairing.
 pub fn pair_proposals(
     work: &Work,
     x: &[XEdge],
     phase: Phase,
     min_support: u32,
     banned: &AHashSet<Rule>,
+    classes: Option<&[u32]>,
 ) -> Proposals {
     let (weak, prog) = (weak_kind(), program_kind());
+    let same_class = |a: u32, b: u32| classes.is_some_and(|c| c[a as usize] == c[b as usize]);
     let mut cands: AHashMap<Rule, Vec<(u32, u32)>> = AHashMap::new();
     for g in groups(x) {
         let (u, v) = (g[0].u, g[0].v);
         let (a, b) = (work.nodes[u as usize].sym, work.nodes[v as usize].sym);
         let all_weak = g.iter().all(|e| e.kind == weak);
         let in_thread = g.iter().any(|e| e.kind == weak || e.kind == prog);
-        // Same symbol along program order is a loop, never a pair.
-        if (a == b && in_thread) || (all_weak != (phase == Phase::Weak)) {
+        // Same symbol along program order is a loop, never a pair; and two occurrences of one
+        // task (even derived in different orders) are never joined across a fetch of work.
+        if (a == b && in_thread) || (all_weak != (phase == Phase::Weak)) || same_class(a, b) {
             continue;
         }
         let rule = Rule::Pair {
@@ -265,8 +272,26 @@ pub fn pair_proposals(
         };
         cands.entry(rule).or_default().push((u, v));
     }
-    let mut cands: Vec<(Rule, Vec<(u32, u32)>)> = cands.into_iter().collect();
-    cands.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    // Rank by each key's own non-overlapping support: a key whose occurrences share a node (a
+    // node with two successors of one label) counts that node once.
+    let mut stamp = vec![u32::MAX; work.nodes.len()];
+    let mut cands: Vec<Ranked> = cands
+        .into_iter()
+        .enumerate()
+        .map(|(i, (rule, occ))| {
+            let i = i as u32;
+            let mut n = 0;
+            for &(u, v) in &occ {
+                if stamp[u as usize] != i && stamp[v as usize] != i {
+                    stamp[u as usize] = i;
+                    stamp[v as usize] = i;
+                    n += 1;
+                }
+            }
+            (n, rule, occ)
+        })
+        .collect();
+    cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let counts = if phase == Phase::Weak {
         symbol_counts(work)
     } else {
@@ -275,8 +300,8 @@ pub fn pair_proposals(
     let mut used = vec![false; work.nodes.len()];
     let mut claimed: AHashSet<u32> = AHashSet::new();
     let mut out = Proposals::default();
-    for (rule, occ) in cands {
-        if (occ.len() as u32) < min_support {
+    for (support, rule, occ) in cands {
+        if support < min_support {
             break;
         }
         let Rule::Pair { a, b, .. } = rule else {

@@ -5,8 +5,9 @@
 //! port space of that node's symbol. Ports are what make a pair's key exact: two occurrences of
 //! the same key are joined by the same edges at the same positions, so their expansions are
 //! isomorphic by construction. A pair's ports are its first part's followed by its second's; a
-//! loop folds its iterations into three roles (first, last, middle) so that loops of different
-//! lengths share one symbol.
+//! loop's are its body's, whatever the iteration: loops of different lengths share one symbol,
+//! and an edge into a loop says which step of the body it reaches, not which iteration (else a
+//! task would split by how often its loop ran).
 
 use scalpel_model::graph::EdgeKind;
 
@@ -126,7 +127,7 @@ impl Work {
             Rule::Pair { a, b, .. } => {
                 u64::from(self.syms[*a as usize].space) + u64::from(self.syms[*b as usize].space)
             }
-            Rule::Loop { body, .. } => 3 * u64::from(self.syms[*body as usize].space),
+            Rule::Loop { body, .. } => u64::from(self.syms[*body as usize].space),
         };
         let space = u32::try_from(space).ok()?;
         self.syms.push(Symbol { rule, space });
@@ -144,27 +145,14 @@ impl Work {
     }
 
     /// Contracts `parts` (in order) into a new node of symbol `sym`. For a pair, the second
-    /// part's ports move past the first's; for a loop (`loop_body` = the body's port space),
-    /// iteration `j` of `k` takes role 0 (first), 1 (last) or 2 (middle).
-    pub fn contract(&mut self, parts: &[u32], sym: u32, loop_body: Option<u32>) -> u32 {
+    /// part's ports move past the first's; a loop's iterations keep their body's ports.
+    pub fn contract(&mut self, parts: &[u32], sym: u32, is_loop: bool) -> u32 {
         let id = self.nodes.len() as u32;
         let k = parts.len();
         let mut offset = 0u32;
         let mut total = 0u32;
         for (j, &p) in parts.iter().enumerate() {
-            let shift = match loop_body {
-                Some(space) => {
-                    let role = if j == 0 {
-                        0
-                    } else if j + 1 == k {
-                        1
-                    } else {
-                        2
-                    };
-                    role * space
-                }
-                None => offset,
-            };
+            let shift = if is_loop { 0 } else { offset };
             let node = self.nodes[p as usize];
             let mut at = node.head;
             for _ in 0..node.leaves {

@@ -1,0 +1,295 @@
+//! `scalpel-bench-mine LEAVES`: the miner's time and memory on a synthetic causal graph with a
+//! known hierarchy, and whether the hierarchy was recovered.
+//!
+//! Each request is: on the listener, an accept leaf and a push leaf; on one of 8 workers, a
+//! pop leaf, a fan-out leaf, a loop of 1 to 3 read leaves, and a reply leaf; on two of 8
+//! backend threads, a sub-request of two leaves each (fanned out by the worker, joined by its
+//! reply leaf). Consecutive requests on a thread are joined by weak program order. So the true
+//! model has a request type (10 to 12 leaves, one per request), a sub-request type (two per
+//! request) and a loop type. The graph is made in memory, mined, and checked: every request's
+//! leaves must be exactly one occurrence of one type, and every sub-request's of another.
+//! Prints leaves, edges, mining time, peak memory (VmHWM, the whole process, graph included)
+//! and the verdict. `scripts/bench-mine.sh` runs it for 10^5, 10^6 and 10^7 leaves.
+
+use std::time::Instant;
+
+use ahash::AHashMap;
+use scalpel_inferencer::mine::{mine, MineOptions};
+use scalpel_model::graph::{
+    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo, Unmatched, GRAPH_SCHEMA,
+};
+
+const WORKERS: u32 = 8;
+const BACKENDS: u32 = 8;
+/// Leaf types, in order: accept, push, pop, fan-out, read, reply, sub-start, sub-end.
+const TYPES: [&str; 8] = [
+    "accept",
+    "push",
+    "pop",
+    "fan_out",
+    "read",
+    "reply",
+    "sub_serve",
+    "sub_done",
+];
+
+/// A graph under construction: per-thread leaf lists, edges by (thread, index).
+struct Gen {
+    threads: Vec<Vec<(u32, u64)>>,
+    edges: Vec<((u32, u32), (u32, u32), EdgeKind)>,
+    /// Per request: its leaves, and its two sub-requests' leaves.
+    truth: Vec<(Vec<(u32, u32)>, [Vec<(u32, u32)>; 2])>,
+}
+
+impl Gen {
+    fn leaf(&mut self, thread: u32, ty: u32, t: u64) -> (u32, u32) {
+        let list = &mut self.threads[thread as usize];
+        let i = list.len() as u32;
+        list.push((ty, t));
+        (thread, i)
+    }
+}
+
+fn generate(target: u64) -> (Graph, Vec<(Vec<u32>, [Vec<u32>; 2])>) {
+    let n_threads = 1 + WORKERS + BACKENDS;
+    let mut g = Gen {
+        threads: vec![Vec::new(); n_threads as usize],
+        edges: Vec::new(),
+        truth: Vec::new(),
+    };
+    let mut leaves = 0u64;
+    let mut r = 0u64;
+    while leaves < target {
+        let t = r * 1_000;
+        let w = 1 + (r % u64::from(WORKERS)) as u32;
+        let b0 = 1 + WORKERS + ((2 * r) % u64::from(BACKENDS)) as u32;
+        let b1 = 1 + WORKERS + ((2 * r + 1) % u64::from(BACKENDS)) as u32;
+        let reads = 1 + (r % 3) as u32;
+        let accept = g.leaf(0, 0, t);
+        let push = g.leaf(0, 1, t + 10);
+        let pop = g.leaf(w, 2, t + 20);
+        let fan = g.leaf(w, 3, t + 30);
+        let mut parts = vec![accept, push, pop, fan];
+        let mut prev = fan;
+        for k in 0..reads {
+            let rd = g.leaf(w, 4, t + 40 + u64::from(k));
+            g.edges.push((prev, rd, EdgeKind::Program));
+            parts.push(rd);
+            prev = rd;
+        }
+        let s0 = [g.leaf(b0, 6, t + 35), g.leaf(b0, 7, t + 36)];
+        let s1 = [g.leaf(b1, 6, t + 35), g.leaf(b1, 7, t + 36)];
+        let reply = g.leaf(w, 5, t + 60);
+        parts.push(reply);
+        g.edges.extend([
+            (accept, push, EdgeKind::Program),
+            (push, pop, EdgeKind::Cond),
+            (pop, fan, EdgeKind::Program),
+            (prev, reply, EdgeKind::Program),
+            (fan, s0[0], EdgeKind::Stream),
+            (fan, s1[0], EdgeKind::Stream),
+            (s0[0], s0[1], EdgeKind::Program),
+            (s1[0], s1[1], EdgeKind::Program),
+            (s0[1], reply, EdgeKind::Stream),
+            (s1[1], reply, EdgeKind::Stream),
+        ]);
+        parts.extend(s0);
+        parts.extend(s1);
+        leaves += parts.len() as u64;
+        g.truth.push((parts, [s0.to_vec(), s1.to_vec()]));
+        r += 1;
+    }
+    // Number the leaves thread by thread.
+    let mut base = Vec::with_capacity(g.threads.len());
+    let mut next = 0u32;
+    for list in &g.threads {
+        base.push(next);
+        next += list.len() as u32;
+    }
+    let id = |(th, i): (u32, u32)| base[th as usize] + i;
+    let mut edges: Vec<Edge> = g
+        .edges
+        .iter()
+        .map(|&(a, b, kind)| Edge {
+            from: id(a),
+            to: id(b),
+            kind,
+            obj: None,
+        })
+        .collect();
+    // Program order within each thread: strong when the edge already exists as program (inside
+    // a request), weak otherwise (from one request's last leaf to the next's first).
+    let strong: ahash::AHashSet<(u32, u32)> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Program)
+        .map(|e| (e.from, e.to))
+        .collect();
+    let in_request: AHashMap<u32, u32> = g
+        .truth
+        .iter()
+        .enumerate()
+        .flat_map(|(r, (l, _))| l.iter().map(move |&x| (x, r as u32)))
+        .map(|(x, r)| (id(x), r))
+        .collect();
+    for (th, list) in g.threads.iter().enumerate() {
+        for i in 1..list.len() as u32 {
+            let (a, b) = (id((th as u32, i - 1)), id((th as u32, i)));
+            if strong.contains(&(a, b)) {
+                continue;
+            }
+            let kind = if in_request.get(&a) == in_request.get(&b) {
+                EdgeKind::Program
+            } else {
+                EdgeKind::ProgramWeak
+            };
+            edges.push(Edge {
+                from: a,
+                to: b,
+                kind,
+                obj: None,
+            });
+        }
+    }
+    edges.sort_unstable();
+    edges.dedup();
+    let mut leaf_list = Vec::with_capacity(next as usize);
+    let mut threads = Vec::new();
+    for (th, list) in g.threads.iter().enumerate() {
+        threads.push(ThreadInfo {
+            process: 0,
+            pid: 1,
+            tid: 1 + th as u32,
+            name: format!("t{th}"),
+            first_leaf: base[th],
+            leaves: list.len() as u32,
+        });
+        for &(ty, t) in list {
+            leaf_list.push(Leaf {
+                thread: th as u32,
+                ty,
+                start_ns: t,
+                end_ns: t + 5,
+                block_ns: 0,
+                start_op: None,
+                end_op: None,
+                end_obj: None,
+                bytes_in: 0,
+                bytes_out: 0,
+                lock_ns: 0,
+                sleep_ns: 0,
+                other_ns: 0,
+                start_event: 0,
+                end_event: 0,
+            });
+        }
+    }
+    let mut types: Vec<LeafType> = TYPES
+        .iter()
+        .map(|n| LeafType {
+            name: (*n).to_owned(),
+            start: BoundaryInfo {
+                op: None,
+                function: None,
+                frames: Vec::new(),
+            },
+            end: BoundaryInfo {
+                op: None,
+                function: Some((*n).to_owned()),
+                frames: Vec::new(),
+            },
+            count: 0,
+        })
+        .collect();
+    for l in &leaf_list {
+        types[l.ty as usize].count += 1;
+    }
+    let truth = g
+        .truth
+        .iter()
+        .map(|(l, s)| {
+            let mut l: Vec<u32> = l.iter().map(|&x| id(x)).collect();
+            l.sort_unstable();
+            let sub = |v: &Vec<(u32, u32)>| {
+                let mut v: Vec<u32> = v.iter().map(|&x| id(x)).collect();
+                v.sort_unstable();
+                v
+            };
+            (l, [sub(&s[0]), sub(&s[1])])
+        })
+        .collect();
+    let graph = Graph {
+        schema: GRAPH_SCHEMA.to_owned(),
+        processes: Vec::new(),
+        threads,
+        objects: Vec::new(),
+        types,
+        leaves: leaf_list,
+        externals: Vec::new(),
+        edges,
+        locks: Vec::new(),
+        lock_waits: Vec::new(),
+        unmatched: Unmatched::default(),
+    };
+    (graph, truth)
+}
+
+fn peak_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Whether some type's occurrences are exactly `sets`.
+fn recovered(model: &scalpel_model::task::Model, sets: &[Vec<u32>]) -> bool {
+    let want: ahash::AHashSet<&[u32]> = sets.iter().map(|s| s.as_slice()).collect();
+    model.types.iter().any(|t| {
+        t.occurrences.len() == sets.len()
+            && t.occurrences
+                .iter()
+                .all(|o| want.contains(o.leaves.as_slice()))
+    })
+}
+
+fn main() {
+    let target: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
+        Some(Ok(n)) if n > 0 => n,
+        _ => {
+            eprintln!("usage: scalpel-bench-mine LEAVES");
+            std::process::exit(2);
+        }
+    };
+    let (graph, truth) = generate(target);
+    let t0 = Instant::now();
+    let mined = mine(&graph, "graph.json", &MineOptions::default());
+    let secs = t0.elapsed().as_secs_f64();
+    let requests: Vec<Vec<u32>> = truth.iter().map(|t| t.0.clone()).collect();
+    let subs: Vec<Vec<u32>> = truth.iter().flat_map(|t| t.1.clone()).collect();
+    let ok_req = recovered(&mined.model, &requests);
+    let ok_sub = recovered(&mined.model, &subs);
+    let loops = mined
+        .model
+        .types
+        .iter()
+        .any(|t| t.kind == scalpel_model::task::TaskKind::Loop);
+    println!(
+        "leaves {} edges {} requests {}: mined in {secs:.2} s ({:.2} M leaves/s), {} rounds, peak {} MiB; recovered: requests {}, sub-requests {}, loop {}",
+        graph.leaves.len(),
+        graph.edges.len(),
+        truth.len(),
+        graph.leaves.len() as f64 / secs / 1e6,
+        mined.model.mining.rounds,
+        peak_kib() / 1024,
+        if ok_req { "yes" } else { "NO" },
+        if ok_sub { "yes" } else { "NO" },
+        if loops { "yes" } else { "NO" },
+    );
+    if !(ok_req && ok_sub && loops) {
+        eprint!("{}", scalpel_inferencer::mine::tree_text(&mined.model));
+        std::process::exit(1);
+    }
+}

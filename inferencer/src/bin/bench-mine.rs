@@ -33,12 +33,17 @@ const TYPES: [&str; 8] = [
     "sub_done",
 ];
 
+/// A leaf by (thread, index within the thread).
+type At = (u32, u32);
+/// A request's leaves and its two sub-requests' leaves.
+type Truth<L> = (Vec<L>, [Vec<L>; 2]);
+
 /// A graph under construction: per-thread leaf lists, edges by (thread, index).
 struct Gen {
     threads: Vec<Vec<(u32, u64)>>,
-    edges: Vec<((u32, u32), (u32, u32), EdgeKind)>,
+    edges: Vec<(At, At, EdgeKind)>,
     /// Per request: its leaves, and its two sub-requests' leaves.
-    truth: Vec<(Vec<(u32, u32)>, [Vec<(u32, u32)>; 2])>,
+    truth: Vec<Truth<At>>,
 }
 
 impl Gen {
@@ -50,7 +55,7 @@ impl Gen {
     }
 }
 
-fn generate(target: u64) -> (Graph, Vec<(Vec<u32>, [Vec<u32>; 2])>) {
+fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
     let n_threads = 1 + WORKERS + BACKENDS;
     let mut g = Gen {
         threads: vec![Vec::new(); n_threads as usize],

@@ -3,10 +3,13 @@
 # `ab -n 5000 -c 16` loads it, then checks that every request was served and that the trace shows
 # the listener, the worker threads, condition variables, epoll or poll, socket reads and writes,
 # and call stacks at the condvar and poll sites. RECORD_FLAGS adds `scalpel record` flags.
-# Then `scalpel infer --stage graph` builds the causal graph, and the type graph must show the
-# listener's accept → queue push handing work to a worker's queue pop by a condvar edge, and the
-# worker's read → process → writev chain fed by the client's bytes (TYPES_SVG, when set, gets a
-# copy of the type graph drawn with --min-count 100).
+# Then `scalpel infer` builds the causal graph, and the type graph must show the listener's
+# accept → queue push handing the connection to a worker (a hand-off edge, and a condvar edge
+# when the worker waited), and the worker's read → process → writev chain fed by the client's
+# bytes (TYPES_SVG, when set, gets a
+# copy of the type graph drawn with --min-count 100). The task model must hold a task from the
+# listener's push to the worker's read and writev; its count is printed against the requests
+# (MODEL_SVG, when set, gets that task drawn with `--task`).
 #
 # Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)
 # Needs root for apt-get when apache2/ab are missing; builds the workspace in release mode.
@@ -118,13 +121,56 @@ check_edge() {
         echo "FAIL: no $3 edge from a '$1' type to a '$2' type in $DOT" >&2; status=1
     fi
 }
-check_edge 'epoll_wait → accept4' 'accept4 → cond_signal' 'label="'
-check_edge 'accept4 → cond_signal' 'cond_wait → ' 'label="cond ×'
-check_edge 'cond_wait → read' 'read → writev' 'label="'
+# Leaves that start where their thread went back for new work (after epoll_wait, accept or the
+# queue wait) are typed by their end alone: their labels read "- → op".
+check_edge '- → accept4' '- → cond_signal' 'label="'
+check_edge '- → cond_signal' '- → read' 'label="handoff ×'
+check_edge '- → cond_signal' '- → read' 'label="cond ×'
+check_edge '- → read' 'read → writev' 'label="'
 check_edge 'read → writev' 'writev → ' 'label="'
 grep -q 'external_source_tcp -> t[0-9]* \[label="stream' "$DOT" \
     || { echo "FAIL: the worker's reads are not fed by the clients' bytes" >&2; status=1; }
 if [ -n "${TYPES_SVG:-}" ]; then cp "$OUT/model/types.svg" "$TYPES_SVG"; fi
+# The task model: a task that serves a request, from the listener's push of the connection to
+# the worker's read and writev. Count how many requests it stands for.
+python3 - "$OUT/model" "$complete" "$WORK/request-task" <<'PY' || status=1
+import json, sys
+out, requests, name_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+model = json.load(open(f"{out}/model.json"))
+graph = json.load(open(f"{out}/graph.json"))
+types, leaves = graph["types"], graph["leaves"]
+def role(l):
+    t = types[leaves[l]["type"]]
+    ops = (t["start"]["op"], t["end"]["op"])
+    fns = " ".join(t["end"]["frames"])
+    if ops[1] == "cond_signal" and "ap_queue_push_socket" in fns: return "push"
+    if ops[1] == "read" and "ap_core_input_filter" in fns: return "read"
+    if ops[1] == "writev" and "ap_core_output_filter" in fns: return "writev"
+    return None
+best = None
+for i, t in enumerate(model["types"]):
+    if t["kind"] != "group" or not t["occurrences"]:
+        continue
+    roles = {role(l) for l in t["occurrences"][0]["leaves"]}
+    if {"push", "read", "writev"} <= roles and (best is None or t["count"] > best[1]["count"]):
+        best = (i, t)
+if best is None:
+    print("FAIL: no task holds the listener's push and the worker's read and writev", file=sys.stderr)
+    sys.exit(1)
+i, t = best
+open(name_file, "w").write(t["name"])
+share = t["count"] / requests
+print(f"model: task {i} '{t['name']}' serves a request: {t['count']} occurrences "
+      f"({share:.0%} of {requests} requests), level {t['level']}, "
+      f"{t['top_level']} at the top level")
+if share < 0.5:
+    print("FAIL: the request task covers under half of the requests", file=sys.stderr)
+    sys.exit(1)
+PY
+if [ -n "${MODEL_SVG:-}" ] && [ -s "$WORK/request-task" ]; then
+    "$SCALPEL" infer "$OUT" -o "$WORK/drawn" --task "$(cat "$WORK/request-task")" >/dev/null
+    cp "$WORK/drawn/model.svg" "$MODEL_SVG"
+fi
 threads=$(find "$OUT" -name 't*.trace' | wc -l)
 echo "thread files: $threads"
 [ "$threads" -ge 16 ] || { echo "FAIL: expected the listener and worker threads" >&2; status=1; }

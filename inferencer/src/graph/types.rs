@@ -140,16 +140,26 @@ fn type_name(start: &BoundaryInfo, end: &BoundaryInfo) -> String {
     format!("{}..{}", op(start.op), op(end.op))
 }
 
+/// Frames that say nothing about who called: thread and process entry, runtime wrappers.
+fn says_nothing(f: &str) -> bool {
+    f.starts_with('[')
+        || matches!(f, "start_thread" | "clone" | "clone3" | "_start" | "main")
+        || crate::naming::DEFAULT_SKIP_FUNCTIONS
+            .iter()
+            .any(|p| f.starts_with(p))
+        || f.starts_with("std::rt::")
+}
+
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
-/// the naming one that tells them apart.
+/// the naming one that tells them apart (thread entry and runtime frames never do).
 pub fn disambiguate(types: &mut [LeafType]) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
         let at = b.frames.iter().position(|x| x == f)?;
         b.frames[at + 1..]
             .iter()
-            .filter(|x| !x.starts_with('['))
+            .filter(|x| !says_nothing(x))
             .nth(depth)
             .cloned()
     };

@@ -33,7 +33,15 @@ pub struct ModelOutputs {
     pub tree: PathBuf,
 }
 
-/// Writes the model files into `dir`.
+/// The most nodes `model.svg` is laid out with.
+pub const MAX_DRAWN: usize = 200;
+/// The most edges `model.svg` is laid out with (Graphviz's layout time with nested boxes grows
+/// steeply with them: a minute and more past a few thousand).
+pub const MAX_DRAWN_EDGES: usize = 600;
+
+/// Writes the model files into `dir`. Without `--depth` or `--task`, the drawing keeps as many
+/// levels as fit in [`MAX_DRAWN`] nodes, then leaves out the rarest nodes if it must (the DOT
+/// file's first line says what was drawn).
 pub fn write_model(
     model: &Model,
     graph: &Graph,
@@ -41,8 +49,26 @@ pub fn write_model(
     draw: &ModelDraw,
 ) -> std::io::Result<ModelOutputs> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    let dot_text = model_dot(model, graph, draw)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let bad = |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+    let (mut dot_text, mut size) = model_dot(model, graph, draw).map_err(bad)?;
+    let too_big = |(nodes, edges): (usize, usize)| nodes > MAX_DRAWN || edges > MAX_DRAWN_EDGES;
+    // Unless told what to draw, draw fewer levels until the picture is one a reader (and
+    // Graphviz, whose layout time grows fast with nested boxes) can take in.
+    if draw.depth.is_none() && draw.task.is_none() {
+        let deepest = model.types.iter().map(|t| t.level).max().unwrap_or(0);
+        let mut d = draw.clone();
+        let mut depth = deepest;
+        while too_big(size) && depth > 1 {
+            d.depth = Some(depth);
+            (dot_text, size) = model_dot(model, graph, &d).map_err(bad)?;
+            depth -= 1;
+        }
+        // Then leave out the rarest nodes.
+        while too_big(size) && d.min_count < graph.leaves.len() as u64 {
+            d.min_count = (d.min_count * 2).max(2);
+            (dot_text, size) = model_dot(model, graph, &d).map_err(bad)?;
+        }
+    }
     let json = dir.join("model.json");
     let f = std::fs::File::create(&json).map_err(|e| io_err(&json, e))?;
     let mut w = BufWriter::new(f);
@@ -52,7 +78,17 @@ pub fn write_model(
     let dot = dir.join("model.dot");
     std::fs::write(&dot, &dot_text).map_err(|e| io_err(&dot, e))?;
     let svg_path = dir.join("model.svg");
-    let svg = render_svg(dot_text).and_then(|bytes| {
+    let svg = if too_big(size) {
+        Err(format!(
+            "{} nodes and {} edges are too many to lay out (at most {MAX_DRAWN} and \
+             {MAX_DRAWN_EDGES}); draw less with --depth, --task or --min-count (the DOT file \
+             is written)",
+            size.0, size.1
+        ))
+    } else {
+        render_svg(dot_text)
+    }
+    .and_then(|bytes| {
         std::fs::write(&svg_path, bytes)
             .map(|()| svg_path.clone())
             .map_err(|e| format!("{}: {e}", svg_path.display()))
@@ -154,7 +190,12 @@ fn chains(model: &Model, graph: &Graph) -> Vec<Vec<OccRef>> {
 /// The model as DOT: each drawn node is a path of types from the top (leaf types as ellipses
 /// named by function, tasks cut by `--depth` as boxes), each task a cluster around its parts.
 /// Solid edges stay within a thread, dashed ones cross threads; labels are counts.
-pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<String, String> {
+/// Returns the DOT text and how many nodes and edges it draws.
+pub fn model_dot(
+    model: &Model,
+    graph: &Graph,
+    draw: &ModelDraw,
+) -> Result<(String, (usize, usize)), String> {
     let focus = match &draw.task {
         None => None,
         Some(name) => Some(
@@ -177,14 +218,19 @@ pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Strin
     let depth = draw.depth.map(|d| d.max(1) as usize);
     let chains = chains(model, graph);
     // The drawn part of every leaf's chain (None: not drawn): start and length.
+    // The drawn part of each leaf's chain (from `start`), and its types.
+    let starts: Vec<Option<usize>> = chains
+        .iter()
+        .map(|c| match focus {
+            None => Some(0),
+            Some(f) => c.iter().position(|r| r.ty == f),
+        })
+        .collect();
     let paths: Vec<Option<Vec<u32>>> = chains
         .iter()
-        .map(|c| {
-            let start = match focus {
-                None => 0,
-                Some(f) => c.iter().position(|r| r.ty == f)?,
-            };
-            let mut c = &c[start..];
+        .zip(&starts)
+        .map(|(c, &start)| {
+            let mut c = &c[start?..];
             if let Some(d) = depth {
                 c = &c[..c.len().min(d)];
             }
@@ -193,9 +239,10 @@ pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Strin
         .collect();
     // Occurrences per drawn path and per cluster prefix.
     let mut occs: BTreeMap<Vec<u32>, AHashSet<(u32, u32)>> = BTreeMap::new();
-    for (p, chain) in paths.iter().zip(&chains) {
-        let Some(path) = p else { continue };
-        let start = chain.iter().position(|r| r.ty == path[0]).unwrap_or(0);
+    for ((p, chain), start) in paths.iter().zip(&chains).zip(&starts) {
+        let (Some(path), Some(start)) = (p, *start) else {
+            continue;
+        };
         for k in 1..=path.len() {
             let r = chain[start + k - 1];
             occs.entry(path[..k].to_vec())
@@ -213,8 +260,17 @@ pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Strin
         parts.join("_")
     };
     let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// scalpel model: depth {}, task {}, nodes with at least {} occurrences",
+        draw.depth.map_or("all".to_owned(), |d| d.to_string()),
+        draw.task.as_deref().unwrap_or("all"),
+        draw.min_count.max(1)
+    );
     let _ = writeln!(out, "digraph model {{");
-    let _ = writeln!(out, "  rankdir=TB; compound=true;");
+    // newrank: the cluster-aware ranking (the default one fails on some nested clusters,
+    // "trouble in init_rank").
+    let _ = writeln!(out, "  rankdir=TB; compound=true; newrank=true;");
     let _ = writeln!(out, "  node [fontname=\"Helvetica\", fontsize=10];");
     let _ = writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];");
     // Clusters and nodes, nested by prefix (BTreeMap order puts a prefix before its extensions).
@@ -272,10 +328,21 @@ pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Strin
         if a == b || !drawn.contains(a) || !drawn.contains(b) {
             continue;
         }
+        // Within a task's box, only edges inside one occurrence of it: one request's reply
+        // leaf leading to the next request's first leaf is not part of the request's shape.
+        let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        if common > 0 {
+            let (sa, sb) = (starts[e.from as usize], starts[e.to as usize]);
+            let at = |l: u32, s: Option<usize>| chains[l as usize][s.unwrap_or(0) + common - 1];
+            if at(e.from, sa) != at(e.to, sb) {
+                continue;
+            }
+        }
         let within = e.kind.in_thread();
         let label = if within { "" } else { e.kind.name() };
         *edges.entry((id(a), id(b), within, label)).or_insert(0) += 1;
     }
+    let n_edges = edges.len();
     for ((a, b, within, kind), n) in edges {
         let style = if within { "solid" } else { "dashed" };
         let label = if kind.is_empty() || kind == EdgeKind::ProgramWeak.name() {
@@ -290,5 +357,5 @@ pub fn model_dot(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Strin
         );
     }
     let _ = writeln!(out, "}}");
-    Ok(out)
+    Ok((out, (drawn.len(), n_edges)))
 }

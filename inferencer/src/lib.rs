@@ -4,6 +4,7 @@
 mod child;
 mod dump;
 pub mod graph;
+mod memory;
 pub mod mine;
 mod naming;
 mod record;
@@ -15,6 +16,7 @@ mod symbolize;
 
 pub use child::{signal_name, Outcome, SpawnError};
 pub use dump::{dump, parse_op, DumpError, DumpOptions, DumpStats};
+pub use memory::keep_freed_memory;
 pub use naming::{naming_frame, SkipList, DEFAULT_SKIP_FUNCTIONS, DEFAULT_SKIP_MODULES};
 pub use record::{
     find_agent, ld_preload, prepare_dir, record, RecordError, RecordOptions, Recording, AGENT_FILE,

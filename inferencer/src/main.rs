@@ -155,7 +155,10 @@ fn main() -> ExitCode {
 fn run(job: Job) -> Result<ExitCode> {
     match job {
         Job::Record(opts) => Ok(run_record(&opts)),
-        Job::Infer(job) => run_infer(&job).map(|_| ExitCode::SUCCESS),
+        Job::Infer(job) => {
+            scalpel_inferencer::keep_freed_memory();
+            run_infer(&job).map(|_| ExitCode::SUCCESS)
+        }
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;
             let mut out = BufWriter::new(io::stdout().lock());

@@ -268,6 +268,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    scalpel_inferencer::keep_freed_memory();
     let (graph, truth) = generate(target);
     let t0 = Instant::now();
     let mined = mine(&graph, "graph.json", &MineOptions::default());

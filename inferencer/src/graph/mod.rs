@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use ahash::AHashMap;
 use rayon::prelude::*;
-use scalpel_model::format::{chan, obj};
+use scalpel_model::format::{chan, obj, Op};
 use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjIndex};
 use scalpel_model::read::{read_dir_with, ReadError};
 
@@ -106,6 +106,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let mut graph = asm.graph;
     let (mut edges, ext) =
         notification_edges(asm.bounds, &asm.obj_kinds, &asm.obj_channel, &mut graph);
+    drop_stolen_wakeups(&graph, &mut edges);
     let mut weak = asm.weak;
     // Where a thread took a handed-off connection is where it went back for new work: the
     // program edge into that leaf is weak, like one out of a wait for work.
@@ -174,6 +175,34 @@ fn notification_edges(
         graph.unmatched.add(&out.unmatched);
     }
     (edges, ext)
+}
+
+/// A signal that went with a hand-off (the same leaf pushed a connection that another thread
+/// took) but woke a third thread, which only waited again on the same condition, did no work:
+/// the hand-off edge shows where the work went. Such cond edges are dropped.
+fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
+    let mut handed: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
+        handed.entry(e.from).or_default().push(e.to);
+    }
+    if handed.is_empty() {
+        return;
+    }
+    edges.retain(|e| {
+        if e.kind != EdgeKind::Cond {
+            return true;
+        }
+        let Some(takers) = handed.get(&e.from) else {
+            return true;
+        };
+        let woken = &graph.leaves[e.to as usize];
+        let rewaits = woken.end_obj == e.obj
+            && matches!(
+                woken.end_op.and_then(|o| o.op()),
+                Some(Op::CondWait | Op::CondTimedwait | Op::CondClockwait)
+            );
+        !rewaits || takers.contains(&e.to)
+    });
 }
 
 /// Program order: each thread's leaves in sequence.

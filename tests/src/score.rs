@@ -107,6 +107,13 @@ pub fn score(
     composed: &[(&str, &[&str])],
 ) -> Vec<TypeScore> {
     let inst = instance_leaves(graph, tasks, composed);
+    // A leaf type's occurrences are its leaves.
+    let mut by_type: Vec<Vec<Vec<u32>>> = vec![Vec::new(); graph.types.len()];
+    for (l, leaf) in graph.leaves.iter().enumerate() {
+        if let Some(v) = by_type.get_mut(leaf.ty as usize) {
+            v.push(vec![l as u32]);
+        }
+    }
     let owned: ahash::AHashSet<u32> = inst.values().flatten().flatten().copied().collect();
     let mut out = Vec::new();
     for (ty, instances) in inst {
@@ -129,18 +136,9 @@ pub fn score(
         for (mt, mty) in model.types.iter().enumerate() {
             let mut matched = vec![false; instances.len()];
             let mut good = 0usize;
-            // A leaf type's occurrences are its leaves.
-            let singles: Vec<Vec<u32>> = match mty.leaf_type {
-                Some(lt) => (0..graph.leaves.len() as u32)
-                    .filter(|&l| graph.leaves[l as usize].ty == lt)
-                    .map(|l| vec![l])
-                    .collect(),
-                None => Vec::new(),
-            };
-            let occs: Vec<&Vec<u32>> = if mty.leaf_type.is_some() {
-                singles.iter().collect()
-            } else {
-                mty.occurrences.iter().map(|o| &o.leaves).collect()
+            let occs: Vec<&Vec<u32>> = match mty.leaf_type {
+                Some(lt) => by_type.get(lt as usize).into_iter().flatten().collect(),
+                None => mty.occurrences.iter().map(|o| &o.leaves).collect(),
             };
             for leaves in occs.iter().copied() {
                 let mut hit: Option<usize> = None;

@@ -119,7 +119,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     }
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
-    types::disambiguate(&mut graph.types);
+    types::disambiguate(&mut graph.types, &opts.skip);
     let (locks, waits) = locks::contention(asm.locks, asm.lock_aggs);
     graph.locks = locks;
     graph.lock_waits = waits;

@@ -140,26 +140,25 @@ fn type_name(start: &BoundaryInfo, end: &BoundaryInfo) -> String {
     format!("{}..{}", op(start.op), op(end.op))
 }
 
-/// Frames that say nothing about who called: thread and process entry, runtime wrappers.
-fn says_nothing(f: &str) -> bool {
+/// Frames that say nothing about who called: thread and process entry, and the functions the
+/// skip list looks past when naming (runtime and library wrappers).
+fn says_nothing(f: &str, skip: &SkipList) -> bool {
     f.starts_with('[')
         || matches!(f, "start_thread" | "clone" | "clone3" | "_start" | "main")
-        || crate::naming::DEFAULT_SKIP_FUNCTIONS
-            .iter()
-            .any(|p| f.starts_with(p))
+        || skip.functions.iter().any(|p| f.starts_with(p.as_str()))
         || f.starts_with("std::rt::")
 }
 
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
 /// the naming one that tells them apart (thread entry and runtime frames never do).
-pub fn disambiguate(types: &mut [LeafType]) {
+pub fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
         let at = b.frames.iter().position(|x| x == f)?;
         b.frames[at + 1..]
             .iter()
-            .filter(|x| !says_nothing(x))
+            .filter(|x| !says_nothing(x, skip))
             .nth(depth)
             .cloned()
     };

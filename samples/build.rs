@@ -14,6 +14,10 @@ fn main() {
             .files(files.iter())
             .flag("-pthread")
             .flag_if_supported("-fno-omit-frame-pointer")
+            // Keep every call a real call in release builds too: a tail call would drop the
+            // caller's frame (`serve_put` → `send_msg`), and with it the stack that tells two
+            // request types apart, which the ground truth documents.
+            .flag_if_supported("-fno-optimize-sibling-calls")
             .warnings(true)
             .compile(lib);
     }

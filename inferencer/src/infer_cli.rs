@@ -11,6 +11,7 @@ use scalpel_inferencer::graph::{
 use scalpel_inferencer::mine::{
     mine, tree_text, write_model, MineOptions, ModelDraw, NameOverrides, DEFAULT_MIN_SUPPORT,
 };
+use scalpel_inferencer::rollup::rollup;
 
 /// How far inference goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -113,6 +114,7 @@ impl From<InferArgs> for InferJob {
                 depth: a.depth,
                 task: a.task,
                 min_count: a.min_count,
+                mean_latency: Vec::new(),
             },
         }
     }
@@ -158,7 +160,12 @@ pub fn run_infer(job: &InferJob) -> Result<()> {
     for w in &mined.warnings {
         let _ = writeln!(io::stderr(), "scalpel: warning: {w}");
     }
-    let out = write_model(&mined.model, &built.graph, &job.out, &job.model_draw)
+    let r = rollup(&built.graph, &mined.model);
+    let draw = ModelDraw {
+        mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
+        ..job.model_draw.clone()
+    };
+    let out = write_model(&mined.model, &built.graph, &job.out, &draw)
         .with_context(|| format!("cannot write the model to {}", job.out.display()))?;
     let _ = write!(o, "{}", tree_text(&mined.model));
     let _ = writeln!(o, "wrote {}", out.json.display());

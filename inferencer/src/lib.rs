@@ -9,6 +9,7 @@ pub mod mine;
 mod naming;
 mod record;
 mod render;
+pub mod rollup;
 mod stackopts;
 mod stacks;
 mod summary;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod infer_cli;
+mod top_cli;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -15,6 +16,7 @@ use scalpel_inferencer::{
     StackCache, StackMode, StackOptions, Summary, DEFAULT_DIR,
 };
 use scalpel_model::read::{read_dir, TraceDir};
+use top_cli::{run_report, run_top, ReportArgs, TopArgs};
 
 /// Records the synchronization events of programs and inspects the traces.
 #[derive(Parser, Debug)]
@@ -37,6 +39,10 @@ enum Command {
     },
     /// Infer leaf tasks and the causal graph of a trace directory.
     Infer(InferArgs),
+    /// Show where the time went, top down: top-level tasks, then one task expanded.
+    Top(TopArgs),
+    /// Write a one-page HTML report: the model drawing, the rollups and drill-downs.
+    Report(ReportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -98,6 +104,8 @@ enum Job {
     Dump { dir: PathBuf, opts: DumpOptions },
     Summary(PathBuf),
     Infer(InferJob),
+    Top(TopArgs),
+    Report(ReportArgs),
 }
 
 /// Converts the command line into the library's option structs.
@@ -132,6 +140,8 @@ fn job(cli: Cli) -> Result<Job> {
         },
         Command::Summary { dir } => Job::Summary(dir),
         Command::Infer(a) => Job::Infer(a.into()),
+        Command::Top(a) => Job::Top(a),
+        Command::Report(a) => Job::Report(a),
     })
 }
 
@@ -158,6 +168,14 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Infer(job) => {
             scalpel_inferencer::keep_freed_memory();
             run_infer(&job).map(|_| ExitCode::SUCCESS)
+        }
+        Job::Top(a) => {
+            scalpel_inferencer::keep_freed_memory();
+            run_top(&a).map(|_| ExitCode::SUCCESS)
+        }
+        Job::Report(a) => {
+            scalpel_inferencer::keep_freed_memory();
+            run_report(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;

@@ -264,6 +264,12 @@ pub struct Leaf {
     pub bytes_in: u64,
     /// Bytes written (by the call that ended it, and by file writes within it).
     pub bytes_out: u64,
+    /// The part of `bytes_in` read from files and terminals within it (not channels).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub file_in: u64,
+    /// The part of `bytes_out` written to files and terminals within it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub file_out: u64,
     /// Time waiting for mutexes and rwlocks within it.
     pub lock_ns: u64,
     /// Time sleeping within it.
@@ -276,6 +282,33 @@ pub struct Leaf {
     /// Index of the call that ended it (of its last event when no call did).
     pub end_event: u32,
 }
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// A call inside a leaf that took time without cutting it: a mutex or rwlock wait, a sleep,
+/// file I/O, fsync. Kept when it lasted at least [`INNER_MIN_NS`], so that a leaf's blocked
+/// time can be traced to the call and the stack that spent it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InnerWait {
+    /// The leaf it happened in.
+    pub leaf: u32,
+    /// The call.
+    pub op: OpName,
+    /// Its object (the lock, the file), if any.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub obj: Option<ObjIndex>,
+    /// When it was entered (CLOCK_MONOTONIC ns).
+    pub at_ns: u64,
+    /// Time inside it.
+    pub ns: u64,
+    /// Its call stack: an index into [`Graph::sites`].
+    pub site: u32,
+}
+
+/// Inner calls shorter than this are folded into their leaf's totals only.
+pub const INNER_MIN_NS: u64 = 1_000;
 
 /// Which side of a channel an external node stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -394,6 +427,12 @@ pub struct Graph {
     pub locks: Vec<LockInfo>,
     /// Contended acquisitions.
     pub lock_waits: Vec<LockWait>,
+    /// Inner calls that took time (see [`InnerWait`]), in leaf order.
+    #[serde(default)]
+    pub inner_waits: Vec<InnerWait>,
+    /// The call sites inner calls refer to (`op` is absent: the call is on the wait).
+    #[serde(default)]
+    pub sites: Vec<BoundaryInfo>,
     /// What did not pair up.
     pub unmatched: Unmatched,
 }

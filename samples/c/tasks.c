@@ -7,6 +7,8 @@
  *                                last request look like all the others;
  *   tasks mixed  [--items N]     two request types (get, put) interleaved on one pool of 4
  *                                workers (N = 1000);
+ *                                --put-sleep-us N makes every put sleep N us in its
+ *                                serve stage (an injected delay for rollup tests);
  *   tasks nested [--items N]     a request fans out 2 sub-requests to a second pool and joins
  *                                them (N = 500).
  *
@@ -256,6 +258,7 @@ static void run_stages(void) {
 #define WORKERS 4
 enum { GET = 1, PUT = 2 };
 static int m_req[WORKERS][2], m_rep[WORKERS][2];
+static unsigned m_put_sleep_us;
 
 static NOINLINE void serve_get(int w, const struct msg *m) {
     uint64_t start = truth_now();
@@ -268,6 +271,7 @@ static NOINLINE void serve_get(int w, const struct msg *m) {
 static NOINLINE void serve_put(int w, const struct msg *m) {
     uint64_t start = truth_now();
     sink_value = spin(m->id, 9000);
+    if (m_put_sleep_us) usleep(m_put_sleep_us);
     truth_task("put_serve", (int64_t)m->id, (int64_t)m->id, start, truth_now());
     truth_task("put", (int64_t)m->id, -1, start, truth_now());
     send_msg(m_rep[w][1], m->id, PUT);
@@ -408,6 +412,8 @@ int tasks_main(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--items") == 0 && i + 1 < argc)
             items = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--put-sleep-us") == 0 && i + 1 < argc)
+            m_put_sleep_us = (unsigned)atoi(argv[++i]);
         else {
             fprintf(stderr, "tasks: unknown argument %s\n", argv[i]);
             return 2;
@@ -424,7 +430,7 @@ int tasks_main(int argc, char **argv) {
         truth_open("tasks-nested");
         run_nested(items > 0 ? items : 500);
     } else {
-        fprintf(stderr, "usage: tasks stages|mixed|nested [--items N]\n");
+        fprintf(stderr, "usage: tasks stages|mixed|nested [--items N] [--put-sleep-us N]\n");
         return 2;
     }
     return 0;

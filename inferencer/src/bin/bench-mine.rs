@@ -180,6 +180,8 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
                 end_obj: None,
                 bytes_in: 0,
                 bytes_out: 0,
+                file_in: 0,
+                file_out: 0,
                 lock_ns: 0,
                 sleep_ns: 0,
                 other_ns: 0,
@@ -233,6 +235,8 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
         edges,
         locks: Vec::new(),
         lock_waits: Vec::new(),
+        inner_waits: Vec::new(),
+        sites: Vec::new(),
         unmatched: Unmatched::default(),
     };
     (graph, truth)

@@ -4,7 +4,8 @@
 use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::graph::{
-    Graph, ObjIndex, ObjectInfo, ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA,
+    Graph, InnerWait, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo, Unmatched,
+    GRAPH_SCHEMA, INNER_MIN_NS,
 };
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
@@ -58,6 +59,11 @@ pub fn assemble(
             l.sleep_ns = clock.dur_ns(l.sleep_ns);
             l.other_ns = clock.dur_ns(l.other_ns);
         }
+        for w in &mut out.inner {
+            w.at = clock.ns(w.at);
+            w.dur = clock.dur_ns(w.dur);
+        }
+        out.inner.retain(|w| w.dur >= INNER_MIN_NS);
         for k in &mut out.locks {
             k.dur = clock.dur_ns(k.dur);
         }
@@ -88,6 +94,8 @@ pub fn assemble(
         edges: Vec::new(),
         locks: Vec::new(),
         lock_waits: Vec::new(),
+        inner_waits: Vec::new(),
+        sites: Vec::new(),
         unmatched: Unmatched::default(),
     };
     let mut obj_index: AHashMap<(u8, u64), u32> = AHashMap::new();
@@ -157,9 +165,21 @@ pub fn assemble(
             ..*k
         }));
         lock_aggs.extend(out.lock_aggs.iter().map(|&(o, a)| (global(o), a)));
+        let sites = table.thread_sites(p, file, out.inner.iter().map(|w| w.stack));
+        graph
+            .inner_waits
+            .extend(out.inner.iter().zip(sites).map(|(w, site)| InnerWait {
+                leaf: w.leaf + base,
+                op: OpName(w.op),
+                obj: (w.obj != NO_OBJ).then(|| ObjIndex::new(global(w.obj))),
+                at_ns: w.at,
+                ns: w.dur,
+                site,
+            }));
         weak.append(&mut out.weak);
     }
     graph.types = std::mem::take(&mut table.types);
+    graph.sites = std::mem::take(&mut table.sites);
     for l in &graph.leaves {
         graph.types[l.ty as usize].count += 1;
     }

@@ -174,6 +174,13 @@ pub fn apply(
         }
         None => false,
     });
+    g.inner_waits.retain_mut(|w| match map(w.leaf) {
+        Some(x) => {
+            w.leaf = x;
+            true
+        }
+        None => false,
+    });
     for ty in &mut g.types {
         ty.count = 0;
     }

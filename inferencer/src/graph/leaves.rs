@@ -125,6 +125,23 @@ pub struct LockEv {
     pub acquire: bool,
 }
 
+/// A call inside a leaf that took long enough to keep (see `scalpel_model::graph::InnerWait`).
+#[derive(Clone, Copy, Debug)]
+pub struct InnerEv {
+    /// The leaf (thread-local, then global).
+    pub leaf: u32,
+    /// Operation code.
+    pub op: u8,
+    /// Object (file-local, then global), or [`NO_OBJ`].
+    pub obj: u32,
+    /// Entry time, ticks until assembly.
+    pub at: u64,
+    /// Time inside, ticks until assembly.
+    pub dur: u64,
+    /// Stack id in the thread's file.
+    pub stack: u32,
+}
+
 /// Per lock and thread: acquisitions, total and longest wait (ticks until assembly).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LockAgg {
@@ -157,6 +174,8 @@ pub struct ThreadOut {
     pub locks: Vec<LockEv>,
     /// Per lock: what this thread's acquisitions add up to.
     pub lock_aggs: Vec<(u32, LockAgg)>,
+    /// Inner calls that took time.
+    pub inner: Vec<InnerEv>,
     /// Leaf types in order of first use.
     pub types: Vec<LocalType>,
     /// The file's objects.
@@ -175,6 +194,8 @@ fn open(ticks: u64, start_op: Option<u8>, event: u32) -> Leaf {
         end_obj: None,
         bytes_in: 0,
         bytes_out: 0,
+        file_in: 0,
+        file_out: 0,
         lock_ns: 0,
         sleep_ns: 0,
         other_ns: 0,
@@ -295,26 +316,56 @@ impl Cutter {
                 };
                 self.bound(e, leaf);
             }
-            Class::LockAcquire | Class::LockRelease => self.lock(e, cls == Class::LockAcquire),
+            Class::LockAcquire | Class::LockRelease => {
+                self.lock(e, cls == Class::LockAcquire);
+                if cls == Class::LockAcquire {
+                    self.inner(e);
+                }
+            }
             Class::Sleep => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
                     leaf.sleep_ns += e.dur;
                 }
+                self.inner(e);
             }
             Class::Other => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
                     leaf.other_ns += e.dur;
                     if e.res > 0 && o.is_some_and(|o| o.kind == obj::STREAM) {
+                        // A transfer that did not cut is on a file or terminal, or failed to
+                        // move bytes at a known offset: counted as file bytes.
+                        let n = e.res as u64;
                         match op.and_then(reads_bytes) {
-                            Some(true) => leaf.bytes_in += e.res as u64,
-                            Some(false) => leaf.bytes_out += e.res as u64,
+                            Some(true) => {
+                                leaf.bytes_in += n;
+                                leaf.file_in += n;
+                            }
+                            Some(false) => {
+                                leaf.bytes_out += n;
+                                leaf.file_out += n;
+                            }
                             None => {}
                         }
                     }
                 }
+                self.inner(e);
             }
         }
         self.last_end = self.last_end.max(ret);
+    }
+
+    /// Keeps a call inside the open leaf that took long enough to be worth explaining.
+    fn inner(&mut self, e: &Ev) {
+        if self.cur.is_some() && e.dur >= KEEP_TICKS {
+            self.out.inner.push(InnerEv {
+                leaf: self.out.leaves.len() as u32,
+                op: e.op,
+                obj: e.obj,
+                at: e.ticks,
+                dur: e.dur,
+                stack: e.stack,
+            });
+        }
     }
 
     fn lock(&mut self, e: &Ev, acquire: bool) {

@@ -23,6 +23,10 @@ pub struct TypeTable<'a> {
     index: AHashMap<(Option<u8>, u32, Option<u8>, u32), u32>,
     /// The types, in order of first appearance.
     pub types: Vec<LeafType>,
+    /// Call sites of inner waits, by stack signature.
+    site_index: AHashMap<u32, u32>,
+    /// The call sites, in order of first use.
+    pub sites: Vec<BoundaryInfo>,
 }
 
 /// The process's module maps, newest first.
@@ -43,6 +47,8 @@ impl<'a> TypeTable<'a> {
             sig_index: AHashMap::from_iter([(Vec::new(), 0)]),
             index: AHashMap::new(),
             types: Vec::new(),
+            site_index: AHashMap::new(),
+            sites: Vec::new(),
         }
     }
 
@@ -77,6 +83,31 @@ impl<'a> TypeTable<'a> {
         self.sig_index.insert(names.clone(), i);
         self.sigs.push((names, function));
         i
+    }
+
+    /// Maps stacks of one thread's file to call-site ids (indices into `sites`).
+    pub fn thread_sites(
+        &mut self,
+        p: &ProcessTrace,
+        file: &FileTrace,
+        stacks: impl Iterator<Item = u32>,
+    ) -> Vec<u32> {
+        let maps = maps_newest_first(p);
+        stacks
+            .map(|stack| {
+                let sig = self.sig(&maps, file, stack);
+                let next = self.sites.len() as u32;
+                *self.site_index.entry(sig).or_insert_with(|| {
+                    let (frames, function) = &self.sigs[sig as usize];
+                    self.sites.push(BoundaryInfo {
+                        op: None,
+                        function: function.clone(),
+                        frames: frames.clone(),
+                    });
+                    next
+                })
+            })
+            .collect()
     }
 
     /// Maps one thread's local types to global type ids.

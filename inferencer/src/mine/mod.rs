@@ -31,7 +31,9 @@ use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
 pub use canon::SEARCH_LEAVES;
 pub use names::{NameOverrides, NamesError};
-pub use output::{model_dot, tree_text, write_model, ModelDraw, ModelOutputs};
+pub use output::{
+    fitted_dot, model_dot, model_svg, tree_text, write_model, ModelDraw, ModelOutputs,
+};
 
 use round::{Phase, Proposals};
 use work::{kind_index, Rule, Work, NONE};

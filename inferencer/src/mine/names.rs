@@ -3,8 +3,8 @@
 //! A leaf type keeps the graph's name (the function that reached its ending sync point). A group
 //! is named by its first leaf (the earliest in its first occurrence) and its dominant leaf type
 //! (the most running time over all its occurrences): `recv_packet → do_work`, or one name when
-//! they are the same. A loop is `loop: BODY`. Names that come out equal get `#2`, `#3` in type
-//! order. An override file maps generated names to the user's:
+//! they are the same. A loop is `loop: BODY`. Names that come out equal (leaf types included) get
+//! `#2`, `#3` in type order, so a name picks one type. An override file maps generated names to the user's:
 //!
 //! ```toml
 //! [names]
@@ -78,9 +78,9 @@ pub fn name_types(types: &mut [TaskType], graph: &Graph, overrides: &NameOverrid
         };
         types[i].name = name;
     }
-    // Disambiguate, in type order.
+    // Disambiguate, in type order (leaf types first), so that every name picks one type.
     let mut seen: AHashMap<String, u32> = AHashMap::new();
-    for ty in types.iter_mut().filter(|t| t.kind != TaskKind::Leaf) {
+    for ty in types.iter_mut() {
         let n = seen.entry(ty.name.clone()).or_insert(0);
         *n += 1;
         if *n > 1 {

@@ -22,6 +22,18 @@ pub struct ModelDraw {
     pub task: Option<String>,
     /// Leave out drawn nodes with fewer occurrences than this.
     pub min_count: u64,
+    /// Mean latency per model type, shown on nodes and boxes (empty: none shown).
+    pub mean_latency: Vec<u64>,
+}
+
+impl ModelDraw {
+    /// ` · mean 1.20 ms` for type `t`, when latencies are known.
+    fn latency(&self, t: usize) -> String {
+        self.mean_latency
+            .get(t)
+            .map(|&ns| format!(" · mean {}", crate::rollup::duration(ns)))
+            .unwrap_or_default()
+    }
 }
 
 /// The files written, and why the SVG is missing if it is.
@@ -50,25 +62,7 @@ pub fn write_model(
 ) -> std::io::Result<ModelOutputs> {
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
     let bad = |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
-    let (mut dot_text, mut size) = model_dot(model, graph, draw).map_err(bad)?;
-    let too_big = |(nodes, edges): (usize, usize)| nodes > MAX_DRAWN || edges > MAX_DRAWN_EDGES;
-    // Unless told what to draw, draw fewer levels until the picture is one a reader (and
-    // Graphviz, whose layout time grows fast with nested boxes) can take in.
-    if draw.depth.is_none() && draw.task.is_none() {
-        let deepest = model.types.iter().map(|t| t.level).max().unwrap_or(0);
-        let mut d = draw.clone();
-        let mut depth = deepest;
-        while too_big(size) && depth > 1 {
-            d.depth = Some(depth);
-            (dot_text, size) = model_dot(model, graph, &d).map_err(bad)?;
-            depth -= 1;
-        }
-        // Then leave out the rarest nodes.
-        while too_big(size) && d.min_count < graph.leaves.len() as u64 {
-            d.min_count = (d.min_count * 2).max(2);
-            (dot_text, size) = model_dot(model, graph, &d).map_err(bad)?;
-        }
-    }
+    let (dot_text, size) = fitted_dot(model, graph, draw).map_err(bad)?;
     let json = dir.join("model.json");
     let f = std::fs::File::create(&json).map_err(|e| io_err(&json, e))?;
     let mut w = BufWriter::new(f);
@@ -78,17 +72,7 @@ pub fn write_model(
     let dot = dir.join("model.dot");
     std::fs::write(&dot, &dot_text).map_err(|e| io_err(&dot, e))?;
     let svg_path = dir.join("model.svg");
-    let svg = if too_big(size) {
-        Err(format!(
-            "{} nodes and {} edges are too many to lay out (at most {MAX_DRAWN} and \
-             {MAX_DRAWN_EDGES}); draw less with --depth, --task or --min-count (the DOT file \
-             is written)",
-            size.0, size.1
-        ))
-    } else {
-        render_svg(dot_text)
-    }
-    .and_then(|bytes| {
+    let svg = svg_of(dot_text, size).and_then(|bytes| {
         std::fs::write(&svg_path, bytes)
             .map(|()| svg_path.clone())
             .map_err(|e| format!("{}: {e}", svg_path.display()))
@@ -101,6 +85,58 @@ pub fn write_model(
         svg,
         tree,
     })
+}
+
+fn too_big((nodes, edges): (usize, usize)) -> bool {
+    nodes > MAX_DRAWN || edges > MAX_DRAWN_EDGES
+}
+
+/// The model's DOT text, fitted to a readable size: without `--depth` or `--task`, as many
+/// levels as fit in [`MAX_DRAWN`] nodes, then without the rarest nodes if it must be (the
+/// first line says what was drawn). Also returns how many nodes and edges it draws.
+pub fn fitted_dot(
+    model: &Model,
+    graph: &Graph,
+    draw: &ModelDraw,
+) -> Result<(String, (usize, usize)), String> {
+    let (mut dot_text, mut size) = model_dot(model, graph, draw)?;
+    // Unless told what to draw, draw fewer levels until the picture is one a reader (and
+    // Graphviz, whose layout time grows fast with nested boxes) can take in.
+    if draw.depth.is_none() && draw.task.is_none() {
+        let deepest = model.types.iter().map(|t| t.level).max().unwrap_or(0);
+        let mut d = draw.clone();
+        let mut depth = deepest;
+        while too_big(size) && depth > 1 {
+            d.depth = Some(depth);
+            (dot_text, size) = model_dot(model, graph, &d)?;
+            depth -= 1;
+        }
+        // Then leave out the rarest nodes.
+        while too_big(size) && d.min_count < graph.leaves.len() as u64 {
+            d.min_count = (d.min_count * 2).max(2);
+            (dot_text, size) = model_dot(model, graph, &d)?;
+        }
+    }
+    Ok((dot_text, size))
+}
+
+/// Lays out DOT text of `size` nodes and edges with Graphviz, unless it is too big to.
+fn svg_of(dot_text: String, size: (usize, usize)) -> Result<Vec<u8>, String> {
+    if too_big(size) {
+        return Err(format!(
+            "{} nodes and {} edges are too many to lay out (at most {MAX_DRAWN} and \
+             {MAX_DRAWN_EDGES}); draw less with --depth, --task or --min-count (the DOT file \
+             is written)",
+            size.0, size.1
+        ));
+    }
+    render_svg(dot_text)
+}
+
+/// The model drawn as SVG (see [`fitted_dot`]), or why it could not be.
+pub fn model_svg(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Vec<u8>, String> {
+    let (dot_text, size) = fitted_dot(model, graph, draw)?;
+    svg_of(dot_text, size)
 }
 
 /// The hierarchy as an indented tree: top-level types by count, each with its children.
@@ -287,7 +323,8 @@ pub fn model_dot(
             open.pop();
             let _ = writeln!(out, "{:w$}}}", "", w = 2 * (open.len() + 1));
         }
-        let ty = &model.types[*path.last().unwrap_or(&0) as usize];
+        let t = *path.last().unwrap_or(&0) as usize;
+        let ty = &model.types[t];
         let indent = 2 * (open.len() + 1);
         if drawn.contains(path) {
             let shape = if ty.kind == TaskKind::Leaf {
@@ -295,7 +332,7 @@ pub fn model_dot(
             } else {
                 "box"
             };
-            let label = format!("{}\n×{count}", ty.name);
+            let label = format!("{}\n×{count}{}", ty.name, draw.latency(t));
             let _ = writeln!(
                 out,
                 "{:indent$}n{} [label={}, shape={shape}];",
@@ -304,7 +341,7 @@ pub fn model_dot(
                 quote(&label)
             );
         } else if ty.kind != TaskKind::Leaf && extended {
-            let label = format!("{} ×{count}", ty.name);
+            let label = format!("{} ×{count}{}", ty.name, draw.latency(t));
             let _ = writeln!(
                 out,
                 "{:indent$}subgraph cluster_{} {{ label={}; style=rounded;",

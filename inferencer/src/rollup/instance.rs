@@ -1,0 +1,217 @@
+//! One task instance: its latency, and the critical path through its leaves with the time on
+//! it split by kind.
+//!
+//! A leaf's own time inside an instance runs from its start to its *completion*: its end, plus
+//! the call that ended it when that call belongs to the instance (the thread's next leaf is in
+//! the instance too, or the call sent something rather than waited). The instance runs from
+//! its earliest start to its latest completion.
+//!
+//! The critical path is the chain of leaves that determined when the instance finished: start at
+//! the leaf that completed last and step back, each time, to the predecessor (an edge inside the
+//! instance) that completed last, which is the one the leaf waited for. A path leaf's share is
+//! the time from its predecessor's completion to its own, split over its running time and its
+//! inner waits in proportion, plus [`BlockKind::Queued`] when it started later than its
+//! predecessor completed (its thread was busy elsewhere or not yet scheduled).
+
+use scalpel_model::format::Op;
+use scalpel_model::graph::Graph;
+
+use super::kinds::{BlockKind, KindTimes};
+use super::leaf::{end_kind, GraphIndex};
+
+/// One leaf on a critical path and the time it accounts for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathStep {
+    /// The leaf.
+    pub leaf: u32,
+    /// Running time attributed to it.
+    pub running_ns: u64,
+    /// Blocked time attributed to it, by kind.
+    pub blocked: KindTimes,
+}
+
+impl PathStep {
+    /// Its whole share.
+    pub fn total(&self) -> u64 {
+        self.running_ns + self.blocked.iter().sum::<u64>()
+    }
+}
+
+/// What one instance came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// Earliest start of its leaves.
+    pub start_ns: u64,
+    /// Latest completion.
+    pub end_ns: u64,
+    /// The critical path, earliest first.
+    pub path: Vec<PathStep>,
+    /// Bytes its leaves read.
+    pub bytes_in: u64,
+    /// Bytes its leaves wrote.
+    pub bytes_out: u64,
+}
+
+impl Instance {
+    /// End-to-end latency.
+    pub fn latency(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// Evaluates instances of one graph, reusing its membership marks.
+pub struct Evaluator<'a> {
+    g: &'a Graph,
+    idx: &'a GraphIndex,
+    mark: Vec<u32>,
+    stamp: u32,
+}
+
+/// Whether the call ending a leaf waits for something rather than hands something over.
+fn waits(kind: BlockKind) -> bool {
+    !matches!(kind, BlockKind::Write | BlockKind::Io)
+}
+
+impl<'a> Evaluator<'a> {
+    /// An evaluator for `g`.
+    pub fn new(g: &'a Graph, idx: &'a GraphIndex) -> Self {
+        Evaluator {
+            g,
+            idx,
+            mark: vec![0; g.leaves.len()],
+            stamp: 0,
+        }
+    }
+
+    /// Whether the call ending `leaf` belongs to the instance being evaluated.
+    fn counts_block(&self, leaf: u32) -> bool {
+        let kind = end_kind(self.g, self.idx, leaf);
+        if kind == BlockKind::Idle {
+            return false;
+        }
+        let l = &self.g.leaves[leaf as usize];
+        let next_inside =
+            self.g.leaves.get(leaf as usize + 1).is_some_and(|n| {
+                n.thread == l.thread && self.mark[leaf as usize + 1] == self.stamp
+            });
+        let signals = matches!(
+            l.end_op.and_then(|o| o.op()),
+            Some(Op::CondSignal | Op::CondBroadcast | Op::SemPost | Op::FutexWake)
+        );
+        next_inside || signals || !waits(kind)
+    }
+
+    fn completion(&self, leaf: u32) -> u64 {
+        let l = &self.g.leaves[leaf as usize];
+        if self.counts_block(leaf) {
+            l.end_ns + l.block_ns
+        } else {
+            l.end_ns
+        }
+    }
+
+    /// Evaluates the instance made of `leaves` (ascending).
+    pub fn eval(&mut self, leaves: &[u32]) -> Instance {
+        if leaves.is_empty() {
+            return Instance {
+                start_ns: 0,
+                end_ns: 0,
+                path: Vec::new(),
+                bytes_in: 0,
+                bytes_out: 0,
+            };
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.mark.fill(0);
+            self.stamp = 1;
+        }
+        for &l in leaves {
+            self.mark[l as usize] = self.stamp;
+        }
+        let g = self.g;
+        let mut start = u64::MAX;
+        let mut last = (0u64, leaves[0]);
+        let (mut bytes_in, mut bytes_out) = (0, 0);
+        for &l in leaves {
+            let leaf = &g.leaves[l as usize];
+            start = start.min(leaf.start_ns);
+            last = last.max((self.completion(l), l));
+            bytes_in += leaf.bytes_in;
+            bytes_out += leaf.bytes_out;
+        }
+        // Walk back from the leaf that completed last.
+        let mut chain = vec![last.1];
+        let mut cur = last;
+        while chain.len() < leaves.len() {
+            let pred = self
+                .idx
+                .preds(cur.1)
+                .iter()
+                .filter(|&&(f, _)| f != cur.1 && self.mark[f as usize] == self.stamp)
+                .map(|&(f, _)| (self.completion(f), f))
+                .filter(|&(c, _)| c <= cur.0)
+                .max();
+            match pred {
+                Some(p) => {
+                    chain.push(p.1);
+                    cur = p;
+                }
+                None => break,
+            }
+        }
+        chain.reverse();
+        let mut path = Vec::with_capacity(chain.len());
+        let mut enabled = None;
+        for &l in &chain {
+            let done = self.completion(l);
+            path.push(self.step(l, enabled, done));
+            enabled = Some(done);
+        }
+        Instance {
+            start_ns: start.min(g.leaves[chain[0] as usize].start_ns),
+            end_ns: last.0.max(start),
+            path,
+            bytes_in,
+            bytes_out,
+        }
+    }
+
+    /// The share of leaf `l` on a path: from `enabled` (its predecessor's completion; its own
+    /// start for the first leaf) to `done`.
+    fn step(&self, l: u32, enabled: Option<u64>, done: u64) -> PathStep {
+        let leaf = &self.g.leaves[l as usize];
+        let own = done.saturating_sub(leaf.start_ns);
+        let share = done.saturating_sub(enabled.unwrap_or(leaf.start_ns));
+        let kept = share.min(own);
+        let scale = |ns: u64| -> u64 {
+            if own == 0 {
+                0
+            } else {
+                (u128::from(ns) * u128::from(kept) / u128::from(own)) as u64
+            }
+        };
+        let mut blocked = [0u64; BlockKind::ALL.len()];
+        let inner = [
+            (BlockKind::Lock, leaf.lock_ns),
+            (BlockKind::Sleep, leaf.sleep_ns),
+            (BlockKind::Io, leaf.other_ns),
+        ];
+        let block = if done > leaf.end_ns { leaf.block_ns } else { 0 };
+        let mut waited = 0;
+        for (k, ns) in inner {
+            let ns = ns.min(own.saturating_sub(waited));
+            blocked[k.index()] += scale(ns);
+            waited += ns;
+        }
+        let end = end_kind(self.g, self.idx, l);
+        blocked[end.index()] += scale(block.min(own.saturating_sub(waited)));
+        blocked[BlockKind::Queued.index()] += share - kept;
+        let accounted: u64 = blocked.iter().sum();
+        PathStep {
+            leaf: l,
+            running_ns: share.saturating_sub(accounted),
+            blocked,
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Metrics of one leaf instance: wall, running and blocked time by kind, bytes per channel kind.
+//!
+//! The graph keeps each leaf's span (`start_ns..end_ns`), the time inside the call that ended it
+//! (`block_ns`) and the time inside calls within it that did not cut it (`lock_ns`, `sleep_ns`,
+//! `other_ns`). From those: wall = span + block, running = span − the inner calls, and blocked
+//! time by kind, where the ending call counts by what it waited on, or as
+//! [`BlockKind::Idle`] when the thread went back for new work after it.
+
+use scalpel_model::graph::{EdgeKind, Graph, ObjIndex};
+use serde::Serialize;
+
+use super::kinds::{BlockKind, KindTimes};
+
+/// Per-graph facts the metrics need, computed once.
+pub struct GraphIndex {
+    /// Per leaf: whether the program edge out of it is weak (the thread went back for work).
+    pub weak_out: Vec<bool>,
+    /// Per leaf: the start of its in-edges from other leaves in `in_from`.
+    in_start: Vec<u32>,
+    /// Sources of in-edges (leaves only), with their kinds.
+    in_from: Vec<(u32, EdgeKind)>,
+}
+
+impl GraphIndex {
+    /// Indexes `g`'s edges.
+    pub fn new(g: &Graph) -> Self {
+        let n = g.leaves.len();
+        let mut weak_out = vec![false; n];
+        let mut counts = vec![0u32; n + 1];
+        for e in &g.edges {
+            if e.kind == EdgeKind::ProgramWeak && g.is_leaf(e.from) {
+                weak_out[e.from as usize] = true;
+            }
+            if g.is_leaf(e.from) && g.is_leaf(e.to) {
+                counts[e.to as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            counts[i + 1] += counts[i];
+        }
+        let mut fill = counts.clone();
+        let mut in_from = vec![(0, EdgeKind::Program); counts[n] as usize];
+        for e in &g.edges {
+            if g.is_leaf(e.from) && g.is_leaf(e.to) {
+                let at = &mut fill[e.to as usize];
+                in_from[*at as usize] = (e.from, e.kind);
+                *at += 1;
+            }
+        }
+        GraphIndex {
+            weak_out,
+            in_start: counts,
+            in_from,
+        }
+    }
+
+    /// The leaves with an edge into `leaf`, and the edge kinds.
+    pub fn preds(&self, leaf: u32) -> &[(u32, EdgeKind)] {
+        let i = leaf as usize;
+        &self.in_from[self.in_start[i] as usize..self.in_start[i + 1] as usize]
+    }
+
+    /// The leaf that woke `leaf`'s thread out of the call that ended `leaf`: the source of the
+    /// first cross-thread edge into the thread's next leaf.
+    pub fn waker(&self, g: &Graph, leaf: u32) -> Option<u32> {
+        let next = leaf + 1;
+        let same = g
+            .leaves
+            .get(next as usize)
+            .is_some_and(|n| n.thread == g.leaves[leaf as usize].thread);
+        if !same {
+            return None;
+        }
+        self.preds(next)
+            .iter()
+            .find(|(_, k)| !k.in_thread())
+            .map(|&(f, _)| f)
+    }
+}
+
+/// Bytes moved on one kind of channel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ChannelBytes {
+    /// `tcp`, `udp`, `unix`, `pipe`, `eventfd`, `file`, or `other`.
+    pub kind: String,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+}
+
+/// What one leaf instance spent its time on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeafMetrics {
+    /// From its start to the next leaf's start: its span plus the ending call.
+    pub wall_ns: u64,
+    /// Its span minus the calls inside it.
+    pub running_ns: u64,
+    /// Blocked time by kind (see [`BlockKind::ALL`] for the order).
+    #[serde(serialize_with = "super::ser_kinds")]
+    pub blocked: KindTimes,
+    /// Bytes by channel kind, in kind order.
+    pub channels: Vec<ChannelBytes>,
+}
+
+/// The channel kind of object `o`: the first word of a stream's description.
+pub fn channel_kind(g: &Graph, o: Option<ObjIndex>) -> &str {
+    let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
+        return "other";
+    };
+    if info.kind != "stream" {
+        return "other";
+    }
+    match info.desc.split(' ').next() {
+        Some(k) if !k.is_empty() => k,
+        _ => "other",
+    }
+}
+
+/// The kind the call that ended `leaf` counts as.
+pub fn end_kind(g: &Graph, idx: &GraphIndex, leaf: u32) -> BlockKind {
+    if idx.weak_out[leaf as usize] {
+        return BlockKind::Idle;
+    }
+    BlockKind::of(g.leaves[leaf as usize].end_op.and_then(|o| o.op()))
+}
+
+/// The metrics of `leaf`.
+pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
+    let l = &g.leaves[leaf as usize];
+    let span = l.end_ns.saturating_sub(l.start_ns);
+    let mut blocked = [0u64; BlockKind::ALL.len()];
+    blocked[BlockKind::Lock.index()] += l.lock_ns;
+    blocked[BlockKind::Sleep.index()] += l.sleep_ns;
+    blocked[BlockKind::Io.index()] += l.other_ns;
+    blocked[end_kind(g, idx, leaf).index()] += l.block_ns;
+    let mut channels: Vec<ChannelBytes> = Vec::new();
+    let mut add = |kind: &str, i: u64, o: u64| {
+        if i == 0 && o == 0 {
+            return;
+        }
+        match channels.iter_mut().find(|c| c.kind == kind) {
+            Some(c) => {
+                c.bytes_in += i;
+                c.bytes_out += o;
+            }
+            None => channels.push(ChannelBytes {
+                kind: kind.to_string(),
+                bytes_in: i,
+                bytes_out: o,
+            }),
+        }
+    };
+    // Channel bytes in came with the call that started the leaf, which ended the previous leaf
+    // of the thread.
+    let prev_obj = (leaf > 0)
+        .then(|| &g.leaves[leaf as usize - 1])
+        .filter(|p| p.thread == l.thread)
+        .and_then(|p| p.end_obj);
+    add(
+        channel_kind(g, prev_obj),
+        l.bytes_in.saturating_sub(l.file_in),
+        0,
+    );
+    add(
+        channel_kind(g, l.end_obj),
+        0,
+        l.bytes_out.saturating_sub(l.file_out),
+    );
+    add("file", l.file_in, l.file_out);
+    channels.sort_by(|a, b| a.kind.cmp(&b.kind));
+    LeafMetrics {
+        wall_ns: span + l.block_ns,
+        running_ns: span.saturating_sub(l.lock_ns + l.sleep_ns + l.other_ns),
+        blocked,
+        channels,
+    }
+}

@@ -1,0 +1,70 @@
+//! Rollups: where the time and the bytes went, per leaf instance, per task instance and per
+//! task type, and the top-down view built on them (`scalpel top`, `scalpel report`).
+//!
+//! Scope: numbers computed from `graph.json` and `model.json` alone: latency percentiles,
+//! critical paths, blocked time by kind with the call, stack and peer that explain it, bytes and
+//! bandwidth. Non-goals: wait-for-graph bottleneck analysis and flame graphs (planned on the same
+//! traces), and anything that needs the raw trace again.
+
+mod blame;
+mod instance;
+mod kinds;
+mod leaf;
+mod render;
+mod report;
+mod source;
+mod stats;
+mod view;
+
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+use serde::ser::SerializeMap;
+
+pub use blame::{Blame, STACK_FRAMES};
+pub use instance::{Evaluator, Instance, PathStep};
+pub use kinds::{nonzero, BlockKind, KindTimes};
+pub use leaf::{channel_kind, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
+pub use render::{csv, duration, table};
+pub use report::{report_html, ReportOptions};
+pub use source::{load, Loaded, SourceError};
+pub use stats::{type_stats, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
+pub use view::{top_view, TopError, TopOptions, TopView};
+
+/// The rollups of one model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rollup {
+    /// Per model type, in the model's order.
+    pub types: Vec<TypeStats>,
+    /// Blocked time per leaf type by call, object and peer.
+    pub blame: Vec<Blame>,
+    /// From the first leaf's start to the last leaf's end.
+    pub span_ns: u64,
+}
+
+/// Rolls up `model`, mined from `graph`.
+pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
+    let idx = GraphIndex::new(graph);
+    let first = graph.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0);
+    let last = graph
+        .leaves
+        .iter()
+        .map(|l| l.end_ns + l.block_ns)
+        .max()
+        .unwrap_or(0);
+    Rollup {
+        types: type_stats(graph, model, &idx),
+        blame: blame::blame(graph, &idx),
+        span_ns: last.saturating_sub(first),
+    }
+}
+
+/// Serializes per-kind times as a map of the kinds that have time.
+fn ser_kinds<S: serde::Serializer>(t: &KindTimes, s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(None)?;
+    for k in BlockKind::ALL {
+        if t[k.index()] > 0 {
+            m.serialize_entry(k.name(), &t[k.index()])?;
+        }
+    }
+    m.end()
+}

@@ -1,0 +1,212 @@
+//! `scalpel report`: one self-contained HTML page with the model drawing, the rollup table and
+//! a drill-down for the top tasks. No scripts and no external files: it opens anywhere.
+
+use std::fmt::Write;
+
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+
+use super::render::duration;
+use super::view::{top_view, Expanded, TaskRow, TopOptions};
+use super::Rollup;
+use crate::mine::{model_svg, ModelDraw};
+
+/// What the report holds. `Default`: 5 drill-downs, no title.
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// How many top-level tasks get a drill-down.
+    pub tasks: usize,
+    /// What the report is about (shown in the heading).
+    pub title: String,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            tasks: 5,
+            title: String::new(),
+        }
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;\
+text-align:right}td:first-child,th:first-child{text-align:left}th{background:#eee}\
+.svg{overflow:auto;border:1px solid #ccc;max-height:60em}pre{background:#f6f6f6;padding:6px;\
+margin:2px 0 8px 2em;font-size:85%}.bar{display:inline-block;height:10px;background:#c44}";
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn task_cells(r: &TaskRow) -> String {
+    let blocked: Vec<String> = r
+        .blocked_shares
+        .iter()
+        .take(3)
+        .map(|(k, s)| format!("{} {}", k.name(), pct(*s)))
+        .collect();
+    format!(
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
+         <td>{:.0}</td><td>{}</td><td>{}</td>",
+        r.count,
+        duration(r.total_ns),
+        duration(r.latency.mean_ns),
+        duration(r.latency.p50_ns),
+        duration(r.latency.p99_ns),
+        duration(r.latency.max_ns),
+        r.per_second,
+        r.bandwidth,
+        pct(r.running_share),
+        esc(&blocked.join(", "))
+    )
+}
+
+const TASK_HEAD: &str = "<th>count</th><th>total</th><th>mean</th><th>p50</th><th>p99</th>\
+<th>max</th><th>per s</th><th>bytes/s</th><th>running</th><th>blocked (critical path)</th>";
+
+fn drill(o: &mut String, e: &Expanded) {
+    let _ = writeln!(
+        o,
+        "<h3>{}</h3><p>{} instances, latency mean {}, critical path {} per instance.</p>",
+        esc(&e.task.name),
+        e.task.count,
+        duration(e.task.latency.mean_ns),
+        duration(e.critical_ns)
+    );
+    if !e.children.is_empty() {
+        let _ = writeln!(
+            o,
+            "<table><tr><th>child</th><th>per parent</th><th>latency share</th>\
+             <th>critical share</th>{TASK_HEAD}</tr>"
+        );
+        for c in &e.children {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td>{}</tr>",
+                esc(&c.task.name),
+                c.per_parent,
+                pct(c.latency_share),
+                pct(c.critical_share),
+                task_cells(&c.task)
+            );
+        }
+        let _ = writeln!(o, "</table>");
+    }
+    let _ = writeln!(
+        o,
+        "<table><tr><th>critical path: leaf</th><th>what</th><th>per instance</th>\
+         <th>share</th><th></th></tr>"
+    );
+    for c in &e.contributors {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td><span class=bar style=\"width:{}px\"></span></td></tr>",
+            esc(&c.leaf),
+            esc(&c.what),
+            duration(c.per_instance_ns),
+            pct(c.share),
+            (c.share * 200.0).round() as u32
+        );
+    }
+    let _ = writeln!(o, "</table>");
+    for c in e.contributors.iter().filter(|c| !c.calls.is_empty()) {
+        let _ = writeln!(
+            o,
+            "<details><summary>{} blocked in {}</summary>",
+            esc(&c.leaf),
+            esc(&c.what)
+        );
+        for k in &c.calls {
+            let peer = k
+                .peer
+                .as_ref()
+                .map(|p| format!(", woken or held by {}", esc(p)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "<div>{} ×{} on {} (total {}, max {}){peer}</div><pre>{}</pre>",
+                esc(&k.call),
+                k.count,
+                esc(&k.object),
+                duration(k.total_ns),
+                duration(k.max_ns),
+                esc(&k.stack.join("\n"))
+            );
+        }
+        let _ = writeln!(o, "</details>");
+    }
+}
+
+/// The report page, and why it has no drawing if it has none.
+pub fn report_html(
+    graph: &Graph,
+    model: &Model,
+    r: &Rollup,
+    opts: &ReportOptions,
+) -> (String, Option<String>) {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Scalpel report</title>\
+         <style>{STYLE}</style></head><body>"
+    );
+    let _ = writeln!(o, "<h1>Scalpel report: {}</h1>", esc(&opts.title));
+    let view = top_view(graph, model, r, &TopOptions::default()).ok();
+    if let Some(v) = &view {
+        let _ = writeln!(
+            o,
+            "<p>{} processes, {} threads, {} leaf tasks over {}; {} task types.</p>",
+            v.processes,
+            v.threads,
+            v.leaves,
+            duration(v.span_ns),
+            model.types.len()
+        );
+    }
+    let draw = ModelDraw {
+        mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
+        ..ModelDraw::default()
+    };
+    let svg = model_svg(model, graph, &draw);
+    let _ = writeln!(o, "<h2>Task model</h2>");
+    let err = match svg {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let body = text.find("<svg").map_or(&text[..], |i| &text[i..]);
+            let _ = writeln!(o, "<div class=svg>{body}</div>");
+            None
+        }
+        Err(e) => {
+            let _ = writeln!(o, "<p>No drawing: {}</p>", esc(&e));
+            Some(e)
+        }
+    };
+    let _ = writeln!(o, "<h2>Top-level tasks by total time</h2>");
+    let _ = writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>");
+    let tasks = view.map(|v| v.tasks).unwrap_or_default();
+    for t in &tasks {
+        let _ = writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t));
+    }
+    let _ = writeln!(o, "</table><h2>Drill-down</h2>");
+    for t in tasks.iter().take(opts.tasks) {
+        let view_opts = TopOptions {
+            expand: Some(t.name.clone()),
+            limit: 10,
+            ..TopOptions::default()
+        };
+        if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
+            drill(&mut o, &e);
+        }
+    }
+    let _ = writeln!(o, "</body></html>");
+    (o, err)
+}

@@ -1,0 +1,151 @@
+//! Finding the graph and model that `scalpel top` and `scalpel report` work on: a `model.json`
+//! (with the `graph.json` it names), a directory `scalpel infer` wrote, or a trace directory,
+//! which is inferred on the spot with default options.
+
+use std::path::{Path, PathBuf};
+
+use scalpel_model::graph::{Graph, GRAPH_SCHEMA};
+use scalpel_model::task::{Model, MODEL_SCHEMA};
+
+use crate::graph::{build_graph, GraphError, GraphOptions};
+use crate::mine::{mine, MineOptions};
+
+/// Why the inputs could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not the JSON it should be.
+    #[error("{} is not a valid {what}: {source}", .path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What it should hold.
+        what: &'static str,
+        /// The parser's complaint, with line and column.
+        source: serde_json::Error,
+    },
+    /// A file has another schema version.
+    #[error("{} has schema {found:?}, expected {expected:?}", .path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema.
+        found: String,
+        /// Ours.
+        expected: &'static str,
+    },
+    /// The model and the graph do not belong together.
+    #[error("{} refers to {model} leaves but {} has {graph}", .model_path.display(), .graph_path.display())]
+    Mismatch {
+        /// The model file.
+        model_path: PathBuf,
+        /// Its leaf count.
+        model: u64,
+        /// The graph file.
+        graph_path: PathBuf,
+        /// Its leaf count.
+        graph: usize,
+    },
+    /// A trace directory could not be inferred.
+    #[error("cannot build the causal graph of {}: {source}", .dir.display())]
+    Graph {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Why.
+        source: GraphError,
+    },
+}
+
+/// A graph and the model mined from it.
+pub struct Loaded {
+    /// The causal graph.
+    pub graph: Graph,
+    /// The model.
+    pub model: Model,
+    /// Where the model came from (the model file, or the trace directory).
+    pub from: PathBuf,
+    /// Warnings from inferring a trace directory.
+    pub warnings: Vec<String>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &'static str,
+) -> Result<T, SourceError> {
+    let text = std::fs::read(path).map_err(|source| SourceError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_slice(&text).map_err(|source| SourceError::Json {
+        path: path.to_path_buf(),
+        what,
+        source,
+    })
+}
+
+/// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (mined
+/// with `mine_opts`).
+pub fn load(path: &Path, mine_opts: &MineOptions) -> Result<Loaded, SourceError> {
+    let model_path = if path.is_dir() {
+        path.join("model.json")
+    } else {
+        path.to_path_buf()
+    };
+    if !path.is_dir() || model_path.is_file() {
+        let model: Model = read_json(&model_path, "model (model.json)")?;
+        if model.schema != MODEL_SCHEMA {
+            return Err(SourceError::Schema {
+                path: model_path,
+                found: model.schema,
+                expected: MODEL_SCHEMA,
+            });
+        }
+        let base = model_path.parent().unwrap_or(Path::new("."));
+        let graph_path = base.join(&model.graph);
+        let graph: Graph = read_json(&graph_path, "causal graph (graph.json)")?;
+        if graph.schema != GRAPH_SCHEMA {
+            return Err(SourceError::Schema {
+                path: graph_path,
+                found: graph.schema,
+                expected: GRAPH_SCHEMA,
+            });
+        }
+        if model.leaves != graph.leaves.len() as u64
+            || model.leaf_parent.len() != graph.leaves.len()
+        {
+            return Err(SourceError::Mismatch {
+                model_path,
+                model: model.leaves,
+                graph_path,
+                graph: graph.leaves.len(),
+            });
+        }
+        return Ok(Loaded {
+            graph,
+            model,
+            from: model_path,
+            warnings: Vec::new(),
+        });
+    }
+    let built =
+        build_graph(path, &GraphOptions::default()).map_err(|source| SourceError::Graph {
+            dir: path.to_path_buf(),
+            source,
+        })?;
+    let mined = mine(&built.graph, "graph.json", mine_opts);
+    let mut warnings = built.warnings;
+    warnings.extend(mined.warnings);
+    Ok(Loaded {
+        graph: built.graph,
+        model: mined.model,
+        from: path.to_path_buf(),
+        warnings,
+    })
+}

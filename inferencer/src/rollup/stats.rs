@@ -1,0 +1,302 @@
+//! Rollups per task type: latency percentiles, throughput, bytes and bandwidth, where the time on
+//! the critical path went (by kind and by leaf), and each child's share of the parent.
+
+use ahash::AHashMap;
+use scalpel_model::graph::Graph;
+use scalpel_model::task::{Model, OccRef, TaskKind};
+use serde::Serialize;
+
+use super::instance::{Evaluator, Instance};
+use super::kinds::{BlockKind, KindTimes};
+use super::leaf::GraphIndex;
+
+/// Latency percentiles (nearest rank) of a type's instances.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Latency {
+    /// Mean.
+    pub mean_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+}
+
+impl Latency {
+    /// The percentiles of `v` (sorted here).
+    pub fn of(v: &mut [u64]) -> Latency {
+        if v.is_empty() {
+            return Latency::default();
+        }
+        v.sort_unstable();
+        let rank = |p: u64| v[((v.len() as u64 * p).div_ceil(100) as usize).clamp(1, v.len()) - 1];
+        Latency {
+            mean_ns: (v.iter().map(|&x| u128::from(x)).sum::<u128>() / v.len() as u128) as u64,
+            p50_ns: rank(50),
+            p90_ns: rank(90),
+            p99_ns: rank(99),
+            max_ns: v[v.len() - 1],
+        }
+    }
+}
+
+/// Time on critical paths spent in one leaf type, of one kind (`None`: running).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Contributor {
+    /// The leaf type (model type index).
+    pub leaf_type: u32,
+    /// What the time was: a blocking kind, or `None` for running.
+    pub kind: Option<BlockKind>,
+    /// Total over the type's instances.
+    pub ns: u64,
+}
+
+/// A child type's part in its parent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChildStats {
+    /// The child type.
+    pub ty: u32,
+    /// Its occurrences inside the parent's.
+    pub count: u64,
+    /// Its instances' latencies added up, over the parent's (above 1 when children overlap).
+    pub latency_share: f64,
+    /// Its part of the parent's critical paths.
+    pub critical_share: f64,
+}
+
+/// Everything rolled up for one task type.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypeStats {
+    /// Model type index.
+    pub ty: u32,
+    /// Instances.
+    pub count: u64,
+    /// Instance latencies.
+    pub latency: Latency,
+    /// Latencies added up.
+    pub total_ns: u64,
+    /// Critical path lengths added up.
+    pub critical_ns: u64,
+    /// From the first instance's start to the last one's end.
+    pub span_ns: u64,
+    /// Instances per second of `span_ns`.
+    pub per_second: f64,
+    /// Bytes read by its leaves.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Bytes in and out per second of `span_ns`.
+    pub bandwidth: f64,
+    /// Running time on the critical paths.
+    pub running_ns: u64,
+    /// Blocked time on the critical paths, by kind.
+    #[serde(serialize_with = "super::ser_kinds")]
+    pub blocked: KindTimes,
+    /// Where critical-path time went, largest first.
+    pub contributors: Vec<Contributor>,
+    /// Its child types, in the model's order.
+    pub children: Vec<ChildStats>,
+}
+
+/// How many contributors each type keeps.
+pub const CONTRIBUTORS: usize = 12;
+
+fn occ_parent(model: &Model, r: OccRef) -> Option<OccRef> {
+    model.types[r.ty as usize]
+        .occurrences
+        .get(r.index as usize)
+        .and_then(|o| o.parent)
+}
+
+/// The direct child of occurrence `of` that holds `leaf` (the leaf itself when it is a direct
+/// part), as a reference; a leaf reference has its leaf type and the leaf id.
+fn direct_child(model: &Model, leaf_type: u32, leaf: u32, of: OccRef) -> Option<OccRef> {
+    let mut child = OccRef {
+        ty: leaf_type,
+        index: leaf,
+    };
+    let mut up = model.leaf_parent.get(leaf as usize).copied().flatten();
+    while let Some(r) = up {
+        if r == of {
+            return Some(child);
+        }
+        child = r;
+        up = occ_parent(model, r);
+    }
+    None
+}
+
+/// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
+pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> {
+    let mut eval = Evaluator::new(g, idx);
+    let mut by_leaf_type: Vec<Vec<u32>> = vec![Vec::new(); g.types.len()];
+    for (i, l) in g.leaves.iter().enumerate() {
+        if let Some(v) = by_leaf_type.get_mut(l.ty as usize) {
+            v.push(i as u32);
+        }
+    }
+    // Latency of every occurrence, for children's shares: leaf types by leaf id.
+    let mut occ_latency: Vec<Vec<u64>> = vec![Vec::new(); model.types.len()];
+    let mut order: Vec<usize> = (0..model.types.len()).collect();
+    order.sort_by_key(|&t| (model.types[t].level, t));
+    let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
+    for t in order {
+        let ty = &model.types[t];
+        let leaf_type = (ty.kind == TaskKind::Leaf).then(|| ty.leaf_type.unwrap_or(t as u32));
+        let instances: Vec<Instance> = match leaf_type {
+            Some(lt) => by_leaf_type
+                .get(lt as usize)
+                .map(|v| v.iter().map(|&l| eval.eval(&[l])).collect())
+                .unwrap_or_default(),
+            None => ty
+                .occurrences
+                .iter()
+                .map(|o| eval.eval(&o.leaves))
+                .collect(),
+        };
+        if leaf_type.is_some() {
+            let mut lat = vec![0; g.leaves.len()];
+            if let Some(v) = leaf_type.and_then(|lt| by_leaf_type.get(lt as usize)) {
+                for (&l, i) in v.iter().zip(&instances) {
+                    lat[l as usize] = i.latency();
+                }
+            }
+            occ_latency[t] = lat;
+        } else {
+            occ_latency[t] = instances.iter().map(Instance::latency).collect();
+        }
+        let children = if leaf_type.is_some() {
+            Vec::new()
+        } else {
+            child_stats(g, model, t as u32, &instances, &occ_latency)
+        };
+        out[t] = Some(summarize(g, t as u32, &instances, children));
+    }
+    out.into_iter().flatten().collect()
+}
+
+fn child_stats(
+    g: &Graph,
+    model: &Model,
+    t: u32,
+    instances: &[Instance],
+    occ_latency: &[Vec<u64>],
+) -> Vec<ChildStats> {
+    let ty = &model.types[t as usize];
+    let mut lat: AHashMap<u32, (u64, u64)> = AHashMap::new();
+    let mut crit: AHashMap<u32, u64> = AHashMap::new();
+    let (mut total, mut total_crit) = (0u64, 0u64);
+    for (i, (o, inst)) in ty.occurrences.iter().zip(instances).enumerate() {
+        let of = OccRef {
+            ty: t,
+            index: i as u32,
+        };
+        total += inst.latency();
+        let mut seen: Vec<OccRef> = o
+            .leaves
+            .iter()
+            .filter_map(|&l| direct_child(model, g.leaves[l as usize].ty, l, of))
+            .collect();
+        seen.sort_unstable_by_key(|r| (r.ty, r.index));
+        seen.dedup();
+        for r in seen {
+            let e = lat.entry(r.ty).or_default();
+            e.0 += 1;
+            e.1 += occ_latency[r.ty as usize]
+                .get(r.index as usize)
+                .copied()
+                .unwrap_or(0);
+        }
+        for s in &inst.path {
+            let lt = g.leaves[s.leaf as usize].ty;
+            if let Some(r) = direct_child(model, lt, s.leaf, of) {
+                *crit.entry(r.ty).or_default() += s.total();
+                total_crit += s.total();
+            }
+        }
+    }
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    ty.children
+        .iter()
+        .map(|c| {
+            let (count, sum) = lat.get(&c.ty).copied().unwrap_or_default();
+            ChildStats {
+                ty: c.ty,
+                count,
+                latency_share: ratio(sum, total),
+                critical_share: ratio(crit.get(&c.ty).copied().unwrap_or(0), total_crit),
+            }
+        })
+        .collect()
+}
+
+fn summarize(g: &Graph, t: u32, instances: &[Instance], children: Vec<ChildStats>) -> TypeStats {
+    let mut lat: Vec<u64> = instances.iter().map(Instance::latency).collect();
+    let total_ns = lat.iter().sum();
+    let latency = Latency::of(&mut lat);
+    let first = instances.iter().map(|i| i.start_ns).min().unwrap_or(0);
+    let last = instances.iter().map(|i| i.end_ns).max().unwrap_or(0);
+    let span_ns = last.saturating_sub(first);
+    let per_s = |x: f64| {
+        if span_ns == 0 {
+            0.0
+        } else {
+            x * 1e9 / span_ns as f64
+        }
+    };
+    let mut blocked = [0u64; BlockKind::ALL.len()];
+    let mut running_ns = 0;
+    let mut contrib: AHashMap<(u32, Option<BlockKind>), u64> = AHashMap::new();
+    for s in instances.iter().flat_map(|i| &i.path) {
+        let lt = g.leaves[s.leaf as usize].ty;
+        running_ns += s.running_ns;
+        *contrib.entry((lt, None)).or_default() += s.running_ns;
+        for k in BlockKind::ALL {
+            let ns = s.blocked[k.index()];
+            if ns > 0 {
+                blocked[k.index()] += ns;
+                *contrib.entry((lt, Some(k))).or_default() += ns;
+            }
+        }
+    }
+    let mut contributors: Vec<Contributor> = contrib
+        .into_iter()
+        .filter(|&(_, ns)| ns > 0)
+        .map(|((leaf_type, kind), ns)| Contributor {
+            leaf_type,
+            kind,
+            ns,
+        })
+        .collect();
+    contributors.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.leaf_type.cmp(&b.leaf_type))
+            .then(a.kind.cmp(&b.kind))
+    });
+    contributors.truncate(CONTRIBUTORS);
+    let bytes_in: u64 = instances.iter().map(|i| i.bytes_in).sum();
+    let bytes_out: u64 = instances.iter().map(|i| i.bytes_out).sum();
+    TypeStats {
+        ty: t,
+        count: instances.len() as u64,
+        latency,
+        total_ns,
+        critical_ns: instances
+            .iter()
+            .flat_map(|i| &i.path)
+            .map(|s| s.total())
+            .sum(),
+        span_ns,
+        per_second: per_s(instances.len() as f64),
+        bytes_in,
+        bytes_out,
+        bandwidth: per_s((bytes_in + bytes_out) as f64),
+        running_ns,
+        blocked,
+        contributors,
+        children,
+    }
+}

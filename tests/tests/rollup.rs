@@ -1,0 +1,235 @@
+//! Rollups and the top-down view on recorded programs: leaf metrics against values worked out
+//! by hand, and `scalpel top` naming an injected delay.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use scalpel_e2e::score::{load_tasks, report, score};
+use scalpel_e2e::{build_c, own_bin, record, record_with, scalpel};
+use scalpel_inferencer::rollup::{leaf_metrics, rollup, BlockKind, GraphIndex};
+use scalpel_model::format::Op;
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(scalpel())
+        .args(args)
+        .output()
+        .expect("scalpel runs")
+}
+
+fn infer(dir: &Path, out: &Path) {
+    let o = run(&[
+        "infer".as_ref(),
+        dir.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn load(out: &Path) -> (Model, Graph) {
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    (
+        serde_json::from_str(&read("model.json")).unwrap(),
+        serde_json::from_str(&read("graph.json")).unwrap(),
+    )
+}
+
+const MS: u64 = 1_000_000;
+
+fn within(what: &str, v: u64, lo: u64, hi: u64) {
+    assert!(
+        (lo..=hi).contains(&v),
+        "{what}: {v} ns, expected {lo}..={hi}"
+    );
+}
+
+#[test]
+fn leaf_metrics_match_the_program_worked_out_by_hand() {
+    let exe = build_c("metrics", "metrics", &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("out.txt");
+    let r = record(&exe, &[file.to_str().unwrap()]).success();
+    let out = r.tmp.path().join("model");
+    infer(&r.dir, &out);
+    let (model, g) = load(&out);
+    let idx = GraphIndex::new(&g);
+    let thread = |name: &str| {
+        g.threads
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no thread {name}: {:?}", g.threads))
+    };
+    let leaves_of = |name: &str| {
+        let t = thread(name);
+        (t.first_leaf..t.first_leaf + t.leaves).collect::<Vec<u32>>()
+    };
+    let op = |l: u32| g.leaves[l as usize].end_op.and_then(|o| o.op());
+    // Main: the leaf that ends at the read waited 5 ms asleep and ~25 ms for the lock the holder
+    // kept for 30 ms, then ~20 ms in the read (the holder slept 20 ms before writing).
+    let main = leaves_of("metrics");
+    let before_read = *main
+        .iter()
+        .find(|&&l| op(l) == Some(Op::Read))
+        .expect("main's leaf ending at the read");
+    let m = leaf_metrics(&g, &idx, before_read);
+    let b = |k: BlockKind| m.blocked[k.index()];
+    within("main sleep", b(BlockKind::Sleep), 5 * MS, 10 * MS);
+    within("main lock wait", b(BlockKind::Lock), 18 * MS, 30 * MS);
+    within("main read wait", b(BlockKind::Read), 14 * MS, 26 * MS);
+    within("main running", m.running_ns, 0, 3 * MS);
+    let sum: u64 = m.running_ns + m.blocked.iter().sum::<u64>();
+    assert_eq!(sum, m.wall_ns, "running + blocked = wall");
+    within("main wall", m.wall_ns, 48 * MS, 62 * MS);
+    // The leaf after the read: 100 bytes in from the pipe, 10 bytes out to the file.
+    let after = leaf_metrics(&g, &idx, before_read + 1);
+    let chan = |k: &str| after.channels.iter().find(|c| c.kind == k).cloned();
+    let pipe = chan("pipe").expect("pipe bytes");
+    assert_eq!((pipe.bytes_in, pipe.bytes_out), (100, 0));
+    let f = chan("file").expect("file bytes");
+    assert_eq!((f.bytes_in, f.bytes_out), (0, 10));
+    // Holder: 50 ms asleep in two sleeps, 100 bytes out on the pipe.
+    let holder = leaves_of("holder");
+    let writes = *holder
+        .iter()
+        .find(|&&l| op(l) == Some(Op::Write))
+        .expect("holder's leaf ending at the write");
+    let h = leaf_metrics(&g, &idx, writes);
+    within(
+        "holder sleep",
+        h.blocked[BlockKind::Sleep.index()],
+        50 * MS,
+        60 * MS,
+    );
+    let hp = h.channels.iter().find(|c| c.kind == "pipe").unwrap();
+    assert_eq!((hp.bytes_in, hp.bytes_out), (0, 100));
+    // Blame: the lock wait names the holder's leaf as the holder, the read names it as the
+    // waker, and the holder's sleeps are in hold_and_send.
+    let r = rollup(&g, &model);
+    let holder_ty = g.leaves[writes as usize].ty;
+    let main_ty = g.leaves[before_read as usize].ty;
+    let of = |ty: u32, k: BlockKind| {
+        r.blame
+            .iter()
+            .find(|x| x.leaf_type == ty && x.kind == k)
+            .unwrap_or_else(|| panic!("no {k:?} blame for type {ty}: {:#?}", r.blame))
+    };
+    assert_eq!(
+        of(main_ty, BlockKind::Lock).peer,
+        Some(holder_ty),
+        "lock holder"
+    );
+    assert_eq!(
+        of(main_ty, BlockKind::Read).peer,
+        Some(holder_ty),
+        "read waker"
+    );
+    let sleep = of(holder_ty, BlockKind::Sleep);
+    assert_eq!(sleep.count, 2);
+    assert_eq!(sleep.function.as_deref(), Some("hold_and_send"));
+}
+
+#[test]
+fn top_names_an_injected_sleep_as_the_largest_contributor() {
+    const SLEEP_US: u64 = 5000;
+    let truth = std::env::temp_dir().join(format!("scalpel-rollup-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&truth);
+    let sleep = SLEEP_US.to_string();
+    let args = ["mixed", "--items", "400", "--put-sleep-us", &sleep];
+    let r = record_with(&own_bin("tasks"), &args, |c| {
+        c.env("SCALPEL_TRUTH", &truth);
+    })
+    .success();
+    let out = r.tmp.path().join("model");
+    infer(&r.dir, &out);
+    let (model, g) = load(&out);
+    let composed: &[(&str, &[&str])] = &[
+        ("get", &["get_ask", "get_serve"]),
+        ("put", &["put_ask", "put_serve"]),
+    ];
+    let sc = score(&model, &g, &load_tasks(&truth), composed);
+    eprintln!("{}", report(&sc));
+    let put = sc.iter().find(|t| t.truth == "put").unwrap();
+    assert!(put.recall >= 0.95, "put recall {}", put.recall);
+    let name = model.types[put.model_type.as_ref().unwrap().0 as usize]
+        .name
+        .clone();
+    let o = run(&[
+        "top".as_ref(),
+        out.as_os_str(),
+        "--expand".as_ref(),
+        name.as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &v["expanded"];
+    let first = &e["contributors"][0];
+    let leaf = first["leaf"].as_str().unwrap();
+    assert_eq!(first["what"], "sleep", "{e:#}");
+    assert!(leaf.contains("serve_put"), "largest contributor {leaf}");
+    assert_eq!(first["calls"][0]["call"], "sleep");
+    assert_eq!(first["calls"][0]["function"], "serve_put");
+    // The sleep per request and its share of the latency match the injected delay.
+    let per = first["per_instance_ns"].as_u64().unwrap() as f64;
+    let injected = (SLEEP_US * 1000) as f64;
+    assert!(
+        (per - injected).abs() <= 0.05 * injected,
+        "sleep per put {per} ns, injected {injected} ns"
+    );
+    let mean = e["task"]["latency"]["mean_ns"].as_u64().unwrap() as f64;
+    let share = first["share"].as_f64().unwrap();
+    assert!(
+        (share - injected / mean).abs() <= 0.05,
+        "sleep share {share}, injected delay over mean latency {}",
+        injected / mean
+    );
+    // The same view as a table and CSV; a task that does not exist is named in the error.
+    for fmt in ["table", "csv"] {
+        let o = run(&[
+            "top".as_ref(),
+            out.as_os_str(),
+            "--expand".as_ref(),
+            name.as_ref(),
+            "--format".as_ref(),
+            fmt.as_ref(),
+        ]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && text.contains("serve_put"), "{text}");
+    }
+    let o = run(&[
+        "top".as_ref(),
+        out.as_os_str(),
+        "--expand".as_ref(),
+        "no such task".as_ref(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("no task named \"no such task\""),
+        "{err}"
+    );
+    // Straight from the trace directory, without a prior `infer`.
+    let o = run(&["top".as_ref(), r.dir.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_file(&truth);
+}
+
+#[test]
+fn top_and_report_refuse_bad_input_with_the_file_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("model.json");
+    std::fs::write(&bad, "{\"schema\": 3").unwrap();
+    let o = run(&["top".as_ref(), bad.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("model.json") && err.contains("line 1"),
+        "{err}"
+    );
+    let missing = tmp.path().join("nothing-here");
+    let o = run(&["report".as_ref(), missing.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("nothing-here"), "{err}");
+}

@@ -68,3 +68,6 @@ fn ser_kinds<S: serde::Serializer>(t: &KindTimes, s: S) -> Result<S::Ok, S::Erro
     }
     m.end()
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! Rollup arithmetic on hand-made graphs, where every number can be worked out exactly.
+
+use scalpel_model::format::Op;
+use scalpel_model::graph::{
+    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, OpName, ThreadInfo, Unmatched,
+    GRAPH_SCHEMA,
+};
+
+use super::*;
+
+fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {
+    Leaf {
+        thread,
+        ty: thread,
+        start_ns: start,
+        end_ns: end,
+        block_ns: block,
+        start_op: None,
+        end_op: Some(OpName(op as u8)),
+        end_obj: None,
+        bytes_in: 0,
+        bytes_out: 0,
+        file_in: 0,
+        file_out: 0,
+        lock_ns: 0,
+        sleep_ns: 0,
+        other_ns: 0,
+        start_event: 0,
+        end_event: 0,
+    }
+}
+
+fn edge(from: u32, to: u32, kind: EdgeKind) -> Edge {
+    Edge {
+        from,
+        to,
+        kind,
+        obj: None,
+    }
+}
+
+/// Thread 0: leaf 0 signals at 10, leaf 1 follows. Thread 1: leaf 2 waits 2..14 on the
+/// condition, leaf 3 starts at 16 (2 ns late), sleeps 10 ns inside, ends with a 2 ns write at 30.
+fn graph() -> Graph {
+    let mut l3 = leaf(1, 16, 30, 2, Op::Write);
+    l3.sleep_ns = 10;
+    let thread = |i: u32| ThreadInfo {
+        process: 0,
+        pid: 1,
+        tid: 1 + i,
+        name: format!("t{i}"),
+        first_leaf: 2 * i,
+        leaves: 2,
+    };
+    let ty = |name: &str| LeafType {
+        name: name.into(),
+        start: BoundaryInfo {
+            op: None,
+            function: None,
+            frames: Vec::new(),
+        },
+        end: BoundaryInfo {
+            op: None,
+            function: None,
+            frames: Vec::new(),
+        },
+        count: 2,
+    };
+    Graph {
+        schema: GRAPH_SCHEMA.into(),
+        processes: Vec::new(),
+        threads: vec![thread(0), thread(1)],
+        objects: Vec::new(),
+        types: vec![ty("a"), ty("b")],
+        leaves: vec![
+            leaf(0, 0, 10, 0, Op::CondSignal),
+            leaf(0, 10, 12, 0, Op::ThreadExit),
+            leaf(1, 0, 2, 12, Op::CondWait),
+            l3,
+        ],
+        externals: Vec::new(),
+        edges: vec![
+            edge(0, 1, EdgeKind::Program),
+            edge(0, 3, EdgeKind::Cond),
+            edge(2, 3, EdgeKind::Program),
+        ],
+        locks: Vec::new(),
+        lock_waits: Vec::new(),
+        inner_waits: Vec::new(),
+        sites: Vec::new(),
+        unmatched: Unmatched::default(),
+    }
+}
+
+#[test]
+fn critical_path_follows_the_last_cause_and_adds_up_to_the_latency() {
+    let g = graph();
+    let idx = GraphIndex::new(&g);
+    let mut ev = Evaluator::new(&g, &idx);
+    let i = ev.eval(&[0, 2, 3]);
+    assert_eq!((i.start_ns, i.end_ns, i.latency()), (0, 32, 32));
+    // Leaf 3 completes last (30 + its 2 ns write); of its causes, leaf 2's wait completed at 14
+    // and leaf 0's signal at 10, so the path is 2 → 3.
+    let path: Vec<u32> = i.path.iter().map(|s| s.leaf).collect();
+    assert_eq!(path, [2, 3]);
+    let (a, b) = (&i.path[0], &i.path[1]);
+    assert_eq!(a.running_ns, 2);
+    assert_eq!(a.blocked[BlockKind::Cond.index()], 12);
+    // Leaf 3: 2 ns queued after the wait returned, 10 asleep, 2 writing, 4 running.
+    assert_eq!(b.blocked[BlockKind::Queued.index()], 2);
+    assert_eq!(b.blocked[BlockKind::Sleep.index()], 10);
+    assert_eq!(b.blocked[BlockKind::Write.index()], 2);
+    assert_eq!(b.running_ns, 4);
+    assert_eq!(a.total() + b.total(), i.latency());
+}
+
+#[test]
+fn a_wait_whose_wakeup_is_outside_the_instance_is_not_part_of_it() {
+    let g = graph();
+    let idx = GraphIndex::new(&g);
+    let mut ev = Evaluator::new(&g, &idx);
+    // Leaf 2 alone: its wait leads to leaf 3, which is not in the instance.
+    let i = ev.eval(&[2]);
+    assert_eq!(i.latency(), 2);
+    assert_eq!(i.path[0].running_ns, 2);
+    assert_eq!(i.path[0].blocked.iter().sum::<u64>(), 0);
+}
+
+#[test]
+fn leaf_metrics_split_wall_time_by_kind() {
+    let g = graph();
+    let idx = GraphIndex::new(&g);
+    let m = leaf_metrics(&g, &idx, 3);
+    assert_eq!(m.wall_ns, 16);
+    assert_eq!(m.running_ns, 4);
+    assert_eq!(m.blocked[BlockKind::Sleep.index()], 10);
+    assert_eq!(m.blocked[BlockKind::Write.index()], 2);
+    let w = leaf_metrics(&g, &idx, 2);
+    assert_eq!((w.wall_ns, w.running_ns), (14, 2));
+    assert_eq!(w.blocked[BlockKind::Cond.index()], 12);
+    assert_eq!(idx.waker(&g, 2), Some(0), "leaf 0's signal woke leaf 2's wait");
+}
+
+#[test]
+fn percentiles_are_nearest_rank() {
+    let mut v = vec![5, 1, 3, 2, 4];
+    let l = Latency::of(&mut v);
+    assert_eq!(
+        (l.mean_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns),
+        (3, 3, 5, 5, 5)
+    );
+    let mut v: Vec<u64> = (1..=100).collect();
+    let l = Latency::of(&mut v);
+    assert_eq!((l.p50_ns, l.p90_ns, l.p99_ns), (50, 90, 99));
+    assert_eq!(Latency::of(&mut []), Latency::default());
+}
+
+#[test]
+fn durations_read_well() {
+    assert_eq!(duration(812), "812 ns");
+    assert_eq!(duration(3_410_000), "3.41 ms");
+    assert_eq!(duration(1_020_000_000), "1.02 s");
+}

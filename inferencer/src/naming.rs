@@ -88,6 +88,33 @@ pub fn naming_frame(frames: &[Frame], skip: &SkipList) -> Option<usize> {
         .or(if frames.is_empty() { None } else { Some(0) })
 }
 
+/// A function name cut to what tells it apart in a task name: the last two path segments
+/// (three when the last is a closure), so `replicated_store::Primary::send_packet` reads
+/// `Primary::send_packet`. Generic arguments and `<T as Trait>` prefixes stay whole.
+pub fn short_name(f: &str) -> String {
+    let mut cuts = Vec::new();
+    let mut depth = 0i32;
+    let b = f.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        match b[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && b[i + 1] == b':' => {
+                cuts.push(i);
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let keep = if f.ends_with("{{closure}}") { 3 } else { 2 };
+    if cuts.len() < keep {
+        return f.to_string();
+    }
+    f[cuts[cuts.len() - keep] + 2..].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +129,27 @@ mod tests {
             line: None,
             missing: None,
         }
+    }
+
+    #[test]
+    fn short_names_keep_the_last_segments() {
+        assert_eq!(
+            short_name("replicated_store::Primary::send_packet"),
+            "Primary::send_packet"
+        );
+        assert_eq!(
+            short_name("replicated_store::write_frame"),
+            "replicated_store::write_frame"
+        );
+        assert_eq!(
+            short_name("a::b::main::{{closure}}"),
+            "b::main::{{closure}}"
+        );
+        assert_eq!(
+            short_name("<std::net::UdpSocket>::recv"),
+            "<std::net::UdpSocket>::recv"
+        );
+        assert_eq!(short_name("serve_put"), "serve_put");
     }
 
     #[test]

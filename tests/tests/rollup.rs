@@ -233,3 +233,84 @@ fn top_and_report_refuse_bad_input_with_the_file_named() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("nothing-here"), "{err}");
 }
+
+/// Records replicated-store in one RPC mode; returns the view of its top task, expanded, the
+/// rollup's blame and the achieved TCP bandwidth.
+fn replicated_store(
+    mode: &str,
+) -> (
+    serde_json::Value,
+    Vec<scalpel_inferencer::rollup::Blame>,
+    f64,
+) {
+    let r = record(&own_bin("replicated-store"), &["--rpc", mode]).success();
+    let out = r.tmp.path().join("model");
+    infer(&r.dir, &out);
+    let top = |extra: &[&str]| -> serde_json::Value {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "top".as_ref(),
+            out.as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let o = run(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let list = top(&[]);
+    let tcp = list["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "tcp")
+        .expect("tcp bytes")["bandwidth"]
+        .as_f64()
+        .unwrap();
+    let first = list["tasks"][0]["name"].as_str().unwrap().to_string();
+    let expanded = top(&["--expand", &first])["expanded"].clone();
+    let (model, g) = load(&out);
+    (expanded, rollup(&g, &model).blame, tcp)
+}
+
+#[test]
+fn replicated_store_async_leads_to_the_flow_control_sleep_and_sync_has_none() {
+    let in_flow_control = |b: &scalpel_inferencer::rollup::Blame| {
+        b.function
+            .as_deref()
+            .is_some_and(|f| f.ends_with("flow_control_sleep"))
+    };
+    let (top, blame, async_bw) = replicated_store("async");
+    // The task that takes the most time is blocked, above all, asleep in a sender thread, and
+    // the call behind it is the network layer's flow-control sleep.
+    let c = &top["contributors"][0];
+    assert_eq!(c["what"], "sleep", "{top:#}");
+    let call = &c["calls"][0];
+    assert!(
+        call["function"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("flow_control_sleep")),
+        "{top:#}"
+    );
+    assert!(call["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f.as_str().is_some_and(|f| f.ends_with("Primary::sender"))));
+    let slept: u64 = blame
+        .iter()
+        .filter(|b| in_flow_control(b))
+        .map(|b| b.total_ns)
+        .sum();
+    assert!(slept >= 1_000_000_000, "flow-control sleep {slept} ns");
+    let (_, blame, sync_bw) = replicated_store("sync");
+    assert!(
+        !blame.iter().any(in_flow_control),
+        "sync mode slept in flow control"
+    );
+    assert!(
+        async_bw * 2.0 < sync_bw,
+        "achieved bandwidth: async {async_bw:.0} B/s, sync {sync_bw:.0} B/s"
+    );
+    eprintln!("achieved TCP bandwidth: async {async_bw:.0} B/s, sync {sync_bw:.0} B/s");
+}

@@ -7,7 +7,7 @@ use scalpel_model::graph::{BoundaryInfo, LeafType, OpName};
 use scalpel_model::read::{FileTrace, ModuleMap, ProcessTrace};
 
 use super::leaves::LocalType;
-use crate::naming::{naming_frame, SkipList};
+use crate::naming::{naming_frame, short_name, SkipList};
 use crate::symbolize::Symbolizer;
 
 /// A symbolized stack: frame names, innermost first, and the naming function.
@@ -165,7 +165,7 @@ fn frame_name(f: &crate::symbolize::Frame) -> String {
 /// from the starting call, else the operations.
 fn type_name(start: &BoundaryInfo, end: &BoundaryInfo) -> String {
     if let Some(f) = end.function.as_ref().or(start.function.as_ref()) {
-        return f.clone();
+        return short_name(f);
     }
     let op = |o: Option<OpName>| o.map(|o| o.name()).unwrap_or_else(|| "-".into());
     format!("{}..{}", op(start.op), op(end.op))
@@ -223,7 +223,7 @@ pub fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
             }
             for (&i, c) in group.iter().zip(callers) {
                 if let Some(c) = c {
-                    types[i].name = format!("{} < {c}", types[i].name);
+                    types[i].name = format!("{} < {}", types[i].name, short_name(&c));
                     changed = true;
                 }
             }

@@ -39,6 +39,8 @@ pub struct Rollup {
     pub blame: Vec<Blame>,
     /// From the first leaf's start to the last leaf's end.
     pub span_ns: u64,
+    /// Bytes moved by all leaves, per channel kind.
+    pub channels: Vec<ChannelBytes>,
 }
 
 /// Rolls up `model`, mined from `graph`.
@@ -51,10 +53,24 @@ pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
         .map(|l| l.end_ns + l.block_ns)
         .max()
         .unwrap_or(0);
+    let mut channels: Vec<ChannelBytes> = Vec::new();
+    for i in 0..graph.leaves.len() as u32 {
+        for c in leaf_metrics(graph, &idx, i).channels {
+            match channels.iter_mut().find(|x| x.kind == c.kind) {
+                Some(x) => {
+                    x.bytes_in += c.bytes_in;
+                    x.bytes_out += c.bytes_out;
+                }
+                None => channels.push(c),
+            }
+        }
+    }
+    channels.sort_by(|a, b| a.kind.cmp(&b.kind));
     Rollup {
         types: type_stats(graph, model, &idx),
         blame: blame::blame(graph, &idx),
         span_ns: last.saturating_sub(first),
+        channels,
     }
 }
 

@@ -92,6 +92,22 @@ pub fn table(v: &TopView) -> String {
         v.leaves,
         duration(v.span_ns)
     );
+    let chans: Vec<String> = v
+        .channels
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} in, {} out ({}/s)",
+                c.kind,
+                bytes(c.bytes_in as f64),
+                bytes(c.bytes_out as f64),
+                bytes(c.bandwidth)
+            )
+        })
+        .collect();
+    if !chans.is_empty() {
+        let _ = writeln!(o, "bytes: {}", chans.join("; "));
+    }
     match &v.expanded {
         None => {
             let _ = writeln!(o, "\ntop-level tasks by total time:");

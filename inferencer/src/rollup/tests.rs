@@ -138,7 +138,11 @@ fn leaf_metrics_split_wall_time_by_kind() {
     let w = leaf_metrics(&g, &idx, 2);
     assert_eq!((w.wall_ns, w.running_ns), (14, 2));
     assert_eq!(w.blocked[BlockKind::Cond.index()], 12);
-    assert_eq!(idx.waker(&g, 2), Some(0), "leaf 0's signal woke leaf 2's wait");
+    assert_eq!(
+        idx.waker(&g, 2),
+        Some(0),
+        "leaf 0's signal woke leaf 2's wait"
+    );
 }
 
 #[test]

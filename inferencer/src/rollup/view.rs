@@ -136,6 +136,19 @@ pub struct Expanded {
     pub contributors: Vec<ContributorRow>,
 }
 
+/// Bytes moved on one kind of channel over the whole trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChannelRow {
+    /// `tcp`, `pipe`, `file` …
+    pub kind: String,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Bytes written per second of the trace: the achieved bandwidth.
+    pub bandwidth: f64,
+}
+
 /// The whole view.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TopView {
@@ -147,6 +160,8 @@ pub struct TopView {
     pub leaves: usize,
     /// The trace's span.
     pub span_ns: u64,
+    /// Bytes moved per channel kind over the whole trace, and bytes out per second of it.
+    pub channels: Vec<ChannelRow>,
     /// Top-level task types, by total time.
     pub tasks: Vec<TaskRow>,
     /// The task asked for.
@@ -219,6 +234,20 @@ pub fn top_view(
         threads: graph.threads.len(),
         leaves: graph.leaves.len(),
         span_ns: r.span_ns,
+        channels: r
+            .channels
+            .iter()
+            .map(|c| ChannelRow {
+                kind: c.kind.clone(),
+                bytes_in: c.bytes_in,
+                bytes_out: c.bytes_out,
+                bandwidth: if r.span_ns == 0 {
+                    0.0
+                } else {
+                    c.bytes_out as f64 * 1e9 / r.span_ns as f64
+                },
+            })
+            .collect(),
         tasks: top
             .into_iter()
             .take(opts.limit)

@@ -318,8 +318,10 @@ impl Primary {
     /// The network layer's flow control: the paper's one-second sleep when too much is queued.
     #[inline(never)]
     fn flow_control_sleep(&self) {
-        self.stalls.fetch_add(1, Ordering::Relaxed);
         thread::sleep(self.opts.flow_sleep);
+        // Counted after the sleep so that the sleep is not a tail call: the frame of this
+        // function stays on the stack the agent records.
+        self.stalls.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Waits for the simulated link to carry `bytes` (senders share its bandwidth).
@@ -336,6 +338,8 @@ impl Primary {
         if done > now {
             thread::sleep(Duration::from_nanos(done - now));
         }
+        // Not a tail call either (see flow_control_sleep).
+        std::hint::black_box(());
     }
 
     #[inline(never)]

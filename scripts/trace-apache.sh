@@ -9,7 +9,8 @@
 # bytes (TYPES_SVG, when set, gets a
 # copy of the type graph drawn with --min-count 100). The task model must hold a task from the
 # listener's push to the worker's read and writev; its count is printed against the requests
-# (MODEL_SVG, when set, gets that task drawn with `--task`).
+# (MODEL_SVG, when set, gets that task drawn with `--task`). Last, `scalpel top` prints the
+# top-down view and the request task expanded.
 #
 # Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)
 # Needs root for apt-get when apache2/ab are missing; builds the workspace in release mode.
@@ -170,6 +171,12 @@ PY
 if [ -n "${MODEL_SVG:-}" ] && [ -s "$WORK/request-task" ]; then
     "$SCALPEL" infer "$OUT" -o "$WORK/drawn" --task "$(cat "$WORK/request-task")" >/dev/null
     cp "$WORK/drawn/model.svg" "$MODEL_SVG"
+fi
+# The top-down view: the top-level tasks, and the request task expanded.
+echo "== scalpel top =="
+"$SCALPEL" top "$OUT/model" --limit 8 || status=1
+if [ -s "$WORK/request-task" ]; then
+    "$SCALPEL" top "$OUT/model" --expand "$(cat "$WORK/request-task")" --limit 6 || status=1
 fi
 threads=$(find "$OUT" -name 't*.trace' | wc -l)
 echo "thread files: $threads"

@@ -78,9 +78,12 @@ impl BlockKind {
             MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock | CondRelock | RwRdlock
             | RwTryrdlock | RwTimedrdlock | RwClockrdlock | RwWrlock | RwTrywrlock
             | RwTimedwrlock | RwClockwrlock => BlockKind::Lock,
-            CondWait | CondTimedwait | CondClockwait => BlockKind::Cond,
-            SemWait | SemTimedwait | SemClockwait | SemTrywait => BlockKind::Sem,
-            FutexWait => BlockKind::Futex,
+            // Signalling costs time too (a futex wake, preemption): counted with its object.
+            CondWait | CondTimedwait | CondClockwait | CondSignal | CondBroadcast => {
+                BlockKind::Cond
+            }
+            SemWait | SemTimedwait | SemClockwait | SemTrywait | SemPost => BlockKind::Sem,
+            FutexWait | FutexWake => BlockKind::Futex,
             EpollWait | EpollPwait | EpollPwait2 | Poll | Ppoll | Select | Pselect => {
                 BlockKind::Poll
             }

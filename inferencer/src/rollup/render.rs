@@ -19,7 +19,7 @@ pub fn duration(ns: u64) -> String {
 }
 
 /// A byte count or rate for people.
-fn bytes(b: f64) -> String {
+pub(super) fn bytes(b: f64) -> String {
     if b < 1024.0 {
         format!("{b:.0} B")
     } else if b < 1024.0 * 1024.0 {
@@ -54,7 +54,7 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
-const NAME: usize = 48;
+const NAME: usize = 56;
 
 fn task_header(o: &mut String, first: &str) {
     let _ = writeln!(

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
-use super::render::duration;
+use super::render::{bytes, duration};
 use super::view::{top_view, Expanded, TaskRow, TopOptions};
 use super::Rollup;
 use crate::mine::{model_svg, ModelDraw};
@@ -39,7 +39,7 @@ fn esc(s: &str) -> String {
 const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;\
 text-align:right}td:first-child,th:first-child{text-align:left}th{background:#eee}\
-.svg{overflow:auto;border:1px solid #ccc;max-height:60em}pre{background:#f6f6f6;padding:6px;\
+.svg{overflow:auto;border:1px solid #ccc}.svg svg{width:100%;height:auto}pre{background:#f6f6f6;padding:6px;\
 margin:2px 0 8px 2em;font-size:85%}.bar{display:inline-block;height:10px;background:#c44}";
 
 fn pct(x: f64) -> String {
@@ -55,7 +55,7 @@ fn task_cells(r: &TaskRow) -> String {
         .collect();
     format!(
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
-         <td>{:.0}</td><td>{}</td><td>{}</td>",
+         <td>{}/s</td><td>{}</td><td>{}</td>",
         r.count,
         duration(r.total_ns),
         duration(r.latency.mean_ns),
@@ -63,7 +63,7 @@ fn task_cells(r: &TaskRow) -> String {
         duration(r.latency.p99_ns),
         duration(r.latency.max_ns),
         r.per_second,
-        r.bandwidth,
+        bytes(r.bandwidth),
         pct(r.running_share),
         esc(&blocked.join(", "))
     )

@@ -103,6 +103,25 @@ pub struct LeafMetrics {
     pub channels: Vec<ChannelBytes>,
 }
 
+/// Adds bytes in and out on a kind of channel to `channels` (kept unsorted; nothing added for
+/// zero bytes).
+pub fn add_bytes(channels: &mut Vec<ChannelBytes>, kind: &str, bytes_in: u64, bytes_out: u64) {
+    if bytes_in == 0 && bytes_out == 0 {
+        return;
+    }
+    match channels.iter_mut().find(|c| c.kind == kind) {
+        Some(c) => {
+            c.bytes_in += bytes_in;
+            c.bytes_out += bytes_out;
+        }
+        None => channels.push(ChannelBytes {
+            kind: kind.to_string(),
+            bytes_in,
+            bytes_out,
+        }),
+    }
+}
+
 /// The channel kind of object `o`: the first word of a stream's description.
 pub fn channel_kind(g: &Graph, o: Option<ObjIndex>) -> &str {
     let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
@@ -135,22 +154,7 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
     blocked[BlockKind::Io.index()] += l.other_ns;
     blocked[end_kind(g, idx, leaf).index()] += l.block_ns;
     let mut channels: Vec<ChannelBytes> = Vec::new();
-    let mut add = |kind: &str, i: u64, o: u64| {
-        if i == 0 && o == 0 {
-            return;
-        }
-        match channels.iter_mut().find(|c| c.kind == kind) {
-            Some(c) => {
-                c.bytes_in += i;
-                c.bytes_out += o;
-            }
-            None => channels.push(ChannelBytes {
-                kind: kind.to_string(),
-                bytes_in: i,
-                bytes_out: o,
-            }),
-        }
-    };
+    let mut add = |kind: &str, i: u64, o: u64| add_bytes(&mut channels, kind, i, o);
     // Channel bytes in came with the call that started the leaf, which ended the previous leaf
     // of the thread.
     let prev_obj = (leaf > 0)

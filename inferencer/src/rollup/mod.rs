@@ -23,7 +23,7 @@ use serde::ser::SerializeMap;
 pub use blame::{Blame, STACK_FRAMES};
 pub use instance::{Evaluator, Instance, PathStep};
 pub use kinds::{nonzero, BlockKind, KindTimes};
-pub use leaf::{channel_kind, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
+pub use leaf::{add_bytes, channel_kind, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
 pub use render::{csv, duration, table};
 pub use report::{report_html, ReportOptions};
 pub use source::{load, Loaded, SourceError};
@@ -56,13 +56,7 @@ pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
     let mut channels: Vec<ChannelBytes> = Vec::new();
     for i in 0..graph.leaves.len() as u32 {
         for c in leaf_metrics(graph, &idx, i).channels {
-            match channels.iter_mut().find(|x| x.kind == c.kind) {
-                Some(x) => {
-                    x.bytes_in += c.bytes_in;
-                    x.bytes_out += c.bytes_out;
-                }
-                None => channels.push(c),
-            }
+            add_bytes(&mut channels, &c.kind, c.bytes_in, c.bytes_out);
         }
     }
     channels.sort_by(|a, b| a.kind.cmp(&b.kind));

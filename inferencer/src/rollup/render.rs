@@ -29,19 +29,28 @@ pub(super) fn bytes(b: f64) -> String {
     }
 }
 
-fn pct(x: f64) -> String {
+/// A share as a percentage.
+pub(super) fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn blocked(r: &TaskRow) -> String {
-    let mut parts = vec![format!("run {}", pct(r.running_share))];
-    parts.extend(
-        r.blocked_shares
-            .iter()
-            .take(3)
-            .map(|(k, s)| format!("{} {}", k.name(), pct(*s))),
-    );
+/// The three largest blocked shares: `sleep 80.0%, cond 5.1%, …`.
+pub(super) fn blocked_shares(r: &TaskRow) -> String {
+    let parts: Vec<String> = r
+        .blocked_shares
+        .iter()
+        .take(3)
+        .map(|(k, s)| format!("{} {}", k.name(), pct(*s)))
+        .collect();
     parts.join(", ")
+}
+
+fn blocked(r: &TaskRow) -> String {
+    let run = format!("run {}", pct(r.running_share));
+    match blocked_shares(r) {
+        b if b.is_empty() => run,
+        b => format!("{run}, {b}"),
+    }
 }
 
 fn clip(s: &str, n: usize) -> String {

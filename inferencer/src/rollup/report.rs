@@ -6,7 +6,7 @@ use std::fmt::Write;
 use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
-use super::render::{bytes, duration};
+use super::render::{blocked_shares, bytes, duration, pct};
 use super::view::{top_view, Expanded, TaskRow, TopOptions};
 use super::Rollup;
 use crate::mine::{model_svg, ModelDraw};
@@ -42,17 +42,7 @@ text-align:right}td:first-child,th:first-child{text-align:left}th{background:#ee
 .svg{overflow:auto;border:1px solid #ccc}.svg svg{width:100%;height:auto}pre{background:#f6f6f6;padding:6px;\
 margin:2px 0 8px 2em;font-size:85%}.bar{display:inline-block;height:10px;background:#c44}";
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
 fn task_cells(r: &TaskRow) -> String {
-    let blocked: Vec<String> = r
-        .blocked_shares
-        .iter()
-        .take(3)
-        .map(|(k, s)| format!("{} {}", k.name(), pct(*s)))
-        .collect();
     format!(
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
          <td>{}/s</td><td>{}</td><td>{}</td>",
@@ -65,7 +55,7 @@ fn task_cells(r: &TaskRow) -> String {
         r.per_second,
         bytes(r.bandwidth),
         pct(r.running_share),
-        esc(&blocked.join(", "))
+        esc(&blocked_shares(r))
     )
 }
 

@@ -138,8 +138,12 @@ pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> 
             v.push(i as u32);
         }
     }
-    // Latency of every occurrence, for children's shares: leaf types by leaf id.
-    let mut occ_latency: Vec<Vec<u64>> = vec![Vec::new(); model.types.len()];
+    // Latency of every occurrence, for children's shares: group and loop occurrences by type
+    // and index, leaves (each the one occurrence of its leaf type) by leaf id in one table.
+    let mut occ_latency = OccLatency {
+        by_type: vec![Vec::new(); model.types.len()],
+        by_leaf: vec![0; g.leaves.len()],
+    };
     let mut order: Vec<usize> = (0..model.types.len()).collect();
     order.sort_by_key(|&t| (model.types[t].level, t));
     let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
@@ -157,16 +161,13 @@ pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> 
                 .map(|o| eval.eval(&o.leaves))
                 .collect(),
         };
-        if leaf_type.is_some() {
-            let mut lat = vec![0; g.leaves.len()];
-            if let Some(v) = leaf_type.and_then(|lt| by_leaf_type.get(lt as usize)) {
+        match leaf_type.and_then(|lt| by_leaf_type.get(lt as usize)) {
+            Some(v) => {
                 for (&l, i) in v.iter().zip(&instances) {
-                    lat[l as usize] = i.latency();
+                    occ_latency.by_leaf[l as usize] = i.latency();
                 }
             }
-            occ_latency[t] = lat;
-        } else {
-            occ_latency[t] = instances.iter().map(Instance::latency).collect();
+            None => occ_latency.by_type[t] = instances.iter().map(Instance::latency).collect(),
         }
         let children = if leaf_type.is_some() {
             Vec::new()
@@ -178,12 +179,40 @@ pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> 
     out.into_iter().flatten().collect()
 }
 
+/// Latencies of the occurrences evaluated so far.
+struct OccLatency {
+    /// Per group or loop type, by occurrence index.
+    by_type: Vec<Vec<u64>>,
+    /// Per leaf.
+    by_leaf: Vec<u64>,
+}
+
+impl OccLatency {
+    fn get(&self, model: &Model, r: OccRef) -> u64 {
+        let table = if model.types[r.ty as usize].kind == TaskKind::Leaf {
+            &self.by_leaf
+        } else {
+            &self.by_type[r.ty as usize]
+        };
+        table.get(r.index as usize).copied().unwrap_or(0)
+    }
+}
+
+/// `a / b`, or 0 when `b` is.
+pub(super) fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 fn child_stats(
     g: &Graph,
     model: &Model,
     t: u32,
     instances: &[Instance],
-    occ_latency: &[Vec<u64>],
+    occ_latency: &OccLatency,
 ) -> Vec<ChildStats> {
     let ty = &model.types[t as usize];
     let mut lat: AHashMap<u32, (u64, u64)> = AHashMap::new();
@@ -205,10 +234,7 @@ fn child_stats(
         for r in seen {
             let e = lat.entry(r.ty).or_default();
             e.0 += 1;
-            e.1 += occ_latency[r.ty as usize]
-                .get(r.index as usize)
-                .copied()
-                .unwrap_or(0);
+            e.1 += occ_latency.get(model, r);
         }
         for s in &inst.path {
             let lt = g.leaves[s.leaf as usize].ty;
@@ -218,7 +244,6 @@ fn child_stats(
             }
         }
     }
-    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     ty.children
         .iter()
         .map(|c| {

@@ -6,7 +6,7 @@ use scalpel_model::task::{Model, TaskKind};
 use serde::Serialize;
 
 use super::kinds::{nonzero, BlockKind};
-use super::stats::{Latency, TypeStats};
+use super::stats::{ratio as share, Latency, TypeStats};
 use super::{Blame, Rollup};
 
 /// What `scalpel top` shows. `Default`: the top-level list, 20 rows, 3 calls per contributor.
@@ -166,14 +166,6 @@ pub struct TopView {
     pub tasks: Vec<TaskRow>,
     /// The task asked for.
     pub expanded: Option<Expanded>,
-}
-
-fn share(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
 }
 
 fn row(model: &Model, s: &TypeStats) -> TaskRow {

@@ -27,6 +27,9 @@ pub const DEFAULT_SKIP_FUNCTIONS: &[&str] = &[
     "<std::",
     "<core::",
     "<alloc::",
+    // Trait impls on references: `<&std::net::TcpStream as std::io::Write>::write`.
+    "<&std::",
+    "<&mut std::",
     "parking_lot::",
     "parking_lot_core::",
     "crossbeam_channel::",

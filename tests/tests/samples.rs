@@ -145,14 +145,17 @@ fn replicated_store_async_stalls_its_senders_and_sync_does_not() {
     );
     let c = counts(&truth);
     for k in [
-        "worker_task",
         "local_commit",
         "remote_ack",
+        "send_mutation",
+        "send_reply",
         "apply",
         "commit",
     ] {
         assert_eq!(c[k], 400, "{k}: {c:?}");
     }
+    // Every packet the primary receives (400 commits, 400 acks) goes through a worker task.
+    assert_eq!(c["worker_task"], 800, "{c:?}");
     let t = run.load();
     assert_eq!(t.processes.len(), 3, "client, primary and backup");
     each_instance_has(&t, &truth, "apply", |e| {

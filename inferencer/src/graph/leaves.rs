@@ -277,12 +277,18 @@ impl Cutter {
         });
     }
 
-    /// Takes the next event of the thread; `o` is its object.
-    pub fn feed(&mut self, e: &Ev, o: Option<&LocalObj>) {
+    /// Takes the next event of the thread; `o` is its object. `lock_word`: the object is a
+    /// futex word used as a lock (see [`super::futexlocks`]), so its waits and wakes are lock
+    /// acquisitions and releases, not cuts.
+    pub fn feed(&mut self, e: &Ev, o: Option<&LocalObj>, lock_word: bool) {
         let at = self.n;
         self.n = self.n.saturating_add(1);
         let op = Op::from_u8(e.op);
-        let cls = class(op, e, o);
+        let cls = match op {
+            Some(Op::FutexWait) if lock_word => Class::LockAcquire,
+            Some(Op::FutexWake) if lock_word => Class::LockRelease,
+            _ => class(op, e, o),
+        };
         let ret = e.ticks.saturating_add(e.dur);
         if self.cur.is_none() && !matches!(cls, Class::Start | Class::Cut | Class::End) {
             self.cur = Some((open(e.ticks, None, at), 0));

@@ -12,6 +12,7 @@
 
 mod assemble;
 mod filter;
+mod futexlocks;
 mod leaves;
 mod locks;
 mod notify;
@@ -79,7 +80,9 @@ pub struct Built {
 
 /// Builds the causal graph of the trace in `dir`.
 pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
-    let (trace, sinks) = read_dir_with(dir, |_| ThreadSink::default())?;
+    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::default())?;
+    let words = futexlocks::lock_words(&sinks);
+    futexlocks::recut(&trace, &mut sinks, words);
     let mut warnings: Vec<String> = trace.all_warnings().map(|w| w.to_string()).collect();
     for (_, f) in trace.files() {
         if f.lost_events() > 0 {

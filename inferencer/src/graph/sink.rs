@@ -1,7 +1,9 @@
 //! The per-file reduction: each thread file's events cut into leaves while the file is decoded
 //! (see [`super::leaves`]), so that no event outlives its decoding.
 
-use ahash::AHashMap;
+use std::sync::Arc;
+
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef};
 
@@ -61,6 +63,8 @@ pub struct ThreadSink {
     by_file_index: Vec<u32>,
     objs: Vec<LocalObj>,
     cut: Cutter,
+    /// Futex words used as locks, by (kind, key) (see [`super::futexlocks`]).
+    lock_words: Option<Arc<AHashSet<(u8, u64)>>>,
     /// Events seen.
     pub events: u64,
     /// The result, once the file is finished.
@@ -74,6 +78,7 @@ impl Default for ThreadSink {
             by_file_index: Vec::new(),
             objs: Vec::new(),
             cut: Cutter::new(),
+            lock_words: None,
             events: 0,
             out: None,
         }
@@ -95,6 +100,14 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
 }
 
 impl ThreadSink {
+    /// A sink that treats the futex words in `lock_words` as locks.
+    pub fn with_lock_words(lock_words: Arc<AHashSet<(u8, u64)>>) -> Self {
+        ThreadSink {
+            lock_words: Some(lock_words),
+            ..ThreadSink::default()
+        }
+    }
+
     fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>, channel: u64) -> u32 {
         let next = self.objs.len() as u32;
         let i = *self.index.entry((kind, key)).or_insert_with(|| {
@@ -171,7 +184,12 @@ impl FileSink for ThreadSink {
             op: e.op_code,
             flags,
         };
-        self.cut.feed(&ev, self.objs.get(obj as usize));
+        let o = self.objs.get(obj as usize);
+        let lock_word = match (&self.lock_words, o) {
+            (Some(words), Some(o)) => words.contains(&(o.kind, o.key)),
+            _ => false,
+        };
+        self.cut.feed(&ev, o, lock_word);
     }
 
     fn finish(&mut self, file: &FileTrace) {

@@ -7,6 +7,12 @@
 //! are the leaf types, the loops, the top-level tasks and the groups that recur in several
 //! places or several times per parent: the meaningful n-ary tasks. Inlining runs to a fixpoint,
 //! since inlining a parent can make a child's parents all alike.
+//!
+//! One exception: a group paired with a task that recurs under different parents is kept. When
+//! a task is a shared part followed (or preceded) by the rest, the rest is what tells it apart:
+//! the Scalpel paper's local commit and remote ack both follow the same worker task (receive a
+//! packet, dispatch it to the pool) and are tasks of their own, not pieces of "worker task and
+//! then whatever came next".
 
 use ahash::AHashSet;
 
@@ -57,10 +63,52 @@ pub fn build(work: &Work, classes: &Classes) -> Tree {
                 && matches!(work.syms[c as usize].rule, Rule::Pair { .. })
         })
         .collect();
+    // The two children of each pair node.
+    let mut kids = vec![[NONE; 2]; work.nodes.len()];
+    for (i, n) in work.nodes.iter().enumerate() {
+        if n.parent != NONE {
+            let k = &mut kids[n.parent as usize];
+            let slot = usize::from(k[0] != NONE);
+            k[slot] = i as u32;
+        }
+    }
     loop {
         let mut changed = false;
+        // Whether a kept class's nodes sit under kept parents of two or more classes (top
+        // level counting as one), memoized for this pass.
+        let mut shared: Vec<Option<bool>> = vec![None; n_syms];
+        let mut is_shared = |c: u32, kept: &[bool]| -> bool {
+            *shared[c as usize].get_or_insert_with(|| {
+                let mut first = None;
+                by_class[c as usize].iter().any(|&n| {
+                    let p = nearest_kept(work, &class, kept, n);
+                    let pc = if p == NONE { NONE } else { class[p as usize] };
+                    *first.get_or_insert(pc) != pc
+                })
+            })
+        };
         for &c in &groups {
             if !kept[c as usize] {
+                continue;
+            }
+            let beside_shared = by_class[c as usize].iter().all(|&n| {
+                let p = work.nodes[n as usize].parent;
+                if p == NONE
+                    || !matches!(
+                        work.syms[work.nodes[p as usize].sym as usize].rule,
+                        Rule::Pair { .. }
+                    )
+                {
+                    return false;
+                }
+                let k = kids[p as usize];
+                let sib = if k[0] == n { k[1] } else { k[0] };
+                sib != NONE && {
+                    let sc = class[sib as usize];
+                    sc != c && kept[sc as usize] && is_shared(sc, &kept)
+                }
+            });
+            if beside_shared {
                 continue;
             }
             let mut parent_class = NONE;

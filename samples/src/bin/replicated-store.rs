@@ -3,13 +3,18 @@
 //!
 //! Three processes on loopback TCP: a client, the primary (this process) and a backup.
 //! - The client submits commits (a window of outstanding commits per connection).
-//! - Primary: a session thread per client connection receives packets (`recv_packet`) and
-//!   dispatches them to a thread pool (`do_work`). A commit is applied locally (`mutate`: append
-//!   to a log file and fsync), then sent to the backup through an RPC layer (`rpc_async_call`)
-//!   that queues it for the network layer's 4 sender threads (`send_packet`).
+//! - Primary: a session thread per connection (each client's, and the backup's) receives packets
+//!   (`recv_packet`) and dispatches them to a thread pool (`do_work`). A commit is applied
+//!   locally (`mutate`: append to a log file and fsync), then sent to the backup through an RPC
+//!   layer (`rpc_async_call`) that queues it for the network layer's 4 sender threads
+//!   (`send_packet`).
 //! - The backup applies the mutation (`apply_mutation`) and acks (`send_ack`).
-//! - A primary thread receives the ack (`recv_packet`) and dispatches it to the pool, where
-//!   `receive_mutation_ack` replies to the client (`rpc_call_reply`), again through the senders.
+//! - The backup's session thread receives the ack and dispatches it to the pool like any packet;
+//!   there `receive_mutation_ack` replies to the client (`rpc_call_reply`), again through the
+//!   senders.
+//! - The pool's queue and the network layer's queue are completion ports ([`Port`]), the way
+//!   PacificA's are Windows I/O completion ports: whoever takes an item was notified of that
+//!   item, so the hand-off is visible to a tracer of synchronization calls.
 //! - The link to the backup is simulated with a bandwidth (`--link-mbps`, default 10 MB/s).
 //! - Flow control in the network layer: when more than `--flow-limit` bytes are queued, a sender
 //!   sleeps `--flow-sleep-ms` (default 1 s), then the senders drain the queue to half the limit.
@@ -17,15 +22,18 @@
 //!   them, so the senders stall together again and again and the link idles most of the time;
 //!   `--rpc sync` sends from the worker and waits for the ack, so the queue never fills.
 //!
-//! Ground truth (samples/TRUTH.md): `worker_task` (session thread: packet received → dispatched),
-//! `local_commit` (worker: dequeued → mutation queued for the backup), `remote_ack` (worker: ack
-//! dequeued → reply queued), `send` (sender thread: one packet), `apply` (backup), `commit`
-//! (client: submitted → reply received). Ids are commit ids: `connection * 1000000 + n`.
+//! Ground truth (samples/README.md): `worker_task` (session thread: packet received →
+//! dispatched, for commits and acks), `local_commit` (worker: dequeued → mutation queued for the
+//! backup), `remote_ack` (worker: ack dequeued → reply queued), `send_mutation` and `send_reply`
+//! (sender thread: one packet), `apply` (backup), `commit` (client: submitted → reply received).
+//! Ids are commit ids: `connection * 1000000 + n`; the worker and sender parts of one commit's
+//! local commit (and of its remote ack) carry the commit id as their parent.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -105,6 +113,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 // ---------------------------------------------------------------------------------------------
 // Framing: kind u8, id u64, length u32, payload.
 
+// Always inlined (also in debug builds), like the port's calls: the functions the paper names
+// (`recv_packet`, `send_packet`, `dispatch`, ...) are then the innermost frames at each call.
+#[inline(always)]
 fn write_frame(w: &mut impl Write, kind: u8, id: u64, payload: &[u8]) -> io::Result<()> {
     let mut buf = Vec::with_capacity(13 + payload.len());
     buf.push(kind);
@@ -114,6 +125,7 @@ fn write_frame(w: &mut impl Write, kind: u8, id: u64, payload: &[u8]) -> io::Res
     w.write_all(&buf)
 }
 
+#[inline(always)]
 fn read_frame(r: &mut impl Read) -> io::Result<Option<(u8, u64, Vec<u8>)>> {
     let mut head = [0u8; 13];
     match r.read_exact(&mut head) {
@@ -154,23 +166,87 @@ struct Outgoing {
     payload: Vec<u8>,
 }
 
-/// The network layer's queue of packets waiting for a sender.
+/// A completion port: the Linux stand-in for the Windows I/O completion ports PacificA's thread
+/// pool and network layer are built on. Items wait in a table; each one's token goes through a
+/// Unix socket pair, and a consumer blocks reading the next token, then takes that item. So the
+/// thread that posts an item and the one that takes it meet at a byte stream, a notification the
+/// agent sees, whether or not the consumer had to wait. (A mutex and condition variable queue
+/// hides the hand-off whenever the consumer finds work without waiting.)
+struct Port<T> {
+    items: Mutex<(u64, HashMap<u64, T>)>,
+    tx: UnixStream,
+    rx: UnixStream,
+}
+
+/// The token that tells one consumer to stop.
+const STOP: u64 = u64::MAX;
+
+impl<T> Port<T> {
+    fn new() -> io::Result<Self> {
+        let (tx, rx) = UnixStream::pair()?;
+        Ok(Port {
+            items: Mutex::new((0, HashMap::new())),
+            tx,
+            rx,
+        })
+    }
+
+    #[inline(always)]
+    fn post(&self, item: T) {
+        let token = {
+            let mut g = self.items.lock().expect("port lock");
+            g.0 += 1;
+            let t = g.0;
+            g.1.insert(t, item);
+            t
+        };
+        self.send_token(token);
+    }
+
+    #[inline(always)]
+    fn send_token(&self, token: u64) {
+        (&self.tx)
+            .write_all(&token.to_le_bytes())
+            .expect("port write");
+    }
+
+    /// Tells `consumers` consumers to stop once the items posted before are taken.
+    fn close(&self, consumers: usize) {
+        for _ in 0..consumers {
+            self.send_token(STOP);
+        }
+    }
+
+    /// The next item, or None once the port is closed. Tokens are 8 bytes and every write and
+    /// read is 8 bytes, so each read takes exactly one token.
+    #[inline(always)]
+    fn get(&self) -> Option<T> {
+        let mut b = [0u8; 8];
+        (&self.rx).read_exact(&mut b).expect("port read");
+        let token = u64::from_le_bytes(b);
+        if token == STOP {
+            return None;
+        }
+        let item = self.items.lock().expect("port lock").1.remove(&token);
+        Some(item.expect("an item for every token"))
+    }
+}
+
+/// The network layer's flow-control state.
 #[derive(Default)]
-struct NetQueue {
-    items: VecDeque<Outgoing>,
+struct Flow {
+    /// Bytes queued for the senders.
     bytes: usize,
     /// Set after a flow-control sleep, until the queue is down to half the limit: the senders
     /// then drain it without sleeping again.
     draining: bool,
-    closed: bool,
 }
 
 struct Primary {
     opts: Opts,
-    pool: Mutex<(VecDeque<Work>, bool)>,
-    pool_cv: Condvar,
-    net: Mutex<NetQueue>,
-    net_cv: Condvar,
+    pool: Port<Work>,
+    net: Port<Outgoing>,
+    flow: Mutex<Flow>,
     backup: Mutex<TcpStream>,
     clients: Vec<Mutex<TcpStream>>,
     log: Mutex<File>,
@@ -188,9 +264,7 @@ struct Primary {
 
 impl Primary {
     fn dispatch(&self, w: Work) {
-        let mut q = self.pool.lock().expect("pool lock");
-        q.0.push_back(w);
-        self.pool_cv.notify_one();
+        self.pool.post(w);
     }
 
     #[inline(never)]
@@ -256,10 +330,8 @@ impl Primary {
     }
 
     fn queue_packet(&self, o: Outgoing) {
-        let mut q = self.net.lock().expect("net lock");
-        q.bytes += o.payload.len() + 13;
-        q.items.push_back(o);
-        self.net_cv.notify_one();
+        self.flow.lock().expect("flow lock").bytes += o.payload.len() + 13;
+        self.net.post(o);
     }
 
     #[inline(never)]
@@ -277,40 +349,28 @@ impl Primary {
                     truth::task(
                         "local_commit",
                         id as i64,
-                        -1,
+                        id as i64,
                         start.max(received),
                         truth::now(),
                     );
                     let ack = truth::now();
                     self.receive_mutation_ack(id);
-                    truth::task("remote_ack", id as i64, -1, ack, truth::now());
+                    truth::task("remote_ack", id as i64, id as i64, ack, truth::now());
                 } else {
                     self.rpc_async_call(id, value);
-                    truth::task("local_commit", id as i64, -1, start, truth::now());
+                    truth::task("local_commit", id as i64, id as i64, start, truth::now());
                 }
             }
             Work::Ack { id } => {
                 let start = truth::now();
                 self.receive_mutation_ack(id);
-                truth::task("remote_ack", id as i64, -1, start, truth::now());
+                truth::task("remote_ack", id as i64, id as i64, start, truth::now());
             }
         }
     }
 
     fn worker(&self) {
-        loop {
-            let w = {
-                let mut q = self.pool.lock().expect("pool lock");
-                loop {
-                    if let Some(w) = q.0.pop_front() {
-                        break w;
-                    }
-                    if q.1 {
-                        return;
-                    }
-                    q = self.pool_cv.wait(q).expect("pool wait");
-                }
-            };
+        while let Some(w) = self.pool.get() {
             self.do_work(w);
         }
     }
@@ -355,31 +415,28 @@ impl Primary {
         drop(s);
         self.sent_bytes
             .fetch_add(13 + o.payload.len() as u64, Ordering::Relaxed);
-        truth::task("send", o.id as i64, -1, start, truth::now());
+        let ty = if o.kind == MUTATION {
+            "send_mutation"
+        } else {
+            "send_reply"
+        };
+        truth::task(ty, o.id as i64, o.id as i64, start, truth::now());
     }
 
     fn sender(&self) {
-        loop {
-            let (o, over) = {
-                let mut q = self.net.lock().expect("net lock");
-                loop {
-                    if let Some(o) = q.items.pop_front() {
-                        let over = q.bytes > self.opts.flow_limit && !q.draining;
-                        q.bytes -= o.payload.len() + 13;
-                        if q.bytes <= self.opts.flow_limit / 2 {
-                            q.draining = false;
-                        }
-                        break (o, over);
-                    }
-                    if q.closed {
-                        return;
-                    }
-                    q = self.net_cv.wait(q).expect("net wait");
+        while let Some(o) = self.net.get() {
+            let over = {
+                let mut f = self.flow.lock().expect("flow lock");
+                let over = f.bytes > self.opts.flow_limit && !f.draining;
+                f.bytes -= o.payload.len() + 13;
+                if f.bytes <= self.opts.flow_limit / 2 {
+                    f.draining = false;
                 }
+                over
             };
             if over {
                 self.flow_control_sleep();
-                self.net.lock().expect("net lock").draining = true;
+                self.flow.lock().expect("flow lock").draining = true;
             }
             self.send_packet(&o);
         }
@@ -390,33 +447,31 @@ impl Primary {
         read_frame(r).expect("receive")
     }
 
-    fn session(&self, index: usize, mut stream: TcpStream) {
+    /// One connection's session: a client's (`client` is its index) or the backup's (`None`).
+    /// Every packet goes through the same receive and dispatch, whatever it is.
+    fn session(&self, client: Option<usize>, mut stream: TcpStream) {
         while let Some((kind, id, value)) = Self::recv_packet(&mut stream) {
             let start = truth::now();
-            if kind == COMMIT {
-                self.routes.lock().expect("routes lock").insert(id, index);
-                self.dispatch(Work::Commit {
-                    id,
-                    value,
-                    received: start,
-                });
-                truth::task("worker_task", id as i64, -1, start, truth::now());
-            }
-        }
-    }
-
-    fn backup_receiver(&self, mut stream: TcpStream) {
-        while let Some((kind, id, _)) = Self::recv_packet(&mut stream) {
-            if kind != ACK {
-                continue;
-            }
-            if self.opts.rpc_sync {
-                let mut p = self.pending.lock().expect("pending lock");
-                p.insert(id, true);
-                self.pending_cv.notify_all();
-            } else {
-                self.dispatch(Work::Ack { id });
-            }
+            let work = match (kind, client) {
+                (COMMIT, Some(index)) => {
+                    self.routes.lock().expect("routes lock").insert(id, index);
+                    Work::Commit {
+                        id,
+                        value,
+                        received: start,
+                    }
+                }
+                (ACK, None) if self.opts.rpc_sync => {
+                    let mut p = self.pending.lock().expect("pending lock");
+                    p.insert(id, true);
+                    self.pending_cv.notify_all();
+                    continue;
+                }
+                (ACK, None) => Work::Ack { id },
+                _ => continue,
+            };
+            self.dispatch(work);
+            truth::task("worker_task", id as i64, -1, start, truth::now());
         }
     }
 }
@@ -490,10 +545,9 @@ fn run_primary(opts: Opts) -> Result<(), String> {
             .collect::<io::Result<_>>()
             .map_err(e("clone"))?,
         opts: opts.clone(),
-        pool: Mutex::new((VecDeque::new(), false)),
-        pool_cv: Condvar::new(),
-        net: Mutex::new(NetQueue::default()),
-        net_cv: Condvar::new(),
+        pool: Port::new().map_err(e("pool port"))?,
+        net: Port::new().map_err(e("network port"))?,
+        flow: Mutex::new(Flow::default()),
         log: Mutex::new(log),
         routes: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
@@ -504,61 +558,55 @@ fn run_primary(opts: Opts) -> Result<(), String> {
         epoch: Instant::now(),
     });
     let started = Instant::now();
-    let mut threads = Vec::new();
     let named = |name: &str| thread::Builder::new().name(name.to_string());
-    for _ in 0..opts.workers {
-        let p = Arc::clone(&p);
-        threads.push(
-            named("worker")
-                .spawn(move || p.worker())
-                .map_err(e("thread"))?,
-        );
-    }
-    for _ in 0..opts.senders {
-        let p = Arc::clone(&p);
-        threads.push(
-            named("sender")
-                .spawn(move || p.sender())
-                .map_err(e("thread"))?,
-        );
-    }
+    let spawn_n = |n: usize, name: &str, f: fn(&Primary)| {
+        (0..n)
+            .map(|_| {
+                let p = Arc::clone(&p);
+                named(name).spawn(move || f(&p)).map_err(e("thread"))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    };
+    let workers = spawn_n(opts.workers, "worker", Primary::worker)?;
+    let senders = spawn_n(opts.senders, "sender", Primary::sender)?;
+    // One session per connection, the backup's last; all run the same code.
+    let connections = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (Some(i), c))
+        .chain(std::iter::once((None, backup_stream)));
     let mut sessions = Vec::new();
-    for (i, c) in clients.into_iter().enumerate() {
+    for (client, c) in connections {
         let p = Arc::clone(&p);
         sessions.push(
             named("session")
-                .spawn(move || p.session(i, c))
+                .spawn(move || p.session(client, c))
                 .map_err(e("thread"))?,
         );
     }
-    let receiver = {
-        let p = Arc::clone(&p);
-        named("backup-recv")
-            .spawn(move || p.backup_receiver(backup_stream))
-            .map_err(e("thread"))?
-    };
+    let backup_session = sessions.pop().expect("the backup's session");
     let status = client.wait().map_err(e("waiting for the client"))?;
     let elapsed = started.elapsed();
+    let join = |t: thread::JoinHandle<()>| t.join().map_err(|_| "a thread panicked".to_string());
     for s in sessions {
-        s.join()
-            .map_err(|_| "a session thread panicked".to_string())?;
+        join(s)?;
     }
-    // Stop the pool and the senders, then the backup (closing its connection ends it).
-    p.pool.lock().expect("pool lock").1 = true;
-    p.pool_cv.notify_all();
-    p.net.lock().expect("net lock").closed = true;
-    p.net_cv.notify_all();
-    for t in threads {
-        t.join().map_err(|_| "a thread panicked".to_string())?;
+    // Every reply went out before the client finished: stop the pool, then the senders, then
+    // the backup (closing its connection ends it and then its session).
+    p.pool.close(opts.workers);
+    for t in workers {
+        join(t)?;
+    }
+    p.net.close(opts.senders);
+    for t in senders {
+        join(t)?;
     }
     p.backup
         .lock()
         .expect("backup lock")
         .shutdown(std::net::Shutdown::Both)
         .map_err(e("shutdown"))?;
-    receiver
-        .join()
-        .map_err(|_| "the receiver panicked".to_string())?;
+    join(backup_session)?;
     backup.wait().map_err(e("waiting for the backup"))?;
     let _ = std::fs::remove_file(&log_path);
     let bytes = p.sent_bytes.load(Ordering::Relaxed) as f64;
@@ -590,9 +638,11 @@ fn apply_mutation(log: &mut File, id: u64, value: &[u8]) {
     log.sync_data().expect("backup fsync");
 }
 
+/// Acks a mutation with the backup's log position after it, so that an ack, like every packet,
+/// has a header and a payload.
 #[inline(never)]
-fn send_ack(s: &mut TcpStream, id: u64) {
-    write_frame(s, ACK, id, &[]).expect("ack");
+fn send_ack(s: &mut TcpStream, id: u64, position: u64) {
+    write_frame(s, ACK, id, &position.to_le_bytes()).expect("ack");
 }
 
 fn run_backup(opts: Opts) -> Result<(), String> {
@@ -614,11 +664,13 @@ fn run_backup(opts: Opts) -> Result<(), String> {
     ));
     let mut log = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut reader = s.try_clone().map_err(|e| e.to_string())?;
+    let mut position = 0u64;
     while let Some((kind, id, value)) = Primary::recv_packet(&mut reader) {
         if kind == MUTATION {
             let start = truth::now();
             apply_mutation(&mut log, id, &value);
-            send_ack(&mut s, id);
+            position += 8 + value.len() as u64;
+            send_ack(&mut s, id, position);
             truth::task("apply", id as i64, -1, start, truth::now());
         }
     }

@@ -1,0 +1,107 @@
+//! The replicated-store case study: the model inferred for the primary holds the Scalpel paper's
+//! three high-level tasks (its Figure 1, PacificA): the worker task (a session receives a
+//! packet and dispatches it to the pool), the local commit (mutate, async RPC, a sender puts
+//! the mutation on the wire) and the remote ack (receive the ack, reply, a sender puts the
+//! reply on the wire). Local commit and remote ack run on the same worker and sender threads
+//! and must still come out as two task types.
+
+use std::path::Path;
+use std::process::Command;
+
+use scalpel_e2e::score::{load_tasks, report, score, TypeScore};
+use scalpel_e2e::{own_bin, record_with, scalpel};
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+
+fn get<'a>(sc: &'a [TypeScore], ty: &str) -> &'a TypeScore {
+    sc.iter().find(|t| t.truth == ty).expect("true type scored")
+}
+
+fn load(out: &Path) -> (Model, Graph) {
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    (
+        serde_json::from_str(&read("model.json")).expect("model.json"),
+        serde_json::from_str(&read("graph.json")).expect("graph.json"),
+    )
+}
+
+#[test]
+fn the_primary_has_the_papers_three_tasks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = tmp.path().join("truth.jsonl");
+    let run = record_with(
+        &own_bin("replicated-store"),
+        &["--flow-limit", "16384", "--flow-sleep-ms", "100"],
+        |c| {
+            c.env("SCALPEL_TRUTH", &truth);
+        },
+    )
+    .success();
+    let tasks = load_tasks(&truth);
+    let primary = tasks
+        .iter()
+        .find(|t| t.ty == "local_commit")
+        .expect("the primary wrote local commits")
+        .pid;
+    // The primary alone, as the paper modelled it: the client and the backup are outside.
+    let out = run.tmp.path().join("primary");
+    let o = Command::new(scalpel())
+        .arg("infer")
+        .arg(&run.dir)
+        .args(["--include", &format!("pid:{primary}"), "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (model, graph) = load(&out);
+    let sc = score(
+        &model,
+        &graph,
+        &tasks,
+        &[
+            ("local_commit", &["local_commit", "send_mutation"]),
+            ("remote_ack", &["remote_ack", "send_reply"]),
+        ],
+    );
+    eprintln!("{}", report(&sc));
+    for ty in ["worker_task", "local_commit", "remote_ack"] {
+        let t = get(&sc, ty);
+        assert_eq!(t.instances, if ty == "worker_task" { 800 } else { 400 });
+        assert!(
+            t.precision >= 0.95 && t.recall >= 0.95,
+            "{ty}: precision {:.3} recall {:.3}\n{}",
+            t.precision,
+            t.recall,
+            report(&sc)
+        );
+    }
+    let ty = |name: &str| get(&sc, name).model_type.clone().expect("matched").0;
+    let (worker, local, remote) = (ty("worker_task"), ty("local_commit"), ty("remote_ack"));
+    assert!(
+        local != remote && worker != local && worker != remote,
+        "{}",
+        report(&sc)
+    );
+    // Each is a task of several leaves, named by where it starts and ends, and the two commit
+    // steps span the worker and the sender threads.
+    for (t, words) in [
+        (worker, &["recv_packet"][..]),
+        (local, &["rpc_async_call", "send_packet"][..]),
+        (remote, &["rpc_call_reply", "send_packet"][..]),
+    ] {
+        let m = &model.types[t as usize];
+        assert!(m.leaf_type.is_none(), "{} is a leaf type", m.name);
+        for w in words {
+            assert!(m.name.contains(w), "{} does not name {w}", m.name);
+        }
+    }
+    for t in [local, remote] {
+        let occ = &model.types[t as usize].occurrences[0];
+        let threads: std::collections::BTreeSet<u32> = occ
+            .leaves
+            .iter()
+            .map(|&l| graph.leaves[l as usize].thread)
+            .collect();
+        assert!(threads.len() >= 2, "{:?}", model.types[t as usize].name);
+    }
+}

@@ -234,18 +234,42 @@ fn top_and_report_refuse_bad_input_with_the_file_named() {
     assert!(!o.status.success() && err.contains("nothing-here"), "{err}");
 }
 
-/// Records replicated-store in one RPC mode; returns the view of its top task, expanded, the
-/// rollup's blame and the achieved TCP bandwidth.
-fn replicated_store(
-    mode: &str,
-) -> (
-    serde_json::Value,
-    Vec<scalpel_inferencer::rollup::Blame>,
-    f64,
-) {
-    let r = record(&own_bin("replicated-store"), &["--rpc", mode]).success();
+/// What the top-down view of one replicated-store run shows.
+struct StoreView {
+    /// The top-level task that holds the local commit, expanded.
+    commit: Option<serde_json::Value>,
+    /// The local commit (mutate, async RPC, send), expanded.
+    local_commit: Option<serde_json::Value>,
+    blame: Vec<scalpel_inferencer::rollup::Blame>,
+    /// Achieved TCP bandwidth, bytes per second.
+    tcp: f64,
+}
+
+/// Records replicated-store in one RPC mode and walks `scalpel top` on the primary's model
+/// (`--include pid:N`, as the paper modelled the primary alone) from the top-level tasks down.
+fn replicated_store(mode: &str) -> StoreView {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = tmp.path().join("truth.jsonl");
+    let r = record_with(&own_bin("replicated-store"), &["--rpc", mode], |c| {
+        c.env("SCALPEL_TRUTH", &truth);
+    })
+    .success();
+    let primary = load_tasks(&truth)
+        .iter()
+        .find(|t| t.ty == "local_commit")
+        .expect("local commits in the truth")
+        .pid;
     let out = r.tmp.path().join("model");
-    infer(&r.dir, &out);
+    let include = format!("pid:{primary}");
+    let o = run(&[
+        "infer".as_ref(),
+        r.dir.as_os_str(),
+        "--include".as_ref(),
+        include.as_ref(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let top = |extra: &[&str]| -> serde_json::Value {
         let mut args: Vec<&std::ffi::OsStr> = vec![
             "top".as_ref(),
@@ -267,10 +291,30 @@ fn replicated_store(
         .expect("tcp bytes")["bandwidth"]
         .as_f64()
         .unwrap();
-    let first = list["tasks"][0]["name"].as_str().unwrap().to_string();
-    let expanded = top(&["--expand", &first])["expanded"].clone();
+    // From the top-level tasks (most total time first), the first whose children hold the
+    // local commit: the task that serves a client's commit.
+    let mut commit = None;
+    let mut local_commit = None;
+    for t in list["tasks"].as_array().unwrap() {
+        let expanded = top(&["--expand", t["name"].as_str().unwrap()])["expanded"].clone();
+        let local = expanded["children"].as_array().and_then(|c| {
+            c.iter()
+                .map(|c| c["task"]["name"].as_str().unwrap().to_string())
+                .find(|n| n.contains("rpc_async_call") && n.contains("send_packet"))
+        });
+        if let Some(local) = local {
+            local_commit = Some(top(&["--expand", &local])["expanded"].clone());
+            commit = Some(expanded);
+            break;
+        }
+    }
     let (model, g) = load(&out);
-    (expanded, rollup(&g, &model).blame, tcp)
+    StoreView {
+        commit,
+        local_commit,
+        blame: rollup(&g, &model).blame,
+        tcp,
+    }
 }
 
 #[test]
@@ -280,32 +324,59 @@ fn replicated_store_async_leads_to_the_flow_control_sleep_and_sync_has_none() {
             .as_deref()
             .is_some_and(|f| f.ends_with("flow_control_sleep"))
     };
-    let (top, blame, async_bw) = replicated_store("async");
-    // The task that takes the most time is blocked, above all, asleep in a sender thread, and
-    // the call behind it is the network layer's flow-control sleep.
-    let c = &top["contributors"][0];
-    assert_eq!(c["what"], "sleep", "{top:#}");
+    let v = replicated_store("async");
+    // Top down: the commit task holds the local commit (mutate, async RPC, send), whose time
+    // goes to the sender threads, blocked above all asleep in the network layer's flow control.
+    let commit = v.commit.expect("a top-level task holds the local commit");
+    let local = v.local_commit.expect("the local commit expands");
+    // The largest part is the sender leaf (a mutation waits in the send queue while the
+    // senders are busy), and the blocking call that dominates it is the flow-control sleep.
+    let contributors = local["contributors"].as_array().unwrap();
+    assert!(
+        contributors[0]["leaf"]
+            .as_str()
+            .is_some_and(|l| l.contains("send_packet")),
+        "{local:#}"
+    );
+    let c = contributors
+        .iter()
+        .find(|c| c["what"] != "running" && c["what"] != "queued")
+        .expect("a blocking contributor");
+    assert_eq!(c["what"], "sleep", "{local:#}");
+    assert!(
+        c["leaf"]
+            .as_str()
+            .is_some_and(|l| l.contains("send_packet")),
+        "{local:#}"
+    );
     let call = &c["calls"][0];
     assert!(
         call["function"]
             .as_str()
             .is_some_and(|f| f.ends_with("flow_control_sleep")),
-        "{top:#}"
+        "{local:#}"
     );
     assert!(call["stack"]
         .as_array()
         .unwrap()
         .iter()
         .any(|f| f.as_str().is_some_and(|f| f.ends_with("Primary::sender"))));
+    eprintln!(
+        "commit task {}: local commit {}: {} of it asleep in {}",
+        commit["task"]["name"], local["task"]["name"], c["share"], call["function"]
+    );
+    let blame = v.blame;
+    let async_bw = v.tcp;
     let slept: u64 = blame
         .iter()
         .filter(|b| in_flow_control(b))
         .map(|b| b.total_ns)
         .sum();
     assert!(slept >= 1_000_000_000, "flow-control sleep {slept} ns");
-    let (_, blame, sync_bw) = replicated_store("sync");
+    let v = replicated_store("sync");
+    let sync_bw = v.tcp;
     assert!(
-        !blame.iter().any(in_flow_control),
+        !v.blame.iter().any(in_flow_control),
         "sync mode slept in flow control"
     );
     assert!(

@@ -159,7 +159,8 @@ fn replicated_store_async_stalls_its_senders_and_sync_does_not() {
     let t = run.load();
     assert_eq!(t.processes.len(), 3, "client, primary and backup");
     each_instance_has(&t, &truth, "apply", |e| {
-        is_output(e) && e.result == Some(13)
+        // An ack: a 13-byte header and the backup's 8-byte log position.
+        is_output(e) && e.result == Some(21)
     });
     // The flow-control stalls are sleeps of the requested length on the sender threads.
     let stall_sleeps = with_op(&t, Op::Sleep)

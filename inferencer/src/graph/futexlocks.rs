@@ -19,7 +19,16 @@ use rayon::prelude::*;
 use scalpel_model::format::Op;
 use scalpel_model::read::{read_file_streaming, FileSink, ProcessSinks, TraceDir};
 
+use super::leaves::Bound;
 use super::sink::{ThreadSink, HAS_X, NO_OBJ};
+
+/// The futex value of a lock that is held with waiters, which a contended locker waits for.
+const LOCKED_WITH_WAITERS: u64 = 2;
+
+/// Whether a futex wait expected the value of a lock held with waiters.
+pub fn waits_like_a_lock(b: &Bound) -> bool {
+    b.flags & HAS_X != 0 && b.x == LOCKED_WITH_WAITERS
+}
 
 /// The (kind, key) of every futex word all of whose waits expected 2.
 pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<(u8, u64)> {
@@ -37,8 +46,7 @@ pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<(u8, u64)> {
             let Some(o) = out.objs.get(b.obj as usize) else {
                 continue;
             };
-            let two = b.flags & HAS_X != 0 && b.x == 2;
-            *words.entry((o.kind, o.key)).or_insert(true) &= two;
+            *words.entry((o.kind, o.key)).or_insert(true) &= waits_like_a_lock(b);
         }
     }
     words

@@ -20,7 +20,6 @@ use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Leaf, ObjIndex, Unmatched};
 
 use super::leaves::Bound;
-use super::sink::HAS_X;
 
 /// What matching one object produced.
 #[derive(Default)]
@@ -118,7 +117,7 @@ pub fn sem(group: &[Bound], obj: u32, out: &mut GroupOut) {
 /// Futex words (those not used as locks).
 pub fn futex(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
     let waits = || group.iter().filter(|b| op(b) == Some(Op::FutexWait));
-    let lock_like = waits().next().is_some() && waits().all(|b| b.flags & HAS_X != 0 && b.x == 2);
+    let lock_like = waits().next().is_some() && waits().all(super::futexlocks::waits_like_a_lock);
     if lock_like {
         return;
     }

@@ -185,8 +185,10 @@ impl FileSink for ThreadSink {
             flags,
         };
         let o = self.objs.get(obj as usize);
+        // Only futex calls can be lock traffic; other events skip the lookup.
+        let futex = matches!(e.op, Some(Op::FutexWait | Op::FutexWake));
         let lock_word = match (&self.lock_words, o) {
-            (Some(words), Some(o)) => words.contains(&(o.kind, o.key)),
+            (Some(words), Some(o)) if futex => words.contains(&(o.kind, o.key)),
             _ => false,
         };
         self.cut.feed(&ev, o, lock_word);

@@ -46,6 +46,34 @@ pub fn load_tasks(path: &Path) -> Vec<TruthTask> {
         .collect()
 }
 
+/// Runs `scalpel infer DIR -o OUT EXTRA…` and loads what it wrote, failing with its stderr.
+pub fn infer_model(dir: &Path, out: &Path, extra: &[&str]) -> (Model, Graph) {
+    let o = std::process::Command::new(crate::scalpel())
+        .arg("infer")
+        .arg(dir)
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("scalpel runs");
+    assert!(
+        o.status.success(),
+        "scalpel infer failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    load_model(out)
+}
+
+/// Reads `model.json` and `graph.json` from an output directory.
+pub fn load_model(out: &Path) -> (Model, Graph) {
+    let read =
+        |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    (
+        serde_json::from_str(&read("model.json")).expect("model.json has the schema"),
+        serde_json::from_str(&read("graph.json")).expect("graph.json has the schema"),
+    )
+}
+
 /// How one true type was recovered.
 #[derive(Clone, Debug)]
 pub struct TypeScore {

@@ -11,11 +11,13 @@
 //! instance) that completed last, which is the one the leaf waited for. A path leaf's share is
 //! the time from its predecessor's completion to its own, split over its running time and its
 //! inner waits in proportion, plus [`BlockKind::Queued`] when it started later than its
-//! predecessor completed (its thread was busy elsewhere or not yet scheduled).
+//! predecessor completed (its thread was busy elsewhere or not yet scheduled). Queued time is
+//! further charged to what the thread was busy with ([`super::behind`]).
 
 use scalpel_model::format::Op;
 use scalpel_model::graph::Graph;
 
+use super::behind::{charge, Behind};
 use super::kinds::{BlockKind, KindTimes};
 use super::leaf::{end_kind, GraphIndex};
 
@@ -28,6 +30,9 @@ pub struct PathStep {
     pub running_ns: u64,
     /// Blocked time attributed to it, by kind.
     pub blocked: KindTimes,
+    /// Its [`BlockKind::Queued`] time, charged to the leaves its thread ran meanwhile (as much
+    /// of it as they cover).
+    pub behind: Vec<Behind>,
 }
 
 impl PathStep {
@@ -206,12 +211,19 @@ impl<'a> Evaluator<'a> {
         }
         let end = end_kind(self.g, self.idx, l);
         blocked[end.index()] += scale(block.min(own.saturating_sub(waited)));
-        blocked[BlockKind::Queued.index()] += share - kept;
+        let queued = share - kept;
+        blocked[BlockKind::Queued.index()] += queued;
+        let mut behind = Vec::new();
+        if queued > 0 {
+            let from = done - share;
+            charge(self.g, self.idx, l, from, from + queued, &mut behind);
+        }
         let accounted: u64 = blocked.iter().sum();
         PathStep {
             leaf: l,
             running_ns: share.saturating_sub(accounted),
             blocked,
+            behind,
         }
     }
 }

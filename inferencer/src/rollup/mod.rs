@@ -6,6 +6,7 @@
 //! bandwidth. Non-goals: wait-for-graph bottleneck analysis and flame graphs (planned on the same
 //! traces), and anything that needs the raw trace again.
 
+mod behind;
 mod blame;
 mod instance;
 mod kinds;
@@ -20,6 +21,7 @@ use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 use serde::ser::SerializeMap;
 
+pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
 pub use instance::{Evaluator, Instance, PathStep};
 pub use kinds::{nonzero, BlockKind, KindTimes};

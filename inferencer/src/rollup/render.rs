@@ -169,9 +169,14 @@ pub fn table(v: &TopView) -> String {
             }
             let _ = writeln!(o, "\nwhere the critical path went (per instance):");
             for c in &e.contributors {
+                let queued = c
+                    .while_queued
+                    .as_ref()
+                    .map(|q| format!("  (while {q} waited for this thread)"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     o,
-                    "  {:>6}  {:>10}  {:<8} {}",
+                    "  {:>6}  {:>10}  {:<8} {}{queued}",
                     pct(c.share),
                     duration(c.per_instance_ns),
                     c.what,
@@ -214,12 +219,12 @@ fn csv_field(s: &str) -> String {
 /// The view as CSV: one row per task, child or contributor, `section` telling which.
 pub fn csv(v: &TopView) -> String {
     let mut o = String::from(
-        "section,name,what,count,total_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,per_second,bytes_in,bytes_out,bandwidth,share,critical_share\n",
+        "section,name,what,count,total_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,per_second,bytes_in,bytes_out,bandwidth,share,critical_share,while_queued\n",
     );
     let task = |o: &mut String, section: &str, r: &TaskRow, share: f64, crit: f64| {
         let _ = writeln!(
             o,
-            "{section},{},{:?},{},{},{},{},{},{},{},{:.3},{},{},{:.1},{:.4},{:.4}",
+            "{section},{},{:?},{},{},{},{},{},{},{},{:.3},{},{},{:.1},{:.4},{:.4},",
             csv_field(&r.name),
             r.kind,
             r.count,
@@ -250,12 +255,13 @@ pub fn csv(v: &TopView) -> String {
             for c in &e.contributors {
                 let _ = writeln!(
                     o,
-                    "contributor,{},{},,,{},,,,,,,,,{:.4},{:.4}",
+                    "contributor,{},{},,,{},,,,,,,,,{:.4},{:.4},{}",
                     csv_field(&c.leaf),
                     c.what,
                     c.per_instance_ns,
                     c.share,
-                    c.share
+                    c.share,
+                    csv_field(c.while_queued.as_deref().unwrap_or(""))
                 );
             }
         }

@@ -96,9 +96,14 @@ fn drill(o: &mut String, e: &Expanded) {
          <th>share</th><th></th></tr>"
     );
     for c in &e.contributors {
+        let queued = c
+            .while_queued
+            .as_ref()
+            .map(|q| format!(" <small>(while {} waited for this thread)</small>", esc(q)))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<tr><td>{}{queued}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td><span class=bar style=\"width:{}px\"></span></td></tr>",
             esc(&c.leaf),
             esc(&c.what),

@@ -50,6 +50,10 @@ pub struct Contributor {
     pub leaf_type: u32,
     /// What the time was: a blocking kind, or `None` for running.
     pub kind: Option<BlockKind>,
+    /// Set when the time was spent in earlier leaves of `leaf_type` on a thread while a path
+    /// leaf of this type sat queued for that thread (see [`super::Behind`]); `None` when the
+    /// path leaf spent it itself.
+    pub while_queued: Option<u32>,
     /// Total over the type's instances.
     pub ns: u64,
 }
@@ -274,25 +278,38 @@ fn summarize(g: &Graph, t: u32, instances: &[Instance], children: Vec<ChildStats
     };
     let mut blocked = [0u64; BlockKind::ALL.len()];
     let mut running_ns = 0;
-    let mut contrib: AHashMap<(u32, Option<BlockKind>), u64> = AHashMap::new();
+    let mut contrib: AHashMap<(u32, Option<BlockKind>, Option<u32>), u64> = AHashMap::new();
     for s in instances.iter().flat_map(|i| &i.path) {
         let lt = g.leaves[s.leaf as usize].ty;
         running_ns += s.running_ns;
-        *contrib.entry((lt, None)).or_default() += s.running_ns;
+        *contrib.entry((lt, None, None)).or_default() += s.running_ns;
+        let mut charged = 0;
+        for b in &s.behind {
+            let by = g.leaves[b.leaf as usize].ty;
+            *contrib.entry((by, b.kind, Some(lt))).or_default() += b.ns;
+            charged += b.ns;
+        }
         for k in BlockKind::ALL {
             let ns = s.blocked[k.index()];
-            if ns > 0 {
-                blocked[k.index()] += ns;
-                *contrib.entry((lt, Some(k))).or_default() += ns;
+            blocked[k.index()] += ns;
+            // Queued time its thread's earlier leaves explain is charged to them above.
+            let own = if k == BlockKind::Queued {
+                ns.saturating_sub(charged)
+            } else {
+                ns
+            };
+            if own > 0 {
+                *contrib.entry((lt, Some(k), None)).or_default() += own;
             }
         }
     }
     let mut contributors: Vec<Contributor> = contrib
         .into_iter()
         .filter(|&(_, ns)| ns > 0)
-        .map(|((leaf_type, kind), ns)| Contributor {
+        .map(|((leaf_type, kind, while_queued), ns)| Contributor {
             leaf_type,
             kind,
+            while_queued,
             ns,
         })
         .collect();
@@ -300,6 +317,7 @@ fn summarize(g: &Graph, t: u32, instances: &[Instance], children: Vec<ChildStats
         b.ns.cmp(&a.ns)
             .then(a.leaf_type.cmp(&b.leaf_type))
             .then(a.kind.cmp(&b.kind))
+            .then(a.while_queued.cmp(&b.while_queued))
     });
     contributors.truncate(CONTRIBUTORS);
     let bytes_in: u64 = instances.iter().map(|i| i.bytes_in).sum();

@@ -44,6 +44,23 @@ fn edge(from: u32, to: u32, kind: EdgeKind) -> Edge {
 fn graph() -> Graph {
     let mut l3 = leaf(1, 16, 30, 2, Op::Write);
     l3.sleep_ns = 10;
+    graph_of(
+        vec![
+            leaf(0, 0, 10, 0, Op::CondSignal),
+            leaf(0, 10, 12, 0, Op::ThreadExit),
+            leaf(1, 0, 2, 12, Op::CondWait),
+            l3,
+        ],
+        vec![
+            edge(0, 1, EdgeKind::Program),
+            edge(0, 3, EdgeKind::Cond),
+            edge(2, 3, EdgeKind::Program),
+        ],
+    )
+}
+
+/// Two threads of two leaves each (types by thread).
+fn graph_of(leaves: Vec<Leaf>, edges: Vec<Edge>) -> Graph {
     let thread = |i: u32| ThreadInfo {
         process: 0,
         pid: 1,
@@ -72,18 +89,9 @@ fn graph() -> Graph {
         threads: vec![thread(0), thread(1)],
         objects: Vec::new(),
         types: vec![ty("a"), ty("b")],
-        leaves: vec![
-            leaf(0, 0, 10, 0, Op::CondSignal),
-            leaf(0, 10, 12, 0, Op::ThreadExit),
-            leaf(1, 0, 2, 12, Op::CondWait),
-            l3,
-        ],
+        leaves,
         externals: Vec::new(),
-        edges: vec![
-            edge(0, 1, EdgeKind::Program),
-            edge(0, 3, EdgeKind::Cond),
-            edge(2, 3, EdgeKind::Program),
-        ],
+        edges,
         locks: Vec::new(),
         lock_waits: Vec::new(),
         inner_waits: Vec::new(),
@@ -112,6 +120,54 @@ fn critical_path_follows_the_last_cause_and_adds_up_to_the_latency() {
     assert_eq!(b.blocked[BlockKind::Write.index()], 2);
     assert_eq!(b.running_ns, 4);
     assert_eq!(a.total() + b.total(), i.latency());
+}
+
+#[test]
+fn queued_time_is_charged_to_what_the_thread_was_busy_with() {
+    // Thread 0 signals at 5; thread 1's leaf 3 could start then, but thread 1 is inside leaf
+    // 2 (0..18, 10 ns of it asleep) and its 2 ns write until 20.
+    let mut busy = leaf(1, 0, 18, 2, Op::Write);
+    busy.sleep_ns = 10;
+    let g = graph_of(
+        vec![
+            leaf(0, 0, 5, 0, Op::CondSignal),
+            leaf(0, 5, 6, 0, Op::ThreadExit),
+            busy,
+            leaf(1, 20, 25, 0, Op::ThreadExit),
+        ],
+        vec![
+            edge(0, 1, EdgeKind::Program),
+            edge(0, 3, EdgeKind::Cond),
+            edge(2, 3, EdgeKind::Program),
+        ],
+    );
+    let idx = GraphIndex::new(&g);
+    let mut ev = Evaluator::new(&g, &idx);
+    let i = ev.eval(&[0, 3]);
+    let path: Vec<u32> = i.path.iter().map(|s| s.leaf).collect();
+    assert_eq!(path, [0, 3]);
+    let s = &i.path[1];
+    assert_eq!(s.blocked[BlockKind::Queued.index()], 15);
+    // 5..20: the write 18..20, then 5..18 of leaf 2's span split in proportion: 10/18 of 13
+    // asleep (7, rounded down), the rest running.
+    let charged: Vec<(u32, Option<BlockKind>, u64)> =
+        s.behind.iter().map(|b| (b.leaf, b.kind, b.ns)).collect();
+    assert_eq!(
+        charged,
+        [
+            (2, Some(BlockKind::Write), 2),
+            (2, Some(BlockKind::Sleep), 7),
+            (2, None, 6)
+        ]
+    );
+    assert_eq!(s.total(), 20);
+    // Time no earlier leaf covers stays plain queued: in the first graph, leaf 3 starts 2 ns
+    // after the wait that ended leaf 2 returned.
+    let g = graph();
+    let idx = GraphIndex::new(&g);
+    let i = Evaluator::new(&g, &idx).eval(&[0, 2, 3]);
+    assert_eq!(i.path[1].blocked[BlockKind::Queued.index()], 2);
+    assert!(i.path[1].behind.is_empty());
 }
 
 #[test]

@@ -94,6 +94,10 @@ pub struct ContributorRow {
     pub leaf: String,
     /// `running` or a blocking kind.
     pub what: String,
+    /// Set when this leaf's thread spent the time while a path leaf of the named type sat
+    /// queued for it: the queue wait charged to the work in its way. `None`: the path leaf's
+    /// own time.
+    pub while_queued: Option<String>,
     /// Mean per instance of the task.
     pub per_instance_ns: u64,
     /// Part of the critical path.
@@ -279,6 +283,7 @@ fn expand(model: &Model, r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded 
             ContributorRow {
                 leaf: model.types[c.leaf_type as usize].name.clone(),
                 what: c.kind.map_or("running", |k| k.name()).to_string(),
+                while_queued: c.while_queued.map(|t| model.types[t as usize].name.clone()),
                 per_instance_ns: c.ns / n,
                 share: share(c.ns, s.critical_ns),
                 calls,

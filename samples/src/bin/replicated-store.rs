@@ -15,9 +15,13 @@
 //! - The pool's queue and the network layer's queue are completion ports ([`Port`]), the way
 //!   PacificA's are Windows I/O completion ports: whoever takes an item was notified of that
 //!   item, so the hand-off is visible to a tracer of synchronization calls.
-//! - The link to the backup is simulated with a bandwidth (`--link-mbps`, default 10 MB/s).
-//! - Flow control in the network layer: when more than `--flow-limit` bytes are queued, a sender
-//!   sleeps `--flow-sleep-ms` (default 1 s), then the senders drain the queue to half the limit.
+//! - The link to the backup is simulated with a bandwidth (`--link-mbps`, default 4 MB/s).
+//!   Why that low: the bug needs the workers to outpace the link, and on a loaded 2-core
+//!   machine under the agent they manage 1.2 to 3 MB/s; at 10 MB/s some runs never filled the
+//!   queue.
+//! - Flow control in the network layer: when more than `--flow-limit` bytes (default 32 KiB)
+//!   are queued, a sender sleeps `--flow-sleep-ms` (default 1 s), then the senders drain the
+//!   queue to half the limit.
 //!   With `--rpc async` (the default) the workers queue mutations faster than the link carries
 //!   them, so the senders stall together again and again and the link idles most of the time;
 //!   `--rpc sync` sends from the worker and waits for the ack, so the queue never fills.
@@ -74,9 +78,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         value_size: 4096,
         workers: 4,
         senders: 4,
-        flow_limit: 64 * 1024,
+        flow_limit: 32 * 1024,
         flow_sleep: Duration::from_millis(1000),
-        link_bps: 10_000_000,
+        link_bps: 4_000_000,
         port: 0,
         log_dir: std::env::temp_dir(),
     };

@@ -74,3 +74,4 @@ fn lowlock() {
     ];
     all_at_least(&scored("lowlock", &args, &[]), 0.95);
 }
+

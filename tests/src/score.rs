@@ -1,7 +1,7 @@
 //! Scoring an inferred task model against a sample's ground truth (samples/TRUTH.md).
 //!
-//! A true instance stands for the leaves it ran in: those of its thread that spent most of
-//! their span inside it or hold it whole (see [`holds`]), or, for a type composed of others (given by the test), the union of its parts' leaves. An
+//! A true instance stands for the leaves it ran in: those of its thread that overlap its span,
+//! or, for a type composed of others (given by the test), the union of its parts' leaves. An
 //! occurrence of a model type *matches* an instance when, of all the leaves that belong to some
 //! true instance, it holds exactly the instance's: all of them, and none of any other instance
 //! that is not a part of it. For each true type the model type with the best F1 is reported
@@ -44,18 +44,6 @@ pub fn load_tasks(path: &Path) -> Vec<TruthTask> {
             })
         })
         .collect()
-}
-
-/// Whether a leaf spanning `a..b` ran in a true instance spanning `s..e`: it spent most of its
-/// span inside the instance, or the instance lies inside it. Why not any overlap: samples take
-/// their clock readings just before and after the sync calls that bound a task, and those calls
-/// are where leaves are cut, so an instance overlaps the end of the leaf before it and the start
-/// of the leaf after it by the few hundred nanoseconds between the reading and the call.
-fn holds(a: u64, b: u64, s: u64, e: u64) -> bool {
-    let overlap = b.min(e).saturating_sub(a.max(s));
-    let inside_leaf = a <= s && e <= b;
-    let in_instance = s <= a && b <= e;
-    in_instance || inside_leaf || 2 * overlap > b - a
 }
 
 /// Runs `scalpel infer DIR -o OUT EXTRA…` and loads what it wrote, failing with its stderr.
@@ -115,7 +103,7 @@ pub fn instance_leaves(
         (first..first + n)
             .filter(|&l| {
                 let x = &graph.leaves[l as usize];
-                holds(x.start_ns, x.end_ns, t.start_ns, t.end_ns)
+                x.start_ns < t.end_ns && t.start_ns < x.end_ns
             })
             .collect()
     };

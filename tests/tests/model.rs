@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use scalpel_e2e::score::{load_tasks, report, score, TypeScore};
+use scalpel_e2e::score::{load_model as load, load_tasks, report, score, TypeScore};
 use scalpel_e2e::{own_bin, record_with, scalpel, Run};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{Model, TaskKind};
@@ -28,13 +28,6 @@ struct Sample {
     out: PathBuf,
     model: Model,
     graph: Graph,
-}
-
-fn load(out: &Path) -> (Model, Graph) {
-    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
-    let model = serde_json::from_str(&read("model.json")).expect("model.json has the schema");
-    let graph = serde_json::from_str(&read("graph.json")).expect("graph.json has the schema");
-    (model, graph)
 }
 
 fn sample(mode: &'static str) -> Sample {

@@ -5,24 +5,13 @@
 //! reply on the wire). Local commit and remote ack run on the same worker and sender threads
 //! and must still come out as two task types.
 
-use std::path::Path;
 use std::process::Command;
 
-use scalpel_e2e::score::{load_tasks, report, score, TypeScore};
+use scalpel_e2e::score::{load_model as load, load_tasks, report, score, TypeScore};
 use scalpel_e2e::{own_bin, record_with, scalpel};
-use scalpel_model::graph::Graph;
-use scalpel_model::task::Model;
 
 fn get<'a>(sc: &'a [TypeScore], ty: &str) -> &'a TypeScore {
     sc.iter().find(|t| t.truth == ty).expect("true type scored")
-}
-
-fn load(out: &Path) -> (Model, Graph) {
-    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
-    (
-        serde_json::from_str(&read("model.json")).expect("model.json"),
-        serde_json::from_str(&read("graph.json")).expect("graph.json"),
-    )
 }
 
 #[test]

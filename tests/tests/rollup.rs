@@ -4,12 +4,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use scalpel_e2e::score::{load_tasks, report, score};
+use scalpel_e2e::score::{load_model as load, load_tasks, report, score};
 use scalpel_e2e::{build_c, own_bin, record, record_with, scalpel};
 use scalpel_inferencer::rollup::{leaf_metrics, rollup, BlockKind, GraphIndex};
 use scalpel_model::format::Op;
-use scalpel_model::graph::Graph;
-use scalpel_model::task::Model;
 
 fn run(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(scalpel())
@@ -26,14 +24,6 @@ fn infer(dir: &Path, out: &Path) {
         out.as_os_str(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
-fn load(out: &Path) -> (Model, Graph) {
-    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
-    (
-        serde_json::from_str(&read("model.json")).unwrap(),
-        serde_json::from_str(&read("graph.json")).unwrap(),
-    )
 }
 
 const MS: u64 = 1_000_000;

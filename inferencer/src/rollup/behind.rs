@@ -35,17 +35,10 @@ fn overlap(a: u64, b: u64, from: u64, to: u64) -> u64 {
 }
 
 /// Charges the gap `from..to`, in which `leaf` waited for its thread, to the thread's earlier
-/// leaves, appending to `out`. Returns the time charged (at most `to - from`). Idle waits (the
+/// leaves, appending to `out` (at most `to - from` in all). Idle waits (the
 /// thread waiting for new work) and time no leaf covers stay uncharged: that is the thread
 /// waking up, not work in the way.
-pub fn charge(
-    g: &Graph,
-    idx: &GraphIndex,
-    leaf: u32,
-    from: u64,
-    to: u64,
-    out: &mut Vec<Behind>,
-) -> u64 {
+pub fn charge(g: &Graph, idx: &GraphIndex, leaf: u32, from: u64, to: u64, out: &mut Vec<Behind>) {
     let thread = g.leaves[leaf as usize].thread;
     let mut left = to.saturating_sub(from);
     let mut p = leaf;
@@ -93,5 +86,4 @@ pub fn charge(
             break;
         }
     }
-    to.saturating_sub(from) - left
 }

@@ -5,13 +5,17 @@
  *
  * The load client runs in a forked process: C connections (one thread each), R requests per
  * connection, each response checked. Protocol: request = u32 length + payload; response = u32
- * length + u64 FNV-1a of the payload.
+ * length + u64 FNV-1a of the payload + u64 request id (the server numbers connections in accept
+ * order, so the client learns the ids from the replies).
  *
- * Ground truth (samples/TRUTH.md), written when $SCALPEL_TRUTH is set:
- *   accept      acceptor  accept returned -> connection queued          id = connection
- *   connection  worker    connection dequeued -> closed                 id = connection
- *   request     worker    request read begins -> response written       id = request, parent = connection
- *   call        client    request sent begins -> response received      id = request (client process)
+ * Ground truth (samples/TRUTH.md), written when $SCALPEL_TRUTH is set. Spans run from the return
+ * of the sync call that starts a task to the entry of the one that ends it, as leaves do, so a
+ * blocking call at either end belongs to neither side:
+ *   accept      acceptor  accept returned -> connection queued (signal called)   id = parent = connection
+ *   connection  worker    connection dequeued -> the read finding it closed called   id = connection
+ *   request     worker    request header read -> response write called  id = parent = request
+ *   call        client    request prepared -> response read called      id = request, parent = connection
+ * Nesting: a connection holds its accept and its calls, and a call holds the server's request.
  *
  * Usage: threadpool [--workers N] [--connections C] [--requests R]   (defaults 4, 8, 200) */
 #define _GNU_SOURCE
@@ -43,12 +47,14 @@ static int q_head, q_len, q_closed;
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_not_empty = PTHREAD_COND_INITIALIZER, q_not_full = PTHREAD_COND_INITIALIZER;
 
-static __attribute__((noinline)) void enqueue_connection(int fd, int64_t id) {
+/* Queues a connection; `queued` is when it was in the queue, just before the signal. */
+static __attribute__((noinline)) void enqueue_connection(int fd, int64_t id, uint64_t *queued) {
     pthread_mutex_lock(&q_lock);
     while (q_len == QCAP) pthread_cond_wait(&q_not_full, &q_lock);
     queue[(q_head + q_len) % QCAP].fd = fd;
     queue[(q_head + q_len) % QCAP].id = id;
     q_len++;
+    *queued = truth_now();
     pthread_cond_signal(&q_not_empty);
     pthread_mutex_unlock(&q_lock);
 }
@@ -102,9 +108,11 @@ static uint64_t fnv(const unsigned char *p, size_t n) {
 }
 
 /* --- server ------------------------------------------------------------------------------ */
-static __attribute__((noinline)) int recv_request(int fd, unsigned char *buf, uint32_t *len) {
+/* Reads one request; `start` is when its header arrived (the request's task begins there). */
+static __attribute__((noinline)) int recv_request(int fd, unsigned char *buf, uint32_t *len, uint64_t *start) {
     int r = read_full(fd, len, 4);
     if (r <= 0) return r;
+    *start = truth_now();
     if (*len > 4096) return -1;
     return read_full(fd, buf, *len);
 }
@@ -119,11 +127,14 @@ static __attribute__((noinline)) uint64_t handle_request(const unsigned char *bu
     return h;
 }
 
-static __attribute__((noinline)) int send_response(int fd, uint64_t value) {
-    unsigned char out[12];
-    uint32_t len = 8;
+/* Sends one response; `end` is when the write was called (the request's task ends there). */
+static __attribute__((noinline)) int send_response(int fd, uint64_t value, int64_t id, uint64_t *end) {
+    unsigned char out[20];
+    uint32_t len = 16;
     memcpy(out, &len, 4);
     memcpy(out + 4, &value, 8);
+    memcpy(out + 12, &id, 8);
+    *end = truth_now();
     return write_full(fd, out, sizeof out);
 }
 
@@ -135,17 +146,20 @@ static void *worker_main(void *arg) {
         if (fd < 0) return NULL;
         uint64_t conn_start = truth_now();
         unsigned char buf[4096];
+        uint64_t conn_end;
         for (int64_t n = 0;; n++) {
-            uint64_t start = truth_now();
+            uint64_t start = 0, end;
             uint32_t len;
-            int r = recv_request(fd, buf, &len);
+            conn_end = truth_now();
+            int r = recv_request(fd, buf, &len, &start);
             if (r <= 0) break;
             uint64_t value = handle_request(buf, len);
-            if (send_response(fd, value) <= 0) break;
-            truth_task("request", conn * 1000000 + n, conn, start, truth_now());
+            int64_t id = conn * 1000000 + n;
+            if (send_response(fd, value, id, &end) <= 0) break;
+            truth_task("request", id, id, start, end);
         }
         close(fd);
-        truth_task("connection", conn, -1, conn_start, truth_now());
+        truth_task("connection", conn, -1, conn_start, conn_end);
     }
 }
 
@@ -160,8 +174,9 @@ static void *acceptor_main(void *arg) {
         uint64_t start = truth_now();
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        enqueue_connection(fd, id);
-        truth_task("accept", id, -1, start, truth_now());
+        uint64_t queued;
+        enqueue_connection(fd, id, &queued);
+        truth_task("accept", id, id, start, queued);
     }
     pthread_mutex_lock(&q_lock);
     q_closed = 1;
@@ -184,25 +199,29 @@ static void *client_main(void *arg) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     unsigned char buf[600];
     for (int n = 0; n < requests; n++) {
+        uint64_t start = truth_now();
         uint32_t len = 16 + (uint32_t)((conn * 131 + n * 17) % 500);
         for (uint32_t i = 0; i < len; i++) buf[4 + i] = (unsigned char)(conn + n + i);
         memcpy(buf, &len, 4);
-        uint64_t start = truth_now();
-        unsigned char resp[12];
-        if (write_full(fd, buf, 4 + len) <= 0 || read_full(fd, resp, sizeof resp) <= 0) {
-            fprintf(stderr, "threadpool client: connection %lld broke\n", (long long)conn);
-            exit(1);
-        }
+        unsigned char resp[20];
+        if (write_full(fd, buf, 4 + len) <= 0) goto broke;
+        uint64_t end = truth_now();
+        if (read_full(fd, resp, sizeof resp) <= 0) goto broke;
         uint64_t got;
+        int64_t id;
         memcpy(&got, resp + 4, 8);
+        memcpy(&id, resp + 12, 8);
         if (got != fnv(buf + 4, len)) {
             fprintf(stderr, "threadpool client: wrong response\n");
             exit(1);
         }
-        truth_task("call", conn * 1000000 + n, conn, start, truth_now());
+        truth_task("call", id, id / 1000000, start, end);
     }
     close(fd);
     return NULL;
+broke:
+    fprintf(stderr, "threadpool client: connection %lld broke\n", (long long)conn);
+    exit(1);
 }
 
 static int run_client(void) {

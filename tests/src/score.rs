@@ -4,9 +4,11 @@
 //! or, for a type composed of others (given by the test), the union of its parts' leaves. An
 //! occurrence of a model type *matches* an instance when, of all the leaves that belong to some
 //! true instance, it holds exactly the instance's: all of them, and none of any other instance
-//! that is not a part of it. For each true type the model type with the best F1 is reported
-//! (on a tie, the one with the smaller occurrences): precision = matching occurrences /
-//! occurrences, recall = matched instances / instances.
+//! that is not a part of it. With [`score_nested`], instances nested in it (by `parent`) may be
+//! held or not, and so may its ancestors' leaves: what it must hold are its own leaves outside
+//! its nested instances. For each true type the model type with the best F1 is reported (on a
+//! tie, the one with the smaller occurrences): precision = matching occurrences / occurrences,
+//! recall = matched instances / instances.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -92,6 +94,15 @@ pub fn instance_leaves(
     tasks: &[TruthTask],
     composed: &[(&str, &[&str])],
 ) -> BTreeMap<String, Vec<Vec<u32>>> {
+    let mut out: BTreeMap<String, Vec<Vec<u32>>> = BTreeMap::new();
+    for (t, l) in tasks.iter().zip(leaves_of(graph, tasks, composed)) {
+        out.entry(t.ty.clone()).or_default().push(l);
+    }
+    out
+}
+
+/// The leaves of each true instance (sorted), in `tasks` order.
+fn leaves_of(graph: &Graph, tasks: &[TruthTask], composed: &[(&str, &[&str])]) -> Vec<Vec<u32>> {
     let mut by_thread: AHashMap<(u32, u32), (u32, u32)> = AHashMap::new();
     for t in &graph.threads {
         by_thread.insert((t.pid, t.tid), (t.first_leaf, t.leaves));
@@ -107,24 +118,25 @@ pub fn instance_leaves(
             })
             .collect()
     };
-    let mut out: BTreeMap<String, Vec<Vec<u32>>> = BTreeMap::new();
     let mut parts: AHashMap<(&str, i64), Vec<u32>> = AHashMap::new();
     for (parent, kids) in composed {
         for t in tasks.iter().filter(|t| kids.contains(&t.ty.as_str())) {
             parts.entry((parent, t.parent)).or_default().extend(own(t));
         }
     }
-    for t in tasks {
-        let mut l = if composed.iter().any(|(p, _)| *p == t.ty) {
-            parts.remove(&(t.ty.as_str(), t.id)).unwrap_or_default()
-        } else {
-            own(t)
-        };
-        l.sort_unstable();
-        l.dedup();
-        out.entry(t.ty.clone()).or_default().push(l);
-    }
-    out
+    tasks
+        .iter()
+        .map(|t| {
+            let mut l = if composed.iter().any(|(p, _)| *p == t.ty) {
+                parts.remove(&(t.ty.as_str(), t.id)).unwrap_or_default()
+            } else {
+                own(t)
+            };
+            l.sort_unstable();
+            l.dedup();
+            l
+        })
+        .collect()
 }
 
 /// Scores every true type against every model type, keeping the best.
@@ -134,7 +146,31 @@ pub fn score(
     tasks: &[TruthTask],
     composed: &[(&str, &[&str])],
 ) -> Vec<TypeScore> {
-    let inst = instance_leaves(graph, tasks, composed);
+    score_nested(model, graph, tasks, composed, &[])
+}
+
+/// [`score`] for a sample whose types nest: `nested` lists (child type, parent type), where a
+/// child's `parent` is the id of an instance of the parent type. An instance's *direct* leaves
+/// are its own less its descendants'. An occurrence then matches an instance when it holds all
+/// of the instance's direct leaves, and each other leaf it holds that belongs to a true
+/// instance belongs only to the instance's ancestors and descendants: a connection may hold the calls made on it, and a call the glue of its
+/// connection that lies between two calls.
+pub fn score_nested(
+    model: &Model,
+    graph: &Graph,
+    tasks: &[TruthTask],
+    composed: &[(&str, &[&str])],
+    nested: &[(&str, &str)],
+) -> Vec<TypeScore> {
+    let held = leaves_of(graph, tasks, composed);
+    let kin = kinship(tasks, nested);
+    // Every true instance holding each leaf.
+    let mut holders: AHashMap<u32, Vec<usize>> = AHashMap::new();
+    for (i, h) in held.iter().enumerate() {
+        for &l in h {
+            holders.entry(l).or_default().push(i);
+        }
+    }
     // A leaf type's occurrences are its leaves.
     let mut by_type: Vec<Vec<Vec<u32>>> = vec![Vec::new(); graph.types.len()];
     for (l, leaf) in graph.leaves.iter().enumerate() {
@@ -142,18 +178,43 @@ pub fn score(
             v.push(vec![l as u32]);
         }
     }
-    let owned: ahash::AHashSet<u32> = inst.values().flatten().flatten().copied().collect();
+    let mut types: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, t) in tasks.iter().enumerate() {
+        types.entry(t.ty.as_str()).or_default().push(i);
+    }
     let mut out = Vec::new();
-    for (ty, instances) in inst {
+    for (ty, members) in types {
+        // Instance (index into `members`) by its own leaves, and its direct leaves.
         let mut owner: AHashMap<u32, usize> = AHashMap::new();
-        for (i, ls) in instances.iter().enumerate() {
-            for &l in ls {
-                owner.insert(l, i);
+        let mut direct: Vec<Vec<u32>> = Vec::with_capacity(members.len());
+        for (k, &i) in members.iter().enumerate() {
+            for &l in &held[i] {
+                owner.insert(l, k);
             }
+            let below: ahash::AHashSet<u32> = kin[i]
+                .desc
+                .iter()
+                .flat_map(|&d| held[d].iter().copied())
+                .collect();
+            direct.push(
+                held[i]
+                    .iter()
+                    .copied()
+                    .filter(|l| !below.contains(l))
+                    .collect(),
+            );
         }
+        let fits = |i: usize, l: u32| {
+            held[i].binary_search(&l).is_ok()
+                || holders
+                    .get(&l)
+                    .into_iter()
+                    .flatten()
+                    .all(|&h| kin[i].related(h))
+        };
         let mut best = TypeScore {
-            truth: ty.clone(),
-            instances: instances.len(),
+            truth: ty.to_owned(),
+            instances: members.len(),
             model_type: None,
             occurrences: 0,
             precision: 0.0,
@@ -162,7 +223,7 @@ pub fn score(
         let mut best_f1 = 0.0;
         let mut best_size = usize::MAX;
         for (mt, mty) in model.types.iter().enumerate() {
-            let mut matched = vec![false; instances.len()];
+            let mut matched = vec![false; members.len()];
             let mut good = 0usize;
             let occs: Vec<&Vec<u32>> = match mty.leaf_type {
                 Some(lt) => by_type.get(lt as usize).into_iter().flatten().collect(),
@@ -172,32 +233,30 @@ pub fn score(
                 let mut hit: Option<usize> = None;
                 let mut clean = true;
                 for l in leaves {
-                    if let Some(&i) = owner.get(l) {
+                    if let Some(&k) = owner.get(l) {
                         match hit {
-                            None => hit = Some(i),
-                            Some(h) if h != i => clean = false,
+                            None => hit = Some(k),
+                            Some(h) if h != k => clean = false,
                             _ => {}
                         }
                     }
                 }
-                let Some(i) = hit.filter(|_| clean) else {
+                let Some(k) = hit.filter(|_| clean) else {
                     continue;
                 };
-                let all = instances[i].iter().all(|l| leaves.binary_search(l).is_ok());
-                let only = leaves
-                    .iter()
-                    .filter(|l| owned.contains(l))
-                    .all(|l| instances[i].binary_search(l).is_ok());
-                if all && only && !instances[i].is_empty() {
+                let i = members[k];
+                let all = direct[k].iter().all(|l| leaves.binary_search(l).is_ok());
+                let only = leaves.iter().all(|&l| fits(i, l));
+                if all && only && !direct[k].is_empty() {
                     good += 1;
-                    matched[i] = true;
+                    matched[k] = true;
                 }
             }
             if good == 0 {
                 continue;
             }
             let p = good as f64 / occs.len() as f64;
-            let r = matched.iter().filter(|&&m| m).count() as f64 / instances.len() as f64;
+            let r = matched.iter().filter(|&&m| m).count() as f64 / members.len() as f64;
             let f1 = 2.0 * p * r / (p + r);
             let size = mty
                 .occurrences
@@ -208,8 +267,8 @@ pub fn score(
                 best_f1 = f1;
                 best_size = size;
                 best = TypeScore {
-                    truth: ty.clone(),
-                    instances: instances.len(),
+                    truth: ty.to_owned(),
+                    instances: members.len(),
                     model_type: Some((mt as u32, mty.name.clone())),
                     occurrences: occs.len(),
                     precision: p,
@@ -220,6 +279,45 @@ pub fn score(
         out.push(best);
     }
     out
+}
+
+/// An instance's ancestors and descendants (indices into the tasks).
+#[derive(Default)]
+struct Kin {
+    anc: Vec<usize>,
+    desc: Vec<usize>,
+}
+
+impl Kin {
+    fn related(&self, other: usize) -> bool {
+        self.anc.contains(&other) || self.desc.contains(&other)
+    }
+}
+
+/// Ancestors and descendants of every instance under the `nested` (child, parent) types.
+fn kinship(tasks: &[TruthTask], nested: &[(&str, &str)]) -> Vec<Kin> {
+    let index: AHashMap<(&str, i64), usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.ty.as_str(), t.id), i))
+        .collect();
+    let parent = |i: usize| -> Option<usize> {
+        let t = &tasks[i];
+        let (_, pty) = nested.iter().find(|(c, _)| *c == t.ty)?;
+        index.get(&(*pty, t.parent)).copied().filter(|&p| p != i)
+    };
+    let mut kin: Vec<Kin> = (0..tasks.len()).map(|_| Kin::default()).collect();
+    for i in 0..tasks.len() {
+        let mut at = i;
+        // Bounded, so that a cycle in a broken truth file cannot hang the test.
+        for _ in 0..nested.len() {
+            let Some(p) = parent(at) else { break };
+            kin[i].anc.push(p);
+            kin[p].desc.push(i);
+            at = p;
+        }
+    }
+    kin
 }
 
 /// A table of scores for test output.

@@ -12,11 +12,12 @@
 //! per item (pipeline's Rust channels when nobody waits, lowlock's mutex-only queue), so no
 //! leaf boundary separates their items.
 
-use scalpel_e2e::score::{infer_model, load_tasks, report, score, TypeScore};
+use scalpel_e2e::score::{infer_model, load_tasks, report, score_nested, TypeScore};
 use scalpel_e2e::{own_bin, record_with};
 
-/// Records `bin args…` with its truth, infers, and scores every true type.
-fn scored(bin: &str, args: &[&str], composed: &[(&str, &[&str])]) -> Vec<TypeScore> {
+/// Records `bin args…` with its truth, infers, and scores every true type; `nested` lists
+/// (child type, parent type).
+fn scored(bin: &str, args: &[&str], nested: &[(&str, &str)]) -> Vec<TypeScore> {
     let tmp = tempfile::tempdir().unwrap();
     let truth = tmp.path().join("truth.jsonl");
     let run = record_with(&own_bin(bin), args, |c| {
@@ -27,8 +28,14 @@ fn scored(bin: &str, args: &[&str], composed: &[(&str, &[&str])]) -> Vec<TypeSco
     let (model, graph) = infer_model(&run.dir, &out, &[]);
     let tasks = load_tasks(&truth);
     assert!(!tasks.is_empty(), "{bin} wrote its truth");
-    let sc = score(&model, &graph, &tasks, composed);
+    let sc = score_nested(&model, &graph, &tasks, &[], nested);
     eprintln!("{bin} {args:?}:\n{}", report(&sc));
+    // To look at a failing run: SCALPEL_KEEP=1 keeps the trace, model and truth.
+    if std::env::var_os("SCALPEL_KEEP").is_some() {
+        std::fs::copy(&truth, out.join("truth.jsonl")).unwrap();
+        eprintln!("kept {}", run.tmp.keep().display());
+        std::mem::forget(tmp);
+    }
     sc
 }
 
@@ -59,11 +66,39 @@ fn fanout() {
     all_at_least(&scored("fanout", &["200"], &[]), 0.95);
 }
 
+/// Threadpool's types nest: a connection holds its accept and its calls, a call (client side)
+/// holds the server's request.
+const THREADPOOL_NESTED: [(&str, &str); 3] = [
+    ("accept", "connection"),
+    ("call", "connection"),
+    ("request", "call"),
+];
+
+/// Eight connections: a connection is a task only if it repeats `--min-support` (5) times.
+const THREADPOOL_ARGS: [&str; 6] = ["--workers", "3", "--connections", "8", "--requests", "50"];
+
+#[test]
+fn threadpool_accept_call_and_request() {
+    let sc = scored("threadpool", &THREADPOOL_ARGS, &THREADPOOL_NESTED);
+    all_at_least(
+        &sc.into_iter()
+            .filter(|t| t.truth != "connection")
+            .collect::<Vec<_>>(),
+        0.95,
+    );
+}
+
+/// The connection (dequeue → the read that finds it closed) is not one model type yet: the
+/// miner folds a connection's calls into a loop, but the first and the last request (whose
+/// leaves differ from the others': a fresh connection, the end of the stream) come out in
+/// tasks of their own.
 #[test]
 #[ignore = "issue 7: not recovered yet"]
-fn threadpool() {
-    let args = ["--workers", "3", "--connections", "4", "--requests", "100"];
-    all_at_least(&scored("threadpool", &args, &[]), 0.95);
+fn threadpool_connection() {
+    all_at_least(
+        &scored("threadpool", &THREADPOOL_ARGS, &THREADPOOL_NESTED),
+        0.95,
+    );
 }
 
 #[test]
@@ -86,4 +121,26 @@ fn lowlock() {
         "--truth-sample",
     ];
     all_at_least(&scored("lowlock", &args, &[]), 0.95);
+}
+
+/// Scores a run kept with `SCALPEL_KEEP=1` again, for working on the scoring rule:
+/// `SCALPEL_RESCORE=DIR/model SCALPEL_NESTED=child:parent,… cargo test … rescore -- --ignored`.
+#[test]
+#[ignore = "a tool: needs SCALPEL_RESCORE"]
+fn rescore() {
+    let Some(out) = std::env::var_os("SCALPEL_RESCORE") else {
+        return;
+    };
+    let out = std::path::PathBuf::from(out);
+    let nested_env = std::env::var("SCALPEL_NESTED").unwrap_or_default();
+    let nested: Vec<(&str, &str)> = nested_env
+        .split(',')
+        .filter_map(|p| p.split_once(':'))
+        .collect();
+    let (model, graph) = scalpel_e2e::score::load_model(&out);
+    let tasks = load_tasks(&out.join("truth.jsonl"));
+    eprintln!(
+        "{}",
+        report(&score_nested(&model, &graph, &tasks, &[], &nested))
+    );
 }

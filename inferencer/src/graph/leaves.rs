@@ -2,8 +2,8 @@
 //!
 //! Which calls cut (see [`class`]): the ones causality can enter or leave a thread through.
 //! Condition waits and signals, semaphores, futex waits and wakes, epoll/poll/select, reads and
-//! writes that moved bytes on a pipe, socket or eventfd, accept and connect, thread create,
-//! start, exit and join, fork, exec. Mutex and rwlock operations never cut: their order is the
+//! writes that moved bytes on a pipe, socket or eventfd (and reads that found its end), accept
+//! and connect, thread create, start, exit and join, fork, exec. Mutex and rwlock operations never cut: their order is the
 //! scheduler's, not a cause, so a cut there would only split one piece of work in two. They,
 //! sleeps and file I/O are accounted inside the leaf (see `scalpel_model::graph`).
 
@@ -75,11 +75,15 @@ pub fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
         | EpollWait | EpollPwait | EpollPwait2 | Poll | Ppoll | Select | Pselect | Accept
         | Accept4 | Connect | ThreadCreate | ThreadJoin | Fork => Class::Cut,
         _ if reads_bytes(op).is_some() => {
-            // A transfer cuts when it moved bytes on a channel at a known offset; a failed or
-            // peeking call, and file or terminal I/O, stay inside the leaf.
+            // A transfer cuts when it moved bytes on a channel at a known offset, and so does a
+            // read that found the end of the stream: it waited for the peer to close, as a
+            // server's worker does at the end of a connection. A failed or peeking call, and
+            // file or terminal I/O, stay inside the leaf.
+            // (The agent gives an end-of-stream read no offset: it moved nothing.)
             let moved = e.res > 0 && e.flags & HAS_X != 0;
+            let at_end = e.res == 0 && reads_bytes(op) == Some(true);
             let on_channel = o.is_some_and(|o| o.kind == obj::STREAM && is_channel(o.chan));
-            if moved && on_channel {
+            if (moved || at_end) && on_channel {
                 Class::Cut
             } else {
                 Class::Other

@@ -188,8 +188,22 @@ pub fn loop_proposals(
                 p.dedup();
                 p
             };
-            let first = set(run[0]);
-            run[1..].iter().all(|&n| set(n) == first)
+            // The loop's entry and exit edges attach to its first and last iterations (a
+            // connection's hand-off to the worker that then serves its requests), so with
+            // three or more iterations those two may have partners beyond the others'.
+            match run.len() {
+                0..=2 => {
+                    let first = set(run[0]);
+                    run[1..].iter().all(|&n| set(n) == first)
+                }
+                len => {
+                    let inner = set(run[1]);
+                    let within = |outer: Vec<u32>| inner.iter().all(|p| outer.contains(p));
+                    run[2..len - 1].iter().all(|&n| set(n) == inner)
+                        && within(set(run[0]))
+                        && within(set(run[len - 1]))
+                }
+            }
         });
     }
     // The best key per symbol, if it has the support.

@@ -3,9 +3,11 @@
  *     queue guarded by one mutex and two condition variables;
  *   - WORKERS worker threads pop requests, "process" them (a short computation) and write a
  *     reply (the id) into a reply pipe;
- *   - the main thread sends REQUESTS ids, then reads every reply back.
+ *   - the main thread sends REQUESTS ids, at most WINDOW outstanding, and reads every reply back.
  * True tasks: one request = send(main) -> dispatch(dispatcher) -> process+reply(worker) -> receive(main).
- * Ground truth (samples/TRUTH.md): "dispatch" on the dispatcher, "process" on a worker, id = request. */
+ * Ground truth (samples/TRUTH.md): "dispatch" on the dispatcher (request read -> queued, before the
+ * signal), "process" on a worker (dequeued -> reply write called), id = request. Spans run between
+ * sync calls, as leaves do. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 
 #define WORKERS 4
 #define QCAP 16
+#define WINDOW 8
 
 static uint64_t queue[QCAP];
 static int head, count, done;
@@ -31,9 +34,10 @@ static void *dispatcher(void *a) {
         pthread_mutex_lock(&lock);
         while (count == QCAP) pthread_cond_wait(&not_full, &lock);
         queue[(head + count++) % QCAP] = id;
+        uint64_t queued = truth_now();
         pthread_cond_signal(&not_empty);
         pthread_mutex_unlock(&lock);
-        truth_task("dispatch", (int64_t)id, -1, start, truth_now());
+        truth_task("dispatch", (int64_t)id, -1, start, queued);
     }
     pthread_mutex_lock(&lock);
     done = 1;
@@ -56,8 +60,9 @@ static void *worker(void *a) {
         uint64_t start = truth_now();
         volatile uint64_t x = id;
         for (int i = 0; i < 20000; i++) x = x * 6364136223846793005ULL + 1;
+        uint64_t end = truth_now();
         if (write(rep_pipe[1], &id, sizeof id) != sizeof id) abort();
-        truth_task("process", (int64_t)id, -1, start, truth_now());
+        truth_task("process", (int64_t)id, -1, start, end);
     }
 }
 
@@ -68,14 +73,20 @@ int workqueue_main(int argc, char **argv) {
     if (pipe(req_pipe) || pipe(rep_pipe)) return 1;
     pthread_create(&d, NULL, dispatcher, NULL);
     for (int i = 0; i < WORKERS; i++) pthread_create(&w[i], NULL, worker, NULL);
-    for (uint64_t id = 0; id < (uint64_t)requests; id++)
-        if (write(req_pipe[1], &id, sizeof id) != sizeof id) return 1;
-    close(req_pipe[1]);
-    uint64_t sum = 0, id;
+    /* At most WINDOW requests outstanding, as a client with a window keeps them: the queue
+     * (QCAP) never fills, so every dispatch has one shape. */
+    uint64_t sent = 0, sum = 0, id;
+    for (; sent < (uint64_t)requests && sent < WINDOW; sent++)
+        if (write(req_pipe[1], &sent, sizeof sent) != sizeof sent) return 1;
     for (int i = 0; i < requests; i++) {
         if (read(rep_pipe[0], &id, sizeof id) != sizeof id) return 1;
         sum += id;
+        if (sent < (uint64_t)requests) {
+            if (write(req_pipe[1], &sent, sizeof sent) != sizeof sent) return 1;
+            sent++;
+        }
     }
+    close(req_pipe[1]);
     pthread_join(d, NULL);
     for (int i = 0; i < WORKERS; i++) pthread_join(w[i], NULL);
     printf("workqueue: %d requests served, checksum %llu\n", requests, (unsigned long long)sum);

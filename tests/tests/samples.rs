@@ -98,6 +98,30 @@ fn each_instance_has(t: &TraceDir, truth: &[Truth], kind: &str, pred: impl Fn(&E
     assert!(checked > 0, "no {kind} instances");
 }
 
+/// Every truth instance of `kind` ends at the sync call that ends it (samples/TRUTH.md): the
+/// first sync call its thread entered after the span began matches `pred` and was not entered
+/// before the span's end. (Mutex calls are no sync points. The call may be entered well after
+/// the end: the agent classifies a descriptor on its first use before it reads the clock.)
+fn each_instance_ends_at(t: &TraceDir, truth: &[Truth], kind: &str, pred: impl Fn(&Event) -> bool) {
+    let lock = |e: &Event| matches!(e.op, Some(Op::MutexLock | Op::MutexUnlock));
+    let mut checked = 0;
+    for x in truth.iter().filter(|x| x.kind == kind) {
+        let evs = thread_events(t, x.pid, x.tid);
+        let next = evs.iter().find(|e| e.ts_ns >= x.start && !lock(e));
+        assert!(
+            next.is_some_and(|e| pred(e) && e.ts_ns + SLACK_NS >= x.end),
+            "{kind} {} on {}/{} [{}, {}]: the first sync call after its start is {next:?}",
+            x.id,
+            x.pid,
+            x.tid,
+            x.start,
+            x.end
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no {kind} instances");
+}
+
 #[test]
 fn threadpool_truth_lines_up_with_its_trace() {
     let (run, truth) = run_sample(
@@ -119,6 +143,7 @@ fn threadpool_truth_lines_up_with_its_trace() {
     });
     // Each accept's span holds the queue's lock taken to hand the connection over.
     each_instance_has(&t, &truth, "accept", |e| e.op == Some(Op::MutexLock));
+    each_instance_ends_at(&t, &truth, "accept", |e| e.op == Some(Op::CondSignal));
 }
 
 #[test]
@@ -127,9 +152,10 @@ fn workqueue_truth_lines_up_with_its_trace() {
     let c = counts(&truth);
     assert_eq!((c["dispatch"], c["process"]), (100, 100));
     let t = run.load();
-    each_instance_has(&t, &truth, "process", |e| {
+    each_instance_ends_at(&t, &truth, "process", |e| {
         e.op == Some(Op::Write) && e.result == Some(8)
     });
+    each_instance_ends_at(&t, &truth, "dispatch", |e| e.op == Some(Op::CondSignal));
 }
 
 #[test]

@@ -15,10 +15,11 @@
 
 use scalpel_e2e::score::{infer_model, load_tasks, report, score_nested, TypeScore};
 use scalpel_e2e::{own_bin, record_with};
+use scalpel_model::task::{Model, TaskKind, TaskType};
 
 /// Records `bin args…` with its truth, infers, and scores every true type; `nested` lists
 /// (child type, parent type).
-fn scored(bin: &str, args: &[&str], nested: &[(&str, &str)]) -> Vec<TypeScore> {
+fn scored_model(bin: &str, args: &[&str], nested: &[(&str, &str)]) -> (Vec<TypeScore>, Model) {
     let tmp = tempfile::tempdir().unwrap();
     let truth = tmp.path().join("truth.jsonl");
     let run = record_with(&own_bin(bin), args, |c| {
@@ -37,7 +38,12 @@ fn scored(bin: &str, args: &[&str], nested: &[(&str, &str)]) -> Vec<TypeScore> {
         eprintln!("kept {}", run.tmp.keep().display());
         std::mem::forget(tmp);
     }
-    sc
+    (sc, model)
+}
+
+/// [`scored_model`] without the model.
+fn scored(bin: &str, args: &[&str], nested: &[(&str, &str)]) -> Vec<TypeScore> {
+    scored_model(bin, args, nested).0
 }
 
 /// Every true type recovered at `min` precision and recall.
@@ -80,13 +86,29 @@ const THREADPOOL_ARGS: [&str; 6] = ["--workers", "3", "--connections", "8", "--r
 
 #[test]
 fn threadpool_accept_call_and_request() {
-    let sc = scored("threadpool", &THREADPOOL_ARGS, &THREADPOOL_NESTED);
+    let (sc, model) = scored_model("threadpool", &THREADPOOL_ARGS, &THREADPOOL_NESTED);
+    // A connection's calls fold into one loop (8 connections of 50 calls), not into a chain of
+    // nested pairs.
+    let call = sc.iter().find(|t| t.truth == "call").unwrap();
+    let call_type = call.model_type.as_ref().expect("call recovered").0;
+    let looped = model
+        .types
+        .iter()
+        .any(|t| t.kind == TaskKind::Loop && t.count >= 8 && holds(&model, t, call_type));
+    assert!(looped, "no loop of calls:\n{}", report(&sc));
     all_at_least(
         &sc.into_iter()
             .filter(|t| t.truth != "connection")
             .collect::<Vec<_>>(),
         0.95,
     );
+}
+
+/// Whether `t` has a task of type `ty` among its descendants.
+fn holds(model: &Model, t: &TaskType, ty: u32) -> bool {
+    t.children
+        .iter()
+        .any(|c| c.ty == ty || holds(model, &model.types[c.ty as usize], ty))
 }
 
 /// The connection (dequeue → the read that finds it closed) is not one model type yet: the

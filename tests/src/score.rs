@@ -48,16 +48,21 @@ pub fn load_tasks(path: &Path) -> Vec<TruthTask> {
         .collect()
 }
 
-/// Runs `scalpel infer DIR -o OUT EXTRA…` and loads what it wrote, failing with its stderr.
-pub fn infer_model(dir: &Path, out: &Path, extra: &[&str]) -> (Model, Graph) {
-    let o = std::process::Command::new(crate::scalpel())
+/// Runs `scalpel infer DIR -o OUT EXTRA…` and returns what it did.
+pub fn infer_output(dir: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::scalpel())
         .arg("infer")
         .arg(dir)
         .arg("-o")
         .arg(out)
         .args(extra)
         .output()
-        .expect("scalpel runs");
+        .expect("scalpel runs")
+}
+
+/// Runs `scalpel infer DIR -o OUT EXTRA…` and loads what it wrote, failing with its stderr.
+pub fn infer_model(dir: &Path, out: &Path, extra: &[&str]) -> (Model, Graph) {
+    let o = infer_output(dir, out, extra);
     assert!(
         o.status.success(),
         "scalpel infer failed: {}",
@@ -153,8 +158,8 @@ pub fn score(
 /// child's `parent` is the id of an instance of the parent type. An instance's *direct* leaves
 /// are its own less its descendants'. An occurrence then matches an instance when it holds all
 /// of the instance's direct leaves, and each other leaf it holds that belongs to a true
-/// instance belongs only to the instance's ancestors and descendants: a connection may hold the calls made on it, and a call the glue of its
-/// connection that lies between two calls.
+/// instance belongs only to the instance's ancestors and descendants: a connection may hold
+/// the calls made on it, and a call the glue of its connection that lies between two calls.
 pub fn score_nested(
     model: &Model,
     graph: &Graph,

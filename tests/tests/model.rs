@@ -2,25 +2,15 @@
 //! (`samples/c/tasks.c`): every true task type must come out as one model type whose
 //! occurrences are the true instances.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use scalpel_e2e::score::{load_model as load, load_tasks, report, score, TypeScore};
-use scalpel_e2e::{own_bin, record_with, scalpel, Run};
+use scalpel_e2e::score::{
+    infer_model, infer_output, load_model as load, load_tasks, report, score, TypeScore,
+};
+use scalpel_e2e::{own_bin, record_with, Run};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{Model, TaskKind};
-
-fn infer(dir: &Path, out: &Path, extra: &[&str]) -> Output {
-    Command::new(scalpel())
-        .arg("infer")
-        .arg(dir)
-        .arg("-o")
-        .arg(out)
-        .args(extra)
-        .output()
-        .expect("scalpel runs")
-}
 
 struct Sample {
     run: Run,
@@ -39,9 +29,7 @@ fn sample(mode: &'static str) -> Sample {
     })
     .success();
     let out = run.tmp.path().join("model");
-    let o = infer(&run.dir, &out, &[]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (model, graph) = load(&out);
+    let (model, graph) = infer_model(&run.dir, &out, &[]);
     Sample {
         run,
         truth,
@@ -206,7 +194,7 @@ fn model_is_byte_identical_with_one_and_two_threads() {
     let mut outs = Vec::new();
     for (i, threads) in ["1", "2", "2"].iter().enumerate() {
         let out = s.run.tmp.path().join(format!("det-{i}"));
-        let o = infer(&s.run.dir, &out, &["--threads", threads]);
+        let o = infer_output(&s.run.dir, &out, &["--threads", threads]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let read = |f: &str| std::fs::read(out.join(f)).unwrap();
         outs.push((
@@ -237,12 +225,12 @@ fn names_can_be_overridden_and_bad_options_are_named() {
     )
     .unwrap();
     let out = s.run.tmp.path().join("named");
-    let o = infer(&s.run.dir, &out, &["--names", names.to_str().unwrap()]);
+    let o = infer_output(&s.run.dir, &out, &["--names", names.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (model, _) = load(&out);
     assert!(model.types.iter().any(|t| t.name == "NoisePingPong"));
     // Drawing one task: only its parts are drawn.
-    let o = infer(
+    let o = infer_output(
         &s.run.dir,
         &out,
         &[
@@ -257,18 +245,18 @@ fn names_can_be_overridden_and_bad_options_are_named() {
     assert!(dot.contains("ping") && !dot.contains("stage_two"), "{dot}");
 
     std::fs::write(&names, "[names]\n\"a\" = 3\n").unwrap();
-    let o = infer(&s.run.dir, &out, &["--names", names.to_str().unwrap()]);
+    let o = infer_output(&s.run.dir, &out, &["--names", names.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("names.toml"), "{err}");
-    let o = infer(&s.run.dir, &out, &["--task", "no such task"]);
+    let o = infer_output(&s.run.dir, &out, &["--task", "no such task"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && err.contains("no task is named"),
         "{err}"
     );
-    let o = infer(&s.run.dir, &out, &["--min-support", "1"]);
+    let o = infer_output(&s.run.dir, &out, &["--min-support", "1"]);
     assert!(!o.status.success());
-    let o = infer(&s.run.dir, &out, &["--depth", "0"]);
+    let o = infer_output(&s.run.dir, &out, &["--depth", "0"]);
     assert!(!o.status.success());
 }
 

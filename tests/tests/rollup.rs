@@ -1,10 +1,9 @@
 //! Rollups and the top-down view on recorded programs: leaf metrics against values worked out
 //! by hand, and `scalpel top` naming an injected delay.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
-use scalpel_e2e::score::{load_model as load, load_tasks, report, score};
+use scalpel_e2e::score::{infer_model, load_tasks, report, score};
 use scalpel_e2e::{build_c, own_bin, record, record_with, scalpel};
 use scalpel_inferencer::rollup::{leaf_metrics, rollup, BlockKind, GraphIndex};
 use scalpel_model::format::Op;
@@ -14,16 +13,6 @@ fn run(args: &[&std::ffi::OsStr]) -> Output {
         .args(args)
         .output()
         .expect("scalpel runs")
-}
-
-fn infer(dir: &Path, out: &Path) {
-    let o = run(&[
-        "infer".as_ref(),
-        dir.as_os_str(),
-        "-o".as_ref(),
-        out.as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 const MS: u64 = 1_000_000;
@@ -42,8 +31,7 @@ fn leaf_metrics_match_the_program_worked_out_by_hand() {
     let file = tmp.path().join("out.txt");
     let r = record(&exe, &[file.to_str().unwrap()]).success();
     let out = r.tmp.path().join("model");
-    infer(&r.dir, &out);
-    let (model, g) = load(&out);
+    let (model, g) = infer_model(&r.dir, &out, &[]);
     let idx = GraphIndex::new(&g);
     let thread = |name: &str| {
         g.threads
@@ -132,8 +120,7 @@ fn top_names_an_injected_sleep_as_the_largest_contributor() {
     })
     .success();
     let out = r.tmp.path().join("model");
-    infer(&r.dir, &out);
-    let (model, g) = load(&out);
+    let (model, g) = infer_model(&r.dir, &out, &[]);
     let composed: &[(&str, &[&str])] = &[
         ("get", &["get_ask", "get_serve"]),
         ("put", &["put_ask", "put_serve"]),
@@ -250,16 +237,7 @@ fn replicated_store(mode: &str) -> StoreView {
         .expect("local commits in the truth")
         .pid;
     let out = r.tmp.path().join("model");
-    let include = format!("pid:{primary}");
-    let o = run(&[
-        "infer".as_ref(),
-        r.dir.as_os_str(),
-        "--include".as_ref(),
-        include.as_ref(),
-        "-o".as_ref(),
-        out.as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (model, g) = infer_model(&r.dir, &out, &["--include", &format!("pid:{primary}")]);
     let top = |extra: &[&str]| -> serde_json::Value {
         let mut args: Vec<&std::ffi::OsStr> = vec![
             "top".as_ref(),
@@ -299,7 +277,6 @@ fn replicated_store(mode: &str) -> StoreView {
             break;
         }
     }
-    let (model, g) = load(&out);
     StoreView {
         commit,
         local_commit,

@@ -3,9 +3,10 @@
 //! Which calls cut (see [`class`]): the ones causality can enter or leave a thread through.
 //! Condition waits and signals, semaphores, futex waits and wakes, epoll/poll/select, reads and
 //! writes that moved bytes on a pipe, socket or eventfd (and reads that found its end), accept
-//! and connect, thread create, start, exit and join, fork, exec. Mutex and rwlock operations never cut: their order is the
-//! scheduler's, not a cause, so a cut there would only split one piece of work in two. They,
-//! sleeps and file I/O are accounted inside the leaf (see `scalpel_model::graph`).
+//! and connect, thread create, start, exit and join, fork, exec. Mutex and rwlock operations
+//! never cut: their order is the scheduler's, not a cause, so a cut there would only split one
+//! piece of work in two. They, sleeps and file I/O are accounted inside the leaf (see
+//! `scalpel_model::graph`).
 
 use ahash::AHashMap;
 use scalpel_model::format::{chan, obj, Op};
@@ -74,22 +75,24 @@ pub fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
         | SemTimedwait | SemClockwait | SemTrywait | SemPost | FutexWait | FutexWake
         | EpollWait | EpollPwait | EpollPwait2 | Poll | Ppoll | Select | Pselect | Accept
         | Accept4 | Connect | ThreadCreate | ThreadJoin | Fork => Class::Cut,
-        _ if reads_bytes(op).is_some() => {
+        _ => match reads_bytes(op) {
             // A transfer cuts when it moved bytes on a channel at a known offset, and so does a
-            // read that found the end of the stream: it waited for the peer to close, as a
-            // server's worker does at the end of a connection. A failed or peeking call, and
-            // file or terminal I/O, stay inside the leaf.
-            // (The agent gives an end-of-stream read no offset: it moved nothing.)
-            let moved = e.res > 0 && e.flags & HAS_X != 0;
-            let at_end = e.res == 0 && reads_bytes(op) == Some(true);
-            let on_channel = o.is_some_and(|o| o.kind == obj::STREAM && is_channel(o.chan));
-            if (moved || at_end) && on_channel {
-                Class::Cut
-            } else {
-                Class::Other
+            // read that found the end of the stream (the agent gives it no offset: it moved
+            // nothing): it waited for the peer to close, as a server's worker does at the end
+            // of a connection. A failed or peeking call, and file or terminal I/O, stay inside
+            // the leaf.
+            Some(read) => {
+                let moved = e.res > 0 && e.flags & HAS_X != 0;
+                let at_end = read && e.res == 0;
+                let on_channel = o.is_some_and(|o| o.kind == obj::STREAM && is_channel(o.chan));
+                if (moved || at_end) && on_channel {
+                    Class::Cut
+                } else {
+                    Class::Other
+                }
             }
-        }
-        _ => Class::Other,
+            None => Class::Other,
+        },
     }
 }
 

@@ -223,11 +223,19 @@ fn replicated_store_async_stalls_its_senders_and_sync_does_not() {
 
 #[test]
 fn pipeline_fanout_and_lowlock_write_their_truth() {
-    let (run, truth) = run_sample("pipeline", &["300"]);
+    let (run, truth) = run_sample("pipeline", &["300", "--window", "4"]);
     let c = counts(&truth);
-    assert_eq!((c["parse"], c["transform"], c["store"]), (300, 300, 300));
+    assert_eq!(
+        (c["parse"], c["transform"], c["store"], c["item"]),
+        (300, 300, 300, 300)
+    );
     let t = run.load();
-    each_instance_has(&t, &truth, "store", |e| is_output(e) && e.result == Some(8));
+    // Each stage's span ends at the write that hands its item on: 24, 16 and 8 bytes.
+    for (stage, bytes) in [("parse", 24), ("transform", 16), ("store", 8)] {
+        each_instance_ends_at(&t, &truth, stage, |e| {
+            is_output(e) && e.result == Some(bytes)
+        });
+    }
 
     let (run, truth) = run_sample("fanout", &["100"]);
     let c = counts(&truth);

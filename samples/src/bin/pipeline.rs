@@ -1,139 +1,209 @@
 //! pipeline: three stages on three threads, plus unrelated mutex noise.
 //!
-//! `parse` turns each input line into an item and sends it over an mpsc channel; `transform`
-//! works on it and pushes it onto a condvar-guarded queue; `store` pops it and appends the result
-//! to a pipe that the main thread drains. Two `noise` threads meanwhile take and release a mutex
-//! of their own, which has nothing to do with the items: a tool that links tasks by mutex order
-//! would glue them to the pipeline, one that follows causality will not.
+//! main --pipe--> parse --unix socket--> transform --pipe--> store --unix socket--> main
+//!
+//! The main thread is a client: it writes 16-byte item records into a pipe, keeping at most
+//! `--window` (default 1) items in flight, and reads each 8-byte result back. `parse` reads one
+//! record per item and passes the parsed item on; `transform` hashes it and passes the value on;
+//! `store` writes the result out. Two `noise` threads meanwhile fight over a mutex of their own,
+//! which has nothing to do with the items: a tool that links tasks by mutex order would glue them
+//! to the pipeline, one that follows causality will not.
+//!
+//! Why the stages hand over through pipes and sockets rather than Rust's channels or a condvar
+//! queue: those enter the kernel only when the receiver has to block, so whenever a stage finds
+//! its next item already queued (which a loaded two-core machine makes happen every few hundred
+//! items even with one item in flight) the hand-off makes no call at all, and only mutex order,
+//! which is no cause, would tie the item's stages together. A read or write is a call every
+//! time. (The `workqueue` and `threadpool` samples hand over through pthread condvar queues.)
 //!
 //! Ground truth (samples/TRUTH.md): `parse`, `transform`, `store`, one of each per item, on the
-//! stage's thread, id = item number. Usage: `pipeline [ITEMS]` (default 2000).
+//! stage's thread, id and parent = item number, each from the return of the read that handed it
+//! the item to the write that hands it on; `item` (written by the main thread, id = item number),
+//! made of its three stages. Usage: `pipeline [ITEMS] [--window W]` (defaults 2000 and 1).
 
-use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use scalpel_samples::truth;
 
+/// Turns a record into an item (24 bytes: number, value, a digest of its text).
 #[inline(never)]
-fn parse(n: u64) -> Vec<u8> {
-    let start = truth::now();
-    let line = format!("item {n} {}", n.wrapping_mul(2654435761) % 1000);
-    let item = line.into_bytes();
-    truth::task("parse", n as i64, -1, start, truth::now());
+fn parse(record: &[u8; 16], start: u64) -> [u8; 24] {
+    let n = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
+    let v = u64::from_le_bytes(record[8..].try_into().expect("8 bytes"));
+    let text = format!("item {n} {}", v % 1000);
+    let digest = text
+        .bytes()
+        .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b));
+    let mut item = [0u8; 24];
+    item[..16].copy_from_slice(record);
+    item[16..].copy_from_slice(&digest.to_le_bytes());
+    truth::task("parse", n as i64, n as i64, start, truth::now());
     item
 }
 
+/// Hashes an item into a 16-byte (number, value) record.
 #[inline(never)]
-fn transform(n: u64, item: &[u8]) -> u64 {
-    let start = truth::now();
+fn transform(item: &[u8; 24], start: u64) -> [u8; 16] {
+    let n = u64::from_le_bytes(item[..8].try_into().expect("8 bytes"));
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for _ in 0..200 {
         for &b in item {
             h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
-    truth::task("transform", n as i64, -1, start, truth::now());
-    h
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&n.to_le_bytes());
+    out[8..].copy_from_slice(&h.to_le_bytes());
+    truth::task("transform", n as i64, n as i64, start, truth::now());
+    out
 }
 
+/// Makes the 8-byte result of a transformed record.
 #[inline(never)]
-fn store(out: &mut UnixStream, n: u64, value: u64) {
-    let start = truth::now();
-    out.write_all(&value.to_le_bytes()).expect("store");
-    truth::task("store", n as i64, -1, start, truth::now());
+fn store(rec: &[u8; 16], start: u64) -> [u8; 8] {
+    let n = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+    let v = u64::from_le_bytes(rec[8..].try_into().expect("8 bytes"));
+    let result = (v.rotate_left(17) ^ n).to_le_bytes();
+    truth::task("store", n as i64, n as i64, start, truth::now());
+    result
 }
 
+/// The store stage's greeting to the main thread, written once it runs.
+const READY: [u8; 8] = *b"ready\0\0\0";
+
+/// Sleeps while holding the noise mutex, so the two noise threads take turns waiting for each
+/// other: futex waits and wakes all through the run that order nothing but the mutex.
 #[inline(never)]
 fn noise(m: &Mutex<u64>, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        *m.lock().expect("noise lock") += 1;
-        thread::sleep(Duration::from_micros(200));
+        {
+            let mut g = m.lock().expect("noise lock");
+            *g += 1;
+            thread::sleep(Duration::from_micros(50));
+        }
+        thread::sleep(Duration::from_micros(10));
     }
 }
 
+/// `[ITEMS] [--window W]`.
+fn args() -> (u64, u64) {
+    let (mut items, mut window) = (2000, 1);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let parsed = if a == "--window" {
+            it.next().and_then(|w| w.parse().ok()).map(|w| window = w)
+        } else {
+            a.parse().ok().map(|n| items = n)
+        };
+        if parsed.is_none() || window == 0 {
+            eprintln!("usage: pipeline [ITEMS] [--window W] (W at least 1); bad argument {a:?}");
+            std::process::exit(2);
+        }
+    }
+    (items, window)
+}
+
+/// A pipe, as (reader, writer).
+fn pipe() -> (File, File) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+}
+
+/// Runs one stage on its own thread: reads `N`-byte records from `input` until it closes, turns
+/// each into an `M`-byte record with `work` (given the time its read returned) and writes it on.
+/// A macro rather than a generic function, so that each stage's calls have a stack of their own
+/// (the symbolizer names a generic function's instances alike).
+macro_rules! stage {
+    ($name:ident, $n:literal, $m:literal, $work:ident) => {
+        #[inline(never)]
+        fn $name(mut input: impl Read, mut output: impl Write) {
+            let mut rec = [0u8; $n];
+            while input.read_exact(&mut rec).is_ok() {
+                let out: [u8; $m] = $work(&rec, truth::now());
+                output.write_all(&out).expect("stage write");
+            }
+        }
+    };
+}
+stage!(parse_stage, 16, 24, parse);
+stage!(transform_stage, 24, 16, transform);
+stage!(store_stage, 16, 8, store);
+
+/// Starts a named thread.
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .expect("thread")
+}
+
 fn main() {
-    let items: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(2000);
+    let (items, window) = args();
     truth::open("pipeline");
-    let (tx, rx) = mpsc::channel::<(u64, Vec<u8>)>();
-    let queue = Arc::new((
-        Mutex::new((VecDeque::<(u64, u64)>::new(), false)),
-        Condvar::new(),
-    ));
-    let (mut out, mut sink) = UnixStream::pair().expect("socketpair");
+    let (input_r, mut input_w) = pipe();
+    let (parsed_w, parsed_r) = UnixStream::pair().expect("socketpair");
+    let (hashed_r, hashed_w) = pipe();
+    let (out, mut sink) = UnixStream::pair().expect("socketpair");
 
     let stop = Arc::new(AtomicBool::new(false));
     let noise_lock = Arc::new(Mutex::new(0u64));
     let noisy: Vec<_> = (0..2)
         .map(|_| {
             let (m, s) = (Arc::clone(&noise_lock), Arc::clone(&stop));
-            thread::Builder::new()
-                .name("noise".into())
-                .spawn(move || noise(&m, &s))
-                .expect("thread")
+            spawn("noise", move || noise(&m, &s))
         })
         .collect();
 
-    let parser = thread::Builder::new()
-        .name("parse".into())
-        .spawn(move || {
-            for n in 0..items {
-                tx.send((n, parse(n))).expect("send");
-            }
-        })
-        .expect("thread");
-    let q = Arc::clone(&queue);
-    let transformer = thread::Builder::new()
-        .name("transform".into())
-        .spawn(move || {
-            for (n, item) in rx {
-                let v = transform(n, &item);
-                let (m, cv) = &*q;
-                m.lock().expect("queue lock").0.push_back((n, v));
-                cv.notify_one();
-            }
-            let (m, cv) = &*q;
-            m.lock().expect("queue lock").1 = true;
-            cv.notify_all();
-        })
-        .expect("thread");
-    let q = Arc::clone(&queue);
-    let storer = thread::Builder::new()
-        .name("store".into())
-        .spawn(move || loop {
-            let (m, cv) = &*q;
-            let mut g = m.lock().expect("queue lock");
-            let next = loop {
-                if let Some(x) = g.0.pop_front() {
-                    break Some(x);
-                }
-                if g.1 {
-                    break None;
-                }
-                g = cv.wait(g).expect("queue wait");
-            };
-            drop(g);
-            match next {
-                Some((n, v)) => store(&mut out, n, v),
-                None => return,
-            }
-        })
-        .expect("thread");
-
+    let stages = [
+        spawn("parse", move || parse_stage(input_r, parsed_w)),
+        spawn("transform", move || transform_stage(parsed_r, hashed_w)),
+        spawn("store", move || {
+            (&out).write_all(&READY).expect("greeting");
+            store_stage(hashed_r, out)
+        }),
+    ];
+    // The client answers each message from the store stage: its greeting (written once it
+    // runs, as a server greets a client that connected) opens the window, and each result
+    // refills it. One read call site for both, so the first item's hand-off follows the same
+    // read as every later one.
+    let (mut sent, mut got, mut greeted) = (0u64, 0u64, false);
+    let mut started = std::collections::VecDeque::new();
     let mut buf = [0u8; 8];
-    let mut got = 0u64;
     while got < items {
-        sink.read_exact(&mut buf).expect("read result");
-        got += 1;
+        sink.read_exact(&mut buf)
+            .expect("read from the store stage");
+        if greeted {
+            let start = started.pop_front().expect("an item in flight");
+            truth::task("item", got as i64, -1, start, truth::now());
+            got += 1;
+        } else {
+            assert_eq!(buf, READY, "the store stage's greeting");
+            greeted = true;
+        }
+        while sent < items && sent - got < window {
+            started.push_back(truth::now());
+            let mut record = [0u8; 16];
+            record[..8].copy_from_slice(&sent.to_le_bytes());
+            record[8..].copy_from_slice(&sent.wrapping_mul(2654435761).to_le_bytes());
+            input_w.write_all(&record).expect("write item");
+            sent += 1;
+        }
     }
-    for t in [parser, transformer, storer] {
+    // Closing the input ends each stage in turn: it sees the end of its input, returns, and its
+    // output closes with it.
+    drop(input_w);
+    for t in stages {
         t.join().expect("stage");
     }
     stop.store(true, Ordering::Relaxed);
@@ -141,7 +211,7 @@ fn main() {
         t.join().expect("noise");
     }
     println!(
-        "pipeline: {got} items through 3 stages, {} noise lock rounds",
+        "pipeline: {got} items through 3 stages (window {window}), {} noise lock rounds",
         *noise_lock.lock().expect("noise lock")
     );
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the sample programs: running a C sample's entry point with the process's
 //! arguments, and the ground-truth side file (see `samples/TRUTH.md`).
 
+pub mod pipe;
 pub mod truth;
 
 use std::ffi::CString;

@@ -240,7 +240,15 @@ fn pipeline_fanout_and_lowlock_write_their_truth() {
     let (run, truth) = run_sample("fanout", &["100"]);
     let c = counts(&truth);
     assert_eq!((c["request"], c["subrequest"]), (100, 200));
-    run.load();
+    let t = run.load();
+    // A sub-request ends at its 8-byte reply; a request's span holds its 24-byte sub-request
+    // writes.
+    each_instance_ends_at(&t, &truth, "subrequest", |e| {
+        is_output(e) && e.result == Some(8)
+    });
+    each_instance_has(&t, &truth, "request", |e| {
+        is_output(e) && e.result == Some(24)
+    });
 
     let (run, truth) = run_sample(
         "lowlock",

@@ -279,11 +279,17 @@ pub fn pair_proposals(
         if (a == b && in_thread) || (all_weak != (phase == Phase::Weak)) || same_class(a, b) {
             continue;
         }
-        let rule = Rule::Pair {
-            a,
-            b,
-            links: links(g),
+        // A pair held by a hand-off or strong program order is keyed by those edges alone: a
+        // weak program-order edge beside them only says that one thread happened to serve both
+        // parts (one back thread taking both halves of a fan-out), and keying on it would split
+        // one pattern's support by scheduling.
+        let links = if phase == Phase::Weak {
+            links(g)
+        } else {
+            let strong: Vec<XEdge> = g.iter().filter(|e| e.kind != weak).copied().collect();
+            links(&strong)
         };
+        let rule = Rule::Pair { a, b, links };
         cands.entry(rule).or_default().push((u, v));
     }
     // Rank by each key's own non-overlapping support: a key whose occurrences share a node (a
@@ -305,7 +311,30 @@ pub fn pair_proposals(
             (n, rule, occ)
         })
         .collect();
-    cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // Keys are tried by how often their two symbols are adjacent at all (the sum over their
+    // keys), then by their own support, then by how many edges hold them together. One pattern
+    // can show as several keys when an edge is sometimes missing (a hand-off the matcher could
+    // not pair), and a rival pairing of the same symbols as one clean key: a closed-loop
+    // client's response → next request edge makes "end of one request + start of the next"
+    // as frequent as "start + end of one request", whose own parts share hand-offs and their
+    // thread's program order.
+    let mut by_syms: AHashMap<(u32, u32), u32> = AHashMap::new();
+    for (n, rule, _) in &cands {
+        if let Rule::Pair { a, b, .. } = rule {
+            *by_syms.entry((*a, *b)).or_default() += n;
+        }
+    }
+    let rank = |r: &Rule| match r {
+        Rule::Pair { a, b, links } => (by_syms[&(*a, *b)], links.len()),
+        _ => (0, 0),
+    };
+    cands.sort_unstable_by(|a, b| {
+        let (ra, rb) = (rank(&a.1), rank(&b.1));
+        rb.0.cmp(&ra.0)
+            .then_with(|| b.0.cmp(&a.0))
+            .then_with(|| rb.1.cmp(&ra.1))
+            .then_with(|| a.1.cmp(&b.1))
+    });
     let counts = if phase == Phase::Weak {
         symbol_counts(work)
     } else {
@@ -316,7 +345,7 @@ pub fn pair_proposals(
     let mut out = Proposals::default();
     for (support, rule, occ) in cands {
         if support < min_support {
-            break;
+            continue;
         }
         let Rule::Pair { a, b, .. } = rule else {
             continue;

@@ -1,132 +1,205 @@
 //! fanout: a nested hierarchy. Each request is taken by a front thread, which fans out two
-//! sub-requests to a back pool and waits for both before completing the request.
+//! sub-requests to a back pool, waits for both, and answers.
 //!
-//! main --channel--> 2 front threads --queue--> 4 back threads
-//!                        ^------- completion counter + condvar ------'
+//! main --requests pipe--> 2 fronts --a pipe per back--> 4 backs
+//!   ^                        ^---- reply pipe per front and half ----'
+//!   '---- responses pipe ----'
 //!
-//! Ground truth (samples/TRUTH.md): `request` (front thread: taken → both sub-requests done),
-//! `subrequest` (back thread, parent = its request; id = request * 2 + half).
-//! Usage: `fanout [REQUESTS]` (default 500).
+//! The main thread is a client keeping at most `--window` (default 1) requests in flight; it
+//! starts when the fronts greet it. The fronts share the requests pipe: whichever reads a
+//! request serves it. Sub-requests are sharded: half `h` of request `r` goes to back
+//! `(2r + h) mod 4`, each back reading its own pipe. A sub-request names its front and half,
+//! and the back writes the reply into that front's pipe for that half, so a front joins its
+//! two halves in order, whichever finished first.
+//!
+//! Why a pipe per back rather than one the backs share: the two halves are written back to
+//! back, and two backs reading one pipe at once return from their reads in an order the agent
+//! cannot see (it numbers a stream's bytes after each call returns), so the trace could hand
+//! half 0's edge to the back that read half 1. With one request in flight, every pipe here has
+//! one reader and one writer at a time, and each edge is exact.
+//!
+//! Why pipes rather than Rust's channels or a condvar queue: those enter the kernel only when
+//! the receiver has to block, so a hand-off to a thread that had not gone to sleep yet makes no
+//! call and leaves nothing in the trace to tie the two threads' parts of a request together.
+//!
+//! Ground truth (samples/TRUTH.md): `request` (front: request read → response write called),
+//! `subrequest` (back: sub-request read → reply write called; parent = its request, id =
+//! request * 2 + half). Usage: `fanout [REQUESTS] [--window W]` (defaults 500 and 1).
 
-use std::collections::VecDeque;
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::sync::Arc;
 use std::thread;
 
+use scalpel_samples::pipe::pipe;
 use scalpel_samples::truth;
 
-struct Sub {
-    request: u64,
-    half: u64,
-    done: Arc<(Mutex<u32>, Condvar)>,
-}
+const FRONTS: usize = 2;
+const BACKS: usize = 4;
 
-type BackQueue = (Mutex<(VecDeque<Sub>, bool)>, Condvar);
+/// What each front writes on the responses pipe once it runs.
+const GREETING: u64 = u64::MAX;
 
-#[inline(never)]
-fn serve_subrequest(s: &Sub) {
-    let start = truth::now();
-    let mut x = s.request * 2 + s.half;
-    for _ in 0..20_000 {
+/// A fixed amount of computation, so that every part takes some time.
+fn spin(seed: u64, rounds: u32) -> u64 {
+    let mut x = seed | 1;
+    for _ in 0..rounds {
         x = x
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
     }
-    std::hint::black_box(x);
-    let (m, cv) = &*s.done;
-    *m.lock().expect("done lock") += 1;
-    cv.notify_one();
-    truth::task(
-        "subrequest",
-        (s.request * 2 + s.half) as i64,
-        s.request as i64,
-        start,
-        truth::now(),
-    );
+    std::hint::black_box(x)
 }
 
+/// Reads one little-endian u64, or `None` at the end of the stream.
+fn read_u64(from: &mut impl Read) -> Option<u64> {
+    let mut b = [0u8; 8];
+    from.read_exact(&mut b).ok().map(|_| u64::from_le_bytes(b))
+}
+
+/// The write ends of the reply pipes, by front and half.
+type Replies = [[File; 2]; FRONTS];
+
+/// Serves one sub-request (request, half, front) and replies to its front.
 #[inline(never)]
-fn serve_request(r: u64, back: &BackQueue) {
+fn serve_subrequest(msg: [u64; 3], replies: &Replies) {
     let start = truth::now();
-    let done = Arc::new((Mutex::new(0u32), Condvar::new()));
-    {
-        let (m, cv) = back;
-        let mut q = m.lock().expect("back lock");
-        for half in 0..2 {
-            q.0.push_back(Sub {
-                request: r,
-                half,
-                done: Arc::clone(&done),
-            });
+    let [r, half, front] = msg;
+    let v = spin(r * 2 + half, 20_000);
+    let id = (r * 2 + half) as i64;
+    truth::task("subrequest", id, r as i64, start, truth::now());
+    (&replies[front as usize][half as usize])
+        .write_all(&v.to_le_bytes())
+        .expect("reply");
+}
+
+/// A back thread: serves sub-requests until its pipe closes.
+#[inline(never)]
+fn back_main(mut subs: File, replies: &Replies) {
+    let mut b = [0u8; 24];
+    while subs.read_exact(&mut b).is_ok() {
+        let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8"));
+        serve_subrequest([word(0), word(1), word(2)], replies);
+    }
+}
+
+/// Fans request `r` out to the back pool, joins both halves, and answers.
+#[inline(never)]
+fn serve_request(r: u64, front: usize, backs: &[File], joins: &mut [File; 2], mut out: &File) {
+    let start = truth::now();
+    spin(r, 20_000);
+    for half in 0..2u64 {
+        let mut m = [0u8; 24];
+        for (i, w) in [r, half, front as u64].into_iter().enumerate() {
+            m[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
         }
-        cv.notify_all();
+        let shard = (r * 2 + half) as usize % backs.len();
+        (&backs[shard]).write_all(&m).expect("sub-request");
     }
-    let (m, cv) = &*done;
-    let mut n = m.lock().expect("done lock");
-    while *n < 2 {
-        n = cv.wait(n).expect("done wait");
-    }
+    let a = read_u64(&mut joins[0]).expect("reply, half 0");
+    let b = read_u64(&mut joins[1]).expect("reply, half 1");
+    let v = spin(a ^ b, 20_000);
     truth::task("request", r as i64, -1, start, truth::now());
+    out.write_all(&v.to_le_bytes()).expect("response");
+}
+
+/// A front thread: greets the client, then serves requests until the pipe closes.
+#[inline(never)]
+fn front_main(front: usize, mut requests: &File, backs: &[File], mut joins: [File; 2], out: &File) {
+    (&*out)
+        .write_all(&GREETING.to_le_bytes())
+        .expect("greeting");
+    while let Some(r) = read_u64(&mut requests) {
+        serve_request(r, front, backs, &mut joins, out);
+    }
+}
+
+/// `[REQUESTS] [--window W]`.
+fn args() -> (u64, u64) {
+    let (mut requests, mut window) = (500, 1);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let parsed = if a == "--window" {
+            it.next().and_then(|w| w.parse().ok()).map(|w| window = w)
+        } else {
+            a.parse().ok().map(|n| requests = n)
+        };
+        if parsed.is_none() || window == 0 {
+            eprintln!("usage: fanout [REQUESTS] [--window W] (W at least 1); bad argument {a:?}");
+            std::process::exit(2);
+        }
+    }
+    (requests, window)
 }
 
 fn main() {
-    let requests: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(500);
+    let (requests, window) = args();
     truth::open("fanout");
-    let back: Arc<BackQueue> = Arc::new((Mutex::new((VecDeque::new(), false)), Condvar::new()));
-    let backs: Vec<_> = (0..4)
-        .map(|_| {
-            let b = Arc::clone(&back);
+    let (req_r, mut req_w) = pipe();
+    let (sub_r, sub_w): (Vec<File>, Vec<File>) = (0..BACKS).map(|_| pipe()).unzip();
+    let (resp_r, resp_w) = pipe();
+    let (req_r, sub_w, resp_w) = (Arc::new(req_r), Arc::new(sub_w), Arc::new(resp_w));
+    let mut join_r: Vec<[File; 2]> = Vec::new();
+    let mut reply_w: Vec<[File; 2]> = Vec::new();
+    for _ in 0..FRONTS {
+        let ((r0, w0), (r1, w1)) = (pipe(), pipe());
+        join_r.push([r0, r1]);
+        reply_w.push([w0, w1]);
+    }
+    let replies: Arc<Replies> = Arc::new(reply_w.try_into().expect("one per front"));
+    let backs: Vec<_> = sub_r
+        .into_iter()
+        .map(|subs| {
+            let replies = Arc::clone(&replies);
             thread::Builder::new()
                 .name("back".into())
-                .spawn(move || loop {
-                    let (m, cv) = &*b;
-                    let mut q = m.lock().expect("back lock");
-                    let s = loop {
-                        if let Some(s) = q.0.pop_front() {
-                            break Some(s);
-                        }
-                        if q.1 {
-                            break None;
-                        }
-                        q = cv.wait(q).expect("back wait");
-                    };
-                    drop(q);
-                    match s {
-                        Some(s) => serve_subrequest(&s),
-                        None => return,
-                    }
-                })
+                .spawn(move || back_main(subs, &replies))
                 .expect("thread")
         })
         .collect();
-    let (tx, rx) = mpsc::channel::<u64>();
-    let rx = Arc::new(Mutex::new(rx));
-    let fronts: Vec<_> = (0..2)
-        .map(|_| {
-            let (rx, b) = (Arc::clone(&rx), Arc::clone(&back));
+    drop(replies);
+    let fronts: Vec<_> = join_r
+        .into_iter()
+        .enumerate()
+        .map(|(f, joins)| {
+            let (rq, subs, out) = (Arc::clone(&req_r), Arc::clone(&sub_w), Arc::clone(&resp_w));
             thread::Builder::new()
                 .name("front".into())
-                .spawn(move || loop {
-                    let next = rx.lock().expect("rx lock").recv();
-                    match next {
-                        Ok(r) => serve_request(r, &b),
-                        Err(_) => return,
-                    }
-                })
+                .spawn(move || front_main(f, &rq, &subs, joins, &out))
                 .expect("thread")
         })
         .collect();
-    for r in 0..requests {
-        tx.send(r).expect("send");
+    drop((req_r, sub_w, resp_w));
+
+    // One read call site for greetings and responses: each frees a slot in the window, so
+    // every request is sent after the same read.
+    let mut resp_r = resp_r;
+    let (mut sent, mut answered, mut greeted) = (0u64, 0u64, 0usize);
+    let mut credit = 0u64;
+    while answered < requests {
+        let v = read_u64(&mut resp_r).expect("a response");
+        if v == GREETING && greeted < FRONTS {
+            greeted += 1;
+            // The window opens once every front is up.
+            if greeted == FRONTS {
+                credit = window;
+            }
+        } else {
+            answered += 1;
+            credit += 1;
+        }
+        while credit > 0 && sent < requests {
+            req_w.write_all(&sent.to_le_bytes()).expect("request");
+            sent += 1;
+            credit -= 1;
+        }
     }
-    drop(tx);
+    // Closing the requests pipe ends the fronts; the last front's exit closes the backs' pipes,
+    // which ends the backs.
+    drop(req_w);
     for f in fronts {
         f.join().expect("front");
     }
-    back.0.lock().expect("back lock").1 = true;
-    back.1.notify_all();
     for b in backs {
         b.join().expect("back");
     }

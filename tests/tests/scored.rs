@@ -82,11 +82,7 @@ fn pipeline() {
 fn fanout() {
     let (sc, model) = scored_model("fanout", &["300"], &[("subrequest", "request")], &[]);
     all_at_least(&sc, 0.95);
-    let ty = |name: &str| {
-        let t = sc.iter().find(|t| t.truth == name).expect("scored");
-        t.model_type.as_ref().expect("recovered").0
-    };
-    let (request, sub) = (ty("request"), ty("subrequest"));
+    let (request, sub) = (model_type(&sc, "request"), model_type(&sc, "subrequest"));
     assert_ne!(request, sub);
     assert!(
         holds(&model, &model.types[request as usize], sub),
@@ -117,8 +113,7 @@ fn threadpool_accept_call_and_request() {
     let (sc, model) = scored_model("threadpool", &THREADPOOL_ARGS, &THREADPOOL_NESTED, &[]);
     // A connection's calls fold into one loop (8 connections of 50 calls), not into a chain of
     // nested pairs.
-    let call = sc.iter().find(|t| t.truth == "call").unwrap();
-    let call_type = call.model_type.as_ref().expect("call recovered").0;
+    let call_type = model_type(&sc, "call");
     let looped = model
         .types
         .iter()
@@ -130,6 +125,12 @@ fn threadpool_accept_call_and_request() {
             .collect::<Vec<_>>(),
         0.95,
     );
+}
+
+/// The model type true type `name` was matched to.
+fn model_type(sc: &[TypeScore], name: &str) -> u32 {
+    let t = sc.iter().find(|t| t.truth == name).expect("scored");
+    t.model_type.as_ref().expect("recovered").0
 }
 
 /// Whether `t` has a task of type `ty` among its descendants.

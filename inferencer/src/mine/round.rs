@@ -283,13 +283,10 @@ pub fn pair_proposals(
         // weak program-order edge beside them only says that one thread happened to serve both
         // parts (one back thread taking both halves of a fan-out), and keying on it would split
         // one pattern's support by scheduling.
-        let links = if phase == Phase::Weak {
-            links(g)
-        } else {
-            let mut l = links(g);
-            l.retain(|l| l.kind != weak);
-            l
-        };
+        let mut links = links(g);
+        if phase != Phase::Weak {
+            links.retain(|l| l.kind != weak);
+        }
         let rule = Rule::Pair { a, b, links };
         cands.entry(rule).or_default().push((u, v));
     }

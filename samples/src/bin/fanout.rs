@@ -31,6 +31,7 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::thread;
 
+use scalpel_samples::args::count_and_window;
 use scalpel_samples::pipe::pipe;
 use scalpel_samples::truth;
 
@@ -114,26 +115,8 @@ fn front_main(front: usize, mut requests: &File, backs: &[File], mut joins: [Fil
     }
 }
 
-/// `[REQUESTS] [--window W]`.
-fn args() -> (u64, u64) {
-    let (mut requests, mut window) = (500, 1);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let parsed = if a == "--window" {
-            it.next().and_then(|w| w.parse().ok()).map(|w| window = w)
-        } else {
-            a.parse().ok().map(|n| requests = n)
-        };
-        if parsed.is_none() || window == 0 {
-            eprintln!("usage: fanout [REQUESTS] [--window W] (W at least 1); bad argument {a:?}");
-            std::process::exit(2);
-        }
-    }
-    (requests, window)
-}
-
 fn main() {
-    let (requests, window) = args();
+    let (requests, window) = count_and_window("fanout [REQUESTS] [--window W]", 500, 1);
     truth::open("fanout");
     let (req_r, mut req_w) = pipe();
     let (sub_r, sub_w): (Vec<File>, Vec<File>) = (0..BACKS).map(|_| pipe()).unzip();

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use scalpel_samples::args::count_and_window;
 use scalpel_samples::pipe::pipe;
 use scalpel_samples::truth;
 
@@ -91,24 +92,6 @@ fn noise(m: &Mutex<u64>, stop: &AtomicBool) {
     }
 }
 
-/// `[ITEMS] [--window W]`.
-fn args() -> (u64, u64) {
-    let (mut items, mut window) = (2000, 1);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let parsed = if a == "--window" {
-            it.next().and_then(|w| w.parse().ok()).map(|w| window = w)
-        } else {
-            a.parse().ok().map(|n| items = n)
-        };
-        if parsed.is_none() || window == 0 {
-            eprintln!("usage: pipeline [ITEMS] [--window W] (W at least 1); bad argument {a:?}");
-            std::process::exit(2);
-        }
-    }
-    (items, window)
-}
-
 /// Runs one stage on its own thread: reads `N`-byte records from `input` until it closes, turns
 /// each into an `M`-byte record with `work` (given the time its read returned) and writes it on.
 /// A macro rather than a generic function, so that each stage's calls have a stack of their own
@@ -138,7 +121,7 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()
 }
 
 fn main() {
-    let (items, window) = args();
+    let (items, window) = count_and_window("pipeline [ITEMS] [--window W]", 2000, 1);
     truth::open("pipeline");
     let (input_r, mut input_w) = pipe();
     let (parsed_w, parsed_r) = UnixStream::pair().expect("socketpair");

@@ -12,6 +12,7 @@ use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
 use super::sink::{ThreadSink, NO_OBJ};
 use super::types::TypeTable;
+use super::weak::WeakOrder;
 use crate::naming::SkipList;
 
 /// The graph's nodes and what the matchers need, all with global indices.
@@ -24,8 +25,9 @@ pub struct Assembled {
     pub locks: Vec<LockEv>,
     /// Per-thread acquisition totals per lock (global objects, nanoseconds).
     pub lock_aggs: Vec<(u32, LockAgg)>,
-    /// Per leaf: whether program order out of it is weak.
-    pub weak: Vec<bool>,
+    /// Per leaf: whether program order out of it is weak, and whether only by the loop-head
+    /// guess.
+    pub weak: WeakOrder,
     /// Per object: its kind code and channel kind.
     pub obj_kinds: Vec<(u8, Option<u8>)>,
     /// Per object: the channel key of a stream direction (0 for other objects).
@@ -105,7 +107,10 @@ pub fn assemble(
     let mut bounds = Vec::new();
     let mut locks = Vec::new();
     let mut lock_aggs = Vec::new();
-    let mut weak = Vec::with_capacity(total);
+    let mut weak = WeakOrder {
+        weak: Vec::with_capacity(total),
+        head: Vec::with_capacity(total),
+    };
     for (pi, fi, mut out) in outs {
         let p = &dir.processes[pi];
         let file = &p.threads[fi];
@@ -176,7 +181,8 @@ pub fn assemble(
                 ns: w.dur,
                 site,
             }));
-        weak.append(&mut out.weak);
+        weak.weak.append(&mut out.weak.weak);
+        weak.head.append(&mut out.weak.head);
     }
     graph.types = std::mem::take(&mut table.types);
     graph.sites = std::mem::take(&mut table.sites);

@@ -14,7 +14,7 @@ use scalpel_model::graph::{Leaf, ObjIndex, OpName};
 use scalpel_model::read::FileTrace;
 
 use super::sink::{Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
-use super::weak::weak_boundaries;
+use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,8 +173,8 @@ pub type LocalType = (Option<u8>, u32, Option<u8>, u32);
 pub struct ThreadOut {
     /// Leaves; `ty` is an index into `types`, `end_obj` a file-local object.
     pub leaves: Vec<Leaf>,
-    /// Whether the program-order edge out of leaf `i` (to `i + 1`) is weak.
-    pub weak: Vec<bool>,
+    /// Where the program-order edge out of leaf `i` (to `i + 1`) is weak.
+    pub weak: WeakOrder,
     /// Cuts with an object or a spawn/exit meaning.
     pub bounds: Vec<Bound>,
     /// Lock releases and long acquisitions.

@@ -25,7 +25,7 @@ mod weak;
 
 use std::path::{Path, PathBuf};
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use rayon::prelude::*;
 use scalpel_model::format::{chan, obj, Op};
 use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjIndex};
@@ -37,6 +37,7 @@ pub use output::{summary_text, type_dot, write_outputs, DrawOptions, Outputs};
 use leaves::Bound;
 use notify::GroupOut;
 use sink::{ThreadSink, HAS_SEQ, NO_OBJ};
+use weak::WeakOrder;
 
 /// Options of the graph stage. `Default`: lenient loading, no filters, the default skip list.
 #[derive(Clone, Debug, Default)]
@@ -110,16 +111,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let (mut edges, ext) =
         notification_edges(asm.bounds, &asm.obj_kinds, &asm.obj_channel, &mut graph);
     drop_stolen_wakeups(&graph, &mut edges);
-    let mut weak = asm.weak;
-    // Where a thread took a handed-off connection is where it went back for new work: the
-    // program edge into that leaf is weak, like one out of a wait for work.
-    for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
-        let to = e.to as usize;
-        let same = to > 0 && graph.leaves[to - 1].thread == graph.leaves[to].thread;
-        if same {
-            weak[to - 1] = true;
-        }
-    }
+    let weak = handoff_weak(&graph, &edges, asm.weak);
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
     types::disambiguate(&mut graph.types, &opts.skip);
@@ -209,6 +201,34 @@ fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 }
 
 /// Program order: each thread's leaves in sequence.
+/// Weak program order with the hand-offs': where a thread took a handed-off connection is where
+/// it went back for new work, so the program edge into that leaf is weak, like one out of a
+/// wait for work. On such a thread the loop-head guess is dropped: the hand-offs already say
+/// where its work starts, and the guess goes wrong when the worker never waited before its
+/// first connection (its first repeated wait is then a read inside the connection, and every
+/// request would be cut from its connection).
+fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
+    let WeakOrder { mut weak, head } = order;
+    let mut takes: AHashSet<u32> = AHashSet::new();
+    let mut into = Vec::new();
+    for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
+        let to = e.to as usize;
+        if to > 0 && graph.leaves[to - 1].thread == graph.leaves[to].thread {
+            takes.insert(graph.leaves[to].thread);
+            into.push(to - 1);
+        }
+    }
+    for (i, w) in weak.iter_mut().enumerate() {
+        if head.get(i).copied().unwrap_or(false) && takes.contains(&graph.leaves[i].thread) {
+            *w = false;
+        }
+    }
+    for i in into {
+        weak[i] = true;
+    }
+    weak
+}
+
 fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
     for t in &graph.threads {
         for i in t.first_leaf..(t.first_leaf + t.leaves).saturating_sub(1) {

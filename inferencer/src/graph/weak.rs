@@ -11,7 +11,8 @@
 //!   futex waits, and reads on a channel), grouped by call site (operation and call stack, or
 //!   operation and object when there are no stacks), the first site the thread reaches that it
 //!   reaches at least twice. A worker's first repeated wait is where it takes work; a later one
-//!   (joining sub-requests, waiting for a reply) is part of the work.
+//!   (joining sub-requests, waiting for a reply) is part of the work. This is a guess, and the
+//!   graph stage drops it on threads whose new work is known from hand-off edges (see `mod.rs`).
 //!
 //! Weak edges are still edges: the hierarchy miner contracts them after everything else.
 
@@ -38,9 +39,18 @@ fn dequeue_like(op: Op) -> bool {
     ) || reads_bytes(op) == Some(true)
 }
 
-/// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak. `sites[i]`
-/// holds the stack id and auxiliary value of the call that ended leaf `i`.
-pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) -> Vec<bool> {
+/// Where a thread's program order is weak, and why.
+#[derive(Default)]
+pub struct WeakOrder {
+    /// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak.
+    pub weak: Vec<bool>,
+    /// `head[i]`: whether that edge is weak only because leaf `i` ends at the loop-head guess.
+    pub head: Vec<bool>,
+}
+
+/// The thread's weak program order. `sites[i]` holds the stack id and auxiliary value of the
+/// call that ended leaf `i`.
+pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) -> WeakOrder {
     let site_of = |i: usize, op: u8| -> Site<'_> {
         let stack = sites.get(i).map_or(0, |s| s.0);
         let frames = (stack != 0)
@@ -62,21 +72,25 @@ pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) 
         .filter(|(_, (count, _))| *count >= 2)
         .min_by_key(|(_, (_, first))| *first)
         .map(|(site, _)| *site);
-    out.leaves
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let Some(op) = l.end_op.and_then(|o| o.op()) else {
-                return false;
-            };
-            let x = sites.get(i).map_or(0, |s| s.1);
-            match op {
-                Op::Accept | Op::Accept4 | Op::EpollWait | Op::EpollPwait | Op::EpollPwait2 => true,
-                Op::Poll | Op::Ppoll => x >= 2,
-                Op::Select | Op::Pselect => true,
-                op if dequeue_like(op) => head == Some(site_of(i, op as u8)),
-                _ => false,
+    let mut order = WeakOrder::default();
+    for (i, l) in out.leaves.iter().enumerate() {
+        let op = l.end_op.and_then(|o| o.op());
+        let x = sites.get(i).map_or(0, |s| s.1);
+        let (weak, at_head) = match op {
+            None => (false, false),
+            Some(Op::Accept | Op::Accept4 | Op::EpollWait | Op::EpollPwait | Op::EpollPwait2) => {
+                (true, false)
             }
-        })
-        .collect()
+            Some(Op::Poll | Op::Ppoll) => (x >= 2, false),
+            Some(Op::Select | Op::Pselect) => (true, false),
+            Some(op) if dequeue_like(op) => {
+                let h = head == Some(site_of(i, op as u8));
+                (h, h)
+            }
+            Some(_) => (false, false),
+        };
+        order.weak.push(weak);
+        order.head.push(at_head);
+    }
+    order
 }

@@ -329,6 +329,12 @@ pub fn pair_proposals(
     };
     let mut used = vec![false; work.nodes.len()];
     let mut claimed: AHashSet<u32> = AHashSet::new();
+    // Per symbol, the support of the best key it was kept from this round because its partner
+    // was claimed. A symbol waits for that key rather than join a much rarer one now: a
+    // connection's last request-end leaf, whose usual partner (the response write) was just
+    // claimed by the request, must not pair with the dequeue after it (5 occurrences of 400)
+    // and so drop out of the request pattern that takes the other 395 next round.
+    let mut kept_from: AHashMap<u32, u32> = AHashMap::new();
     let mut out = Proposals::default();
     for (support, rule, occ) in cands {
         if support < min_support {
@@ -337,7 +343,21 @@ pub fn pair_proposals(
         let Rule::Pair { a, b, .. } = rule else {
             continue;
         };
-        if claimed.contains(&a) || claimed.contains(&b) || banned.contains(&rule) {
+        if banned.contains(&rule) {
+            continue;
+        }
+        let (ca, cb) = (claimed.contains(&a), claimed.contains(&b));
+        if ca || cb {
+            for (x, c) in [(a, ca), (b, cb)] {
+                if !c {
+                    let best = kept_from.entry(x).or_insert(0);
+                    *best = (*best).max(support);
+                }
+            }
+            continue;
+        }
+        let waits = |x: u32| kept_from.get(&x).is_some_and(|&k| k > support);
+        if waits(a) || waits(b) {
             continue;
         }
         let mut sel = Vec::new();

@@ -25,7 +25,7 @@ mod weak;
 
 use std::path::{Path, PathBuf};
 
-use ahash::{AHashMap, AHashSet};
+use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::{chan, obj, Op};
 use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjIndex};
@@ -203,23 +203,28 @@ fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 /// Program order: each thread's leaves in sequence.
 /// Weak program order with the hand-offs': where a thread took a handed-off connection is where
 /// it went back for new work, so the program edge into that leaf is weak, like one out of a
-/// wait for work. On such a thread the loop-head guess is dropped: the hand-offs already say
-/// where its work starts, and the guess goes wrong when the worker never waited before its
-/// first connection (its first repeated wait is then a read inside the connection, and every
-/// request would be cut from its connection).
+/// wait for work. The loop-head guess is dropped on a thread that takes hand-offs but never
+/// right after a wait at its guessed head: the guess missed its loop. A threadpool worker that
+/// found a connection queued at start never waited before it, so its first repeated wait was
+/// the read of a request header, and every request would be cut from its connection. (An
+/// Apache worker keeps its guess: it takes hand-offs right after its queue wait, and the same
+/// wait also brings it work that is no new connection.)
 fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
     let WeakOrder { mut weak, head } = order;
-    let mut takes: AHashSet<u32> = AHashSet::new();
+    // Per thread that takes hand-offs: whether one came right after a wait at its guessed head.
+    let mut takes: AHashMap<u32, bool> = AHashMap::new();
     let mut into = Vec::new();
     for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
         let to = e.to as usize;
-        if to > 0 && graph.leaves[to - 1].thread == graph.leaves[to].thread {
-            takes.insert(graph.leaves[to].thread);
+        let thread = graph.leaves[to].thread;
+        if to > 0 && graph.leaves[to - 1].thread == thread {
+            *takes.entry(thread).or_insert(false) |= head.get(to - 1).copied().unwrap_or(false);
             into.push(to - 1);
         }
     }
     for (i, w) in weak.iter_mut().enumerate() {
-        if head.get(i).copied().unwrap_or(false) && takes.contains(&graph.leaves[i].thread) {
+        let missed = takes.get(&graph.leaves[i].thread) == Some(&false);
+        if missed && head.get(i).copied().unwrap_or(false) {
             *w = false;
         }
     }

@@ -36,6 +36,10 @@ pub struct InferArgs {
     /// Fail on any data loss (a damaged or unreadable file, lost events) instead of warning.
     #[arg(long)]
     pub strict: bool,
+    /// Cut leaves at mutex and rwlock calls too, so that each critical section is a leaf: for
+    /// programs that hand work over under locks alone (lock order still draws no edges).
+    #[arg(long)]
+    pub cut_at_locks: bool,
     /// Keep only leaves matching FILTER: pid:N, tid:N, process:NAME, thread:NAME or time:A..B
     /// (seconds from the start). Repeatable; one match per kind given is needed.
     #[arg(long = "include", value_name = "FILTER")]
@@ -96,6 +100,7 @@ impl From<InferArgs> for InferJob {
             stage: a.stage,
             graph: GraphOptions {
                 strict: a.strict,
+                lock_cuts: a.cut_at_locks,
                 include: a.include,
                 exclude: a.exclude,
                 ..GraphOptions::default()

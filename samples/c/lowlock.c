@@ -8,7 +8,10 @@
  * consumers against 2 producers: with the flaws, adding consumers does not help (or hurts).
  *
  * Ground truth (samples/TRUTH.md), only with --truth-sample (the queue runs millions of items):
- * `produce` and `consume` per item, id = item number.
+ * `produce` and `consume` per item, id = item number, each the item's critical section (its
+ * lock returned -> its unlock called). The queue hands items over under the two locks alone,
+ * with no call that waits or wakes, so the critical sections are where the items show:
+ * `scalpel infer --cut-at-locks` makes each one a leaf.
  * Usage: lowlock [--fixed] [--items N] [--consumers K] (K = 0: sweep 1..4) */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -68,7 +71,6 @@ static __attribute__((noinline)) void cleanup(void) {
 }
 
 static __attribute__((noinline)) void produce(int64_t id) {
-    uint64_t start = record_truth ? truth_now() : 0;
     struct node *n = malloc(sizeof *n);
     n->next = NULL;
     atomic_store(&n->done, 0);
@@ -76,32 +78,43 @@ static __attribute__((noinline)) void produce(int64_t id) {
     memset(n->data, (int)(id & 0xff), sizeof n->data);
     struct node *first = NULL, *end = NULL;
     pthread_mutex_lock(&produce_lock);
+    uint64_t start = record_truth ? truth_now() : 0;
     tail->next = n;
     tail = n;
     if (fixed) first = detach_consumed(&end); /* only pointer moves inside the lock */
     else cleanup();                              /* flaw: the frees inside the producer lock */
+    uint64_t stop = record_truth ? truth_now() : 0;
     pthread_mutex_unlock(&produce_lock);
     if (fixed) free_chain(first, end);
-    if (record_truth) truth_task("produce", id, -1, start, truth_now());
+    if (record_truth) truth_task("produce", id, -1, start, stop);
+}
+
+/* Leaves the consumer lock when the queue was empty. A function of its own so that this unlock
+ * has a stack of its own: the compiler would otherwise merge it with the item's unlock, and a
+ * failed attempt's critical section would look like an item's. */
+static __attribute__((noinline)) void found_empty(void) {
+    pthread_mutex_unlock(&consume_lock);
 }
 
 static __attribute__((noinline)) int consume(unsigned char *out) {
-    uint64_t start = record_truth ? truth_now() : 0;
     pthread_mutex_lock(&consume_lock);
+    uint64_t start = record_truth ? truth_now() : 0;
     struct node *next = head->next;
     if (!next) {
-        pthread_mutex_unlock(&consume_lock);
+        found_empty();
         return 0;
     }
     struct node *old = head;
     head = next;
     if (!fixed) memcpy(out, next->data, ITEM_BYTES); /* flaw: the copy inside the consumer lock */
+    uint64_t stop = record_truth ? truth_now() : 0;
+    int64_t id = next->id;
     pthread_mutex_unlock(&consume_lock);
     if (fixed) memcpy(out, next->data, ITEM_BYTES);
     atomic_fetch_add(&next->done, 1); /* copied */
     atomic_fetch_add(&old->done, 1);  /* passed */
     sink += out[0];
-    if (record_truth) truth_task("consume", next->id, -1, start, truth_now());
+    if (record_truth) truth_task("consume", id, -1, start, stop);
     return 1;
 }
 

@@ -57,7 +57,12 @@ pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<(u8, u64)> {
 
 /// Cuts again, with `words` known, every thread file that waited on or woke one of them. A file
 /// that cannot be read again, or reads differently (it grew), keeps its first cut.
-pub fn recut(trace: &TraceDir, sinks: &mut [ProcessSinks<ThreadSink>], words: AHashSet<(u8, u64)>) {
+pub fn recut(
+    trace: &TraceDir,
+    sinks: &mut [ProcessSinks<ThreadSink>],
+    words: AHashSet<(u8, u64)>,
+    lock_cuts: bool,
+) {
     if words.is_empty() {
         return;
     }
@@ -85,7 +90,7 @@ pub fn recut(trace: &TraceDir, sinks: &mut [ProcessSinks<ThreadSink>], words: AH
         .into_par_iter()
         .filter_map(|(pi, fi, events)| {
             let file = trace.processes.get(pi)?.threads.get(fi)?;
-            let mut sink = ThreadSink::with_lock_words(Arc::clone(&words));
+            let mut sink = ThreadSink::with_lock_words(Arc::clone(&words), lock_cuts);
             read_file_streaming(&file.path, &mut sink).ok()?;
             (sink.events == events).then(|| {
                 sink.finish(file);

@@ -96,6 +96,23 @@ pub fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
     }
 }
 
+/// Whether a lock call cuts the leaf under `--cut-at-locks`: an explicit mutex or rwlock call
+/// that took or released the lock. A condition wait's own release and re-acquisition do not
+/// (the wait cuts already), nor do futex words used as locks (they enter the kernel only when
+/// contended, so cutting there would split one kind of work by contention).
+fn cuts_at_lock(op: Option<Op>, e: &Ev) -> bool {
+    use Op::*;
+    match op {
+        Some(
+            MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock | RwRdlock | RwTryrdlock
+            | RwTimedrdlock | RwClockrdlock | RwWrlock | RwTrywrlock | RwTimedwrlock
+            | RwClockwrlock,
+        ) => e.res == 0,
+        Some(MutexUnlock | RwUnlock) => true,
+        _ => false,
+    }
+}
+
 /// A cut kept for edge matching.
 #[derive(Clone, Copy, Debug)]
 pub struct Bound {
@@ -223,12 +240,15 @@ pub struct Cutter {
     /// Index of the next event.
     n: u32,
     last_end: u64,
+    /// Mutex and rwlock calls cut leaves too (`--cut-at-locks`).
+    lock_cuts: bool,
 }
 
 impl Cutter {
-    /// A cutter for a new thread.
-    pub fn new() -> Self {
+    /// A cutter for a new thread; `lock_cuts`: mutex and rwlock calls cut leaves too.
+    pub fn new(lock_cuts: bool) -> Self {
         Cutter {
+            lock_cuts,
             out: ThreadOut::default(),
             cur: None,
             type_index: AHashMap::new(),
@@ -329,6 +349,20 @@ impl Cutter {
                 };
                 self.bound(e, leaf);
             }
+            Class::LockAcquire | Class::LockRelease if self.lock_cuts && cuts_at_lock(op, e) => {
+                // The leaf ends at the call, like any cut, but draws no edge: lock order is
+                // not causal. An acquisition's stats go to the critical section it opens, a
+                // release's to the one it closes.
+                let acquire = cls == Class::LockAcquire;
+                if !acquire {
+                    self.lock_stats(e, false);
+                }
+                self.close(at, Some(e));
+                self.cur = Some((open(ret, Some(e.op), at), e.stack));
+                if acquire {
+                    self.lock_stats(e, true);
+                }
+            }
             Class::LockAcquire | Class::LockRelease => {
                 self.lock(e, cls == Class::LockAcquire);
                 if cls == Class::LockAcquire {
@@ -389,6 +423,11 @@ impl Cutter {
                 leaf.other_ns += e.dur;
             }
         }
+        self.lock_stats(e, acquire);
+    }
+
+    /// Counts a lock call toward its lock's totals and keeps it for contention analysis.
+    fn lock_stats(&mut self, e: &Ev, acquire: bool) {
         // A trylock that failed took nothing.
         if e.obj == NO_OBJ || (acquire && e.res != 0) {
             return;

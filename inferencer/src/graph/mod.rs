@@ -50,6 +50,10 @@ pub struct GraphOptions {
     pub exclude: Vec<Filter>,
     /// Frames that never name a leaf type.
     pub skip: crate::naming::SkipList,
+    /// Cut leaves at mutex and rwlock calls too (default off): for programs that hand work over
+    /// under locks alone, where each critical section then becomes a leaf. Lock order still
+    /// draws no edges.
+    pub lock_cuts: bool,
 }
 
 /// Why the graph could not be built.
@@ -81,9 +85,9 @@ pub struct Built {
 
 /// Builds the causal graph of the trace in `dir`.
 pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
-    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::default())?;
+    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
     let words = futexlocks::lock_words(&sinks);
-    futexlocks::recut(&trace, &mut sinks, words);
+    futexlocks::recut(&trace, &mut sinks, words, opts.lock_cuts);
     let mut warnings: Vec<String> = trace.all_warnings().map(|w| w.to_string()).collect();
     for (_, f) in trace.files() {
         if f.lost_events() > 0 {

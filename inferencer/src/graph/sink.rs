@@ -73,15 +73,7 @@ pub struct ThreadSink {
 
 impl Default for ThreadSink {
     fn default() -> Self {
-        ThreadSink {
-            index: AHashMap::new(),
-            by_file_index: Vec::new(),
-            objs: Vec::new(),
-            cut: Cutter::new(),
-            lock_words: None,
-            events: 0,
-            out: None,
-        }
+        ThreadSink::new(false)
     }
 }
 
@@ -100,11 +92,24 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
 }
 
 impl ThreadSink {
+    /// A sink; `lock_cuts`: mutex and rwlock calls cut leaves too (`--cut-at-locks`).
+    pub fn new(lock_cuts: bool) -> Self {
+        ThreadSink {
+            index: AHashMap::new(),
+            by_file_index: Vec::new(),
+            objs: Vec::new(),
+            cut: Cutter::new(lock_cuts),
+            lock_words: None,
+            events: 0,
+            out: None,
+        }
+    }
+
     /// A sink that treats the futex words in `lock_words` as locks.
-    pub fn with_lock_words(lock_words: Arc<AHashSet<(u8, u64)>>) -> Self {
+    pub fn with_lock_words(lock_words: Arc<AHashSet<(u8, u64)>>, lock_cuts: bool) -> Self {
         ThreadSink {
             lock_words: Some(lock_words),
-            ..ThreadSink::default()
+            ..ThreadSink::new(lock_cuts)
         }
     }
 
@@ -195,7 +200,7 @@ impl FileSink for ThreadSink {
     }
 
     fn finish(&mut self, file: &FileTrace) {
-        let cut = std::mem::replace(&mut self.cut, Cutter::new());
+        let cut = std::mem::replace(&mut self.cut, Cutter::new(false));
         let objs = std::mem::take(&mut self.objs);
         self.index = AHashMap::new();
         self.out = Some(cut.finish(objs, file));

@@ -250,55 +250,13 @@ fn pipeline_fanout_and_lowlock_write_their_truth() {
         is_output(e) && e.result == Some(24)
     });
 
-    let (run, truth) = run_sample(
+    let (_run, truth) = run_sample(
         "lowlock",
         &["--items", "2000", "--consumers", "2", "--truth-sample"],
     );
     let c = counts(&truth);
     assert_eq!((c["produce"], c["consume"]), (2000, 2000));
-    let t = run.load();
-    each_instance_is_critical_section(&t, &truth, "produce");
-    each_instance_is_critical_section(&t, &truth, "consume");
-}
-
-/// Every truth instance of `kind` is one critical section: its span ends where its thread
-/// entered an unlock, and the mutex call before that unlock is a lock entered before the span
-/// began (each within the clocks' disagreement).
-fn each_instance_is_critical_section(t: &TraceDir, truth: &[Truth], kind: &str) {
-    let mutex = |e: &&Event| matches!(e.op, Some(Op::MutexLock | Op::MutexUnlock));
-    let mut checked = 0;
-    for x in truth.iter().filter(|x| x.kind == kind) {
-        let evs: Vec<&Event> = thread_events(t, x.pid, x.tid)
-            .into_iter()
-            .filter(mutex)
-            .collect();
-        // The unlock entered nearest the span's end (the clocks disagree by up to SLACK_NS,
-        // more than a critical section lasts).
-        let at = (0..evs.len())
-            .filter(|&i| evs[i].op == Some(Op::MutexUnlock))
-            .min_by_key(|&i| evs[i].ts_ns.abs_diff(x.end));
-        let Some(at) = at.filter(|&i| i > 0) else {
-            panic!(
-                "{kind} {}: no mutex calls around [{}, {}]",
-                x.id, x.start, x.end
-            );
-        };
-        let (lock, unlock) = (evs[at - 1], evs[at]);
-        assert!(
-            lock.op == Some(Op::MutexLock)
-                && lock.ts_ns <= x.start + SLACK_NS
-                && unlock.op == Some(Op::MutexUnlock)
-                && unlock.ts_ns.abs_diff(x.end) <= SLACK_NS,
-            "{kind} {} [{}, {}]: {:?} at {}, then {:?} at {}",
-            x.id,
-            x.start,
-            x.end,
-            lock.op,
-            lock.ts_ns,
-            unlock.op,
-            unlock.ts_ns
-        );
-        checked += 1;
-    }
-    assert!(checked > 0, "no {kind} instances");
+    // Each is a critical section far shorter than the clocks' disagreement, so its place
+    // between its lock and unlock is checked through the leaves instead (`scored.rs`, lowlock:
+    // with `--cut-at-locks` every instance must be exactly one critical-section leaf).
 }

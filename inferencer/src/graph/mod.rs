@@ -204,7 +204,6 @@ fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
     });
 }
 
-/// Program order: each thread's leaves in sequence.
 /// Weak program order with the hand-offs': where a thread took a handed-off connection is where
 /// it went back for new work, so the program edge into that leaf is weak, like one out of a
 /// wait for work. The loop-head guess is dropped on a thread that takes hand-offs but never
@@ -238,6 +237,7 @@ fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
     weak
 }
 
+/// Program order: each thread's leaves in sequence.
 fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
     for t in &graph.threads {
         for i in t.first_leaf..(t.first_leaf + t.leaves).saturating_sub(1) {

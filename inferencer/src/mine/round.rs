@@ -330,7 +330,7 @@ pub fn pair_proposals(
     let mut used = vec![false; work.nodes.len()];
     let mut claimed: AHashSet<u32> = AHashSet::new();
     // Per symbol, the support of the best key it was kept from this round because its partner
-    // was claimed. A symbol waits for that key rather than join a much rarer one now: a
+    // was claimed. A symbol waits for that key rather than join a rarer one now: a
     // connection's last request-end leaf, whose usual partner (the response write) was just
     // claimed by the request, must not pair with the dequeue after it (5 occurrences of 400)
     // and so drop out of the request pattern that takes the other 395 next round.

@@ -184,7 +184,20 @@ pub mod obj {
     pub const SPAWN: u8 = 9;
     /// An epoll instance.
     pub const EPOLL: u8 = 10;
+
+    /// Whether objects of `kind` belong to one process unless their identity says otherwise:
+    /// pthread objects and futex words are named by address, and processes forked from one
+    /// parent have the same addresses for different objects.
+    pub fn process_scoped(kind: u8) -> bool {
+        matches!(kind, MUTEX | COND | RWLOCK | SEM | FUTEX | THREAD)
+    }
 }
+
+/// The identity byte of a MUTEX, COND, RWLOCK, SEM or FUTEX object that its process declared
+/// process-shared (`PTHREAD_PROCESS_SHARED`, `sem_init` with `pshared`, a futex call without
+/// `FUTEX_PRIVATE_FLAG`). Objects of those kinds without it (and every THREAD) are their own
+/// process's: another process's object at the same address is a different object.
+pub const SHARED_IDENTITY: u8 = 1;
 
 /// Channel kinds used in STREAM and ENDPOINT identities.
 pub mod chan {

@@ -56,6 +56,7 @@ fn object() -> impl Strategy<Value = ObjectDef> {
                     receiver,
                 },
                 obj::ENDPOINT => Identity::Endpoint { chan, ep: sender },
+                k if obj::process_scoped(k) && k != obj::THREAD && key % 2 == 1 => Identity::Shared,
                 _ => Identity::None,
             };
             ObjectDef {

@@ -431,3 +431,52 @@ fn futex_wakes_link_rust_condvar_and_channel_waits_but_not_mutex_words() {
     let joins = g.edges.iter().filter(|e| e.kind == EdgeKind::Join).count();
     assert!(joins >= 5, "std's joins are linked: {joins}");
 }
+
+#[test]
+fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
+    let exe = build_c("pshared", "pshared", &[]);
+    let run = record(&exe, &[]).success();
+    let out = run.tmp.path().join("graph");
+    let o = infer(&run.dir, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    let pid = |leaf: u32| g.threads[g.leaves[leaf as usize].thread as usize].pid;
+    let shared = |e: &scalpel_model::graph::Edge| {
+        g.objects[e.obj.unwrap().get() as usize].desc == "process-shared"
+    };
+    // Per kind and object scope: edges within one process, edges across two.
+    let mut within: BTreeMap<(EdgeKind, bool), usize> = BTreeMap::new();
+    let mut across: BTreeMap<(EdgeKind, bool), usize> = BTreeMap::new();
+    for e in g
+        .edges
+        .iter()
+        .filter(|e| matches!(e.kind, EdgeKind::Cond | EdgeKind::Sem))
+    {
+        let side = if pid(e.from) == pid(e.to) {
+            &mut within
+        } else {
+            &mut across
+        };
+        *side.entry((e.kind, shared(e))).or_default() += 1;
+    }
+    eprintln!("within {within:?}, across {across:?}");
+    // Both processes ping-pong through the same private addresses: every such wake stays in
+    // its process (the helper's waits and main's, 20 rounds each, in each of two processes).
+    assert_eq!(across.get(&(EdgeKind::Cond, false)), None);
+    let private = within.get(&(EdgeKind::Cond, false)).copied().unwrap_or(0);
+    assert!(
+        private >= 2 * 20,
+        "private cond edges within processes: {private}"
+    );
+    // The shared cond and semaphore link the parent and the child, each one object.
+    assert_eq!(across.get(&(EdgeKind::Cond, true)), Some(&1));
+    assert_eq!(across.get(&(EdgeKind::Sem, true)), Some(&1));
+    for kind in ["cond", "sem"] {
+        let n = g
+            .objects
+            .iter()
+            .filter(|o| o.kind == kind && o.desc == "process-shared")
+            .count();
+        assert_eq!(n, 1, "one shared {kind} object");
+    }
+}

@@ -17,6 +17,7 @@ mod global;
 pub mod hooks;
 mod init;
 mod modules;
+mod pshared;
 mod real;
 mod setup;
 mod shared;

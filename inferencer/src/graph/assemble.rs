@@ -3,6 +3,7 @@
 
 use ahash::AHashMap;
 use rayon::prelude::*;
+use scalpel_model::format::obj;
 use scalpel_model::graph::{
     Graph, InnerWait, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo, Unmatched,
     GRAPH_SCHEMA, INNER_MIN_NS,
@@ -10,7 +11,7 @@ use scalpel_model::graph::{
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
 use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
-use super::sink::{ThreadSink, NO_OBJ};
+use super::sink::{ObjName, ThreadSink, NO_OBJ};
 use super::types::TypeTable;
 use super::weak::WeakOrder;
 use crate::naming::SkipList;
@@ -100,7 +101,7 @@ pub fn assemble(
         sites: Vec::new(),
         unmatched: Unmatched::default(),
     };
-    let mut obj_index: AHashMap<(u8, u64), u32> = AHashMap::new();
+    let mut obj_index: AHashMap<ObjName, u32> = AHashMap::new();
     let mut obj_kinds = Vec::new();
     let mut obj_channel = Vec::new();
     let mut table = TypeTable::new(skip);
@@ -120,8 +121,11 @@ pub fn assemble(
             .iter()
             .map(|o| {
                 let next = graph.objects.len() as u32;
-                *obj_index.entry((o.kind, o.key)).or_insert_with(|| {
+                *obj_index.entry(o.name(pi)).or_insert_with(|| {
                     let desc = match ids.get(&(o.kind, o.key)) {
+                        _ if o.shared => Identity::Shared.to_string(),
+                        // Another process's object at the same address says nothing of this one.
+                        _ if obj::process_scoped(o.kind) => String::new(),
                         Some(id) if !matches!(id, Identity::None) => id.to_string(),
                         _ => String::new(),
                     };

@@ -20,7 +20,7 @@ use scalpel_model::format::Op;
 use scalpel_model::read::{read_file_streaming, FileSink, ProcessSinks, TraceDir};
 
 use super::leaves::Bound;
-use super::sink::{ThreadSink, HAS_X, NO_OBJ};
+use super::sink::{ObjName, ThreadSink, HAS_X, NO_OBJ};
 
 /// The futex value of a lock that is held with waiters, which a contended locker waits for.
 const LOCKED_WITH_WAITERS: u64 = 2;
@@ -30,15 +30,15 @@ pub fn waits_like_a_lock(b: &Bound) -> bool {
     b.flags & HAS_X != 0 && b.x == LOCKED_WITH_WAITERS
 }
 
-/// The (kind, key) of every futex word all of whose waits expected 2.
-pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<(u8, u64)> {
+/// The name of every futex word all of whose waits expected 2.
+pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
     // Per word: whether every wait so far expected 2.
-    let mut words: AHashMap<(u8, u64), bool> = AHashMap::new();
-    for out in sinks
-        .iter()
-        .flat_map(|p| p.threads.iter())
-        .filter_map(|s| s.out.as_ref())
-    {
+    let mut words: AHashMap<ObjName, bool> = AHashMap::new();
+    for (pi, out) in sinks.iter().enumerate().flat_map(|(pi, p)| {
+        p.threads
+            .iter()
+            .filter_map(move |s| s.out.as_ref().map(|o| (pi, o)))
+    }) {
         for b in &out.bounds {
             if b.op != Op::FutexWait as u8 || b.obj == NO_OBJ {
                 continue;
@@ -46,7 +46,7 @@ pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<(u8, u64)> {
             let Some(o) = out.objs.get(b.obj as usize) else {
                 continue;
             };
-            *words.entry((o.kind, o.key)).or_insert(true) &= waits_like_a_lock(b);
+            *words.entry(o.name(pi)).or_insert(true) &= waits_like_a_lock(b);
         }
     }
     words
@@ -60,27 +60,27 @@ pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<(u8, u64)> {
 pub fn recut(
     trace: &TraceDir,
     sinks: &mut [ProcessSinks<ThreadSink>],
-    words: AHashSet<(u8, u64)>,
+    words: AHashSet<ObjName>,
     lock_cuts: bool,
 ) {
     if words.is_empty() {
         return;
     }
-    let touches = |s: &ThreadSink| {
+    let touches = |pi: usize, s: &ThreadSink| {
         s.out.as_ref().is_some_and(|out| {
             out.bounds.iter().any(|b| {
                 (b.op == Op::FutexWait as u8 || b.op == Op::FutexWake as u8)
                     && out
                         .objs
                         .get(b.obj as usize)
-                        .is_some_and(|o| words.contains(&(o.kind, o.key)))
+                        .is_some_and(|o| words.contains(&o.name(pi)))
             })
         })
     };
     let mut jobs = Vec::new();
     for (pi, p) in sinks.iter().enumerate() {
         for (fi, s) in p.threads.iter().enumerate() {
-            if touches(s) {
+            if touches(pi, s) {
                 jobs.push((pi, fi, s.events));
             }
         }
@@ -90,7 +90,7 @@ pub fn recut(
         .into_par_iter()
         .filter_map(|(pi, fi, events)| {
             let file = trace.processes.get(pi)?.threads.get(fi)?;
-            let mut sink = ThreadSink::with_lock_words(Arc::clone(&words), lock_cuts);
+            let mut sink = ThreadSink::with_lock_words(Arc::clone(&words), pi, lock_cuts);
             read_file_streaming(&file.path, &mut sink).ok()?;
             (sink.events == events).then(|| {
                 sink.finish(file);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
-use scalpel_model::format::Op;
+use scalpel_model::format::{obj, Op};
 use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef};
 
 use super::leaves::{Cutter, ThreadOut};
@@ -53,6 +53,26 @@ pub struct LocalObj {
     /// For a stream direction: the key both directions of its channel share (a TCP
     /// connection's is also the key its `accept` and `connect` carry); else 0.
     pub channel: u64,
+    /// A pthread object or futex word its process declared process-shared.
+    pub shared: bool,
+}
+
+/// An object's name across a trace: kind, key, and for an object that belongs to one process
+/// (see [`obj::process_scoped`]) that process's index plus one, else 0. Forked siblings have
+/// their private mutexes, conds and futex words at the same addresses; without the process in
+/// the name, a signal in one Apache child "woke" a waiter in another.
+pub type ObjName = (u8, u64, u32);
+
+impl LocalObj {
+    /// This object's name, as seen by a thread of process `process` (its index in the trace).
+    pub fn name(&self, process: usize) -> ObjName {
+        let scope = if obj::process_scoped(self.kind) && !self.shared {
+            u32::try_from(process).map_or(u32::MAX, |p| p.saturating_add(1))
+        } else {
+            0
+        };
+        (self.kind, self.key, scope)
+    }
 }
 
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
@@ -63,8 +83,10 @@ pub struct ThreadSink {
     by_file_index: Vec<u32>,
     objs: Vec<LocalObj>,
     cut: Cutter,
-    /// Futex words used as locks, by (kind, key) (see [`super::futexlocks`]).
-    lock_words: Option<Arc<AHashSet<(u8, u64)>>>,
+    /// Futex words used as locks (see [`super::futexlocks`]).
+    lock_words: Option<Arc<AHashSet<ObjName>>>,
+    /// The index of the file's process, which names its process-scoped objects.
+    process: usize,
     /// Events seen.
     pub events: u64,
     /// The result, once the file is finished.
@@ -100,20 +122,27 @@ impl ThreadSink {
             objs: Vec::new(),
             cut: Cutter::new(lock_cuts),
             lock_words: None,
+            process: 0,
             events: 0,
             out: None,
         }
     }
 
-    /// A sink that treats the futex words in `lock_words` as locks.
-    pub fn with_lock_words(lock_words: Arc<AHashSet<(u8, u64)>>, lock_cuts: bool) -> Self {
+    /// A sink for a file of process `process` that treats the futex words in `lock_words` as
+    /// locks.
+    pub fn with_lock_words(
+        lock_words: Arc<AHashSet<ObjName>>,
+        process: usize,
+        lock_cuts: bool,
+    ) -> Self {
         ThreadSink {
             lock_words: Some(lock_words),
+            process,
             ..ThreadSink::new(lock_cuts)
         }
     }
 
-    fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>, channel: u64) -> u32 {
+    fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>, channel: u64, shared: bool) -> u32 {
         let next = self.objs.len() as u32;
         let i = *self.index.entry((kind, key)).or_insert_with(|| {
             self.objs.push(LocalObj {
@@ -121,6 +150,7 @@ impl ThreadSink {
                 key,
                 chan: None,
                 channel: 0,
+                shared: false,
             });
             next
         });
@@ -131,6 +161,7 @@ impl ThreadSink {
         if o.channel == 0 {
             o.channel = channel;
         }
+        o.shared |= shared;
         i
     }
 }
@@ -145,7 +176,8 @@ impl FileSink for ThreadSink {
             Identity::Stream { channel_key, .. } => *channel_key,
             _ => 0,
         };
-        let local = self.intern(def.kind, def.key, chan, channel);
+        let shared = matches!(def.identity, Identity::Shared);
+        let local = self.intern(def.kind, def.key, chan, channel, shared);
         // Indices are small and dense (the agent numbers them from 1); a wild one is only
         // looked up by key.
         if let Ok(i) = usize::try_from(def.index) {
@@ -166,7 +198,7 @@ impl FileSink for ThreadSink {
                 .and_then(|i| self.by_file_index.get(i))
             {
                 Some(&local) if local != NO_OBJ => local,
-                _ => self.intern(o.kind, o.key, None, 0),
+                _ => self.intern(o.kind, o.key, None, 0, false),
             },
             None => NO_OBJ,
         };
@@ -193,7 +225,7 @@ impl FileSink for ThreadSink {
         // Only futex calls can be lock traffic; other events skip the lookup.
         let futex = matches!(e.op, Some(Op::FutexWait | Op::FutexWake));
         let lock_word = match (&self.lock_words, o) {
-            (Some(words), Some(o)) if futex => words.contains(&(o.kind, o.key)),
+            (Some(words), Some(o)) if futex => words.contains(&o.name(self.process)),
             _ => false,
         };
         self.cut.feed(&ev, o, lock_word);

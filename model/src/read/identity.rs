@@ -3,7 +3,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::format::{chan, ep, obj};
+use crate::format::{chan, ep, obj, SHARED_IDENTITY};
 use crate::wire::{Dec, DecError};
 
 /// One end of a channel, or a listening address.
@@ -54,6 +54,9 @@ pub enum Identity {
         /// Its address.
         ep: Endpoint,
     },
+    /// A pthread object or futex word declared process-shared (see
+    /// [`crate::format::SHARED_IDENTITY`]): one object in every process that names its address.
+    Shared,
     /// Identity bytes this reader does not understand (an endpoint tag from a later version).
     Unknown(Vec<u8>),
 }
@@ -176,6 +179,11 @@ impl Identity {
         let r = match kind {
             obj::STREAM => Self::decode_stream(&mut d),
             obj::ENDPOINT => Self::decode_endpoint(&mut d),
+            k if obj::process_scoped(k) => match bytes.first() {
+                None => Ok(Identity::None),
+                Some(&SHARED_IDENTITY) => Ok(Identity::Shared),
+                Some(_) => Err(EpError::UnknownTag),
+            },
             _ => Ok(Identity::None),
         };
         match r {
@@ -223,6 +231,7 @@ impl Identity {
                 out.push(*chan);
                 ep.encode(out);
             }
+            Identity::Shared => out.push(SHARED_IDENTITY),
             Identity::Unknown(b) => out.extend_from_slice(b),
         }
     }
@@ -290,6 +299,7 @@ impl fmt::Display for Identity {
                 Endpoint::None => f.write_str(&chan_name(*chan)),
                 ep => write!(f, "{} {ep}", chan_name(*chan)),
             },
+            Identity::Shared => f.write_str("process-shared"),
             Identity::Unknown(b) => write!(f, "unknown identity ({} bytes)", b.len()),
         }
     }

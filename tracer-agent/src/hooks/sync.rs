@@ -6,8 +6,9 @@ use libc::{
 use scalpel_model::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_release, pthread_result, sys_acquire, sys_result};
+use crate::pshared::{futex_obj, sync_obj};
 use crate::real;
-use crate::tstate::{enter, Ev, Obj};
+use crate::tstate::{enter, Ev};
 
 type MutexFn = unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int;
 type RwFn = unsafe extern "C-unwind" fn(*mut pthread_rwlock_t) -> c_int;
@@ -23,7 +24,7 @@ macro_rules! mutex_hook {
         pub unsafe extern "C-unwind" fn $name(m: *mut pthread_mutex_t) -> c_int {
             let Some(f) = real!($name: MutexFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's argument to the real function.
-            $side($op, Obj::addr(obj::MUTEX, m), || unsafe { f(m) })
+            $side($op, sync_obj(obj::MUTEX, m), || unsafe { f(m) })
         }
     };
 }
@@ -42,7 +43,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_timedlock(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments.
-    pthread_acquire(Op::MutexTimedlock, Obj::addr(obj::MUTEX, m), || unsafe {
+    pthread_acquire(Op::MutexTimedlock, sync_obj(obj::MUTEX, m), || unsafe {
         f(m, t)
     })
 }
@@ -58,7 +59,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_clocklock(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments.
-    pthread_acquire(Op::MutexClocklock, Obj::addr(obj::MUTEX, m), || unsafe {
+    pthread_acquire(Op::MutexClocklock, sync_obj(obj::MUTEX, m), || unsafe {
         f(m, c, t)
     })
 }
@@ -73,8 +74,8 @@ fn cond_wait(
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(c) = enter() else { return call() };
-    let mo = Obj::addr(obj::MUTEX, m);
-    let co = Obj::addr(obj::COND, cv);
+    let mo = sync_obj(obj::MUTEX, m);
+    let co = sync_obj(obj::COND, cv);
     let unlock_seq = c.seq(obj::MUTEX, mo.key);
     let t0 = c.now();
     c.emit(&Ev {
@@ -157,9 +158,7 @@ pub unsafe extern "C-unwind" fn pthread_cond_signal(cv: *mut pthread_cond_t) -> 
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's argument.
-    pthread_release(Op::CondSignal, Obj::addr(obj::COND, cv), || unsafe {
-        f(cv)
-    })
+    pthread_release(Op::CondSignal, sync_obj(obj::COND, cv), || unsafe { f(cv) })
 }
 
 #[no_mangle]
@@ -168,7 +167,7 @@ pub unsafe extern "C-unwind" fn pthread_cond_broadcast(cv: *mut pthread_cond_t) 
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's argument.
-    pthread_release(Op::CondBroadcast, Obj::addr(obj::COND, cv), || unsafe {
+    pthread_release(Op::CondBroadcast, sync_obj(obj::COND, cv), || unsafe {
         f(cv)
     })
 }
@@ -179,7 +178,7 @@ macro_rules! rw_hook {
         pub unsafe extern "C-unwind" fn $name(l: *mut pthread_rwlock_t, t: *const timespec) -> c_int {
             let Some(f) = real!($name: RwTimedFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's arguments.
-            pthread_acquire($op, Obj::addr(obj::RWLOCK, l), || unsafe { f(l, t) })
+            pthread_acquire($op, sync_obj(obj::RWLOCK, l), || unsafe { f(l, t) })
         }
     };
     ($name:ident, $op:expr, clock) => {
@@ -187,7 +186,7 @@ macro_rules! rw_hook {
         pub unsafe extern "C-unwind" fn $name(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) -> c_int {
             let Some(f) = real!($name: RwClockFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's arguments.
-            pthread_acquire($op, Obj::addr(obj::RWLOCK, l), || unsafe { f(l, c, t) })
+            pthread_acquire($op, sync_obj(obj::RWLOCK, l), || unsafe { f(l, c, t) })
         }
     };
     ($name:ident, $op:expr, $side:ident) => {
@@ -195,7 +194,7 @@ macro_rules! rw_hook {
         pub unsafe extern "C-unwind" fn $name(l: *mut pthread_rwlock_t) -> c_int {
             let Some(f) = real!($name: RwFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's argument.
-            $side($op, Obj::addr(obj::RWLOCK, l), || unsafe { f(l) })
+            $side($op, sync_obj(obj::RWLOCK, l), || unsafe { f(l) })
         }
     };
 }
@@ -216,7 +215,7 @@ pub unsafe extern "C-unwind" fn sem_wait(s: *mut sem_t) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    sys_acquire(Op::SemWait, Obj::addr(obj::SEM, s), || unsafe { f(s) })
+    sys_acquire(Op::SemWait, sync_obj(obj::SEM, s), || unsafe { f(s) })
 }
 
 #[no_mangle]
@@ -225,7 +224,7 @@ pub unsafe extern "C-unwind" fn sem_trywait(s: *mut sem_t) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    sys_acquire(Op::SemTrywait, Obj::addr(obj::SEM, s), || unsafe { f(s) })
+    sys_acquire(Op::SemTrywait, sync_obj(obj::SEM, s), || unsafe { f(s) })
 }
 
 #[no_mangle]
@@ -235,7 +234,7 @@ pub unsafe extern "C-unwind" fn sem_timedwait(s: *mut sem_t, t: *const timespec)
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments.
-    sys_acquire(Op::SemTimedwait, Obj::addr(obj::SEM, s), || unsafe {
+    sys_acquire(Op::SemTimedwait, sync_obj(obj::SEM, s), || unsafe {
         f(s, t)
     })
 }
@@ -251,7 +250,7 @@ pub unsafe extern "C-unwind" fn sem_clockwait(
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments.
-    sys_acquire(Op::SemClockwait, Obj::addr(obj::SEM, s), || unsafe {
+    sys_acquire(Op::SemClockwait, sync_obj(obj::SEM, s), || unsafe {
         f(s, c, t)
     })
 }
@@ -265,7 +264,7 @@ pub unsafe extern "C-unwind" fn sem_post(s: *mut sem_t) -> c_int {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(s) };
     };
-    let o = Obj::addr(obj::SEM, s);
+    let o = sync_obj(obj::SEM, s);
     let seq = c.seq(o.kind, o.key);
     let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
@@ -306,7 +305,7 @@ pub unsafe extern "C-unwind" fn syscall(
     }
     let Some(c) = enter() else { return call() };
     let cmd = b & FUTEX_CMD_MASK;
-    let o = Obj::key(obj::FUTEX, a as u64);
+    let o = futex_obj(a as u64, b & c_long::from(libc::FUTEX_PRIVATE_FLAG) != 0);
     let (op, release) = match cmd as c_int {
         libc::FUTEX_WAIT | libc::FUTEX_WAIT_BITSET | libc::FUTEX_WAIT_REQUEUE_PI | libc::FUTEX_LOCK_PI
         | libc::FUTEX_TRYLOCK_PI | 13 /* FUTEX_LOCK_PI2 */ => (Op::FutexWait, false),

@@ -2,7 +2,10 @@
 //! not chain unrelated requests together.
 //!
 //! The program-order edge from a leaf to the next is weak when the call between them is:
-//! - `accept` or `accept4` (a new connection is new work);
+//! - `accept` or `accept4` (a new connection is new work), unless the thread came to it straight
+//!   from a dispatch wait below: an event loop's accept handles the event its epoll wait
+//!   returned, and both weak would leave the leaf between them (epoll return to accept) in no
+//!   task, cut from the listener's hand-off of the connection it accepts;
 //! - an epoll wait (an epoll instance is an event loop's dispatch point);
 //! - `poll` or `ppoll` over two or more descriptors (a dispatch loop; a single-descriptor poll
 //!   is a timed wait inside one request, as APR's socket reads do), and any `select` or
@@ -73,22 +76,28 @@ pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) 
         .min_by_key(|(_, (_, first))| *first)
         .map(|(site, _)| *site);
     let mut order = WeakOrder::default();
+    // Whether the previous leaf ended at a dispatch wait (epoll, poll of several, select).
+    let mut after_dispatch = false;
     for (i, l) in out.leaves.iter().enumerate() {
         let op = l.end_op.and_then(|o| o.op());
         let x = sites.get(i).map_or(0, |s| s.1);
+        let dispatch = match op {
+            Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2) => true,
+            Some(Op::Poll | Op::Ppoll) => x >= 2,
+            Some(Op::Select | Op::Pselect) => true,
+            _ => false,
+        };
         let (weak, at_head) = match op {
             None => (false, false),
-            Some(Op::Accept | Op::Accept4 | Op::EpollWait | Op::EpollPwait | Op::EpollPwait2) => {
-                (true, false)
-            }
-            Some(Op::Poll | Op::Ppoll) => (x >= 2, false),
-            Some(Op::Select | Op::Pselect) => (true, false),
+            Some(Op::Accept | Op::Accept4) => (!after_dispatch, false),
+            _ if dispatch => (true, false),
             Some(op) if dequeue_like(op) => {
                 let h = head == Some(site_of(i, op as u8));
                 (h, h)
             }
             Some(_) => (false, false),
         };
+        after_dispatch = dispatch;
         order.weak.push(weak);
         order.head.push(at_head);
     }

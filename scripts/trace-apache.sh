@@ -167,6 +167,14 @@ print(f"model: task {i} '{t['name']}' serves a request: {t['count']} occurrences
 if share < 0.5:
     print("FAIL: the request task covers under half of the requests", file=sys.stderr)
     sys.exit(1)
+# It is a top-level task, the most frequent one (single leaves left out of every task, such as
+# the listener's return to epoll_wait, are not tasks).
+groups = [k for k, x in enumerate(model["types"]) if x["kind"] == "group"]
+top = max(groups, key=lambda k: (model["types"][k]["top_level"], -k))
+if top != i or t["top_level"] < requests / 2:
+    print(f"FAIL: the request task is {t['top_level']} times a top-level task; the most "
+          f"frequent top-level task is '{model['types'][top]['name']}'", file=sys.stderr)
+    sys.exit(1)
 PY
 if [ -n "${MODEL_SVG:-}" ] && [ -s "$WORK/request-task" ]; then
     "$SCALPEL" infer "$OUT" -o "$WORK/drawn" --task "$(cat "$WORK/request-task")" >/dev/null

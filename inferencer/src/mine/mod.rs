@@ -94,6 +94,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
         ));
     }
     let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty).collect();
+    let local = tree::local_leaves(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
     let bar = progress_bar(opts.progress);
     let mut rounds = 0u32;
@@ -146,7 +147,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
     bar.finish_and_clear();
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = canon::classes(&work);
-    let tree = tree::build(&work, &classes);
+    let tree = tree::build(&work, &classes, &local);
     let built = build::build(graph, &work, &tree);
     let mut types = built.types;
     for unused in names::name_types(&mut types, graph, &opts.names) {

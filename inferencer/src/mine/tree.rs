@@ -17,7 +17,7 @@
 use ahash::AHashSet;
 
 use super::canon::Classes;
-use super::work::{Rule, Work, NONE};
+use super::work::{program_kind, weak_kind, Rule, Work, NONE};
 
 /// The kept tree.
 pub struct Tree {
@@ -44,8 +44,97 @@ fn nearest_kept(work: &Work, class: &[u32], kept: &[bool], n: u32) -> u32 {
     p
 }
 
-/// Decides the kept classes.
-pub fn build(work: &Work, classes: &Classes) -> Tree {
+/// Whether class `c`'s nodes sit under kept parents of two or more classes (top level counting
+/// as one).
+fn under_several(work: &Work, class: &[u32], kept: &[bool], nodes: &[u32]) -> bool {
+    let mut first = None;
+    nodes.iter().any(|&n| {
+        let p = nearest_kept(work, class, kept, n);
+        let pc = if p == NONE { NONE } else { class[p as usize] };
+        *first.get_or_insert(pc) != pc
+    })
+}
+
+/// Per leaf: whether it touches nothing but its own thread's program order (no causal edge in
+/// or out). Given (from, to, kind index) leaf edges.
+pub fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<bool> {
+    let (prog, weak) = (program_kind(), weak_kind());
+    let mut local = vec![true; n_leaves];
+    for &(a, b, k) in edges {
+        if k != weak && k != prog {
+            local[a as usize] = false;
+            local[b as usize] = false;
+        }
+    }
+    local
+}
+
+/// Drops the kept groups that are only context around a task: every node of one holds exactly
+/// one kept group (the task) and otherwise leaves with no edge but program order (see
+/// [`local_leaves`]), and that task also occurs in other places. Returns whether any was dropped.
+///
+/// Why: a thread's last step before it goes back for work varies with timing. An Apache
+/// request (accept, push, read, write) was followed by the listener's return to `epoll_wait` or
+/// by its next push, and by the worker's return to its queue, a lingering-close read or
+/// nothing (the next connection was already queued); pair contraction wrapped the request in
+/// every such combination, so that no wrapper was more than 40% of the requests and the
+/// request itself, 89% of them, was never a top-level task. A wrapper that adds only such
+/// steps, with no edge of their own but program order, to a task found elsewhere too is that
+/// task in one context: the task stays, the context leaves go to the wrapper's parent. A wrapper that adds work with edges of its own
+/// (the paper's local commit: a mutation and an RPC around a send) is kept.
+fn dissolve_contexts(
+    work: &Work,
+    local: &[bool],
+    class: &[u32],
+    by_class: &[Vec<u32>],
+    groups: &[u32],
+    kept: &mut [bool],
+) -> bool {
+    let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
+    let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
+    // The kept nodes directly under each kept node, in node order.
+    let mut under: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
+    for n in 0..work.nodes.len() as u32 {
+        if kept[class[n as usize] as usize] {
+            let p = nearest_kept(work, class, kept, n);
+            if p != NONE {
+                under.entry(p).or_default().push(n);
+            }
+        }
+    }
+    let context =
+        |n: u32| is_leaf(class[n as usize]) && work.leaves_of(n).all(|l| local[l as usize]);
+    let dropped: Vec<u32> = groups
+        .iter()
+        .copied()
+        .filter(|&w| {
+            if !kept[w as usize] {
+                return false;
+            }
+            let mut core = None;
+            let context = by_class[w as usize].iter().all(|n| {
+                let Some(kids) = under.get(n) else {
+                    return false;
+                };
+                let Some(&t) = kids.iter().find(|&&k| is_group(class[k as usize])) else {
+                    return false;
+                };
+                let tc = class[t as usize];
+                *core.get_or_insert(tc) == tc
+                    && kids.iter().all(|&k| class[k as usize] == tc || context(k))
+            });
+            context && core.is_some_and(|c| under_several(work, class, kept, &by_class[c as usize]))
+        })
+        .collect();
+    for &w in &dropped {
+        kept[w as usize] = false;
+    }
+    !dropped.is_empty()
+}
+
+/// Decides the kept classes. `local[l]`: leaf `l` has no edge but program order (see
+/// [`local_leaves`]).
+pub fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
     let class: Vec<u32> = work
         .nodes
         .iter()
@@ -130,6 +219,9 @@ pub fn build(work: &Work, classes: &Classes) -> Tree {
                 kept[c as usize] = false;
                 changed = true;
             }
+        }
+        if !changed {
+            changed = dissolve_contexts(work, local, &class, &by_class, &groups, &mut kept);
         }
         if !changed {
             break;

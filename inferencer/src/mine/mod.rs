@@ -25,6 +25,9 @@ mod round;
 mod tree;
 mod work;
 
+#[cfg(test)]
+mod tests;
+
 use ahash::AHashSet;
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};

@@ -93,15 +93,34 @@ fn dissolve_contexts(
     let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
     let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
     // The kept nodes directly under each kept node, in node order.
-    let mut under: ahash::AHashMap<u32, Vec<u32>> = ahash::AHashMap::new();
-    for n in 0..work.nodes.len() as u32 {
-        if kept[class[n as usize] as usize] {
-            let p = nearest_kept(work, class, kept, n);
-            if p != NONE {
-                under.entry(p).or_default().push(n);
+    // As offsets into one array (a map of vectors cost a quarter of the miner's time at 10^7
+    // leaves): the kept nodes under node `p` are `kids[start[p]..start[p + 1]]`.
+    let n_nodes = work.nodes.len();
+    let parent: Vec<u32> = (0..n_nodes as u32)
+        .map(|n| {
+            if kept[class[n as usize] as usize] {
+                nearest_kept(work, class, kept, n)
+            } else {
+                NONE
             }
+        })
+        .collect();
+    let mut start = vec![0u32; n_nodes + 1];
+    for &p in parent.iter().filter(|&&p| p != NONE) {
+        start[p as usize + 1] += 1;
+    }
+    for i in 0..n_nodes {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut kids = vec![NONE; start[n_nodes] as usize];
+    for (n, &p) in parent.iter().enumerate() {
+        if p != NONE {
+            kids[fill[p as usize] as usize] = n as u32;
+            fill[p as usize] += 1;
         }
     }
+    let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
     let context =
         |n: u32| is_leaf(class[n as usize]) && work.leaves_of(n).all(|l| local[l as usize]);
     let dropped: Vec<u32> = groups
@@ -113,9 +132,7 @@ fn dissolve_contexts(
             }
             let mut core = None;
             let context = by_class[w as usize].iter().all(|n| {
-                let Some(kids) = under.get(n) else {
-                    return false;
-                };
+                let kids = under(*n);
                 let Some(&t) = kids.iter().find(|&&k| is_group(class[k as usize])) else {
                     return false;
                 };

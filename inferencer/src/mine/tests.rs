@@ -7,15 +7,18 @@ use scalpel_model::task::TaskKind;
 
 use super::{mine, MineOptions};
 
-/// A graph from per-thread leaf types and edges between (thread, index) pairs.
-fn graph(threads: &[Vec<u32>], edges: &[((u32, u32), (u32, u32), EdgeKind)]) -> Graph {
+/// A leaf as (thread, index on the thread).
+type At = (u32, u32);
+
+/// A graph from per-thread leaf types and edges between leaves.
+fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
     let mut base = Vec::new();
     let mut next = 0u32;
     for t in threads {
         base.push(next);
         next += t.len() as u32;
     }
-    let id = |(t, i): (u32, u32)| base[t as usize] + i;
+    let id = |(t, i): At| base[t as usize] + i;
     let mut leaves = Vec::new();
     let mut infos = Vec::new();
     for (th, list) in threads.iter().enumerate() {

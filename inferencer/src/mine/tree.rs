@@ -13,6 +13,10 @@
 //! the Scalpel paper's local commit and remote ack both follow the same worker task (receive a
 //! packet, dispatch it to the pool) and are tasks of their own, not pieces of "worker task and
 //! then whatever came next".
+//!
+//! The other way round, a group that only wraps a recurring task in steps with no edges of their
+//! own (a thread's return to its queue) is that task in one context, and is dropped (see
+//! [`dissolve_contexts`]).
 
 use ahash::AHashSet;
 
@@ -69,9 +73,10 @@ pub fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<bool> {
     local
 }
 
-/// Drops the kept groups that are only context around a task: every node of one holds exactly
-/// one kept group (the task) and otherwise leaves with no edge but program order (see
-/// [`local_leaves`]), and that task also occurs in other places. Returns whether any was dropped.
+/// Drops the kept groups that are only context around a task: every node of one holds one kept
+/// group class (the task, once or more) and otherwise leaves with no edge but program order
+/// (see [`local_leaves`]), and that task also occurs in other places. Returns whether any was
+/// dropped.
 ///
 /// Why: a thread's last step before it goes back for work varies with timing. An Apache
 /// request (accept, push, read, write) was followed by the listener's return to `epoll_wait` or
@@ -80,8 +85,9 @@ pub fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<bool> {
 /// every such combination, so that no wrapper was more than 40% of the requests and the
 /// request itself, 89% of them, was never a top-level task. A wrapper that adds only such
 /// steps, with no edge of their own but program order, to a task found elsewhere too is that
-/// task in one context: the task stays, the context leaves go to the wrapper's parent. A wrapper that adds work with edges of its own
-/// (the paper's local commit: a mutation and an RPC around a send) is kept.
+/// task in one context: the task stays, the context leaves go to the wrapper's parent. A
+/// wrapper that adds work with edges of its own (the paper's local commit: a mutation and an
+/// RPC around a send) is kept.
 fn dissolve_contexts(
     work: &Work,
     local: &[bool],
@@ -92,9 +98,9 @@ fn dissolve_contexts(
 ) -> bool {
     let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
     let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
-    // The kept nodes directly under each kept node, in node order.
-    // As offsets into one array (a map of vectors cost a quarter of the miner's time at 10^7
-    // leaves): the kept nodes under node `p` are `kids[start[p]..start[p + 1]]`.
+    // The kept nodes directly under each kept node, in node order, as offsets into one array
+    // (a map of vectors cost a quarter of the miner's time at 10^7 leaves): those under node
+    // `p` are `kids[start[p]..start[p + 1]]`.
     let n_nodes = work.nodes.len();
     let parent: Vec<u32> = (0..n_nodes as u32)
         .map(|n| {
@@ -131,7 +137,7 @@ fn dissolve_contexts(
                 return false;
             }
             let mut core = None;
-            let context = by_class[w as usize].iter().all(|n| {
+            let only_context = by_class[w as usize].iter().all(|n| {
                 let kids = under(*n);
                 let Some(&t) = kids.iter().find(|&&k| is_group(class[k as usize])) else {
                     return false;
@@ -140,7 +146,8 @@ fn dissolve_contexts(
                 *core.get_or_insert(tc) == tc
                     && kids.iter().all(|&k| class[k as usize] == tc || context(k))
             });
-            context && core.is_some_and(|c| under_several(work, class, kept, &by_class[c as usize]))
+            only_context
+                && core.is_some_and(|c| under_several(work, class, kept, &by_class[c as usize]))
         })
         .collect();
     for &w in &dropped {
@@ -184,14 +191,8 @@ pub fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
         // level counting as one), memoized for this pass.
         let mut shared: Vec<Option<bool>> = vec![None; n_syms];
         let mut is_shared = |c: u32, kept: &[bool]| -> bool {
-            *shared[c as usize].get_or_insert_with(|| {
-                let mut first = None;
-                by_class[c as usize].iter().any(|&n| {
-                    let p = nearest_kept(work, &class, kept, n);
-                    let pc = if p == NONE { NONE } else { class[p as usize] };
-                    *first.get_or_insert(pc) != pc
-                })
-            })
+            *shared[c as usize]
+                .get_or_insert_with(|| under_several(work, &class, kept, &by_class[c as usize]))
         };
         for &c in &groups {
             if !kept[c as usize] {

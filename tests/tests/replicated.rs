@@ -53,6 +53,12 @@ fn the_primary_has_the_papers_three_tasks() {
         ],
     );
     eprintln!("{}", report(&sc));
+    // To look at a failing run: SCALPEL_KEEP=1 keeps the trace, model and truth.
+    if std::env::var_os("SCALPEL_KEEP").is_some() {
+        std::fs::copy(&truth, out.join("truth.jsonl")).unwrap();
+        eprintln!("kept {}", run.tmp.keep().display());
+        std::mem::forget(tmp);
+    }
     for ty in ["worker_task", "local_commit", "remote_ack"] {
         let t = get(&sc, ty);
         assert_eq!(t.instances, if ty == "worker_task" { 800 } else { 400 });

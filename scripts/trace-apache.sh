@@ -122,11 +122,13 @@ check_edge() {
         echo "FAIL: no $3 edge from a '$1' type to a '$2' type in $DOT" >&2; status=1
     fi
 }
-# Leaves that start where their thread went back for new work (after epoll_wait, accept or the
-# queue wait) are typed by their end alone: their labels read "- → op".
-check_edge '- → accept4' '- → cond_signal' 'label="'
-check_edge '- → cond_signal' '- → read' 'label="handoff ×'
-check_edge '- → cond_signal' '- → read' 'label="cond ×'
+# Leaves that start where their thread went back for new work (after epoll_wait, the queue
+# wait, or an accept that did not follow an epoll wait) are typed by their end alone: their
+# labels read "- → op". The listener's accept after epoll_wait is part of the same fetch, so its
+# push leaf reads "accept4 → cond_signal".
+check_edge '- → accept4' 'accept4 → cond_signal' 'label="'
+check_edge 'accept4 → cond_signal' '- → read' 'label="handoff ×'
+check_edge 'accept4 → cond_signal' '- → read' 'label="cond ×'
 check_edge '- → read' 'read → writev' 'label="'
 check_edge 'read → writev' 'writev → ' 'label="'
 grep -q 'external_source_tcp -> t[0-9]* \[label="stream' "$DOT" \

@@ -8,8 +8,10 @@
 # when the worker waited), and the worker's read → process → writev chain fed by the client's
 # bytes (TYPES_SVG, when set, gets a
 # copy of the type graph drawn with --min-count 100). The task model must hold a task from the
-# listener's push to the worker's read and writev; its count is printed against the requests
-# (MODEL_SVG, when set, gets that task drawn with `--task`). Last, `scalpel top` prints the
+# listener's push to the worker's read and writev, covering at least half the requests, and it
+# must be the most frequent top-level task, at the top level for at least half the requests;
+# its counts are printed against the requests (MODEL_SVG, when set, gets that task drawn with
+# `--task`). Last, `scalpel top` prints the
 # top-down view and the request task expanded.
 #
 # Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)

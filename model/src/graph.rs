@@ -283,6 +283,32 @@ pub struct Leaf {
     pub end_event: u32,
 }
 
+impl Leaf {
+    /// A leaf of type `ty` on `thread` over `[start_ns, end_ns]`, with nothing else known: no
+    /// boundary calls, object, bytes or blocked time, events 0. Fields are set after it.
+    pub fn new(thread: u32, ty: u32, start_ns: u64, end_ns: u64) -> Leaf {
+        Leaf {
+            thread,
+            ty,
+            start_ns,
+            end_ns,
+            block_ns: 0,
+            start_op: None,
+            end_op: None,
+            end_obj: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            file_in: 0,
+            file_out: 0,
+            lock_ns: 0,
+            sleep_ns: 0,
+            other_ns: 0,
+            start_event: 0,
+            end_event: 0,
+        }
+    }
+}
+
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -438,6 +464,31 @@ pub struct Graph {
 }
 
 impl Graph {
+    /// A graph of these threads, leaf types, leaves and edges and nothing else (no processes,
+    /// objects, externals, locks or inner waits).
+    pub fn new(
+        threads: Vec<ThreadInfo>,
+        types: Vec<LeafType>,
+        leaves: Vec<Leaf>,
+        edges: Vec<Edge>,
+    ) -> Graph {
+        Graph {
+            schema: GRAPH_SCHEMA.to_owned(),
+            processes: Vec::new(),
+            threads,
+            objects: Vec::new(),
+            types,
+            leaves,
+            externals: Vec::new(),
+            edges,
+            locks: Vec::new(),
+            lock_waits: Vec::new(),
+            inner_waits: Vec::new(),
+            sites: Vec::new(),
+            unmatched: Unmatched::default(),
+        }
+    }
+
     /// Whether node `id` is a leaf (else an external).
     pub fn is_leaf(&self, id: u32) -> bool {
         (id as usize) < self.leaves.len()

@@ -15,9 +15,7 @@ use std::time::Instant;
 
 use ahash::AHashMap;
 use scalpel_inferencer::mine::{mine, MineOptions};
-use scalpel_model::graph::{
-    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo, Unmatched, GRAPH_SCHEMA,
-};
+use scalpel_model::graph::{BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo};
 
 const WORKERS: u32 = 8;
 const BACKENDS: u32 = 8;
@@ -169,25 +167,7 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
             leaves: list.len() as u32,
         });
         for &(ty, t) in list {
-            leaf_list.push(Leaf {
-                thread: th as u32,
-                ty,
-                start_ns: t,
-                end_ns: t + 5,
-                block_ns: 0,
-                start_op: None,
-                end_op: None,
-                end_obj: None,
-                bytes_in: 0,
-                bytes_out: 0,
-                file_in: 0,
-                file_out: 0,
-                lock_ns: 0,
-                sleep_ns: 0,
-                other_ns: 0,
-                start_event: 0,
-                end_event: 0,
-            });
+            leaf_list.push(Leaf::new(th as u32, ty, t, t + 5));
         }
     }
     let mut types: Vec<LeafType> = TYPES
@@ -224,21 +204,7 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
             (l, [sub(&s[0]), sub(&s[1])])
         })
         .collect();
-    let graph = Graph {
-        schema: GRAPH_SCHEMA.to_owned(),
-        processes: Vec::new(),
-        threads,
-        objects: Vec::new(),
-        types,
-        leaves: leaf_list,
-        externals: Vec::new(),
-        edges,
-        locks: Vec::new(),
-        lock_waits: Vec::new(),
-        inner_waits: Vec::new(),
-        sites: Vec::new(),
-        unmatched: Unmatched::default(),
-    };
+    let graph = Graph::new(threads, types, leaf_list, edges);
     (graph, truth)
 }
 

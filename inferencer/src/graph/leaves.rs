@@ -208,23 +208,10 @@ pub struct ThreadOut {
 
 fn open(ticks: u64, start_op: Option<u8>, event: u32) -> Leaf {
     Leaf {
-        thread: 0,
-        ty: 0,
-        start_ns: ticks,
-        end_ns: ticks,
-        block_ns: 0,
         start_op: start_op.map(OpName),
-        end_op: None,
-        end_obj: None,
-        bytes_in: 0,
-        bytes_out: 0,
-        file_in: 0,
-        file_out: 0,
-        lock_ns: 0,
-        sleep_ns: 0,
-        other_ns: 0,
         start_event: event,
         end_event: event,
+        ..Leaf::new(0, 0, ticks, ticks)
     }
 }
 

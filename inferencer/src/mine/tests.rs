@@ -1,8 +1,6 @@
 //! The miner on small hand-built graphs, for rules that recorded programs show only by chance.
 
-use scalpel_model::graph::{
-    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo, Unmatched, GRAPH_SCHEMA,
-};
+use scalpel_model::graph::{BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo};
 use scalpel_model::task::TaskKind;
 
 use super::{mine, MineOptions};
@@ -32,25 +30,7 @@ fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
         });
         for (i, &ty) in list.iter().enumerate() {
             let t = 1_000 * i as u64;
-            leaves.push(Leaf {
-                thread: th as u32,
-                ty,
-                start_ns: t,
-                end_ns: t + 5,
-                block_ns: 0,
-                start_op: None,
-                end_op: None,
-                end_obj: None,
-                bytes_in: 0,
-                bytes_out: 0,
-                file_in: 0,
-                file_out: 0,
-                lock_ns: 0,
-                sleep_ns: 0,
-                other_ns: 0,
-                start_event: 0,
-                end_event: 0,
-            });
+            leaves.push(Leaf::new(th as u32, ty, t, t + 5));
         }
     }
     let n_types = threads.iter().flatten().max().map_or(0, |&m| m + 1);
@@ -77,21 +57,7 @@ fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
         })
         .collect();
     edges.sort_unstable();
-    Graph {
-        schema: GRAPH_SCHEMA.to_owned(),
-        processes: Vec::new(),
-        threads: infos,
-        objects: Vec::new(),
-        types,
-        leaves,
-        externals: Vec::new(),
-        edges,
-        locks: Vec::new(),
-        lock_waits: Vec::new(),
-        inner_waits: Vec::new(),
-        sites: Vec::new(),
-        unmatched: Unmatched::default(),
-    }
+    Graph::new(infos, types, leaves, edges)
 }
 
 /// A listener (accept 0, push 1) hands each request to a worker (read 2, write 3). After the

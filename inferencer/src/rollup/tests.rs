@@ -2,31 +2,16 @@
 
 use scalpel_model::format::Op;
 use scalpel_model::graph::{
-    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, OpName, ThreadInfo, Unmatched,
-    GRAPH_SCHEMA,
+    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, OpName, ThreadInfo,
 };
 
 use super::*;
 
 fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {
     Leaf {
-        thread,
-        ty: thread,
-        start_ns: start,
-        end_ns: end,
         block_ns: block,
-        start_op: None,
         end_op: Some(OpName(op as u8)),
-        end_obj: None,
-        bytes_in: 0,
-        bytes_out: 0,
-        file_in: 0,
-        file_out: 0,
-        lock_ns: 0,
-        sleep_ns: 0,
-        other_ns: 0,
-        start_event: 0,
-        end_event: 0,
+        ..Leaf::new(thread, thread, start, end)
     }
 }
 
@@ -83,21 +68,12 @@ fn graph_of(leaves: Vec<Leaf>, edges: Vec<Edge>) -> Graph {
         },
         count: 2,
     };
-    Graph {
-        schema: GRAPH_SCHEMA.into(),
-        processes: Vec::new(),
-        threads: vec![thread(0), thread(1)],
-        objects: Vec::new(),
-        types: vec![ty("a"), ty("b")],
+    Graph::new(
+        vec![thread(0), thread(1)],
+        vec![ty("a"), ty("b")],
         leaves,
-        externals: Vec::new(),
         edges,
-        locks: Vec::new(),
-        lock_waits: Vec::new(),
-        inner_waits: Vec::new(),
-        sites: Vec::new(),
-        unmatched: Unmatched::default(),
-    }
+    )
 }
 
 #[test]

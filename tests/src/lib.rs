@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod edit;
 pub mod score;
 
 pub use scalpel_model::format::{obj, Op};

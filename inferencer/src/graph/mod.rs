@@ -160,7 +160,7 @@ fn notification_edges(
                 (obj::THREAD, _) => notify::join(g, o, &mut out),
                 (obj::SPAWN, _) => notify::spawn(g, o, &mut out),
                 (obj::STREAM, Some(chan::EVENTFD)) => streams::eventfd(g, o, &mut out),
-                (obj::STREAM, _) => streams::stream(g, o, &mut out),
+                (obj::STREAM, _) => streams::stream(g, o, leaves, &mut out),
                 _ => {}
             }
             out

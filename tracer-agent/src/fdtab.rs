@@ -207,7 +207,7 @@ pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
                 .compare_exchange(UNKNOWN, RESOLVING, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
             {
-                return None;
+                return wait_resolved(e);
             }
             // SAFETY: we own RESOLVING, so no one reads or writes `info` meanwhile.
             resolve(cfg, fd, unsafe { &mut *e.info.get() }, Role::Unknown);
@@ -215,8 +215,33 @@ pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
             // SAFETY: just resolved.
             Some(unsafe { &*e.info.get() })
         }
-        _ => None,
+        _ => wait_resolved(e),
     }
+}
+
+/// Spins before [`wait_resolved`] starts yielding.
+const SPINS: u32 = 64;
+/// Yields before [`wait_resolved`] gives up.
+const YIELDS: u32 = 4096;
+
+/// Waits for another thread to finish describing a descriptor. Both first used it at once (a
+/// pool's workers posting to one queue socket), and a call passed through undescribed would leave
+/// its bytes out of the stream's offsets, shifting every later match on that stream. Describing
+/// takes a few system calls, so the wait is short; it is bounded, so a describer stopped for long
+/// (a debugger) costs this call its record, never a hang.
+#[cold]
+fn wait_resolved(e: &'static Entry) -> Option<&'static Info> {
+    for i in 0..SPINS + YIELDS {
+        match e.state.load(Ordering::Acquire) {
+            // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
+            RESOLVED => return Some(unsafe { &*e.info.get() }),
+            // Closed meanwhile: the call is on a descriptor that no longer exists.
+            UNKNOWN => return None,
+            _ if i < SPINS => core::hint::spin_loop(),
+            _ => sys::sched_yield(),
+        }
+    }
+    None
 }
 
 /// The description of `fd` if it is already cached (never resolves).

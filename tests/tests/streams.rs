@@ -52,19 +52,29 @@ fn a_late_offset_reservation_does_not_reorder_the_writers() {
     let run = record(&exe, &[]).success();
     assert_turns(&data_edges(&run.dir, &run.tmp.path().join("as-recorded")));
 
+    // Each writer's first write and the offset the agent gave it (0 and 8, unless the machine
+    // was loaded enough to swap them already: then the edit swaps them back, and the edges must
+    // come out the same either way).
     let t = run.load();
-    let files: Vec<(String, std::path::PathBuf)> = thread_files(&t)
+    let first: Vec<(String, std::path::PathBuf, u64)> = ["writer0", "writer1"]
         .iter()
-        .map(|f| (f.thread_name(), f.path.clone()))
+        .map(|name| {
+            let f = thread_files(&t)
+                .into_iter()
+                .find(|f| f.thread_name() == *name)
+                .unwrap_or_else(|| panic!("no {name} thread"));
+            let w = f.events.iter().find(|e| e.op == Some(Op::Write)).unwrap();
+            (name.to_string(), f.path.clone(), w.offset.unwrap())
+        })
         .collect();
+    let mut offsets: Vec<u64> = first.iter().map(|f| f.2).collect();
+    offsets.sort_unstable();
+    assert_eq!(offsets, [0, 8]);
     let write = Op::Write as u8;
-    for (name, (from, to)) in [("writer0", (0, 8)), ("writer1", (8, 0))] {
-        let (_, path) = files
-            .iter()
-            .find(|(n, _)| n == name)
-            .unwrap_or_else(|| panic!("no {name} thread in {files:?}"));
+    for (i, (name, path, from)) in first.iter().enumerate() {
+        let to = first[1 - i].2;
         let changed = rewrite_events(path, |e| {
-            if e.op == write && e.offset == Some(from) {
+            if e.op == write && e.offset == Some(*from) {
                 e.offset = Some(to);
             }
         });

@@ -8,8 +8,11 @@
 //! the leaf instead.
 //!
 //! Whether a word is a lock is known only once every thread is read: a word whose every wait
-//! (there is at least one) expected 2, the same test [`super::notify::futex`] uses to give such
-//! words no edges. Files are cut as they are decoded, so the few files that touched a lock word
+//! expected 2, the same test [`super::notify::futex`] uses to give such words no edges. A word
+//! that was woken but never waited on counts too: a contended locker can take the lock without
+//! waiting (it swaps in 2 just as the holder lets go), and its unlock then wakes nobody (a
+//! replicated-store sender, once in 800 sends, made its send a leaf type of its own). Such a
+//! wake can have no edge, so it is no cut either. Files are cut as they are decoded, so the few files that touched a lock word
 //! are decoded again with the words known. Traces without futex locks (C programs) pay nothing.
 
 use std::sync::Arc;
@@ -30,7 +33,7 @@ pub fn waits_like_a_lock(b: &Bound) -> bool {
     b.flags & HAS_X != 0 && b.x == LOCKED_WITH_WAITERS
 }
 
-/// The name of every futex word all of whose waits expected 2.
+/// The name of every futex word all of whose waits (if any) expected 2.
 pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
     // Per word: whether every wait so far expected 2.
     let mut words: AHashMap<ObjName, bool> = AHashMap::new();
@@ -40,13 +43,17 @@ pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
             .filter_map(move |s| s.out.as_ref().map(|o| (pi, o)))
     }) {
         for b in &out.bounds {
-            if b.op != Op::FutexWait as u8 || b.obj == NO_OBJ {
+            let wait = b.op == Op::FutexWait as u8;
+            if !(wait || b.op == Op::FutexWake as u8) || b.obj == NO_OBJ {
                 continue;
             }
             let Some(o) = out.objs.get(b.obj as usize) else {
                 continue;
             };
-            *words.entry(o.name(pi)).or_insert(true) &= waits_like_a_lock(b);
+            let lock = words.entry(o.name(pi)).or_insert(true);
+            if wait {
+                *lock &= waits_like_a_lock(b);
+            }
         }
     }
     words

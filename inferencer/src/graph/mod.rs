@@ -19,6 +19,7 @@ mod notify;
 pub(crate) mod output;
 mod retype;
 mod sink;
+mod streamorder;
 mod streams;
 mod types;
 mod weak;

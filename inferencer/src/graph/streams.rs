@@ -17,9 +17,7 @@ use scalpel_model::graph::{EdgeKind, Graph, Leaf};
 use super::leaves::{reads_bytes, Bound};
 use super::notify::GroupOut;
 use super::sink::{HAS_SEQ, HAS_X};
-
-/// One transfer: offset, length, leaf.
-type Xfer = (u64, u64, u32);
+use super::streamorder::{self, Xfer};
 
 /// A byte channel direction. `group` holds its cuts in sequence order.
 pub fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
@@ -32,11 +30,8 @@ pub fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
             None => {}
         }
     }
-    // A write ends the leaf before it (which holds the call's start), a read starts the leaf
-    // after it (which begins at the call's return).
-    let time = |leaf: u32, f: fn(&Leaf) -> u64| leaves.get(leaf as usize).map_or(0, f);
-    in_call_order(&mut writes, |leaf| time(leaf, |l| l.end_ns));
-    in_call_order(&mut reads, |leaf| time(leaf, |l| l.start_ns));
+    streamorder::order_writes(&mut writes, leaves);
+    streamorder::order_reads(&mut reads, &writes, leaves);
     let mut taken = vec![false; writes.len()];
     for &(a, len, leaf) in &reads {
         let end = a.saturating_add(len);
@@ -61,37 +56,6 @@ pub fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
             out.external.push((w.2, false, obj));
             out.unmatched.external_bytes_out += w.1;
         }
-    }
-}
-
-/// Sorts one side's transfers by offset, renumbered in the order they moved their bytes.
-///
-/// The agent reserves a transfer's offset when its call has returned, so a thread held up
-/// between the kernel's copy and the reservation (preempted: 0.8 ms was seen on a loaded
-/// machine) takes a later offset than a transfer that came after its own. Two threads writing
-/// one pipe in turn then swap places, and the reader's edges point forward in time. The call
-/// times settle it: a write's bytes move after its call starts and a read's before its call
-/// returns, so writes are ordered by start and reads by return (`at`), the recorded offset
-/// breaking ties. For two writes one of which caused the other (through the reader) the start
-/// order is always right. Offsets are exchanged only within one unbroken run, so a gap (lost
-/// events, bytes of an untraced writer) stays where it was.
-fn in_call_order(x: &mut [Xfer], at: impl Fn(u32) -> u64) {
-    x.sort_unstable();
-    let mut start = 0;
-    while start < x.len() {
-        let mut end = start + 1;
-        while end < x.len() && x[end - 1].0.saturating_add(x[end - 1].1) == x[end].0 {
-            end += 1;
-        }
-        let run = &mut x[start..end];
-        let base = run[0].0;
-        run.sort_by_key(|&(off, _, leaf)| (at(leaf), off));
-        let mut pos = base;
-        for t in run.iter_mut() {
-            t.0 = pos;
-            pos = pos.saturating_add(t.1);
-        }
-        start = end;
     }
 }
 

@@ -1,0 +1,209 @@
+//! Putting each side of a byte stream back in the order its bytes moved, before reads are
+//! matched with writes by offset.
+//!
+//! The agent reserves a call's offset once the call has returned, since only then is the byte
+//! count known. A thread held up between the kernel's copy and the reservation (preempted: 0.8 ms
+//! was seen on a loaded machine) takes a later offset than a call that came after its own. Two
+//! threads writing one pipe in turn then swap places, and the reader's edges point forward in
+//! time; two senders taking tokens from one queue socket swap packets. The call times settle
+//! most of it:
+//!
+//! - a write's bytes move right after its call starts, so writes go by start time. For two
+//!   writes one of which caused the other (through the reader) this is always right;
+//! - a read takes bytes that were already there right after its call starts, and bytes it was
+//!   waiting for as they arrive, the first woken reader returning first. So at each position of
+//!   the stream the read that takes it is, among the reads not placed yet, the one that started
+//!   first, unless several were already waiting when the bytes were written: then the one that
+//!   returned first.
+//!
+//! The recorded offset breaks ties. Offsets move only within one unbroken run of a side's
+//! calls, so a gap (lost events, bytes of an untraced writer) stays where it was. Among truly
+//! simultaneous calls the order stays a guess.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use scalpel_model::graph::Leaf;
+
+/// One transfer: offset, length, leaf.
+pub type Xfer = (u64, u64, u32);
+
+/// A call's start and return times.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u64,
+    end: u64,
+}
+
+/// The span of the call that ended leaf `ended` (a write's leaf) or started leaf `started` (a
+/// read's): a leaf ends when its ending call starts, the call's time is the leaf's block time,
+/// and the next leaf of the thread starts when the call returns.
+fn span_ending(leaves: &[Leaf], ended: u32) -> Span {
+    leaves
+        .get(ended as usize)
+        .map_or(Span { start: 0, end: 0 }, |l| Span {
+            start: l.end_ns,
+            end: l.end_ns.saturating_add(l.block_ns),
+        })
+}
+
+fn span_starting(leaves: &[Leaf], started: u32) -> Span {
+    let Some(l) = leaves.get(started as usize) else {
+        return Span { start: 0, end: 0 };
+    };
+    let before = started
+        .checked_sub(1)
+        .and_then(|p| leaves.get(p as usize))
+        .filter(|p| p.thread == l.thread);
+    Span {
+        start: before.map_or(l.start_ns, |p| p.end_ns),
+        end: l.start_ns,
+    }
+}
+
+/// Sorts `x` by offset, then renumbers each unbroken run in the order `order` leaves it in.
+fn renumber_runs(x: &mut [Xfer], mut order: impl FnMut(u64, &mut [Xfer])) {
+    x.sort_unstable();
+    let mut start = 0;
+    while start < x.len() {
+        let mut end = start + 1;
+        while end < x.len() && x[end - 1].0.saturating_add(x[end - 1].1) == x[end].0 {
+            end += 1;
+        }
+        let run = &mut x[start..end];
+        let base = run[0].0;
+        if run.len() > 1 {
+            order(base, run);
+            let mut pos = base;
+            for t in run.iter_mut() {
+                t.0 = pos;
+                pos = pos.saturating_add(t.1);
+            }
+        }
+        start = end;
+    }
+}
+
+/// Writes (each the leaf its call ended), renumbered by call start; sorted by offset.
+pub fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
+    renumber_runs(writes, |_, run| {
+        run.sort_by_key(|&(off, _, leaf)| (span_ending(leaves, leaf).start, off));
+    });
+}
+
+/// Reads (each the leaf its call started), renumbered in the order they took their bytes from
+/// `writes` (already ordered, sorted by offset); sorted by offset.
+pub fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
+    // When the byte at `pos` was written: 0 (long ago) where no traced write put it.
+    let written = |pos: u64| -> u64 {
+        let i = writes.partition_point(|w| w.0.saturating_add(w.1) <= pos);
+        writes
+            .get(i)
+            .filter(|w| w.0 <= pos)
+            .map_or(0, |w| span_ending(leaves, w.2).start)
+    };
+    renumber_runs(reads, |base, run| {
+        let mut by_start: Vec<(u64, u64, u64, usize)> = run
+            .iter()
+            .enumerate()
+            .map(|(i, &(off, _, leaf))| {
+                let s = span_starting(leaves, leaf);
+                (s.start, s.end, off, i)
+            })
+            .collect();
+        by_start.sort_unstable();
+        // Reads that had started by the time the next bytes were written, first returned first.
+        let mut waiting: BinaryHeap<Reverse<(u64, u64, usize)>> = BinaryHeap::new();
+        let mut next = 0;
+        let mut pos = base;
+        let mut placed: Vec<Xfer> = Vec::with_capacity(run.len());
+        while placed.len() < run.len() {
+            let at = written(pos);
+            while let Some(&(start, end, off, i)) = by_start.get(next) {
+                // With no read waiting, the next to start takes the bytes on entry.
+                if start > at && !waiting.is_empty() {
+                    break;
+                }
+                waiting.push(Reverse((end, off, i)));
+                next += 1;
+                if start > at {
+                    break;
+                }
+            }
+            let Some(Reverse((_, _, i))) = waiting.pop() else {
+                break;
+            };
+            placed.push(run[i]);
+            pos = pos.saturating_add(run[i].1);
+        }
+        run.copy_from_slice(&placed);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A leaf on `thread` from `start` to `end` whose ending call takes `block`.
+    fn leaf(thread: u32, start: u64, end: u64, block: u64) -> Leaf {
+        Leaf {
+            block_ns: block,
+            ..Leaf::new(thread, 0, start, end)
+        }
+    }
+
+    /// Two senders take tokens from one queue socket long after both were written. The one
+    /// that started its read first took the first token although it returned later (held up
+    /// on the way out), and the agent gave it the later offset.
+    #[test]
+    fn a_read_of_bytes_already_there_goes_by_start() {
+        let leaves = vec![
+            leaf(0, 0, 100, 1),    // 0: writer, writes token A at 100
+            leaf(0, 101, 200, 1),  // 1: writer, writes token B at 200
+            leaf(1, 0, 1_000, 80), // 2: sender 1 calls recv at 1000, returns at 1080
+            leaf(1, 1_080, 2_000, 0),
+            leaf(2, 0, 1_020, 5), // 4: sender 2 calls recv at 1020, returns at 1025
+            leaf(2, 1_025, 2_000, 0),
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1)];
+        order_writes(&mut writes, &leaves);
+        // As recorded: sender 2 reserved first.
+        let mut reads = vec![(8, 8, 3), (0, 8, 5)];
+        order_reads(&mut reads, &writes, &leaves);
+        assert_eq!(reads, vec![(0, 8, 3), (8, 8, 5)]);
+    }
+
+    /// Two readers wait on an empty pipe; the bytes come later. The first to return took the
+    /// first bytes, whichever started waiting first.
+    #[test]
+    fn readers_already_waiting_go_by_return() {
+        let leaves = vec![
+            leaf(0, 0, 500, 1),   // 0: writer, writes A at 500
+            leaf(0, 501, 600, 1), // 1: writer, writes B at 600
+            leaf(1, 0, 10, 700),  // 2: reader 1 waits from 10, returns at 710
+            leaf(1, 710, 900, 0), // 3
+            leaf(2, 0, 20, 490),  // 4: reader 2 waits from 20, returns at 510
+            leaf(2, 510, 900, 0), // 5
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1)];
+        order_writes(&mut writes, &leaves);
+        let mut reads = vec![(0, 8, 3), (8, 8, 5)];
+        order_reads(&mut reads, &writes, &leaves);
+        assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
+    }
+
+    /// A writer held up after its write reserved after the writer that followed it; a gap (a
+    /// lost write) keeps its place.
+    #[test]
+    fn writes_go_by_start_within_unbroken_runs() {
+        let leaves = vec![
+            leaf(0, 0, 100, 900), // 0: write at 100, back at 1000
+            leaf(1, 0, 300, 1),   // 1: write at 300
+            leaf(0, 0, 50, 1),    // 2: write at 50, after the gap
+            leaf(1, 0, 40, 1),    // 3: write at 40, after the gap
+        ];
+        let mut writes = vec![(8, 8, 0), (0, 8, 1), (24, 4, 2), (28, 8, 3)];
+        order_writes(&mut writes, &leaves);
+        assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1), (24, 8, 3), (32, 4, 2)]);
+    }
+}

@@ -39,13 +39,13 @@ pub fn gettid() -> i32 {
     sys(libc::SYS_gettid, 0, 0, 0) as i32
 }
 
-/// Current process id (from the kernel, never cached by libc).
-#[inline]
 /// Gives the CPU to another runnable thread, if any.
 pub fn sched_yield() {
     sys(libc::SYS_sched_yield, 0, 0, 0);
 }
 
+/// Current process id (from the kernel, never cached by libc).
+#[inline]
 pub fn getpid() -> i32 {
     sys(libc::SYS_getpid, 0, 0, 0) as i32
 }

@@ -12,8 +12,10 @@
 //! that was woken but never waited on counts too: a contended locker can take the lock without
 //! waiting (it swaps in 2 just as the holder lets go), and its unlock then wakes nobody (a
 //! replicated-store sender, once in 800 sends, made its send a leaf type of its own). Such a
-//! wake can have no edge, so it is no cut either. Files are cut as they are decoded, so the few files that touched a lock word
-//! are decoded again with the words known. Traces without futex locks (C programs) pay nothing.
+//! wake can have no edge, so it is no cut either.
+//!
+//! Files are cut as they are decoded, so the few files that touched a lock word are decoded
+//! again with the words known. Traces without futex locks (C programs) pay nothing.
 
 use std::sync::Arc;
 

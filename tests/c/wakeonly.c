@@ -3,9 +3,9 @@
  * The worker serves ROUNDS requests from main over two pipes: read a byte, take a futex lock
  * of the kind Rust's std::sync::Mutex is (0 free, 1 locked, 2 locked with waiters: the unlocker
  * that swaps out 2 calls FUTEX_WAKE), update a counter, unlock, write a byte back. On odd
- * rounds the word is marked 2 while held, as a contended locker leaves it when it swaps in 2 just
- * as the holder lets go and so takes the lock without ever waiting; the unlock then wakes
- * nobody. No thread ever waits on the word. Each round is one leaf on the worker: read → write. */
+ * rounds the word is marked 2 while held, as a contended locker leaves it when it swaps in 2
+ * just as the holder lets go and so takes the lock without ever waiting; the unlock then wakes
+ * nobody. No thread ever waits on the word. Each round is one leaf on the worker: read, write. */
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -87,7 +87,12 @@ fn renumber_runs(x: &mut [Xfer], mut order: impl FnMut(u64, &mut [Xfer])) {
 /// Writes (each the leaf its call ended), renumbered by call start; sorted by offset.
 pub fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
     renumber_runs(writes, |_, run| {
-        run.sort_by_key(|&(off, _, leaf)| (span_ending(leaves, leaf).start, off));
+        let start = |x: &Xfer| span_ending(leaves, x.2).start;
+        // The usual stream (one writer at a time) is in order already: no sort, no buffer.
+        if run.windows(2).all(|w| start(&w[0]) <= start(&w[1])) {
+            return;
+        }
+        run.sort_by_key(|x| (start(x), x.0));
     });
 }
 
@@ -103,6 +108,12 @@ pub fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
             .map_or(0, |w| span_ending(leaves, w.2).start)
     };
     renumber_runs(reads, |base, run| {
+        // Reads one after another (one reader at a time, the usual stream) keep their order:
+        // each started after the one before had returned.
+        let span = |x: &Xfer| span_starting(leaves, x.2);
+        if run.windows(2).all(|w| span(&w[0]).end <= span(&w[1]).start) {
+            return;
+        }
         let mut by_start: Vec<(u64, u64, u64, usize)> = run
             .iter()
             .enumerate()

@@ -2,7 +2,8 @@
 # Benchmarks the agent's added cost per intercepted event against the same loop without the
 # agent, and against a naive recorder (one global mutex around a map of per-thread files, the
 # baseline of the Scalpel paper), for 1, 2, 4 and 8 threads; then the added cost of call stacks
-# 16 and 32 frames deep, with and without the stack cache; then the trace bytes per event.
+# 16 and 32 frames deep, with and without the stack cache; then the added cost of CPU times
+# (`--cpu-time`, one clock_gettime system call per event); then the trace bytes per event.
 #
 # Costs are core-nanoseconds per event: wall time x min(threads, cores) / events, so they stay
 # comparable when threads outnumber cores. Each repetition (REPEAT, default 7) runs the plain
@@ -10,11 +11,14 @@
 # With valgrind installed, it also prints the instructions the agent adds per event.
 #
 # Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default)
+#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent stacks cpu instr bytes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ITERS=${ITERS:-200000}
 REPEAT=${REPEAT:-7}
+SECTIONS=${SECTIONS:-agent stacks cpu instr bytes}
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 cargo build --release -q -p scalpel-agent -p scalpel-inferencer
 AGENT=$PWD/target/release/libscalpel_agent.so
 SCALPEL=$PWD/target/release/scalpel
@@ -33,6 +37,9 @@ run() {
         # nostack:DEPTH — the agent with stacks off, events DEPTH frames deep (0 for the table).
         nostack:*) BENCH_DEPTH=${kind#nostack:} SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
                 "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        # cpu — the agent with stacks off and CPU times on.
+        cpu) SCALPEL_CPU_TIME=on SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
+                "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # stacks:DEPTH:CACHE — events DEPTH frames deep, that many frames recorded.
         stacks:*) IFS=: read -r _ d c <<< "$kind"
             BENCH_DEPTH=$d SCALPEL_STACKS="all,depth=$d,cache=$c" SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
@@ -45,6 +52,7 @@ median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 
 # The three variants run back to back in every repetition, so each comparison is made within one
 # moment of a noisy machine; the median over repetitions is reported.
+if want agent; then
 printf '%-6s %7s %10s %10s %10s %10s %12s\n' mode threads "base ns/ev" "agent +ns" "agent x" "naive +ns" "naive/agent"
 for mode in mutex pipe; do
     for threads in 1 2 4 8; do
@@ -66,9 +74,12 @@ for mode in mutex pipe; do
     done
 done
 
+fi
+
 # The added cost of call stacks: every event DEPTH frames deep with DEPTH frames recorded, with
 # the stack cache off (a full DWARF walk per event) and on, against the agent with stacks off on
 # the same deep workload. Same core-ns per event and within-repetition medians as above.
+if want stacks; then
 echo
 echo "call stacks: added core-ns per event over the agent without stacks"
 printf '%-6s %7s %12s %12s %12s %12s\n' mode threads "d16 walk" "d16 cached" "d32 walk" "d32 cached"
@@ -96,9 +107,34 @@ for mode in mutex pipe; do
     done
 done
 
+fi
+
+# The added cost of CPU times: the agent with stacks off, with and without `--cpu-time`.
+if want cpu; then
+echo
+echo "CPU times: added core-ns per event over the agent without them (stacks off)"
+printf '%-6s %7s %12s %12s\n' mode threads "agent +ns" "cpu-time +ns"
+for mode in mutex pipe; do
+    for threads in 1 2 4; do
+        used=$(( threads < CORES ? threads : CORES ))
+        events=$(( threads * ITERS * 2 ))
+        : > "$WORK/crows"
+        for _ in $(seq 1 "$REPEAT"); do
+            b=$(run "$mode" "$threads" base)
+            a=$(run "$mode" "$threads" nostack:0)
+            c=$(run "$mode" "$threads" cpu)
+            echo "$((a - b)) $((c - a))" >> "$WORK/crows"
+        done
+        agent=$(awk -v u="$used" -v e="$events" '{print $1 * u / e}' "$WORK/crows" | median)
+        cpu=$(awk -v u="$used" -v e="$events" '{print $2 * u / e}' "$WORK/crows" | median)
+        printf '%-6s %7d %12.1f %12.1f\n' "$mode" "$threads" "$agent" "$cpu"
+    done
+done
+fi
+
 # Instructions added per event (one thread), from callgrind: deterministic, unlike the timings.
 # Two run lengths are measured so start-up costs cancel out.
-if command -v valgrind >/dev/null; then
+if want instr && command -v valgrind >/dev/null; then
     count() {
         rm -rf "$WORK/t" && mkdir -p "$WORK/t"
         "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
@@ -119,12 +155,16 @@ if command -v valgrind >/dev/null; then
     done
 fi
 
-# Bytes per event, from a recorded run of each mode.
+# Bytes per event, from a recorded run of each mode, with the default stacks and with CPU times.
+if want bytes; then
 for mode in mutex pipe; do
-    rm -rf "$WORK/rec"
-    "$SCALPEL" record -o "$WORK/rec" -- "$BENCH" "$mode" 4 "$ITERS" >/dev/null 2>"$WORK/summary"
-    files=$(find "$WORK/rec" -name 't*.trace' | wc -l)
-    bytes=$(find "$WORK/rec" -name 't*.trace' -printf '%s\n' | awk -v f="$files" '{s += $1} END {print s - f * 4096}')
-    events=$(awk '/events:/ {print $2}' "$WORK/summary")
-    awk -v m="$mode" -v b="$bytes" -v e="$events" 'BEGIN { printf "bytes per event (%s): %.2f  (%d events, %d bytes)\n", m, b / e, e, b }'
+    for flags in "" "--cpu-time"; do
+        rm -rf "$WORK/rec"
+        "$SCALPEL" record -o "$WORK/rec" $flags -- "$BENCH" "$mode" 4 "$ITERS" >/dev/null 2>"$WORK/summary"
+        files=$(find "$WORK/rec" -name 't*.trace' | wc -l)
+        bytes=$(find "$WORK/rec" -name 't*.trace' -printf '%s\n' | awk -v f="$files" '{s += $1} END {print s - f * 4096}')
+        events=$(awk '/events:/ {print $2}' "$WORK/summary")
+        awk -v m="$mode${flags:+ $flags}" -v b="$bytes" -v e="$events" 'BEGIN { printf "bytes per event (%s): %.2f  (%d events, %d bytes)\n", m, b / e, e, b }'
+    done
 done
+fi

@@ -62,6 +62,11 @@ struct RecordArgs {
     /// The agent's stack cache: `on`, `off`, or `check` (walk anyway and count disagreements).
     #[arg(long, value_name = "MODE", default_value = "on")]
     stack_cache: StackCache,
+    /// Record each thread's CPU time at every event (one more system call per event), so that
+    /// `top` and `report` split running time into on-CPU and off-CPU (preempted, page faults,
+    /// calls not recorded).
+    #[arg(long)]
+    cpu_time: bool,
     /// The command to record and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -120,6 +125,7 @@ fn job(cli: Cli) -> Result<Job> {
                 depth: a.stack_depth,
                 cache: a.stack_cache,
             },
+            cpu_time: a.cpu_time,
         }),
         Command::Dump(a) if a.summary => Job::Summary(a.dir),
         Command::Dump(a) => Job::Dump {

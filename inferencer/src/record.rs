@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use scalpel_model::format::{ENV_AGENT, ENV_DIR, ENV_STACKS};
+use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_STACKS};
 
 use crate::child::{self, Outcome};
 use crate::stackopts::StackOptions;
@@ -27,6 +27,10 @@ pub struct RecordOptions {
     pub command: Vec<OsString>,
     /// Call-stack options. Default: [`StackOptions::default`].
     pub stacks: StackOptions,
+    /// Every event carries its thread's CPU time, so that rollups can tell time on a CPU from
+    /// time runnable but preempted (or in calls the agent does not record). It costs one system
+    /// call per event. Default: `false`.
+    pub cpu_time: bool,
 }
 
 impl Default for RecordOptions {
@@ -36,6 +40,7 @@ impl Default for RecordOptions {
             force: false,
             command: Vec::new(),
             stacks: StackOptions::default(),
+            cpu_time: false,
         }
     }
 }
@@ -225,6 +230,12 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         .env(ENV_AGENT, &agent)
         .env(ENV_STACKS, opts.stacks.to_string())
         .env("LD_PRELOAD", preload);
+    // The option alone decides: a value left in the caller's environment must not turn it on.
+    if opts.cpu_time {
+        command.env(ENV_CPU_TIME, "on");
+    } else {
+        command.env_remove(ENV_CPU_TIME);
+    }
     let outcome = child::run(command, cmd)?;
     Ok(Recording {
         dir,

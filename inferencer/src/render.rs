@@ -113,6 +113,9 @@ pub fn event_line(
     if e.dur_ns > 0 {
         let _ = write!(s, " dur={}ns", e.dur_ns);
     }
+    if let Some(v) = e.cpu_ns {
+        let _ = write!(s, " cpu={v}ns");
+    }
     s.truncate(s.trim_end().len());
     s
 }

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use scalpel_inferencer::graph::{Filter, GraphOptions};
 use scalpel_inferencer::mine::{MineOptions, DEFAULT_MIN_SUPPORT};
 use scalpel_inferencer::rollup::{
-    csv, load, report_html, rollup, table, top_view, Loaded, ReportOptions, TopOptions,
+    csv, load, report_html, rollup, table, top_view, Loaded, ReportOptions, SourceOptions,
+    TopOptions,
 };
 
 /// How `top` prints.
@@ -25,12 +27,52 @@ pub enum Format {
 #[derive(Args, Debug)]
 pub struct SourceArgs {
     /// A model.json, a directory `scalpel infer` wrote, or a trace directory (inferred on the
-    /// spot with default options).
+    /// spot, with the options below).
     pub path: PathBuf,
-    /// When PATH is a trace directory: the miner's --min-support.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MIN_SUPPORT,
-          value_parser = clap::value_parser!(u32).range(2..))]
-    pub min_support: u32,
+    /// When PATH is a trace directory: fewest occurrences a pattern needs to become a task, as
+    /// `infer --min-support`, with the same default.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_support: Option<u32>,
+    /// When PATH is a trace directory: cut leaves at mutex and rwlock calls too, as
+    /// `infer --cut-at-locks`.
+    #[arg(long)]
+    pub cut_at_locks: bool,
+    /// When PATH is a trace directory: keep only leaves matching FILTER, as `infer --include`.
+    #[arg(long = "include", value_name = "FILTER")]
+    pub include: Vec<Filter>,
+    /// When PATH is a trace directory: drop leaves matching FILTER, as `infer --exclude`.
+    #[arg(long = "exclude", value_name = "FILTER")]
+    pub exclude: Vec<Filter>,
+}
+
+impl SourceArgs {
+    /// The command line in the library's terms.
+    fn options(&self) -> SourceOptions {
+        let mut infer_only = Vec::new();
+        for (set, name) in [
+            (self.min_support.is_some(), "--min-support"),
+            (self.cut_at_locks, "--cut-at-locks"),
+            (!self.include.is_empty(), "--include"),
+            (!self.exclude.is_empty(), "--exclude"),
+        ] {
+            if set {
+                infer_only.push(name);
+            }
+        }
+        SourceOptions {
+            graph: GraphOptions {
+                lock_cuts: self.cut_at_locks,
+                include: self.include.clone(),
+                exclude: self.exclude.clone(),
+                ..GraphOptions::default()
+            },
+            mine: MineOptions {
+                min_support: self.min_support.unwrap_or(DEFAULT_MIN_SUPPORT),
+                ..MineOptions::default()
+            },
+            infer_only,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -62,11 +104,7 @@ pub struct ReportArgs {
 }
 
 fn load_source(s: &SourceArgs) -> Result<Loaded> {
-    let opts = MineOptions {
-        min_support: s.min_support,
-        ..MineOptions::default()
-    };
-    let loaded = load(&s.path, &opts)?;
+    let loaded = load(&s.path, &s.options())?;
     for w in loaded.warnings.iter().take(10) {
         let _ = writeln!(io::stderr(), "scalpel: warning: {w}");
     }

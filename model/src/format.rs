@@ -162,6 +162,16 @@ pub mod field {
     pub const STACK: u8 = 1 << 7;
 }
 
+/// Optional event fields of the second mask, which follows the fields of the first when any of
+/// them is present. A reader that predates it stops at the end of the first mask's fields and
+/// ignores the rest of the payload, so adding these changed no version.
+pub mod field2 {
+    /// varint: the thread's CPU time (CLOCK_THREAD_CPUTIME_ID, ns) when the call returned, minus
+    /// its value at the previous event of this file that carried one (0 before the first).
+    /// Written only when recording with CPU times (`SCALPEL_CPU_TIME=on`).
+    pub const CPU: u8 = 1 << 0;
+}
+
 /// Kinds of objects named by OBJECT records.
 pub mod obj {
     /// `pthread_mutex_t` address.
@@ -454,6 +464,9 @@ pub const ENV_CLOCK: &str = "SCALPEL_CLOCK";
 /// Environment variable with the agent's call-stack options: `off`, `all` or `sampled:N`,
 /// optionally followed by `,depth=N` (1..=64) and `,cache=on|off|check`.
 pub const ENV_STACKS: &str = "SCALPEL_STACKS";
+/// Environment variable that turns on CPU times: `on` makes every event carry the thread's
+/// CPU time (one `clock_gettime(CLOCK_THREAD_CPUTIME_ID)` system call per event).
+pub const ENV_CPU_TIME: &str = "SCALPEL_CPU_TIME";
 
 /// Name of the table of shared counters (sequence numbers, stream offsets) in a trace directory.
 /// It is not a trace; readers ignore it.

@@ -459,6 +459,11 @@ pub struct Graph {
     /// The call sites inner calls refer to (`op` is absent: the call is on the wait).
     #[serde(default)]
     pub sites: Vec<BoundaryInfo>,
+    /// Per leaf, the CPU time its thread used from the leaf's start to the return of the call
+    /// that ended it, ns. Empty unless the trace was recorded with CPU times; then as long as
+    /// `leaves`, with `None` where a leaf's events carried none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leaf_cpu_ns: Vec<Option<u64>>,
     /// What did not pair up.
     pub unmatched: Unmatched,
 }
@@ -485,8 +490,14 @@ impl Graph {
             lock_waits: Vec::new(),
             inner_waits: Vec::new(),
             sites: Vec::new(),
+            leaf_cpu_ns: Vec::new(),
             unmatched: Unmatched::default(),
         }
+    }
+
+    /// The CPU time of leaf `leaf`, when the trace has it.
+    pub fn leaf_cpu(&self, leaf: u32) -> Option<u64> {
+        self.leaf_cpu_ns.get(leaf as usize).copied().flatten()
     }
 
     /// Whether node `id` is a leaf (else an external).

@@ -1,6 +1,6 @@
 //! Field-level encoding of records shared by the agent (no allocation) and the reader.
 
-use crate::format::{field, rec};
+use crate::format::{field, field2, rec};
 use crate::wire::{Dec, DecError, Enc};
 
 /// The fields of one event as stored, before any per-file context (object table, clock) is
@@ -29,10 +29,13 @@ pub struct RawEvent {
     pub aux2: Option<u64>,
     /// Stack id.
     pub stack: Option<u64>,
+    /// Thread CPU time since the previous event that carried one, ns (second mask).
+    pub cpu: Option<u64>,
 }
 
-/// Upper bound of an encoded event record, kind and length included.
-pub const MAX_EVENT_RECORD: usize = 2 + 2 + 10 * 10;
+/// Upper bound of an encoded event record, kind and length included: kind, length, op, two
+/// masks and 11 varints of at most 10 bytes.
+pub const MAX_EVENT_RECORD: usize = 2 + 3 + 11 * 10;
 
 impl RawEvent {
     /// Encodes the payload (without kind and length).
@@ -80,10 +83,14 @@ impl RawEvent {
         if let Some(v) = self.stack {
             e.varint(v)
         }
+        if let Some(v) = self.cpu {
+            e.u8(field2::CPU);
+            e.varint(v);
+        }
     }
 
     /// Encodes the whole record (kind, length, payload). The payload of an event is always under
-    /// 128 bytes, so its length takes one byte, written after the payload is known.
+    /// 128 bytes (at most 113), so its length takes one byte, written after the payload is known.
     #[inline]
     pub fn encode_record(&self, e: &mut Enc<'_>) {
         e.u8(rec::EVENT);
@@ -102,8 +109,8 @@ impl RawEvent {
     pub fn encode_fast(&self, out: &mut [u8; MAX_EVENT_RECORD]) -> usize {
         let p = out.as_mut_ptr();
         let mut mask = 0u8;
-        // SAFETY: at most 4 fixed bytes and 10 varints of at most 10 bytes each are written, and
-        // MAX_EVENT_RECORD is 104 bytes, so every write is inside `out`.
+        // SAFETY: at most 5 fixed bytes and 11 varints of at most 10 bytes each are written, and
+        // MAX_EVENT_RECORD is 115 bytes, so every write is inside `out`.
         unsafe {
             *p = rec::EVENT;
             *p.add(2) = self.op;
@@ -126,6 +133,11 @@ impl RawEvent {
             opt!(field::AUX, self.aux);
             opt!(field::AUX2, self.aux2);
             opt!(field::STACK, self.stack);
+            if let Some(v) = self.cpu {
+                *p.add(at) = field2::CPU;
+                at += 1;
+                at += put_varint(p.add(at), v);
+            }
             *p.add(3) = mask;
             // Payloads stay under 128 bytes, so the length is a single varint byte.
             *p.add(1) = (at - 2) as u8;
@@ -133,7 +145,8 @@ impl RawEvent {
         }
     }
 
-    /// Decodes a payload. Unknown trailing bytes (fields added by later versions) are ignored.
+    /// Decodes a payload. Fields of the second mask that this reader does not know, and bytes
+    /// after them (fields added by later versions), are ignored.
     pub fn decode_payload(d: &mut Dec<'_>) -> Result<RawEvent, DecError> {
         let op = d.u8()?;
         let mask = d.u8()?;
@@ -154,6 +167,13 @@ impl RawEvent {
         let aux = get(field::AUX)?;
         let aux2 = get(field::AUX2)?;
         let stack = get(field::STACK)?;
+        let mut cpu = None;
+        if d.remaining() > 0 {
+            let mask2 = d.u8()?;
+            if mask2 & field2::CPU != 0 {
+                cpu = Some(d.varint()?);
+            }
+        }
         Ok(RawEvent {
             op,
             dt,
@@ -166,6 +186,7 @@ impl RawEvent {
             aux,
             aux2,
             stack,
+            cpu,
         })
     }
 }
@@ -246,6 +267,7 @@ mod tests {
             aux: Some(u64::MAX),
             aux2: Some(u64::MAX),
             stack: Some(u64::MAX),
+            cpu: Some(u64::MAX),
         };
         let sparse = RawEvent {
             op: 1,
@@ -254,7 +276,12 @@ mod tests {
             result: Some(0),
             ..RawEvent::default()
         };
-        for ev in [full, sparse, RawEvent::default()] {
+        let cpu_only = RawEvent {
+            op: 2,
+            cpu: Some(300),
+            ..RawEvent::default()
+        };
+        for ev in [full, sparse, cpu_only, RawEvent::default()] {
             let mut a = [0u8; MAX_EVENT_RECORD];
             let n = ev.encode_fast(&mut a);
             let mut b = [0u8; MAX_EVENT_RECORD];
@@ -263,6 +290,43 @@ mod tests {
             assert!(e.ok());
             let m = e.len();
             assert_eq!(&a[..n], &b[..m]);
+            assert_eq!(usize::from(a[1]), n - 2, "length byte");
+            let back = RawEvent::decode_payload(&mut crate::wire::Dec::new(&a[2..n])).unwrap();
+            assert_eq!(back, ev);
         }
+        // The largest event fills the bound exactly.
+        let largest = RawEvent {
+            dur: u64::MAX,
+            seq_delta: Some(i64::MIN),
+            result: Some(i64::MIN),
+            ..full
+        };
+        let mut a = [0u8; MAX_EVENT_RECORD];
+        assert_eq!(largest.encode_fast(&mut a), MAX_EVENT_RECORD);
+    }
+
+    #[test]
+    fn unknown_second_mask_fields_and_trailing_bytes_are_ignored() {
+        let ev = RawEvent {
+            op: 5,
+            dt: 9,
+            cpu: Some(1234),
+            ..RawEvent::default()
+        };
+        let mut a = [0u8; MAX_EVENT_RECORD];
+        let n = ev.encode_fast(&mut a);
+        // A later writer's bit set beside CPU, and its field after CPU's.
+        let mut later = a[2..n].to_vec();
+        let mask2_at = later.len() - crate::wire::varint_len(1234) - 1;
+        later[mask2_at] |= 1 << 3;
+        later.extend_from_slice(&[0x85, 0x01, 0x07]);
+        let back = RawEvent::decode_payload(&mut crate::wire::Dec::new(&later)).unwrap();
+        assert_eq!(back, ev);
+        // A second mask without CPU: no CPU time.
+        let mut no_cpu = a[2..mask2_at + 2].to_vec();
+        no_cpu.push(1 << 2);
+        let back = RawEvent::decode_payload(&mut crate::wire::Dec::new(&no_cpu)).unwrap();
+        assert_eq!(back.cpu, None);
+        assert_eq!(back.dt, 9);
     }
 }

@@ -72,7 +72,12 @@ fn raw_event() -> impl Strategy<Value = RawEvent> {
     use proptest::option::of as opt;
     (
         (any::<u8>(), 0u64..1 << 40, 0u64..1 << 40, opt(0u64..10)),
-        (opt(any::<i64>()), opt(any::<i64>()), opt(any::<u64>())),
+        (
+            opt(any::<i64>()),
+            opt(any::<i64>()),
+            opt(any::<u64>()),
+            opt(0u64..1 << 40),
+        ),
         (
             opt(any::<u64>()),
             opt(any::<u64>()),
@@ -81,18 +86,21 @@ fn raw_event() -> impl Strategy<Value = RawEvent> {
         ),
     )
         .prop_map(
-            |((op, dt, dur, obj), (seq_delta, result, fd), (offset, aux, aux2, stack))| RawEvent {
-                op,
-                dt,
-                dur,
-                obj,
-                seq_delta,
-                result,
-                fd,
-                offset,
-                aux,
-                aux2,
-                stack,
+            |((op, dt, dur, obj), (seq_delta, result, fd, cpu), (offset, aux, aux2, stack))| {
+                RawEvent {
+                    op,
+                    dt,
+                    dur,
+                    obj,
+                    seq_delta,
+                    result,
+                    fd,
+                    offset,
+                    aux,
+                    aux2,
+                    stack,
+                    cpu,
+                }
             },
         )
 }
@@ -124,6 +132,8 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
     let clock = Clock::new(h, &cals);
     let mut table: HashMap<u64, (u8, u64, u64)> = HashMap::new();
     let (mut ticks, mut events, mut objects, mut lost) = (h.clock0, vec![], vec![], 0u64);
+    // CPU deltas add up over the events that carry one.
+    let mut cpu = 0u64;
     for s in steps {
         match s {
             Step::Event(r) => {
@@ -144,6 +154,10 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
                     ),
                     None => (None, None),
                 };
+                let cpu_ns = r.cpu.map(|d| {
+                    cpu = cpu.wrapping_add(d);
+                    cpu
+                });
                 events.push(Event {
                     op: Op::from_u8(r.op),
                     op_code: r.op,
@@ -159,6 +173,7 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
                     aux: r.aux,
                     aux2: r.aux2,
                     stack: r.stack,
+                    cpu_ns,
                     file_offset: 0,
                 });
             }

@@ -58,14 +58,22 @@ pub fn build_c(src: &str, out: &str, extra: &[&str]) -> PathBuf {
     let dir = target_dir().join("e2e-c");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(out);
+    // Tests in one binary run at once and may build the same program: each compiles to a name
+    // of its own and renames it into place, so nobody runs a half-written executable.
+    let tmp = dir.join(format!(
+        ".{out}.{}.{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let status = Command::new("cc")
         .args(["-O1", "-g", "-pthread", "-Wall", "-o"])
-        .arg(&exe)
+        .arg(&tmp)
         .arg(c_dir().join(format!("{src}.c")))
         .args(extra)
         .status()
         .expect("cc runs");
     assert!(status.success(), "compiling {src}.c failed");
+    std::fs::rename(&tmp, &exe).unwrap();
     exe
 }
 
@@ -118,12 +126,23 @@ pub fn record(prog: &Path, args: &[&str]) -> Run {
 
 /// Like [`record`], with a hook to adjust the command (environment, stdin…).
 pub fn record_with(prog: &Path, args: &[&str], adjust: impl FnOnce(&mut Command)) -> Run {
+    record_flags(prog, &[], args, adjust)
+}
+
+/// Like [`record_with`], with `flags` for `scalpel record` itself (before the `--`).
+pub fn record_flags(
+    prog: &Path,
+    flags: &[&str],
+    args: &[&str],
+    adjust: impl FnOnce(&mut Command),
+) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("trace");
     let mut cmd = Command::new(scalpel());
     cmd.arg("record")
         .arg("-o")
         .arg(&dir)
+        .args(flags)
         .arg("--")
         .arg(prog)
         .args(args);

@@ -211,6 +211,57 @@ fn top_and_report_refuse_bad_input_with_the_file_named() {
     assert!(!o.status.success() && err.contains("nothing-here"), "{err}");
 }
 
+#[test]
+fn top_infers_a_trace_directory_with_the_options_given_and_refuses_them_for_a_model() {
+    let exe = build_c("metrics", "metrics", &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("out.txt");
+    let r = record(&exe, &[file.to_str().unwrap()]).success();
+    let top = |extra: &[&str]| -> serde_json::Value {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "top".as_ref(),
+            r.dir.as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let o = run(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let plain = top(&[]);
+    let leaves = |v: &serde_json::Value| v["leaves"].as_u64().unwrap();
+    // Each thread locks and unlocks the mutex once: four more cuts.
+    let cut = top(&["--cut-at-locks"]);
+    assert!(
+        leaves(&cut) >= leaves(&plain) + 4,
+        "{} leaves cut at locks, {} without",
+        leaves(&cut),
+        leaves(&plain)
+    );
+    let holder = top(&["--include", "thread:holder"]);
+    assert_eq!(holder["threads"], 1, "{holder:#}");
+    assert!(leaves(&holder) < leaves(&plain));
+    // A model already inferred cannot be cut again: the options are refused, by name.
+    let out = r.tmp.path().join("model");
+    infer_model(&r.dir, &out, &[]);
+    for (cmd, flag, value) in [
+        ("top", "--cut-at-locks", None),
+        ("report", "--min-support", Some("3")),
+        ("top", "--exclude", Some("thread:holder")),
+    ] {
+        let mut args: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), out.as_os_str(), flag.as_ref()];
+        args.extend(value.map(std::ffi::OsStr::new));
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{cmd} {flag}: {err}");
+        assert!(
+            err.contains("model.json") && err.contains(flag) && err.contains("trace directory"),
+            "{err}"
+        );
+    }
+}
+
 /// What the top-down view of one replicated-store run shows.
 struct StoreView {
     /// The top-level task that holds the local commit, expanded.

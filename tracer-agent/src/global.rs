@@ -34,6 +34,10 @@ pub struct Config {
     pub env_stacks: PathBuf<96>,
     /// Call-stack options.
     pub stacks: crate::stacks::StackCfg,
+    /// `SCALPEL_CPU_TIME=...` if it was set.
+    pub env_cpu: PathBuf<32>,
+    /// Every event carries the thread's CPU time.
+    pub cpu_time: bool,
     /// Descriptor of this process incarnation's directory.
     pub proc_dir: i32,
     /// This process's id.
@@ -78,6 +82,8 @@ static G: Global = Global {
         env_clock: PathBuf::new(),
         env_stacks: PathBuf::new(),
         stacks: crate::stacks::StackCfg::DEFAULT,
+        env_cpu: PathBuf::new(),
+        cpu_time: false,
         proc_dir: -1,
         pid: 0,
         tsc: false,

@@ -33,6 +33,10 @@ pub fn configure(cfg: &mut Config) -> bool {
         cfg.env_stacks.push(b"SCALPEL_STACKS=").push(s);
         cfg.stacks = crate::stacks::StackCfg::parse(s);
     }
+    if let Some(c) = getenv(b"SCALPEL_CPU_TIME\0").filter(|c| c.len() < 16) {
+        cfg.env_cpu.push(b"SCALPEL_CPU_TIME=").push(c);
+        cfg.cpu_time = c == b"on" || c == b"1";
+    }
     cfg.tsc = clock != Some(b"monotonic".as_slice()) && invariant_tsc();
     calibrate(cfg);
 

@@ -39,6 +39,26 @@ pub fn gettid() -> i32 {
     sys(libc::SYS_gettid, 0, 0, 0) as i32
 }
 
+/// This thread's CPU time in nanoseconds (0 if the clock cannot be read). A raw system call:
+/// the vDSO has no fast path for this clock, and errno stays untouched.
+#[inline]
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let r = sys(
+        libc::SYS_clock_gettime,
+        libc::CLOCK_THREAD_CPUTIME_ID as usize,
+        core::ptr::addr_of_mut!(ts) as usize,
+        0,
+    );
+    if r != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Gives the CPU to another runnable thread, if any.
 pub fn sched_yield() {
     sys(libc::SYS_sched_yield, 0, 0, 0);

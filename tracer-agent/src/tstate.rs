@@ -76,6 +76,8 @@ pub struct ThreadState {
     busy: AtomicBool,
     file: File,
     last_ticks: u64,
+    /// The thread's CPU time at the last event written with one (see `Config::cpu_time`).
+    last_cpu: u64,
     since_calib: u32,
     next_idx: u32,
     objects: [ObjSlot; OBJ_SLOTS],
@@ -298,8 +300,11 @@ impl ThreadState {
             Op::ThreadStart | Op::ThreadExit => None,
             _ => self.stacks.capture(&cfg.stacks, &mut self.file, ev.t0),
         };
+        // Read after the call returned, so the call's own CPU time counts to the leaf it ends.
+        let cpu = cfg.cpu_time.then(sys::thread_cpu_ns);
         let mut raw = RawEvent {
             op: ev.op as u8,
+            cpu: cpu.map(|c| c.saturating_sub(self.last_cpu)),
             stack,
             dt: ev.t0.saturating_sub(self.last_ticks),
             dur: ev.t1.saturating_sub(ev.t0),
@@ -326,6 +331,9 @@ impl ThreadState {
         // The reader sums deltas, so the bases move only when the event is really written.
         if self.file.event(&raw) {
             self.last_ticks = self.last_ticks.max(ev.t0);
+            if let Some(c) = cpu {
+                self.last_cpu = self.last_cpu.max(c);
+            }
             if let Some((slot, seq)) = seq_slot {
                 self.objects[slot].last_seq = seq;
             }

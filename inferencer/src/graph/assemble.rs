@@ -99,8 +99,11 @@ pub fn assemble(
         lock_waits: Vec::new(),
         inner_waits: Vec::new(),
         sites: Vec::new(),
+        leaf_cpu_ns: Vec::new(),
         unmatched: Unmatched::default(),
     };
+    // CPU times are kept per leaf only when some thread recorded them.
+    let any_cpu = outs.iter().any(|(_, _, o)| !o.cpu.is_empty());
     let mut obj_index: AHashMap<ObjName, u32> = AHashMap::new();
     let mut obj_kinds = Vec::new();
     let mut obj_channel = Vec::new();
@@ -157,6 +160,11 @@ pub fn assemble(
             first_leaf: base,
             leaves: out.leaves.len() as u32,
         });
+        if any_cpu {
+            let n = out.leaves.len();
+            out.cpu.resize(n, None);
+            graph.leaf_cpu_ns.append(&mut out.cpu);
+        }
         for mut l in out.leaves.drain(..) {
             l.thread = thread;
             l.ty = types[l.ty as usize];

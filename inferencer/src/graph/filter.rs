@@ -157,6 +157,11 @@ pub fn apply(
         i += 1;
         keep[i - 1]
     });
+    let mut i = 0;
+    g.leaf_cpu_ns.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
     let map = |x: u32| new_id.get(x as usize).copied().filter(|&v| v != u32::MAX);
     edges.retain_mut(|e| match (map(e.from), map(e.to)) {
         (Some(f), Some(t)) => {

@@ -200,6 +200,9 @@ pub struct ThreadOut {
     pub lock_aggs: Vec<(u32, LockAgg)>,
     /// Inner calls that took time.
     pub inner: Vec<InnerEv>,
+    /// Per leaf, its CPU time in ns; empty when no event of the thread carried CPU time, else
+    /// as long as `leaves` (`None` for leaves without it at both ends).
+    pub cpu: Vec<Option<u64>>,
     /// Leaf types in order of first use.
     pub types: Vec<LocalType>,
     /// The file's objects.
@@ -229,6 +232,10 @@ pub struct Cutter {
     last_end: u64,
     /// Mutex and rwlock calls cut leaves too (`--cut-at-locks`).
     lock_cuts: bool,
+    /// The thread's CPU time when the open leaf started.
+    cpu_open: Option<u64>,
+    /// The thread's CPU time after the last event that carried one.
+    cpu_last: Option<u64>,
 }
 
 impl Cutter {
@@ -243,11 +250,14 @@ impl Cutter {
             lock_aggs: AHashMap::new(),
             n: 0,
             last_end: 0,
+            cpu_open: None,
+            cpu_last: None,
         }
     }
 
     /// Closes the open leaf; `e` is the call that ends it, if one does.
     fn close(&mut self, at: u32, e: Option<&Ev>) -> u32 {
+        let was_open = self.cur.is_some();
         let (mut leaf, start_stack) = self.cur.take().unwrap_or_else(|| {
             // A cut with no open leaf (right after an exit): an empty leaf at the cut.
             let t = e.map_or(self.last_end, |e| e.ticks);
@@ -275,6 +285,22 @@ impl Cutter {
             self.out.types.push(key);
             next
         });
+        // The leaf ran from its start to the return of the call that ended it.
+        let cpu_end = match e {
+            Some(e) => e.cpu,
+            None => self.cpu_last,
+        };
+        if !was_open {
+            self.cpu_open = self.cpu_last.or(cpu_end);
+        }
+        let cpu = match (self.cpu_open, cpu_end) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        if cpu.is_some() || !self.out.cpu.is_empty() {
+            self.out.cpu.resize(self.out.leaves.len(), None);
+            self.out.cpu.push(cpu);
+        }
         self.out.leaves.push(leaf);
         (self.out.leaves.len() - 1) as u32
     }
@@ -305,7 +331,9 @@ impl Cutter {
         };
         let ret = e.ticks.saturating_add(e.dur);
         if self.cur.is_none() && !matches!(cls, Class::Start | Class::Cut | Class::End) {
+            // Opened at this call's entry: the CPU time before it, when known.
             self.cur = Some((open(e.ticks, None, at), 0));
+            self.cpu_open = self.cpu_last.or(e.cpu);
         }
         match cls {
             Class::Start => {
@@ -313,6 +341,7 @@ impl Cutter {
                     self.close(at, Some(e));
                 }
                 self.cur = Some((open(ret, Some(e.op), at), e.stack));
+                self.cpu_open = e.cpu;
                 let next = self.out.leaves.len() as u32;
                 self.bound(e, next);
             }
@@ -328,6 +357,7 @@ impl Cutter {
                         next.bytes_in += e.res.max(0) as u64;
                     }
                     self.cur = Some((next, e.stack));
+                    self.cpu_open = e.cpu;
                 }
                 let leaf = if is_release(op) || cls == Class::End {
                     closed
@@ -346,6 +376,7 @@ impl Cutter {
                 }
                 self.close(at, Some(e));
                 self.cur = Some((open(ret, Some(e.op), at), e.stack));
+                self.cpu_open = e.cpu;
                 if acquire {
                     self.lock_stats(e, true);
                 }
@@ -386,6 +417,9 @@ impl Cutter {
             }
         }
         self.last_end = self.last_end.max(ret);
+        if e.cpu.is_some() {
+            self.cpu_last = e.cpu;
+        }
     }
 
     /// Keeps a call inside the open leaf that took long enough to be worth explaining.

@@ -34,6 +34,8 @@ pub struct Ev {
     pub op: u8,
     /// `HAS_SEQ` | `HAS_X`.
     pub flags: u8,
+    /// The thread's CPU time when the call returned, ns (recorded with CPU times only).
+    pub cpu: Option<u64>,
 }
 
 /// `Ev::seq` is set.
@@ -220,6 +222,7 @@ impl FileSink for ThreadSink {
             stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
             op: e.op_code,
             flags,
+            cpu: e.cpu_ns,
         };
         let o = self.objs.get(obj as usize);
         // Only futex calls can be lock traffic; other events skip the lookup.

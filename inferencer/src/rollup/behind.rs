@@ -11,7 +11,7 @@
 use scalpel_model::graph::Graph;
 
 use super::kinds::BlockKind;
-use super::leaf::{end_kind, GraphIndex};
+use super::leaf::{end_kind, inner_times, GraphIndex};
 
 /// How many earlier leaves of a thread one gap may be charged to. A gap longer than that many
 /// leaves keeps its remainder as plain queued time; the bound keeps a rollup linear when a
@@ -71,11 +71,7 @@ pub fn charge(g: &Graph, idx: &GraphIndex, leaf: u32, from: u64, to: u64, out: &
             let scale =
                 |ns: u64| (u128::from(ns.min(span)) * u128::from(ov) / u128::from(span)) as u64;
             let mut inner = 0;
-            for (k, ns) in [
-                (BlockKind::Lock, l.lock_ns),
-                (BlockKind::Sleep, l.sleep_ns),
-                (BlockKind::Io, l.other_ns),
-            ] {
+            for (k, ns) in inner_times(g, p) {
                 let s = scale(ns).min(ov - inner);
                 add(Some(k), s);
                 inner += s;

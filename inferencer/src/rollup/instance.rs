@@ -19,7 +19,7 @@ use scalpel_model::graph::Graph;
 
 use super::behind::{charge, Behind};
 use super::kinds::{BlockKind, KindTimes};
-use super::leaf::{end_kind, GraphIndex};
+use super::leaf::{end_kind, inner_times, GraphIndex};
 
 /// One leaf on a critical path and the time it accounts for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,6 +55,8 @@ pub struct Instance {
     pub bytes_in: u64,
     /// Bytes its leaves wrote.
     pub bytes_out: u64,
+    /// CPU time its leaves used, when the trace has CPU times.
+    pub cpu_ns: Option<u64>,
 }
 
 impl Instance {
@@ -124,6 +126,7 @@ impl<'a> Evaluator<'a> {
                 path: Vec::new(),
                 bytes_in: 0,
                 bytes_out: 0,
+                cpu_ns: None,
             };
         }
         self.stamp = self.stamp.wrapping_add(1);
@@ -138,12 +141,16 @@ impl<'a> Evaluator<'a> {
         let mut start = u64::MAX;
         let mut last = (0u64, leaves[0]);
         let (mut bytes_in, mut bytes_out) = (0, 0);
+        let mut cpu_ns: Option<u64> = None;
         for &l in leaves {
             let leaf = &g.leaves[l as usize];
             start = start.min(leaf.start_ns);
             last = last.max((self.completion(l), l));
             bytes_in += leaf.bytes_in;
             bytes_out += leaf.bytes_out;
+            if let Some(c) = g.leaf_cpu(l) {
+                cpu_ns = Some(cpu_ns.unwrap_or(0) + c);
+            }
         }
         // Walk back from the leaf that completed last.
         let mut chain = vec![last.1];
@@ -179,6 +186,7 @@ impl<'a> Evaluator<'a> {
             path,
             bytes_in,
             bytes_out,
+            cpu_ns,
         }
     }
 
@@ -197,11 +205,7 @@ impl<'a> Evaluator<'a> {
             }
         };
         let mut blocked = [0u64; BlockKind::ALL.len()];
-        let inner = [
-            (BlockKind::Lock, leaf.lock_ns),
-            (BlockKind::Sleep, leaf.sleep_ns),
-            (BlockKind::Io, leaf.other_ns),
-        ];
+        let inner = inner_times(self.g, l);
         let block = if done > leaf.end_ns { leaf.block_ns } else { 0 };
         let mut waited = 0;
         for (k, ns) in inner {

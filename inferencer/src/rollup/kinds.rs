@@ -27,6 +27,9 @@ pub enum BlockKind {
     Join,
     /// File I/O, fsync and other calls that take time.
     Io,
+    /// Outside every recorded call, yet not on a CPU: runnable but preempted, in page faults,
+    /// or in calls the agent does not record. Known only for traces recorded with CPU times.
+    OffCpu,
     /// Between a cause's completion and the start of the leaf it enabled: the thread was busy
     /// with other work, or not yet scheduled.
     Queued,
@@ -37,7 +40,7 @@ pub enum BlockKind {
 
 impl BlockKind {
     /// Every kind, in output order.
-    pub const ALL: [BlockKind; 12] = [
+    pub const ALL: [BlockKind; 13] = [
         BlockKind::Lock,
         BlockKind::Cond,
         BlockKind::Sem,
@@ -48,6 +51,7 @@ impl BlockKind {
         BlockKind::Sleep,
         BlockKind::Join,
         BlockKind::Io,
+        BlockKind::OffCpu,
         BlockKind::Queued,
         BlockKind::Idle,
     ];
@@ -65,6 +69,7 @@ impl BlockKind {
             BlockKind::Sleep => "sleep",
             BlockKind::Join => "join",
             BlockKind::Io => "io",
+            BlockKind::OffCpu => "off_cpu",
             BlockKind::Queued => "queued",
             BlockKind::Idle => "idle",
         }
@@ -95,7 +100,7 @@ impl BlockKind {
         }
     }
 
-    /// Index in [`BlockKind::ALL`].
+    /// Index in [`BlockKind::ALL`] (the declaration order, which `ALL` follows).
     pub fn index(self) -> usize {
         self as usize
     }

@@ -4,7 +4,8 @@
 //! (`block_ns`) and the time inside calls within it that did not cut it (`lock_ns`, `sleep_ns`,
 //! `other_ns`). From those: wall = span + block, running = span − the inner calls, and blocked
 //! time by kind, where the ending call counts by what it waited on, or as
-//! [`BlockKind::Idle`] when the thread went back for new work after it.
+//! [`BlockKind::Idle`] when the thread went back for new work after it. A trace recorded with
+//! CPU times also gives each leaf's CPU time; running time beyond it is [`BlockKind::OffCpu`].
 
 use scalpel_model::graph::{EdgeKind, Graph, ObjIndex};
 use serde::Serialize;
@@ -94,8 +95,11 @@ pub struct ChannelBytes {
 pub struct LeafMetrics {
     /// From its start to the next leaf's start: its span plus the ending call.
     pub wall_ns: u64,
-    /// Its span minus the calls inside it.
+    /// Its span minus the calls inside it (and, with CPU times, minus the time off the CPU).
     pub running_ns: u64,
+    /// The CPU time it used, its ending call included (traces recorded with CPU times).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<u64>,
     /// Blocked time by kind (see [`BlockKind::ALL`] for the order).
     #[serde(serialize_with = "super::ser_kinds")]
     pub blocked: KindTimes,
@@ -144,14 +148,36 @@ pub fn end_kind(g: &Graph, idx: &GraphIndex, leaf: u32) -> BlockKind {
     BlockKind::of(g.leaves[leaf as usize].end_op.and_then(|o| o.op()))
 }
 
+/// The time within `leaf`'s span that it did not run on a CPU, by kind: lock waits, sleeps and
+/// other calls inside it, then (for a trace with CPU times) [`BlockKind::OffCpu`], the rest of
+/// the span minus its CPU time. The CPU time runs to the return of the ending call and the calls
+/// are taken to use none, so CPU spent inside calls (copying a large write) hides as much
+/// off-CPU time: the figure is a lower bound.
+pub fn inner_times(g: &Graph, leaf: u32) -> [(BlockKind, u64); 4] {
+    let l = &g.leaves[leaf as usize];
+    let span = l.end_ns.saturating_sub(l.start_ns);
+    let calls = l.lock_ns + l.sleep_ns + l.other_ns;
+    let off = g
+        .leaf_cpu(leaf)
+        .map_or(0, |cpu| span.saturating_sub(calls).saturating_sub(cpu));
+    [
+        (BlockKind::Lock, l.lock_ns),
+        (BlockKind::Sleep, l.sleep_ns),
+        (BlockKind::Io, l.other_ns),
+        (BlockKind::OffCpu, off),
+    ]
+}
+
 /// The metrics of `leaf`.
 pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
     let l = &g.leaves[leaf as usize];
     let span = l.end_ns.saturating_sub(l.start_ns);
     let mut blocked = [0u64; BlockKind::ALL.len()];
-    blocked[BlockKind::Lock.index()] += l.lock_ns;
-    blocked[BlockKind::Sleep.index()] += l.sleep_ns;
-    blocked[BlockKind::Io.index()] += l.other_ns;
+    let mut inner = 0;
+    for (k, ns) in inner_times(g, leaf) {
+        blocked[k.index()] += ns;
+        inner += ns;
+    }
     blocked[end_kind(g, idx, leaf).index()] += l.block_ns;
     let mut channels: Vec<ChannelBytes> = Vec::new();
     let mut add = |kind: &str, i: u64, o: u64| add_bytes(&mut channels, kind, i, o);
@@ -175,7 +201,8 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
     channels.sort_by(|a, b| a.kind.cmp(&b.kind));
     LeafMetrics {
         wall_ns: span + l.block_ns,
-        running_ns: span.saturating_sub(l.lock_ns + l.sleep_ns + l.other_ns),
+        running_ns: span.saturating_sub(inner),
+        cpu_ns: g.leaf_cpu(leaf),
         blocked,
         channels,
     }

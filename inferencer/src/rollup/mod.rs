@@ -25,10 +25,12 @@ pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
 pub use instance::{Evaluator, Instance, PathStep};
 pub use kinds::{nonzero, BlockKind, KindTimes};
-pub use leaf::{add_bytes, channel_kind, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
+pub use leaf::{
+    add_bytes, channel_kind, inner_times, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics,
+};
 pub use render::{csv, duration, table};
 pub use report::{report_html, ReportOptions};
-pub use source::{load, Loaded, SourceError};
+pub use source::{load, Loaded, SourceError, SourceOptions};
 pub use stats::{type_stats, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 pub use view::{top_view, TopError, TopOptions, TopView};
 

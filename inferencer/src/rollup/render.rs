@@ -140,9 +140,13 @@ pub fn table(v: &TopView) -> String {
                 duration(t.latency.p99_ns),
                 duration(t.latency.max_ns)
             );
+            let cpu = t
+                .cpu_mean_ns
+                .map(|c| format!("CPU {} per instance; ", duration(c)))
+                .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "  {:.1} per second, {} in, {} out, {}/s; critical path {} per instance: {}",
+                "  {:.1} per second, {} in, {} out, {}/s; {cpu}critical path {} per instance: {}",
                 t.per_second,
                 bytes(t.bytes_in as f64),
                 bytes(t.bytes_out as f64),
@@ -219,12 +223,12 @@ fn csv_field(s: &str) -> String {
 /// The view as CSV: one row per task, child or contributor, `section` telling which.
 pub fn csv(v: &TopView) -> String {
     let mut o = String::from(
-        "section,name,what,count,total_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,per_second,bytes_in,bytes_out,bandwidth,share,critical_share,while_queued\n",
+        "section,name,what,count,total_ns,mean_ns,p50_ns,p90_ns,p99_ns,max_ns,per_second,bytes_in,bytes_out,bandwidth,share,critical_share,while_queued,cpu_mean_ns\n",
     );
     let task = |o: &mut String, section: &str, r: &TaskRow, share: f64, crit: f64| {
         let _ = writeln!(
             o,
-            "{section},{},{:?},{},{},{},{},{},{},{},{:.3},{},{},{:.1},{:.4},{:.4},",
+            "{section},{},{:?},{},{},{},{},{},{},{},{:.3},{},{},{:.1},{:.4},{:.4},,{}",
             csv_field(&r.name),
             r.kind,
             r.count,
@@ -239,7 +243,8 @@ pub fn csv(v: &TopView) -> String {
             r.bytes_out,
             r.bandwidth,
             share,
-            crit
+            crit,
+            r.cpu_mean_ns.map(|c| c.to_string()).unwrap_or_default()
         );
     };
     match &v.expanded {
@@ -255,7 +260,7 @@ pub fn csv(v: &TopView) -> String {
             for c in &e.contributors {
                 let _ = writeln!(
                     o,
-                    "contributor,{},{},,,{},,,,,,,,,{:.4},{:.4},{}",
+                    "contributor,{},{},,,{},,,,,,,,,{:.4},{:.4},{},",
                     csv_field(&c.leaf),
                     c.what,
                     c.per_instance_ns,

@@ -65,11 +65,15 @@ const TASK_HEAD: &str = "<th>count</th><th>total</th><th>mean</th><th>p50</th><t
 fn drill(o: &mut String, e: &Expanded) {
     let _ = writeln!(
         o,
-        "<h3>{}</h3><p>{} instances, latency mean {}, critical path {} per instance.</p>",
+        "<h3>{}</h3><p>{} instances, latency mean {}, critical path {} per instance{}.</p>",
         esc(&e.task.name),
         e.task.count,
         duration(e.task.latency.mean_ns),
-        duration(e.critical_ns)
+        duration(e.critical_ns),
+        e.task
+            .cpu_mean_ns
+            .map(|c| format!(", CPU {} per instance", duration(c)))
+            .unwrap_or_default()
     );
     if !e.children.is_empty() {
         let _ = writeln!(

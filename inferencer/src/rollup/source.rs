@@ -1,6 +1,6 @@
 //! Finding the graph and model that `scalpel top` and `scalpel report` work on: a `model.json`
 //! (with the `graph.json` it names), a directory `scalpel infer` wrote, or a trace directory,
-//! which is inferred on the spot with default options.
+//! which is inferred on the spot with the options given.
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +53,19 @@ pub enum SourceError {
         /// Its leaf count.
         graph: usize,
     },
+    /// Options that only inferring applies were given with a model already inferred.
+    #[error(
+        "{} is an inferred model, and {} apply only to a trace directory: pass the trace \
+         directory, or run `scalpel infer` with them",
+        .path.display(),
+        .options.join(", ")
+    )]
+    InferOnly {
+        /// The model file.
+        path: PathBuf,
+        /// The options, as on the command line.
+        options: Vec<&'static str>,
+    },
     /// A trace directory could not be inferred.
     #[error("cannot build the causal graph of {}: {source}", .dir.display())]
     Graph {
@@ -61,6 +74,18 @@ pub enum SourceError {
         /// Why.
         source: GraphError,
     },
+}
+
+/// How [`load`] infers a trace directory.
+#[derive(Clone, Debug, Default)]
+pub struct SourceOptions {
+    /// Graph options. Default: [`GraphOptions::default`].
+    pub graph: GraphOptions,
+    /// Mining options. Default: [`MineOptions::default`].
+    pub mine: MineOptions,
+    /// The options above the user set, named as on the command line (`--cut-at-locks`): a
+    /// model already inferred cannot honour them, so loading one refuses them. Default: none.
+    pub infer_only: Vec<&'static str>,
 }
 
 /// A graph and the model mined from it.
@@ -90,15 +115,21 @@ fn read_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (mined
-/// with `mine_opts`).
-pub fn load(path: &Path, mine_opts: &MineOptions) -> Result<Loaded, SourceError> {
+/// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (inferred
+/// with `opts`).
+pub fn load(path: &Path, opts: &SourceOptions) -> Result<Loaded, SourceError> {
     let model_path = if path.is_dir() {
         path.join("model.json")
     } else {
         path.to_path_buf()
     };
     if !path.is_dir() || model_path.is_file() {
+        if !opts.infer_only.is_empty() {
+            return Err(SourceError::InferOnly {
+                path: model_path,
+                options: opts.infer_only.clone(),
+            });
+        }
         let model: Model = read_json(&model_path, "model (model.json)")?;
         if model.schema != MODEL_SCHEMA {
             return Err(SourceError::Schema {
@@ -134,12 +165,11 @@ pub fn load(path: &Path, mine_opts: &MineOptions) -> Result<Loaded, SourceError>
             warnings: Vec::new(),
         });
     }
-    let built =
-        build_graph(path, &GraphOptions::default()).map_err(|source| SourceError::Graph {
-            dir: path.to_path_buf(),
-            source,
-        })?;
-    let mined = mine(&built.graph, "graph.json", mine_opts);
+    let built = build_graph(path, &opts.graph).map_err(|source| SourceError::Graph {
+        dir: path.to_path_buf(),
+        source,
+    })?;
+    let mined = mine(&built.graph, "graph.json", &opts.mine);
     let mut warnings = built.warnings;
     warnings.extend(mined.warnings);
     Ok(Loaded {

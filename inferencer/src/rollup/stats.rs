@@ -94,6 +94,9 @@ pub struct TypeStats {
     pub bytes_out: u64,
     /// Bytes in and out per second of `span_ns`.
     pub bandwidth: f64,
+    /// CPU time its instances used, added up (traces recorded with CPU times).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<u64>,
     /// Running time on the critical paths.
     pub running_ns: u64,
     /// Blocked time on the critical paths, by kind.
@@ -337,6 +340,10 @@ fn summarize(g: &Graph, t: u32, instances: &[Instance], children: Vec<ChildStats
         bytes_in,
         bytes_out,
         bandwidth: per_s((bytes_in + bytes_out) as f64),
+        cpu_ns: instances
+            .iter()
+            .filter_map(|i| i.cpu_ns)
+            .reduce(|a, b| a + b),
         running_ns,
         blocked,
         contributors,

@@ -68,6 +68,9 @@ pub struct TaskRow {
     pub bytes_out: u64,
     /// Bytes per second while it ran.
     pub bandwidth: f64,
+    /// Mean CPU time per instance (traces recorded with CPU times).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_mean_ns: Option<u64>,
     /// Share of critical-path time spent running.
     pub running_share: f64,
     /// Shares of critical-path time blocked, by kind, largest first.
@@ -156,9 +159,9 @@ pub struct ChannelRow {
 /// The whole view.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TopView {
-    /// Processes, threads, leaves.
+    /// Processes with leaves.
     pub processes: usize,
-    /// Threads.
+    /// Threads with leaves.
     pub threads: usize,
     /// Leaf instances.
     pub leaves: usize,
@@ -187,6 +190,7 @@ fn row(model: &Model, s: &TypeStats) -> TaskRow {
         bytes_in: s.bytes_in,
         bytes_out: s.bytes_out,
         bandwidth: s.bandwidth,
+        cpu_mean_ns: s.cpu_ns.map(|c| c / s.count.max(1)),
         running_share: share(s.running_ns, crit),
         blocked_shares: nonzero(&s.blocked)
             .into_iter()
@@ -225,9 +229,15 @@ pub fn top_view(
             Some(expand(model, r, &r.types[t], opts))
         }
     };
+    // Threads and processes that `--include`/`--exclude` emptied stay listed in the graph.
+    let live: Vec<&scalpel_model::graph::ThreadInfo> =
+        graph.threads.iter().filter(|t| t.leaves > 0).collect();
+    let mut processes: Vec<u32> = live.iter().map(|t| t.process).collect();
+    processes.sort_unstable();
+    processes.dedup();
     Ok(TopView {
-        processes: graph.processes.len(),
-        threads: graph.threads.len(),
+        processes: processes.len(),
+        threads: live.len(),
         leaves: graph.leaves.len(),
         span_ns: r.span_ns,
         channels: r

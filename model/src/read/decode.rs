@@ -24,6 +24,8 @@ pub(crate) struct State<'p, 's> {
     path: &'p Path,
     sink: Sink<'s>,
     ticks: u64,
+    /// The thread's CPU time at the last event that carried one (the sum of their deltas).
+    cpu: u64,
     /// Object index -> (kind, key, last absolute sequence number).
     table: HashMap<u64, (u8, u64, u64)>,
     undefined_refs: u64,
@@ -64,6 +66,7 @@ impl<'p, 's> State<'p, 's> {
             path,
             sink,
             ticks: header.clock0,
+            cpu: 0,
             table: HashMap::new(),
             undefined_refs: 0,
             first_undefined: 0,
@@ -212,6 +215,10 @@ impl<'p, 's> State<'p, 's> {
 
     fn event(&mut self, raw: RawEvent, at: u64) {
         self.ticks = self.ticks.wrapping_add(raw.dt);
+        let cpu_ns = raw.cpu.map(|d| {
+            self.cpu = self.cpu.wrapping_add(d);
+            self.cpu
+        });
         let entry = raw.obj.and_then(|i| self.table.get_mut(&i).map(|e| (i, e)));
         if raw.obj.is_some() && entry.is_none() {
             if self.undefined_refs == 0 {
@@ -250,6 +257,7 @@ impl<'p, 's> State<'p, 's> {
             aux: raw.aux,
             aux2: raw.aux2,
             stack: raw.stack,
+            cpu_ns,
             file_offset: at,
         };
         match self.sink.as_mut() {

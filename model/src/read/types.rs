@@ -69,6 +69,9 @@ pub struct Event {
     pub aux2: Option<u64>,
     /// Stack id.
     pub stack: Option<u64>,
+    /// The thread's CPU time when the call returned (CLOCK_THREAD_CPUTIME_ID, ns), when the
+    /// trace was recorded with CPU times.
+    pub cpu_ns: Option<u64>,
     /// Absolute file offset of the event's record.
     pub file_offset: u64,
 }

@@ -16,12 +16,13 @@ extern "C" {
 }
 
 const STACK_ENTRIES: usize = 512;
-const OURS: [&[u8]; 5] = [
+const OURS: [&[u8]; 6] = [
     b"LD_PRELOAD=",
     b"SCALPEL_DIR=",
     b"SCALPEL_AGENT=",
     b"SCALPEL_CLOCK=",
     b"SCALPEL_STACKS=",
+    b"SCALPEL_CPU_TIME=",
 ];
 
 fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
@@ -87,6 +88,7 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
         cfg.env_agent.c_bytes(),
         cfg.env_clock.c_bytes(),
         cfg.env_stacks.c_bytes(),
+        cfg.env_cpu.c_bytes(),
         preload.c_bytes(),
     ]
     .into_iter()

@@ -35,6 +35,8 @@ pub struct Summary {
     pub stack_checked: u64,
     /// Of those, how many disagreed.
     pub stack_mismatched: u64,
+    /// Events carrying their thread's CPU time (`--cpu-time`).
+    pub cpu_events: u64,
 }
 
 impl Summary {
@@ -57,6 +59,7 @@ impl Summary {
             s.dropped = s.dropped.saturating_add(f.header.dropped);
             s.stacks += f.stacks.len() as u64;
             s.stacked_events += f.events.iter().filter(|e| e.stack.is_some()).count() as u64;
+            s.cpu_events += f.events.iter().filter(|e| e.cpu_ns.is_some()).count() as u64;
             s.stack_checked += u64::from(f.header.stack_checked);
             s.stack_mismatched += u64::from(f.header.stack_mismatched);
         }
@@ -98,6 +101,9 @@ impl fmt::Display for Summary {
             "stacks:     {} events with stacks, {} distinct per thread",
             self.stacked_events, self.stacks
         )?;
+        if self.cpu_events > 0 {
+            writeln!(f, "cpu times:  {} events carry one", self.cpu_events)?;
+        }
         if self.stack_checked > 0 {
             writeln!(
                 f,

@@ -48,6 +48,15 @@ fn leaf_cpu_and_off_cpu_times_match_the_programs_own_clocks() {
     let exe = build_c("cputime", "cputime", &[]);
     let r = record_flags(&exe, &["--cpu-time"], &[], |_| {}).success();
     let phases = measured(&r.stdout());
+    // The recording's summary counts them: every event has one.
+    let trace = r.load();
+    let events = scalpel_e2e::all_events(&trace).len();
+    assert!(
+        r.stderr()
+            .contains(&format!("cpu times:  {events} events carry one")),
+        "{}",
+        r.stderr()
+    );
     let out = r.tmp.path().join("model");
     let (model, g) = infer_model(&r.dir, &out, &[]);
     assert_eq!(g.leaf_cpu_ns.len(), g.leaves.len(), "a CPU time per leaf");
@@ -136,6 +145,7 @@ fn without_cpu_time_no_leaf_has_one() {
     let events = scalpel_e2e::all_events(&trace);
     assert!(!events.is_empty());
     assert!(events.iter().all(|e| e.event.cpu_ns.is_none()));
+    assert!(!r.stderr().contains("cpu times"), "{}", r.stderr());
     let out = r.tmp.path().join("model");
     let (_, g) = infer_model(&r.dir, &out, &[]);
     assert!(g.leaf_cpu_ns.is_empty());

@@ -24,6 +24,9 @@ pub fn new_work_types(graph: &mut Graph, weak: &[bool]) {
     let old = std::mem::take(&mut graph.types);
     let mut index: AHashMap<Key, u32> = AHashMap::new();
     let mut types: Vec<LeafType> = Vec::new();
+    // Per old type, its new type when not fresh and when fresh: the key (and its frames) is
+    // built once per old type, not once per leaf.
+    let mut memo: Vec<[Option<u32>; 2]> = vec![[None; 2]; old.len()];
     for i in 0..graph.leaves.len() {
         let t = graph.leaves[i].ty;
         let Some(ty) = old.get(t as usize) else {
@@ -32,25 +35,32 @@ pub fn new_work_types(graph: &mut Graph, weak: &[bool]) {
         let fresh = i > 0
             && weak.get(i - 1).copied().unwrap_or(false)
             && graph.leaves[i - 1].thread == graph.leaves[i].thread;
-        let key = if fresh {
-            Key::Fresh(ty.end.op, ty.end.frames.clone())
-        } else {
-            Key::Old(t)
-        };
-        let next = types.len() as u32;
-        let id = *index.entry(key).or_insert_with(|| {
-            let mut nt = ty.clone();
-            nt.count = 0;
-            if fresh {
-                nt.start = BoundaryInfo {
-                    op: None,
-                    function: None,
-                    frames: Vec::new(),
+        let id = match memo[t as usize][usize::from(fresh)] {
+            Some(id) => id,
+            None => {
+                let key = if fresh {
+                    Key::Fresh(ty.end.op, ty.end.frames.clone())
+                } else {
+                    Key::Old(t)
                 };
+                let next = types.len() as u32;
+                let id = *index.entry(key).or_insert_with(|| {
+                    let mut nt = ty.clone();
+                    nt.count = 0;
+                    if fresh {
+                        nt.start = BoundaryInfo {
+                            op: None,
+                            function: None,
+                            frames: Vec::new(),
+                        };
+                    }
+                    types.push(nt);
+                    next
+                });
+                memo[t as usize][usize::from(fresh)] = Some(id);
+                id
             }
-            types.push(nt);
-            next
-        });
+        };
         types[id as usize].count += 1;
         graph.leaves[i].ty = id;
     }

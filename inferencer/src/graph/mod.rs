@@ -291,36 +291,45 @@ fn finish_edges(
         });
     }
     // Two thirds of the edges are program order, made thread by thread already sorted: only
-    // the rest is sorted, then the two are merged.
-    let (program, mut other): (Vec<Edge>, Vec<Edge>) = edges
-        .into_iter()
-        .partition(|e| matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak));
-    let mut program = program;
-    if program.windows(2).any(|w| w[0] > w[1]) {
-        program.par_sort_unstable();
+    // the rest is taken out and sorted, then merged back from the end, in the same buffer.
+    let mut other = Vec::new();
+    edges.retain(|e| {
+        let program = matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak);
+        if !program {
+            other.push(*e);
+        }
+        program
+    });
+    if edges.windows(2).any(|w| w[0] > w[1]) {
+        edges.par_sort_unstable();
     }
     other.par_sort_unstable();
-    let mut edges = merge_sorted(&program, &other);
+    merge_into(&mut edges, &other);
     edges.dedup();
     graph.edges = edges;
 }
 
-/// The sorted union (duplicates kept) of two sorted lists.
-fn merge_sorted(a: &[Edge], b: &[Edge]) -> Vec<Edge> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out.push(a[i]);
-            i += 1;
+/// Merges sorted `b` into sorted `a` (duplicates kept), from the back, using `a`'s spare room.
+fn merge_into(a: &mut Vec<Edge>, b: &[Edge]) {
+    let n = a.len();
+    let filler = Edge {
+        from: 0,
+        to: 0,
+        kind: EdgeKind::Program,
+        obj: None,
+    };
+    a.resize(n + b.len(), filler);
+    let (mut i, mut j, mut k) = (n, b.len(), a.len());
+    while j > 0 {
+        k -= 1;
+        if i > 0 && a[i - 1] > b[j - 1] {
+            a[k] = a[i - 1];
+            i -= 1;
         } else {
-            out.push(b[j]);
-            j += 1;
+            a[k] = b[j - 1];
+            j -= 1;
         }
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// External edges take the kind of their object: connections for endpoints, eventfd for
@@ -330,5 +339,38 @@ fn kind_of_external(kinds: &[(u8, Option<u8>)], o: u32) -> EdgeKind {
         Some((obj::ENDPOINT, _)) => EdgeKind::Connect,
         Some((_, Some(chan::EVENTFD))) => EdgeKind::Eventfd,
         _ => EdgeKind::Stream,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_from_the_back_gives_the_sorted_union() {
+        let e = |from, to, kind| Edge {
+            from,
+            to,
+            kind,
+            obj: None,
+        };
+        let program: Vec<Edge> = (0..6).map(|i| e(i, i + 1, EdgeKind::Program)).collect();
+        let other = vec![
+            e(0, 9, EdgeKind::Cond),
+            e(2, 3, EdgeKind::Program),
+            e(4, 1, EdgeKind::Stream),
+            e(7, 8, EdgeKind::Sem),
+        ];
+        for (a, b) in [
+            (program.clone(), other.clone()),
+            (Vec::new(), other.clone()),
+            (program.clone(), Vec::new()),
+        ] {
+            let mut want: Vec<Edge> = a.iter().chain(&b).copied().collect();
+            want.sort_unstable();
+            let mut got = a;
+            merge_into(&mut got, &b);
+            assert_eq!(got, want);
+        }
     }
 }

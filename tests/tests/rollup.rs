@@ -17,6 +17,20 @@ fn run(args: &[&std::ffi::OsStr]) -> Output {
 
 const MS: u64 = 1_000_000;
 
+/// `scalpel top PATH --format json EXTRA…`, which must succeed, parsed.
+fn top_json(path: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "top".as_ref(),
+        path.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 fn within(what: &str, v: u64, lo: u64, hi: u64) {
     assert!(
         (lo..=hi).contains(&v),
@@ -217,18 +231,7 @@ fn top_infers_a_trace_directory_with_the_options_given_and_refuses_them_for_a_mo
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("out.txt");
     let r = record(&exe, &[file.to_str().unwrap()]).success();
-    let top = |extra: &[&str]| -> serde_json::Value {
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            "top".as_ref(),
-            r.dir.as_os_str(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ];
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        let o = run(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout).unwrap()
-    };
+    let top = |extra: &[&str]| top_json(&r.dir, extra);
     let plain = top(&[]);
     let leaves = |v: &serde_json::Value| v["leaves"].as_u64().unwrap();
     // Each thread locks and unlocks the mutex once: four more cuts.
@@ -289,18 +292,7 @@ fn replicated_store(mode: &str) -> StoreView {
         .pid;
     let out = r.tmp.path().join("model");
     let (model, g) = infer_model(&r.dir, &out, &["--include", &format!("pid:{primary}")]);
-    let top = |extra: &[&str]| -> serde_json::Value {
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            "top".as_ref(),
-            out.as_os_str(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ];
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        let o = run(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout).unwrap()
-    };
+    let top = |extra: &[&str]| top_json(&out, extra);
     let list = top(&[]);
     let tcp = list["channels"]
         .as_array()

@@ -5,8 +5,7 @@ use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::obj;
 use scalpel_model::graph::{
-    Graph, InnerWait, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo, Unmatched,
-    GRAPH_SCHEMA, INNER_MIN_NS,
+    Graph, InnerWait, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo, INNER_MIN_NS,
 };
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
@@ -78,7 +77,6 @@ pub fn assemble(
     let total: usize = outs.iter().map(|(_, _, o)| o.leaves.len()).sum();
     let ids = dir.identities();
     let mut graph = Graph {
-        schema: GRAPH_SCHEMA.to_string(),
         processes: dir
             .processes
             .iter()
@@ -89,18 +87,12 @@ pub fn assemble(
                 cmdline: p.cmdline().map(<[String]>::to_vec).unwrap_or_default(),
             })
             .collect(),
-        threads: Vec::new(),
-        objects: Vec::new(),
-        types: Vec::new(),
-        leaves: Vec::with_capacity(total),
-        externals: Vec::new(),
-        edges: Vec::new(),
-        locks: Vec::new(),
-        lock_waits: Vec::new(),
-        inner_waits: Vec::new(),
-        sites: Vec::new(),
-        leaf_cpu_ns: Vec::new(),
-        unmatched: Unmatched::default(),
+        ..Graph::new(
+            Vec::new(),
+            Vec::new(),
+            Vec::with_capacity(total),
+            Vec::new(),
+        )
     };
     // CPU times are kept per leaf only when some thread recorded them.
     let any_cpu = outs.iter().any(|(_, _, o)| !o.cpu.is_empty());

@@ -21,7 +21,7 @@
 //! simultaneous calls the order stays a guess.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use scalpel_model::graph::Leaf;
 
@@ -96,6 +96,11 @@ pub fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
     });
 }
 
+/// How many pending reads the feasibility check looks ahead over. A tight chain of reads that
+/// must all be placed before the next write longer than this would need that many readers
+/// waiting on one stream at once.
+const LOOKAHEAD: usize = 64;
+
 /// Reads (each the leaf its call started), renumbered in the order they took their bytes from
 /// `writes` (already ordered, sorted by offset); sorted by offset.
 pub fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
@@ -107,6 +112,8 @@ pub fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
             .filter(|w| w.0 <= pos)
             .map_or(0, |w| span_ending(leaves, w.2).start)
     };
+    // Built on the first run that needs it: the earliest start among writes[i..].
+    let mut later_start: Vec<u64> = Vec::new();
     renumber_runs(reads, |base, run| {
         // Reads one after another (one reader at a time, the usual stream) keep their order:
         // each started after the one before had returned.
@@ -114,41 +121,122 @@ pub fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
         if run.windows(2).all(|w| span(&w[0]).end <= span(&w[1]).start) {
             return;
         }
-        let mut by_start: Vec<(u64, u64, u64, usize)> = run
-            .iter()
-            .enumerate()
-            .map(|(i, &(off, _, leaf))| {
-                let s = span_starting(leaves, leaf);
-                (s.start, s.end, off, i)
-            })
-            .collect();
-        by_start.sort_unstable();
-        // Reads that had started by the time the next bytes were written, first returned first.
-        let mut waiting: BinaryHeap<Reverse<(u64, u64, usize)>> = BinaryHeap::new();
-        let mut next = 0;
-        let mut pos = base;
-        let mut placed: Vec<Xfer> = Vec::with_capacity(run.len());
-        while placed.len() < run.len() {
-            let at = written(pos);
-            while let Some(&(start, end, off, i)) = by_start.get(next) {
-                // With no read waiting, the next to start takes the bytes on entry.
-                if start > at && !waiting.is_empty() {
-                    break;
-                }
-                waiting.push(Reverse((end, off, i)));
-                next += 1;
-                if start > at {
-                    break;
-                }
-            }
-            let Some(Reverse((_, _, i))) = waiting.pop() else {
-                break;
-            };
-            placed.push(run[i]);
-            pos = pos.saturating_add(run[i].1);
+        if later_start.len() != writes.len() {
+            later_start = suffix_min_start(writes, leaves);
         }
-        run.copy_from_slice(&placed);
+        if let Some(placed) = place_reads(base, run, &written, writes, &later_start, leaves) {
+            run.copy_from_slice(&placed);
+        }
     });
+}
+
+/// `out[i]`: the earliest call start among `writes[i..]` (non-decreasing in `i`).
+fn suffix_min_start(writes: &[Xfer], leaves: &[Leaf]) -> Vec<u64> {
+    let mut out = vec![0; writes.len()];
+    let mut min = u64::MAX;
+    for (i, w) in writes.iter().enumerate().rev() {
+        min = min.min(span_ending(leaves, w.2).start);
+        out[i] = min;
+    }
+    out
+}
+
+/// The order in which the concurrent reads of one run took their bytes, or None if it cannot
+/// be settled (left as recorded).
+///
+/// Among the reads not placed yet, the bytes at each position go to the read that started
+/// first, unless several were already waiting when the bytes were written: then to the one
+/// that returned first. That is the likely order, but not always a possible one: a reader woken
+/// by a write may not get a CPU before another thread enters its read, finds the bytes there
+/// and takes them, so the woken reader sleeps on until the next write. The likely choice is
+/// then kept only if every other pending read can still be given bytes written before it
+/// returned; otherwise the read that must return soonest takes the position. (Seen in the
+/// replicated-store sample: the last reply's token went to a sender that was still asleep 4 ms
+/// later, the sender that took it was matched to the shutdown token written after it had
+/// returned, and the reply task lost its send.)
+fn place_reads(
+    base: u64,
+    run: &[Xfer],
+    written: &impl Fn(u64) -> u64,
+    writes: &[Xfer],
+    later_start: &[u64],
+    leaves: &[Leaf],
+) -> Option<Vec<Xfer>> {
+    // The highest offset at which read `x` can begin: its last byte must have been written by a
+    // call that started before the read returned.
+    let latest = |x: &Xfer| -> u64 {
+        let end = span_starting(leaves, x.2).end;
+        let i = later_start.partition_point(|&s| s <= end);
+        writes.get(i).map_or(u64::MAX, |w| w.0.saturating_sub(x.1))
+    };
+    let mut by_start: Vec<(u64, u64, u64, usize)> = run
+        .iter()
+        .enumerate()
+        .map(|(i, &(off, _, leaf))| {
+            let s = span_starting(leaves, leaf);
+            (s.start, s.end, off, i)
+        })
+        .collect();
+    by_start.sort_unstable();
+    // Pending reads by the highest offset each can take, then by call start: the one that must
+    // come soonest first, the sooner started among equals.
+    let limit: Vec<u64> = run.iter().map(latest).collect();
+    let key = |i: usize| (limit[i], span_starting(leaves, run[i].2).start, i);
+    let mut pending: BTreeSet<(u64, u64, usize)> = (0..run.len()).map(key).collect();
+    // Whether placing read `i` at `pos` leaves every other pending read a possible position
+    // (the reads that must come soonest placed first, which is possible if any order is).
+    let feasible = |pending: &BTreeSet<(u64, u64, usize)>, pos: u64, i: usize| -> bool {
+        if pos > limit[i] {
+            return false;
+        }
+        let mut at = pos.saturating_add(run[i].1);
+        for &(last, _, j) in pending.iter().filter(|p| p.2 != i).take(LOOKAHEAD) {
+            if at > last {
+                return false;
+            }
+            at = at.saturating_add(run[j].1);
+        }
+        true
+    };
+    let mut done = vec![false; run.len()];
+    // Reads that had started by the time the next bytes were written, first returned first.
+    let mut waiting: BinaryHeap<Reverse<(u64, u64, usize)>> = BinaryHeap::new();
+    let mut next = 0;
+    let mut pos = base;
+    let mut placed: Vec<Xfer> = Vec::with_capacity(run.len());
+    while placed.len() < run.len() {
+        let at = written(pos);
+        while waiting.peek().is_some_and(|Reverse(w)| done[w.2]) {
+            waiting.pop();
+        }
+        while let Some(&(start, end, off, i)) = by_start.get(next) {
+            if done[i] {
+                next += 1;
+                continue;
+            }
+            // With no read waiting, the next to start takes the bytes on entry.
+            if start > at && !waiting.is_empty() {
+                break;
+            }
+            waiting.push(Reverse((end, off, i)));
+            next += 1;
+            if start > at {
+                break;
+            }
+        }
+        let Reverse(likely) = waiting.pop()?;
+        let i = if feasible(&pending, pos, likely.2) {
+            likely.2
+        } else {
+            waiting.push(Reverse(likely));
+            pending.first()?.2
+        };
+        done[i] = true;
+        pending.remove(&key(i));
+        placed.push(run[i]);
+        pos = pos.saturating_add(run[i].1);
+    }
+    Some(placed)
 }
 
 #[cfg(test)]
@@ -201,6 +289,54 @@ mod tests {
         let mut reads = vec![(0, 8, 3), (8, 8, 5)];
         order_reads(&mut reads, &writes, &leaves);
         assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
+    }
+
+    /// A reader waits on the queue socket (sender 1); a token is written; before sender 1 gets a
+    /// CPU, sender 2 enters its read, takes the token and returns. Sender 1 sleeps on until the
+    /// next token, written after sender 2 had returned. Sender 1 was waiting first, but giving
+    /// it the first token would leave sender 2 a token written after its return.
+    #[test]
+    fn a_waiting_reader_robbed_by_a_later_one_takes_the_next_bytes() {
+        let leaves = vec![
+            leaf(0, 0, 100, 1),     // 0: writer, writes token A at 100
+            leaf(0, 101, 5_000, 1), // 1: writer, writes token B at 5000
+            leaf(1, 0, 50, 4_960),  // 2: sender 1 waits from 50, returns at 5010
+            leaf(1, 5_010, 6_000, 0),
+            leaf(2, 0, 150, 2), // 4: sender 2 calls recv at 150, returns at 152
+            leaf(2, 152, 6_000, 0),
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1)];
+        order_writes(&mut writes, &leaves);
+        for recorded in [vec![(0, 8, 3), (8, 8, 5)], vec![(8, 8, 3), (0, 8, 5)]] {
+            let mut reads = recorded;
+            order_reads(&mut reads, &writes, &leaves);
+            assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
+        }
+    }
+
+    /// Two tokens are written while reader 1 waits; before it gets a CPU, readers 2 and 3 enter
+    /// one after the other and take them. Reader 1 returns with the third token, much later.
+    /// Both tokens must go to the robbers, in the order they entered (even though the agent
+    /// reserved reader 3's offset first): the likely choice, reader 1, would leave one of them
+    /// bytes written after its return.
+    #[test]
+    fn robbers_take_the_tokens_in_the_order_they_entered() {
+        let leaves = vec![
+            leaf(0, 0, 100, 1),     // 0: token A at 100
+            leaf(0, 101, 105, 1),   // 1: token B at 105
+            leaf(0, 106, 9_000, 1), // 2: token C at 9000
+            leaf(1, 0, 10, 9_005),  // 3: reader 1 waits from 10, returns at 9015
+            leaf(1, 9_015, 9_900, 0),
+            leaf(2, 0, 110, 10), // 5: reader 2 enters at 110, returns at 120
+            leaf(2, 120, 9_900, 0),
+            leaf(3, 0, 113, 2), // 7: reader 3 enters at 113, returns at 115
+            leaf(3, 115, 9_900, 0),
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
+        order_writes(&mut writes, &leaves);
+        let mut reads = vec![(0, 8, 8), (8, 8, 6), (16, 8, 4)];
+        order_reads(&mut reads, &writes, &leaves);
+        assert_eq!(reads, vec![(0, 8, 6), (8, 8, 8), (16, 8, 4)]);
     }
 
     /// A writer held up after its write reserved after the writer that followed it; a gap (a

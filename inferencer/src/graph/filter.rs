@@ -163,6 +163,13 @@ pub fn apply(
         keep[i - 1]
     });
     let map = |x: u32| new_id.get(x as usize).copied().filter(|&v| v != u32::MAX);
+    g.leaf_files.retain_mut(|f| match map(f.leaf) {
+        Some(x) => {
+            f.leaf = x;
+            true
+        }
+        None => false,
+    });
     edges.retain_mut(|e| match (map(e.from), map(e.to)) {
         (Some(f), Some(t)) => {
             e.from = f;
@@ -195,4 +202,56 @@ pub fn apply(
     ext.into_iter()
         .filter_map(|(l, s, o)| map(l).map(|l| (l, s, o)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalpel_model::graph::{BoundaryInfo, LeafFile, LeafType, ThreadInfo};
+
+    fn thread(tid: u32, name: &str, first_leaf: u32) -> ThreadInfo {
+        ThreadInfo {
+            process: 0,
+            pid: 1,
+            tid,
+            name: name.to_owned(),
+            first_leaf,
+            leaves: 2,
+        }
+    }
+
+    /// The side tables of the leaves follow them: file bytes of a dropped leaf go, those of a
+    /// kept one are renumbered with it.
+    #[test]
+    fn leaf_files_follow_their_leaves() {
+        let leaves = (0..4).map(|i| Leaf::new(i / 2, 0, 10 * i as u64, 10 * i as u64 + 5));
+        let none = BoundaryInfo {
+            op: None,
+            function: None,
+            frames: Vec::new(),
+        };
+        let ty = LeafType {
+            name: "t".to_owned(),
+            start: none.clone(),
+            end: none,
+            count: 4,
+        };
+        let mut g = Graph::new(
+            vec![thread(1, "a", 0), thread(2, "b", 2)],
+            vec![ty],
+            leaves.collect(),
+            Vec::new(),
+        );
+        let file = |leaf, bytes_in| LeafFile {
+            leaf,
+            bytes_in,
+            bytes_out: 0,
+        };
+        g.leaf_files = vec![file(1, 7), file(3, 9)];
+        let exclude = ["thread:a".parse().unwrap()];
+        apply(&mut g, &mut Vec::new(), Vec::new(), &[], &exclude);
+        assert_eq!(g.leaves.len(), 2);
+        assert_eq!(g.leaf_files, vec![file(1, 9)]);
+        assert_eq!((g.leaf_file(0), g.leaf_file(1)), ((0, 0), (9, 0)));
+    }
 }

@@ -10,7 +10,7 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{chan, obj, Op};
-use scalpel_model::graph::{Leaf, ObjIndex, OpName};
+use scalpel_model::graph::{Leaf, LeafFile, ObjIndex, OpName};
 use scalpel_model::read::FileTrace;
 
 use super::sink::{Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
@@ -203,6 +203,8 @@ pub struct ThreadOut {
     /// Per leaf, its CPU time in ns; empty when no event of the thread carried CPU time, else
     /// as long as `leaves` (`None` for leaves without it at both ends).
     pub cpu: Vec<Option<u64>>,
+    /// The leaves that moved file or terminal bytes, in leaf order (`leaf` local).
+    pub files: Vec<LeafFile>,
     /// Leaf types in order of first use.
     pub types: Vec<LocalType>,
     /// The file's objects.
@@ -236,6 +238,8 @@ pub struct Cutter {
     cpu_open: Option<u64>,
     /// The thread's CPU time after the last event that carried one.
     cpu_last: Option<u64>,
+    /// File and terminal bytes (in, out) moved within the open leaf.
+    open_file: (u64, u64),
 }
 
 impl Cutter {
@@ -252,6 +256,7 @@ impl Cutter {
             last_end: 0,
             cpu_open: None,
             cpu_last: None,
+            open_file: (0, 0),
         }
     }
 
@@ -301,8 +306,17 @@ impl Cutter {
             self.out.cpu.resize(self.out.leaves.len(), None);
             self.out.cpu.push(cpu);
         }
+        let index = self.out.leaves.len() as u32;
+        let (bytes_in, bytes_out) = std::mem::take(&mut self.open_file);
+        if bytes_in > 0 || bytes_out > 0 {
+            self.out.files.push(LeafFile {
+                leaf: index,
+                bytes_in,
+                bytes_out,
+            });
+        }
         self.out.leaves.push(leaf);
-        (self.out.leaves.len() - 1) as u32
+        index
     }
 
     fn bound(&mut self, e: &Ev, leaf: u32) {
@@ -403,11 +417,11 @@ impl Cutter {
                         match op.and_then(reads_bytes) {
                             Some(true) => {
                                 leaf.bytes_in += n;
-                                leaf.file_in += n;
+                                self.open_file.0 += n;
                             }
                             Some(false) => {
                                 leaf.bytes_out += n;
-                                leaf.file_out += n;
+                                self.open_file.1 += n;
                             }
                             None => {}
                         }

@@ -187,17 +187,18 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
         .then(|| &g.leaves[leaf as usize - 1])
         .filter(|p| p.thread == l.thread)
         .and_then(|p| p.end_obj);
+    let (file_in, file_out) = g.leaf_file(leaf);
     add(
         channel_kind(g, prev_obj),
-        l.bytes_in.saturating_sub(l.file_in),
+        l.bytes_in.saturating_sub(file_in),
         0,
     );
     add(
         channel_kind(g, l.end_obj),
         0,
-        l.bytes_out.saturating_sub(l.file_out),
+        l.bytes_out.saturating_sub(file_out),
     );
-    add("file", l.file_in, l.file_out);
+    add("file", file_in, file_out);
     channels.sort_by(|a, b| a.kind.cmp(&b.kind));
     LeafMetrics {
         wall_ns: span + l.block_ns,

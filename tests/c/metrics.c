@@ -1,24 +1,44 @@
 /* metrics: a program whose leaf metrics can be worked out by hand (tests/tests/rollup.rs).
  *
  *   holder thread: lock m; sleep 30 ms; unlock m; sleep 20 ms; write 100 bytes to a pipe.
- *   main thread:   start holder; sleep 5 ms; lock m (waits ~25 ms for holder); unlock m;
- *                  read the 100 bytes (waits ~20 ms); write 10 bytes to a file; join holder. */
+ *   main thread:   start holder; wait (spinning) until it holds m; sleep 5 ms; lock m (waits
+ *                  ~25 ms for holder); unlock m;
+ *                  read the 100 bytes (waits ~20 ms); write 10 bytes to a file; join holder.
+ *
+ * On a loaded machine sleeps overrun and wake-ups come late, so each thread also times its own
+ * calls (CLOCK_MONOTONIC, the trace's clock) and main prints them at the end, for the test to
+ * hold the recorded metrics to. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static int p[2];
+static long long holder_sleep_ns;
+static int holding;
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 static __attribute__((noinline)) void hold_and_send(void) {
     pthread_mutex_lock(&m);
+    __atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
+    long long t0 = now_ns();
     usleep(30000);
+    long long t1 = now_ns();
     pthread_mutex_unlock(&m);
+    long long t2 = now_ns();
     usleep(20000);
+    holder_sleep_ns = (t1 - t0) + (now_ns() - t2);
     char buf[100];
     memset(buf, 'x', sizeof buf);
     if (write(p[1], buf, sizeof buf) != sizeof buf) abort();
@@ -38,19 +58,33 @@ int main(int argc, char **argv) {
     if (f < 0) return 1;
     pthread_t t;
     if (pthread_create(&t, NULL, holder, NULL)) return 1;
+    long long start = now_ns();
+    /* The holder's start can take longer than the sleep below on a busy machine. */
+    while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE))
+        sched_yield();
+    long long awake = now_ns();
     usleep(5000);
+    long long slept = now_ns();
     pthread_mutex_lock(&m);
+    long long locked = now_ns();
     pthread_mutex_unlock(&m);
     char buf[100];
     size_t got = 0;
+    long long read_ns = 0;
     while (got < sizeof buf) {
+        long long r0 = now_ns();
         ssize_t n = read(p[0], buf + got, sizeof buf - got);
+        read_ns += now_ns() - r0;
         if (n <= 0) return 1;
         got += (size_t)n;
     }
+    long long wall = now_ns() - start;
     if (write(f, buf, 10) != 10) return 1;
     pthread_join(t, NULL);
     close(f);
+    printf("main sleep %lld lock %lld read %lld wall %lld\n", slept - awake, locked - slept,
+           read_ns, wall);
+    printf("holder sleep %lld\n", holder_sleep_ns);
     printf("metrics: done\n");
     return 0;
 }

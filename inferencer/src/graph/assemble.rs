@@ -5,8 +5,7 @@ use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::obj;
 use scalpel_model::graph::{
-    Graph, InnerWait, LeafFile, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo,
-    INNER_MIN_NS,
+    Graph, InnerWait, LeafFile, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo, INNER_MIN_NS,
 };
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
@@ -158,12 +157,10 @@ pub fn assemble(
             out.cpu.resize(n, None);
             graph.leaf_cpu_ns.append(&mut out.cpu);
         }
-        graph
-            .leaf_files
-            .extend(out.files.iter().map(|f| LeafFile {
-                leaf: f.leaf + base,
-                ..*f
-            }));
+        graph.leaf_files.extend(out.files.iter().map(|f| LeafFile {
+            leaf: f.leaf + base,
+            ..*f
+        }));
         for mut l in out.leaves.drain(..) {
             l.thread = thread;
             l.ty = types[l.ty as usize];

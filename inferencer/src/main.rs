@@ -162,10 +162,28 @@ fn main() -> ExitCode {
     match job(Cli::parse()).and_then(run) {
         Ok(code) => code,
         Err(e) => {
-            say!("scalpel: error: {e:#}");
+            say!("scalpel: error: {}", chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by ": ", as `{:#}` would, except that a cause is left out
+/// when the text before it already ends with it: the libraries' errors name their cause in
+/// their own message (so that they read whole on their own), and the chain would repeat it.
+fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn run(job: Job) -> Result<ExitCode> {

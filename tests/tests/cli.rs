@@ -1,4 +1,5 @@
-//! `scalpel record` and `scalpel dump` on bad input: clear messages and non-zero exits.
+//! `scalpel record`, `dump` and the commands that read traces on bad input: clear messages and
+//! non-zero exits.
 
 use scalpel_e2e::*;
 use std::process::Command;
@@ -37,6 +38,28 @@ fn malformed_options() {
     let o = scalpel_cmd(&["dump", "/nonexistent/trace"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/trace"));
+}
+
+/// A missing path is named with its cause once: the libraries' errors carry their cause in
+/// their message, and the printed chain of causes must not say it again.
+#[test]
+fn a_missing_trace_or_model_is_named_once_with_its_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for (cmd, path, cause) in [
+        ("top", &missing, "No such file or directory"),
+        ("report", &missing, "No such file or directory"),
+        ("infer", &missing, "No such file or directory"),
+        ("top", &empty, "no trace found"),
+    ] {
+        let o = scalpel_cmd(&[cmd, path.to_str().unwrap()]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(path.to_str().unwrap()), "{cmd}: {err}");
+        assert_eq!(err.matches(cause).count(), 1, "{cmd}: {err}");
+    }
 }
 
 #[test]

@@ -163,13 +163,7 @@ pub fn apply(
         keep[i - 1]
     });
     let map = |x: u32| new_id.get(x as usize).copied().filter(|&v| v != u32::MAX);
-    g.leaf_files.retain_mut(|f| match map(f.leaf) {
-        Some(x) => {
-            f.leaf = x;
-            true
-        }
-        None => false,
-    });
+    renumber(&mut g.leaf_files, map, |f| &mut f.leaf);
     edges.retain_mut(|e| match (map(e.from), map(e.to)) {
         (Some(f), Some(t)) => {
             e.from = f;
@@ -186,13 +180,7 @@ pub fn apply(
         }
         None => false,
     });
-    g.inner_waits.retain_mut(|w| match map(w.leaf) {
-        Some(x) => {
-            w.leaf = x;
-            true
-        }
-        None => false,
-    });
+    renumber(&mut g.inner_waits, map, |w| &mut w.leaf);
     for ty in &mut g.types {
         ty.count = 0;
     }
@@ -202,6 +190,17 @@ pub fn apply(
     ext.into_iter()
         .filter_map(|(l, s, o)| map(l).map(|l| (l, s, o)))
         .collect()
+}
+
+/// Keeps the items of `v` whose leaf is kept, with the leaf renumbered.
+fn renumber<T>(v: &mut Vec<T>, map: impl Fn(u32) -> Option<u32>, leaf: fn(&mut T) -> &mut u32) {
+    v.retain_mut(|x| match map(*leaf(x)) {
+        Some(n) => {
+            *leaf(x) = n;
+            true
+        }
+        None => false,
+    });
 }
 
 #[cfg(test)]

@@ -14,7 +14,10 @@
 //!   waiting for as they arrive, the first woken reader returning first. So at each position of
 //!   the stream the read that takes it is, among the reads not placed yet, the one that started
 //!   first, unless several were already waiting when the bytes were written: then the one that
-//!   returned first.
+//!   returned first;
+//! - but no read takes bytes written after it returned: a woken reader can be robbed by one that
+//!   enters later, so the likely choice gives way when it would leave another read only such
+//!   bytes.
 //!
 //! The recorded offset breaks ties. Offsets move only within one unbroken run of a side's
 //! calls, so a gap (lost events, bytes of an untraced writer) stays where it was. Among truly
@@ -162,26 +165,24 @@ fn place_reads(
     later_start: &[u64],
     leaves: &[Leaf],
 ) -> Option<Vec<Xfer>> {
-    // The highest offset at which read `x` can begin: its last byte must have been written by a
-    // call that started before the read returned.
-    let latest = |x: &Xfer| -> u64 {
-        let end = span_starting(leaves, x.2).end;
-        let i = later_start.partition_point(|&s| s <= end);
-        writes.get(i).map_or(u64::MAX, |w| w.0.saturating_sub(x.1))
-    };
-    let mut by_start: Vec<(u64, u64, u64, usize)> = run
+    let spans: Vec<Span> = run.iter().map(|x| span_starting(leaves, x.2)).collect();
+    // The highest offset at which each read can begin: its last byte must have been written by
+    // a call that started before the read returned.
+    let limit: Vec<u64> = run
         .iter()
-        .enumerate()
-        .map(|(i, &(off, _, leaf))| {
-            let s = span_starting(leaves, leaf);
-            (s.start, s.end, off, i)
+        .zip(&spans)
+        .map(|(x, s)| {
+            let i = later_start.partition_point(|&w| w <= s.end);
+            writes.get(i).map_or(u64::MAX, |w| w.0.saturating_sub(x.1))
         })
+        .collect();
+    let mut by_start: Vec<(u64, u64, u64, usize)> = (0..run.len())
+        .map(|i| (spans[i].start, spans[i].end, run[i].0, i))
         .collect();
     by_start.sort_unstable();
     // Pending reads by the highest offset each can take, then by call start: the one that must
     // come soonest first, the sooner started among equals.
-    let limit: Vec<u64> = run.iter().map(latest).collect();
-    let key = |i: usize| (limit[i], span_starting(leaves, run[i].2).start, i);
+    let key = |i: usize| (limit[i], spans[i].start, i);
     let mut pending: BTreeSet<(u64, u64, usize)> = (0..run.len()).map(key).collect();
     // Whether placing read `i` at `pos` leaves every other pending read a possible position
     // (the reads that must come soonest placed first, which is possible if any order is).

@@ -1,17 +1,18 @@
-//! `scalpel infer`: the command line of the inference stages, and running them.
+//! `scalpel infer`: its command line, and running the pipeline with the files it writes.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use scalpel_inferencer::graph::{
-    build_graph, summary_text, write_outputs, DrawOptions, Filter, GraphOptions,
-};
-use scalpel_inferencer::mine::{
-    mine, tree_text, write_model, MineOptions, ModelDraw, NameOverrides, DEFAULT_MIN_SUPPORT,
-};
-use scalpel_inferencer::rollup::rollup;
+use scalpel_inferencer::views::outputs::{write_graph_files, write_model_files};
+use scalpel_inferencer::views::progress::Spinner;
+use scalpel_inferencer::views::{graph::write_graph_summary, tree::write_tree};
+use scalpel_inferencer::views::{DrawOptions, ModelDraw, ViewError};
+use scalpel_inferencer::{Pipeline, PipelineOptions};
+
+use crate::args::PipelineArgs;
+use crate::{broken_pipe_is_fine, warn};
 
 /// How far inference goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -33,40 +34,18 @@ pub struct InferArgs {
     /// How far to go.
     #[arg(long, value_enum, default_value = "model")]
     pub stage: Stage,
-    /// Fail on any data loss (a damaged or unreadable file, lost events) instead of warning.
-    #[arg(long)]
-    pub strict: bool,
-    /// Cut leaves at mutex and rwlock calls too, so that each critical section is a leaf: for
-    /// programs that hand work over under locks alone (lock order still draws no edges).
-    #[arg(long)]
-    pub cut_at_locks: bool,
-    /// Keep only leaves matching FILTER: pid:N, tid:N, process:NAME, thread:NAME or time:A..B
-    /// (seconds from the start). Repeatable; one match per kind given is needed.
-    #[arg(long = "include", value_name = "FILTER")]
-    pub include: Vec<Filter>,
-    /// Drop leaves matching FILTER (same forms as --include). Repeatable.
-    #[arg(long = "exclude", value_name = "FILTER")]
-    pub exclude: Vec<Filter>,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
     /// Draw only nodes with at least N occurrences in types.dot/svg and model.dot/svg (the JSON
     /// files keep everything).
     #[arg(long, value_name = "N", default_value = "1")]
     pub min_count: u64,
-    /// Fewest non-overlapping occurrences a repeated pattern needs to become a task.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MIN_SUPPORT,
-          value_parser = clap::value_parser!(u32).range(2..))]
-    pub min_support: u32,
     /// Draw only the top N levels of the model (deeper tasks become one box each).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub depth: Option<u32>,
     /// Draw only the task type named NAME, expanded.
     #[arg(long, value_name = "NAME")]
     pub task: Option<String>,
-    /// A TOML file renaming tasks: a [names] table of "generated name" = "new name".
-    #[arg(long, value_name = "FILE")]
-    pub names: Option<PathBuf>,
-    /// Worker threads [default: one per core].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub threads: Option<u16>,
 }
 
 /// What `infer` does, in the library's terms.
@@ -78,16 +57,10 @@ pub struct InferJob {
     pub out: PathBuf,
     /// The stage.
     pub stage: Stage,
-    /// Graph options.
-    pub graph: GraphOptions,
-    /// Worker threads.
-    pub threads: Option<u16>,
+    /// How the stages run.
+    pub pipeline: PipelineOptions,
     /// How the type graph is drawn.
     pub draw: DrawOptions,
-    /// Mining options (without the names, loaded when the job runs).
-    pub mine: MineOptions,
-    /// The names file.
-    pub names: Option<PathBuf>,
     /// How the model is drawn.
     pub model_draw: ModelDraw,
 }
@@ -98,23 +71,10 @@ impl From<InferArgs> for InferJob {
             out: a.output.unwrap_or_else(|| a.dir.join("model")),
             dir: a.dir,
             stage: a.stage,
-            graph: GraphOptions {
-                strict: a.strict,
-                lock_cuts: a.cut_at_locks,
-                include: a.include,
-                exclude: a.exclude,
-                ..GraphOptions::default()
-            },
-            threads: a.threads,
+            pipeline: a.pipeline.options(),
             draw: DrawOptions {
                 min_count: a.min_count,
             },
-            mine: MineOptions {
-                min_support: a.min_support,
-                progress: true,
-                ..MineOptions::default()
-            },
-            names: a.names,
             model_draw: ModelDraw {
                 depth: a.depth,
                 task: a.task,
@@ -127,66 +87,48 @@ impl From<InferArgs> for InferJob {
 
 /// Runs the stages and reports on stdout (results) and stderr (warnings).
 pub fn run_infer(job: &InferJob) -> Result<()> {
-    if let Some(n) = job.threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(usize::from(n))
-            .build_global()
-            .context("cannot start the worker threads")?;
-    }
-    let mut mine_opts = job.mine.clone();
-    if let Some(p) = &job.names {
-        mine_opts.names = NameOverrides::load(p)?;
-    }
-    let built = build_graph(&job.dir, &job.graph)
-        .with_context(|| format!("cannot build the causal graph of {}", job.dir.display()))?;
-    const SHOWN: usize = 10;
-    for w in built.warnings.iter().take(SHOWN) {
-        let _ = writeln!(io::stderr(), "scalpel: warning: {w}");
-    }
-    if built.warnings.len() > SHOWN {
-        let more = built.warnings.len() - SHOWN;
-        let _ = writeln!(
-            io::stderr(),
-            "scalpel: ... and {more} more warnings (see the summary file)"
-        );
-    }
-    let out = write_outputs(&built, &job.out, &job.draw)
+    let pipeline = Pipeline::new(job.pipeline.clone())?;
+    let built = pipeline.graph(&job.dir)?;
+    warn(&built.warnings, 10, " (see the summary file)");
+    let out = write_graph_files(&built, &job.out, &job.draw)
         .with_context(|| format!("cannot write the outputs to {}", job.out.display()))?;
     let mut o = io::stdout().lock();
-    let _ = write!(o, "{}", summary_text(&built));
-    let _ = writeln!(o, "wrote {}", out.json.display());
-    let _ = writeln!(o, "wrote {}", out.dot.display());
-    report_svg(&mut o, &out.svg);
-    let _ = writeln!(o, "wrote {}", out.summary.display());
+    let r = (|| -> io::Result<()> {
+        write_graph_summary(&mut o, &built)?;
+        writeln!(o, "wrote {}", out.json.display())?;
+        writeln!(o, "wrote {}", out.dot.display())?;
+        report_svg(&mut o, &out.svg)?;
+        writeln!(o, "wrote {}", out.summary.display())
+    })();
+    broken_pipe_is_fine(r)?;
     if job.stage == Stage::Graph {
         return Ok(());
     }
-    let mined = mine(&built.graph, "graph.json", &mine_opts);
-    for w in &mined.warnings {
-        let _ = writeln!(io::stderr(), "scalpel: warning: {w}");
-    }
-    let r = rollup(&built.graph, &mined.model);
+    let mined = pipeline.model(&built.graph, &Spinner::new());
+    warn(&mined.warnings, usize::MAX, "");
+    let r = pipeline.rollup(&built.graph, &mined.model);
     let draw = ModelDraw {
         mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
         ..job.model_draw.clone()
     };
-    let out = write_model(&mined.model, &built.graph, &job.out, &draw)
+    let out = write_model_files(&mined.model, &built.graph, &job.out, &draw)
         .with_context(|| format!("cannot write the model to {}", job.out.display()))?;
-    let _ = write!(o, "{}", tree_text(&mined.model));
-    let _ = writeln!(o, "wrote {}", out.json.display());
-    let _ = writeln!(o, "wrote {}", out.dot.display());
-    report_svg(&mut o, &out.svg);
-    let _ = writeln!(o, "wrote {}", out.tree.display());
-    Ok(())
+    let r = (|| -> io::Result<()> {
+        write_tree(&mut o, &mined.model)?;
+        writeln!(o, "wrote {}", out.json.display())?;
+        writeln!(o, "wrote {}", out.dot.display())?;
+        report_svg(&mut o, &out.svg)?;
+        writeln!(o, "wrote {}", out.tree.display())
+    })();
+    broken_pipe_is_fine(r)
 }
 
-fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, String>) {
+fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Result<()> {
     match svg {
-        Ok(p) => {
-            let _ = writeln!(o, "wrote {}", p.display());
-        }
+        Ok(p) => writeln!(o, "wrote {}", p.display()),
         Err(e) => {
-            let _ = writeln!(io::stderr(), "scalpel: warning: no SVG: {e}");
+            crate::say!("scalpel: warning: no SVG: {e}");
+            Ok(())
         }
     }
 }

@@ -1,30 +1,22 @@
-//! Scalpel's analysis library: the pieces behind the `scalpel` command (recording a program
-//! under the agent, dumping and summarizing trace directories).
+//! Scalpel's analysis library: recording a program under the agent, inspecting the trace, and
+//! the pipeline that turns a trace into a task model and its views.
+//!
+//! The modules follow the pipeline (see `docs/ARCHITECTURE.md`), each importing only those
+//! before it: [`record`] runs a program under the agent; [`symbols`] and [`progress`] serve the
+//! stages; the stages [`graph`] (leaf tasks and causal edges), [`mine`] (the task hierarchy)
+//! and [`rollup`] (where time and bytes went) compute; [`views`] write what people and tools
+//! read; [`inspect`] shows a trace as recorded (`dump`, `summary`); and [`pipeline`] is the one
+//! driver that runs the stages for every subcommand (`scripts/check-modules.py` checks the
+//! order).
 
-mod child;
-mod dump;
 pub mod graph;
-mod memory;
+pub mod inspect;
 pub mod mine;
-mod naming;
-mod record;
-mod render;
+pub mod pipeline;
+pub mod progress;
+pub mod record;
 pub mod rollup;
-mod stackopts;
-mod stacks;
-mod summary;
-mod symbolize;
+pub mod symbols;
+pub mod views;
 
-pub use child::{signal_name, Outcome, SpawnError};
-pub use dump::{dump, parse_op, DumpError, DumpOptions, DumpStats};
-pub use memory::keep_freed_memory;
-pub use naming::{naming_frame, SkipList, DEFAULT_SKIP_FUNCTIONS, DEFAULT_SKIP_MODULES};
-pub use record::{
-    find_agent, ld_preload, prepare_dir, record, RecordError, RecordOptions, Recording, AGENT_FILE,
-    DEFAULT_DIR,
-};
-pub use render::{event_line, object_text, seconds, thread_heading, Identities};
-pub use stackopts::{parse_depth, StackCache, StackMode, StackOptions, MAX_STACK_DEPTH};
-pub use stacks::{map_at, write_stack};
-pub use summary::{human_bytes, Summary};
-pub use symbolize::{Frame, Missing, Symbolizer};
+pub use pipeline::{Pipeline, PipelineError, PipelineOptions};

@@ -5,15 +5,18 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod args;
 mod infer_cli;
 mod top_cli;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use infer_cli::{run_infer, InferArgs, InferJob};
-use scalpel_inferencer::{
-    dump, parse_depth, parse_op, record, signal_name, DumpOptions, Outcome, RecordOptions,
-    StackCache, StackMode, StackOptions, Summary, DEFAULT_DIR,
+use scalpel_inferencer::inspect::{dump, parse_op, DumpOptions, Summary};
+use scalpel_inferencer::pipeline::keep_freed_memory;
+use scalpel_inferencer::record::{
+    parse_depth, record, signal_name, Outcome, RecordOptions, StackCache, StackMode, StackOptions,
+    DEFAULT_DIR,
 };
 use scalpel_model::read::{read_dir, TraceDir};
 use top_cli::{run_report, run_top, ReportArgs, TopArgs};
@@ -152,10 +155,34 @@ fn job(cli: Cli) -> Result<Job> {
 }
 
 /// Writes a line to stderr; a closed or full stderr is no reason to fail (or panic).
+#[macro_export]
 macro_rules! say {
     ($($t:tt)*) => {{
-        let _ = writeln!(io::stderr(), $($t)*);
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
     }};
+}
+
+/// Prints up to `most` warnings on stderr, then how many more there were (and `hint`).
+pub(crate) fn warn(warnings: &[String], most: usize, hint: &str) {
+    for w in warnings.iter().take(most) {
+        say!("scalpel: warning: {w}");
+    }
+    if warnings.len() > most {
+        say!(
+            "scalpel: ... and {} more warnings{hint}",
+            warnings.len() - most
+        );
+    }
+}
+
+/// A write to stdout that failed because the reader went away (`scalpel top | head`) is not
+/// an error; any other failure is.
+pub(crate) fn broken_pipe_is_fine(r: io::Result<()>) -> Result<()> {
+    match r {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e).context("cannot write"),
+        _ => Ok(()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -190,15 +217,15 @@ fn run(job: Job) -> Result<ExitCode> {
     match job {
         Job::Record(opts) => Ok(run_record(&opts)),
         Job::Infer(job) => {
-            scalpel_inferencer::keep_freed_memory();
+            keep_freed_memory();
             run_infer(&job).map(|_| ExitCode::SUCCESS)
         }
         Job::Top(a) => {
-            scalpel_inferencer::keep_freed_memory();
+            keep_freed_memory();
             run_top(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Report(a) => {
-            scalpel_inferencer::keep_freed_memory();
+            keep_freed_memory();
             run_report(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Dump { dir, opts } => {

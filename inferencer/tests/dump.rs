@@ -2,7 +2,7 @@
 
 mod common;
 
-use scalpel_inferencer::{dump, parse_op, DumpOptions, Summary};
+use scalpel_inferencer::inspect::{dump, parse_op, DumpOptions, Summary};
 use scalpel_model::format::Op;
 use scalpel_model::read::{read_dir, ReadError};
 

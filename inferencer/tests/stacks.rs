@@ -2,7 +2,7 @@
 //! whose map is this test's own `/proc/self/maps` and whose stack holds addresses inside this
 //! test's functions must come out with those functions' names, innermost first.
 
-use scalpel_inferencer::{dump, DumpOptions};
+use scalpel_inferencer::inspect::{dump, DumpOptions};
 use scalpel_model::format::Op;
 use scalpel_model::read::{read_dir, Header, TraceWriter};
 use scalpel_model::record::RawEvent;

@@ -8,7 +8,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use scalpel_e2e::{build_c, c_dir, record_with, target_dir, Run};
-use scalpel_inferencer::{map_at, Symbolizer};
+use scalpel_inferencer::inspect::map_at;
+use scalpel_inferencer::symbols::Symbolizer;
 use scalpel_model::format::Op;
 use scalpel_model::read::TraceDir;
 

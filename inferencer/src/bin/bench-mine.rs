@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use ahash::AHashMap;
 use scalpel_inferencer::mine::{mine, MineOptions};
+use scalpel_inferencer::progress::Quiet;
 use scalpel_model::graph::{BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo};
 
 const WORKERS: u32 = 8;
@@ -238,10 +239,10 @@ fn main() {
             std::process::exit(2);
         }
     };
-    scalpel_inferencer::keep_freed_memory();
+    scalpel_inferencer::pipeline::keep_freed_memory();
     let (graph, truth) = generate(target);
     let t0 = Instant::now();
-    let mined = mine(&graph, "graph.json", &MineOptions::default());
+    let mined = mine(&graph, "graph.json", &MineOptions::default(), &Quiet);
     let secs = t0.elapsed().as_secs_f64();
     let requests: Vec<Vec<u32>> = truth.iter().map(|t| t.0.clone()).collect();
     let subs: Vec<Vec<u32>> = truth.iter().flat_map(|t| t.1.clone()).collect();
@@ -265,7 +266,7 @@ fn main() {
         if loops { "yes" } else { "NO" },
     );
     if !(ok_req && ok_sub && loops) {
-        eprint!("{}", scalpel_inferencer::mine::tree_text(&mined.model));
+        let _ = scalpel_inferencer::views::tree::write_tree(&mut std::io::stderr(), &mined.model);
         std::process::exit(1);
     }
 }

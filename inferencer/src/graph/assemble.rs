@@ -13,7 +13,7 @@ use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
 use super::sink::{ObjName, ThreadSink, NO_OBJ};
 use super::types::TypeTable;
 use super::weak::WeakOrder;
-use crate::naming::SkipList;
+use crate::symbols::SkipList;
 
 /// The graph's nodes and what the matchers need, all with global indices.
 pub struct Assembled {

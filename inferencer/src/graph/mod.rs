@@ -7,8 +7,8 @@
 //! matched per object ([`notify`], [`streams`]), mutex order becomes contention data
 //! ([`locks`]), and program order joins each thread's leaves ([`weak`] marks where it is weak).
 //!
-//! Scope: the instance graph and the type graph drawn from it. Non-goals: the hierarchy (the
-//! miner reads this graph) and rollups.
+//! Scope: the instance graph. Non-goals: the hierarchy (the miner reads this graph), rollups,
+//! and drawing (`crate::views`).
 
 mod assemble;
 mod filter;
@@ -16,7 +16,6 @@ mod futexlocks;
 mod leaves;
 mod locks;
 mod notify;
-pub(crate) mod output;
 mod retype;
 mod sink;
 mod streamorder;
@@ -33,7 +32,6 @@ use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjInd
 use scalpel_model::read::{read_dir_with, ReadError};
 
 pub use filter::{Filter, FilterError};
-pub use output::{summary_text, type_dot, write_outputs, DrawOptions, Outputs};
 
 use leaves::Bound;
 use notify::GroupOut;
@@ -50,7 +48,7 @@ pub struct GraphOptions {
     /// Drop leaves matching any of these.
     pub exclude: Vec<Filter>,
     /// Frames that never name a leaf type.
-    pub skip: crate::naming::SkipList,
+    pub skip: crate::symbols::SkipList,
     /// Cut leaves at mutex and rwlock calls too (default off): for programs that hand work over
     /// under locks alone, where each critical section then becomes a leaf. Lock order still
     /// draws no edges.

@@ -7,8 +7,8 @@ use scalpel_model::graph::{BoundaryInfo, LeafType, OpName};
 use scalpel_model::read::{FileTrace, ModuleMap, ProcessTrace};
 
 use super::leaves::LocalType;
-use crate::naming::{naming_frame, short_name, SkipList};
-use crate::symbolize::Symbolizer;
+use crate::symbols::Symbolizer;
+use crate::symbols::{naming_frame, short_name, SkipList};
 
 /// A symbolized stack: frame names, innermost first, and the naming function.
 type Sig = (Vec<String>, Option<String>);
@@ -150,7 +150,7 @@ impl<'a> TypeTable<'a> {
 }
 
 /// A frame as a type key and display text: its function, or its module offset.
-fn frame_name(f: &crate::symbolize::Frame) -> String {
+fn frame_name(f: &crate::symbols::Frame) -> String {
     match (&f.function, &f.module, f.offset) {
         (Some(name), _, _) => name.clone(),
         (None, Some(m), Some(off)) => format!(

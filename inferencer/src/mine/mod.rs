@@ -14,13 +14,12 @@
 //!    an exact canonical form ([`canon`]), rules used once inside one parent are inlined
 //!    ([`tree`]), and the rest become the model's task types ([`build`], [`names`]).
 //!
-//! Scope: the model. Non-goals: rollups and drawing (see `output`).
+//! Scope: the model. Non-goals: rollups (`crate::rollup`) and drawing (`crate::views`).
 
 mod acyclic;
 mod build;
 mod canon;
 mod names;
-mod output;
 mod round;
 mod tree;
 mod work;
@@ -32,11 +31,10 @@ use ahash::AHashSet;
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
+use crate::progress::Progress;
+
 pub use canon::SEARCH_LEAVES;
 pub use names::{NameOverrides, NamesError};
-pub use output::{
-    fitted_dot, model_dot, model_svg, tree_text, write_model, ModelDraw, ModelOutputs,
-};
 
 use round::{Phase, Proposals};
 use work::{kind_index, Rule, Work, NONE};
@@ -47,13 +45,11 @@ use work::{kind_index, Rule, Work, NONE};
 /// every coincidence.
 pub const DEFAULT_MIN_SUPPORT: u32 = 5;
 
-/// Options of the miner. `Default`: [`DEFAULT_MIN_SUPPORT`], no progress bar, no overrides.
+/// Options of the miner. `Default`: [`DEFAULT_MIN_SUPPORT`], no overrides.
 #[derive(Clone, Debug)]
 pub struct MineOptions {
     /// Fewest non-overlapping occurrences a pattern needs (at least 2).
     pub min_support: u32,
-    /// Show a progress bar on stderr (when it is a terminal).
-    pub progress: bool,
     /// Name overrides.
     pub names: NameOverrides,
 }
@@ -62,7 +58,6 @@ impl Default for MineOptions {
     fn default() -> Self {
         MineOptions {
             min_support: DEFAULT_MIN_SUPPORT,
-            progress: false,
             names: NameOverrides::default(),
         }
     }
@@ -76,7 +71,7 @@ pub struct Mined {
 
 /// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
 /// ids refer to.
-pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
+pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn Progress) -> Mined {
     let min_support = opts.min_support.max(2);
     let n_leaves = graph.leaves.len() as u32;
     let mut edges: Vec<(u32, u32, u8)> = graph
@@ -99,18 +94,16 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
     let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty).collect();
     let local = tree::local_leaves(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
-    let bar = progress_bar(opts.progress);
     let mut rounds = 0u32;
     let mut banned: AHashSet<Rule> = AHashSet::new();
     loop {
         rounds += 1;
         let x = round::cross_edges(&mut work);
-        bar.set_message(format!(
+        progress.status(&format!(
             "mining: round {rounds}, {} edges between {} rules' nodes",
             x.len(),
             work.syms.len()
         ));
-        bar.tick();
         let mut progressed = false;
         'phases: for phase in [Phase::Loops, Phase::Strong, Phase::Weak] {
             // A rule that closes cycles is banned and the phase tried again without it: in a
@@ -147,7 +140,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions) -> Mined {
             break;
         }
     }
-    bar.finish_and_clear();
+    progress.done();
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = canon::classes(&work);
     let tree = tree::build(&work, &classes, &local);
@@ -214,14 +207,4 @@ fn apply(
         any = true;
     }
     (any, dropped)
-}
-
-fn progress_bar(show: bool) -> indicatif::ProgressBar {
-    if !show {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    bar
 }

@@ -100,7 +100,13 @@ fn a_task_in_varying_context_is_the_top_level_task() {
         }
     }
     let g = graph(&[listener, worker], &edges);
-    let model = mine(&g, "graph.json", &MineOptions::default()).model;
+    let model = mine(
+        &g,
+        "graph.json",
+        &MineOptions::default(),
+        &crate::progress::Quiet,
+    )
+    .model;
     let leaf_types = |t: &scalpel_model::task::TaskType| {
         let mut v: Vec<u32> = t
             .occurrences

@@ -3,7 +3,8 @@
 //!
 //! Scope: numbers computed from `graph.json` and `model.json` alone: latency percentiles,
 //! critical paths, blocked time by kind with the call, stack and peer that explain it, bytes and
-//! bandwidth. Non-goals: wait-for-graph bottleneck analysis and flame graphs (planned on the same
+//! bandwidth, and the rows of the top-down view ([`TopView`]). Non-goals: writing them (the
+//! table, CSV and report are in `crate::views`), wait-for-graph bottleneck analysis and flame graphs (planned on the same
 //! traces), and anything that needs the raw trace again.
 
 mod behind;
@@ -11,9 +12,6 @@ mod blame;
 mod instance;
 mod kinds;
 mod leaf;
-mod render;
-mod report;
-mod source;
 mod stats;
 mod view;
 
@@ -28,11 +26,8 @@ pub use kinds::{nonzero, BlockKind, KindTimes};
 pub use leaf::{
     add_bytes, channel_kind, inner_times, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics,
 };
-pub use render::{csv, duration, table};
-pub use report::{report_html, ReportOptions};
-pub use source::{load, Loaded, SourceError, SourceOptions};
 pub use stats::{type_stats, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
-pub use view::{top_view, TopError, TopOptions, TopView};
+pub use view::{top_view, Expanded, TaskRow, TopError, TopOptions, TopView};
 
 /// The rollups of one model.
 #[derive(Clone, Debug, PartialEq)]

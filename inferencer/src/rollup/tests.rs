@@ -190,10 +190,3 @@ fn percentiles_are_nearest_rank() {
     assert_eq!((l.p50_ns, l.p90_ns, l.p99_ns), (50, 90, 99));
     assert_eq!(Latency::of(&mut []), Latency::default());
 }
-
-#[test]
-fn durations_read_well() {
-    assert_eq!(duration(812), "812 ns");
-    assert_eq!(duration(3_410_000), "3.41 ms");
-    assert_eq!(duration(1_020_000_000), "1.02 s");
-}

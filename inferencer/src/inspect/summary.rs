@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use scalpel_model::format::FileKind;
 use scalpel_model::read::TraceDir;
 
+use crate::views::units::bytes;
+
 /// Counts over a whole trace directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -67,22 +69,6 @@ impl Summary {
     }
 }
 
-/// `1234 B`, `12.3 KiB`, `4.5 MiB`, ...
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "trace:      {}", self.dir.display())?;
@@ -92,8 +78,8 @@ impl fmt::Display for Summary {
         writeln!(
             f,
             "bytes:      {} ({} on disk)",
-            human_bytes(self.bytes),
-            human_bytes(self.disk_bytes)
+            bytes(self.bytes as f64),
+            bytes(self.disk_bytes as f64)
         )?;
         writeln!(f, "lost:       {} (dropped {})", self.lost, self.dropped)?;
         writeln!(
@@ -112,18 +98,5 @@ impl fmt::Display for Summary {
             )?;
         }
         write!(f, "warnings:   {}", self.warnings)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(5 << 20), "5.0 MiB");
     }
 }

@@ -1,14 +1,14 @@
-//! Finding the graph and model that `scalpel top` and `scalpel report` work on: a `model.json`
-//! (with the `graph.json` it names), a directory `scalpel infer` wrote, or a trace directory,
-//! which is inferred on the spot with the options given.
+//! Finding the graph and model that `scalpel top`, `scalpel report` and later views work on: a
+//! `model.json` (with the `graph.json` it names), a directory `scalpel infer` wrote, or a trace
+//! directory, which is inferred on the spot with the options given.
 
 use std::path::{Path, PathBuf};
 
 use scalpel_model::graph::{Graph, GRAPH_SCHEMA};
 use scalpel_model::task::{Model, MODEL_SCHEMA};
 
-use crate::graph::{build_graph, GraphError, GraphOptions};
-use crate::mine::{mine, MineOptions};
+use super::{Pipeline, PipelineError};
+use crate::progress::Progress;
 
 /// Why the inputs could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -67,25 +67,8 @@ pub enum SourceError {
         options: Vec<&'static str>,
     },
     /// A trace directory could not be inferred.
-    #[error("cannot build the causal graph of {}: {source}", .dir.display())]
-    Graph {
-        /// The trace directory.
-        dir: PathBuf,
-        /// Why.
-        source: GraphError,
-    },
-}
-
-/// How [`load`] infers a trace directory.
-#[derive(Clone, Debug, Default)]
-pub struct SourceOptions {
-    /// Graph options. Default: [`GraphOptions::default`].
-    pub graph: GraphOptions,
-    /// Mining options. Default: [`MineOptions::default`].
-    pub mine: MineOptions,
-    /// The options above the user set, named as on the command line (`--cut-at-locks`): a
-    /// model already inferred cannot honour them, so loading one refuses them. Default: none.
-    pub infer_only: Vec<&'static str>,
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
 }
 
 /// A graph and the model mined from it.
@@ -116,8 +99,13 @@ fn read_json<T: serde::de::DeserializeOwned>(
 }
 
 /// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (inferred
-/// with `opts`).
-pub fn load(path: &Path, opts: &SourceOptions) -> Result<Loaded, SourceError> {
+/// with `opts`, which a model already inferred refuses when they ask for anything but defaults).
+pub(super) fn load(
+    pipeline: &Pipeline,
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<Loaded, SourceError> {
+    let opts = &pipeline.opts;
     let model_path = if path.is_dir() {
         path.join("model.json")
     } else {
@@ -165,11 +153,8 @@ pub fn load(path: &Path, opts: &SourceOptions) -> Result<Loaded, SourceError> {
             warnings: Vec::new(),
         });
     }
-    let built = build_graph(path, &opts.graph).map_err(|source| SourceError::Graph {
-        dir: path.to_path_buf(),
-        source,
-    })?;
-    let mined = mine(&built.graph, "graph.json", &opts.mine);
+    let built = pipeline.graph(path)?;
+    let mined = pipeline.model(&built.graph, progress);
     let mut warnings = built.warnings;
     warnings.extend(mined.warnings);
     Ok(Loaded {

@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 
 use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_STACKS};
 
-use crate::child::{self, Outcome};
-use crate::stackopts::StackOptions;
+mod child;
+mod stackopts;
+
+pub use child::{signal_name, Outcome, SpawnError};
+pub use stackopts::{parse_depth, StackCache, StackMode, StackOptions, MAX_STACK_DEPTH};
 
 /// Trace directory used when none is given.
 pub const DEFAULT_DIR: &str = "scalpel-trace";

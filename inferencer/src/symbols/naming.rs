@@ -2,7 +2,7 @@
 //! innermost) that belongs to the program rather than to the C library, the thread library, the
 //! loader, the agent, or a runtime's synchronization wrappers.
 
-use crate::symbolize::Frame;
+use super::symbolize::Frame;
 
 /// Modules whose frames never name a task (matched against the module's file name).
 pub const DEFAULT_SKIP_MODULES: &[&str] = &[

@@ -1,17 +1,15 @@
-//! What `scalpel infer` writes for the model: `model.json`, `model.dot` and `model.svg` (task
-//! types as nested boxes around the leaf types they are made of), and `model-tree.txt` (the
-//! hierarchy as an indented tree).
+//! The model drawn: task types as nested boxes around the leaf types they are made of, as DOT
+//! fitted to a size Graphviz lays out quickly and a reader takes in, and as SVG.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
 
 use ahash::AHashSet;
 use scalpel_model::graph::{EdgeKind, Graph};
 use scalpel_model::task::{Model, OccRef, TaskKind};
 
-use crate::graph::output::{io_err, quote, render_svg};
+use super::graphviz::{quote, render_svg, DrawError};
+use super::units::duration;
 
 /// How the model is drawn. `Default`: every level, every task, every node.
 #[derive(Clone, Debug, Default)]
@@ -31,18 +29,9 @@ impl ModelDraw {
     fn latency(&self, t: usize) -> String {
         self.mean_latency
             .get(t)
-            .map(|&ns| format!(" · mean {}", crate::rollup::duration(ns)))
+            .map(|&ns| format!(" · mean {}", duration(ns)))
             .unwrap_or_default()
     }
-}
-
-/// The files written, and why the SVG is missing if it is.
-#[derive(Debug)]
-pub struct ModelOutputs {
-    pub json: PathBuf,
-    pub dot: PathBuf,
-    pub svg: Result<PathBuf, String>,
-    pub tree: PathBuf,
 }
 
 /// The most nodes `model.svg` is laid out with.
@@ -54,42 +43,6 @@ pub const MAX_DRAWN_EDGES: usize = 600;
 /// time grows with both at once: one workqueue model took `dot` 0.5 s with 237 edges and no
 /// box, 2.6 s with 364 edges in 21 boxes (8,000), and 45 s with 518 edges in 53 (28,000).
 pub const MAX_LAYOUT_COST: usize = 12_000;
-
-/// Writes the model files into `dir`. Without `--depth` or `--task`, the drawing keeps as many
-/// levels as fit in [`MAX_DRAWN`] nodes, then leaves out the rarest nodes if it must (the DOT
-/// file's first line says what was drawn).
-pub fn write_model(
-    model: &Model,
-    graph: &Graph,
-    dir: &Path,
-    draw: &ModelDraw,
-) -> std::io::Result<ModelOutputs> {
-    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    let bad = |e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
-    let (dot_text, size) = fitted_dot(model, graph, draw).map_err(bad)?;
-    let json = dir.join("model.json");
-    let f = std::fs::File::create(&json).map_err(|e| io_err(&json, e))?;
-    let mut w = BufWriter::new(f);
-    serde_json::to_writer(&mut w, model).map_err(std::io::Error::other)?;
-    w.write_all(b"\n")?;
-    w.flush().map_err(|e| io_err(&json, e))?;
-    let dot = dir.join("model.dot");
-    std::fs::write(&dot, &dot_text).map_err(|e| io_err(&dot, e))?;
-    let svg_path = dir.join("model.svg");
-    let svg = svg_of(dot_text, size).and_then(|bytes| {
-        std::fs::write(&svg_path, bytes)
-            .map(|()| svg_path.clone())
-            .map_err(|e| format!("{}: {e}", svg_path.display()))
-    });
-    let tree = dir.join("model-tree.txt");
-    std::fs::write(&tree, tree_text(model)).map_err(|e| io_err(&tree, e))?;
-    Ok(ModelOutputs {
-        json,
-        dot,
-        svg,
-        tree,
-    })
-}
 
 fn too_big(dot_text: &str, (nodes, edges): (usize, usize)) -> bool {
     nodes > MAX_DRAWN || edges > MAX_DRAWN_EDGES || edges * (boxes(dot_text) + 1) > MAX_LAYOUT_COST
@@ -107,7 +60,7 @@ pub fn fitted_dot(
     model: &Model,
     graph: &Graph,
     draw: &ModelDraw,
-) -> Result<(String, (usize, usize)), String> {
+) -> Result<(String, (usize, usize)), DrawError> {
     let (mut dot_text, mut size) = model_dot(model, graph, draw)?;
     // Unless told what to draw, draw fewer levels until the picture is one a reader (and
     // Graphviz, whose layout time grows fast with nested boxes) can take in.
@@ -130,83 +83,24 @@ pub fn fitted_dot(
 }
 
 /// Lays out DOT text of `size` nodes and edges with Graphviz, unless it is too big to.
-fn svg_of(dot_text: String, size: (usize, usize)) -> Result<Vec<u8>, String> {
+pub(super) fn svg_of(dot_text: String, size: (usize, usize)) -> Result<Vec<u8>, DrawError> {
     if too_big(&dot_text, size) {
-        return Err(format!(
-            "{} nodes and {} edges in {} task boxes are too many to lay out (at most \
-             {MAX_DRAWN} nodes, {MAX_DRAWN_EDGES} edges, and {MAX_LAYOUT_COST} edges times \
-             boxes plus one); draw less with --depth, --task or --min-count (the DOT file is \
-             written)",
-            size.0,
-            size.1,
-            boxes(&dot_text)
-        ));
+        return Err(DrawError::TooBig {
+            nodes: size.0,
+            edges: size.1,
+            boxes: boxes(&dot_text),
+            max_nodes: MAX_DRAWN,
+            max_edges: MAX_DRAWN_EDGES,
+            max_cost: MAX_LAYOUT_COST,
+        });
     }
     render_svg(dot_text)
 }
 
 /// The model drawn as SVG (see [`fitted_dot`]), or why it could not be.
-pub fn model_svg(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Vec<u8>, String> {
+pub fn model_svg(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Vec<u8>, DrawError> {
     let (dot_text, size) = fitted_dot(model, graph, draw)?;
     svg_of(dot_text, size)
-}
-
-/// The hierarchy as an indented tree: top-level types by count, each with its children.
-pub fn tree_text(model: &Model) -> String {
-    let mut s = String::new();
-    let supers = model
-        .types
-        .iter()
-        .filter(|t| t.kind != TaskKind::Leaf)
-        .count();
-    let _ = writeln!(
-        s,
-        "task model: {} leaves, {} leaf types, {} task types, {} rounds (min support {})",
-        model.leaves,
-        model.types.len() - supers,
-        supers,
-        model.mining.rounds,
-        model.mining.min_support
-    );
-    let mut top: Vec<usize> = (0..model.types.len())
-        .filter(|&t| model.types[t].top_level > 0 && model.types[t].kind != TaskKind::Leaf)
-        .collect();
-    top.sort_by_key(|&t| (std::cmp::Reverse(model.types[t].top_level), t));
-    for t in top {
-        let ty = &model.types[t];
-        let _ = writeln!(s, "{} ×{} (top level: {})", ty.name, ty.count, ty.top_level);
-        children(&mut s, model, t, 1, &mut vec![t]);
-    }
-    let loose: u64 = model
-        .types
-        .iter()
-        .filter(|t| t.kind == TaskKind::Leaf)
-        .map(|t| t.top_level)
-        .sum();
-    let _ = writeln!(s, "unclustered leaves: {loose}");
-    s
-}
-
-fn children(s: &mut String, model: &Model, t: usize, indent: usize, path: &mut Vec<usize>) {
-    let ty = &model.types[t];
-    for c in &ty.children {
-        let child = &model.types[c.ty as usize];
-        let per = c.count as f64 / ty.count.max(1) as f64;
-        let _ = writeln!(
-            s,
-            "{:w$}{} ×{:.3} per occurrence ({} in all)",
-            "",
-            child.name,
-            per,
-            c.count,
-            w = indent * 2
-        );
-        if !path.contains(&(c.ty as usize)) {
-            path.push(c.ty as usize);
-            children(s, model, c.ty as usize, indent + 1, path);
-            path.pop();
-        }
-    }
 }
 
 /// Each leaf's chain of containing occurrences, from the top down (the leaf itself last).
@@ -243,7 +137,7 @@ pub fn model_dot(
     model: &Model,
     graph: &Graph,
     draw: &ModelDraw,
-) -> Result<(String, (usize, usize)), String> {
+) -> Result<(String, (usize, usize)), DrawError> {
     let focus = match &draw.task {
         None => None,
         Some(name) => Some(
@@ -251,15 +145,15 @@ pub fn model_dot(
                 .types
                 .iter()
                 .position(|t| &t.name == name)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = model
+                .ok_or_else(|| DrawError::NoSuchTask {
+                    name: name.clone(),
+                    known: model
                         .types
                         .iter()
                         .filter(|t| t.kind != TaskKind::Leaf)
-                        .map(|t| t.name.as_str())
+                        .map(|t| t.name.clone())
                         .take(20)
-                        .collect();
-                    format!("no task is named {name:?}; tasks: {}", known.join(", "))
+                        .collect(),
                 })? as u32,
         ),
     };

@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use scalpel_model::format::Op;
 use scalpel_model::read::{Event, FileTrace, ProcessTrace, TraceDir};
 
-use crate::render::{event_line, object_text, thread_heading, Identities};
-use crate::stacks::write_stack;
-use crate::symbolize::Symbolizer;
+use super::events::{event_line, object_text, thread_heading, Identities};
+use super::stacks::write_stack;
+use crate::symbols::Symbolizer;
 
 /// What `scalpel dump` prints. `DumpOptions::default()` prints every event, grouped per thread.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use scalpel_model::read::{Event, FileTrace, ModuleMap, ProcessTrace};
 
-use crate::symbolize::Symbolizer;
+use crate::symbols::Symbolizer;
 
 /// The newest module map of `p` taken at or before `ts_ns` (the oldest one if all are newer).
 pub fn map_at(p: &ProcessTrace, ts_ns: u64) -> Option<&ModuleMap> {

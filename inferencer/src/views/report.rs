@@ -1,15 +1,16 @@
 //! `scalpel report`: one self-contained HTML page with the model drawing, the rollup table and
 //! a drill-down for the top tasks. No scripts and no external files: it opens anywhere.
 
-use std::fmt::Write;
+use std::io::{self, Write};
 
 use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
-use super::render::{blocked_shares, bytes, duration, pct};
-use super::view::{top_view, Expanded, TaskRow, TopOptions};
-use super::Rollup;
-use crate::mine::{model_svg, ModelDraw};
+use super::graphviz::DrawError;
+use super::model::{model_svg, ModelDraw};
+use super::table::blocked_shares;
+use super::units::{bytes, duration, pct};
+use crate::rollup::{top_view, Expanded, Rollup, TaskRow, TopOptions};
 
 /// What the report holds. `Default`: 5 drill-downs, no title.
 #[derive(Clone, Debug)]
@@ -62,8 +63,8 @@ fn task_cells(r: &TaskRow) -> String {
 const TASK_HEAD: &str = "<th>count</th><th>total</th><th>mean</th><th>p50</th><th>p99</th>\
 <th>max</th><th>per s</th><th>bytes/s</th><th>running</th><th>blocked (critical path)</th>";
 
-fn drill(o: &mut String, e: &Expanded) {
-    let _ = writeln!(
+fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
+    writeln!(
         o,
         "<h3>{}</h3><p>{} instances, latency mean {}, critical path {} per instance{}.</p>",
         esc(&e.task.name),
@@ -74,15 +75,15 @@ fn drill(o: &mut String, e: &Expanded) {
             .cpu_mean_ns
             .map(|c| format!(", CPU {} per instance", duration(c)))
             .unwrap_or_default()
-    );
+    )?;
     if !e.children.is_empty() {
-        let _ = writeln!(
+        writeln!(
             o,
             "<table><tr><th>child</th><th>per parent</th><th>latency share</th>\
              <th>critical share</th>{TASK_HEAD}</tr>"
-        );
+        )?;
         for c in &e.children {
-            let _ = writeln!(
+            writeln!(
                 o,
                 "<tr><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td>{}</tr>",
                 esc(&c.task.name),
@@ -90,22 +91,22 @@ fn drill(o: &mut String, e: &Expanded) {
                 pct(c.latency_share),
                 pct(c.critical_share),
                 task_cells(&c.task)
-            );
+            )?;
         }
-        let _ = writeln!(o, "</table>");
+        writeln!(o, "</table>")?;
     }
-    let _ = writeln!(
+    writeln!(
         o,
         "<table><tr><th>critical path: leaf</th><th>what</th><th>per instance</th>\
          <th>share</th><th></th></tr>"
-    );
+    )?;
     for c in &e.contributors {
         let queued = c
             .while_queued
             .as_ref()
             .map(|q| format!(" <small>(while {} waited for this thread)</small>", esc(q)))
             .unwrap_or_default();
-        let _ = writeln!(
+        writeln!(
             o,
             "<tr><td>{}{queued}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td><span class=bar style=\"width:{}px\"></span></td></tr>",
@@ -114,23 +115,23 @@ fn drill(o: &mut String, e: &Expanded) {
             duration(c.per_instance_ns),
             pct(c.share),
             (c.share * 200.0).round() as u32
-        );
+        )?;
     }
-    let _ = writeln!(o, "</table>");
+    writeln!(o, "</table>")?;
     for c in e.contributors.iter().filter(|c| !c.calls.is_empty()) {
-        let _ = writeln!(
+        writeln!(
             o,
             "<details><summary>{} blocked in {}</summary>",
             esc(&c.leaf),
             esc(&c.what)
-        );
+        )?;
         for k in &c.calls {
             let peer = k
                 .peer
                 .as_ref()
                 .map(|p| format!(", woken or held by {}", esc(p)))
                 .unwrap_or_default();
-            let _ = writeln!(
+            writeln!(
                 o,
                 "<div>{} ×{} on {} (total {}, max {}){peer}</div><pre>{}</pre>",
                 esc(&k.call),
@@ -139,29 +140,30 @@ fn drill(o: &mut String, e: &Expanded) {
                 duration(k.total_ns),
                 duration(k.max_ns),
                 esc(&k.stack.join("\n"))
-            );
+            )?;
         }
-        let _ = writeln!(o, "</details>");
+        writeln!(o, "</details>")?;
     }
+    Ok(())
 }
 
-/// The report page, and why it has no drawing if it has none.
-pub fn report_html(
+/// Writes the report page; returns why it has no drawing if it has none.
+pub fn write_report(
+    o: &mut impl Write,
     graph: &Graph,
     model: &Model,
     r: &Rollup,
     opts: &ReportOptions,
-) -> (String, Option<String>) {
-    let mut o = String::new();
-    let _ = writeln!(
+) -> io::Result<Option<DrawError>> {
+    writeln!(
         o,
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Scalpel report</title>\
          <style>{STYLE}</style></head><body>"
-    );
-    let _ = writeln!(o, "<h1>Scalpel report: {}</h1>", esc(&opts.title));
+    )?;
+    writeln!(o, "<h1>Scalpel report: {}</h1>", esc(&opts.title))?;
     let view = top_view(graph, model, r, &TopOptions::default()).ok();
     if let Some(v) = &view {
-        let _ = writeln!(
+        writeln!(
             o,
             "<p>{} processes, {} threads, {} leaf tasks over {}; {} task types.</p>",
             v.processes,
@@ -169,33 +171,33 @@ pub fn report_html(
             v.leaves,
             duration(v.span_ns),
             model.types.len()
-        );
+        )?;
     }
     let draw = ModelDraw {
         mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
         ..ModelDraw::default()
     };
     let svg = model_svg(model, graph, &draw);
-    let _ = writeln!(o, "<h2>Task model</h2>");
+    writeln!(o, "<h2>Task model</h2>")?;
     let err = match svg {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
             let body = text.find("<svg").map_or(&text[..], |i| &text[i..]);
-            let _ = writeln!(o, "<div class=svg>{body}</div>");
+            writeln!(o, "<div class=svg>{body}</div>")?;
             None
         }
         Err(e) => {
-            let _ = writeln!(o, "<p>No drawing: {}</p>", esc(&e));
+            writeln!(o, "<p>No drawing: {}</p>", esc(&e.to_string()))?;
             Some(e)
         }
     };
-    let _ = writeln!(o, "<h2>Top-level tasks by total time</h2>");
-    let _ = writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>");
+    writeln!(o, "<h2>Top-level tasks by total time</h2>")?;
+    writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>")?;
     let tasks = view.map(|v| v.tasks).unwrap_or_default();
     for t in &tasks {
-        let _ = writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t));
+        writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t))?;
     }
-    let _ = writeln!(o, "</table><h2>Drill-down</h2>");
+    writeln!(o, "</table><h2>Drill-down</h2>")?;
     for t in tasks.iter().take(opts.tasks) {
         let view_opts = TopOptions {
             expand: Some(t.name.clone()),
@@ -203,9 +205,9 @@ pub fn report_html(
             ..TopOptions::default()
         };
         if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
-            drill(&mut o, &e);
+            drill(o, &e)?;
         }
     }
-    let _ = writeln!(o, "</body></html>");
-    (o, err)
+    writeln!(o, "</body></html>")?;
+    Ok(err)
 }

@@ -6,13 +6,10 @@ use std::fmt::Write as _;
 use scalpel_model::format::Op;
 use scalpel_model::read::{Event, FileTrace, Identity, ObjectRef, ProcessTrace};
 
+use crate::views::units::seconds;
+
 /// Identities of objects by (kind, key), as [`scalpel_model::read::TraceDir::identities`] gives.
 pub type Identities<'a> = HashMap<(u8, u64), &'a Identity>;
-
-/// Nanoseconds as seconds with 9 decimals.
-pub fn seconds(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
 
 /// `kind:0xkey`, followed by ` [identity]` when the trace says more about the object.
 pub fn object_text(obj: &ObjectRef, ids: &Identities<'_>) -> String {
@@ -151,13 +148,6 @@ pub fn thread_heading(process: &ProcessTrace, file: &FileTrace, shown: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seconds_have_nine_decimals() {
-        assert_eq!(seconds(0), "0.000000000");
-        assert_eq!(seconds(1_000_000_123), "1.000000123");
-        assert_eq!(seconds(12_345), "0.000012345");
-    }
 
     #[test]
     fn byte_ops() {

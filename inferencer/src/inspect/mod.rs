@@ -1,0 +1,12 @@
+//! Inspecting a trace directory as recorded, before any inference: `scalpel dump` (events, one
+//! line each, with their stacks) and `scalpel summary` (counts, losses, sizes).
+
+mod dump;
+mod events;
+mod stacks;
+mod summary;
+
+pub use dump::{dump, parse_op, DumpError, DumpOptions, DumpStats};
+pub use events::{event_line, object_text, thread_heading, Identities};
+pub use stacks::{map_at, write_stack};
+pub use summary::Summary;

@@ -1,0 +1,105 @@
+//! The one driver: trace directory → [`Graph`](scalpel_model::graph::Graph) (the graph stage)
+//! → [`Model`](scalpel_model::task::Model) (the miner) → [`Rollup`] (the rollups), for every
+//! subcommand that reads a trace (`infer`, `top`, `report`, and every later view).
+//!
+//! Each subcommand turns its shared command-line arguments into one [`PipelineOptions`] and
+//! runs the stages through a [`Pipeline`]; no other code calls a stage's entry point with
+//! options of its own, so the stages run the same way whichever view asked for them.
+
+mod load;
+mod memory;
+
+use std::path::{Path, PathBuf};
+
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+
+use crate::graph::{build_graph, Built, GraphError, GraphOptions};
+use crate::mine::{MineOptions, Mined, NameOverrides, NamesError};
+use crate::progress::Progress;
+use crate::rollup::Rollup;
+
+pub use load::{Loaded, SourceError};
+pub use memory::keep_freed_memory;
+
+/// How the stages run. `Default`: the stages' own defaults, no names file, a worker per core.
+#[derive(Clone, Debug, Default)]
+pub struct PipelineOptions {
+    /// Graph-stage options. Default: [`GraphOptions::default`].
+    pub graph: GraphOptions,
+    /// Mining options; the names come from [`names`](Self::names). Default:
+    /// [`MineOptions::default`].
+    pub mine: MineOptions,
+    /// A TOML file renaming tasks. Default: none.
+    pub names: Option<PathBuf>,
+    /// Worker threads. Default: one per core.
+    pub threads: Option<u16>,
+    /// The options above the user set, named as on the command line (`--cut-at-locks`): a
+    /// model already inferred cannot honour them, so loading one refuses them. Default: none.
+    pub infer_only: Vec<&'static str>,
+}
+
+/// Why a stage could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The graph stage failed.
+    #[error("cannot build the causal graph of {}: {source}", .dir.display())]
+    Graph {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Why.
+        source: GraphError,
+    },
+    /// The names file could not be used.
+    #[error(transparent)]
+    Names(#[from] NamesError),
+    /// The worker threads could not be started.
+    #[error("cannot start the worker threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// The stages, set up once with their options (names file read, worker threads started).
+#[derive(Debug)]
+pub struct Pipeline {
+    opts: PipelineOptions,
+}
+
+impl Pipeline {
+    /// Reads the names file and starts the worker threads (once per process).
+    pub fn new(mut opts: PipelineOptions) -> Result<Pipeline, PipelineError> {
+        if let Some(n) = opts.threads {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(usize::from(n))
+                .build_global()?;
+        }
+        if let Some(p) = &opts.names {
+            opts.mine.names = NameOverrides::load(p)?;
+        }
+        Ok(Pipeline { opts })
+    }
+
+    /// The graph stage: the causal graph of the trace in `dir`.
+    pub fn graph(&self, dir: &Path) -> Result<Built, PipelineError> {
+        build_graph(dir, &self.opts.graph).map_err(|source| PipelineError::Graph {
+            dir: dir.to_path_buf(),
+            source,
+        })
+    }
+
+    /// The miner: the task model of `graph`, whose file is `graph.json` beside the model's.
+    pub fn model(&self, graph: &Graph, progress: &dyn Progress) -> Mined {
+        crate::mine::mine(graph, "graph.json", &self.opts.mine, progress)
+    }
+
+    /// The rollups of `model`, mined from `graph`.
+    pub fn rollup(&self, graph: &Graph, model: &Model) -> Rollup {
+        crate::rollup::rollup(graph, model)
+    }
+
+    /// What a view reads: `path` is a model file, a directory holding `model.json`, or a trace
+    /// directory, inferred with these options (a model already inferred refuses the options
+    /// that only inferring applies).
+    pub fn load(&self, path: &Path, progress: &dyn Progress) -> Result<Loaded, SourceError> {
+        load::load(self, path, progress)
+    }
+}

@@ -1,0 +1,46 @@
+//! Views: everything Scalpel writes for a person or another tool, from the artefacts the stages
+//! compute (`Graph`, `Model`, `Rollup`, `TopView`).
+//!
+//! Scope: DOT and SVG drawings ([`graph`], [`model`]), the model tree ([`tree`]), the top-down
+//! table and CSV ([`table`], [`csv`]), the HTML report ([`report`]), the files `scalpel infer`
+//! writes ([`outputs`]), and the units they share ([`units`]). Every writer takes an
+//! `impl io::Write` and returns a typed error. Non-goals: computing anything a stage could
+//! (views choose, order and format; the numbers come from `graph`, `mine` and `rollup`).
+
+pub mod csv;
+pub mod graph;
+pub mod graphviz;
+pub mod model;
+pub mod outputs;
+pub mod progress;
+pub mod report;
+pub mod table;
+pub mod tree;
+pub mod units;
+
+use std::path::PathBuf;
+
+pub use graph::DrawOptions;
+pub use graphviz::DrawError;
+pub use model::ModelDraw;
+pub use outputs::{write_graph_files, write_model_files, GraphFiles, ModelFiles};
+pub use report::ReportOptions;
+
+/// Why a view could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// A file could not be created or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Writing to a stream failed.
+    #[error("cannot write: {0}")]
+    Format(#[source] std::io::Error),
+    /// A drawing could not be made.
+    #[error(transparent)]
+    Draw(#[from] DrawError),
+}

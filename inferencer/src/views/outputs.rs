@@ -1,0 +1,130 @@
+//! The files `scalpel infer` writes: `graph.json`, `types.dot`, `types.svg` and
+//! `graph-summary.txt` for the graph; `model.json`, `model.dot`, `model.svg` and
+//! `model-tree.txt` for the model.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+
+use super::graph::{write_graph_summary, write_type_dot, DrawOptions};
+use super::graphviz::{render_svg, DrawError};
+use super::model::{fitted_dot, svg_of, ModelDraw};
+use super::tree::write_tree;
+use super::ViewError;
+use crate::graph::Built;
+
+/// The graph files written, and why the SVG is missing if it is.
+#[derive(Debug)]
+pub struct GraphFiles {
+    /// `graph.json`.
+    pub json: PathBuf,
+    /// `types.dot`.
+    pub dot: PathBuf,
+    /// `types.svg`, or why it could not be made.
+    pub svg: Result<PathBuf, ViewError>,
+    /// `graph-summary.txt`.
+    pub summary: PathBuf,
+}
+
+/// The model files written, and why the SVG is missing if it is.
+#[derive(Debug)]
+pub struct ModelFiles {
+    /// `model.json`.
+    pub json: PathBuf,
+    /// `model.dot`.
+    pub dot: PathBuf,
+    /// `model.svg`, or why it could not be made.
+    pub svg: Result<PathBuf, ViewError>,
+    /// `model-tree.txt`.
+    pub tree: PathBuf,
+}
+
+/// Creates `path` and writes it through `body`, naming the file in any error.
+pub fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> Result<(), ViewError> {
+    let io = |source| ViewError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut w = BufWriter::new(File::create(path).map_err(io)?);
+    body(&mut w).map_err(io)?;
+    w.flush().map_err(io)
+}
+
+/// Writes `value` as one line of JSON into `path`.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), ViewError> {
+    write_file(path, |w| {
+        serde_json::to_writer(&mut *w, value).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    })
+}
+
+fn create_dir(dir: &Path) -> Result<(), ViewError> {
+    std::fs::create_dir_all(dir).map_err(|source| ViewError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+fn write_svg(path: PathBuf, svg: Result<Vec<u8>, DrawError>) -> Result<PathBuf, ViewError> {
+    let bytes = svg?;
+    write_file(&path, |w| w.write_all(&bytes))?;
+    Ok(path)
+}
+
+/// Writes the graph files into `dir` (created if needed).
+pub fn write_graph_files(
+    built: &Built,
+    dir: &Path,
+    draw: &DrawOptions,
+) -> Result<GraphFiles, ViewError> {
+    create_dir(dir)?;
+    let json = dir.join("graph.json");
+    write_json(&json, &built.graph)?;
+    let mut dot_text = Vec::new();
+    write_type_dot(&mut dot_text, &built.graph, draw).map_err(ViewError::Format)?;
+    let dot = dir.join("types.dot");
+    write_file(&dot, |w| w.write_all(&dot_text))?;
+    let dot_text =
+        String::from_utf8(dot_text).map_err(|e| ViewError::Format(std::io::Error::other(e)))?;
+    let svg = write_svg(dir.join("types.svg"), render_svg(dot_text));
+    let summary = dir.join("graph-summary.txt");
+    write_file(&summary, |w| write_graph_summary(w, built))?;
+    Ok(GraphFiles {
+        json,
+        dot,
+        svg,
+        summary,
+    })
+}
+
+/// Writes the model files into `dir` (created if needed). Without `--depth` or `--task`, the
+/// drawing keeps as many levels as fit, then leaves out the rarest nodes if it must (the DOT
+/// file's first line says what was drawn).
+pub fn write_model_files(
+    model: &Model,
+    graph: &Graph,
+    dir: &Path,
+    draw: &ModelDraw,
+) -> Result<ModelFiles, ViewError> {
+    create_dir(dir)?;
+    let (dot_text, size) = fitted_dot(model, graph, draw)?;
+    let json = dir.join("model.json");
+    write_json(&json, model)?;
+    let dot = dir.join("model.dot");
+    write_file(&dot, |w| w.write_all(dot_text.as_bytes()))?;
+    let svg = write_svg(dir.join("model.svg"), svg_of(dot_text, size));
+    let tree = dir.join("model-tree.txt");
+    write_file(&tree, |w| write_tree(w, model))?;
+    Ok(ModelFiles {
+        json,
+        dot,
+        svg,
+        tree,
+    })
+}

@@ -1,0 +1,61 @@
+//! Units for people, shared by every view: durations, byte counts and rates, shares, seconds.
+
+/// A duration: `812 ns`, `3.4 us`, `3.41 ms`, `1.02 s`.
+pub fn duration(ns: u64) -> String {
+    let f = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} us", f / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", f / 1e6)
+    } else {
+        format!("{:.2} s", f / 1e9)
+    }
+}
+
+/// A byte count or a rate in bytes: `1023 B`, `1.5 KiB`, `5.0 MiB`, up to TiB.
+pub fn bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A share as a percentage: `12.5%`.
+pub fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// Nanoseconds as seconds with 9 decimals: `1.000000042`.
+pub fn seconds(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_read_as_people_write_them() {
+        assert_eq!(duration(812), "812 ns");
+        assert_eq!(duration(3_412), "3.4 us");
+        assert_eq!(duration(3_412_000), "3.41 ms");
+        assert_eq!(duration(1_020_000_000), "1.02 s");
+        assert_eq!(bytes(0.0), "0 B");
+        assert_eq!(bytes(1023.0), "1023 B");
+        assert_eq!(bytes(1536.0), "1.5 KiB");
+        assert_eq!(bytes((5u64 << 20) as f64), "5.0 MiB");
+        assert_eq!(bytes((3u64 << 40) as f64), "3.0 TiB");
+        assert_eq!(pct(0.125), "12.5%");
+        assert_eq!(seconds(1_000_000_042), "1.000000042");
+    }
+}

@@ -9,8 +9,9 @@ use scalpel_model::graph::{
 };
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
+use super::event::{ObjName, NO_OBJ};
 use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
-use super::sink::{ObjName, ThreadSink, NO_OBJ};
+use super::sink::ThreadSink;
 use super::types::TypeTable;
 use super::weak::WeakOrder;
 use crate::symbols::SkipList;

@@ -24,8 +24,9 @@ use rayon::prelude::*;
 use scalpel_model::format::Op;
 use scalpel_model::read::{read_file_streaming, FileSink, ProcessSinks, TraceDir};
 
+use super::event::{ObjName, HAS_X, NO_OBJ};
 use super::leaves::Bound;
-use super::sink::{ObjName, ThreadSink, HAS_X, NO_OBJ};
+use super::sink::ThreadSink;
 
 /// The futex value of a lock that is held with waiters, which a contended locker waits for.
 const LOCKED_WITH_WAITERS: u64 = 2;

@@ -13,7 +13,7 @@ use scalpel_model::format::{chan, obj, Op};
 use scalpel_model::graph::{Leaf, LeafFile, ObjIndex, OpName};
 use scalpel_model::read::FileTrace;
 
-use super::sink::{Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
+use super::event::{reads_bytes, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
 use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
@@ -42,21 +42,6 @@ fn is_channel(c: Option<u8>) -> bool {
         c,
         Some(chan::TCP | chan::UDP | chan::UNIX | chan::PIPE | chan::EVENTFD)
     )
-}
-
-/// Whether `op` reads (true) or writes (false) bytes; `None` for other operations.
-pub fn reads_bytes(op: Op) -> Option<bool> {
-    match op {
-        Op::Read | Op::Readv | Op::Pread | Op::Recv | Op::Recvfrom | Op::Recvmsg => Some(true),
-        Op::Write
-        | Op::Writev
-        | Op::Pwrite
-        | Op::Send
-        | Op::Sendto
-        | Op::Sendmsg
-        | Op::Sendfile => Some(false),
-        _ => None,
-    }
 }
 
 /// The class of an event, given its object.
@@ -490,7 +475,7 @@ impl Cutter {
             let at = self.n.saturating_sub(1);
             self.close(at, None);
         }
-        self.out.weak = weak_boundaries(&self.out, &self.sites, file);
+        self.out.weak = weak_boundaries(&self.out.leaves, &self.sites, file);
         let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_iter().collect();
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;

@@ -6,8 +6,8 @@ use scalpel_model::graph::{LockInfo, LockWait};
 
 use rayon::prelude::*;
 
+use super::event::NO_OBJ;
 use super::leaves::{LockAgg, LockEv};
-use super::sink::NO_OBJ;
 
 /// An acquisition that waited at least this long counts as contended. An uncontended lock
 /// returns in tens of nanoseconds; a contended one sleeps in the kernel for microseconds.

@@ -11,6 +11,7 @@
 //! and drawing (`crate::views`).
 
 mod assemble;
+mod event;
 mod filter;
 mod futexlocks;
 mod leaves;
@@ -33,9 +34,10 @@ use scalpel_model::read::{read_dir_with, ReadError};
 
 pub use filter::{Filter, FilterError};
 
+use event::{HAS_SEQ, NO_OBJ};
 use leaves::Bound;
 use notify::GroupOut;
-use sink::{ThreadSink, HAS_SEQ, NO_OBJ};
+use sink::ThreadSink;
 use weak::WeakOrder;
 
 /// Options of the graph stage. `Default`: lenient loading, no filters, the default skip list.

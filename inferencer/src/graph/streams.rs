@@ -14,9 +14,10 @@ use ahash::AHashMap;
 use scalpel_model::format::Op;
 use scalpel_model::graph::{EdgeKind, Graph, Leaf};
 
-use super::leaves::{reads_bytes, Bound};
+use super::event::reads_bytes;
+use super::event::{HAS_SEQ, HAS_X, NO_OBJ};
+use super::leaves::Bound;
 use super::notify::GroupOut;
-use super::sink::{HAS_SEQ, HAS_X};
 use super::streamorder::{self, Xfer};
 
 /// A byte channel direction. `group` holds its cuts in sequence order.
@@ -110,7 +111,7 @@ pub fn connections(bounds: &[Bound], out: &mut GroupOut) {
     for b in bounds.iter().filter(|b| is(b, &[Op::Connect])) {
         let matched = b.flags & HAS_X != 0 && accepted.contains_key(&b.x);
         // A connect to a server outside the trace (or one that failed) leaves the trace.
-        if !matched && b.res >= 0 && b.obj != super::sink::NO_OBJ {
+        if !matched && b.res >= 0 && b.obj != NO_OBJ {
             out.external.push((b.leaf, false, b.obj));
         }
     }

@@ -23,7 +23,9 @@ use ahash::AHashMap;
 use scalpel_model::format::Op;
 use scalpel_model::read::FileTrace;
 
-use super::leaves::{reads_bytes, ThreadOut};
+use scalpel_model::graph::Leaf;
+
+use super::event::reads_bytes;
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
 type Site<'a> = (u8, Option<&'a [u64]>, u32);
@@ -53,18 +55,18 @@ pub struct WeakOrder {
 
 /// The thread's weak program order. `sites[i]` holds the stack id and auxiliary value of the
 /// call that ended leaf `i`.
-pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) -> WeakOrder {
+pub fn weak_boundaries(leaves: &[Leaf], sites: &[(u32, u64)], file: &FileTrace) -> WeakOrder {
     let site_of = |i: usize, op: u8| -> Site<'_> {
         let stack = sites.get(i).map_or(0, |s| s.0);
         let frames = (stack != 0)
             .then(|| file.stacks.get(&u64::from(stack)).map(|v| v.as_slice()))
             .flatten();
-        let obj = out.leaves[i].end_obj.map_or(u32::MAX, |o| o.get());
+        let obj = leaves[i].end_obj.map_or(u32::MAX, |o| o.get());
         (op, frames, if frames.is_some() { 0 } else { obj })
     };
     // Visits per dequeue-like site, and the order sites were first reached.
     let mut visits: AHashMap<Site<'_>, (u32, usize)> = AHashMap::new();
-    for (i, l) in out.leaves.iter().enumerate() {
+    for (i, l) in leaves.iter().enumerate() {
         let Some(op) = l.end_op else { continue };
         if op.op().is_some_and(dequeue_like) {
             visits.entry(site_of(i, op.0)).or_insert((0, i)).0 += 1;
@@ -78,7 +80,7 @@ pub fn weak_boundaries(out: &ThreadOut, sites: &[(u32, u64)], file: &FileTrace) 
     let mut order = WeakOrder::default();
     // Whether the previous leaf ended at a dispatch wait (epoll, poll of several, select).
     let mut after_dispatch = false;
-    for (i, l) in out.leaves.iter().enumerate() {
+    for (i, l) in leaves.iter().enumerate() {
         let op = l.end_op.and_then(|o| o.op());
         let x = sites.get(i).map_or(0, |s| s.1);
         let dispatch = match op {

@@ -1,0 +1,88 @@
+//! The graph stage's event: as much of one decoded event as cutting and matching need
+//! ([`Ev`]), the file-local objects events refer to ([`LocalObj`]), and which operations move
+//! bytes ([`reads_bytes`]).
+
+use scalpel_model::format::{obj, Op};
+
+/// No object.
+pub const NO_OBJ: u32 = u32::MAX;
+
+/// One event, as much of it as the graph needs.
+#[derive(Clone, Copy, Debug)]
+pub struct Ev {
+    /// Clock ticks at the call's entry.
+    pub ticks: u64,
+    /// Ticks inside the call.
+    pub dur: u64,
+    /// Per-object sequence number (valid when `HAS_SEQ`).
+    pub seq: u64,
+    /// Stream offset for byte transfers; else the auxiliary value the graph uses (futex wait
+    /// value, poll descriptor count, connection key of accept and connect).
+    pub x: u64,
+    /// File-local object index, or [`NO_OBJ`].
+    pub obj: u32,
+    /// The call's result, saturated to 32 bits.
+    pub res: i32,
+    /// The file's stack id (0 = none).
+    pub stack: u32,
+    /// Operation code.
+    pub op: u8,
+    /// `HAS_SEQ` | `HAS_X`.
+    pub flags: u8,
+    /// The thread's CPU time when the call returned, ns (recorded with CPU times only).
+    pub cpu: Option<u64>,
+}
+
+/// `Ev::seq` is set.
+pub const HAS_SEQ: u8 = 1;
+/// `Ev::x` is set.
+pub const HAS_X: u8 = 2;
+
+/// What a file-local object is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalObj {
+    /// Object kind, see [`scalpel_model::format::obj`].
+    pub kind: u8,
+    /// Object key.
+    pub key: u64,
+    /// Channel kind for streams and endpoints, see [`scalpel_model::format::chan`].
+    pub chan: Option<u8>,
+    /// For a stream direction: the key both directions of its channel share (a TCP
+    /// connection's is also the key its `accept` and `connect` carry); else 0.
+    pub channel: u64,
+    /// A pthread object or futex word its process declared process-shared.
+    pub shared: bool,
+}
+
+/// An object's name across a trace: kind, key, and for an object that belongs to one process
+/// (see [`obj::process_scoped`]) that process's index plus one, else 0. Forked siblings have
+/// their private mutexes, conds and futex words at the same addresses; without the process in
+/// the name, a signal in one Apache child "woke" a waiter in another.
+pub type ObjName = (u8, u64, u32);
+
+impl LocalObj {
+    /// This object's name, as seen by a thread of process `process` (its index in the trace).
+    pub fn name(&self, process: usize) -> ObjName {
+        let scope = if obj::process_scoped(self.kind) && !self.shared {
+            u32::try_from(process).map_or(u32::MAX, |p| p.saturating_add(1))
+        } else {
+            0
+        };
+        (self.kind, self.key, scope)
+    }
+}
+
+/// Whether `op` reads (true) or writes (false) bytes; `None` for other operations.
+pub fn reads_bytes(op: Op) -> Option<bool> {
+    match op {
+        Op::Read | Op::Readv | Op::Pread | Op::Recv | Op::Recvfrom | Op::Recvmsg => Some(true),
+        Op::Write
+        | Op::Writev
+        | Op::Pwrite
+        | Op::Send
+        | Op::Sendto
+        | Op::Sendmsg
+        | Op::Sendfile => Some(false),
+        _ => None,
+    }
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::clock::Clock;
 use super::error::ReadError;
-use super::file::FileTrace;
+use super::filetrace::FileTrace;
 use super::header::Header;
 use super::identity::Identity;
 use super::maps::ModuleMap;
@@ -17,7 +17,7 @@ use crate::wire::{Dec, DecError};
 
 /// Where decoded events go: kept in [`FileTrace::events`], or handed to a caller's sink one by
 /// one and dropped (see [`super::decode_file_with`]).
-pub(crate) type Sink<'s> = Option<&'s mut dyn super::file::FileSink>;
+pub(crate) type Sink<'s> = Option<&'s mut dyn super::filetrace::FileSink>;
 
 /// Per-file decoding state.
 pub(crate) struct State<'p, 's> {

@@ -8,7 +8,8 @@ use rayon::prelude::*;
 
 use super::clock::Clock;
 use super::error::ReadError;
-use super::file::{read_file, read_file_streaming, FileSink, FileTrace};
+use super::file::{read_file, read_file_streaming};
+use super::filetrace::{FileSink, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
 use crate::format::{PROCESS_FILE, TRACE_EXT};

@@ -1,53 +1,14 @@
-//! One trace file: what is decoded from it, and the record framing up to the committed length.
+//! One trace file read: the header checked, and the record framing up to the committed length.
 
 use std::path::{Path, PathBuf};
 
-use super::clock::Clock;
 use super::decode::{dec_what, rec_name, Sink, State};
 use super::error::ReadError;
+use super::filetrace::{FileSink, FileTrace};
 use super::header::Header;
-use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, ThreadName};
 use crate::format::{rec, FileKind};
 use crate::wire::Dec;
 
-/// Everything decoded from one file.
-#[derive(Debug)]
-pub struct FileTrace {
-    /// The file.
-    pub path: PathBuf,
-    /// Its header.
-    pub header: Header,
-    /// Its length on disk.
-    pub file_len: u64,
-    /// Record bytes decoded (at most the committed length).
-    pub decoded_len: u64,
-    /// Events in file order.
-    pub events: Vec<Event>,
-    /// OBJECT records in file order.
-    pub objects: Vec<ObjectDef>,
-    /// CALIBRATION records in file order (the header's point is not included).
-    pub calibrations: Vec<Calibration>,
-    /// MAPS records.
-    pub maps: Vec<ModuleMap>,
-    /// Call stacks by id (return addresses, innermost first).
-    pub stacks: std::collections::BTreeMap<u64, Vec<u64>>,
-    /// The command line (CMDLINE record), lossy UTF-8.
-    pub cmdline: Option<Vec<String>>,
-    /// The executable path (EXE record).
-    pub exe: Option<PathBuf>,
-    /// THREAD_NAME records.
-    pub thread_names: Vec<ThreadName>,
-    /// The clock that turned this file's ticks into nanoseconds: its own calibration points, or
-    /// after [`super::read_dir`] the line fitted over every TSC-clocked file of the trace.
-    pub clock: Clock,
-    /// Events the LOST records count.
-    pub lost: u64,
-    /// Records of kinds this reader does not know (skipped).
-    pub unknown_records: u64,
-    /// Problems found; decoding stopped at a [`ReadError::Damaged`] one.
-    pub warnings: Vec<ReadError>,
-}
 
 impl FileTrace {
     /// The file kind from the header.
@@ -84,24 +45,6 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
     read_file_with(path.as_ref(), None)
 }
 
-/// A consumer of one file's records as they are decoded, for [`read_file_streaming`] and
-/// [`super::read_dir_with`].
-pub trait FileSink: Send {
-    /// One event, in file order. Its `ts_ns` and `dur_ns` are 0: the clock is known only at the
-    /// end of the file (and for a directory, once every file is read). Convert its ticks later
-    /// with [`FileTrace::clock`].
-    fn event(&mut self, e: &Event);
-    /// An OBJECT record, before any event that uses it.
-    fn object(&mut self, _def: &ObjectDef) {}
-    /// The file is decoded (its objects, stacks and warnings are complete): the place to reduce
-    /// what [`FileSink::event`] kept. [`super::read_dir_with`] calls it on the worker thread
-    /// that decoded the file.
-    fn finish(&mut self, _file: &FileTrace) {}
-}
-
-impl FileSink for () {
-    fn event(&mut self, _: &Event) {}
-}
 
 /// Reads one file like [`read_file`], handing each event and object to `sink` instead of
 /// keeping the events (see [`FileSink`]). Does not call [`FileSink::finish`].

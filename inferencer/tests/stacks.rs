@@ -4,8 +4,9 @@
 
 use scalpel_inferencer::inspect::{dump, DumpOptions};
 use scalpel_model::format::Op;
-use scalpel_model::read::{read_dir, Header, TraceWriter};
+use scalpel_model::read::{read_dir, Header};
 use scalpel_model::record::RawEvent;
+use scalpel_model::write::TraceWriter;
 
 #[inline(never)]
 fn recv_packet_for_test() -> u64 {

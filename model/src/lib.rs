@@ -2,8 +2,8 @@
 //!
 //! Scope: the byte layout of per-thread and per-process trace files ([`format`](mod@format)), the
 //! allocation-free field encoders the agent writes with ([`wire`], [`record`]) and, with the
-//! default `read` feature, a reader that turns a trace directory into typed events, a writer
-//! for tests and tools, the causal graph's types ([`graph`]) and the task model's ([`task`]).
+//! default `read` feature, a reader that turns a trace directory into typed events ([`read`]), a
+//! writer for tests and tools ([`write`]), the causal graph's types ([`graph`]) and the task model's ([`task`]).
 //!
 //! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
 
@@ -16,6 +16,8 @@ pub mod record;
 #[cfg(feature = "read")]
 pub mod task;
 pub mod wire;
+#[cfg(feature = "read")]
+pub mod write;
 
 #[cfg(feature = "read")]
 pub use read::{read_dir, read_file, ReadError};

@@ -2,8 +2,9 @@
 
 use proptest::prelude::*;
 use scalpel_model::format::{chan, obj, rec, Op, HEADER_SIZE, VERSION};
-use scalpel_model::read::{decode_file, Endpoint, Header, Identity, ReadError, TraceWriter};
+use scalpel_model::read::{decode_file, Endpoint, Header, Identity, ReadError};
 use scalpel_model::record::RawEvent;
+use scalpel_model::write::TraceWriter;
 
 fn ev(op: u8, dt: u64) -> RawEvent {
     RawEvent {

@@ -4,8 +4,9 @@ use std::fs;
 use std::path::Path;
 
 use scalpel_model::format::{obj, Op};
-use scalpel_model::read::{read_dir, Header, Identity, ReadError, TraceWriter};
+use scalpel_model::read::{read_dir, Header, Identity, ReadError};
 use scalpel_model::record::RawEvent;
+use scalpel_model::write::TraceWriter;
 
 fn thread(dir: &Path, name: &str, pid: u32, tid: u32, dts: &[u64]) {
     let mut h = Header::thread(pid, tid);

@@ -7,9 +7,9 @@ use proptest::prelude::*;
 use scalpel_model::format::{chan, flags, obj, Op};
 use scalpel_model::read::{
     decode_file, Calibration, Clock, Endpoint, Event, Header, Identity, ObjectDef, ObjectRef,
-    TraceWriter,
 };
 use scalpel_model::record::RawEvent;
+use scalpel_model::write::TraceWriter;
 
 #[derive(Clone, Debug)]
 enum Step {

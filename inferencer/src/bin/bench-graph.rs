@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use scalpel_inferencer::graph::{build_graph, GraphOptions};
 use scalpel_model::format::{chan, obj, Op};
-use scalpel_model::read::{Endpoint, Header, Identity, TraceWriter};
+use scalpel_model::read::{Endpoint, Header, Identity};
 use scalpel_model::record::RawEvent;
+use scalpel_model::write::TraceWriter;
 
 const PIPELINES: u64 = 4;
 const EVENTS_PER_REQUEST: u64 = 14;

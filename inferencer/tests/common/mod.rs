@@ -4,8 +4,9 @@ use std::fs;
 use std::path::Path;
 
 use scalpel_model::format::{chan, obj, Op};
-use scalpel_model::read::{Endpoint, Header, Identity, TraceWriter};
+use scalpel_model::read::{Endpoint, Header, Identity};
 use scalpel_model::record::RawEvent;
+use scalpel_model::write::TraceWriter;
 
 fn ev(op: Op, dt: u64) -> RawEvent {
     RawEvent {

@@ -9,7 +9,6 @@ use super::header::Header;
 use crate::format::{rec, FileKind};
 use crate::wire::Dec;
 
-
 impl FileTrace {
     /// The file kind from the header.
     pub fn kind(&self) -> Option<FileKind> {
@@ -44,7 +43,6 @@ impl FileTrace {
 pub fn read_file(path: impl AsRef<Path>) -> Result<FileTrace, ReadError> {
     read_file_with(path.as_ref(), None)
 }
-
 
 /// Reads one file like [`read_file`], handing each event and object to `sink` instead of
 /// keeping the events (see [`FileSink`]). Does not call [`FileSink::finish`].

@@ -1,4 +1,4 @@
-//! The trace reader: typed decoding of files and directories, and a writer for tests and tools.
+//! The trace reader: typed decoding of files and directories.
 //!
 //! [`read_file`] decodes one file, [`read_dir`] a whole trace directory. Damage past a file's
 //! header never fails a read: decoding stops at the first bad record and the problem is kept as
@@ -14,7 +14,6 @@ mod header;
 mod identity;
 mod maps;
 mod types;
-mod writer;
 
 pub use clock::Clock;
 pub use dir::{read_dir, read_dir_with, EventRef, ProcessSinks, ProcessTrace, TraceDir};
@@ -25,4 +24,3 @@ pub use header::{Header, MIN_HEADER_SIZE};
 pub use identity::{chan_name, obj_kind_name, put_varint, Endpoint, Identity};
 pub use maps::{MapEntry, ModuleMap};
 pub use types::{Calibration, Event, ObjectDef, ObjectRef, ThreadName};
-pub use writer::TraceWriter;

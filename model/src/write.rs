@@ -3,16 +3,16 @@
 use std::io;
 use std::path::Path;
 
-use super::header::Header;
-use super::identity::{put_varint, Identity};
 use crate::format::rec;
+use crate::read::{put_varint, Header, Identity};
 use crate::record::{RawEvent, MAX_EVENT_RECORD};
 use crate::wire::Enc;
 
 /// Builds a trace file in memory: a header and records, with `committed` set on output.
 ///
 /// ```
-/// use scalpel_model::read::{decode_file, Header, TraceWriter};
+/// use scalpel_model::read::{decode_file, Header};
+/// use scalpel_model::write::TraceWriter;
 /// use scalpel_model::record::RawEvent;
 ///
 /// let mut w = TraceWriter::new(Header::thread(10, 11));

@@ -12,6 +12,7 @@ extern crate alloc;
 
 mod agentfd;
 mod alloc_arena;
+mod channel;
 mod fdtab;
 mod global;
 pub mod hooks;

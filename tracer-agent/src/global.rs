@@ -33,7 +33,7 @@ pub struct Config {
     /// `SCALPEL_STACKS=...` if it was set.
     pub env_stacks: PathBuf<96>,
     /// Call-stack options.
-    pub stacks: crate::stacks::StackCfg,
+    pub stacks: crate::stackcfg::StackCfg,
     /// `SCALPEL_CPU_TIME=...` if it was set.
     pub env_cpu: PathBuf<32>,
     /// Every event carries the thread's CPU time.
@@ -81,7 +81,7 @@ static G: Global = Global {
         env_agent: PathBuf::new(),
         env_clock: PathBuf::new(),
         env_stacks: PathBuf::new(),
-        stacks: crate::stacks::StackCfg::DEFAULT,
+        stacks: crate::stackcfg::StackCfg::DEFAULT,
         env_cpu: PathBuf::new(),
         cpu_time: false,
         proc_dir: -1,

@@ -6,7 +6,7 @@ extern "C" fn scalpel_agent_init() {
     // Reading the configuration here (not only at the first hook) fixes it before the program can
     // change its environment.
     crate::real::resolve_all();
-    if global::config().is_some_and(|c| c.stacks.mode != crate::stacks::Mode::Off) {
+    if global::config().is_some_and(|c| c.stacks.mode != crate::stackcfg::Mode::Off) {
         crate::unwind::rebuild();
     }
     // SAFETY: registering a plain extern "C" handler; done here rather than lazily because

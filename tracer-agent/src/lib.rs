@@ -12,6 +12,7 @@ extern crate alloc;
 
 mod agentfd;
 mod alloc_arena;
+mod blob;
 mod channel;
 mod fdtab;
 mod global;
@@ -23,6 +24,7 @@ mod real;
 mod setup;
 mod shared;
 mod sock;
+mod stackcfg;
 mod stacks;
 mod sys;
 mod tstate;

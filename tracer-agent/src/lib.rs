@@ -18,6 +18,7 @@ mod fdtab;
 mod global;
 pub mod hooks;
 mod init;
+mod lifecycle;
 mod modules;
 mod pshared;
 mod real;

@@ -65,9 +65,7 @@ pub fn configure(cfg: &mut Config) -> bool {
         return false;
     }
     // SAFETY: the destructor is a plain extern "C" function valid for the process lifetime.
-    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::hooks::thread::thread_dtor)) }
-        != 0
-    {
+    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::tstate::thread_dtor)) } != 0 {
         return false;
     }
     new_process(cfg)

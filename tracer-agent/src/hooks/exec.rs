@@ -7,9 +7,10 @@ use scalpel_model::format::Op;
 
 use super::{enosys, sys_result};
 use crate::global::{self, Config};
+use crate::lifecycle::enter;
 use crate::real;
 use crate::sys;
-use crate::tstate::{enter, Ev};
+use crate::tstate::Ev;
 
 extern "C" {
     static environ: *const *const c_char;

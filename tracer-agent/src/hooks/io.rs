@@ -8,8 +8,9 @@ use scalpel_model::format::Op;
 
 use super::{enosys, sys_result};
 use crate::fdtab;
+use crate::lifecycle::enter;
 use crate::real;
-use crate::tstate::{enter, Ev};
+use crate::tstate::Ev;
 
 /// Records an incoming transfer on `fd`.
 #[inline(always)]

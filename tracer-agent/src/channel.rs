@@ -10,9 +10,9 @@ use scalpel_model::format::{ep, obj};
 use scalpel_model::record::stable_hash;
 use scalpel_model::wire::Enc;
 
+use crate::event::Obj;
 use crate::global::{self, Config};
 use crate::shared::StreamSlot;
-use crate::tstate::Obj;
 
 const IDENT: usize = 64;
 

@@ -14,6 +14,7 @@ mod agentfd;
 mod alloc_arena;
 mod blob;
 mod channel;
+mod event;
 mod fdtab;
 mod global;
 pub mod hooks;

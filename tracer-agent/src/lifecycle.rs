@@ -7,9 +7,10 @@
 
 use scalpel_model::format::{obj, Op};
 
+use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
 use crate::setup;
-use crate::tstate::{self, Ctx, Ev, Obj};
+use crate::tstate::{self, Ctx};
 
 /// The configuration if recording is on, setting up the process on first use.
 #[inline]

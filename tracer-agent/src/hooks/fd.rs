@@ -5,8 +5,8 @@ use libc::{c_int, c_uint, sockaddr, socklen_t};
 use scalpel_model::format::{chan, Op};
 
 use super::{enosys, sys_result};
+use crate::event::Ev;
 use crate::lifecycle::enter;
-use crate::tstate::Ev;
 use crate::{channel, fdtab, real, sock};
 
 fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {

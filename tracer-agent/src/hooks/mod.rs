@@ -16,8 +16,8 @@ pub mod thread;
 
 use scalpel_model::format::Op;
 
+use crate::event::{Ev, Obj};
 use crate::lifecycle::enter;
-use crate::tstate::{Ev, Obj};
 
 /// errno after a failed call, as a negative number.
 #[inline]

@@ -13,10 +13,11 @@ use libc::{c_int, c_void, pthread_attr_t, pthread_t};
 use scalpel_model::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_result, sys_result};
+use crate::event::{Ev, Obj};
 use crate::global;
 use crate::lifecycle::enter;
 use crate::real;
-use crate::tstate::{self, Ev, Obj};
+use crate::tstate;
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
 type UnwindStartFn = extern "C-unwind" fn(*mut c_void) -> *mut c_void;

@@ -1,100 +1,22 @@
 //! What each file descriptor is: its channel kind and the identities of its two stream
-//! directions, resolved once per descriptor (at creation, or lazily at first use) and cached.
-//!
-//! Channel identities are chosen so both ends compute the same stream key independently: a TCP
-//! direction is named by its sender and receiver addresses, a pipe by its inode, a unix socket
-//! direction by the inodes of the sending and receiving sockets (the peer's inode comes from the
-//! kernel's sock_diag interface).
+//! directions (see `channel`), resolved once per descriptor (at creation, or lazily at first use)
+//! and cached.
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
-use scalpel_model::format::{chan, ep, obj};
-use scalpel_model::record::stable_hash;
-use scalpel_model::wire::Enc;
+use scalpel_model::format::chan;
 
+use crate::channel::{self, Endpoint, Info, Role};
 use crate::global::{self, Config};
-use crate::shared::StreamSlot;
 use crate::sys;
-use crate::tstate::Obj;
 
 /// Descriptors at or above this number are not tracked (their events carry no channel).
 const MAX_FD: usize = 1 << 16;
-const IDENT: usize = 64;
 
 const UNKNOWN: u32 = 0;
 const RESOLVING: u32 = 1;
 const RESOLVED: u32 = 2;
-
-/// An encoded endpoint.
-#[derive(Clone, Copy)]
-pub struct Endpoint {
-    len: u8,
-    bytes: [u8; 24],
-}
-
-impl Endpoint {
-    /// No identity.
-    pub const NONE: Endpoint = Endpoint {
-        len: 1,
-        bytes: [ep::NONE; 24],
-    };
-
-    fn from(f: impl FnOnce(&mut Enc<'_>)) -> Endpoint {
-        let mut bytes = [0u8; 24];
-        let mut e = Enc::new(&mut bytes);
-        f(&mut e);
-        if !e.ok() {
-            return Endpoint::NONE;
-        }
-        Endpoint {
-            len: e.len() as u8,
-            bytes,
-        }
-    }
-
-    /// An inode-named endpoint.
-    pub fn inode(dev: u64, ino: u64) -> Endpoint {
-        Endpoint::from(|e| {
-            e.u8(ep::INODE);
-            e.varint(dev);
-            e.varint(ino);
-        })
-    }
-
-    /// An endpoint numbered by a process.
-    pub fn local(pid: i32, n: u64) -> Endpoint {
-        Endpoint::from(|e| {
-            e.u8(ep::LOCAL);
-            e.varint(pid as u64);
-            e.varint(n);
-        })
-    }
-
-    /// The encoded bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
-    }
-
-    fn is_none(&self) -> bool {
-        self.bytes[0] == ep::NONE
-    }
-}
-
-/// What one descriptor refers to.
-pub struct Info {
-    /// Channel kind (`format::chan`).
-    pub chan: u8,
-    /// Key shared by both ends and both directions.
-    pub chan_key: u64,
-    tx_key: u64,
-    rx_key: u64,
-    offsets: bool,
-    tx_ident: [u8; IDENT],
-    tx_len: u8,
-    rx_ident: [u8; IDENT],
-    rx_len: u8,
-}
 
 struct Entry {
     state: AtomicU32,
@@ -130,59 +52,6 @@ fn entry(fd: i32) -> Option<&'static Entry> {
         return None;
     }
     table().map(|t| &t[fd as usize])
-}
-
-impl Info {
-    /// The outgoing stream as an event object, if the descriptor has one.
-    pub fn tx(&self) -> Option<Obj<'_>> {
-        (self.tx_key != 0).then(|| Obj {
-            kind: obj::STREAM,
-            key: self.tx_key,
-            ident: &self.tx_ident[..self.tx_len as usize],
-        })
-    }
-
-    /// The incoming stream as an event object.
-    pub fn rx(&self) -> Option<Obj<'_>> {
-        (self.rx_key != 0).then(|| Obj {
-            kind: obj::STREAM,
-            key: self.rx_key,
-            ident: &self.rx_ident[..self.rx_len as usize],
-        })
-    }
-
-    /// The shared counters of the outgoing stream.
-    #[inline]
-    pub fn tx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
-        (self.tx_key != 0)
-            .then(|| global::table(cfg).stream(self.tx_key))
-            .flatten()
-    }
-
-    /// The shared counters of the incoming stream.
-    #[inline]
-    pub fn rx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
-        (self.rx_key != 0)
-            .then(|| global::table(cfg).stream(self.rx_key))
-            .flatten()
-    }
-
-    /// Whether byte offsets mean anything on this channel (not for files or terminals).
-    #[inline]
-    pub fn has_offsets(&self) -> bool {
-        self.offsets
-    }
-}
-
-/// Which side of a connection a socket is, when the hook that made it knows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Found later (inherited, or first seen at a read or write).
-    Unknown,
-    /// Made by `connect`.
-    Client,
-    /// Returned by `accept`.
-    Server,
 }
 
 /// Describes `fd` afresh, knowing which side of a connection it is (accept, connect).
@@ -288,64 +157,23 @@ pub fn set_local(cfg: &Config, fd: i32, kind: u8) {
     // SAFETY: we own RESOLVING.
     let info = unsafe { &mut *e.info.get() };
     let me = Endpoint::local(cfg.pid, global::next_local(cfg));
-    fill(info, kind, me, me, kind == chan::EVENTFD);
+    channel::fill(info, kind, me, me, kind == chan::EVENTFD);
     e.state.store(RESOLVED, Ordering::Release);
-}
-
-fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: bool) {
-    info.chan = kind;
-    let (lo, hi) = if local.bytes() <= peer.bytes() {
-        (local, peer)
-    } else {
-        (peer, local)
-    };
-    info.chan_key = stable_hash(&[&[kind], lo.bytes(), hi.bytes()]);
-    info.offsets = offsets;
-    info.tx_key = stable_hash(&[&[kind], local.bytes(), peer.bytes()]);
-    info.rx_key = stable_hash(&[&[kind], peer.bytes(), local.bytes()]);
-    set_idents(info, kind, &local, &peer);
-}
-
-/// Writes the identities of both directions (see the OBJECT record's STREAM identity).
-fn set_idents(info: &mut Info, kind: u8, me: &Endpoint, peer: &Endpoint) {
-    let encode = |dst: &mut [u8; IDENT], sender: &Endpoint, receiver: &Endpoint, chan_key: u64| {
-        let mut e = Enc::new(dst);
-        e.u8(kind);
-        e.varint(chan_key);
-        e.bytes(sender.bytes());
-        e.bytes(receiver.bytes());
-        if e.ok() {
-            e.len() as u8
-        } else {
-            0
-        }
-    };
-    let ck = info.chan_key;
-    info.tx_len = encode(&mut info.tx_ident, me, peer, ck);
-    info.rx_len = encode(&mut info.rx_ident, peer, me, ck);
-}
-
-fn none(info: &mut Info, kind: u8) {
-    info.chan = kind;
-    info.chan_key = 0;
-    info.tx_key = 0;
-    info.rx_key = 0;
-    info.offsets = false;
 }
 
 fn resolve(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
     // SAFETY: zeroed is a valid `stat`.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     if sys::fstat(fd, &mut st) < 0 {
-        return none(info, chan::OTHER);
+        return channel::none(info, chan::OTHER);
     }
     let me = Endpoint::inode(st.st_dev, st.st_ino);
     match st.st_mode & libc::S_IFMT {
         // A pipe carries one direction: writer and reader both name it by its inode.
-        libc::S_IFIFO => fill(info, chan::PIPE, me, me, true),
+        libc::S_IFIFO => channel::fill(info, chan::PIPE, me, me, true),
         libc::S_IFSOCK => crate::sock::resolve(fd, &st, role, info),
-        libc::S_IFREG => fill(info, chan::FILE, me, me, false),
-        libc::S_IFCHR => fill(info, chan::CHAR, me, me, false),
+        libc::S_IFREG => channel::fill(info, chan::FILE, me, me, false),
+        libc::S_IFCHR => channel::fill(info, chan::CHAR, me, me, false),
         _ => {
             let mut link = [0u8; 32];
             let mut p = sys::PathBuf::<40>::new();
@@ -356,114 +184,12 @@ fn resolve(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
             let l = &link[..n.max(0) as usize];
             let local = Endpoint::local(cfg.pid, global::next_local(cfg));
             if l.starts_with(b"anon_inode:[eventfd]") {
-                fill(info, chan::EVENTFD, local, local, true)
+                channel::fill(info, chan::EVENTFD, local, local, true)
             } else if l.starts_with(b"anon_inode:[eventpoll]") {
-                fill(info, chan::OTHER, local, local, false)
+                channel::fill(info, chan::OTHER, local, local, false)
             } else {
-                none(info, chan::OTHER)
+                channel::none(info, chan::OTHER)
             }
-        }
-    }
-}
-
-/// Fills a connection named by one anchor endpoint that both ends know (a unix connection is
-/// named by the connecting socket's inode: the accepting socket's inode does not exist until
-/// accept, so the client cannot know it when it starts writing). `anchor_is_me` tells the side.
-pub fn fill_anchored(
-    info: &mut Info,
-    kind: u8,
-    me: Endpoint,
-    peer: Endpoint,
-    anchor: Endpoint,
-    anchor_is_me: bool,
-) {
-    info.chan = kind;
-    info.offsets = true;
-    info.chan_key = stable_hash(&[&[kind], anchor.bytes()]);
-    let fwd = stable_hash(&[&[kind], anchor.bytes(), b"fwd"]);
-    let back = stable_hash(&[&[kind], anchor.bytes(), b"back"]);
-    let (tx, rx) = if anchor_is_me {
-        (fwd, back)
-    } else {
-        (back, fwd)
-    };
-    set_idents(info, kind, &me, &peer);
-    info.tx_key = tx;
-    info.rx_key = rx;
-}
-
-/// Fills a socket's identity (used by the socket module).
-pub fn fill_socket(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint) {
-    if peer.is_none() {
-        // Not connected: no stream both ends can agree on.
-        none(info, kind);
-        info.chan_key = stable_hash(&[&[kind], local.bytes()]);
-    } else {
-        fill(info, kind, local, peer, true);
-    }
-}
-
-/// Encodes a socket address as an endpoint.
-pub fn sockaddr_endpoint(sa: &libc::sockaddr_storage, len: u32) -> Endpoint {
-    match i32::from(sa.ss_family) {
-        libc::AF_INET if len as usize >= core::mem::size_of::<libc::sockaddr_in>() => {
-            // SAFETY: family and length say this is a sockaddr_in.
-            let a = unsafe { &*(sa as *const _ as *const libc::sockaddr_in) };
-            Endpoint::from(|e| {
-                e.u8(ep::IPV4);
-                e.bytes(&a.sin_addr.s_addr.to_ne_bytes());
-                e.bytes(&a.sin_port.to_ne_bytes());
-            })
-        }
-        libc::AF_INET6 if len as usize >= core::mem::size_of::<libc::sockaddr_in6>() => {
-            // SAFETY: family and length say this is a sockaddr_in6.
-            let a = unsafe { &*(sa as *const _ as *const libc::sockaddr_in6) };
-            Endpoint::from(|e| {
-                e.u8(ep::IPV6);
-                e.bytes(&a.sin6_addr.s6_addr);
-                e.bytes(&a.sin6_port.to_ne_bytes());
-            })
-        }
-        _ => Endpoint::NONE,
-    }
-}
-
-/// An ENDPOINT object for a listening address (what connect and accept meet at).
-pub struct EndpointObj {
-    key: u64,
-    ident: [u8; 32],
-    len: u8,
-}
-
-impl EndpointObj {
-    /// Builds it from a channel kind and an endpoint.
-    pub fn new(kind: u8, ep: &Endpoint) -> EndpointObj {
-        let mut ident = [0u8; 32];
-        let mut e = Enc::new(&mut ident);
-        e.u8(kind);
-        e.bytes(ep.bytes());
-        let len = e.len() as u8;
-        EndpointObj {
-            key: stable_hash(&[&[kind], ep.bytes()]),
-            ident,
-            len,
-        }
-    }
-
-    /// Replaces key and identity (for endpoints whose key covers more than the identity keeps).
-    pub fn set(&mut self, key: u64, ident: &[u8]) {
-        self.key = key;
-        let n = ident.len().min(self.ident.len());
-        self.ident[..n].copy_from_slice(&ident[..n]);
-        self.len = n as u8;
-    }
-
-    /// As an event object.
-    pub fn obj(&self) -> Obj<'_> {
-        Obj {
-            kind: obj::ENDPOINT,
-            key: self.key,
-            ident: &self.ident[..self.len as usize],
         }
     }
 }

@@ -2,7 +2,9 @@
 //! the clock calibration and the shared counter table.
 //!
 //! Initialization runs once, from the constructor or from whichever hook comes first. It never
-//! waits: a hook that finds another thread initializing simply passes its call through.
+//! waits: a hook that finds another thread initializing simply passes its call through. This
+//! module only keeps the state; the setup steps themselves (`setup`, which sits above it) are
+//! handed in by the caller, `lifecycle`.
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -33,7 +35,7 @@ pub struct Config {
     /// `SCALPEL_STACKS=...` if it was set.
     pub env_stacks: PathBuf<96>,
     /// Call-stack options.
-    pub stacks: crate::stacks::StackCfg,
+    pub stacks: crate::stackcfg::StackCfg,
     /// `SCALPEL_CPU_TIME=...` if it was set.
     pub env_cpu: PathBuf<32>,
     /// Every event carries the thread's CPU time.
@@ -81,7 +83,7 @@ static G: Global = Global {
         env_agent: PathBuf::new(),
         env_clock: PathBuf::new(),
         env_stacks: PathBuf::new(),
-        stacks: crate::stacks::StackCfg::DEFAULT,
+        stacks: crate::stackcfg::StackCfg::DEFAULT,
         env_cpu: PathBuf::new(),
         cpu_time: false,
         proc_dir: -1,
@@ -100,13 +102,14 @@ static G: Global = Global {
     local_counter: AtomicU64::new(0),
 };
 
-/// The configuration if recording is on, initializing on first use.
+/// The configuration if recording is on, initializing on first use with `configure` (the
+/// process setup, which sits above this module: `lifecycle::config` passes `setup::configure`).
 #[inline]
-pub fn config() -> Option<&'static Config> {
+pub fn config(configure: impl FnOnce(&mut Config) -> bool) -> Option<&'static Config> {
     match G.state.load(Ordering::Acquire) {
         // SAFETY: READY means initialization finished and cfg is no longer written.
         READY => Some(unsafe { &*G.cfg.get() }),
-        UNINIT => init(),
+        UNINIT => init(configure),
         _ => None,
     }
 }
@@ -152,7 +155,7 @@ pub fn now(c: &Config) -> u64 {
 }
 
 #[cold]
-fn init() -> Option<&'static Config> {
+fn init(configure: impl FnOnce(&mut Config) -> bool) -> Option<&'static Config> {
     if G.state
         .compare_exchange(UNINIT, BUSY, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -161,15 +164,16 @@ fn init() -> Option<&'static Config> {
     }
     // SAFETY: we own BUSY, so nobody else reads or writes cfg.
     let cfg = unsafe { &mut *G.cfg.get() };
-    let ok = crate::setup::configure(cfg);
+    let ok = configure(cfg);
     G.state
         .store(if ok { READY } else { OFF }, Ordering::Release);
     ok.then_some(&*cfg)
 }
 
-/// Re-initializes the per-process part in a forked child: new pid, new process directory.
-/// Called in the child with only one thread alive.
-pub fn after_fork_child() {
+/// Re-initializes the per-process part in a forked child with `new_process` (new pid, new
+/// process directory: `setup::new_process`, passed by `lifecycle`). Called in the child with only
+/// one thread alive.
+pub fn after_fork_child(new_process: impl FnOnce(&mut Config) -> bool) {
     match G.state.load(Ordering::Acquire) {
         READY => {}
         // A fork while another thread was initializing leaves that thread absent in the child.
@@ -183,7 +187,7 @@ pub fn after_fork_child() {
     // SAFETY: single-threaded child, and we hold BUSY.
     let cfg = unsafe { &mut *G.cfg.get() };
     G.thread_counter.store(0, Ordering::Relaxed);
-    let ok = crate::setup::new_process(cfg);
+    let ok = new_process(cfg);
     G.state
         .store(if ok { READY } else { OFF }, Ordering::Release);
 }

@@ -1,21 +1,21 @@
 //! The library constructor: initializes early and registers the fork handler.
 
-use crate::{global, hooks};
+use crate::lifecycle;
 
 extern "C" fn scalpel_agent_init() {
     // Reading the configuration here (not only at the first hook) fixes it before the program can
     // change its environment.
     crate::real::resolve_all();
-    if global::config().is_some_and(|c| c.stacks.mode != crate::stacks::Mode::Off) {
+    if lifecycle::config().is_some_and(|c| c.stacks.mode != crate::stackcfg::Mode::Off) {
         crate::unwind::rebuild();
     }
     // SAFETY: registering a plain extern "C" handler; done here rather than lazily because
     // pthread_atfork may allocate, which must not happen inside a hook called from malloc.
     unsafe {
         libc::pthread_atfork(
-            Some(hooks::thread::atfork_prepare),
-            Some(hooks::thread::atfork_parent),
-            Some(hooks::thread::atfork_child),
+            Some(lifecycle::atfork_prepare),
+            Some(lifecycle::atfork_parent),
+            Some(lifecycle::atfork_child),
         )
     };
 }

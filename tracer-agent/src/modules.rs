@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use scalpel_model::format::rec;
 use scalpel_model::wire::Enc;
 
-use crate::setup::Blob;
+use crate::blob::Blob;
 use crate::writer::File;
 
 /// The loader's (adds, subs) when the module map was last recorded, packed; 0 = not yet read.

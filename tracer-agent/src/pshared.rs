@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use scalpel_model::format::{obj, SHARED_IDENTITY};
 
-use crate::tstate::Obj;
+use crate::event::Obj;
 
 static SHARED: [u8; 1] = [SHARED_IDENTITY];
 

@@ -4,6 +4,7 @@
 use scalpel_model::format::{self, hdr, rec};
 use scalpel_model::wire::Enc;
 
+use crate::blob::Blob;
 use crate::global::Config;
 use crate::sys::{self, PathBuf};
 use crate::{shared, writer};
@@ -31,7 +32,7 @@ pub fn configure(cfg: &mut Config) -> bool {
     }
     if let Some(s) = getenv(b"SCALPEL_STACKS\0").filter(|s| s.len() < 80) {
         cfg.env_stacks.push(b"SCALPEL_STACKS=").push(s);
-        cfg.stacks = crate::stacks::StackCfg::parse(s);
+        cfg.stacks = crate::stackcfg::StackCfg::parse(s);
     }
     if let Some(c) = getenv(b"SCALPEL_CPU_TIME\0").filter(|c| c.len() < 16) {
         cfg.env_cpu.push(b"SCALPEL_CPU_TIME=").push(c);
@@ -64,9 +65,7 @@ pub fn configure(cfg: &mut Config) -> bool {
         return false;
     }
     // SAFETY: the destructor is a plain extern "C" function valid for the process lifetime.
-    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::hooks::thread::thread_dtor)) }
-        != 0
-    {
+    if unsafe { libc::pthread_key_create(&mut cfg.key, Some(crate::tstate::thread_dtor)) } != 0 {
         return false;
     }
     new_process(cfg)
@@ -224,74 +223,6 @@ fn pwrite_all(fd: i32, mut b: &[u8], mut off: u64) -> bool {
         off += r as u64;
     }
     true
-}
-
-/// A temporary buffer in anonymous memory for whole small files such as `/proc/self/maps`.
-pub struct Blob {
-    ptr: *mut u8,
-    cap: usize,
-    len: usize,
-}
-
-impl Blob {
-    const CAP: usize = 4 << 20;
-
-    /// An empty blob (memory is mapped on first read).
-    pub fn new() -> Self {
-        Blob {
-            ptr: core::ptr::null_mut(),
-            cap: 0,
-            len: 0,
-        }
-    }
-
-    /// Reads a whole file (up to 4 MiB); false if it could not be opened.
-    pub fn read_file(&mut self, path: &[u8]) -> bool {
-        if self.ptr.is_null() {
-            match sys::mmap_anon(Self::CAP) {
-                Some(p) => {
-                    self.ptr = p;
-                    self.cap = Self::CAP;
-                }
-                None => return false,
-            }
-        }
-        self.len = 0;
-        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0) as i32;
-        if fd < 0 {
-            return false;
-        }
-        while self.len < self.cap {
-            // SAFETY: ptr..ptr+cap is our private mapping; we write only the unused tail.
-            let buf = unsafe {
-                core::slice::from_raw_parts_mut(self.ptr.add(self.len), self.cap - self.len)
-            };
-            let r = sys::read(fd, buf);
-            if r <= 0 {
-                break;
-            }
-            self.len += r as usize;
-        }
-        sys::close(fd);
-        true
-    }
-
-    /// The bytes read.
-    pub fn bytes(&self) -> &[u8] {
-        if self.ptr.is_null() {
-            return &[];
-        }
-        // SAFETY: the first `len` bytes were written by `read_file`.
-        unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl Drop for Blob {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            sys::munmap(self.ptr, self.cap);
-        }
-    }
 }
 
 /// The agent's own file, if the loader recorded an absolute path for it.

@@ -5,7 +5,7 @@ use scalpel_model::format::{chan, ep};
 use scalpel_model::record::stable_hash;
 use scalpel_model::wire::Enc;
 
-use crate::fdtab::{self, Endpoint, EndpointObj, Info, Role};
+use crate::channel::{self, Endpoint, EndpointObj, Info, Role};
 use crate::sys;
 
 fn getsockopt_int(fd: i32, opt: i32) -> Option<i32> {
@@ -56,11 +56,11 @@ pub fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
             } else {
                 chan::UDP
             };
-            let local =
-                name(fd, false).map_or(Endpoint::NONE, |(sa, l)| fdtab::sockaddr_endpoint(&sa, l));
+            let local = name(fd, false)
+                .map_or(Endpoint::NONE, |(sa, l)| channel::sockaddr_endpoint(&sa, l));
             let peer =
-                name(fd, true).map_or(Endpoint::NONE, |(sa, l)| fdtab::sockaddr_endpoint(&sa, l));
-            fdtab::fill_socket(info, kind, local, peer);
+                name(fd, true).map_or(Endpoint::NONE, |(sa, l)| channel::sockaddr_endpoint(&sa, l));
+            channel::fill_socket(info, kind, local, peer);
         }
         libc::AF_UNIX => {
             // Both socket inodes live on the same sockfs device.
@@ -71,13 +71,13 @@ pub fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
                 (Role::Client, _) | (Role::Server, None) => (st.st_ino, true),
                 (Role::Unknown, Some(p)) => (st.st_ino.min(p), st.st_ino <= p),
                 (Role::Unknown, None) => {
-                    return fdtab::fill_socket(info, chan::UNIX, me, Endpoint::NONE)
+                    return channel::fill_socket(info, chan::UNIX, me, Endpoint::NONE)
                 }
             };
             let anchor = Endpoint::inode(st.st_dev, anchor);
-            fdtab::fill_anchored(info, chan::UNIX, me, peer_ep, anchor, anchor_is_me);
+            channel::fill_anchored(info, chan::UNIX, me, peer_ep, anchor, anchor_is_me);
         }
-        _ => fdtab::fill_socket(info, chan::OTHER, me, Endpoint::NONE),
+        _ => channel::fill_socket(info, chan::OTHER, me, Endpoint::NONE),
     }
 }
 
@@ -137,7 +137,7 @@ fn endpoint_of(sa: &libc::sockaddr_storage, len: u32, inet_kind: u8) -> Option<E
         };
         return Some(path_endpoint(path));
     }
-    let e = fdtab::sockaddr_endpoint(sa, len);
+    let e = channel::sockaddr_endpoint(sa, len);
     (e.bytes()[0] != ep::NONE).then(|| EndpointObj::new(inet_kind, &e))
 }
 

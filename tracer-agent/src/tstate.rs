@@ -4,15 +4,20 @@
 //! The state lives in anonymous memory obtained with mmap; thread-local storage holds only a
 //! pointer and two flags, with const initializers and no destructors, so touching it never
 //! allocates or registers anything.
+//!
+//! This module starts a thread's recording at its first event and ends it in the pthread-key
+//! destructor; what needs the process setup (initializing on first use, a fork child's new
+//! directory) is handed in by `lifecycle`, which sits above both.
 
 use core::cell::Cell;
 use core::ptr::null_mut;
 use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 
-use scalpel_model::format::{self, rec, Op};
+use scalpel_model::format::{self, obj, rec, Op};
 use scalpel_model::record::RawEvent;
 use scalpel_model::wire::Enc;
 
+use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
 use crate::stacks::Stacks;
 use crate::sys::{self, ErrnoGuard};
@@ -84,77 +89,8 @@ pub struct ThreadState {
     stacks: Stacks,
 }
 
-/// An object an event refers to, with the identity written when it is first seen in a file.
-#[derive(Clone, Copy)]
-pub struct Obj<'a> {
-    /// Object kind (`format::obj`).
-    pub kind: u8,
-    /// Key: an address, or a stable hash for channels.
-    pub key: u64,
-    /// Identity bytes (see the OBJECT record), empty for plain addresses.
-    pub ident: &'a [u8],
-}
-
-impl<'a> Obj<'a> {
-    /// An object named by a key alone, with no identity bytes.
-    #[inline]
-    pub fn key(kind: u8, key: u64) -> Obj<'static> {
-        Obj {
-            kind,
-            key,
-            ident: &[],
-        }
-    }
-
-    /// An object named by its address.
-    #[inline]
-    pub fn addr<T>(kind: u8, p: *const T) -> Obj<'static> {
-        Obj::key(kind, p as usize as u64)
-    }
-}
-
-/// One event as a hook reports it.
-#[derive(Clone, Copy)]
-pub struct Ev<'a> {
-    /// What happened.
-    pub op: Op,
-    /// Clock before the real call.
-    pub t0: u64,
-    /// Clock after the real call.
-    pub t1: u64,
-    /// The object and its sequence number.
-    pub obj: Option<(Obj<'a>, Option<u64>)>,
-    /// The call's result.
-    pub result: Option<i64>,
-    /// File descriptor.
-    pub fd: Option<i32>,
-    /// Stream byte offset.
-    pub offset: Option<u64>,
-    /// Auxiliary values.
-    pub aux: Option<u64>,
-    /// Second auxiliary value.
-    pub aux2: Option<u64>,
-}
-
-impl<'a> Ev<'a> {
-    /// An event with no optional fields.
-    #[inline]
-    pub fn new(op: Op, t0: u64, t1: u64) -> Self {
-        Ev {
-            op,
-            t0,
-            t1,
-            obj: None,
-            result: None,
-            fd: None,
-            offset: None,
-            aux: None,
-            aux2: None,
-        }
-    }
-}
-
-/// A recording thread: the configuration and its state. Obtained from [`enter`].
+/// A recording thread: the configuration and its state. Obtained from [`enter_with`] (hooks call
+/// `lifecycle::enter`).
 #[derive(Clone, Copy)]
 pub struct Ctx {
     /// The process configuration.
@@ -164,8 +100,15 @@ pub struct Ctx {
 
 /// The recording context of this thread, or None when this call must pass through untraced:
 /// recording is off, the thread already finished, or we are inside the agent itself.
+///
+/// The two slow paths call up into the process's lifecycle, so the caller hands them in (see
+/// `lifecycle::enter`, which is what hooks call): `config` gives the configuration, initializing
+/// the process on first use, and `wiped` runs in a child of a fork that bypassed our handlers.
 #[inline]
-pub fn enter() -> Option<Ctx> {
+pub fn enter_with(
+    config: impl FnOnce() -> Option<&'static Config>,
+    wiped: impl FnOnce(),
+) -> Option<Ctx> {
     TLS.try_with(|t| {
         let ts = t.state.get();
         if ts == DEAD || t.forking.get() {
@@ -177,7 +120,7 @@ pub fn enter() -> Option<Ctx> {
             if st.tag != TAG {
                 // A child of a fork that bypassed our handlers: its copy of the state was wiped.
                 t.state.set(null_mut());
-                crate::hooks::thread::child_without_handlers();
+                wiped();
                 return None;
             }
             if st.busy.load(Ordering::Relaxed) {
@@ -196,7 +139,7 @@ pub fn enter() -> Option<Ctx> {
             return None;
         }
         t.busy.set(true);
-        let ctx = start_thread(t);
+        let ctx = start_thread(t, config);
         t.busy.set(false);
         ctx
     })
@@ -205,9 +148,9 @@ pub fn enter() -> Option<Ctx> {
 }
 
 #[cold]
-fn start_thread(t: &Tls) -> Option<Ctx> {
+fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Option<Ctx> {
     let _errno = ErrnoGuard::save();
-    let cfg = global::config()?;
+    let cfg = config()?;
     let mem = sys::mmap_anon(core::mem::size_of::<ThreadState>())? as *mut ThreadState;
     sys::sys(
         libc::SYS_madvise,
@@ -436,6 +379,23 @@ pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
             (*ts).stacks.release();
             sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
         }
+    });
+}
+
+/// The pthread-key destructor (registered by `setup::configure`): runs in an exiting thread
+/// whatever the way it exits (return, `pthread_exit`, cancellation), records the exit and closes
+/// the trace.
+pub extern "C" fn thread_dtor(_state: *mut libc::c_void) {
+    finish_thread(|c, how| {
+        let t = c.now();
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() } as u64;
+        let seq = c.seq(obj::THREAD, me);
+        c.emit(&Ev {
+            obj: Some((Obj::key(obj::THREAD, me), Some(seq))),
+            aux: Some(u64::from(how)),
+            ..Ev::new(Op::ThreadExit, t, t)
+        });
     });
 }
 

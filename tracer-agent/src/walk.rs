@@ -10,7 +10,7 @@
 use framehop::x86_64::UnwindRegsX86_64;
 use framehop::{FrameAddress, Unwinder};
 
-use crate::stacks::MAX_DEPTH;
+use crate::stackcfg::MAX_DEPTH;
 use crate::unwind::{self, Cache};
 
 /// At most this many agent frames are stepped over before the first frame of the program.

@@ -6,10 +6,11 @@ use libc::{c_char, c_int};
 use scalpel_model::format::Op;
 
 use super::{enosys, sys_result};
+use crate::event::Ev;
 use crate::global::{self, Config};
+use crate::lifecycle::enter;
 use crate::real;
 use crate::sys;
-use crate::tstate::{enter, Ev};
 
 extern "C" {
     static environ: *const *const c_char;

@@ -5,8 +5,9 @@ use libc::{c_int, c_uint, sockaddr, socklen_t};
 use scalpel_model::format::{chan, Op};
 
 use super::{enosys, sys_result};
-use crate::tstate::{enter, Ev};
-use crate::{fdtab, real, sock};
+use crate::event::Ev;
+use crate::lifecycle::enter;
+use crate::{channel, fdtab, real, sock};
 
 fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
     let Some(c) = enter() else { return call() };
@@ -20,7 +21,7 @@ fn accept_common(op: Op, fd: c_int, call: impl FnOnce() -> c_int) -> c_int {
         ..Ev::new(op, t0, t1)
     };
     let ep = if r >= 0 {
-        ev.aux = fdtab::get_as(c.cfg, r, fdtab::Role::Server).map(|i| i.chan_key);
+        ev.aux = fdtab::get_as(c.cfg, r, channel::Role::Server).map(|i| i.chan_key);
         sock::accept_endpoint(r)
     } else {
         None
@@ -74,7 +75,7 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, a: *const sockaddr, l: sockle
     let res = sys_result(i64::from(r));
     // A non-blocking connect completes later (EINPROGRESS); its identity is resolved at first use.
     let aux = if r == 0 {
-        fdtab::get_as(c.cfg, fd, fdtab::Role::Client).map(|i| i.chan_key)
+        fdtab::get_as(c.cfg, fd, channel::Role::Client).map(|i| i.chan_key)
     } else {
         fdtab::forget(fd);
         None

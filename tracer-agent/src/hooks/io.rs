@@ -7,9 +7,10 @@ use libc::{c_int, c_void, iovec, msghdr, size_t, sockaddr, socklen_t, ssize_t};
 use scalpel_model::format::Op;
 
 use super::{enosys, sys_result};
+use crate::event::Ev;
 use crate::fdtab;
+use crate::lifecycle::enter;
 use crate::real;
-use crate::tstate::{enter, Ev};
 
 /// Records an incoming transfer on `fd`.
 #[inline(always)]

@@ -16,7 +16,8 @@ pub mod thread;
 
 use scalpel_model::format::Op;
 
-use crate::tstate::{enter, Ev, Obj};
+use crate::event::{Ev, Obj};
+use crate::lifecycle::enter;
 
 /// errno after a failed call, as a negative number.
 #[inline]

@@ -4,7 +4,8 @@ use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd, sigset_t, timespec, timev
 use scalpel_model::format::{obj, Op};
 
 use super::{enosys, sys_result};
-use crate::tstate::{enter, Ev, Obj};
+use crate::event::{Ev, Obj};
+use crate::lifecycle::enter;
 use crate::{fdtab, real};
 
 fn wait_common(op: Op, epfd: Option<c_int>, aux: u64, call: impl FnOnce() -> c_int) -> c_int {

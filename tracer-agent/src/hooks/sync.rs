@@ -6,9 +6,10 @@ use libc::{
 use scalpel_model::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_release, pthread_result, sys_acquire, sys_result};
+use crate::event::Ev;
+use crate::lifecycle::enter;
 use crate::pshared::{futex_obj, sync_obj};
 use crate::real;
-use crate::tstate::{enter, Ev};
 
 type MutexFn = unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int;
 type RwFn = unsafe extern "C-unwind" fn(*mut pthread_rwlock_t) -> c_int;

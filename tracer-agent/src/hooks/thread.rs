@@ -1,5 +1,7 @@
-//! Hooks for thread and process lifetimes: pthread create, join and exit, fork, dlclose (for the
-//! unwinder's module table), and the pthread-key destructor that closes a thread's trace at exit.
+//! Hooks for thread and process lifetimes: pthread create, join and exit, fork and vfork, and
+//! dlclose (for the unwinder's module table). What they start and end lives below them: the
+//! pthread-key destructor that closes a thread's trace in `tstate`, the fork handlers in
+//! `lifecycle`.
 //!
 //! A new thread starts in our trampoline, which records its start with the spawn key its parent
 //! recorded, so creation is linked to start without knowing the child's tid in advance. The
@@ -11,9 +13,11 @@ use libc::{c_int, c_void, pthread_attr_t, pthread_t};
 use scalpel_model::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_result, sys_result};
+use crate::event::{Ev, Obj};
 use crate::global;
+use crate::lifecycle::enter;
 use crate::real;
-use crate::tstate::{self, enter, Ev, Obj};
+use crate::tstate;
 
 type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
 type UnwindStartFn = extern "C-unwind" fn(*mut c_void) -> *mut c_void;
@@ -171,22 +175,6 @@ pub unsafe extern "C-unwind" fn pthread_exit(ret: *mut c_void) -> ! {
     }
 }
 
-/// The pthread-key destructor: runs in an exiting thread whatever the way it exits (return,
-/// `pthread_exit`, cancellation), records the exit and closes the trace.
-pub extern "C" fn thread_dtor(_state: *mut c_void) {
-    tstate::finish_thread(|c, how| {
-        let t = c.now();
-        // SAFETY: pthread_self has no preconditions.
-        let me = unsafe { libc::pthread_self() } as u64;
-        let seq = c.seq(obj::THREAD, me);
-        c.emit(&Ev {
-            obj: Some((Obj::key(obj::THREAD, me), Some(seq))),
-            aux: Some(u64::from(how)),
-            ..Ev::new(Op::ThreadExit, t, t)
-        });
-    });
-}
-
 #[no_mangle]
 pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
     type F = unsafe extern "C-unwind" fn() -> libc::pid_t;
@@ -214,42 +202,6 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
         });
     }
     r
-}
-
-/// Registered with pthread_atfork: runs in the parent before any fork.
-pub extern "C" fn atfork_prepare() {
-    tstate::set_forking(true);
-}
-
-/// Registered with pthread_atfork: runs in the parent after any fork.
-pub extern "C" fn atfork_parent() {
-    tstate::set_forking(false);
-}
-
-/// Registered with pthread_atfork: runs in every forked child, including forks made inside libc
-/// (daemon) that never pass through our `fork` hook.
-pub extern "C" fn atfork_child() {
-    tstate::forget_after_fork();
-    crate::agentfd::close_inherited();
-    global::after_fork_child();
-    let spawn = tstate::take_fork_spawn();
-    if let Some(c) = enter() {
-        let t = c.now();
-        let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
-        let o = (spawn != 0).then(|| (Obj::key(obj::SPAWN, spawn), Some(c.seq(obj::SPAWN, spawn))));
-        c.emit(&Ev {
-            obj: o,
-            aux: Some(parent),
-            ..Ev::new(Op::ForkChild, t, t)
-        });
-    }
-}
-
-/// A child of a fork that ran no fork handlers (`_Fork`, `clone`, a raw fork system call),
-/// noticed at its first hook: it gets its own process directory, and drops the parent's files.
-pub fn child_without_handlers() {
-    crate::agentfd::close_inherited();
-    global::after_fork_child();
 }
 
 /// `vfork` is made a `fork`, as POSIX allows: a vfork child shares its parent's memory, so every

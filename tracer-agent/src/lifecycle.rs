@@ -1,0 +1,63 @@
+//! The lifecycle of the recording, where the per-thread state meets the process setup: the
+//! configuration made on first use, a thread's recording started at its first hook, and the fork
+//! handlers that give a child its own process directory.
+//!
+//! `tstate` (per-thread state) and `setup` (process setup) sit below this module; neither calls
+//! the other's lifecycle steps directly. The hooks sit above it and enter through [`enter`].
+
+use scalpel_model::format::{obj, Op};
+
+use crate::event::{Ev, Obj};
+use crate::global::{self, Config};
+use crate::setup;
+use crate::tstate::{self, Ctx};
+
+/// The configuration if recording is on, setting up the process on first use.
+#[inline]
+pub fn config() -> Option<&'static Config> {
+    global::config(setup::configure)
+}
+
+/// The recording context of this thread, or None when this call must pass through untraced:
+/// recording is off, the thread already finished, or we are inside the agent itself. A thread's
+/// first call starts its recording (and the first call of all sets up the process).
+#[inline]
+pub fn enter() -> Option<Ctx> {
+    tstate::enter_with(config, child_without_handlers)
+}
+
+/// Registered with pthread_atfork: runs in the parent before any fork.
+pub extern "C" fn atfork_prepare() {
+    tstate::set_forking(true);
+}
+
+/// Registered with pthread_atfork: runs in the parent after any fork.
+pub extern "C" fn atfork_parent() {
+    tstate::set_forking(false);
+}
+
+/// Registered with pthread_atfork: runs in every forked child, including forks made inside libc
+/// (daemon) that never pass through our `fork` hook.
+pub extern "C" fn atfork_child() {
+    tstate::forget_after_fork();
+    crate::agentfd::close_inherited();
+    global::after_fork_child(setup::new_process);
+    let spawn = tstate::take_fork_spawn();
+    if let Some(c) = enter() {
+        let t = c.now();
+        let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
+        let o = (spawn != 0).then(|| (Obj::key(obj::SPAWN, spawn), Some(c.seq(obj::SPAWN, spawn))));
+        c.emit(&Ev {
+            obj: o,
+            aux: Some(parent),
+            ..Ev::new(Op::ForkChild, t, t)
+        });
+    }
+}
+
+/// A child of a fork that ran no fork handlers (`_Fork`, `clone`, a raw fork system call),
+/// noticed at its first hook: it gets its own process directory, and drops the parent's files.
+pub fn child_without_handlers() {
+    crate::agentfd::close_inherited();
+    global::after_fork_child(setup::new_process);
+}

@@ -17,6 +17,7 @@ pub mod progress;
 pub mod record;
 pub mod rollup;
 pub mod symbols;
+pub mod testgraph;
 pub mod views;
 
 pub use pipeline::{Pipeline, PipelineError, PipelineOptions};

@@ -16,7 +16,8 @@ use std::time::Instant;
 use ahash::AHashMap;
 use scalpel_inferencer::mine::{mine, MineOptions};
 use scalpel_inferencer::progress::Quiet;
-use scalpel_model::graph::{BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo};
+use scalpel_inferencer::testgraph::{At, GraphBuilder};
+use scalpel_model::graph::{EdgeKind, Graph};
 
 const WORKERS: u32 = 8;
 const BACKENDS: u32 = 8;
@@ -32,35 +33,18 @@ const TYPES: [&str; 8] = [
     "sub_done",
 ];
 
-/// A leaf by (thread, index within the thread).
-type At = (u32, u32);
 /// A request's leaves and its two sub-requests' leaves.
 type Truth<L> = (Vec<L>, [Vec<L>; 2]);
 
-/// A graph under construction: per-thread leaf lists, edges by (thread, index).
-struct Gen {
-    threads: Vec<Vec<(u32, u64)>>,
-    edges: Vec<(At, At, EdgeKind)>,
-    /// Per request: its leaves, and its two sub-requests' leaves.
-    truth: Vec<Truth<At>>,
-}
-
-impl Gen {
-    fn leaf(&mut self, thread: u32, ty: u32, t: u64) -> (u32, u32) {
-        let list = &mut self.threads[thread as usize];
-        let i = list.len() as u32;
-        list.push((ty, t));
-        (thread, i)
-    }
-}
-
 fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
-    let n_threads = 1 + WORKERS + BACKENDS;
-    let mut g = Gen {
-        threads: vec![Vec::new(); n_threads as usize],
-        edges: Vec::new(),
-        truth: Vec::new(),
-    };
+    let mut g = GraphBuilder::new();
+    for name in TYPES {
+        g.leaf_type(name, None);
+    }
+    for th in 0..1 + WORKERS + BACKENDS {
+        g.thread(&format!("t{th}"));
+    }
+    let mut truth: Vec<Truth<At>> = Vec::new();
     let mut leaves = 0u64;
     let mut r = 0u64;
     while leaves < target {
@@ -69,23 +53,25 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
         let b0 = 1 + WORKERS + ((2 * r) % u64::from(BACKENDS)) as u32;
         let b1 = 1 + WORKERS + ((2 * r + 1) % u64::from(BACKENDS)) as u32;
         let reads = 1 + (r % 3) as u32;
-        let accept = g.leaf(0, 0, t);
-        let push = g.leaf(0, 1, t + 10);
-        let pop = g.leaf(w, 2, t + 20);
-        let fan = g.leaf(w, 3, t + 30);
+        let mut leaf = |th: u32, ty: u32, at: u64| g.leaf(th, ty, at, at + 5);
+        let accept = leaf(0, 0, t);
+        let push = leaf(0, 1, t + 10);
+        let pop = leaf(w, 2, t + 20);
+        let fan = leaf(w, 3, t + 30);
         let mut parts = vec![accept, push, pop, fan];
         let mut prev = fan;
+        let mut edges = Vec::new();
         for k in 0..reads {
-            let rd = g.leaf(w, 4, t + 40 + u64::from(k));
-            g.edges.push((prev, rd, EdgeKind::Program));
+            let rd = leaf(w, 4, t + 40 + u64::from(k));
+            edges.push((prev, rd, EdgeKind::Program));
             parts.push(rd);
             prev = rd;
         }
-        let s0 = [g.leaf(b0, 6, t + 35), g.leaf(b0, 7, t + 36)];
-        let s1 = [g.leaf(b1, 6, t + 35), g.leaf(b1, 7, t + 36)];
-        let reply = g.leaf(w, 5, t + 60);
+        let s0 = [leaf(b0, 6, t + 35), leaf(b0, 7, t + 36)];
+        let s1 = [leaf(b1, 6, t + 35), leaf(b1, 7, t + 36)];
+        let reply = leaf(w, 5, t + 60);
         parts.push(reply);
-        g.edges.extend([
+        edges.extend([
             (accept, push, EdgeKind::Program),
             (push, pop, EdgeKind::Cond),
             (pop, fan, EdgeKind::Program),
@@ -97,116 +83,39 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
             (s0[1], reply, EdgeKind::Stream),
             (s1[1], reply, EdgeKind::Stream),
         ]);
+        for (a, b, kind) in edges {
+            g.edge(a, b, kind);
+        }
         parts.extend(s0);
         parts.extend(s1);
         leaves += parts.len() as u64;
-        g.truth.push((parts, [s0.to_vec(), s1.to_vec()]));
+        truth.push((parts, [s0.to_vec(), s1.to_vec()]));
         r += 1;
     }
-    // Number the leaves thread by thread.
-    let mut base = Vec::with_capacity(g.threads.len());
-    let mut next = 0u32;
-    for list in &g.threads {
-        base.push(next);
-        next += list.len() as u32;
-    }
-    let id = |(th, i): (u32, u32)| base[th as usize] + i;
-    let mut edges: Vec<Edge> = g
-        .edges
-        .iter()
-        .map(|&(a, b, kind)| Edge {
-            from: id(a),
-            to: id(b),
-            kind,
-            obj: None,
-        })
-        .collect();
-    // Program order within each thread: strong when the edge already exists as program (inside
-    // a request), weak otherwise (from one request's last leaf to the next's first).
-    let strong: ahash::AHashSet<(u32, u32)> = edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Program)
-        .map(|e| (e.from, e.to))
-        .collect();
-    let in_request: AHashMap<u32, u32> = g
-        .truth
+    // Program order within each thread: strong inside a request (an edge the builder merges
+    // with the one already there), weak from one request's last leaf to the next's first.
+    let in_request: AHashMap<At, u32> = truth
         .iter()
         .enumerate()
         .flat_map(|(r, (l, _))| l.iter().map(move |&x| (x, r as u32)))
-        .map(|(x, r)| (id(x), r))
         .collect();
-    for (th, list) in g.threads.iter().enumerate() {
-        for i in 1..list.len() as u32 {
-            let (a, b) = (id((th as u32, i - 1)), id((th as u32, i)));
-            if strong.contains(&(a, b)) {
-                continue;
-            }
-            let kind = if in_request.get(&a) == in_request.get(&b) {
-                EdgeKind::Program
-            } else {
-                EdgeKind::ProgramWeak
-            };
-            edges.push(Edge {
-                from: a,
-                to: b,
-                kind,
-                obj: None,
-            });
-        }
-    }
-    edges.sort_unstable();
-    edges.dedup();
-    let mut leaf_list = Vec::with_capacity(next as usize);
-    let mut threads = Vec::new();
-    for (th, list) in g.threads.iter().enumerate() {
-        threads.push(ThreadInfo {
-            process: 0,
-            pid: 1,
-            tid: 1 + th as u32,
-            name: format!("t{th}"),
-            first_leaf: base[th],
-            leaves: list.len() as u32,
-        });
-        for &(ty, t) in list {
-            leaf_list.push(Leaf::new(th as u32, ty, t, t + 5));
-        }
-    }
-    let mut types: Vec<LeafType> = TYPES
-        .iter()
-        .map(|n| LeafType {
-            name: (*n).to_owned(),
-            start: BoundaryInfo {
-                op: None,
-                function: None,
-                frames: Vec::new(),
-            },
-            end: BoundaryInfo {
-                op: None,
-                function: Some((*n).to_owned()),
-                frames: Vec::new(),
-            },
-            count: 0,
+    g.program_order(|a, b| {
+        Some(if in_request.get(&a) == in_request.get(&b) {
+            EdgeKind::Program
+        } else {
+            EdgeKind::ProgramWeak
         })
-        .collect();
-    for l in &leaf_list {
-        types[l.ty as usize].count += 1;
-    }
-    let truth = g
-        .truth
+    });
+    let ids = |v: &[At]| {
+        let mut v: Vec<u32> = v.iter().map(|&x| g.id(x)).collect();
+        v.sort_unstable();
+        v
+    };
+    let truth = truth
         .iter()
-        .map(|(l, s)| {
-            let mut l: Vec<u32> = l.iter().map(|&x| id(x)).collect();
-            l.sort_unstable();
-            let sub = |v: &Vec<(u32, u32)>| {
-                let mut v: Vec<u32> = v.iter().map(|&x| id(x)).collect();
-                v.sort_unstable();
-                v
-            };
-            (l, [sub(&s[0]), sub(&s[1])])
-        })
+        .map(|(l, s)| (ids(l), [ids(&s[0]), ids(&s[1])]))
         .collect();
-    let graph = Graph::new(threads, types, leaf_list, edges);
-    (graph, truth)
+    (g.build(), truth)
 }
 
 fn peak_kib() -> u64 {

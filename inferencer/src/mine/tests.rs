@@ -1,63 +1,29 @@
 //! The miner on small hand-built graphs, for rules that recorded programs show only by chance.
 
-use scalpel_model::graph::{BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, ThreadInfo};
+use scalpel_model::graph::{EdgeKind, Graph};
 use scalpel_model::task::TaskKind;
 
 use super::{mine, MineOptions};
+use crate::testgraph::{At, GraphBuilder};
 
-/// A leaf as (thread, index on the thread).
-type At = (u32, u32);
-
-/// A graph from per-thread leaf types and edges between leaves.
+/// A graph from per-thread leaf types (named `L0`, `L1`, …) and edges between leaves.
 fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
-    let mut base = Vec::new();
-    let mut next = 0u32;
-    for t in threads {
-        base.push(next);
-        next += t.len() as u32;
+    let mut b = GraphBuilder::new();
+    let n_types = threads.iter().flatten().max().map_or(0, |&m| m + 1);
+    for t in 0..n_types {
+        b.leaf_type(&format!("L{t}"), None);
     }
-    let id = |(t, i): At| base[t as usize] + i;
-    let mut leaves = Vec::new();
-    let mut infos = Vec::new();
     for (th, list) in threads.iter().enumerate() {
-        infos.push(ThreadInfo {
-            process: 0,
-            pid: 1,
-            tid: 1 + th as u32,
-            name: format!("t{th}"),
-            first_leaf: base[th],
-            leaves: list.len() as u32,
-        });
+        let th = b.thread(&format!("t{th}"));
         for (i, &ty) in list.iter().enumerate() {
             let t = 1_000 * i as u64;
-            leaves.push(Leaf::new(th as u32, ty, t, t + 5));
+            b.leaf(th, ty, t, t + 5);
         }
     }
-    let n_types = threads.iter().flatten().max().map_or(0, |&m| m + 1);
-    let boundary = |f: Option<String>| BoundaryInfo {
-        op: None,
-        function: f,
-        frames: Vec::new(),
-    };
-    let types = (0..n_types)
-        .map(|t| LeafType {
-            name: format!("L{t}"),
-            start: boundary(None),
-            end: boundary(Some(format!("L{t}"))),
-            count: leaves.iter().filter(|l| l.ty == t).count() as u64,
-        })
-        .collect();
-    let mut edges: Vec<Edge> = edges
-        .iter()
-        .map(|&(a, b, kind)| Edge {
-            from: id(a),
-            to: id(b),
-            kind,
-            obj: None,
-        })
-        .collect();
-    edges.sort_unstable();
-    Graph::new(infos, types, leaves, edges)
+    for &(a, z, kind) in edges {
+        b.edge(a, z, kind);
+    }
+    b.build()
 }
 
 /// A listener (accept 0, push 1) hands each request to a worker (read 2, write 3). After the

@@ -1,11 +1,10 @@
 //! Rollup arithmetic on hand-made graphs, where every number can be worked out exactly.
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::{
-    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, OpName, ThreadInfo,
-};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, Leaf, OpName};
 
 use super::*;
+use crate::testgraph::GraphBuilder;
 
 fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {
     Leaf {
@@ -44,36 +43,21 @@ fn graph() -> Graph {
     )
 }
 
-/// Two threads of two leaves each (types by thread).
+/// Two threads of two leaves each (types `a` and `b`, by thread), edges by leaf id.
 fn graph_of(leaves: Vec<Leaf>, edges: Vec<Edge>) -> Graph {
-    let thread = |i: u32| ThreadInfo {
-        process: 0,
-        pid: 1,
-        tid: 1 + i,
-        name: format!("t{i}"),
-        first_leaf: 2 * i,
-        leaves: 2,
-    };
-    let ty = |name: &str| LeafType {
-        name: name.into(),
-        start: BoundaryInfo {
-            op: None,
-            function: None,
-            frames: Vec::new(),
-        },
-        end: BoundaryInfo {
-            op: None,
-            function: None,
-            frames: Vec::new(),
-        },
-        count: 2,
-    };
-    Graph::new(
-        vec![thread(0), thread(1)],
-        vec![ty("a"), ty("b")],
-        leaves,
-        edges,
-    )
+    let mut b = GraphBuilder::new();
+    for (ty, thread) in [("a", "t0"), ("b", "t1")] {
+        b.leaf_type(ty, None);
+        b.thread(thread);
+    }
+    for l in leaves {
+        b.push(l.thread, l);
+    }
+    let at = |id: u32| (id / 2, id % 2);
+    for e in edges {
+        b.edge(at(e.from), at(e.to), e.kind);
+    }
+    b.build()
 }
 
 #[test]

@@ -10,7 +10,7 @@ use scalpel_inferencer::PipelineOptions;
 
 /// How the pipeline runs on a trace directory.
 #[derive(Args, Debug, Clone)]
-pub struct PipelineArgs {
+pub(crate) struct PipelineArgs {
     /// Fail on any data loss (a damaged or unreadable file, lost events) instead of warning.
     #[arg(long)]
     pub strict: bool,
@@ -39,7 +39,7 @@ pub struct PipelineArgs {
 
 impl PipelineArgs {
     /// The arguments in the library's terms.
-    pub fn options(&self) -> PipelineOptions {
+    pub(crate) fn options(&self) -> PipelineOptions {
         let mut infer_only = Vec::new();
         for (set, name) in [
             (self.strict, "--strict"),

@@ -16,7 +16,7 @@ use crate::{broken_pipe_is_fine, warn};
 
 /// How far inference goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Leaf tasks and the causal graph: graph.json, types.dot, types.svg, graph-summary.txt.
     Graph,
     /// The graph, then the task hierarchy: also model.json, model.dot, model.svg,
@@ -25,7 +25,7 @@ pub enum Stage {
 }
 
 #[derive(Args, Debug)]
-pub struct InferArgs {
+pub(crate) struct InferArgs {
     /// The trace directory.
     pub dir: PathBuf,
     /// Where to write the outputs [default: DIR/model].
@@ -50,7 +50,7 @@ pub struct InferArgs {
 
 /// What `infer` does, in the library's terms.
 #[derive(Debug)]
-pub struct InferJob {
+pub(crate) struct InferJob {
     /// The trace directory.
     pub dir: PathBuf,
     /// The output directory.
@@ -86,7 +86,7 @@ impl From<InferArgs> for InferJob {
 }
 
 /// Runs the stages and reports on stdout (results) and stderr (warnings).
-pub fn run_infer(job: &InferJob) -> Result<()> {
+pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
     let pipeline = Pipeline::new(job.pipeline.clone())?;
     let built = pipeline.graph(&job.dir)?;
     warn(&built.warnings, 10, " (see the summary file)");

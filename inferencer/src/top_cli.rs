@@ -18,7 +18,7 @@ use crate::{broken_pipe_is_fine, say, warn};
 
 /// How `top` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Aligned text tables.
     Table,
     /// One JSON document.
@@ -29,7 +29,7 @@ pub enum Format {
 
 /// Where the model comes from (shared by `top` and `report`).
 #[derive(Args, Debug)]
-pub struct SourceArgs {
+pub(crate) struct SourceArgs {
     /// A model.json, a directory `scalpel infer` wrote, or a trace directory (inferred on the
     /// spot, with the options below, which only a trace directory takes).
     pub path: PathBuf,
@@ -38,7 +38,7 @@ pub struct SourceArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct TopArgs {
+pub(crate) struct TopArgs {
     #[command(flatten)]
     pub source: SourceArgs,
     /// Descend into the task type named NAME: its children, the leaves and waits on its
@@ -54,7 +54,7 @@ pub struct TopArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     #[command(flatten)]
     pub source: SourceArgs,
     /// The HTML file to write [default: report.html beside the model, or in DIR/model].
@@ -74,7 +74,7 @@ fn load_source(s: &SourceArgs) -> Result<(Pipeline, Loaded)> {
 }
 
 /// Prints the top-down view.
-pub fn run_top(a: &TopArgs) -> Result<()> {
+pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
     let (pipeline, l) = load_source(&a.source)?;
     let r = pipeline.rollup(&l.graph, &l.model);
     let opts = TopOptions {
@@ -95,7 +95,7 @@ pub fn run_top(a: &TopArgs) -> Result<()> {
 }
 
 /// Writes the HTML report and says where.
-pub fn run_report(a: &ReportArgs) -> Result<()> {
+pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
     let (pipeline, l) = load_source(&a.source)?;
     let r = pipeline.rollup(&l.graph, &l.model);
     let out = match &a.output {

@@ -15,7 +15,7 @@ static LOWEST: AtomicI32 = AtomicI32::new(i32::MAX);
 
 /// Moves `fd` to a high number with close-on-exec set and records it as the agent's. Returns the
 /// new descriptor (or `fd` itself when it cannot be moved).
-pub fn adopt(fd: i32) -> i32 {
+pub(crate) fn adopt(fd: i32) -> i32 {
     let mut lim = [0u64; 2];
     let base = if sys::sys(
         libc::SYS_getrlimit,
@@ -52,7 +52,7 @@ pub fn adopt(fd: i32) -> i32 {
 }
 
 /// Forgets and closes one of the agent's descriptors.
-pub fn release(fd: i32) {
+pub(crate) fn release(fd: i32) {
     for s in FDS.iter() {
         if s.compare_exchange(fd, -1, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
@@ -64,7 +64,7 @@ pub fn release(fd: i32) {
 }
 
 /// Copies the agent's descriptors into `out`; returns how many (at most `out.len()`).
-pub fn list(out: &mut [i32]) -> usize {
+pub(crate) fn list(out: &mut [i32]) -> usize {
     let mut n = 0;
     for s in FDS.iter() {
         let fd = s.load(Ordering::Relaxed);
@@ -78,13 +78,13 @@ pub fn list(out: &mut [i32]) -> usize {
 
 /// Whether `fd` is one of the agent's.
 #[inline]
-pub fn is_agent(fd: i32) -> bool {
+pub(crate) fn is_agent(fd: i32) -> bool {
     fd >= LOWEST.load(Ordering::Relaxed) && FDS.iter().any(|s| s.load(Ordering::Relaxed) == fd)
 }
 
 /// In a fork child: closes every descriptor the parent's agent held (trace files of the parent's
 /// threads), so the child neither leaks them nor writes through them.
-pub fn close_inherited() {
+pub(crate) fn close_inherited() {
     for s in FDS.iter() {
         let fd = s.swap(-1, Ordering::AcqRel);
         if fd >= 0 {

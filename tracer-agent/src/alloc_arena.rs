@@ -29,7 +29,7 @@ struct Chunk {
 }
 
 /// The mmap-backed allocator installed as the agent's global allocator.
-pub struct Arena;
+pub(crate) struct Arena;
 
 static CURRENT: AtomicPtr<Chunk> = AtomicPtr::new(null_mut());
 

@@ -4,7 +4,7 @@
 use crate::sys;
 
 /// A temporary buffer in anonymous memory for whole small files such as `/proc/self/maps`.
-pub struct Blob {
+pub(crate) struct Blob {
     ptr: *mut u8,
     cap: usize,
     len: usize,
@@ -14,7 +14,7 @@ impl Blob {
     const CAP: usize = 4 << 20;
 
     /// An empty blob (memory is mapped on first read).
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Blob {
             ptr: core::ptr::null_mut(),
             cap: 0,
@@ -23,7 +23,7 @@ impl Blob {
     }
 
     /// Reads a whole file (up to 4 MiB); false if it could not be opened.
-    pub fn read_file(&mut self, path: &[u8]) -> bool {
+    pub(crate) fn read_file(&mut self, path: &[u8]) -> bool {
         if self.ptr.is_null() {
             match sys::mmap_anon(Self::CAP) {
                 Some(p) => {
@@ -54,7 +54,7 @@ impl Blob {
     }
 
     /// The bytes read.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         if self.ptr.is_null() {
             return &[];
         }

@@ -18,14 +18,14 @@ const IDENT: usize = 64;
 
 /// An encoded endpoint.
 #[derive(Clone, Copy)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     len: u8,
     bytes: [u8; 24],
 }
 
 impl Endpoint {
     /// No identity.
-    pub const NONE: Endpoint = Endpoint {
+    pub(crate) const NONE: Endpoint = Endpoint {
         len: 1,
         bytes: [ep::NONE; 24],
     };
@@ -44,7 +44,7 @@ impl Endpoint {
     }
 
     /// An inode-named endpoint.
-    pub fn inode(dev: u64, ino: u64) -> Endpoint {
+    pub(crate) fn inode(dev: u64, ino: u64) -> Endpoint {
         Endpoint::from(|e| {
             e.u8(ep::INODE);
             e.varint(dev);
@@ -53,7 +53,7 @@ impl Endpoint {
     }
 
     /// An endpoint numbered by a process.
-    pub fn local(pid: i32, n: u64) -> Endpoint {
+    pub(crate) fn local(pid: i32, n: u64) -> Endpoint {
         Endpoint::from(|e| {
             e.u8(ep::LOCAL);
             e.varint(pid as u64);
@@ -62,7 +62,7 @@ impl Endpoint {
     }
 
     /// The encoded bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 
@@ -72,7 +72,7 @@ impl Endpoint {
 }
 
 /// What one descriptor refers to.
-pub struct Info {
+pub(crate) struct Info {
     /// Channel kind (`format::chan`).
     pub chan: u8,
     /// Key shared by both ends and both directions.
@@ -88,7 +88,7 @@ pub struct Info {
 
 impl Info {
     /// The outgoing stream as an event object, if the descriptor has one.
-    pub fn tx(&self) -> Option<Obj<'_>> {
+    pub(crate) fn tx(&self) -> Option<Obj<'_>> {
         (self.tx_key != 0).then(|| Obj {
             kind: obj::STREAM,
             key: self.tx_key,
@@ -97,7 +97,7 @@ impl Info {
     }
 
     /// The incoming stream as an event object.
-    pub fn rx(&self) -> Option<Obj<'_>> {
+    pub(crate) fn rx(&self) -> Option<Obj<'_>> {
         (self.rx_key != 0).then(|| Obj {
             kind: obj::STREAM,
             key: self.rx_key,
@@ -107,7 +107,7 @@ impl Info {
 
     /// The shared counters of the outgoing stream.
     #[inline]
-    pub fn tx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
+    pub(crate) fn tx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
         (self.tx_key != 0)
             .then(|| global::table(cfg).stream(self.tx_key))
             .flatten()
@@ -115,7 +115,7 @@ impl Info {
 
     /// The shared counters of the incoming stream.
     #[inline]
-    pub fn rx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
+    pub(crate) fn rx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
         (self.rx_key != 0)
             .then(|| global::table(cfg).stream(self.rx_key))
             .flatten()
@@ -123,14 +123,14 @@ impl Info {
 
     /// Whether byte offsets mean anything on this channel (not for files or terminals).
     #[inline]
-    pub fn has_offsets(&self) -> bool {
+    pub(crate) fn has_offsets(&self) -> bool {
         self.offsets
     }
 }
 
 /// Which side of a connection a socket is, when the hook that made it knows.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Found later (inherited, or first seen at a read or write).
     Unknown,
     /// Made by `connect`.
@@ -141,7 +141,7 @@ pub enum Role {
 
 /// Fills a channel named by its two endpoints; `offsets` tells whether byte offsets mean anything
 /// on it.
-pub fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: bool) {
+pub(crate) fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: bool) {
     info.chan = kind;
     let (lo, hi) = if local.bytes() <= peer.bytes() {
         (local, peer)
@@ -175,7 +175,7 @@ fn set_idents(info: &mut Info, kind: u8, me: &Endpoint, peer: &Endpoint) {
 }
 
 /// Fills a channel of `kind` that has no stream identity.
-pub fn none(info: &mut Info, kind: u8) {
+pub(crate) fn none(info: &mut Info, kind: u8) {
     info.chan = kind;
     info.chan_key = 0;
     info.tx_key = 0;
@@ -186,7 +186,7 @@ pub fn none(info: &mut Info, kind: u8) {
 /// Fills a connection named by one anchor endpoint that both ends know (a unix connection is
 /// named by the connecting socket's inode: the accepting socket's inode does not exist until
 /// accept, so the client cannot know it when it starts writing). `anchor_is_me` tells the side.
-pub fn fill_anchored(
+pub(crate) fn fill_anchored(
     info: &mut Info,
     kind: u8,
     me: Endpoint,
@@ -210,7 +210,7 @@ pub fn fill_anchored(
 }
 
 /// Fills a socket's identity (used by the socket module).
-pub fn fill_socket(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint) {
+pub(crate) fn fill_socket(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint) {
     if peer.is_none() {
         // Not connected: no stream both ends can agree on.
         none(info, kind);
@@ -221,7 +221,7 @@ pub fn fill_socket(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint) {
 }
 
 /// Encodes a socket address as an endpoint.
-pub fn sockaddr_endpoint(sa: &libc::sockaddr_storage, len: u32) -> Endpoint {
+pub(crate) fn sockaddr_endpoint(sa: &libc::sockaddr_storage, len: u32) -> Endpoint {
     match i32::from(sa.ss_family) {
         libc::AF_INET if len as usize >= core::mem::size_of::<libc::sockaddr_in>() => {
             // SAFETY: family and length say this is a sockaddr_in.
@@ -246,7 +246,7 @@ pub fn sockaddr_endpoint(sa: &libc::sockaddr_storage, len: u32) -> Endpoint {
 }
 
 /// An ENDPOINT object for a listening address (what connect and accept meet at).
-pub struct EndpointObj {
+pub(crate) struct EndpointObj {
     key: u64,
     ident: [u8; 32],
     len: u8,
@@ -254,7 +254,7 @@ pub struct EndpointObj {
 
 impl EndpointObj {
     /// Builds it from a channel kind and an endpoint.
-    pub fn new(kind: u8, ep: &Endpoint) -> EndpointObj {
+    pub(crate) fn new(kind: u8, ep: &Endpoint) -> EndpointObj {
         let mut ident = [0u8; 32];
         let mut e = Enc::new(&mut ident);
         e.u8(kind);
@@ -268,7 +268,7 @@ impl EndpointObj {
     }
 
     /// Replaces key and identity (for endpoints whose key covers more than the identity keeps).
-    pub fn set(&mut self, key: u64, ident: &[u8]) {
+    pub(crate) fn set(&mut self, key: u64, ident: &[u8]) {
         self.key = key;
         let n = ident.len().min(self.ident.len());
         self.ident[..n].copy_from_slice(&ident[..n]);
@@ -276,7 +276,7 @@ impl EndpointObj {
     }
 
     /// As an event object.
-    pub fn obj(&self) -> Obj<'_> {
+    pub(crate) fn obj(&self) -> Obj<'_> {
         Obj {
             kind: obj::ENDPOINT,
             key: self.key,

@@ -34,7 +34,7 @@ impl<'a> Obj<'a> {
 
 /// One event as a hook reports it.
 #[derive(Clone, Copy)]
-pub struct Ev<'a> {
+pub(crate) struct Ev<'a> {
     /// What happened.
     pub op: Op,
     /// Clock before the real call.
@@ -58,7 +58,7 @@ pub struct Ev<'a> {
 impl<'a> Ev<'a> {
     /// An event with no optional fields.
     #[inline]
-    pub fn new(op: Op, t0: u64, t1: u64) -> Self {
+    pub(crate) fn new(op: Op, t0: u64, t1: u64) -> Self {
         Ev {
             op,
             t0,

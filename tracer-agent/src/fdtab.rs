@@ -55,7 +55,7 @@ fn entry(fd: i32) -> Option<&'static Entry> {
 }
 
 /// Describes `fd` afresh, knowing which side of a connection it is (accept, connect).
-pub fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info> {
+pub(crate) fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info> {
     let e = entry(fd)?;
     e.state.store(RESOLVING, Ordering::Release);
     // SAFETY: we own RESOLVING.
@@ -66,7 +66,7 @@ pub fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info> {
 }
 
 /// The cached description of `fd`, resolving it now if needed.
-pub fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
+pub(crate) fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
     let e = entry(fd)?;
     match e.state.load(Ordering::Acquire) {
         // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
@@ -114,21 +114,21 @@ fn wait_resolved(e: &'static Entry) -> Option<&'static Info> {
 }
 
 /// The description of `fd` if it is already cached (never resolves).
-pub fn cached(fd: i32) -> Option<&'static Info> {
+pub(crate) fn cached(fd: i32) -> Option<&'static Info> {
     let e = entry(fd)?;
     // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
     (e.state.load(Ordering::Acquire) == RESOLVED).then(|| unsafe { &*e.info.get() })
 }
 
 /// Forgets `fd` (it was closed or replaced).
-pub fn forget(fd: i32) {
+pub(crate) fn forget(fd: i32) {
     if let Some(e) = entry(fd) {
         e.state.store(UNKNOWN, Ordering::Release);
     }
 }
 
 /// Forgets every descriptor in `first..=last` (close_range).
-pub fn forget_range(first: u32, last: u32) {
+pub(crate) fn forget_range(first: u32, last: u32) {
     let Some(t) = table() else { return };
     let end = (last as usize).min(MAX_FD - 1);
     for e in t.iter().take(end + 1).skip(first as usize) {
@@ -139,7 +139,7 @@ pub fn forget_range(first: u32, last: u32) {
 }
 
 /// Makes `new` describe the same channel as `old` (dup).
-pub fn copy(cfg: &Config, old: i32, new: i32) {
+pub(crate) fn copy(cfg: &Config, old: i32, new: i32) {
     let (Some(src), Some(dst)) = (get(cfg, old), entry(new)) else {
         return;
     };
@@ -151,7 +151,7 @@ pub fn copy(cfg: &Config, old: i32, new: i32) {
 
 /// Gives `fd` a process-numbered identity (eventfd, epoll) so that fork children that inherit it
 /// agree with the parent.
-pub fn set_local(cfg: &Config, fd: i32, kind: u8) {
+pub(crate) fn set_local(cfg: &Config, fd: i32, kind: u8) {
     let Some(e) = entry(fd) else { return };
     e.state.store(RESOLVING, Ordering::Release);
     // SAFETY: we own RESOLVING.

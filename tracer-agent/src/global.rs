@@ -21,7 +21,7 @@ const OFF: u8 = 3;
 
 /// Configuration and per-process values, written only while `state` is BUSY by the one thread
 /// that set it, and read only after `state` is READY.
-pub struct Config {
+pub(crate) struct Config {
     /// The trace root directory, absolute, as given in SCALPEL_DIR.
     pub root: PathBuf<1024>,
     /// `SCALPEL_DIR=...` ready to put back into an environment.
@@ -105,7 +105,7 @@ static G: Global = Global {
 /// The configuration if recording is on, initializing on first use with `configure` (the
 /// process setup, which sits above this module: `lifecycle::config` passes `setup::configure`).
 #[inline]
-pub fn config(configure: impl FnOnce(&mut Config) -> bool) -> Option<&'static Config> {
+pub(crate) fn config(configure: impl FnOnce(&mut Config) -> bool) -> Option<&'static Config> {
     match G.state.load(Ordering::Acquire) {
         // SAFETY: READY means initialization finished and cfg is no longer written.
         READY => Some(unsafe { &*G.cfg.get() }),
@@ -116,37 +116,37 @@ pub fn config(configure: impl FnOnce(&mut Config) -> bool) -> Option<&'static Co
 
 /// The configuration only if it is already initialized (never starts initialization).
 #[inline]
-pub fn config_if_ready() -> Option<&'static Config> {
+pub(crate) fn config_if_ready() -> Option<&'static Config> {
     // SAFETY: as in `config`.
     (G.state.load(Ordering::Acquire) == READY).then(|| unsafe { &*G.cfg.get() })
 }
 
 /// The shared table.
 #[inline]
-pub fn table(c: &Config) -> &'static Table {
+pub(crate) fn table(c: &Config) -> &'static Table {
     // SAFETY: `table` was mapped at init and is never unmapped.
     unsafe { &*c.table }
 }
 
 /// A new spawn key (thread creation or fork) unique in this recording.
-pub fn next_spawn_key(c: &Config) -> u64 {
+pub(crate) fn next_spawn_key(c: &Config) -> u64 {
     ((c.pid as u64) << 32) | (G.spawn_counter.fetch_add(1, Ordering::Relaxed) + 1)
 }
 
 /// A number unique within this process for objects that have no kernel identity.
-pub fn next_local(c: &Config) -> u64 {
+pub(crate) fn next_local(c: &Config) -> u64 {
     let _ = c;
     G.local_counter.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// The index of a new thread within this process.
-pub fn next_thread_index() -> u32 {
+pub(crate) fn next_thread_index() -> u32 {
     G.thread_counter.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Reads the current clock.
 #[inline]
-pub fn now(c: &Config) -> u64 {
+pub(crate) fn now(c: &Config) -> u64 {
     if c.tsc {
         sys::rdtsc()
     } else {
@@ -173,7 +173,7 @@ fn init(configure: impl FnOnce(&mut Config) -> bool) -> Option<&'static Config> 
 /// Re-initializes the per-process part in a forked child with `new_process` (new pid, new
 /// process directory: `setup::new_process`, passed by `lifecycle`). Called in the child with only
 /// one thread alive.
-pub fn after_fork_child(new_process: impl FnOnce(&mut Config) -> bool) {
+pub(crate) fn after_fork_child(new_process: impl FnOnce(&mut Config) -> bool) {
     match G.state.load(Ordering::Acquire) {
         READY => {}
         // A fork while another thread was initializing leaves that thread absent in the child.

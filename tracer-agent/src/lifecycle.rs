@@ -14,7 +14,7 @@ use crate::tstate::{self, Ctx};
 
 /// The configuration if recording is on, setting up the process on first use.
 #[inline]
-pub fn config() -> Option<&'static Config> {
+pub(crate) fn config() -> Option<&'static Config> {
     global::config(setup::configure)
 }
 
@@ -22,23 +22,23 @@ pub fn config() -> Option<&'static Config> {
 /// recording is off, the thread already finished, or we are inside the agent itself. A thread's
 /// first call starts its recording (and the first call of all sets up the process).
 #[inline]
-pub fn enter() -> Option<Ctx> {
+pub(crate) fn enter() -> Option<Ctx> {
     tstate::enter_with(config, child_without_handlers)
 }
 
 /// Registered with pthread_atfork: runs in the parent before any fork.
-pub extern "C" fn atfork_prepare() {
+pub(crate) extern "C" fn atfork_prepare() {
     tstate::set_forking(true);
 }
 
 /// Registered with pthread_atfork: runs in the parent after any fork.
-pub extern "C" fn atfork_parent() {
+pub(crate) extern "C" fn atfork_parent() {
     tstate::set_forking(false);
 }
 
 /// Registered with pthread_atfork: runs in every forked child, including forks made inside libc
 /// (daemon) that never pass through our `fork` hook.
-pub extern "C" fn atfork_child() {
+pub(crate) extern "C" fn atfork_child() {
     tstate::forget_after_fork();
     crate::agentfd::close_inherited();
     global::after_fork_child(setup::new_process);
@@ -57,7 +57,7 @@ pub extern "C" fn atfork_child() {
 
 /// A child of a fork that ran no fork handlers (`_Fork`, `clone`, a raw fork system call),
 /// noticed at its first hook: it gets its own process directory, and drops the parent's files.
-pub fn child_without_handlers() {
+pub(crate) fn child_without_handlers() {
     crate::agentfd::close_inherited();
     global::after_fork_child(setup::new_process);
 }

@@ -30,7 +30,7 @@ unsafe extern "C" fn counters(
 }
 
 /// The loader's (adds, subs) counters, packed, with the top bit set.
-pub fn current() -> u64 {
+pub(crate) fn current() -> u64 {
     let mut v: u64 = 0;
     // SAFETY: our callback only reads the info it is given and writes `v`.
     unsafe { libc::dl_iterate_phdr(Some(counters), &mut v as *mut u64 as *mut libc::c_void) };
@@ -38,13 +38,13 @@ pub fn current() -> u64 {
 }
 
 /// Notes the loader's counters at process start (the process file holds that module map).
-pub fn remember_start() {
+pub(crate) fn remember_start() {
     SEEN.store(current(), Ordering::Relaxed);
 }
 
 /// Records the module map into `file` if modules were loaded or unloaded since it was last
 /// recorded by any thread.
-pub fn check(file: &mut File, ticks: u64) {
+pub(crate) fn check(file: &mut File, ticks: u64) {
     let now = current();
     let seen = SEEN.load(Ordering::Relaxed);
     if now == seen

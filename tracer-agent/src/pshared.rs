@@ -57,7 +57,7 @@ fn is_shared<T>(kind: u8, p: *const T) -> bool {
 
 /// The object of `kind` at `p`, carrying the shared identity when glibc marked it shared.
 #[inline]
-pub fn sync_obj<T>(kind: u8, p: *const T) -> Obj<'static> {
+pub(crate) fn sync_obj<T>(kind: u8, p: *const T) -> Obj<'static> {
     let o = Obj::addr(kind, p);
     if is_shared(kind, p) {
         Obj {
@@ -71,7 +71,7 @@ pub fn sync_obj<T>(kind: u8, p: *const T) -> Obj<'static> {
 
 /// The futex word at `addr`: shared unless the call said `FUTEX_PRIVATE_FLAG`.
 #[inline]
-pub fn futex_obj(addr: u64, private: bool) -> Obj<'static> {
+pub(crate) fn futex_obj(addr: u64, private: bool) -> Obj<'static> {
     let o = Obj::key(obj::FUTEX, addr);
     if private {
         o

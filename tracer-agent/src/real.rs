@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// A cached symbol address (0 = not yet resolved).
 #[repr(C)]
-pub struct Sym {
+pub(crate) struct Sym {
     addr: AtomicUsize,
     name: &'static [u8],
     version: Option<&'static [u8]>,
@@ -16,7 +16,7 @@ pub struct Sym {
 
 impl Sym {
     /// A symbol resolved by name (NUL-terminated).
-    pub const fn new(name: &'static [u8]) -> Self {
+    pub(crate) const fn new(name: &'static [u8]) -> Self {
         Sym {
             addr: AtomicUsize::new(0),
             name,
@@ -25,7 +25,7 @@ impl Sym {
     }
 
     /// A symbol resolved by name and symbol version (both NUL-terminated).
-    pub const fn versioned(name: &'static [u8], version: &'static [u8]) -> Self {
+    pub(crate) const fn versioned(name: &'static [u8], version: &'static [u8]) -> Self {
         Sym {
             addr: AtomicUsize::new(0),
             name,
@@ -35,7 +35,7 @@ impl Sym {
 
     /// The address of the next definition after ours, or 0 if there is none.
     #[inline]
-    pub fn get(&self) -> usize {
+    pub(crate) fn get(&self) -> usize {
         let a = self.addr.load(Ordering::Relaxed);
         if a != 0 {
             return a;
@@ -73,7 +73,7 @@ extern "C" {
 }
 
 /// Every symbol a hook forwards to.
-pub fn registered() -> &'static [&'static Sym] {
+pub(crate) fn registered() -> &'static [&'static Sym] {
     // SAFETY: the linker places every `REG` static of `real!` contiguously between the two
     // bounds; each is a valid `&'static Sym`.
     unsafe {
@@ -86,7 +86,7 @@ pub fn registered() -> &'static [&'static Sym] {
 /// Resolves every hook's real function now. Called from the constructor: a first use of
 /// `dlsym` later, inside a hook, could wait for the loader lock while its holder waits for a lock
 /// the hook's caller holds.
-pub fn resolve_all() {
+pub(crate) fn resolve_all() {
     for s in registered() {
         s.get();
     }

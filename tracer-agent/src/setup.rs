@@ -10,7 +10,7 @@ use crate::sys::{self, PathBuf};
 use crate::{shared, writer};
 
 /// Fills `cfg` from the environment and sets up this process. False turns recording off.
-pub fn configure(cfg: &mut Config) -> bool {
+pub(crate) fn configure(cfg: &mut Config) -> bool {
     let Some(dir) = getenv(b"SCALPEL_DIR\0") else {
         return false;
     };
@@ -72,7 +72,7 @@ pub fn configure(cfg: &mut Config) -> bool {
 }
 
 /// Per-incarnation setup (at start and in fork children): pid, directory, metadata file.
-pub fn new_process(cfg: &mut Config) -> bool {
+pub(crate) fn new_process(cfg: &mut Config) -> bool {
     cfg.pid = sys::getpid();
     if cfg.proc_dir >= 0 {
         crate::agentfd::release(cfg.proc_dir);

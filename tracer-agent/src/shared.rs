@@ -28,7 +28,7 @@ struct SeqSlot {
 /// Sequence number and byte counters of one stream direction, on one cache line so that an
 /// event touches a single line of the table.
 #[repr(C, align(32))]
-pub struct StreamSlot {
+pub(crate) struct StreamSlot {
     key: AtomicU64,
     seq: AtomicU64,
     sent: AtomicU64,
@@ -38,36 +38,36 @@ pub struct StreamSlot {
 impl StreamSlot {
     /// Takes the next sequence number of the stream.
     #[inline]
-    pub fn next_seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         self.seq.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Reserves `n` sent bytes; returns the offset of the first.
     #[inline]
-    pub fn sent(&self, n: u64) -> u64 {
+    pub(crate) fn sent(&self, n: u64) -> u64 {
         self.sent.fetch_add(n, Ordering::AcqRel)
     }
 
     /// Reserves `n` received bytes; returns the offset of the first.
     #[inline]
-    pub fn received(&self, n: u64) -> u64 {
+    pub(crate) fn received(&self, n: u64) -> u64 {
         self.received.fetch_add(n, Ordering::AcqRel)
     }
 }
 
 /// The table's layout in the shared file.
 #[repr(C)]
-pub struct Table {
+pub(crate) struct Table {
     seq: [SeqSlot; SEQ_SLOTS],
     streams: [StreamSlot; STREAM_SLOTS],
 }
 
 /// Size of the shared file.
-pub const TABLE_SIZE: usize = core::mem::size_of::<Table>();
+pub(crate) const TABLE_SIZE: usize = core::mem::size_of::<Table>();
 
 /// Maps the table from `fd` (creating its full size), or anonymous private memory when the file
 /// cannot be used (numbers are then coherent within the process only).
-pub fn map(fd: i32) -> *const Table {
+pub(crate) fn map(fd: i32) -> *const Table {
     // Blocks are reserved, not just the size set: a sparse file on a full disk would turn the
     // first store into a page without backing store into SIGBUS.
     if fd >= 0 && sys::fallocate(fd, 0, TABLE_SIZE as u64) == 0 {
@@ -108,14 +108,14 @@ fn mix(kind: u8, key: u64) -> u64 {
 impl Table {
     /// Takes the next sequence number of an object. Numbers start at 1.
     #[inline]
-    pub fn next_seq(&self, kind: u8, key: u64) -> u64 {
+    pub(crate) fn next_seq(&self, kind: u8, key: u64) -> u64 {
         let slot = &self.seq[(mix(kind, key) as usize) & (SEQ_SLOTS - 1)];
         slot.next.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// The counters of a stream, claiming a slot on first use; None when the table is full.
     #[inline]
-    pub fn stream(&self, key: u64) -> Option<&StreamSlot> {
+    pub(crate) fn stream(&self, key: u64) -> Option<&StreamSlot> {
         let key = key | 1; // 0 marks an empty slot
         let start = mix(0xff, key) as usize;
         for i in 0..MAX_PROBE {

@@ -26,7 +26,7 @@ fn getsockopt_int(fd: i32, opt: i32) -> Option<i32> {
 }
 
 /// `getsockname` (peer = false) or `getpeername` (peer = true).
-pub fn name(fd: i32, peer: bool) -> Option<(libc::sockaddr_storage, u32)> {
+pub(crate) fn name(fd: i32, peer: bool) -> Option<(libc::sockaddr_storage, u32)> {
     // SAFETY: zeroed is a valid sockaddr_storage.
     let mut sa: libc::sockaddr_storage = unsafe { core::mem::zeroed() };
     let mut len = core::mem::size_of::<libc::sockaddr_storage>() as u32;
@@ -45,7 +45,7 @@ pub fn name(fd: i32, peer: bool) -> Option<(libc::sockaddr_storage, u32)> {
 }
 
 /// Fills `info` for a socket descriptor.
-pub fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
+pub(crate) fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
     let me = Endpoint::inode(st.st_dev, st.st_ino);
     let domain = getsockopt_int(fd, libc::SO_DOMAIN).unwrap_or(-1);
     let ty = getsockopt_int(fd, libc::SO_TYPE).unwrap_or(-1);
@@ -82,7 +82,7 @@ pub fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
 }
 
 /// The ENDPOINT object a `connect` to `addr` meets an `accept` at.
-pub fn connect_endpoint(addr: *const libc::sockaddr, len: u32) -> Option<EndpointObj> {
+pub(crate) fn connect_endpoint(addr: *const libc::sockaddr, len: u32) -> Option<EndpointObj> {
     if addr.is_null() || len < 2 {
         return None;
     }
@@ -118,7 +118,7 @@ pub fn connect_endpoint(addr: *const libc::sockaddr, len: u32) -> Option<Endpoin
 }
 
 /// The ENDPOINT object of an accepted socket: its local address, the one clients connected to.
-pub fn accept_endpoint(newfd: i32) -> Option<EndpointObj> {
+pub(crate) fn accept_endpoint(newfd: i32) -> Option<EndpointObj> {
     let (sa, len) = name(newfd, false)?;
     endpoint_of(&sa, len, chan::TCP)
 }

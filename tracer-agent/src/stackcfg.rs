@@ -2,11 +2,11 @@
 //! and how the stack cache is used.
 
 /// The deepest stack the agent records.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// When to take stacks.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Never.
     Off,
     /// At every event.
@@ -17,7 +17,7 @@ pub enum Mode {
 
 /// How the stack cache is used.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum CacheMode {
+pub(crate) enum CacheMode {
     /// Always walk the whole stack.
     Off,
     /// Answer from the cache when its slots still match.
@@ -29,7 +29,7 @@ pub enum CacheMode {
 /// Stack options, from `SCALPEL_STACKS` (for example `all`, `off`, `sampled:16,depth=16`,
 /// `all,cache=check`).
 #[derive(Clone, Copy)]
-pub struct StackCfg {
+pub(crate) struct StackCfg {
     /// When to take stacks (default: all).
     pub mode: Mode,
     /// The sampling period for [`Mode::Sampled`].
@@ -42,7 +42,7 @@ pub struct StackCfg {
 
 impl StackCfg {
     /// The defaults: every event, 32 frames, cache on.
-    pub const DEFAULT: StackCfg = StackCfg {
+    pub(crate) const DEFAULT: StackCfg = StackCfg {
         mode: Mode::All,
         every: 1,
         depth: 32,
@@ -51,7 +51,7 @@ impl StackCfg {
 
     /// Parses the option string; unknown words leave the defaults in place (the CLI checks
     /// them before the agent ever sees them).
-    pub fn parse(s: &[u8]) -> StackCfg {
+    pub(crate) fn parse(s: &[u8]) -> StackCfg {
         let mut c = StackCfg::DEFAULT;
         for w in s.split(|&b| b == b',') {
             match w {

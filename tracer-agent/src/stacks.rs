@@ -49,7 +49,7 @@ struct Recent {
 }
 
 /// One thread's stack state. Valid when zeroed; lives inside the thread's mmap'd state.
-pub struct Stacks {
+pub(crate) struct Stacks {
     cache: *mut Cache,
     top: u64,
     lo: u64,
@@ -66,13 +66,13 @@ pub struct Stacks {
 impl Stacks {
     /// Sets this thread's stack bounds: reads stay within `[sp, top)`, and only when the stack
     /// pointer is inside `[lo, top)`. A zero `top` turns stacks off for the thread.
-    pub fn set_bounds(&mut self, top: usize, lo: usize) {
+    pub(crate) fn set_bounds(&mut self, top: usize, lo: usize) {
         self.top = top as u64 & !7;
         self.lo = lo as u64;
     }
 
     /// Frees the rule cache (at thread exit).
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         // SAFETY: the cache came from `unwind::new_cache` and is dropped from our state here.
         unsafe { unwind::free_cache(core::mem::replace(&mut self.cache, core::ptr::null_mut())) };
     }
@@ -81,7 +81,7 @@ impl Stacks {
     /// None when stacks are off, not wanted for this event, or cannot be taken. `ticks` is the
     /// event's time, for the module map recorded when the walk meets a newly loaded module.
     #[inline(never)]
-    pub fn capture(&mut self, cfg: &StackCfg, file: &mut File, ticks: u64) -> Option<u64> {
+    pub(crate) fn capture(&mut self, cfg: &StackCfg, file: &mut File, ticks: u64) -> Option<u64> {
         if cfg.mode == Mode::Off || self.top == 0 {
             return None;
         }

@@ -5,7 +5,7 @@ use core::arch::asm;
 /// Performs a raw system call with up to six arguments and returns the kernel's result
 /// (negative errno on failure). It does not touch `errno`.
 #[inline]
-pub fn syscall6(nr: i64, a: [usize; 6]) -> isize {
+pub(crate) fn syscall6(nr: i64, a: [usize; 6]) -> isize {
     let ret: isize;
     // SAFETY: the x86_64 Linux syscall ABI: number in rax, arguments in rdi, rsi, rdx, r10, r8,
     // r9; rcx and r11 are clobbered by the instruction. Callers pass arguments valid for `nr`.
@@ -29,20 +29,20 @@ pub fn syscall6(nr: i64, a: [usize; 6]) -> isize {
 
 /// Shorthand for calls with fewer arguments.
 #[inline]
-pub fn sys(nr: i64, a0: usize, a1: usize, a2: usize) -> isize {
+pub(crate) fn sys(nr: i64, a0: usize, a1: usize, a2: usize) -> isize {
     syscall6(nr, [a0, a1, a2, 0, 0, 0])
 }
 
 /// Current thread id.
 #[inline]
-pub fn gettid() -> i32 {
+pub(crate) fn gettid() -> i32 {
     sys(libc::SYS_gettid, 0, 0, 0) as i32
 }
 
 /// This thread's CPU time in nanoseconds (0 if the clock cannot be read). A raw system call:
 /// the vDSO has no fast path for this clock, and errno stays untouched.
 #[inline]
-pub fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -60,18 +60,18 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// Gives the CPU to another runnable thread, if any.
-pub fn sched_yield() {
+pub(crate) fn sched_yield() {
     sys(libc::SYS_sched_yield, 0, 0, 0);
 }
 
 /// Current process id (from the kernel, never cached by libc).
 #[inline]
-pub fn getpid() -> i32 {
+pub(crate) fn getpid() -> i32 {
     sys(libc::SYS_getpid, 0, 0, 0) as i32
 }
 
 /// Opens `path` (NUL-terminated) relative to `dirfd`.
-pub fn openat(dirfd: i32, path: &[u8], flags: i32, mode: u32) -> isize {
+pub(crate) fn openat(dirfd: i32, path: &[u8], flags: i32, mode: u32) -> isize {
     syscall6(
         libc::SYS_openat,
         [
@@ -86,12 +86,12 @@ pub fn openat(dirfd: i32, path: &[u8], flags: i32, mode: u32) -> isize {
 }
 
 /// Closes a descriptor.
-pub fn close(fd: i32) -> isize {
+pub(crate) fn close(fd: i32) -> isize {
     sys(libc::SYS_close, fd as usize, 0, 0)
 }
 
 /// Reads into `buf`.
-pub fn read(fd: i32, buf: &mut [u8]) -> isize {
+pub(crate) fn read(fd: i32, buf: &mut [u8]) -> isize {
     sys(
         libc::SYS_read,
         fd as usize,
@@ -101,7 +101,7 @@ pub fn read(fd: i32, buf: &mut [u8]) -> isize {
 }
 
 /// Maps memory; returns the address or a negative errno.
-pub fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> isize {
+pub(crate) fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> isize {
     syscall6(
         libc::SYS_mmap,
         [
@@ -116,7 +116,7 @@ pub fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -
 }
 
 /// Maps anonymous private zeroed memory.
-pub fn mmap_anon(len: usize) -> Option<*mut u8> {
+pub(crate) fn mmap_anon(len: usize) -> Option<*mut u8> {
     let r = mmap(
         0,
         len,
@@ -129,13 +129,13 @@ pub fn mmap_anon(len: usize) -> Option<*mut u8> {
 }
 
 /// Unmaps memory.
-pub fn munmap(addr: *mut u8, len: usize) -> isize {
+pub(crate) fn munmap(addr: *mut u8, len: usize) -> isize {
     sys(libc::SYS_munmap, addr as usize, len, 0)
 }
 
 /// Reserves file blocks so that later stores through a shared mapping cannot fault on a full
 /// disk (a store into a hole the filesystem cannot fill raises SIGBUS).
-pub fn fallocate(fd: i32, off: u64, len: u64) -> isize {
+pub(crate) fn fallocate(fd: i32, off: u64, len: u64) -> isize {
     syscall6(
         libc::SYS_fallocate,
         [fd as usize, 0, off as usize, len as usize, 0, 0],
@@ -143,17 +143,17 @@ pub fn fallocate(fd: i32, off: u64, len: u64) -> isize {
 }
 
 /// Sets a file's size.
-pub fn ftruncate(fd: i32, len: u64) -> isize {
+pub(crate) fn ftruncate(fd: i32, len: u64) -> isize {
     sys(libc::SYS_ftruncate, fd as usize, len as usize, 0)
 }
 
 /// Sets a file's mode (ignores the umask, unlike `open`'s mode).
-pub fn fchmod(fd: i32, mode: u32) -> isize {
+pub(crate) fn fchmod(fd: i32, mode: u32) -> isize {
     sys(libc::SYS_fchmod, fd as usize, mode as usize, 0)
 }
 
 /// Creates a directory relative to `dirfd`.
-pub fn mkdirat(dirfd: i32, path: &[u8], mode: u32) -> isize {
+pub(crate) fn mkdirat(dirfd: i32, path: &[u8], mode: u32) -> isize {
     sys(
         libc::SYS_mkdirat,
         dirfd as usize,
@@ -163,7 +163,7 @@ pub fn mkdirat(dirfd: i32, path: &[u8], mode: u32) -> isize {
 }
 
 /// `fstat` into a caller-provided buffer.
-pub fn fstat(fd: i32, st: &mut libc::stat) -> isize {
+pub(crate) fn fstat(fd: i32, st: &mut libc::stat) -> isize {
     sys(
         libc::SYS_fstat,
         fd as usize,
@@ -173,7 +173,7 @@ pub fn fstat(fd: i32, st: &mut libc::stat) -> isize {
 }
 
 /// Reads a symlink relative to `dirfd`.
-pub fn readlinkat(dirfd: i32, path: &[u8], buf: &mut [u8]) -> isize {
+pub(crate) fn readlinkat(dirfd: i32, path: &[u8], buf: &mut [u8]) -> isize {
     syscall6(
         libc::SYS_readlinkat,
         [
@@ -189,7 +189,7 @@ pub fn readlinkat(dirfd: i32, path: &[u8], buf: &mut [u8]) -> isize {
 
 /// CLOCK_MONOTONIC (or another clock) in nanoseconds, through the vDSO when available.
 #[inline]
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -203,7 +203,7 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
 /// A (TSC, CLOCK_MONOTONIC) pair read at one instant: the monotonic reading is bracketed by two
 /// TSC reads, and a pair the thread was preempted in the middle of is read again (up to four
 /// times; the tightest is kept). The TSC value is the bracket's midpoint.
-pub fn clock_pair() -> (u64, u64) {
+pub(crate) fn clock_pair() -> (u64, u64) {
     let mut best = (0u64, 0u64, u64::MAX);
     for _ in 0..4 {
         let a = rdtsc();
@@ -223,13 +223,13 @@ pub fn clock_pair() -> (u64, u64) {
 
 /// Reads the timestamp counter.
 #[inline]
-pub fn rdtsc() -> u64 {
+pub(crate) fn rdtsc() -> u64 {
     // SAFETY: rdtsc has no memory effects; the CPU supports it on every x86_64.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 /// Formats `v` in decimal into `buf`, returning the digits written.
-pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;
@@ -243,7 +243,7 @@ pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
 }
 
 /// A fixed-capacity byte string builder for paths, used where allocation is not allowed.
-pub struct PathBuf<const N: usize> {
+pub(crate) struct PathBuf<const N: usize> {
     buf: [u8; N],
     len: usize,
     ok: bool,
@@ -251,7 +251,7 @@ pub struct PathBuf<const N: usize> {
 
 impl<const N: usize> PathBuf<N> {
     /// An empty path.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         PathBuf {
             buf: [0; N],
             len: 0,
@@ -260,7 +260,7 @@ impl<const N: usize> PathBuf<N> {
     }
 
     /// Appends bytes, remembering if they did not fit (one byte is kept for the NUL).
-    pub fn push(&mut self, b: &[u8]) -> &mut Self {
+    pub(crate) fn push(&mut self, b: &[u8]) -> &mut Self {
         if self.len + b.len() < N {
             self.buf[self.len..self.len + b.len()].copy_from_slice(b);
             self.len += b.len();
@@ -272,7 +272,7 @@ impl<const N: usize> PathBuf<N> {
     }
 
     /// Appends a decimal number.
-    pub fn push_u64(&mut self, v: u64) -> &mut Self {
+    pub(crate) fn push_u64(&mut self, v: u64) -> &mut Self {
         let mut tmp = [0u8; 20];
         let digits = fmt_u64(v, &mut tmp);
         let mut local = [0u8; 20];
@@ -281,17 +281,17 @@ impl<const N: usize> PathBuf<N> {
     }
 
     /// The bytes including the trailing NUL, or None if something did not fit.
-    pub fn c_bytes(&self) -> Option<&[u8]> {
+    pub(crate) fn c_bytes(&self) -> Option<&[u8]> {
         self.ok.then_some(&self.buf[..self.len + 1])
     }
 
     /// The bytes without the NUL.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 
     /// Forgets the content.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.len = 0;
         self.ok = true;
         if N > 0 {
@@ -307,12 +307,12 @@ impl<const N: usize> Default for PathBuf<N> {
 }
 
 /// Saves `errno` now and restores it when dropped.
-pub struct ErrnoGuard(i32);
+pub(crate) struct ErrnoGuard(i32);
 
 impl ErrnoGuard {
     /// Saves the current errno.
     #[inline]
-    pub fn save() -> Self {
+    pub(crate) fn save() -> Self {
         // SAFETY: __errno_location returns this thread's errno slot, valid for the thread's life.
         ErrnoGuard(unsafe { *libc::__errno_location() })
     }
@@ -327,7 +327,7 @@ impl Drop for ErrnoGuard {
 }
 
 /// Grows a file to at least `len` bytes (never shrinks it); false on failure.
-pub fn ftruncate_grow(fd: i32, len: u64) -> bool {
+pub(crate) fn ftruncate_grow(fd: i32, len: u64) -> bool {
     // SAFETY: zeroed is a valid `stat`.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     if fstat(fd, &mut st) < 0 {

@@ -71,7 +71,7 @@ struct ObjSlot {
 }
 
 /// One thread's recording state.
-pub struct ThreadState {
+pub(crate) struct ThreadState {
     /// [`TAG`] while the state is live. The mapping is marked MADV_WIPEONFORK, so in a child
     /// made by a fork that ran no handlers (`_Fork`, `clone`, a raw fork syscall) it reads 0 and
     /// the child starts afresh instead of writing into its parent's file.
@@ -92,7 +92,7 @@ pub struct ThreadState {
 /// A recording thread: the configuration and its state. Obtained from [`enter_with`] (hooks call
 /// `lifecycle::enter`).
 #[derive(Clone, Copy)]
-pub struct Ctx {
+pub(crate) struct Ctx {
     /// The process configuration.
     pub cfg: &'static Config,
     ts: *mut ThreadState,
@@ -105,7 +105,7 @@ pub struct Ctx {
 /// `lifecycle::enter`, which is what hooks call): `config` gives the configuration, initializing
 /// the process on first use, and `wiped` runs in a child of a fork that bypassed our handlers.
 #[inline]
-pub fn enter_with(
+pub(crate) fn enter_with(
     config: impl FnOnce() -> Option<&'static Config>,
     wiped: impl FnOnce(),
 ) -> Option<Ctx> {
@@ -192,19 +192,19 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
 impl Ctx {
     /// The clock now.
     #[inline]
-    pub fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         global::now(self.cfg)
     }
 
     /// Takes the next sequence number of an object.
     #[inline]
-    pub fn seq(&self, kind: u8, key: u64) -> u64 {
+    pub(crate) fn seq(&self, kind: u8, key: u64) -> u64 {
         global::table(self.cfg).next_seq(kind, key)
     }
 
     /// Records an event.
     #[inline]
-    pub fn emit(&self, ev: &Ev<'_>) {
+    pub(crate) fn emit(&self, ev: &Ev<'_>) {
         // SAFETY: `ts` is this thread's live state. A load then a store is enough for `busy`: the
         // only other code that can run on this thread in between is a signal handler, which
         // finishes before we resume.
@@ -336,12 +336,12 @@ fn mix(kind: u8, key: u64) -> u64 {
 }
 
 /// Notes how the current thread is leaving (see `Tls::exit_how`).
-pub fn set_exit_how(how: u8) {
+pub(crate) fn set_exit_how(how: u8) {
     let _ = TLS.try_with(|t| t.exit_how.set(how));
 }
 
 /// Ends this thread's recording: called from the pthread key destructor with our state pointer.
-pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
+pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
     let _ = TLS.try_with(|t| {
         let ts = t.state.get();
         if ts.is_null() || ts == DEAD {
@@ -385,7 +385,7 @@ pub fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
 /// The pthread-key destructor (registered by `setup::configure`): runs in an exiting thread
 /// whatever the way it exits (return, `pthread_exit`, cancellation), records the exit and closes
 /// the trace.
-pub extern "C" fn thread_dtor(_state: *mut libc::c_void) {
+pub(crate) extern "C" fn thread_dtor(_state: *mut libc::c_void) {
     finish_thread(|c, how| {
         let t = c.now();
         // SAFETY: pthread_self has no preconditions.
@@ -400,27 +400,27 @@ pub extern "C" fn thread_dtor(_state: *mut libc::c_void) {
 }
 
 /// Notes this thread's stack bounds (from the thread trampoline, before its first event).
-pub fn set_stack(top: usize, lo: usize) {
+pub(crate) fn set_stack(top: usize, lo: usize) {
     let _ = TLS.try_with(|t| t.stack.set((top, lo)));
 }
 
 /// Sets the spawn key of the fork this thread is about to make (0 when done).
-pub fn set_fork_spawn(key: u64) {
+pub(crate) fn set_fork_spawn(key: u64) {
     let _ = TLS.try_with(|t| t.fork_spawn.set(key));
 }
 
 /// Takes the spawn key of the fork that made this process (0 when unknown).
-pub fn take_fork_spawn() -> u64 {
+pub(crate) fn take_fork_spawn() -> u64 {
     TLS.try_with(|t| t.fork_spawn.replace(0)).unwrap_or(0)
 }
 
 /// Marks (or unmarks) this thread as being inside fork.
-pub fn set_forking(on: bool) {
+pub(crate) fn set_forking(on: bool) {
     let _ = TLS.try_with(|t| t.forking.set(on));
 }
 
 /// In a forked child: forget the parent's open file without writing to it.
-pub fn forget_after_fork() {
+pub(crate) fn forget_after_fork() {
     let _ = TLS.try_with(|t| {
         let ts = t.state.get();
         // Unpublish first: a signal handler must not find the old state.

@@ -19,14 +19,14 @@ use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Module, MustNotAllocateDuringUnwind, Unwinder};
 
 /// Unwind section bytes, borrowed from the mapped module.
-pub type Data = &'static [u8];
+pub(crate) type Data = &'static [u8];
 /// The unwinder type: allocation-free during walks.
-pub type Uw = UnwinderX86_64<Data, MustNotAllocateDuringUnwind>;
+pub(crate) type Uw = UnwinderX86_64<Data, MustNotAllocateDuringUnwind>;
 /// The per-thread rule cache.
-pub type Cache = CacheX86_64<MustNotAllocateDuringUnwind>;
+pub(crate) type Cache = CacheX86_64<MustNotAllocateDuringUnwind>;
 
 /// A published module table.
-pub struct Table {
+pub(crate) struct Table {
     /// The unwinder over every module.
     pub uw: Uw,
     /// Executable address ranges of every module, sorted, for the "is this address known" test.
@@ -39,7 +39,7 @@ pub struct Table {
 
 impl Table {
     /// Whether `pc` lies in a module this table knows.
-    pub fn knows(&self, pc: u64) -> bool {
+    pub(crate) fn knows(&self, pc: u64) -> bool {
         let i = self.ranges.partition_point(|r| r.0 <= pc);
         i > 0 && pc < self.ranges[i - 1].1
     }
@@ -63,7 +63,7 @@ static DEFAULT_SIZE: AtomicUsize = AtomicUsize::new(8 << 20);
 
 /// The current table, unless a dlclose is under way.
 #[inline]
-pub fn table() -> Option<&'static Table> {
+pub(crate) fn table() -> Option<&'static Table> {
     if CLOSING.load(Ordering::Acquire) != 0 {
         return None;
     }
@@ -75,7 +75,7 @@ pub fn table() -> Option<&'static Table> {
 
 /// Whether `pc` is in the agent itself.
 #[inline]
-pub fn in_agent(pc: u64) -> bool {
+pub(crate) fn in_agent(pc: u64) -> bool {
     pc >= AGENT_LO.load(Ordering::Relaxed) && pc < AGENT_HI.load(Ordering::Relaxed)
 }
 
@@ -191,7 +191,7 @@ unsafe extern "C" fn visit(
 }
 
 /// Rebuilds and publishes the module table (unless another thread is doing so right now).
-pub fn rebuild() {
+pub(crate) fn rebuild() {
     if CLOSING.load(Ordering::Acquire) != 0 || BUILDING.swap(true, Ordering::Acquire) {
         return;
     }
@@ -218,7 +218,7 @@ pub fn rebuild() {
 
 /// Rebuilds if modules were loaded or unloaded since the table was built (but not during a
 /// dlclose: [`close_end`] rebuilds after it).
-pub fn refresh() {
+pub(crate) fn refresh() {
     let now = crate::modules::current();
     match table() {
         Some(t) if t.counters == now => {}
@@ -227,12 +227,12 @@ pub fn refresh() {
 }
 
 /// Marks the start of a dlclose: walks pause until [`close_end`].
-pub fn close_begin() {
+pub(crate) fn close_begin() {
     CLOSING.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Marks the end of a dlclose and rebuilds without the closed module.
-pub fn close_end() {
+pub(crate) fn close_end() {
     DIRTY.fetch_add(1, Ordering::AcqRel);
     CLOSING.fetch_sub(1, Ordering::AcqRel);
     rebuild();
@@ -265,7 +265,7 @@ fn init_stacks() {
 }
 
 /// The main thread's stack as (top, lowest address).
-pub fn main_stack() -> (usize, usize) {
+pub(crate) fn main_stack() -> (usize, usize) {
     if MAIN_TOP.load(Ordering::Relaxed) == 0 {
         init_stacks();
     }
@@ -274,7 +274,7 @@ pub fn main_stack() -> (usize, usize) {
 }
 
 /// The stack size a thread created with `attr` gets.
-pub fn thread_stack_size(attr: *const libc::pthread_attr_t) -> usize {
+pub(crate) fn thread_stack_size(attr: *const libc::pthread_attr_t) -> usize {
     let mut size = 0usize;
     // SAFETY: a non-null attr is the caller's initialized attribute object; the getter only reads.
     if !attr.is_null() && unsafe { libc::pthread_attr_getstacksize(attr, &mut size) } == 0 {
@@ -284,14 +284,14 @@ pub fn thread_stack_size(attr: *const libc::pthread_attr_t) -> usize {
 }
 
 /// A fresh per-thread rule cache, in its own mapping (see `alloc`).
-pub fn new_cache() -> *mut Cache {
+pub(crate) fn new_cache() -> *mut Cache {
     alloc::boxed::Box::into_raw(alloc::boxed::Box::new(Cache::new_in()))
 }
 
 /// Frees a cache made by [`new_cache`].
 ///
 /// SAFETY: `c` came from [`new_cache`] and is not used again.
-pub unsafe fn free_cache(c: *mut Cache) {
+pub(crate) unsafe fn free_cache(c: *mut Cache) {
     if !c.is_null() {
         // SAFETY: per the contract.
         drop(unsafe { alloc::boxed::Box::from_raw(c) });

@@ -19,7 +19,7 @@ const AGENT_FRAMES: usize = 16;
 const CHAIN: usize = MAX_DEPTH + 2 * AGENT_FRAMES;
 
 /// Why no walk was made.
-pub enum WalkErr {
+pub(crate) enum WalkErr {
     /// An address outside every module the table knows (a module loaded since it was built).
     Stale,
     /// No module table (a dlclose is under way) or no frame of the program was reached.
@@ -27,7 +27,7 @@ pub enum WalkErr {
 }
 
 /// Registers at the capture point and the top of the thread's stack.
-pub struct Start {
+pub(crate) struct Start {
     pub pc: u64,
     pub sp: u64,
     pub bp: u64,
@@ -37,7 +37,7 @@ pub struct Start {
 impl Start {
     /// Reads a stack word, only between the capture's stack pointer and the stack top.
     #[inline]
-    pub fn read(&self, a: u64) -> Option<u64> {
+    pub(crate) fn read(&self, a: u64) -> Option<u64> {
         // SAFETY: [sp, top) is this thread's live stack, above the capturing function's frame.
         (a >= self.sp && a <= self.top - 8).then(|| unsafe { (a as *const u64).read() })
     }
@@ -46,7 +46,7 @@ impl Start {
 /// The return addresses of a walk, agent frames included, innermost first, with their slots as
 /// offsets below the stack top. Valid when zeroed (empty).
 #[derive(Clone, Copy)]
-pub struct Chain {
+pub(crate) struct Chain {
     addrs: [u64; CHAIN],
     slots: [u32; CHAIN],
     len: usize,
@@ -59,7 +59,7 @@ impl Chain {
     /// Walks from `s`, recording up to `depth` frames of the program. With `strict`, an address
     /// outside every known module stops the walk with [`WalkErr::Stale`]; otherwise the walk goes
     /// on (by frame pointer there) and the chain is marked inexact.
-    pub fn walk(
+    pub(crate) fn walk(
         s: &Start,
         depth: usize,
         cache: &mut Cache,
@@ -126,19 +126,19 @@ impl Chain {
 
     /// Whether every slot of the chain still holds its return address.
     #[inline]
-    pub fn holds(&self, s: &Start) -> bool {
+    pub(crate) fn holds(&self, s: &Start) -> bool {
         self.len > 0
             && (0..self.len)
                 .all(|i| s.read(s.top - u64::from(self.slots[i])) == Some(self.addrs[i]))
     }
 
     /// Whether two walks found the same chain.
-    pub fn same(&self, other: &Chain) -> bool {
+    pub(crate) fn same(&self, other: &Chain) -> bool {
         self.addrs[..self.len] == other.addrs[..other.len]
     }
 
     /// The call site: the first return address into the program.
-    pub fn site(&self) -> Option<u64> {
+    pub(crate) fn site(&self) -> Option<u64> {
         self.addrs[..self.len]
             .iter()
             .copied()
@@ -146,7 +146,7 @@ impl Chain {
     }
 
     /// Copies the program's frames (agent frames left out) into `out`; returns how many.
-    pub fn frames(&self, out: &mut [u64; MAX_DEPTH]) -> usize {
+    pub(crate) fn frames(&self, out: &mut [u64; MAX_DEPTH]) -> usize {
         let mut n = 0;
         for &a in &self.addrs[..self.len] {
             if n < MAX_DEPTH && !unwind::in_agent(a) {

@@ -24,7 +24,7 @@ const PAGE: u64 = 4096;
 const RETRY_EVERY: u64 = 4096;
 
 /// The open trace file of one thread.
-pub struct File {
+pub(crate) struct File {
     fd: i32,
     /// Device and inode of our file: checked before every use of `fd` that touches the file, in
     /// case the host closed our descriptor (close_range, dup2) and reused its number.
@@ -54,7 +54,13 @@ fn thread_name() -> [u8; 16] {
 }
 
 /// Writes a header for `kind` into `h`.
-pub fn fill_header(h: &mut [u8], cfg: &Config, kind: format::FileKind, tid: i32, index: u32) {
+pub(crate) fn fill_header(
+    h: &mut [u8],
+    cfg: &Config,
+    kind: format::FileKind,
+    tid: i32,
+    index: u32,
+) {
     h[hdr::MAGIC..hdr::MAGIC + 8].copy_from_slice(&format::MAGIC);
     h[hdr::VERSION..hdr::VERSION + 2].copy_from_slice(&format::VERSION.to_le_bytes());
     h[hdr::HEADER_SIZE..hdr::HEADER_SIZE + 2]
@@ -82,7 +88,7 @@ impl File {
     ///
     /// The file is prepared under a hidden temporary name and renamed once its header is
     /// complete, so a process that exits while a thread is starting leaves no half-made trace.
-    pub fn create(cfg: &Config, tid: i32, index: u32) -> Option<File> {
+    pub(crate) fn create(cfg: &Config, tid: i32, index: u32) -> Option<File> {
         let mut tmp = sys::PathBuf::<64>::new();
         tmp.push(b".t").push_u64(tid as u64).push(b".tmp");
         let tmp = tmp.c_bytes()?;
@@ -186,7 +192,7 @@ impl File {
     }
 
     /// Publishes the stack cache's self-check counters (see `hdr::STACK_CHECKED`).
-    pub fn stack_check(&self, checked: u32, mismatched: u32) {
+    pub(crate) fn stack_check(&self, checked: u32, mismatched: u32) {
         if !self.header.is_null() {
             let v = u64::from(checked) | u64::from(mismatched) << 32;
             self.header_u64(hdr::STACK_CHECKED)
@@ -252,7 +258,7 @@ impl File {
 
     /// Counts an event that could not be written.
     #[inline]
-    pub fn drop_event(&mut self) {
+    pub(crate) fn drop_event(&mut self) {
         self.dropped += 1;
         self.header_u64(hdr::DROPPED)
             .fetch_add(1, Ordering::Relaxed);
@@ -260,7 +266,7 @@ impl File {
 
     /// Counts an event lost because the thread was inside the agent when a signal handler made
     /// the call. Only touches an atomic, so it is safe from a handler interrupting our writes.
-    pub fn count_lost(&self) {
+    pub(crate) fn count_lost(&self) {
         if !self.header.is_null() {
             self.header_u64(hdr::DROPPED)
                 .fetch_add(1, Ordering::Relaxed);
@@ -277,7 +283,7 @@ impl File {
 
     /// Writes one event record; false if it was dropped.
     #[inline]
-    pub fn event(&mut self, ev: &RawEvent) -> bool {
+    pub(crate) fn event(&mut self, ev: &RawEvent) -> bool {
         let Some(buf) = self.space(MAX_EVENT_RECORD) else {
             self.drop_event();
             return false;
@@ -291,7 +297,7 @@ impl File {
     }
 
     /// Writes a record of `kind` whose payload is `a` followed by `b`.
-    pub fn record(&mut self, kind: u8, a: &[u8], b: &[u8]) -> bool {
+    pub(crate) fn record(&mut self, kind: u8, a: &[u8], b: &[u8]) -> bool {
         let len = a.len() + b.len();
         let total = 1 + scalpel_model::wire::varint_len(len as u64) + len;
         let Some(buf) = self.space(total) else {
@@ -307,7 +313,7 @@ impl File {
     }
 
     /// Finishes the file at thread exit: final name, clean state, trimmed size, unmapped.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         let name = thread_name();
         // SAFETY: the header page is mapped and writable.
         unsafe {
@@ -355,7 +361,7 @@ fn reserve(fd: i32, off: u64, len: u64) -> bool {
 }
 
 /// Calibration record payload: clock ticks and CLOCK_MONOTONIC now.
-pub fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> usize {
+pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> usize {
     let (ticks, mono) = if cfg.tsc {
         sys::clock_pair()
     } else {

@@ -17,7 +17,7 @@ use super::weak::WeakOrder;
 use crate::symbols::SkipList;
 
 /// The graph's nodes and what the matchers need, all with global indices.
-pub struct Assembled {
+pub(super) struct Assembled {
     /// Processes, threads, objects, types and leaves filled in; no edges yet.
     pub graph: Graph,
     /// Every cut kept for matching.
@@ -38,7 +38,7 @@ pub struct Assembled {
 }
 
 /// Assembles the per-thread results of [`super::sink::ThreadSink`] in directory order.
-pub fn assemble(
+pub(super) fn assemble(
     dir: &TraceDir,
     mut sinks: Vec<ProcessSinks<ThreadSink>>,
     skip: &SkipList,

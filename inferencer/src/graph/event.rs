@@ -5,11 +5,11 @@
 use scalpel_model::format::{obj, Op};
 
 /// No object.
-pub const NO_OBJ: u32 = u32::MAX;
+pub(super) const NO_OBJ: u32 = u32::MAX;
 
 /// One event, as much of it as the graph needs.
 #[derive(Clone, Copy, Debug)]
-pub struct Ev {
+pub(super) struct Ev {
     /// Clock ticks at the call's entry.
     pub ticks: u64,
     /// Ticks inside the call.
@@ -34,13 +34,13 @@ pub struct Ev {
 }
 
 /// `Ev::seq` is set.
-pub const HAS_SEQ: u8 = 1;
+pub(super) const HAS_SEQ: u8 = 1;
 /// `Ev::x` is set.
-pub const HAS_X: u8 = 2;
+pub(super) const HAS_X: u8 = 2;
 
 /// What a file-local object is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LocalObj {
+pub(super) struct LocalObj {
     /// Object kind, see [`scalpel_model::format::obj`].
     pub kind: u8,
     /// Object key.
@@ -58,11 +58,11 @@ pub struct LocalObj {
 /// (see [`obj::process_scoped`]) that process's index plus one, else 0. Forked siblings have
 /// their private mutexes, conds and futex words at the same addresses; without the process in
 /// the name, a signal in one Apache child "woke" a waiter in another.
-pub type ObjName = (u8, u64, u32);
+pub(super) type ObjName = (u8, u64, u32);
 
 impl LocalObj {
     /// This object's name, as seen by a thread of process `process` (its index in the trace).
-    pub fn name(&self, process: usize) -> ObjName {
+    pub(super) fn name(&self, process: usize) -> ObjName {
         let scope = if obj::process_scoped(self.kind) && !self.shared {
             u32::try_from(process).map_or(u32::MAX, |p| p.saturating_add(1))
         } else {
@@ -73,7 +73,7 @@ impl LocalObj {
 }
 
 /// Whether `op` reads (true) or writes (false) bytes; `None` for other operations.
-pub fn reads_bytes(op: Op) -> Option<bool> {
+pub(super) fn reads_bytes(op: Op) -> Option<bool> {
     match op {
         Op::Read | Op::Readv | Op::Pread | Op::Recv | Op::Recvfrom | Op::Recvmsg => Some(true),
         Op::Write

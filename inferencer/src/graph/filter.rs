@@ -113,7 +113,7 @@ impl Filter {
 
 /// Drops the leaves the filters reject and renumbers what is left. Returns the external edges
 /// that survive.
-pub fn apply(
+pub(super) fn apply(
     g: &mut Graph,
     edges: &mut Vec<Edge>,
     ext: Vec<(u32, bool, u32)>,

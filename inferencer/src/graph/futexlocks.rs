@@ -32,12 +32,12 @@ use super::sink::ThreadSink;
 const LOCKED_WITH_WAITERS: u64 = 2;
 
 /// Whether a futex wait expected the value of a lock held with waiters.
-pub fn waits_like_a_lock(b: &Bound) -> bool {
+pub(super) fn waits_like_a_lock(b: &Bound) -> bool {
     b.flags & HAS_X != 0 && b.x == LOCKED_WITH_WAITERS
 }
 
 /// The name of every futex word all of whose waits (if any) expected 2.
-pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
+pub(super) fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
     // Per word: whether every wait so far expected 2.
     let mut words: AHashMap<ObjName, bool> = AHashMap::new();
     for (pi, out) in sinks.iter().enumerate().flat_map(|(pi, p)| {
@@ -67,7 +67,7 @@ pub fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
 
 /// Cuts again, with `words` known, every thread file that waited on or woke one of them. A file
 /// that cannot be read again, or reads differently (it grew), keeps its first cut.
-pub fn recut(
+pub(super) fn recut(
     trace: &TraceDir,
     sinks: &mut [ProcessSinks<ThreadSink>],
     words: AHashSet<ObjName>,

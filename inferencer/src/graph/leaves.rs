@@ -18,7 +18,7 @@ use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Class {
+pub(super) enum Class {
     /// Begins a thread's first leaf (thread start, fork child).
     Start,
     /// Ends the current leaf and starts the next: causality may leave (release) or enter
@@ -45,7 +45,7 @@ fn is_channel(c: Option<u8>) -> bool {
 }
 
 /// The class of an event, given its object.
-pub fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
+pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
     use Op::*;
     let Some(op) = op else { return Class::Other };
     match op {
@@ -100,7 +100,7 @@ fn cuts_at_lock(op: Option<Op>, e: &Ev) -> bool {
 
 /// A cut kept for edge matching.
 #[derive(Clone, Copy, Debug)]
-pub struct Bound {
+pub(super) struct Bound {
     /// Sequence number (valid when `flags & HAS_SEQ`).
     pub seq: u64,
     /// Stream offset or auxiliary value (see [`Ev::x`]).
@@ -121,7 +121,7 @@ pub struct Bound {
 /// A mutex or rwlock event kept as contention data: every release (a possible holder) and
 /// every acquisition that may have waited long enough to count as contended.
 #[derive(Clone, Copy, Debug)]
-pub struct LockEv {
+pub(super) struct LockEv {
     /// Sequence number.
     pub seq: u64,
     /// Time inside the call (acquisitions; 0 for releases), ticks until assembly.
@@ -136,7 +136,7 @@ pub struct LockEv {
 
 /// A call inside a leaf that took long enough to keep (see `scalpel_model::graph::InnerWait`).
 #[derive(Clone, Copy, Debug)]
-pub struct InnerEv {
+pub(super) struct InnerEv {
     /// The leaf (thread-local, then global).
     pub leaf: u32,
     /// Operation code.
@@ -153,7 +153,7 @@ pub struct InnerEv {
 
 /// Per lock and thread: acquisitions, total and longest wait (ticks until assembly).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct LockAgg {
+pub(super) struct LockAgg {
     /// Acquisitions.
     pub count: u64,
     /// Total time in the acquiring calls.
@@ -167,12 +167,12 @@ pub struct LockAgg {
 const KEEP_TICKS: u64 = 1_000;
 
 /// A leaf type as seen in one thread: (start op, start stack id, end op, end stack id).
-pub type LocalType = (Option<u8>, u32, Option<u8>, u32);
+pub(super) type LocalType = (Option<u8>, u32, Option<u8>, u32);
 
 /// One thread's leaves and the data the matchers need, with file-local object, stack and type
 /// indices and times in ticks until assembly.
 #[derive(Default)]
-pub struct ThreadOut {
+pub(super) struct ThreadOut {
     /// Leaves; `ty` is an index into `types`, `end_obj` a file-local object.
     pub leaves: Vec<Leaf>,
     /// Where the program-order edge out of leaf `i` (to `i + 1`) is weak.
@@ -206,7 +206,7 @@ fn open(ticks: u64, start_op: Option<u8>, event: u32) -> Leaf {
 }
 
 /// Cuts one thread's events, fed in file order, into leaves.
-pub struct Cutter {
+pub(super) struct Cutter {
     out: ThreadOut,
     /// The open leaf and its starting call's stack.
     cur: Option<(Leaf, u32)>,
@@ -229,7 +229,7 @@ pub struct Cutter {
 
 impl Cutter {
     /// A cutter for a new thread; `lock_cuts`: mutex and rwlock calls cut leaves too.
-    pub fn new(lock_cuts: bool) -> Self {
+    pub(super) fn new(lock_cuts: bool) -> Self {
         Cutter {
             lock_cuts,
             out: ThreadOut::default(),
@@ -319,7 +319,7 @@ impl Cutter {
     /// Takes the next event of the thread; `o` is its object. `lock_word`: the object is a
     /// futex word used as a lock (see [`super::futexlocks`]), so its waits and wakes are lock
     /// acquisitions and releases, not cuts.
-    pub fn feed(&mut self, e: &Ev, o: Option<&LocalObj>, lock_word: bool) {
+    pub(super) fn feed(&mut self, e: &Ev, o: Option<&LocalObj>, lock_word: bool) {
         let at = self.n;
         self.n = self.n.saturating_add(1);
         let op = Op::from_u8(e.op);
@@ -470,7 +470,7 @@ impl Cutter {
     }
 
     /// Ends the thread: closes its last leaf and decides weak program order.
-    pub fn finish(mut self, objs: Vec<LocalObj>, file: &FileTrace) -> ThreadOut {
+    pub(super) fn finish(mut self, objs: Vec<LocalObj>, file: &FileTrace) -> ThreadOut {
         if self.cur.is_some() {
             let at = self.n.saturating_sub(1);
             self.close(at, None);
@@ -485,7 +485,7 @@ impl Cutter {
 }
 
 /// Whether the matchers treat `op` as the causing side (its edge leaves the leaf it ends).
-pub fn is_release(op: Option<Op>) -> bool {
+pub(super) fn is_release(op: Option<Op>) -> bool {
     use Op::*;
     matches!(
         op,

@@ -11,11 +11,11 @@ use super::leaves::{LockAgg, LockEv};
 
 /// An acquisition that waited at least this long counts as contended. An uncontended lock
 /// returns in tens of nanoseconds; a contended one sleeps in the kernel for microseconds.
-pub const CONTENDED_NS: u64 = 1_000;
+pub(super) const CONTENDED_NS: u64 = 1_000;
 
 /// Contention per lock and the contended acquisitions, from the kept lock events (releases and
 /// long acquisitions) and every thread's acquisition totals.
-pub fn contention(
+pub(super) fn contention(
     mut locks: Vec<LockEv>,
     mut aggs: Vec<(u32, LockAgg)>,
 ) -> (Vec<LockInfo>, Vec<LockWait>) {

@@ -23,7 +23,7 @@ use super::leaves::Bound;
 
 /// What matching one object produced.
 #[derive(Default)]
-pub struct GroupOut {
+pub(super) struct GroupOut {
     /// Edges, with external nodes numbered by `(role, obj)` until they are placed.
     pub edges: Vec<Edge>,
     /// Edges to and from external nodes: (leaf, external is the source, object).
@@ -34,7 +34,7 @@ pub struct GroupOut {
 
 impl GroupOut {
     /// Adds an edge through `obj`.
-    pub fn edge(&mut self, from: u32, to: u32, kind: EdgeKind, obj: u32) {
+    pub(super) fn edge(&mut self, from: u32, to: u32, kind: EdgeKind, obj: u32) {
         self.edges.push(Edge {
             from,
             to,
@@ -61,7 +61,7 @@ fn issued(b: &Bound, leaves: &[Leaf]) -> u64 {
 }
 
 /// Condition variables. `group` holds one cond's cuts in sequence order.
-pub fn cond(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
+pub(super) fn cond(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
     let mut signals: BTreeMap<(u64, u64), u32> = BTreeMap::new();
     let mut broadcasts: BTreeMap<(u64, u64), u32> = BTreeMap::new();
     for b in group {
@@ -96,7 +96,7 @@ pub fn cond(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
 }
 
 /// Semaphores: tokens in order.
-pub fn sem(group: &[Bound], obj: u32, out: &mut GroupOut) {
+pub(super) fn sem(group: &[Bound], obj: u32, out: &mut GroupOut) {
     let mut posts: VecDeque<u32> = VecDeque::new();
     for b in group {
         match op(b) {
@@ -115,7 +115,7 @@ pub fn sem(group: &[Bound], obj: u32, out: &mut GroupOut) {
 }
 
 /// Futex words (those not used as locks).
-pub fn futex(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
+pub(super) fn futex(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
     let waits = || group.iter().filter(|b| op(b) == Some(Op::FutexWait));
     let lock_like = waits().next().is_some() && waits().all(super::futexlocks::waits_like_a_lock);
     if lock_like {
@@ -149,7 +149,7 @@ pub fn futex(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
 }
 
 /// Thread handles: exit → join.
-pub fn join(group: &[Bound], obj: u32, out: &mut GroupOut) {
+pub(super) fn join(group: &[Bound], obj: u32, out: &mut GroupOut) {
     let mut exits: BTreeMap<u64, u32> = BTreeMap::new();
     for b in group {
         match op(b) {
@@ -171,7 +171,7 @@ pub fn join(group: &[Bound], obj: u32, out: &mut GroupOut) {
 }
 
 /// Spawn objects: create → start, fork → child.
-pub fn spawn(group: &[Bound], obj: u32, out: &mut GroupOut) {
+pub(super) fn spawn(group: &[Bound], obj: u32, out: &mut GroupOut) {
     let parent = group
         .iter()
         .find(|b| matches!(op(b), Some(Op::ThreadCreate | Op::Fork)));

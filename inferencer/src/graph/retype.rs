@@ -20,7 +20,7 @@ enum Key {
 
 /// Retypes the leaves after weak program edges (`weak[i]`: the edge from leaf `i` to `i + 1`)
 /// and renumbers the types in order of first use.
-pub fn new_work_types(graph: &mut Graph, weak: &[bool]) {
+pub(super) fn new_work_types(graph: &mut Graph, weak: &[bool]) {
     let old = std::mem::take(&mut graph.types);
     let mut index: AHashMap<Key, u32> = AHashMap::new();
     let mut types: Vec<LeafType> = Vec::new();

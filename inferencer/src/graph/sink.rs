@@ -11,7 +11,7 @@ use super::event::{Ev, LocalObj, ObjName, HAS_SEQ, HAS_X, NO_OBJ};
 use super::leaves::{Cutter, ThreadOut};
 
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
-pub struct ThreadSink {
+pub(super) struct ThreadSink {
     index: AHashMap<(u8, u64), u32>,
     /// The file's object index (OBJECT records) to local object, so that an event's object
     /// costs no hashing.
@@ -50,7 +50,7 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
 
 impl ThreadSink {
     /// A sink; `lock_cuts`: mutex and rwlock calls cut leaves too (`--cut-at-locks`).
-    pub fn new(lock_cuts: bool) -> Self {
+    pub(super) fn new(lock_cuts: bool) -> Self {
         ThreadSink {
             index: AHashMap::new(),
             by_file_index: Vec::new(),
@@ -65,7 +65,7 @@ impl ThreadSink {
 
     /// A sink for a file of process `process` that treats the futex words in `lock_words` as
     /// locks.
-    pub fn with_lock_words(
+    pub(super) fn with_lock_words(
         lock_words: Arc<AHashSet<ObjName>>,
         process: usize,
         lock_cuts: bool,

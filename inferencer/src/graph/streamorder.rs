@@ -29,7 +29,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use scalpel_model::graph::Leaf;
 
 /// One transfer: offset, length, leaf.
-pub type Xfer = (u64, u64, u32);
+pub(super) type Xfer = (u64, u64, u32);
 
 /// A call's start and return times.
 #[derive(Clone, Copy)]
@@ -88,7 +88,7 @@ fn renumber_runs(x: &mut [Xfer], mut order: impl FnMut(u64, &mut [Xfer])) {
 }
 
 /// Writes (each the leaf its call ended), renumbered by call start; sorted by offset.
-pub fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
+pub(super) fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
     renumber_runs(writes, |_, run| {
         let start = |x: &Xfer| span_ending(leaves, x.2).start;
         // The usual stream (one writer at a time) is in order already: no sort, no buffer.
@@ -106,7 +106,7 @@ const LOOKAHEAD: usize = 64;
 
 /// Reads (each the leaf its call started), renumbered in the order they took their bytes from
 /// `writes` (already ordered, sorted by offset); sorted by offset.
-pub fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
+pub(super) fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
     // When the byte at `pos` was written: 0 (long ago) where no traced write put it.
     let written = |pos: u64| -> u64 {
         let i = writes.partition_point(|w| w.0.saturating_add(w.1) <= pos);

@@ -21,7 +21,7 @@ use super::notify::GroupOut;
 use super::streamorder::{self, Xfer};
 
 /// A byte channel direction. `group` holds its cuts in sequence order.
-pub fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
+pub(super) fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
     let mut writes: Vec<Xfer> = Vec::new();
     let mut reads: Vec<Xfer> = Vec::new();
     for b in group.iter().filter(|b| b.flags & HAS_X != 0 && b.res > 0) {
@@ -61,7 +61,7 @@ pub fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
 }
 
 /// An eventfd: each read collects the writes since the previous read.
-pub fn eventfd(group: &[Bound], obj: u32, out: &mut GroupOut) {
+pub(super) fn eventfd(group: &[Bound], obj: u32, out: &mut GroupOut) {
     let mut pending: Vec<u32> = Vec::new();
     for b in group.iter().filter(|b| b.flags & HAS_SEQ != 0 && b.res > 0) {
         match Op::from_u8(b.op).and_then(reads_bytes) {
@@ -84,7 +84,7 @@ pub fn eventfd(group: &[Bound], obj: u32, out: &mut GroupOut) {
 
 /// Connections: `connect` → `accept` by connection key, over the whole trace (a client names
 /// the address it dialled, the server the one it listens on, which may differ).
-pub fn connections(bounds: &[Bound], out: &mut GroupOut) {
+pub(super) fn connections(bounds: &[Bound], out: &mut GroupOut) {
     let is = |b: &Bound, ops: &[Op]| Op::from_u8(b.op).is_some_and(|o| ops.contains(&o));
     let mut connects: AHashMap<u64, (u32, u32)> = AHashMap::new();
     for b in bounds.iter().filter(|b| is(b, &[Op::Connect])) {
@@ -123,7 +123,7 @@ pub fn connections(bounds: &[Bound], out: &mut GroupOut) {
 /// ends at that first use (the one in which the other thread took the descriptor). This is how a
 /// listener hands sockets to a worker pool; the queue between them is often taken without any
 /// wait (a worker that finds it non-empty), so no notification edge shows the hand-off.
-pub fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &mut GroupOut) {
+pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &mut GroupOut) {
     let is_accept = |b: &Bound| matches!(Op::from_u8(b.op), Some(Op::Accept | Op::Accept4));
     // Connection key → (accept leaf, its thread).
     let mut accepted: AHashMap<u64, (u32, u32)> = AHashMap::new();

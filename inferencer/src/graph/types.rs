@@ -14,7 +14,7 @@ use crate::symbols::{naming_frame, short_name, SkipList};
 type Sig = (Vec<String>, Option<String>);
 
 /// Interns symbolized stacks and leaf types for one trace.
-pub struct TypeTable<'a> {
+pub(super) struct TypeTable<'a> {
     sym: Symbolizer,
     empty: ModuleMap,
     skip: &'a SkipList,
@@ -38,7 +38,7 @@ fn maps_newest_first(p: &ProcessTrace) -> Vec<&ModuleMap> {
 
 impl<'a> TypeTable<'a> {
     /// An empty table that names leaves with `skip`.
-    pub fn new(skip: &'a SkipList) -> Self {
+    pub(super) fn new(skip: &'a SkipList) -> Self {
         TypeTable {
             sym: Symbolizer::new(),
             empty: ModuleMap::parse(0, b""),
@@ -53,7 +53,7 @@ impl<'a> TypeTable<'a> {
     }
 
     /// Warnings about modules that could not be symbolized.
-    pub fn warnings(&self) -> &[String] {
+    pub(super) fn warnings(&self) -> &[String] {
         self.sym.warnings()
     }
 
@@ -86,7 +86,7 @@ impl<'a> TypeTable<'a> {
     }
 
     /// Maps stacks of one thread's file to call-site ids (indices into `sites`).
-    pub fn thread_sites(
+    pub(super) fn thread_sites(
         &mut self,
         p: &ProcessTrace,
         file: &FileTrace,
@@ -111,7 +111,7 @@ impl<'a> TypeTable<'a> {
     }
 
     /// Maps one thread's local types to global type ids.
-    pub fn thread_types(
+    pub(super) fn thread_types(
         &mut self,
         p: &ProcessTrace,
         file: &FileTrace,
@@ -183,7 +183,7 @@ fn says_nothing(f: &str, skip: &SkipList) -> bool {
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
 /// the naming one that tells them apart (thread entry and runtime frames never do).
-pub fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
+pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
         let at = b.frames.iter().position(|x| x == f)?;

@@ -46,7 +46,7 @@ fn dequeue_like(op: Op) -> bool {
 
 /// Where a thread's program order is weak, and why.
 #[derive(Default)]
-pub struct WeakOrder {
+pub(super) struct WeakOrder {
     /// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak.
     pub weak: Vec<bool>,
     /// `head[i]`: whether that edge is weak only because leaf `i` ends at the loop-head guess.
@@ -55,7 +55,11 @@ pub struct WeakOrder {
 
 /// The thread's weak program order. `sites[i]` holds the stack id and auxiliary value of the
 /// call that ended leaf `i`.
-pub fn weak_boundaries(leaves: &[Leaf], sites: &[(u32, u64)], file: &FileTrace) -> WeakOrder {
+pub(super) fn weak_boundaries(
+    leaves: &[Leaf],
+    sites: &[(u32, u64)],
+    file: &FileTrace,
+) -> WeakOrder {
     let site_of = |i: usize, op: u8| -> Site<'_> {
         let stack = sites.get(i).map_or(0, |s| s.0);
         let frames = (stack != 0)

@@ -23,11 +23,11 @@ use super::round::{Proposal, XEdge};
 use super::work::{weak_kind, NONE};
 
 /// Passes that refuse only part of each component.
-pub const PASSES: usize = 24;
+pub(super) const PASSES: usize = 24;
 
 /// Whether the graph on nodes `0..n` is acyclic (Kahn's algorithm on flat arrays: the common
 /// case, checked before building anything bigger).
-pub fn is_acyclic(n: usize, edges: &[(u32, u32)]) -> bool {
+pub(super) fn is_acyclic(n: usize, edges: &[(u32, u32)]) -> bool {
     let mut indeg = vec![0u32; n];
     let mut start = vec![0u32; n + 1];
     for &(a, b) in edges {
@@ -112,7 +112,7 @@ fn cyclic_components(
 }
 
 /// Which proposals to refuse.
-pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec<bool> {
+pub(super) fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec<bool> {
     let mut refused = vec![false; proposals.len()];
     let mut pass = 0;
     loop {
@@ -156,7 +156,7 @@ pub fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal]) -> Vec
 /// Leaf-level edges that close cycles (possible only in a damaged or oddly clocked trace):
 /// within each strongly connected component, edges that go back in time are dropped, then any
 /// edge still inside a component. Returns the edges kept and how many were dropped.
-pub fn break_leaf_cycles(
+pub(super) fn break_leaf_cycles(
     n_leaves: usize,
     edges: Vec<(u32, u32, u8)>,
     backwards: impl Fn(u32, u32) -> bool,

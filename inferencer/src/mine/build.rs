@@ -9,7 +9,7 @@ use super::tree::Tree;
 use super::work::{Rule, Work, NONE};
 
 /// Types and top-level edges, unnamed (names come after).
-pub struct Built {
+pub(super) struct Built {
     pub types: Vec<TaskType>,
     pub top_edges: Vec<TypeEdge>,
     /// The occurrence each leaf is directly part of.
@@ -45,7 +45,7 @@ fn levels(work: &Work, tree: &Tree) -> Vec<u32> {
 }
 
 /// Builds the types.
-pub fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
+pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
     let n_leaf_types = graph.types.len() as u32;
     let level = levels(work, tree);
     // Super classes in (level, class) order after the leaf types.

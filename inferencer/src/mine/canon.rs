@@ -25,7 +25,7 @@ const TAG_LOOP: u64 = 2;
 const TAG_GROUP: u64 = 3;
 
 /// The merge classes of all symbols.
-pub struct Classes {
+pub(super) struct Classes {
     /// Class of each symbol: the smallest symbol id with the same canonical form.
     pub of: Vec<u32>,
 }
@@ -65,7 +65,7 @@ fn expand(work: &Work, sym: u32) -> Expansion {
 }
 
 /// Computes every symbol's class.
-pub fn classes(work: &Work) -> Classes {
+pub(super) fn classes(work: &Work) -> Classes {
     let n = work.syms.len();
     let mut of = vec![0u32; n];
     let mut maps: Vec<Option<Vec<u32>>> = vec![None; n];
@@ -185,7 +185,7 @@ fn group_key(
 }
 
 /// The canonical encoding of a labelled unit graph and the unit order that gives it.
-pub fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
+pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
     let n = labels.len();
     let mut adj: Vec<Vec<Adj>> = vec![Vec::new(); n];
     for &(a, b, k, pa, pb) in edges {

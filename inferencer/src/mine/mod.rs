@@ -65,7 +65,9 @@ impl Default for MineOptions {
 
 /// The model and what the user should hear about.
 pub struct Mined {
+    /// The model.
     pub model: Model,
+    /// What the user should hear about (cycles broken, names not used).
     pub warnings: Vec<String>,
 }
 

@@ -23,12 +23,19 @@ pub enum NamesError {
     /// Unreadable.
     #[error("cannot read the names file {}: {source}", .path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
     /// Not the expected TOML.
     #[error("{}: expected a [names] table of \"generated name\" = \"new name\": {message}", .path.display())]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's complaint.
+        message: String,
+    },
 }
 
 /// Overrides: generated name → the user's name.
@@ -57,7 +64,11 @@ impl NameOverrides {
 }
 
 /// Names every type; returns the overrides that matched no type.
-pub fn name_types(types: &mut [TaskType], graph: &Graph, overrides: &NameOverrides) -> Vec<String> {
+pub(super) fn name_types(
+    types: &mut [TaskType],
+    graph: &Graph,
+    overrides: &NameOverrides,
+) -> Vec<String> {
     let leaf_name = |t: u32| -> String {
         graph
             .types

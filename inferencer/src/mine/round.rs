@@ -10,7 +10,7 @@ use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, NONE};
 
 /// An edge between two current nodes, with the ports it attaches at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct XEdge {
+pub(super) struct XEdge {
     pub u: u32,
     pub v: u32,
     pub kind: u8,
@@ -26,7 +26,7 @@ type LoopKey = (u32, Vec<Link>);
 
 /// Which candidates a round considers, in the order they are tried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(super) enum Phase {
     /// Runs of one symbol joined by strong program order.
     Loops,
     /// Pairs joined by at least one edge that is not weak program order.
@@ -36,21 +36,21 @@ pub enum Phase {
 }
 
 /// A contraction chosen for this round: `parts` of the proposal become one node of `rule`.
-pub struct Proposal {
+pub(super) struct Proposal {
     pub rule: u32,
     pub parts: Vec<u32>,
 }
 
 /// The rules proposals refer to, and the proposals.
 #[derive(Default)]
-pub struct Proposals {
+pub(super) struct Proposals {
     pub rules: Vec<Rule>,
     pub list: Vec<Proposal>,
 }
 
 /// Drops edges that now lie inside one node and returns the rest between current nodes,
 /// sorted, without duplicates.
-pub fn cross_edges(work: &mut Work) -> Vec<XEdge> {
+pub(super) fn cross_edges(work: &mut Work) -> Vec<XEdge> {
     let node_of = &work.node_of;
     work.edges
         .retain(|&(a, b, _)| node_of[a as usize] != node_of[b as usize]);
@@ -72,7 +72,7 @@ pub fn cross_edges(work: &mut Work) -> Vec<XEdge> {
 }
 
 /// Current nodes per symbol.
-pub fn symbol_counts(work: &Work) -> Vec<u32> {
+pub(super) fn symbol_counts(work: &Work) -> Vec<u32> {
     let mut counts = vec![0u32; work.syms.len()];
     for n in work.nodes.iter().filter(|n| n.parent == NONE) {
         counts[n.sym as usize] += 1;
@@ -102,7 +102,7 @@ fn links(g: &[XEdge]) -> Vec<Link> {
 /// Runs of one symbol along strong program order, for symbols with at least `min_support`
 /// runs. Nodes of such a symbol outside any run become loops of one iteration, so that a step
 /// repeated a varying number of times always appears as the same loop symbol.
-pub fn loop_proposals(
+pub(super) fn loop_proposals(
     work: &Work,
     x: &[XEdge],
     min_support: u32,
@@ -259,7 +259,7 @@ pub fn loop_proposals(
 /// (refused earlier for closing cycles) are skipped, so that they do not hold their symbols
 /// back from the contractions that can go first. `classes` (the weak phase's merge classes)
 /// keeps two nodes of one class from pairing.
-pub fn pair_proposals(
+pub(super) fn pair_proposals(
     work: &Work,
     x: &[XEdge],
     phase: Phase,

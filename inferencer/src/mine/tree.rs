@@ -24,7 +24,7 @@ use super::canon::Classes;
 use super::work::{program_kind, weak_kind, Rule, Work, NONE};
 
 /// The kept tree.
-pub struct Tree {
+pub(super) struct Tree {
     /// Class of each node.
     pub class: Vec<u32>,
     /// Whether each class is a task type.
@@ -35,7 +35,7 @@ pub struct Tree {
 
 impl Tree {
     /// Whether node `n` is a node of the tree.
-    pub fn is_kept(&self, n: u32) -> bool {
+    pub(super) fn is_kept(&self, n: u32) -> bool {
         self.kept[self.class[n as usize] as usize]
     }
 }
@@ -61,7 +61,7 @@ fn under_several(work: &Work, class: &[u32], kept: &[bool], nodes: &[u32]) -> bo
 
 /// Per leaf: whether it touches nothing but its own thread's program order (no causal edge in
 /// or out). Given (from, to, kind index) leaf edges.
-pub fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<bool> {
+pub(super) fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<bool> {
     let (prog, weak) = (program_kind(), weak_kind());
     let mut local = vec![true; n_leaves];
     for &(a, b, k) in edges {
@@ -158,7 +158,7 @@ fn dissolve_contexts(
 
 /// Decides the kept classes. `local[l]`: leaf `l` has no edge but program order (see
 /// [`local_leaves`]).
-pub fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
+pub(super) fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
     let class: Vec<u32> = work
         .nodes
         .iter()

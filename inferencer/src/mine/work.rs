@@ -12,11 +12,11 @@
 use scalpel_model::graph::EdgeKind;
 
 /// "No node" / "no leaf" in the index arrays.
-pub const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// An edge between two parts of a rule: kind, port in the source part, port in the target part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Link {
+pub(super) struct Link {
     /// Index into [`EdgeKind::ALL`].
     pub kind: u8,
     /// Port in the part the edge leaves.
@@ -27,7 +27,7 @@ pub struct Link {
 
 /// What a symbol stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Rule {
+pub(super) enum Rule {
     /// A leaf type of the graph.
     Leaf(u32),
     /// `a` then `b`, joined by `links` (from ports of `a` to ports of `b`).
@@ -38,7 +38,7 @@ pub enum Rule {
 
 /// A symbol and the size of its port space.
 #[derive(Clone, Debug)]
-pub struct Symbol {
+pub(super) struct Symbol {
     pub rule: Rule,
     pub space: u32,
 }
@@ -46,7 +46,7 @@ pub struct Symbol {
 /// A node: a leaf, or a contraction of older nodes (which keep their records, with `parent`
 /// set, so the derivation of every occurrence survives).
 #[derive(Clone, Copy, Debug)]
-pub struct Node {
+pub(super) struct Node {
     pub sym: u32,
     /// The node this one was contracted into, or [`NONE`] while it is current.
     pub parent: u32,
@@ -59,7 +59,7 @@ pub struct Node {
 }
 
 /// The whole working state.
-pub struct Work {
+pub(super) struct Work {
     /// Current node of each leaf.
     pub node_of: Vec<u32>,
     /// Port of each leaf within its current node's symbol.
@@ -75,23 +75,23 @@ pub struct Work {
 }
 
 /// Index of an edge kind in [`EdgeKind::ALL`].
-pub fn kind_index(k: EdgeKind) -> u8 {
+pub(super) fn kind_index(k: EdgeKind) -> u8 {
     EdgeKind::ALL.iter().position(|&x| x == k).unwrap_or(0) as u8
 }
 
 /// Kind index of weak program order.
-pub fn weak_kind() -> u8 {
+pub(super) fn weak_kind() -> u8 {
     kind_index(EdgeKind::ProgramWeak)
 }
 
 /// Kind index of (strong) program order.
-pub fn program_kind() -> u8 {
+pub(super) fn program_kind() -> u8 {
     kind_index(EdgeKind::Program)
 }
 
 impl Work {
     /// One node per leaf, symbol = leaf type.
-    pub fn new(leaf_types: &[u32], n_types: u32, edges: Vec<(u32, u32, u8)>) -> Work {
+    pub(super) fn new(leaf_types: &[u32], n_types: u32, edges: Vec<(u32, u32, u8)>) -> Work {
         let n = leaf_types.len() as u32;
         Work {
             node_of: (0..n).collect(),
@@ -121,7 +121,7 @@ impl Work {
     }
 
     /// Adds a symbol, refusing one whose port space would not fit in 32 bits.
-    pub fn add_symbol(&mut self, rule: Rule) -> Option<u32> {
+    pub(super) fn add_symbol(&mut self, rule: Rule) -> Option<u32> {
         let space: u64 = match &rule {
             Rule::Leaf(_) => 1,
             Rule::Pair { a, b, .. } => {
@@ -135,7 +135,7 @@ impl Work {
     }
 
     /// The leaves of node `n`, in port order.
-    pub fn leaves_of(&self, n: u32) -> LeafIter<'_> {
+    pub(super) fn leaves_of(&self, n: u32) -> LeafIter<'_> {
         let node = &self.nodes[n as usize];
         LeafIter {
             next: &self.next,
@@ -146,7 +146,7 @@ impl Work {
 
     /// Contracts `parts` (in order) into a new node of symbol `sym`. For a pair, the second
     /// part's ports move past the first's; a loop's iterations keep their body's ports.
-    pub fn contract(&mut self, parts: &[u32], sym: u32, is_loop: bool) -> u32 {
+    pub(super) fn contract(&mut self, parts: &[u32], sym: u32, is_loop: bool) -> u32 {
         let id = self.nodes.len() as u32;
         let k = parts.len();
         let mut offset = 0u32;
@@ -183,7 +183,7 @@ impl Work {
 }
 
 /// Iterator over one node's leaves.
-pub struct LeafIter<'a> {
+pub(super) struct LeafIter<'a> {
     next: &'a [u32],
     at: u32,
     left: u32,

@@ -54,7 +54,7 @@ pub enum SpawnError {
 
 /// Fails like a spawn would when `cmd` cannot be found or executed (searching `PATH` for a bare
 /// name), so the caller can stop before touching anything.
-pub fn check_runnable(cmd: &OsStr) -> Result<(), SpawnError> {
+pub(super) fn check_runnable(cmd: &OsStr) -> Result<(), SpawnError> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     let runnable = |p: &std::path::Path| -> Result<(), SpawnError> {
@@ -180,7 +180,7 @@ fn block(how: libc::c_int) {
 }
 
 /// Starts `command` (named `name` in errors) and waits for it, forwarding signals meanwhile.
-pub fn run(mut command: Command, name: &OsStr) -> Result<Outcome, SpawnError> {
+pub(super) fn run(mut command: Command, name: &OsStr) -> Result<Outcome, SpawnError> {
     // The command starts with our dispositions (the default ones): signals ignored here would
     // stay ignored in it across exec, so they are changed only after the spawn. Until then they
     // are blocked here, so that none is missed in between, and unblocked in the child (the

@@ -38,7 +38,14 @@ fn overlap(a: u64, b: u64, from: u64, to: u64) -> u64 {
 /// leaves, appending to `out` (at most `to - from` in all). Idle waits (the
 /// thread waiting for new work) and time no leaf covers stay uncharged: that is the thread
 /// waking up, not work in the way.
-pub fn charge(g: &Graph, idx: &GraphIndex, leaf: u32, from: u64, to: u64, out: &mut Vec<Behind>) {
+pub(super) fn charge(
+    g: &Graph,
+    idx: &GraphIndex,
+    leaf: u32,
+    from: u64,
+    to: u64,
+    out: &mut Vec<Behind>,
+) {
     let thread = g.leaves[leaf as usize].thread;
     let mut left = to.saturating_sub(from);
     let mut p = leaf;

@@ -58,7 +58,7 @@ fn object_name(g: &Graph, o: Option<ObjIndex>) -> String {
 
 /// Every leaf type's blocked time by call, object and peer, largest first within each leaf
 /// type. Waits for new work ([`BlockKind::Idle`]) are left out.
-pub fn blame(g: &Graph, idx: &GraphIndex) -> Vec<Blame> {
+pub(super) fn blame(g: &Graph, idx: &GraphIndex) -> Vec<Blame> {
     let mut acc: AHashMap<Key, (u64, u64, u64)> = AHashMap::new();
     let mut add = |k: Key, ns: u64| {
         let e = acc.entry(k).or_default();

@@ -141,7 +141,7 @@ pub fn channel_kind(g: &Graph, o: Option<ObjIndex>) -> &str {
 }
 
 /// The kind the call that ended `leaf` counts as.
-pub fn end_kind(g: &Graph, idx: &GraphIndex, leaf: u32) -> BlockKind {
+pub(super) fn end_kind(g: &Graph, idx: &GraphIndex, leaf: u32) -> BlockKind {
     if idx.weak_out[leaf as usize] {
         return BlockKind::Idle;
     }

@@ -28,7 +28,7 @@ fn thread(pid: u32, tid: u32, name: &str) -> TraceWriter {
 /// - process 100 (`/bin/prog a b`), threads 100 "main" and 101 "worker" sharing a mutex and a
 ///   TCP stream;
 /// - process 200 with thread 200 whose file is cut in the middle of its second event.
-pub fn build(root: &Path) {
+pub(crate) fn build(root: &Path) {
     let p = root.join("100.0");
     fs::create_dir_all(&p).unwrap();
     fs::write(root.join("shared.tbl"), [0u8; 64]).unwrap();

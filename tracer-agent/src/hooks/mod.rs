@@ -5,6 +5,14 @@
 //! acquire-side ones) and emits one event. `errno` is saved and restored around our bookkeeping,
 //! and our frames hold nothing that needs dropping across the real call, so a thread cancelled or
 //! exiting inside it unwinds straight through (hooks use the `C-unwind` ABI for that reason).
+//!
+//! The exported functions carry no doc comments of their own: each is the libc function of the
+//! same name, documented by its manual page, and each module's docs say what is recorded.
+
+#![allow(
+    missing_docs,
+    reason = "the exported hooks are libc's functions, documented by their manual pages"
+)]
 
 pub mod exec;
 pub mod fd;

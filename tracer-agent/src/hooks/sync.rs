@@ -403,10 +403,10 @@ pub unsafe extern "C-unwind" fn sleep(s: libc::c_uint) -> libc::c_uint {
     type F = unsafe extern "C-unwind" fn(libc::c_uint) -> libc::c_uint;
     let Some(f) = real!(sleep: F) else { return s };
     let mut left = 0;
-    // SAFETY: forwarding the caller's argument.
     sleep_event(
         || u64::from(s) * 1_000_000_000,
         || {
+            // SAFETY: forwarding the caller's argument.
             left = unsafe { f(s) };
             0
         },

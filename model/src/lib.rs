@@ -7,6 +7,15 @@
 //!
 //! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
 
+// Every narrowing or sign-changing conversion of a value read from a file is spelled out:
+// trace files are input, and a silent wrap or truncation there is a wrong answer, not a crash.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_lossless
+)]
+
 pub mod format;
 #[cfg(feature = "read")]
 pub mod graph;

@@ -99,7 +99,7 @@ impl RawEvent {
         self.encode_payload(e);
         let n = e.len() - at - 1;
         debug_assert!(n < 128);
-        e.patch(at, n as u8);
+        e.patch(at, n.to_le_bytes()[0]);
     }
 
     /// Encodes the whole record into `out` and returns its length: the same bytes as
@@ -140,7 +140,7 @@ impl RawEvent {
             }
             *p.add(3) = mask;
             // Payloads stay under 128 bytes, so the length is a single varint byte.
-            *p.add(1) = (at - 2) as u8;
+            *p.add(1) = (at - 2).to_le_bytes()[0];
             at
         }
     }
@@ -240,12 +240,12 @@ unsafe fn put_varint(p: *mut u8, mut v: u64) -> usize {
     let mut i = 0;
     while v >= 0x80 {
         // SAFETY: i < 9 here, inside the caller's 10 bytes.
-        unsafe { *p.add(i) = (v as u8) | 0x80 };
+        unsafe { *p.add(i) = v.to_le_bytes()[0] | 0x80 };
         v >>= 7;
         i += 1;
     }
     // SAFETY: i <= 9.
-    unsafe { *p.add(i) = v as u8 };
+    unsafe { *p.add(i) = v.to_le_bytes()[0] };
     i + 1
 }
 

@@ -9,13 +9,13 @@ pub const MAX_VARINT: usize = 10;
 /// Zigzag-encodes a signed value so that small magnitudes stay small.
 #[inline]
 pub fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
+    ((v << 1) ^ (v >> 63)).cast_unsigned()
 }
 
 /// Inverse of [`zigzag`].
 #[inline]
 pub fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
+    (v >> 1).cast_signed() ^ -(v & 1).cast_signed()
 }
 
 /// Number of bytes [`Enc::varint`] writes for `v`.
@@ -197,7 +197,16 @@ mod tests {
 
     #[test]
     fn varint_edges() {
-        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16383,
+            16384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
             let mut buf = [0u8; 16];
             let mut e = Enc::new(&mut buf);
             e.varint(v);

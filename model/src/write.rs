@@ -112,7 +112,10 @@ impl TraceWriter {
             if i == 0 {
                 put_varint(&mut p, pc);
             } else {
-                put_varint(&mut p, crate::wire::zigzag(pc.wrapping_sub(prev) as i64));
+                put_varint(
+                    &mut p,
+                    crate::wire::zigzag(pc.wrapping_sub(prev).cast_signed()),
+                );
             }
             prev = pc;
         }

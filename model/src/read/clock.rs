@@ -21,8 +21,18 @@ pub struct Clock {
     points: Vec<(u64, u64)>,
 }
 
+/// `x` rounded to the nearest integer, saturating: negative and NaN give 0.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a float-to-integer `as` saturates, which is what is wanted here"
+)]
+fn round_u64(x: f64) -> u64 {
+    x.round() as u64
+}
+
 fn clamp(v: i128) -> u64 {
-    v.clamp(0, i128::from(u64::MAX)) as u64
+    u64::try_from(v.clamp(0, i128::from(u64::MAX))).unwrap_or(u64::MAX)
 }
 
 /// `base + delta * num / den`, saturating, never panicking (`den` is non-zero).
@@ -84,12 +94,8 @@ impl Clock {
         if !(ns_per_tick.is_finite() && ns_per_tick > 0.0) {
             return line(fallback.0, fallback.1, fallback.2);
         }
-        let tps = (NS_PER_SEC as f64 / ns_per_tick).round() as u64;
-        line(
-            tps,
-            tmin + tmean.round() as u64,
-            mmin + mmean.round() as u64,
-        )
+        let tps = round_u64(NS_PER_SEC as f64 / ns_per_tick);
+        line(tps, tmin + round_u64(tmean), mmin + round_u64(mmean))
     }
 
     /// CLOCK_MONOTONIC nanoseconds at `ticks`.
@@ -225,7 +231,7 @@ mod tests {
             })
             .collect();
         let c = Clock::fitted(&pts, (1, 0, 0));
-        let tps = c.ticks_per_sec as i64;
+        let tps = i64::try_from(c.ticks_per_sec).unwrap();
         assert!((tps - 3_000_000_000).abs() < 3_000, "{tps}");
         let mut last = 0;
         for t in (0..150_000_000u64).step_by(997) {

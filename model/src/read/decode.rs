@@ -192,13 +192,13 @@ impl<'p, 's> State<'p, 's> {
                 if n > d.remaining() as u64 {
                     return Err(DecError::Eof);
                 }
-                let mut frames = Vec::with_capacity(n as usize);
+                let mut frames = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
                 let mut pc = 0u64;
                 for i in 0..n {
                     pc = if i == 0 {
                         d.varint()?
                     } else {
-                        pc.wrapping_add(d.ivarint()? as u64)
+                        pc.wrapping_add(d.ivarint()?.cast_unsigned())
                     };
                     frames.push(pc);
                 }
@@ -235,7 +235,7 @@ impl<'p, 's> State<'p, 's> {
                     index,
                 };
                 let seq = raw.seq_delta.map(|delta| {
-                    *last = last.wrapping_add(delta as u64);
+                    *last = last.wrapping_add(delta.cast_unsigned());
                     *last
                 });
                 (Some(r), seq)

@@ -53,12 +53,20 @@ pub struct Header {
     pub exe: Vec<u8>,
 }
 
+/// [`HEADER_SIZE`] as the header stores it.
+const HEADER_SIZE_U16: u16 = {
+    assert!(HEADER_SIZE <= u16::MAX as usize);
+    #[allow(clippy::cast_possible_truncation, reason = "checked just above")]
+    let n = HEADER_SIZE as u16;
+    n
+};
+
 impl Default for Header {
     /// A version-1 thread header with a CLOCK_MONOTONIC clock and every other field zero.
     fn default() -> Self {
         Header {
             version: VERSION,
-            header_size: HEADER_SIZE as u16,
+            header_size: HEADER_SIZE_U16,
             file_kind: FileKind::Thread as u8,
             flags: 0,
             pid: 0,

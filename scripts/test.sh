@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The test command: builds every crate (the end-to-end tests run the agent and the `scalpel`
-# binary from the target directory), then runs all tests, then the lints that CI enforces.
+# binary from the target directory), then runs all tests (the golden files in
+# inferencer/tests/golden/ among them: SCALPEL_BLESS=1 rewrites them), then the lints and the
+# module-structure check that CI enforces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --workspace --all-targets
 cargo test --workspace
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# No import circles in any crate, and the inferencer's stages import only earlier stages.
+python3 scripts/check-modules.py

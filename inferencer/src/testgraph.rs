@@ -6,11 +6,12 @@
 
 use scalpel_model::format::Op;
 use scalpel_model::graph::{
-    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafType, OpName, ThreadInfo,
+    BoundaryInfo, Edge, EdgeKind, Graph, Leaf, LeafId, LeafType, LeafTypeId, NodeId, OpName,
+    ProcessId, ThreadId, ThreadInfo,
 };
 
 /// A leaf by its thread and its index on that thread (the order it was added in).
-pub type At = (u32, u32);
+pub type At = (ThreadId, u32);
 
 /// Builds a [`Graph`]: leaf types, then leaves thread by thread in any interleaving, then edges
 /// between them; [`build`](GraphBuilder::build) numbers the leaves thread-major as the graph
@@ -33,7 +34,7 @@ impl GraphBuilder {
     }
 
     /// Adds a leaf type named `name` (also its ending function), ending in `end` if given.
-    pub fn leaf_type(&mut self, name: &str, end: Option<Op>) -> u32 {
+    pub fn leaf_type(&mut self, name: &str, end: Option<Op>) -> LeafTypeId {
         let boundary = |op: Option<Op>, function: Option<String>| BoundaryInfo {
             op: op.map(|o| OpName(o as u8)),
             function,
@@ -45,27 +46,27 @@ impl GraphBuilder {
             end: boundary(end, Some(name.to_owned())),
             count: 0,
         });
-        self.types.len() as u32 - 1
+        LeafTypeId::at(self.types.len() - 1)
     }
 
     /// Adds a thread named `name` (pid 1, tid 1 + its index).
-    pub fn thread(&mut self, name: &str) -> u32 {
+    pub fn thread(&mut self, name: &str) -> ThreadId {
         self.threads.push(name.to_owned());
         self.counts.push(0);
-        self.threads.len() as u32 - 1
+        ThreadId::at(self.threads.len() - 1)
     }
 
     /// Adds `leaf` at the end of `thread` (its `thread` field is set to it).
-    pub fn push(&mut self, thread: u32, mut leaf: Leaf) -> At {
+    pub fn push(&mut self, thread: ThreadId, mut leaf: Leaf) -> At {
         leaf.thread = thread;
         self.leaves.push(leaf);
-        let n = &mut self.counts[thread as usize];
+        let n = &mut self.counts[thread.index()];
         *n += 1;
         (thread, *n - 1)
     }
 
     /// Adds a leaf of type `ty` over `start..end` ns at the end of `thread`.
-    pub fn leaf(&mut self, thread: u32, ty: u32, start: u64, end: u64) -> At {
+    pub fn leaf(&mut self, thread: ThreadId, ty: LeafTypeId, start: u64, end: u64) -> At {
         self.push(thread, Leaf::new(thread, ty, start, end))
     }
 
@@ -79,7 +80,7 @@ impl GraphBuilder {
     pub fn program_order(&mut self, kind: impl Fn(At, At) -> Option<EdgeKind>) {
         for (th, &n) in self.counts.iter().enumerate() {
             for i in 1..n {
-                let (a, b) = ((th as u32, i - 1), (th as u32, i));
+                let (a, b) = ((ThreadId::at(th), i - 1), (ThreadId::at(th), i));
                 if let Some(k) = kind(a, b) {
                     self.edges.push((a, b, k));
                 }
@@ -89,7 +90,7 @@ impl GraphBuilder {
 
     /// The leaf id `at` will have, once every leaf has been added.
     pub fn id(&self, at: At) -> u32 {
-        self.counts[..at.0 as usize].iter().sum::<u32>() + at.1
+        self.counts[..at.0.index()].iter().sum::<u32>() + at.1
     }
 
     /// The graph.
@@ -113,7 +114,7 @@ impl GraphBuilder {
         let mut dest: Vec<u32> = leaves
             .iter()
             .map(|l| {
-                let t = l.thread as usize;
+                let t = l.thread.index();
                 seen[t] += 1;
                 base[t] + seen[t] - 1
             })
@@ -126,21 +127,21 @@ impl GraphBuilder {
             }
         }
         for l in &leaves {
-            types[l.ty as usize].count += 1;
+            types[l.ty.index()].count += 1;
         }
         let infos = threads
             .into_iter()
             .enumerate()
             .map(|(i, name)| ThreadInfo {
-                process: 0,
+                process: ProcessId(0),
                 pid: 1,
                 tid: 1 + i as u32,
                 name,
-                first_leaf: base[i],
+                first_leaf: LeafId(base[i]),
                 leaves: counts[i],
             })
             .collect();
-        let id = |(t, i): At| base[t as usize] + i;
+        let id = |(t, i): At| NodeId(base[t.index()] + i);
         let mut edges: Vec<Edge> = edges
             .into_iter()
             .map(|(a, b, kind)| Edge {
@@ -175,8 +176,11 @@ mod tests {
         let starts: Vec<u64> = g.leaves.iter().map(|l| l.start_ns).collect();
         assert_eq!(starts, [2, 0, 4]);
         assert_eq!(g.types[0].count, 3);
-        assert_eq!((g.threads[1].first_leaf, g.threads[1].leaves), (1, 2));
-        let edges: Vec<_> = g.edges.iter().map(|e| (e.from, e.to, e.kind)).collect();
+        assert_eq!(
+            (g.threads[1].first_leaf, g.threads[1].leaves),
+            (LeafId(1), 2)
+        );
+        let edges: Vec<_> = g.edges.iter().map(|e| (e.from.0, e.to.0, e.kind)).collect();
         assert_eq!(edges, [(0, 2, EdgeKind::Stream), (1, 2, EdgeKind::Program)]);
     }
 }

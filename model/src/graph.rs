@@ -20,6 +20,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::format::Op;
+pub use crate::ids::{
+    ExternalId, LeafId, LeafTypeId, Node, NodeId, ObjId, ProcessId, SiteId, ThreadId,
+};
 
 /// Version tag of the graph JSON. Bumped on any incompatible change.
 pub const GRAPH_SCHEMA: &str = "scalpel-graph/2";
@@ -138,38 +141,27 @@ impl<'de> Deserialize<'de> for OpName {
     }
 }
 
-/// An index into [`Graph::objects`], four bytes even as an `Option` (it serializes as the plain
-/// index).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjIndex(std::num::NonZeroU32);
+crate::ids::index_by! {
+    LeafId => Leaf,
+    ThreadId => ThreadInfo,
+    ProcessId => ProcessInfo,
+    LeafTypeId => LeafType,
+    ExternalId => External,
+}
 
-impl ObjIndex {
-    /// The handle of object `i` (`u32::MAX` is not a valid index; it saturates).
-    pub fn new(i: u32) -> Self {
-        ObjIndex(
-            std::num::NonZeroU32::new(i.saturating_add(1)).unwrap_or(std::num::NonZeroU32::MIN),
-        )
-    }
-
-    /// The index.
-    pub fn get(self) -> u32 {
-        self.0.get() - 1
+impl std::ops::Index<ObjId> for [ObjectInfo] {
+    type Output = ObjectInfo;
+    #[inline]
+    fn index(&self, id: ObjId) -> &ObjectInfo {
+        &self[id.index()]
     }
 }
 
-impl Serialize for ObjIndex {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u32(self.get())
-    }
-}
-
-impl<'de> Deserialize<'de> for ObjIndex {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let i = u32::deserialize(d)?;
-        if i == u32::MAX {
-            return Err(serde::de::Error::custom("object index out of range"));
-        }
-        Ok(ObjIndex::new(i))
+impl std::ops::Index<ObjId> for Vec<ObjectInfo> {
+    type Output = ObjectInfo;
+    #[inline]
+    fn index(&self, id: ObjId) -> &ObjectInfo {
+        &self[id.index()]
     }
 }
 
@@ -189,8 +181,8 @@ pub struct ProcessInfo {
 /// One thread (one trace file).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadInfo {
-    /// Index into [`Graph::processes`].
-    pub process: u32,
+    /// Its process.
+    pub process: ProcessId,
     /// Process id.
     pub pid: u32,
     /// Thread id.
@@ -198,9 +190,16 @@ pub struct ThreadInfo {
     /// The thread's name.
     pub name: String,
     /// Its first leaf; its leaves are `first_leaf..first_leaf + leaves`.
-    pub first_leaf: u32,
+    pub first_leaf: LeafId,
     /// How many leaves it has.
     pub leaves: u32,
+}
+
+impl ThreadInfo {
+    /// Its leaves' ids, in order.
+    pub fn leaf_ids(&self) -> impl ExactSizeIterator<Item = LeafId> + DoubleEndedIterator {
+        (self.first_leaf.0..self.first_leaf.0.saturating_add(self.leaves)).map(LeafId)
+    }
 }
 
 /// A synchronization object or channel that leaves and edges refer to.
@@ -246,8 +245,8 @@ pub struct LeafType {
 /// otherwise hold for every leaf).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeafFile {
-    /// Index into [`Graph::leaves`].
-    pub leaf: u32,
+    /// The leaf.
+    pub leaf: LeafId,
     /// Bytes read from files and terminals.
     pub bytes_in: u64,
     /// Bytes written to files and terminals.
@@ -257,11 +256,11 @@ pub struct LeafFile {
 /// One leaf task instance. See the module docs for how its times add up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Leaf {
-    /// Index into [`Graph::threads`].
-    pub thread: u32,
-    /// Index into [`Graph::types`].
+    /// Its thread.
+    pub thread: ThreadId,
+    /// Its type.
     #[serde(rename = "type")]
-    pub ty: u32,
+    pub ty: LeafTypeId,
     /// When the call that starts it returned (CLOCK_MONOTONIC ns).
     pub start_ns: u64,
     /// When the call that ends it was entered.
@@ -273,7 +272,7 @@ pub struct Leaf {
     /// The call that ended it.
     pub end_op: Option<OpName>,
     /// The object the ending call was on.
-    pub end_obj: Option<ObjIndex>,
+    pub end_obj: Option<ObjId>,
     /// Bytes read (by the call that started it, and by file reads within it: see
     /// [`Graph::leaf_files`]).
     pub bytes_in: u64,
@@ -295,7 +294,7 @@ pub struct Leaf {
 impl Leaf {
     /// A leaf of type `ty` on `thread` over `[start_ns, end_ns]`, with nothing else known: no
     /// boundary calls, object, bytes or blocked time, events 0. Fields are set after it.
-    pub fn new(thread: u32, ty: u32, start_ns: u64, end_ns: u64) -> Leaf {
+    pub fn new(thread: ThreadId, ty: LeafTypeId, start_ns: u64, end_ns: u64) -> Leaf {
         Leaf {
             thread,
             ty,
@@ -322,18 +321,18 @@ impl Leaf {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InnerWait {
     /// The leaf it happened in.
-    pub leaf: u32,
+    pub leaf: LeafId,
     /// The call.
     pub op: OpName,
     /// Its object (the lock, the file), if any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub obj: Option<ObjIndex>,
+    pub obj: Option<ObjId>,
     /// When it was entered (CLOCK_MONOTONIC ns).
     pub at_ns: u64,
     /// Time inside it.
     pub ns: u64,
-    /// Its call stack: an index into [`Graph::sites`].
-    pub site: u32,
+    /// Its call stack.
+    pub site: SiteId,
 }
 
 /// Inner calls shorter than this are folded into their leaf's totals only.
@@ -354,29 +353,29 @@ pub enum ExternalRole {
 pub struct External {
     /// Source or sink.
     pub role: ExternalRole,
-    /// The channel or endpoint (index into [`Graph::objects`]).
-    pub obj: u32,
+    /// The channel or endpoint.
+    pub obj: ObjId,
 }
 
 /// A causal edge between two nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Edge {
     /// The node that caused.
-    pub from: u32,
+    pub from: NodeId,
     /// The node that depends on it.
-    pub to: u32,
+    pub to: NodeId,
     /// Why.
     pub kind: EdgeKind,
     /// The object the notification went through, if any.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub obj: Option<ObjIndex>,
+    pub obj: Option<ObjId>,
 }
 
 /// Contention on one mutex or rwlock: ordering that is kept as data, never as an edge.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockInfo {
-    /// Index into [`Graph::objects`].
-    pub obj: u32,
+    /// The lock.
+    pub obj: ObjId,
     /// Acquisitions seen.
     pub acquisitions: u64,
     /// Acquisitions that waited at least the contention threshold.
@@ -390,12 +389,12 @@ pub struct LockInfo {
 /// One contended acquisition: who waited, who held the lock, how long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockWait {
-    /// Index into [`Graph::objects`].
-    pub obj: u32,
+    /// The lock.
+    pub obj: ObjId,
     /// The leaf that waited.
-    pub waiter: u32,
+    pub waiter: LeafId,
     /// The leaf whose release let it in, when traced.
-    pub holder: Option<u32>,
+    pub holder: Option<LeafId>,
     /// How long it waited.
     pub wait_ns: u64,
 }
@@ -503,12 +502,12 @@ impl Graph {
     }
 
     /// The CPU time of leaf `leaf`, when the trace has it.
-    pub fn leaf_cpu(&self, leaf: u32) -> Option<u64> {
-        self.leaf_cpu_ns.get(leaf as usize).copied().flatten()
+    pub fn leaf_cpu(&self, leaf: LeafId) -> Option<u64> {
+        self.leaf_cpu_ns.get(leaf.index()).copied().flatten()
     }
 
     /// The file and terminal bytes (in, out) of leaf `leaf`.
-    pub fn leaf_file(&self, leaf: u32) -> (u64, u64) {
+    pub fn leaf_file(&self, leaf: LeafId) -> (u64, u64) {
         self.leaf_files
             .binary_search_by_key(&leaf, |f| f.leaf)
             .map_or((0, 0), |i| {
@@ -518,14 +517,42 @@ impl Graph {
     }
 
     /// Whether node `id` is a leaf (else an external).
-    pub fn is_leaf(&self, id: u32) -> bool {
-        (id as usize) < self.leaves.len()
+    pub fn is_leaf(&self, id: NodeId) -> bool {
+        id.index() < self.leaves.len()
+    }
+
+    /// The leaf that node `id` is, if it is one.
+    pub fn leaf_of(&self, id: NodeId) -> Option<LeafId> {
+        self.is_leaf(id).then_some(LeafId(id.0))
+    }
+
+    /// What node `id` stands for.
+    pub fn node(&self, id: NodeId) -> Node {
+        match self.leaf_of(id) {
+            Some(l) => Node::Leaf(l),
+            None => Node::External(ExternalId::at(id.index() - self.leaves.len())),
+        }
+    }
+
+    /// The node of external `x`.
+    pub fn external_node(&self, x: ExternalId) -> NodeId {
+        NodeId(u32::try_from(self.leaves.len() + x.index()).unwrap_or(u32::MAX))
     }
 
     /// The external that node `id` stands for, if it is one.
-    pub fn external(&self, id: u32) -> Option<&External> {
-        (id as usize)
+    pub fn external(&self, id: NodeId) -> Option<&External> {
+        id.index()
             .checked_sub(self.leaves.len())
             .and_then(|i| self.externals.get(i))
+    }
+
+    /// Leaf `l`.
+    pub fn leaf(&self, l: LeafId) -> &Leaf {
+        &self.leaves[l.index()]
+    }
+
+    /// The ids of all leaves, in order.
+    pub fn leaf_ids(&self) -> impl ExactSizeIterator<Item = LeafId> + DoubleEndedIterator {
+        (0..u32::try_from(self.leaves.len()).unwrap_or(u32::MAX)).map(LeafId)
     }
 }

@@ -20,6 +20,8 @@ pub mod format;
 #[cfg(feature = "read")]
 pub mod graph;
 #[cfg(feature = "read")]
+pub mod ids;
+#[cfg(feature = "read")]
 pub mod read;
 pub mod record;
 #[cfg(feature = "read")]

@@ -10,10 +10,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::EdgeKind;
+use crate::graph::{EdgeKind, LeafId, LeafTypeId};
+pub use crate::ids::TaskTypeId;
 
 /// Version tag of the model JSON. Bumped on any incompatible change.
 pub const MODEL_SCHEMA: &str = "scalpel-model/1";
+
+crate::ids::index_by!(TaskTypeId => TaskType);
 
 /// What a task type is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -30,9 +33,9 @@ pub enum TaskKind {
 /// A child type of a task type, and how often it occurs in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChildRef {
-    /// Index into [`Model::types`].
+    /// The child type.
     #[serde(rename = "type")]
-    pub ty: u32,
+    pub ty: TaskTypeId,
     /// Occurrences of the child inside occurrences of the parent, over all of them.
     pub count: u64,
 }
@@ -41,9 +44,9 @@ pub struct ChildRef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TypeEdge {
     /// Source type.
-    pub from: u32,
+    pub from: TaskTypeId,
     /// Target type.
-    pub to: u32,
+    pub to: TaskTypeId,
     /// Edge kind.
     pub kind: EdgeKind,
     /// Leaf-level edges of this kind between the two.
@@ -53,10 +56,10 @@ pub struct TypeEdge {
 /// Where an occurrence sits: the type and index of the occurrence that contains it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OccRef {
-    /// Index into [`Model::types`].
+    /// The type.
     #[serde(rename = "type")]
-    pub ty: u32,
-    /// Index into that type's `occurrences`.
+    pub ty: TaskTypeId,
+    /// Index into that type's `occurrences` (for a leaf type, the leaf's id).
     pub index: u32,
 }
 
@@ -64,7 +67,7 @@ pub struct OccRef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Occurrence {
     /// Its leaf instances, ascending.
-    pub leaves: Vec<u32>,
+    pub leaves: Vec<LeafId>,
     /// The occurrence it is part of; `None` at the top level.
     pub parent: Option<OccRef>,
     /// For a loop: its iterations.
@@ -83,7 +86,7 @@ pub struct TaskType {
     pub level: u32,
     /// For a leaf type, its index in `graph.json`'s `types`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leaf_type: Option<u32>,
+    pub leaf_type: Option<LeafTypeId>,
     /// Number of occurrences.
     pub count: u64,
     /// How many of them are at the top level (part of no other task).

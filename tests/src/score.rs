@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ahash::AHashMap;
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{Graph, LeafId};
 use scalpel_model::task::Model;
 
 /// One true task instance.
@@ -110,7 +110,7 @@ pub fn instance_leaves(
 fn leaves_of(graph: &Graph, tasks: &[TruthTask], composed: &[(&str, &[&str])]) -> Vec<Vec<u32>> {
     let mut by_thread: AHashMap<(u32, u32), (u32, u32)> = AHashMap::new();
     for t in &graph.threads {
-        by_thread.insert((t.pid, t.tid), (t.first_leaf, t.leaves));
+        by_thread.insert((t.pid, t.tid), (t.first_leaf.0, t.leaves));
     }
     let own = |t: &TruthTask| -> Vec<u32> {
         let Some(&(first, n)) = by_thread.get(&(t.pid, t.tid)) else {
@@ -177,10 +177,10 @@ pub fn score_nested(
         }
     }
     // A leaf type's occurrences are its leaves.
-    let mut by_type: Vec<Vec<Vec<u32>>> = vec![Vec::new(); graph.types.len()];
+    let mut by_type: Vec<Vec<Vec<LeafId>>> = vec![Vec::new(); graph.types.len()];
     for (l, leaf) in graph.leaves.iter().enumerate() {
-        if let Some(v) = by_type.get_mut(leaf.ty as usize) {
-            v.push(vec![l as u32]);
+        if let Some(v) = by_type.get_mut(leaf.ty.index()) {
+            v.push(vec![LeafId::at(l)]);
         }
     }
     let mut types: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -230,15 +230,15 @@ pub fn score_nested(
         for (mt, mty) in model.types.iter().enumerate() {
             let mut matched = vec![false; members.len()];
             let mut good = 0usize;
-            let occs: Vec<&Vec<u32>> = match mty.leaf_type {
-                Some(lt) => by_type.get(lt as usize).into_iter().flatten().collect(),
+            let occs: Vec<&Vec<LeafId>> = match mty.leaf_type {
+                Some(lt) => by_type.get(lt.index()).into_iter().flatten().collect(),
                 None => mty.occurrences.iter().map(|o| &o.leaves).collect(),
             };
             for leaves in occs.iter().copied() {
                 let mut hit: Option<usize> = None;
                 let mut clean = true;
                 for l in leaves {
-                    if let Some(&k) = owner.get(l) {
+                    if let Some(&k) = owner.get(&l.0) {
                         match hit {
                             None => hit = Some(k),
                             Some(h) if h != k => clean = false,
@@ -250,8 +250,10 @@ pub fn score_nested(
                     continue;
                 };
                 let i = members[k];
-                let all = direct[k].iter().all(|l| leaves.binary_search(l).is_ok());
-                let only = leaves.iter().all(|&l| fits(i, l));
+                let all = direct[k]
+                    .iter()
+                    .all(|&l| leaves.binary_search(&LeafId(l)).is_ok());
+                let only = leaves.iter().all(|&l| fits(i, l.0));
                 if all && only && !direct[k].is_empty() {
                     good += 1;
                     matched[k] = true;

@@ -8,7 +8,7 @@ use scalpel_e2e::score::infer_model;
 use scalpel_e2e::{build_c, record_flags, scalpel};
 use scalpel_inferencer::rollup::{leaf_metrics, BlockKind, GraphIndex};
 use scalpel_model::format::Op;
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{Graph, LeafId};
 
 const MS: u64 = 1_000_000;
 
@@ -30,14 +30,15 @@ fn measured(stdout: &str) -> [(u64, u64); 2] {
 }
 
 /// The worker's two phase leaves: the ones that end at its pipe writes.
-fn phase_leaves(g: &Graph) -> Vec<u32> {
+fn phase_leaves(g: &Graph) -> Vec<LeafId> {
     let t = g
         .threads
         .iter()
         .find(|t| t.name == "worker")
         .unwrap_or_else(|| panic!("no worker thread: {:?}", g.threads));
-    let v: Vec<u32> = (t.first_leaf..t.first_leaf + t.leaves)
-        .filter(|&l| g.leaves[l as usize].end_op.and_then(|o| o.op()) == Some(Op::Write))
+    let v: Vec<LeafId> = t
+        .leaf_ids()
+        .filter(|&l| g.leaves[l].end_op.and_then(|o| o.op()) == Some(Op::Write))
         .collect();
     assert_eq!(v.len(), 2, "the worker's leaves ending at a write");
     v
@@ -63,7 +64,7 @@ fn leaf_cpu_and_off_cpu_times_match_the_programs_own_clocks() {
     let idx = GraphIndex::new(&g);
     let leaves = phase_leaves(&g);
     for ((wall, cpu), &leaf) in phases.iter().zip(&leaves) {
-        let l = &g.leaves[leaf as usize];
+        let l = &g.leaves[leaf];
         // The leaf runs from the read's return to the write's entry; the program measured a
         // window inside it. Whatever the leaf has beyond the window is in `extra`.
         let span = l.end_ns - l.start_ns;
@@ -78,7 +79,7 @@ fn leaf_cpu_and_off_cpu_times_match_the_programs_own_clocks() {
         );
         // Off the CPU: no recorded call inside the leaf, so all of it is preemption, and it
         // matches the program's wall minus CPU time within the same margins.
-        let m = leaf_metrics(&g, &idx, leaf);
+        let m = leaf_metrics(&g, &idx, leaf.0);
         let off = m.blocked[BlockKind::OffCpu.index()];
         let off_program = wall - cpu;
         eprintln!(
@@ -102,8 +103,8 @@ fn leaf_cpu_and_off_cpu_times_match_the_programs_own_clocks() {
     );
     // `scalpel top` on the phase leaf's type: the time off the CPU is a contributor, and the
     // mean CPU time per instance is the two leaves' mean.
-    let ty = g.leaves[leaves[0] as usize].ty;
-    assert_eq!(g.leaves[leaves[1] as usize].ty, ty, "both phases, one type");
+    let ty = g.leaves[leaves[0]].ty;
+    assert_eq!(g.leaves[leaves[1]].ty, ty, "both phases, one type");
     let name = &model
         .types
         .iter()
@@ -151,7 +152,7 @@ fn without_cpu_time_no_leaf_has_one() {
     assert!(g.leaf_cpu_ns.is_empty());
     let idx = GraphIndex::new(&g);
     for leaf in phase_leaves(&g) {
-        let m = leaf_metrics(&g, &idx, leaf);
+        let m = leaf_metrics(&g, &idx, leaf.0);
         assert_eq!(m.blocked[BlockKind::OffCpu.index()], 0);
         assert_eq!(m.cpu_ns, None);
     }

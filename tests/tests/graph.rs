@@ -108,7 +108,7 @@ impl Namer {
 
     fn name(&self, g: &Graph, leaf: u32, end: bool) -> Option<Call> {
         let l = g.leaves.get(leaf as usize)?;
-        let t = &g.threads[l.thread as usize];
+        let t = &g.threads[l.thread.index()];
         let at = if end { l.end_event } else { l.start_event };
         let (op, n) = self.ords.get(&(t.pid, t.tid))?.get(at as usize)?.clone();
         Some((t.pid, t.tid, op, n))
@@ -126,7 +126,12 @@ fn score(
         .edges
         .iter()
         .filter(|e| e.kind == kind)
-        .filter_map(|e| Some((namer.name(g, e.from, true)?, namer.name(g, e.to, false)?)))
+        .filter_map(|e| {
+            Some((
+                namer.name(g, e.from.0, true)?,
+                namer.name(g, e.to.0, false)?,
+            ))
+        })
         .collect();
     let n_found = g.edges.iter().filter(|e| e.kind == kind).count();
     let hits = found.intersection(truth).count();
@@ -209,7 +214,7 @@ fn handoff_edges_match_the_truth_exactly() {
     // The noise threads only take locks: their only cross-thread edges are create and join.
     for e in g.edges.iter().filter(|e| !e.kind.in_thread()) {
         for end in [e.from, e.to] {
-            let t = &g.threads[g.leaves[end as usize].thread as usize];
+            let t = &g.threads[g.leaves[end.index()].thread.index()];
             if truth.noise.contains(&(t.pid, t.tid)) {
                 assert!(
                     matches!(e.kind, EdgeKind::Create | EdgeKind::Join),
@@ -352,12 +357,12 @@ fn filters_keep_processes_threads_and_time_windows() {
     assert!(g
         .leaves
         .iter()
-        .all(|l| g.threads[l.thread as usize].pid == server));
+        .all(|l| g.threads[l.thread.index()].pid == server));
     // Every edge left joins nodes that are left.
     assert!(g
         .edges
         .iter()
-        .all(|e| (e.from as usize) < g.leaves.len() + g.externals.len()));
+        .all(|e| (e.from.index()) < g.leaves.len() + g.externals.len()));
     assert!(g.leaves.len() < full.leaves.len());
     // Excluding the noise threads by name removes exactly their leaves.
     let noise: u32 = full
@@ -409,7 +414,7 @@ fn futex_wakes_link_rust_condvar_and_channel_waits_but_not_mutex_words() {
         "condvar and channel wakeups give futex edges"
     );
     for e in &futex {
-        let (a, b) = (&g.leaves[e.from as usize], &g.leaves[e.to as usize]);
+        let (a, b) = (&g.leaves[e.from.index()], &g.leaves[e.to.index()]);
         assert_ne!(a.thread, b.thread, "a wake links two threads: {e:?}");
         let key = g.objects[e.obj.unwrap().get() as usize].key;
         let values = &expected[&key];
@@ -440,7 +445,7 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
     let o = infer(&run.dir, &out, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let g = load_graph(&out);
-    let pid = |leaf: u32| g.threads[g.leaves[leaf as usize].thread as usize].pid;
+    let pid = |leaf: u32| g.threads[g.leaves[leaf as usize].thread.index()].pid;
     let shared = |e: &scalpel_model::graph::Edge| {
         g.objects[e.obj.unwrap().get() as usize].desc == "process-shared"
     };
@@ -452,7 +457,7 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
         .iter()
         .filter(|e| matches!(e.kind, EdgeKind::Cond | EdgeKind::Sem))
     {
-        let side = if pid(e.from) == pid(e.to) {
+        let side = if pid(e.from.0) == pid(e.to.0) {
             &mut within
         } else {
             &mut across

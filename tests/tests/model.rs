@@ -80,7 +80,7 @@ fn three_stages_are_recovered_exactly_despite_noise() {
         tasks.iter().map(|t| (t.pid, t.tid)).collect();
     for occ in &ty.occurrences {
         for &l in &occ.leaves {
-            let th = &s.graph.threads[s.graph.leaves[l as usize].thread as usize];
+            let th = &s.graph.threads[s.graph.leaves[l].thread.index()];
             assert!(
                 stage_threads.contains(&(th.pid, th.tid)) || th.pid == th.tid,
                 "a request holds a leaf of thread {} (noise)",
@@ -148,7 +148,7 @@ fn two_request_types_on_one_pool_are_never_merged() {
         let mixed = s.model.types[mine as usize]
             .occurrences
             .iter()
-            .filter(|o| o.leaves.iter().any(|l| foreign.contains(l)))
+            .filter(|o| o.leaves.iter().any(|l| foreign.contains(&l.0)))
             .count();
         assert_eq!(
             mixed, 0,
@@ -178,8 +178,8 @@ fn a_nested_fan_out_is_a_task_inside_a_task() {
     let mut found = false;
     while let Some(t) = stack.pop() {
         for c in &s.model.types[t as usize].children {
-            found |= c.ty == sub;
-            stack.push(c.ty);
+            found |= c.ty.0 == sub;
+            stack.push(c.ty.0);
         }
     }
     assert!(

@@ -90,11 +90,7 @@ fn the_primary_has_the_papers_three_tasks() {
         let names: Vec<&str> = m.occurrences[0]
             .leaves
             .iter()
-            .map(|&l| {
-                graph.types[graph.leaves[l as usize].ty as usize]
-                    .name
-                    .as_str()
-            })
+            .map(|&l| graph.types[graph.leaves[l].ty.index()].name.as_str())
             .collect();
         for w in words {
             assert!(
@@ -109,7 +105,7 @@ fn the_primary_has_the_papers_three_tasks() {
         let threads: std::collections::BTreeSet<u32> = occ
             .leaves
             .iter()
-            .map(|&l| graph.leaves[l as usize].thread)
+            .map(|&l| graph.leaves[l].thread.0)
             .collect();
         assert!(threads.len() >= 2, "{:?}", model.types[t as usize].name);
     }

@@ -55,7 +55,7 @@ fn leaf_metrics_match_the_program_worked_out_by_hand() {
     };
     let leaves_of = |name: &str| {
         let t = thread(name);
-        (t.first_leaf..t.first_leaf + t.leaves).collect::<Vec<u32>>()
+        t.leaf_ids().map(|l| l.0).collect::<Vec<u32>>()
     };
     let op = |l: u32| g.leaves[l as usize].end_op.and_then(|o| o.op());
     // What the program timed itself: sleeps overrun and wake-ups come late on a loaded machine,
@@ -124,7 +124,7 @@ fn leaf_metrics_match_the_program_worked_out_by_hand() {
     let r = rollup(&g, &model);
     let holder_ty = g.leaves[writes as usize].ty;
     let main_ty = g.leaves[before_read as usize].ty;
-    let of = |ty: u32, k: BlockKind| {
+    let of = |ty: scalpel_model::graph::LeafTypeId, k: BlockKind| {
         r.blame
             .iter()
             .find(|x| x.leaf_type == ty && x.kind == k)

@@ -19,14 +19,14 @@ fn data_edges(dir: &Path, out: &Path) -> Vec<(String, bool)> {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
     let g: Graph = serde_json::from_str(&text).unwrap();
-    let thread = |leaf: u32| &g.threads[g.leaves[leaf as usize].thread as usize].name;
+    let thread = |leaf: u32| &g.threads[g.leaves[leaf as usize].thread.index()].name;
     let mut edges: Vec<(u32, String, bool)> = g
         .edges
         .iter()
-        .filter(|e| e.kind == EdgeKind::Stream && thread(e.to) == "reader")
+        .filter(|e| e.kind == EdgeKind::Stream && thread(e.to.0) == "reader")
         .map(|e| {
-            let (from, to) = (&g.leaves[e.from as usize], &g.leaves[e.to as usize]);
-            (e.to, thread(e.from).clone(), from.end_ns <= to.start_ns)
+            let (from, to) = (&g.leaves[e.from.index()], &g.leaves[e.to.index()]);
+            (e.to.0, thread(e.from.0).clone(), from.end_ns <= to.start_ns)
         })
         .collect();
     edges.sort();
@@ -160,7 +160,7 @@ fn a_reader_robbed_of_the_bytes_it_was_woken_for_takes_the_next() {
     let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
     let g: Graph = serde_json::from_str(&text).unwrap();
     let name = |leaf: u32| {
-        g.threads[g.leaves[leaf as usize].thread as usize]
+        g.threads[g.leaves[leaf as usize].thread.index()]
             .name
             .as_str()
     };
@@ -170,8 +170,8 @@ fn a_reader_robbed_of_the_bytes_it_was_woken_for_takes_the_next() {
         .edges
         .iter()
         .filter(stream)
-        .filter(|e| name(e.from) == "robbed")
-        .map(|e| e.from)
+        .filter(|e| name(e.from.0) == "robbed")
+        .map(|e| e.from.0)
         .collect();
     writes.sort_unstable();
     writes.dedup();
@@ -181,8 +181,8 @@ fn a_reader_robbed_of_the_bytes_it_was_woken_for_takes_the_next() {
             .edges
             .iter()
             .filter(stream)
-            .filter(|e| name(e.to) == reader)
-            .map(|e| (e.to, writes.binary_search(&e.from).unwrap() as u64))
+            .filter(|e| name(e.to.0) == reader)
+            .map(|e| (e.to.0, writes.binary_search(&e.from.0).unwrap() as u64))
             .collect();
         edges.sort_unstable();
         let got: Vec<u64> = edges.iter().map(|e| e.1).collect();

@@ -17,7 +17,7 @@ use ahash::AHashMap;
 use scalpel_inferencer::mine::{mine, MineOptions};
 use scalpel_inferencer::progress::Quiet;
 use scalpel_inferencer::testgraph::{At, GraphBuilder};
-use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::graph::{EdgeKind, Graph, LeafId, LeafTypeId, ThreadId};
 
 const WORKERS: u32 = 8;
 const BACKENDS: u32 = 8;
@@ -36,7 +36,7 @@ const TYPES: [&str; 8] = [
 /// A request's leaves and its two sub-requests' leaves.
 type Truth<L> = (Vec<L>, [Vec<L>; 2]);
 
-fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
+fn generate(target: u64) -> (Graph, Vec<Truth<LeafId>>) {
     let mut g = GraphBuilder::new();
     for name in TYPES {
         g.leaf_type(name, None);
@@ -53,7 +53,7 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
         let b0 = 1 + WORKERS + ((2 * r) % u64::from(BACKENDS)) as u32;
         let b1 = 1 + WORKERS + ((2 * r + 1) % u64::from(BACKENDS)) as u32;
         let reads = 1 + (r % 3) as u32;
-        let mut leaf = |th: u32, ty: u32, at: u64| g.leaf(th, ty, at, at + 5);
+        let mut leaf = |th: u32, ty: u32, at: u64| g.leaf(ThreadId(th), LeafTypeId(ty), at, at + 5);
         let accept = leaf(0, 0, t);
         let push = leaf(0, 1, t + 10);
         let pop = leaf(w, 2, t + 20);
@@ -107,7 +107,7 @@ fn generate(target: u64) -> (Graph, Vec<Truth<u32>>) {
         })
     });
     let ids = |v: &[At]| {
-        let mut v: Vec<u32> = v.iter().map(|&x| g.id(x)).collect();
+        let mut v: Vec<LeafId> = v.iter().map(|&x| LeafId(g.id(x))).collect();
         v.sort_unstable();
         v
     };
@@ -130,8 +130,8 @@ fn peak_kib() -> u64 {
 }
 
 /// Whether some type's occurrences are exactly `sets`.
-fn recovered(model: &scalpel_model::task::Model, sets: &[Vec<u32>]) -> bool {
-    let want: ahash::AHashSet<&[u32]> = sets.iter().map(|s| s.as_slice()).collect();
+fn recovered(model: &scalpel_model::task::Model, sets: &[Vec<LeafId>]) -> bool {
+    let want: ahash::AHashSet<&[LeafId]> = sets.iter().map(|s| s.as_slice()).collect();
     model.types.iter().any(|t| {
         t.occurrences.len() == sets.len()
             && t.occurrences
@@ -153,8 +153,8 @@ fn main() {
     let t0 = Instant::now();
     let mined = mine(&graph, "graph.json", &MineOptions::default(), &Quiet);
     let secs = t0.elapsed().as_secs_f64();
-    let requests: Vec<Vec<u32>> = truth.iter().map(|t| t.0.clone()).collect();
-    let subs: Vec<Vec<u32>> = truth.iter().flat_map(|t| t.1.clone()).collect();
+    let requests: Vec<Vec<LeafId>> = truth.iter().map(|t| t.0.clone()).collect();
+    let subs: Vec<Vec<LeafId>> = truth.iter().flat_map(|t| t.1.clone()).collect();
     let ok_req = recovered(&mined.model, &requests);
     let ok_sub = recovered(&mined.model, &subs);
     let loops = mined

@@ -5,7 +5,8 @@ use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::obj;
 use scalpel_model::graph::{
-    Graph, InnerWait, LeafFile, ObjIndex, ObjectInfo, OpName, ProcessInfo, ThreadInfo, INNER_MIN_NS,
+    Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo, OpName, ProcessId,
+    ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
 };
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
@@ -146,11 +147,11 @@ pub(super) fn assemble(
         let types = table.thread_types(p, file, &out.types);
         let thread = graph.threads.len() as u32;
         graph.threads.push(ThreadInfo {
-            process: pi as u32,
+            process: ProcessId::at(pi),
             pid: p.pid,
             tid: file.header.tid,
             name: file.thread_name(),
-            first_leaf: base,
+            first_leaf: LeafId(base),
             leaves: out.leaves.len() as u32,
         });
         if any_cpu {
@@ -159,13 +160,13 @@ pub(super) fn assemble(
             graph.leaf_cpu_ns.append(&mut out.cpu);
         }
         graph.leaf_files.extend(out.files.iter().map(|f| LeafFile {
-            leaf: f.leaf + base,
+            leaf: LeafId(f.leaf.0 + base),
             ..*f
         }));
         for mut l in out.leaves.drain(..) {
-            l.thread = thread;
-            l.ty = types[l.ty as usize];
-            l.end_obj = l.end_obj.map(|o| ObjIndex::new(global(o.get())));
+            l.thread = ThreadId(thread);
+            l.ty = LeafTypeId(types[l.ty.index()]);
+            l.end_obj = l.end_obj.map(|o| ObjId::new(global(o.get())));
             graph.leaves.push(l);
         }
         bounds.extend(out.bounds.iter().map(|b| Bound {
@@ -183,12 +184,12 @@ pub(super) fn assemble(
         graph
             .inner_waits
             .extend(out.inner.iter().zip(sites).map(|(w, site)| InnerWait {
-                leaf: w.leaf + base,
+                leaf: LeafId(w.leaf + base),
                 op: OpName(w.op),
-                obj: (w.obj != NO_OBJ).then(|| ObjIndex::new(global(w.obj))),
+                obj: (w.obj != NO_OBJ).then(|| ObjId::new(global(w.obj))),
                 at_ns: w.at,
                 ns: w.dur,
-                site,
+                site: SiteId(site),
             }));
         weak.weak.append(&mut out.weak.weak);
         weak.head.append(&mut out.weak.head);
@@ -196,7 +197,7 @@ pub(super) fn assemble(
     graph.types = std::mem::take(&mut table.types);
     graph.sites = std::mem::take(&mut table.sites);
     for l in &graph.leaves {
-        graph.types[l.ty as usize].count += 1;
+        graph.types[l.ty.index()].count += 1;
     }
     Assembled {
         graph,

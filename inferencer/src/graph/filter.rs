@@ -5,7 +5,7 @@
 
 use std::str::FromStr;
 
-use scalpel_model::graph::{Edge, Graph, Leaf};
+use scalpel_model::graph::{Edge, Graph, Leaf, LeafId};
 
 /// One filter, parsed from `pid:N`, `tid:N`, `process:NAME`, `thread:NAME` or `time:A..B`.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,12 +82,12 @@ impl Filter {
     }
 
     fn matches(&self, g: &Graph, l: &Leaf, t0: u64) -> bool {
-        let t = &g.threads[l.thread as usize];
+        let t = &g.threads[l.thread.index()];
         match self {
             Filter::Pid(p) => t.pid == *p,
             Filter::Tid(x) => t.tid == *x,
             Filter::Thread(n) => t.name.contains(n.as_str()),
-            Filter::Process(n) => g.processes[t.process as usize]
+            Filter::Process(n) => g.processes[t.process.index()]
                 .exe
                 .as_deref()
                 .is_some_and(|e| {
@@ -144,12 +144,14 @@ pub(super) fn apply(
         }
     }
     for t in &mut g.threads {
-        let range = t.first_leaf as usize..(t.first_leaf + t.leaves) as usize;
+        let range = t.first_leaf.index()..t.first_leaf.index() + t.leaves as usize;
         let kept = keep[range.clone()].iter().filter(|k| **k).count() as u32;
-        t.first_leaf = range
-            .map(|i| new_id[i])
-            .find(|&i| i != u32::MAX)
-            .unwrap_or(n);
+        t.first_leaf = LeafId(
+            range
+                .map(|i| new_id[i])
+                .find(|&i| i != u32::MAX)
+                .unwrap_or(n),
+        );
         t.leaves = kept;
     }
     let mut i = 0;
@@ -162,12 +164,18 @@ pub(super) fn apply(
         i += 1;
         keep[i - 1]
     });
-    let map = |x: u32| new_id.get(x as usize).copied().filter(|&v| v != u32::MAX);
+    let map = |x: LeafId| {
+        new_id
+            .get(x.index())
+            .copied()
+            .filter(|&v| v != u32::MAX)
+            .map(LeafId)
+    };
     renumber(&mut g.leaf_files, map, |f| &mut f.leaf);
-    edges.retain_mut(|e| match (map(e.from), map(e.to)) {
+    edges.retain_mut(|e| match (map(LeafId(e.from.0)), map(LeafId(e.to.0))) {
         (Some(f), Some(t)) => {
-            e.from = f;
-            e.to = t;
+            e.from = f.into();
+            e.to = t.into();
             true
         }
         _ => false,
@@ -185,15 +193,19 @@ pub(super) fn apply(
         ty.count = 0;
     }
     for l in &g.leaves {
-        g.types[l.ty as usize].count += 1;
+        g.types[l.ty.index()].count += 1;
     }
     ext.into_iter()
-        .filter_map(|(l, s, o)| map(l).map(|l| (l, s, o)))
+        .filter_map(|(l, s, o)| map(LeafId(l)).map(|l| (l.0, s, o)))
         .collect()
 }
 
 /// Keeps the items of `v` whose leaf is kept, with the leaf renumbered.
-fn renumber<T>(v: &mut Vec<T>, map: impl Fn(u32) -> Option<u32>, leaf: fn(&mut T) -> &mut u32) {
+fn renumber<T>(
+    v: &mut Vec<T>,
+    map: impl Fn(LeafId) -> Option<LeafId>,
+    leaf: fn(&mut T) -> &mut LeafId,
+) {
     v.retain_mut(|x| match map(*leaf(x)) {
         Some(n) => {
             *leaf(x) = n;
@@ -206,15 +218,17 @@ fn renumber<T>(v: &mut Vec<T>, map: impl Fn(u32) -> Option<u32>, leaf: fn(&mut T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scalpel_model::graph::{BoundaryInfo, LeafFile, LeafType, ThreadInfo};
+    use scalpel_model::graph::{
+        BoundaryInfo, LeafFile, LeafType, LeafTypeId, ProcessId, ThreadId, ThreadInfo,
+    };
 
     fn thread(tid: u32, name: &str, first_leaf: u32) -> ThreadInfo {
         ThreadInfo {
-            process: 0,
+            process: ProcessId(0),
             pid: 1,
             tid,
             name: name.to_owned(),
-            first_leaf,
+            first_leaf: LeafId(first_leaf),
             leaves: 2,
         }
     }
@@ -223,7 +237,14 @@ mod tests {
     /// kept one are renumbered with it.
     #[test]
     fn leaf_files_follow_their_leaves() {
-        let leaves = (0..4).map(|i| Leaf::new(i / 2, 0, 10 * i as u64, 10 * i as u64 + 5));
+        let leaves = (0..4).map(|i| {
+            Leaf::new(
+                ThreadId(i / 2),
+                LeafTypeId(0),
+                10 * i as u64,
+                10 * i as u64 + 5,
+            )
+        });
         let none = BoundaryInfo {
             op: None,
             function: None,
@@ -242,7 +263,7 @@ mod tests {
             Vec::new(),
         );
         let file = |leaf, bytes_in| LeafFile {
-            leaf,
+            leaf: LeafId(leaf),
             bytes_in,
             bytes_out: 0,
         };
@@ -251,6 +272,9 @@ mod tests {
         apply(&mut g, &mut Vec::new(), Vec::new(), &[], &exclude);
         assert_eq!(g.leaves.len(), 2);
         assert_eq!(g.leaf_files, vec![file(1, 9)]);
-        assert_eq!((g.leaf_file(0), g.leaf_file(1)), ((0, 0), (9, 0)));
+        assert_eq!(
+            (g.leaf_file(LeafId(0)), g.leaf_file(LeafId(1))),
+            ((0, 0), (9, 0))
+        );
     }
 }

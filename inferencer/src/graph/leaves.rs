@@ -10,7 +10,7 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{chan, obj, Op};
-use scalpel_model::graph::{Leaf, LeafFile, ObjIndex, OpName};
+use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, ThreadId};
 use scalpel_model::read::FileTrace;
 
 use super::event::{reads_bytes, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
@@ -201,7 +201,7 @@ fn open(ticks: u64, start_op: Option<u8>, event: u32) -> Leaf {
         start_op: start_op.map(OpName),
         start_event: event,
         end_event: event,
-        ..Leaf::new(0, 0, ticks, ticks)
+        ..Leaf::new(ThreadId(0), LeafTypeId(0), ticks, ticks)
     }
 }
 
@@ -259,7 +259,7 @@ impl Cutter {
                 leaf.end_ns = e.ticks;
                 leaf.block_ns = e.dur;
                 leaf.end_op = Some(OpName(e.op));
-                leaf.end_obj = (e.obj != NO_OBJ).then(|| ObjIndex::new(e.obj));
+                leaf.end_obj = (e.obj != NO_OBJ).then(|| ObjId::new(e.obj));
                 self.sites.push((e.stack, e.x));
                 (Some(e.op), e.stack)
             }
@@ -271,10 +271,10 @@ impl Cutter {
         };
         let key = (leaf.start_op.map(|o| o.0), start_stack, end_op, end_stack);
         let next = self.out.types.len() as u32;
-        leaf.ty = *self.type_index.entry(key).or_insert_with(|| {
+        leaf.ty = LeafTypeId(*self.type_index.entry(key).or_insert_with(|| {
             self.out.types.push(key);
             next
-        });
+        }));
         // The leaf ran from its start to the return of the call that ended it.
         let cpu_end = match e {
             Some(e) => e.cpu,
@@ -295,7 +295,7 @@ impl Cutter {
         let (bytes_in, bytes_out) = std::mem::take(&mut self.open_file);
         if bytes_in > 0 || bytes_out > 0 {
             self.out.files.push(LeafFile {
-                leaf: index,
+                leaf: LeafId(index),
                 bytes_in,
                 bytes_out,
             });

@@ -2,7 +2,7 @@
 //! for, and per contended acquisition who waited, who held it and for how long. Never edges:
 //! which of two threads gets a lock first is the scheduler's choice, not a cause.
 
-use scalpel_model::graph::{LockInfo, LockWait};
+use scalpel_model::graph::{LeafId, LockInfo, LockWait, ObjId};
 
 use rayon::prelude::*;
 
@@ -23,6 +23,7 @@ pub(super) fn contention(
     aggs.sort_unstable_by_key(|a| a.0);
     let mut infos: Vec<LockInfo> = Vec::new();
     for (obj, a) in aggs {
+        let obj = ObjId::new(obj);
         match infos.last_mut() {
             Some(i) if i.obj == obj => {
                 i.acquisitions += a.count;
@@ -42,17 +43,17 @@ pub(super) fn contention(
     locks.par_sort_unstable_by_key(|k| (k.obj, k.seq, !k.acquire, k.leaf));
     let mut waits = Vec::new();
     for group in locks.chunk_by(|a, b| a.obj == b.obj) {
-        let obj = group[0].obj;
-        let mut holder: Option<u32> = None;
+        let obj = ObjId::new(group[0].obj);
+        let mut holder: Option<LeafId> = None;
         let mut contended = 0;
         for k in group {
             if !k.acquire {
-                holder = Some(k.leaf);
+                holder = Some(LeafId(k.leaf));
             } else if k.dur >= CONTENDED_NS {
                 contended += 1;
                 waits.push(LockWait {
                     obj,
-                    waiter: k.leaf,
+                    waiter: LeafId(k.leaf),
                     holder,
                     wait_ns: k.dur,
                 });

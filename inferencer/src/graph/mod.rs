@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::{chan, obj, Op};
-use scalpel_model::graph::{Edge, EdgeKind, External, ExternalRole, Graph, ObjIndex};
+use scalpel_model::graph::{
+    Edge, EdgeKind, External, ExternalRole, Graph, NodeId, ObjId, ThreadId,
+};
 use scalpel_model::read::{read_dir_with, ReadError};
 
 pub use filter::{Filter, FilterError};
@@ -181,7 +183,7 @@ fn notification_edges(
 /// took) but woke a third thread, which only waited again on the same condition, did no work:
 /// the hand-off edge shows where the work went. Such cond edges are dropped.
 fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
-    let mut handed: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
     for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
         handed.entry(e.from).or_default().push(e.to);
     }
@@ -195,7 +197,7 @@ fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
         let Some(takers) = handed.get(&e.from) else {
             return true;
         };
-        let woken = &graph.leaves[e.to as usize];
+        let woken = &graph.leaves[e.to.index()];
         let rewaits = woken.end_obj == e.obj
             && matches!(
                 woken.end_op.and_then(|o| o.op()),
@@ -216,10 +218,10 @@ fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
     let WeakOrder { mut weak, head } = order;
     // Per thread that takes hand-offs: whether one came right after a wait at its guessed head.
-    let mut takes: AHashMap<u32, bool> = AHashMap::new();
+    let mut takes: AHashMap<ThreadId, bool> = AHashMap::new();
     let mut into = Vec::new();
     for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
-        let to = e.to as usize;
+        let to = e.to.index();
         let thread = graph.leaves[to].thread;
         if to > 0 && graph.leaves[to - 1].thread == thread {
             *takes.entry(thread).or_insert(false) |= head.get(to - 1).copied().unwrap_or(false);
@@ -241,15 +243,15 @@ fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
 /// Program order: each thread's leaves in sequence.
 fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
     for t in &graph.threads {
-        for i in t.first_leaf..(t.first_leaf + t.leaves).saturating_sub(1) {
+        for i in t.first_leaf.0..(t.first_leaf.0 + t.leaves).saturating_sub(1) {
             let kind = if weak.get(i as usize).copied().unwrap_or(false) {
                 EdgeKind::ProgramWeak
             } else {
                 EdgeKind::Program
             };
             edges.push(Edge {
-                from: i,
-                to: i + 1,
+                from: NodeId(i),
+                to: NodeId(i + 1),
                 kind,
                 obj: None,
             });
@@ -277,17 +279,17 @@ fn finish_edges(
             } else {
                 ExternalRole::Sink
             },
-            obj: o,
+            obj: ObjId::new(o),
         });
     }
     for (leaf, src, o) in ext {
         let node = base + index[&(src, o)];
         let (from, to) = if src { (node, leaf) } else { (leaf, node) };
         edges.push(Edge {
-            from,
-            to,
+            from: NodeId(from),
+            to: NodeId(to),
             kind: kind_of_external(kinds, o),
-            obj: Some(ObjIndex::new(o)),
+            obj: Some(ObjId::new(o)),
         });
     }
     // Two thirds of the edges are program order, made thread by thread already sorted: only
@@ -313,8 +315,8 @@ fn finish_edges(
 fn merge_into(a: &mut Vec<Edge>, b: &[Edge]) {
     let n = a.len();
     let filler = Edge {
-        from: 0,
-        to: 0,
+        from: NodeId(0),
+        to: NodeId(0),
         kind: EdgeKind::Program,
         obj: None,
     };
@@ -349,8 +351,8 @@ mod tests {
     #[test]
     fn merging_from_the_back_gives_the_sorted_union() {
         let e = |from, to, kind| Edge {
-            from,
-            to,
+            from: NodeId(from),
+            to: NodeId(to),
             kind,
             obj: None,
         };

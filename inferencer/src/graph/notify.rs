@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Leaf, ObjIndex, Unmatched};
+use scalpel_model::graph::{Edge, EdgeKind, Leaf, NodeId, ObjId, Unmatched};
 
 use super::leaves::Bound;
 
@@ -36,10 +36,10 @@ impl GroupOut {
     /// Adds an edge through `obj`.
     pub(super) fn edge(&mut self, from: u32, to: u32, kind: EdgeKind, obj: u32) {
         self.edges.push(Edge {
-            from,
-            to,
+            from: NodeId(from),
+            to: NodeId(to),
             kind,
-            obj: Some(ObjIndex::new(obj)),
+            obj: Some(ObjId::new(obj)),
         });
     }
 }

@@ -248,7 +248,12 @@ mod tests {
     fn leaf(thread: u32, start: u64, end: u64, block: u64) -> Leaf {
         Leaf {
             block_ns: block,
-            ..Leaf::new(thread, 0, start, end)
+            ..Leaf::new(
+                scalpel_model::graph::ThreadId(thread),
+                scalpel_model::graph::LeafTypeId(0),
+                start,
+                end,
+            )
         }
     }
 

@@ -130,7 +130,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
     for b in bounds.iter().filter(|b| is_accept(b) && b.res >= 0) {
         if b.flags & HAS_X != 0 && b.x != 0 {
             if let Some(l) = graph.leaves.get(b.leaf as usize) {
-                accepted.entry(b.x).or_insert((b.leaf, l.thread));
+                accepted.entry(b.x).or_insert((b.leaf, l.thread.0));
             }
         }
     }
@@ -139,7 +139,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
     }
     let process = |leaf: u32| -> Option<u32> {
         let t = graph.leaves.get(leaf as usize)?.thread;
-        Some(graph.threads.get(t as usize)?.process)
+        Some(graph.threads.get(t.index())?.process.0)
     };
     // Connection key → earliest use: (end time, leaf ending at the call, object).
     let mut first: AHashMap<u64, (u64, u32, u32)> = AHashMap::new();
@@ -180,7 +180,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
         .into_iter()
         .filter_map(|(key, (_, leaf, obj))| {
             let (from, thread) = accepted[&key];
-            (graph.leaves[leaf as usize].thread != thread).then_some((from, leaf, obj))
+            (graph.leaves[leaf as usize].thread.0 != thread).then_some((from, leaf, obj))
         })
         .collect();
     pairs.sort_unstable();

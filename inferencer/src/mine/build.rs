@@ -2,8 +2,8 @@
 //! between them.
 
 use ahash::AHashMap;
-use scalpel_model::graph::{EdgeKind, Graph};
-use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TypeEdge};
+use scalpel_model::graph::{EdgeKind, Graph, LeafId, LeafTypeId};
+use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge};
 
 use super::tree::Tree;
 use super::work::{Rule, Work, NONE};
@@ -68,7 +68,7 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
     let mut types: Vec<TaskType> = (0..n_types)
         .map(|t| {
             let (kind, leaf_type, lvl) = if t < n_leaf_types as usize {
-                (TaskKind::Leaf, Some(t as u32), 0)
+                (TaskKind::Leaf, Some(LeafTypeId::at(t)), 0)
             } else {
                 let c = supers[t - n_leaf_types as usize];
                 let kind = match work.syms[c as usize].rule {
@@ -95,21 +95,25 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
     let n_nodes = work.nodes.len();
     let n_leaves = graph.leaves.len();
     let mut occ_nodes: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_types];
-    let mut leaves_of: Vec<Vec<u32>> = vec![Vec::new(); n_nodes - n_leaves];
+    let mut leaves_of: Vec<Vec<LeafId>> = vec![Vec::new(); n_nodes - n_leaves];
     for n in n_leaves as u32..n_nodes as u32 {
         if !tree.is_kept(n) {
             continue;
         }
         let t = type_of_class[tree.class[n as usize] as usize];
-        let mut l: Vec<u32> = work.leaves_of(n).collect();
+        let mut l: Vec<LeafId> = work.leaves_of(n).map(LeafId).collect();
         l.sort_unstable();
-        occ_nodes[t as usize].push((l[0], n));
+        occ_nodes[t as usize].push((l[0].0, n));
         leaves_of[n as usize - n_leaves] = l;
     }
-    let mut occ_of: Vec<OccRef> = vec![OccRef { ty: NONE, index: 0 }; n_nodes];
+    let none = OccRef {
+        ty: TaskTypeId(NONE),
+        index: 0,
+    };
+    let mut occ_of: Vec<OccRef> = vec![none; n_nodes];
     for (l, o) in occ_of.iter_mut().enumerate().take(n_leaves) {
         *o = OccRef {
-            ty: graph.leaves[l].ty,
+            ty: TaskTypeId(graph.leaves[l].ty.0),
             index: l as u32,
         };
     }
@@ -117,7 +121,7 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
         list.sort_unstable();
         for (i, &(_, n)) in list.iter().enumerate() {
             occ_of[n as usize] = OccRef {
-                ty: t as u32,
+                ty: TaskTypeId::at(t),
                 index: i as u32,
             };
         }
@@ -128,7 +132,7 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
     };
     let leaf_parent: Vec<Option<OccRef>> = (0..n_leaves).map(parent_of).collect();
     for (l, p) in graph.leaves.iter().zip(&leaf_parent) {
-        let ty = &mut types[l.ty as usize];
+        let ty = &mut types[l.ty.index()];
         ty.count += 1;
         ty.top_level += u64::from(p.is_none());
     }
@@ -188,7 +192,7 @@ fn children(
             let mut ch: Vec<(u32, u32)> = Vec::new();
             let mut c = first[node as usize];
             while c != NONE {
-                ch.push((work.nodes[c as usize].head, occ_of[c as usize].ty));
+                ch.push((work.nodes[c as usize].head, occ_of[c as usize].ty.0));
                 c = next[c as usize];
             }
             if k == 0 {
@@ -211,7 +215,7 @@ fn children(
         types[t].children = order
             .into_iter()
             .map(|ty| ChildRef {
-                ty,
+                ty: TaskTypeId(ty),
                 count: count[&ty],
             })
             .collect();
@@ -238,10 +242,10 @@ fn edges(
     let mut at: AHashMap<(u32, u32, u32, EdgeKind), u64> = AHashMap::new();
     let n_leaves = graph.leaves.len() as u32;
     for e in &graph.edges {
-        if e.from >= n_leaves || e.to >= n_leaves || e.from == e.to {
+        let (mut a, mut b) = (e.from.0, e.to.0);
+        if a >= n_leaves || b >= n_leaves || a == b {
             continue;
         }
-        let (mut a, mut b) = (e.from, e.to);
         while depth[a as usize] > depth[b as usize] {
             a = tree.kept_parent[a as usize];
         }
@@ -259,9 +263,14 @@ fn edges(
         let host = if p == NONE {
             NONE
         } else {
-            occ_of[p as usize].ty
+            occ_of[p as usize].ty.0
         };
-        let key = (host, occ_of[a as usize].ty, occ_of[b as usize].ty, e.kind);
+        let key = (
+            host,
+            occ_of[a as usize].ty.0,
+            occ_of[b as usize].ty.0,
+            e.kind,
+        );
         *at.entry(key).or_insert(0) += 1;
     }
     let mut list: Vec<_> = at.into_iter().collect();
@@ -269,8 +278,8 @@ fn edges(
     let mut top = Vec::new();
     for ((host, from, to, kind), count) in list {
         let edge = TypeEdge {
-            from,
-            to,
+            from: TaskTypeId(from),
+            to: TaskTypeId(to),
             kind,
             count,
         };

@@ -79,8 +79,8 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let mut edges: Vec<(u32, u32, u8)> = graph
         .edges
         .iter()
-        .filter(|e| e.from < n_leaves && e.to < n_leaves && e.from != e.to)
-        .map(|e| (e.from, e.to, kind_index(e.kind)))
+        .filter(|e| e.from.0 < n_leaves && e.to.0 < n_leaves && e.from != e.to)
+        .map(|e| (e.from.0, e.to.0, kind_index(e.kind)))
         .collect();
     edges.sort_unstable();
     edges.dedup();
@@ -93,7 +93,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
             "{dropped} causal edges closed cycles (clock or matching trouble) and were left out of mining"
         ));
     }
-    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty).collect();
+    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.0).collect();
     let local = tree::local_leaves(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
     let mut rounds = 0u32;

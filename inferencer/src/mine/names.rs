@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use ahash::{AHashMap, AHashSet};
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{Graph, LeafTypeId};
 use scalpel_model::task::{TaskKind, TaskType};
 
 /// The name override file could not be used.
@@ -69,17 +69,17 @@ pub(super) fn name_types(
     graph: &Graph,
     overrides: &NameOverrides,
 ) -> Vec<String> {
-    let leaf_name = |t: u32| -> String {
+    let leaf_name = |t: LeafTypeId| -> String {
         graph
             .types
-            .get(t as usize)
+            .get(t.index())
             .map_or_else(|| format!("type {t}"), |ty| ty.name.clone())
     };
     for i in 0..types.len() {
         let name = match types[i].kind {
-            TaskKind::Leaf => leaf_name(types[i].leaf_type.unwrap_or(i as u32)),
+            TaskKind::Leaf => leaf_name(types[i].leaf_type.unwrap_or(LeafTypeId::at(i))),
             TaskKind::Loop => {
-                let body = types[i].children.first().map(|c| c.ty as usize);
+                let body = types[i].children.first().map(|c| c.ty.index());
                 match body {
                     Some(b) if b < i => format!("loop: {}", types[b].name),
                     _ => "loop".to_owned(),
@@ -113,20 +113,20 @@ pub(super) fn name_types(
         .collect()
 }
 
-fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(u32) -> String) -> String {
+fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(LeafTypeId) -> String) -> String {
     let Some(first_occ) = ty.occurrences.first() else {
         return "task".to_owned();
     };
     let first = first_occ
         .leaves
         .iter()
-        .filter_map(|&l| graph.leaves.get(l as usize).map(|x| (x.start_ns, l, x.ty)))
+        .filter_map(|&l| graph.leaves.get(l.index()).map(|x| (x.start_ns, l, x.ty)))
         .min()
         .map(|x| x.2);
-    let mut time: AHashMap<u32, u64> = AHashMap::new();
+    let mut time: AHashMap<LeafTypeId, u64> = AHashMap::new();
     for occ in &ty.occurrences {
         for &l in &occ.leaves {
-            if let Some(x) = graph.leaves.get(l as usize) {
+            if let Some(x) = graph.leaves.get(l.index()) {
                 *time.entry(x.ty).or_insert(0) += x.end_ns.saturating_sub(x.start_ns);
             }
         }

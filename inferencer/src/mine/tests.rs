@@ -1,10 +1,13 @@
 //! The miner on small hand-built graphs, for rules that recorded programs show only by chance.
 
-use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, ThreadId};
 use scalpel_model::task::TaskKind;
 
 use super::{mine, MineOptions};
-use crate::testgraph::{At, GraphBuilder};
+use crate::testgraph::GraphBuilder;
+
+/// A leaf as (thread, index on the thread).
+type At = (u32, u32);
 
 /// A graph from per-thread leaf types (named `L0`, `L1`, …) and edges between leaves.
 fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
@@ -17,11 +20,12 @@ fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
         let th = b.thread(&format!("t{th}"));
         for (i, &ty) in list.iter().enumerate() {
             let t = 1_000 * i as u64;
-            b.leaf(th, ty, t, t + 5);
+            b.leaf(th, LeafTypeId(ty), t, t + 5);
         }
     }
+    let at = |(t, i): At| (ThreadId(t), i);
     for &(a, z, kind) in edges {
-        b.edge(a, z, kind);
+        b.edge(at(a), at(z), kind);
     }
     b.build()
 }
@@ -74,12 +78,12 @@ fn a_task_in_varying_context_is_the_top_level_task() {
     )
     .model;
     let leaf_types = |t: &scalpel_model::task::TaskType| {
-        let mut v: Vec<u32> = t
+        let mut v: Vec<LeafTypeId> = t
             .occurrences
             .first()
             .map_or(&[][..], |o| &o.leaves)
             .iter()
-            .map(|&l| g.leaves[l as usize].ty)
+            .map(|&l| g.leaves[l].ty)
             .collect();
         v.sort_unstable();
         v
@@ -87,7 +91,7 @@ fn a_task_in_varying_context_is_the_top_level_task() {
     let request = model
         .types
         .iter()
-        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2, 3])
+        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2, 3].map(LeafTypeId))
         .expect("a request task");
     assert_eq!(request.count, u64::from(requests));
     let summary: Vec<_> = model
@@ -100,7 +104,7 @@ fn a_task_in_varying_context_is_the_top_level_task() {
     for t in model.types.iter().filter(|t| t.kind == TaskKind::Group) {
         let tys = leaf_types(t);
         assert!(
-            !tys.contains(&4) && !tys.contains(&5),
+            !tys.contains(&LeafTypeId(4)) && !tys.contains(&LeafTypeId(5)),
             "{}: {tys:?}",
             t.name
         );

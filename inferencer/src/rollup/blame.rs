@@ -2,7 +2,7 @@
 //! the leaf that held the lock or woke it.
 
 use ahash::AHashMap;
-use scalpel_model::graph::{BoundaryInfo, Graph, ObjIndex, OpName};
+use scalpel_model::graph::{BoundaryInfo, Graph, LeafId, LeafTypeId, ObjId, OpName, SiteId};
 use serde::Serialize;
 
 use super::kinds::BlockKind;
@@ -14,8 +14,8 @@ pub const STACK_FRAMES: usize = 8;
 /// Blocked time of one leaf type in one call, on one object, with one peer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Blame {
-    /// The leaf type (graph leaf type index).
-    pub leaf_type: u32,
+    /// The leaf type.
+    pub leaf_type: LeafTypeId,
     /// What kind of wait.
     pub kind: BlockKind,
     /// The call (`cond_wait`, `sleep` …).
@@ -27,7 +27,7 @@ pub struct Blame {
     /// The object waited on: `mutex 0x…`, `cond 0x…`, or a channel kind (`tcp`, `pipe`, `file`).
     pub object: String,
     /// The leaf type that held the lock or woke the wait, when traced.
-    pub peer: Option<u32>,
+    pub peer: Option<LeafTypeId>,
     /// How many calls.
     pub count: u64,
     /// Their time added up.
@@ -36,16 +36,23 @@ pub struct Blame {
     pub max_ns: u64,
 }
 
-type Key = (u32, BlockKind, OpName, Site, String, Option<u32>);
+type Key = (
+    LeafTypeId,
+    BlockKind,
+    OpName,
+    Site,
+    String,
+    Option<LeafTypeId>,
+);
 
 /// Where a call was made: the end boundary of a leaf type, or an inner call site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Site {
-    End(u32),
-    Inner(u32),
+    End(LeafTypeId),
+    Inner(SiteId),
 }
 
-fn object_name(g: &Graph, o: Option<ObjIndex>) -> String {
+fn object_name(g: &Graph, o: Option<ObjId>) -> String {
     let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
         return "-".into();
     };
@@ -84,21 +91,21 @@ pub(super) fn blame(g: &Graph, idx: &GraphIndex) -> Vec<Blame> {
         );
         add(key, l.block_ns);
     }
-    let mut holders: AHashMap<(u32, u32), u32> = AHashMap::new();
+    let mut holders: AHashMap<(LeafId, ObjId), LeafId> = AHashMap::new();
     for w in &g.lock_waits {
         if let Some(h) = w.holder {
             holders.insert((w.waiter, w.obj), h);
         }
     }
     for w in &g.inner_waits {
-        let Some(l) = g.leaves.get(w.leaf as usize) else {
+        let Some(l) = g.leaves.get(w.leaf.index()) else {
             continue;
         };
         let kind = BlockKind::of(w.op.op());
         let peer = w
             .obj
-            .and_then(|o| holders.get(&(w.leaf, o.get())))
-            .map(|&h| g.leaves[h as usize].ty);
+            .and_then(|o| holders.get(&(w.leaf, o)))
+            .map(|&h| g.leaves[h].ty);
         let key = (
             l.ty,
             kind,
@@ -117,8 +124,8 @@ pub(super) fn blame(g: &Graph, idx: &GraphIndex) -> Vec<Blame> {
         .map(
             |((leaf_type, kind, op, site, object, peer), (count, total, max))| {
                 let b: Option<&BoundaryInfo> = match site {
-                    Site::End(t) => g.types.get(t as usize).map(|t| &t.end),
-                    Site::Inner(s) => g.sites.get(s as usize),
+                    Site::End(t) => g.types.get(t.index()).map(|t| &t.end),
+                    Site::Inner(s) => g.sites.get(s.index()),
                 };
                 Blame {
                     leaf_type,

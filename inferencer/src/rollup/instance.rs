@@ -15,7 +15,7 @@
 //! further charged to what the thread was busy with ([`super::behind`]).
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{Graph, LeafId};
 
 use super::behind::{charge, Behind};
 use super::kinds::{BlockKind, KindTimes};
@@ -118,7 +118,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates the instance made of `leaves` (ascending).
-    pub fn eval(&mut self, leaves: &[u32]) -> Instance {
+    pub fn eval(&mut self, leaves: &[LeafId]) -> Instance {
         if leaves.is_empty() {
             return Instance {
                 start_ns: 0,
@@ -135,20 +135,20 @@ impl<'a> Evaluator<'a> {
             self.stamp = 1;
         }
         for &l in leaves {
-            self.mark[l as usize] = self.stamp;
+            self.mark[l.index()] = self.stamp;
         }
         let g = self.g;
         let mut start = u64::MAX;
-        let mut last = (0u64, leaves[0]);
+        let mut last = (0u64, leaves[0].0);
         let (mut bytes_in, mut bytes_out) = (0, 0);
         let mut cpu_ns: Option<u64> = None;
-        for &l in leaves {
+        for &LeafId(l) in leaves {
             let leaf = &g.leaves[l as usize];
             start = start.min(leaf.start_ns);
             last = last.max((self.completion(l), l));
             bytes_in += leaf.bytes_in;
             bytes_out += leaf.bytes_out;
-            if let Some(c) = g.leaf_cpu(l) {
+            if let Some(c) = g.leaf_cpu(LeafId(l)) {
                 cpu_ns = Some(cpu_ns.unwrap_or(0) + c);
             }
         }

@@ -7,7 +7,7 @@
 //! [`BlockKind::Idle`] when the thread went back for new work after it. A trace recorded with
 //! CPU times also gives each leaf's CPU time; running time beyond it is [`BlockKind::OffCpu`].
 
-use scalpel_model::graph::{EdgeKind, Graph, ObjIndex};
+use scalpel_model::graph::{EdgeKind, Graph, LeafId, ObjId};
 use serde::Serialize;
 
 use super::kinds::{BlockKind, KindTimes};
@@ -30,10 +30,10 @@ impl GraphIndex {
         let mut counts = vec![0u32; n + 1];
         for e in &g.edges {
             if e.kind == EdgeKind::ProgramWeak && g.is_leaf(e.from) {
-                weak_out[e.from as usize] = true;
+                weak_out[e.from.index()] = true;
             }
             if g.is_leaf(e.from) && g.is_leaf(e.to) {
-                counts[e.to as usize + 1] += 1;
+                counts[e.to.index() + 1] += 1;
             }
         }
         for i in 0..n {
@@ -43,8 +43,8 @@ impl GraphIndex {
         let mut in_from = vec![(0, EdgeKind::Program); counts[n] as usize];
         for e in &g.edges {
             if g.is_leaf(e.from) && g.is_leaf(e.to) {
-                let at = &mut fill[e.to as usize];
-                in_from[*at as usize] = (e.from, e.kind);
+                let at = &mut fill[e.to.index()];
+                in_from[*at as usize] = (e.from.0, e.kind);
                 *at += 1;
             }
         }
@@ -127,7 +127,7 @@ pub fn add_bytes(channels: &mut Vec<ChannelBytes>, kind: &str, bytes_in: u64, by
 }
 
 /// The channel kind of object `o`: the first word of a stream's description.
-pub fn channel_kind(g: &Graph, o: Option<ObjIndex>) -> &str {
+pub fn channel_kind(g: &Graph, o: Option<ObjId>) -> &str {
     let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
         return "other";
     };
@@ -158,7 +158,7 @@ pub fn inner_times(g: &Graph, leaf: u32) -> [(BlockKind, u64); 4] {
     let span = l.end_ns.saturating_sub(l.start_ns);
     let calls = l.lock_ns + l.sleep_ns + l.other_ns;
     let off = g
-        .leaf_cpu(leaf)
+        .leaf_cpu(LeafId(leaf))
         .map_or(0, |cpu| span.saturating_sub(calls).saturating_sub(cpu));
     [
         (BlockKind::Lock, l.lock_ns),
@@ -187,7 +187,7 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
         .then(|| &g.leaves[leaf as usize - 1])
         .filter(|p| p.thread == l.thread)
         .and_then(|p| p.end_obj);
-    let (file_in, file_out) = g.leaf_file(leaf);
+    let (file_in, file_out) = g.leaf_file(LeafId(leaf));
     add(
         channel_kind(g, prev_obj),
         l.bytes_in.saturating_sub(file_in),
@@ -203,7 +203,7 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
     LeafMetrics {
         wall_ns: span + l.block_ns,
         running_ns: span.saturating_sub(inner),
-        cpu_ns: g.leaf_cpu(leaf),
+        cpu_ns: g.leaf_cpu(LeafId(leaf)),
         blocked,
         channels,
     }

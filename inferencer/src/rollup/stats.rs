@@ -2,8 +2,8 @@
 //! the critical path went (by kind and by leaf), and each child's share of the parent.
 
 use ahash::AHashMap;
-use scalpel_model::graph::Graph;
-use scalpel_model::task::{Model, OccRef, TaskKind};
+use scalpel_model::graph::{Graph, LeafId, LeafTypeId};
+use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 use serde::Serialize;
 
 use super::instance::{Evaluator, Instance};
@@ -46,14 +46,14 @@ impl Latency {
 /// Time on critical paths spent in one leaf type, of one kind (`None`: running).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Contributor {
-    /// The leaf type (model type index).
-    pub leaf_type: u32,
+    /// The leaf type (also the model's task type of the same number).
+    pub leaf_type: LeafTypeId,
     /// What the time was: a blocking kind, or `None` for running.
     pub kind: Option<BlockKind>,
     /// Set when the time was spent in earlier leaves of `leaf_type` on a thread while a path
     /// leaf of this type sat queued for that thread (see [`super::Behind`]); `None` when the
     /// path leaf spent it itself.
-    pub while_queued: Option<u32>,
+    pub while_queued: Option<LeafTypeId>,
     /// Total over the type's instances.
     pub ns: u64,
 }
@@ -62,7 +62,7 @@ pub struct Contributor {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChildStats {
     /// The child type.
-    pub ty: u32,
+    pub ty: TaskTypeId,
     /// Its occurrences inside the parent's.
     pub count: u64,
     /// Its instances' latencies added up, over the parent's (above 1 when children overlap).
@@ -74,8 +74,8 @@ pub struct ChildStats {
 /// Everything rolled up for one task type.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TypeStats {
-    /// Model type index.
-    pub ty: u32,
+    /// The model type.
+    pub ty: TaskTypeId,
     /// Instances.
     pub count: u64,
     /// Instance latencies.
@@ -112,7 +112,7 @@ pub struct TypeStats {
 pub const CONTRIBUTORS: usize = 12;
 
 fn occ_parent(model: &Model, r: OccRef) -> Option<OccRef> {
-    model.types[r.ty as usize]
+    model.types[r.ty.index()]
         .occurrences
         .get(r.index as usize)
         .and_then(|o| o.parent)
@@ -120,12 +120,12 @@ fn occ_parent(model: &Model, r: OccRef) -> Option<OccRef> {
 
 /// The direct child of occurrence `of` that holds `leaf` (the leaf itself when it is a direct
 /// part), as a reference; a leaf reference has its leaf type and the leaf id.
-fn direct_child(model: &Model, leaf_type: u32, leaf: u32, of: OccRef) -> Option<OccRef> {
+fn direct_child(model: &Model, leaf_type: LeafTypeId, leaf: LeafId, of: OccRef) -> Option<OccRef> {
     let mut child = OccRef {
-        ty: leaf_type,
-        index: leaf,
+        ty: TaskTypeId(leaf_type.0),
+        index: leaf.0,
     };
-    let mut up = model.leaf_parent.get(leaf as usize).copied().flatten();
+    let mut up = model.leaf_parent.get(leaf.index()).copied().flatten();
     while let Some(r) = up {
         if r == of {
             return Some(child);
@@ -139,10 +139,10 @@ fn direct_child(model: &Model, leaf_type: u32, leaf: u32, of: OccRef) -> Option<
 /// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
 pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> {
     let mut eval = Evaluator::new(g, idx);
-    let mut by_leaf_type: Vec<Vec<u32>> = vec![Vec::new(); g.types.len()];
+    let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
     for (i, l) in g.leaves.iter().enumerate() {
-        if let Some(v) = by_leaf_type.get_mut(l.ty as usize) {
-            v.push(i as u32);
+        if let Some(v) = by_leaf_type.get_mut(l.ty.index()) {
+            v.push(LeafId::at(i));
         }
     }
     // Latency of every occurrence, for children's shares: group and loop occurrences by type
@@ -156,10 +156,11 @@ pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> 
     let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
     for t in order {
         let ty = &model.types[t];
-        let leaf_type = (ty.kind == TaskKind::Leaf).then(|| ty.leaf_type.unwrap_or(t as u32));
+        let leaf_type =
+            (ty.kind == TaskKind::Leaf).then(|| ty.leaf_type.unwrap_or(LeafTypeId::at(t)));
         let instances: Vec<Instance> = match leaf_type {
             Some(lt) => by_leaf_type
-                .get(lt as usize)
+                .get(lt.index())
                 .map(|v| v.iter().map(|&l| eval.eval(&[l])).collect())
                 .unwrap_or_default(),
             None => ty
@@ -168,10 +169,10 @@ pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> 
                 .map(|o| eval.eval(&o.leaves))
                 .collect(),
         };
-        match leaf_type.and_then(|lt| by_leaf_type.get(lt as usize)) {
+        match leaf_type.and_then(|lt| by_leaf_type.get(lt.index())) {
             Some(v) => {
                 for (&l, i) in v.iter().zip(&instances) {
-                    occ_latency.by_leaf[l as usize] = i.latency();
+                    occ_latency.by_leaf[l.index()] = i.latency();
                 }
             }
             None => occ_latency.by_type[t] = instances.iter().map(Instance::latency).collect(),
@@ -196,10 +197,10 @@ struct OccLatency {
 
 impl OccLatency {
     fn get(&self, model: &Model, r: OccRef) -> u64 {
-        let table = if model.types[r.ty as usize].kind == TaskKind::Leaf {
+        let table = if model.types[r.ty.index()].kind == TaskKind::Leaf {
             &self.by_leaf
         } else {
-            &self.by_type[r.ty as usize]
+            &self.by_type[r.ty.index()]
         };
         table.get(r.index as usize).copied().unwrap_or(0)
     }
@@ -222,19 +223,19 @@ fn child_stats(
     occ_latency: &OccLatency,
 ) -> Vec<ChildStats> {
     let ty = &model.types[t as usize];
-    let mut lat: AHashMap<u32, (u64, u64)> = AHashMap::new();
-    let mut crit: AHashMap<u32, u64> = AHashMap::new();
+    let mut lat: AHashMap<TaskTypeId, (u64, u64)> = AHashMap::new();
+    let mut crit: AHashMap<TaskTypeId, u64> = AHashMap::new();
     let (mut total, mut total_crit) = (0u64, 0u64);
     for (i, (o, inst)) in ty.occurrences.iter().zip(instances).enumerate() {
         let of = OccRef {
-            ty: t,
+            ty: TaskTypeId(t),
             index: i as u32,
         };
         total += inst.latency();
         let mut seen: Vec<OccRef> = o
             .leaves
             .iter()
-            .filter_map(|&l| direct_child(model, g.leaves[l as usize].ty, l, of))
+            .filter_map(|&l| direct_child(model, g.leaves[l].ty, l, of))
             .collect();
         seen.sort_unstable_by_key(|r| (r.ty, r.index));
         seen.dedup();
@@ -245,7 +246,7 @@ fn child_stats(
         }
         for s in &inst.path {
             let lt = g.leaves[s.leaf as usize].ty;
-            if let Some(r) = direct_child(model, lt, s.leaf, of) {
+            if let Some(r) = direct_child(model, lt, LeafId(s.leaf), of) {
                 *crit.entry(r.ty).or_default() += s.total();
                 total_crit += s.total();
             }
@@ -281,7 +282,8 @@ fn summarize(g: &Graph, t: u32, instances: &[Instance], children: Vec<ChildStats
     };
     let mut blocked = [0u64; BlockKind::ALL.len()];
     let mut running_ns = 0;
-    let mut contrib: AHashMap<(u32, Option<BlockKind>, Option<u32>), u64> = AHashMap::new();
+    let mut contrib: AHashMap<(LeafTypeId, Option<BlockKind>, Option<LeafTypeId>), u64> =
+        AHashMap::new();
     for s in instances.iter().flat_map(|i| &i.path) {
         let lt = g.leaves[s.leaf as usize].ty;
         running_ns += s.running_ns;
@@ -326,7 +328,7 @@ fn summarize(g: &Graph, t: u32, instances: &[Instance], children: Vec<ChildStats
     let bytes_in: u64 = instances.iter().map(|i| i.bytes_in).sum();
     let bytes_out: u64 = instances.iter().map(|i| i.bytes_out).sum();
     TypeStats {
-        ty: t,
+        ty: TaskTypeId(t),
         count: instances.len() as u64,
         latency,
         total_ns,

@@ -1,7 +1,9 @@
 //! Rollup arithmetic on hand-made graphs, where every number can be worked out exactly.
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, Leaf, OpName};
+use scalpel_model::graph::{
+    Edge, EdgeKind, Graph, Leaf, LeafId, LeafTypeId, NodeId, OpName, ThreadId,
+};
 
 use super::*;
 use crate::testgraph::GraphBuilder;
@@ -10,14 +12,14 @@ fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {
     Leaf {
         block_ns: block,
         end_op: Some(OpName(op as u8)),
-        ..Leaf::new(thread, thread, start, end)
+        ..Leaf::new(ThreadId(thread), LeafTypeId(thread), start, end)
     }
 }
 
 fn edge(from: u32, to: u32, kind: EdgeKind) -> Edge {
     Edge {
-        from,
-        to,
+        from: NodeId(from),
+        to: NodeId(to),
         kind,
         obj: None,
     }
@@ -53,7 +55,7 @@ fn graph_of(leaves: Vec<Leaf>, edges: Vec<Edge>) -> Graph {
     for l in leaves {
         b.push(l.thread, l);
     }
-    let at = |id: u32| (id / 2, id % 2);
+    let at = |id: NodeId| (ThreadId(id.0 / 2), id.0 % 2);
     for e in edges {
         b.edge(at(e.from), at(e.to), e.kind);
     }
@@ -65,7 +67,7 @@ fn critical_path_follows_the_last_cause_and_adds_up_to_the_latency() {
     let g = graph();
     let idx = GraphIndex::new(&g);
     let mut ev = Evaluator::new(&g, &idx);
-    let i = ev.eval(&[0, 2, 3]);
+    let i = ev.eval(&[0, 2, 3].map(LeafId));
     assert_eq!((i.start_ns, i.end_ns, i.latency()), (0, 32, 32));
     // Leaf 3 completes last (30 + its 2 ns write); of its causes, leaf 2's wait completed at 14
     // and leaf 0's signal at 10, so the path is 2 → 3.
@@ -103,7 +105,7 @@ fn queued_time_is_charged_to_what_the_thread_was_busy_with() {
     );
     let idx = GraphIndex::new(&g);
     let mut ev = Evaluator::new(&g, &idx);
-    let i = ev.eval(&[0, 3]);
+    let i = ev.eval(&[0, 3].map(LeafId));
     let path: Vec<u32> = i.path.iter().map(|s| s.leaf).collect();
     assert_eq!(path, [0, 3]);
     let s = &i.path[1];
@@ -125,7 +127,7 @@ fn queued_time_is_charged_to_what_the_thread_was_busy_with() {
     // after the wait that ended leaf 2 returned.
     let g = graph();
     let idx = GraphIndex::new(&g);
-    let i = Evaluator::new(&g, &idx).eval(&[0, 2, 3]);
+    let i = Evaluator::new(&g, &idx).eval(&[0, 2, 3].map(LeafId));
     assert_eq!(i.path[1].blocked[BlockKind::Queued.index()], 2);
     assert!(i.path[1].behind.is_empty());
 }
@@ -136,7 +138,7 @@ fn a_wait_whose_wakeup_is_outside_the_instance_is_not_part_of_it() {
     let idx = GraphIndex::new(&g);
     let mut ev = Evaluator::new(&g, &idx);
     // Leaf 2 alone: its wait leads to leaf 3, which is not in the instance.
-    let i = ev.eval(&[2]);
+    let i = ev.eval(&[LeafId(2)]);
     assert_eq!(i.latency(), 2);
     assert_eq!(i.path[0].running_ns, 2);
     assert_eq!(i.path[0].blocked.iter().sum::<u64>(), 0);

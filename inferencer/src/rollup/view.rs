@@ -1,7 +1,7 @@
 //! The top-down view: top-level tasks by total time, and one task expanded into its children,
 //! the leaves and waits that make up its critical path, and the calls and stacks behind them.
 
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{Graph, ProcessId};
 use scalpel_model::task::{Model, TaskKind};
 use serde::Serialize;
 
@@ -176,7 +176,7 @@ pub struct TopView {
 }
 
 fn row(model: &Model, s: &TypeStats) -> TaskRow {
-    let ty = &model.types[s.ty as usize];
+    let ty = &model.types[s.ty.index()];
     let crit = s.critical_ns;
     TaskRow {
         name: ty.name.clone(),
@@ -209,7 +209,7 @@ pub fn top_view(
     let mut top: Vec<&TypeStats> = r
         .types
         .iter()
-        .filter(|s| model.types[s.ty as usize].top_level > 0)
+        .filter(|s| model.types[s.ty.index()].top_level > 0)
         .collect();
     top.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.ty.cmp(&b.ty)));
     let expanded = match &opts.expand {
@@ -221,7 +221,7 @@ pub fn top_view(
                     known: top
                         .iter()
                         .take(8)
-                        .map(|s| format!("{:?}", model.types[s.ty as usize].name))
+                        .map(|s| format!("{:?}", model.types[s.ty.index()].name))
                         .collect::<Vec<_>>()
                         .join(", "),
                 });
@@ -232,7 +232,7 @@ pub fn top_view(
     // Threads and processes that `--include`/`--exclude` emptied stay listed in the graph.
     let live: Vec<&scalpel_model::graph::ThreadInfo> =
         graph.threads.iter().filter(|t| t.leaves > 0).collect();
-    let mut processes: Vec<u32> = live.iter().map(|t| t.process).collect();
+    let mut processes: Vec<ProcessId> = live.iter().map(|t| t.process).collect();
     processes.sort_unstable();
     processes.dedup();
     Ok(TopView {
@@ -269,7 +269,7 @@ fn expand(model: &Model, r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded 
         .children
         .iter()
         .map(|c| ChildRow {
-            task: row(model, &r.types[c.ty as usize]),
+            task: row(model, &r.types[c.ty.index()]),
             per_parent: c.count as f64 / n as f64,
             latency_share: c.latency_share,
             critical_share: c.critical_share,
@@ -291,9 +291,9 @@ fn expand(model: &Model, r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded 
                 None => Vec::new(),
             };
             ContributorRow {
-                leaf: model.types[c.leaf_type as usize].name.clone(),
+                leaf: model.types[c.leaf_type.index()].name.clone(),
                 what: c.kind.map_or("running", |k| k.name()).to_string(),
-                while_queued: c.while_queued.map(|t| model.types[t as usize].name.clone()),
+                while_queued: c.while_queued.map(|t| model.types[t.index()].name.clone()),
                 per_instance_ns: c.ns / n,
                 share: share(c.ns, s.critical_ns),
                 calls,
@@ -313,7 +313,7 @@ fn call_row(model: &Model, b: &Blame) -> CallRow {
         call: b.call.clone(),
         function: b.function.clone(),
         object: b.object.clone(),
-        peer: b.peer.map(|p| model.types[p as usize].name.clone()),
+        peer: b.peer.map(|p| model.types[p.index()].name.clone()),
         count: b.count,
         total_ns: b.total_ns,
         max_ns: b.max_ns,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use scalpel_model::graph::{EdgeKind, ExternalRole, Graph};
+use scalpel_model::graph::{EdgeKind, ExternalRole, Graph, NodeId};
 
 use super::graphviz::quote;
 use crate::graph::Built;
@@ -17,10 +17,10 @@ pub struct DrawOptions {
 }
 
 /// The node of the type graph that node `id` of the instance graph belongs to.
-fn type_node(g: &Graph, id: u32) -> String {
+fn type_node(g: &Graph, id: NodeId) -> String {
     match g.external(id) {
         Some(x) => {
-            let what = g.objects[x.obj as usize]
+            let what = g.objects[x.obj.index()]
                 .desc
                 .split(' ')
                 .next()
@@ -34,15 +34,15 @@ fn type_node(g: &Graph, id: u32) -> String {
                 if what.is_empty() { "other" } else { what }
             )
         }
-        None => format!("t{}", g.leaves[id as usize].ty),
+        None => format!("t{}", g.leaves[id.index()].ty),
     }
 }
 
 /// The graph of leaf types: one node per type (and per kind of external peer), edges counted,
 /// solid within a thread (grey where weak), dashed across threads.
 pub fn write_type_dot(w: &mut impl Write, g: &Graph, draw: &DrawOptions) -> io::Result<()> {
-    let shown = |id: u32| match g.leaves.get(id as usize) {
-        Some(l) => g.types[l.ty as usize].count >= draw.min_count,
+    let shown = |id: NodeId| match g.leaves.get(id.index()) {
+        Some(l) => g.types[l.ty.index()].count >= draw.min_count,
         None => true,
     };
     let mut edges: BTreeMap<(String, String, EdgeKind), u64> = BTreeMap::new();

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use ahash::AHashSet;
-use scalpel_model::graph::{EdgeKind, Graph};
-use scalpel_model::task::{Model, OccRef, TaskKind};
+use scalpel_model::graph::{EdgeKind, Graph, NodeId};
+use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 
 use super::graphviz::{quote, render_svg, DrawError};
 use super::units::duration;
@@ -111,7 +111,7 @@ fn chains(model: &Model, graph: &Graph) -> Vec<Vec<OccRef>> {
         .enumerate()
         .map(|(l, leaf)| {
             let mut chain = vec![OccRef {
-                ty: leaf.ty,
+                ty: TaskTypeId(leaf.ty.0),
                 index: l as u32,
             }];
             let mut at = model.leaf_parent.get(l).copied().flatten();
@@ -119,7 +119,7 @@ fn chains(model: &Model, graph: &Graph) -> Vec<Vec<OccRef>> {
                 chain.push(r);
                 at = model
                     .types
-                    .get(r.ty as usize)
+                    .get(r.ty.index())
                     .and_then(|t| t.occurrences.get(r.index as usize))
                     .and_then(|o| o.parent);
             }
@@ -165,7 +165,7 @@ pub fn model_dot(
         .iter()
         .map(|c| match focus {
             None => Some(0),
-            Some(f) => c.iter().position(|r| r.ty == f),
+            Some(f) => c.iter().position(|r| r.ty.0 == f),
         })
         .collect();
     let paths: Vec<Option<Vec<u32>>> = chains
@@ -176,7 +176,7 @@ pub fn model_dot(
             if let Some(d) = depth {
                 c = &c[..c.len().min(d)];
             }
-            (!c.is_empty()).then(|| c.iter().map(|r| r.ty).collect())
+            (!c.is_empty()).then(|| c.iter().map(|r| r.ty.0).collect())
         })
         .collect();
     // Occurrences per drawn path and per cluster prefix.
@@ -189,7 +189,7 @@ pub fn model_dot(
             let r = chain[start + k - 1];
             occs.entry(path[..k].to_vec())
                 .or_default()
-                .insert((r.ty, r.index));
+                .insert((r.ty.0, r.index));
         }
     }
     let drawn: AHashSet<&Vec<u32>> = paths
@@ -264,7 +264,7 @@ pub fn model_dot(
     // Edges between drawn paths.
     let mut edges: BTreeMap<(String, String, bool, &'static str), u64> = BTreeMap::new();
     for e in &graph.edges {
-        let (Some(Some(a)), Some(Some(b))) = (paths.get(e.from as usize), paths.get(e.to as usize))
+        let (Some(Some(a)), Some(Some(b))) = (paths.get(e.from.index()), paths.get(e.to.index()))
         else {
             continue;
         };
@@ -275,8 +275,8 @@ pub fn model_dot(
         // leaf leading to the next request's first leaf is not part of the request's shape.
         let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
         if common > 0 {
-            let (sa, sb) = (starts[e.from as usize], starts[e.to as usize]);
-            let at = |l: u32, s: Option<usize>| chains[l as usize][s.unwrap_or(0) + common - 1];
+            let (sa, sb) = (starts[e.from.index()], starts[e.to.index()]);
+            let at = |l: NodeId, s: Option<usize>| chains[l.index()][s.unwrap_or(0) + common - 1];
             if at(e.from, sa) != at(e.to, sb) {
                 continue;
             }

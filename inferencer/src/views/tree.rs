@@ -47,7 +47,7 @@ fn children(
 ) -> io::Result<()> {
     let ty = &model.types[t];
     for c in &ty.children {
-        let child = &model.types[c.ty as usize];
+        let child = &model.types[c.ty.index()];
         let per = c.count as f64 / ty.count.max(1) as f64;
         writeln!(
             w,
@@ -58,9 +58,9 @@ fn children(
             c.count,
             w = indent * 2
         )?;
-        if !path.contains(&(c.ty as usize)) {
-            path.push(c.ty as usize);
-            children(w, model, c.ty as usize, indent + 1, path)?;
+        if !path.contains(&(c.ty.index())) {
+            path.push(c.ty.index());
+            children(w, model, c.ty.index(), indent + 1, path)?;
             path.pop();
         }
     }

@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use scalpel_inferencer::pipeline::Loaded;
 use scalpel_inferencer::rollup::{top_view, TopOptions};
 use scalpel_inferencer::views::csv::write_csv;
+use scalpel_inferencer::views::json::write_top_json;
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
@@ -87,9 +88,7 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
     let written = match a.format {
         Format::Table => write_table(&mut o, &view),
         Format::Csv => write_csv(&mut o, &view),
-        Format::Json => serde_json::to_writer_pretty(&mut o, &view)
-            .map_err(io::Error::from)
-            .and_then(|()| o.write_all(b"\n")),
+        Format::Json => write_top_json(&mut o, &view),
     };
     broken_pipe_is_fine(written.and_then(|()| o.flush()))
 }

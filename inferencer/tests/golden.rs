@@ -11,7 +11,7 @@ use scalpel_inferencer::rollup::{top_view, TopOptions};
 use scalpel_inferencer::testgraph::GraphBuilder;
 use scalpel_inferencer::views::model::{fitted_dot, ModelDraw};
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
-use scalpel_inferencer::views::{csv, table, tree};
+use scalpel_inferencer::views::{csv, json, table, tree};
 use scalpel_inferencer::{Pipeline, PipelineOptions};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{EdgeKind, Graph, Leaf, OpName};
@@ -148,8 +148,8 @@ fn every_view_of_the_server_graph_matches_its_golden_file() {
         let mut out = Vec::new();
         csv::write_csv(&mut out, v).unwrap();
         golden(&format!("{name}.csv"), &out);
-        let mut out = serde_json::to_vec_pretty(v).unwrap();
-        out.push(b'\n');
+        let mut out = Vec::new();
+        json::write_top_json(&mut out, v).unwrap();
         golden(&format!("{name}.json"), &out);
     }
 

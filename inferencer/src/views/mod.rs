@@ -2,7 +2,7 @@
 //! compute (`Graph`, `Model`, `Rollup`, `TopView`).
 //!
 //! Scope: DOT and SVG drawings ([`graph`], [`model`]), the model tree ([`tree`]), the top-down
-//! table and CSV ([`table`], [`csv`]), the HTML report ([`report`]), the files `scalpel infer`
+//! table, CSV and JSON ([`table`], [`csv`], [`json`]), the HTML report ([`report`]), the files `scalpel infer`
 //! writes ([`outputs`]), and the units they share ([`units`]). Every writer takes an
 //! `impl io::Write` and returns a typed error. Non-goals: computing anything a stage could
 //! (views choose, order and format; the numbers come from `graph`, `mine` and `rollup`).
@@ -10,6 +10,7 @@
 pub mod csv;
 pub mod graph;
 pub mod graphviz;
+pub mod json;
 pub mod model;
 pub mod outputs;
 pub mod progress;

@@ -1,9 +1,8 @@
-//! Scalpel's trace format and the types shared by the agent and the inferencer.
-//!
-//! Scope: the byte layout of per-thread and per-process trace files ([`format`](mod@format)), the
-//! allocation-free field encoders the agent writes with ([`wire`], [`record`]) and, with the
-//! default `read` feature, a reader that turns a trace directory into typed events ([`read`]), a
-//! writer for tests and tools ([`write`]), the causal graph's types ([`graph`]) and the task model's ([`task`]).
+//! Scalpel's trace reader and the types the analysis shares: a reader that turns a trace
+//! directory into typed events ([`read`]), a writer for tests and tools ([`write`](mod@write)), the causal
+//! graph's types ([`graph`]), the task model's ([`task`]) and typed indices into both ([`ids`]).
+//! The file layout and encoders live in `scalpel-format`, re-exported here as [`format`](mod@format),
+//! [`wire`] and [`record`].
 //!
 //! Non-goals: analysis of any kind (that is the inferencer's), and symbolization.
 
@@ -16,19 +15,11 @@
     clippy::cast_lossless
 )]
 
-pub mod format;
-#[cfg(feature = "read")]
 pub mod graph;
-#[cfg(feature = "read")]
 pub mod ids;
-#[cfg(feature = "read")]
 pub mod read;
-pub mod record;
-#[cfg(feature = "read")]
 pub mod task;
-pub mod wire;
-#[cfg(feature = "read")]
 pub mod write;
 
-#[cfg(feature = "read")]
 pub use read::{read_dir, read_file, ReadError};
+pub use scalpel_format::{format, record, wire};

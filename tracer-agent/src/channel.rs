@@ -6,9 +6,9 @@
 //! direction by the inodes of the sending and receiving sockets (the peer's inode comes from the
 //! kernel's sock_diag interface).
 
-use scalpel_model::format::{ep, obj};
-use scalpel_model::record::stable_hash;
-use scalpel_model::wire::Enc;
+use scalpel_format::format::{ep, obj};
+use scalpel_format::record::stable_hash;
+use scalpel_format::wire::Enc;
 
 use crate::event::Obj;
 use crate::global::{self, Config};

@@ -1,7 +1,7 @@
 //! What a hook reports: one event, and the object it refers to with the identity written when
 //! the object is first seen in a file. Recording them is `tstate`'s part.
 
-use scalpel_model::format::Op;
+use scalpel_format::format::Op;
 
 /// An object an event refers to, with the identity written when it is first seen in a file.
 #[derive(Clone, Copy)]

@@ -5,7 +5,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
-use scalpel_model::format::chan;
+use scalpel_format::format::chan;
 
 use crate::channel::{self, Endpoint, Info, Role};
 use crate::global::{self, Config};

@@ -9,7 +9,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-use scalpel_model::format;
+use scalpel_format::format;
 
 use crate::shared::Table;
 use crate::sys::{self, PathBuf};

@@ -5,7 +5,7 @@
 //! `tstate` (per-thread state) and `setup` (process setup) sit below this module; neither calls
 //! the other's lifecycle steps directly. The hooks sit above it and enter through [`enter`].
 
-use scalpel_model::format::{obj, Op};
+use scalpel_format::format::{obj, Op};
 
 use crate::event::{Ev, Obj};
 use crate::global::{self, Config};

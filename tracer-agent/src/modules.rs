@@ -7,8 +7,8 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use scalpel_model::format::rec;
-use scalpel_model::wire::Enc;
+use scalpel_format::format::rec;
+use scalpel_format::wire::Enc;
 
 use crate::blob::Blob;
 use crate::writer::File;

@@ -3,12 +3,12 @@
 //! Objects are named by address, and processes forked from one parent have their private
 //! objects at the same addresses: without this mark, a cond signalled in one Apache child and a
 //! cond waited on in its sibling would look like one object. Only objects declared shared get an
-//! identity byte ([`scalpel_model::format::SHARED_IDENTITY`]); readers take every other object
+//! identity byte ([`scalpel_format::format::SHARED_IDENTITY`]); readers take every other object
 //! of these kinds as its own process's.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use scalpel_model::format::{obj, SHARED_IDENTITY};
+use scalpel_format::format::{obj, SHARED_IDENTITY};
 
 use crate::event::Obj;
 

@@ -1,8 +1,8 @@
 //! One-time setup of a process: reading the configuration from the environment, calibrating the
 //! clock, creating the process directory and writing the process metadata file.
 
-use scalpel_model::format::{self, hdr, rec};
-use scalpel_model::wire::Enc;
+use scalpel_format::format::{self, hdr, rec};
+use scalpel_format::wire::Enc;
 
 use crate::blob::Blob;
 use crate::global::Config;

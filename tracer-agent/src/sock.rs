@@ -1,9 +1,9 @@
 //! Socket identities: addresses of inet sockets, and for unix sockets the peer's inode, read
 //! from the kernel's sock_diag netlink interface (there is no getsockopt for it).
 
-use scalpel_model::format::{chan, ep};
-use scalpel_model::record::stable_hash;
-use scalpel_model::wire::Enc;
+use scalpel_format::format::{chan, ep};
+use scalpel_format::record::stable_hash;
+use scalpel_format::wire::Enc;
 
 use crate::channel::{self, Endpoint, EndpointObj, Info, Role};
 use crate::sys;

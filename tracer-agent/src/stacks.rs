@@ -17,8 +17,8 @@
 
 use core::arch::asm;
 
-use scalpel_model::format::rec;
-use scalpel_model::wire::{zigzag, Enc};
+use scalpel_format::format::rec;
+use scalpel_format::wire::{zigzag, Enc};
 
 use crate::stackcfg::{CacheMode, Mode, StackCfg, MAX_DEPTH};
 use crate::unwind::{self, Cache};

@@ -13,9 +13,9 @@ use core::cell::Cell;
 use core::ptr::null_mut;
 use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 
-use scalpel_model::format::{self, obj, rec, Op};
-use scalpel_model::record::RawEvent;
-use scalpel_model::wire::Enc;
+use scalpel_format::format::{self, obj, rec, Op};
+use scalpel_format::record::RawEvent;
+use scalpel_format::wire::Enc;
 
 use crate::event::{Ev, Obj};
 use crate::global::{self, Config};

@@ -8,9 +8,9 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use scalpel_model::format::{self, hdr};
-use scalpel_model::record::{RawEvent, MAX_EVENT_RECORD};
-use scalpel_model::wire::Enc;
+use scalpel_format::format::{self, hdr};
+use scalpel_format::record::{RawEvent, MAX_EVENT_RECORD};
+use scalpel_format::wire::Enc;
 
 use crate::global::Config;
 use crate::sys;
@@ -299,7 +299,7 @@ impl File {
     /// Writes a record of `kind` whose payload is `a` followed by `b`.
     pub(crate) fn record(&mut self, kind: u8, a: &[u8], b: &[u8]) -> bool {
         let len = a.len() + b.len();
-        let total = 1 + scalpel_model::wire::varint_len(len as u64) + len;
+        let total = 1 + scalpel_format::wire::varint_len(len as u64) + len;
         let Some(buf) = self.space(total) else {
             return false;
         };

@@ -3,7 +3,7 @@
 //! privilege-dropping daemons). The values come from the configuration read at start.
 
 use libc::{c_char, c_int};
-use scalpel_model::format::Op;
+use scalpel_format::format::Op;
 
 use super::{enosys, sys_result};
 use crate::event::Ev;

@@ -2,7 +2,7 @@
 //! current and recording where connections meet.
 
 use libc::{c_int, c_uint, sockaddr, socklen_t};
-use scalpel_model::format::{chan, Op};
+use scalpel_format::format::{chan, Op};
 
 use super::{enosys, sys_result};
 use crate::event::Ev;

@@ -4,7 +4,7 @@
 //! the reader of bytes [a, b) can be matched with the writes that produced them.
 
 use libc::{c_int, c_void, iovec, msghdr, size_t, sockaddr, socklen_t, ssize_t};
-use scalpel_model::format::Op;
+use scalpel_format::format::Op;
 
 use super::{enosys, sys_result};
 use crate::event::Ev;

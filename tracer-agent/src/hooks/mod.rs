@@ -22,7 +22,7 @@ pub mod poll;
 pub mod sync;
 pub mod thread;
 
-use scalpel_model::format::Op;
+use scalpel_format::format::Op;
 
 use crate::event::{Ev, Obj};
 use crate::lifecycle::enter;

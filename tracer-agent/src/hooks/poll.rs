@@ -1,7 +1,7 @@
 //! Hooks for readiness waits: epoll, poll and select, with their fortified `_chk` forms.
 
 use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd, sigset_t, timespec, timeval};
-use scalpel_model::format::{obj, Op};
+use scalpel_format::format::{obj, Op};
 
 use super::{enosys, sys_result};
 use crate::event::{Ev, Obj};

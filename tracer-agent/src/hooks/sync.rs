@@ -3,7 +3,7 @@
 use libc::{
     c_int, c_long, clockid_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, sem_t, timespec,
 };
-use scalpel_model::format::{obj, Op};
+use scalpel_format::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_release, pthread_result, sys_acquire, sys_result};
 use crate::event::Ev;

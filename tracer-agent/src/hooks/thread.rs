@@ -10,7 +10,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use libc::{c_int, c_void, pthread_attr_t, pthread_t};
-use scalpel_model::format::{obj, Op};
+use scalpel_format::format::{obj, Op};
 
 use super::{enosys, pthread_acquire, pthread_result, sys_result};
 use crate::event::{Ev, Obj};

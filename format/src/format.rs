@@ -172,61 +172,166 @@ pub mod field2 {
     pub const CPU: u8 = 1 << 0;
 }
 
-/// Kinds of objects named by OBJECT records.
-pub mod obj {
+/// Kinds of objects named by OBJECT records (the record holds [`ObjKind::code`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ObjKind {
     /// `pthread_mutex_t` address.
-    pub const MUTEX: u8 = 1;
+    Mutex = 1,
     /// `pthread_cond_t` address.
-    pub const COND: u8 = 2;
+    Cond = 2,
     /// `pthread_rwlock_t` address.
-    pub const RWLOCK: u8 = 3;
+    Rwlock = 3,
     /// `sem_t` address.
-    pub const SEM: u8 = 4;
+    Sem = 4,
     /// futex word address.
-    pub const FUTEX: u8 = 5;
-    /// One direction of a byte channel; identity: see [`super::chan`].
-    pub const STREAM: u8 = 6;
+    Futex = 5,
+    /// One direction of a byte channel; identity: see [`ChanKind`].
+    Stream = 6,
     /// A listening endpoint that connects and accepts meet at; identity: channel kind + address.
-    pub const ENDPOINT: u8 = 7;
+    Endpoint = 7,
     /// A thread handle (`pthread_t`).
-    pub const THREAD: u8 = 8;
+    Thread = 8,
     /// A spawn (thread creation or fork) joining parent and child.
-    pub const SPAWN: u8 = 9;
+    Spawn = 9,
     /// An epoll instance.
-    pub const EPOLL: u8 = 10;
+    Epoll = 10,
+}
 
-    /// Whether objects of `kind` belong to one process unless their identity says otherwise:
+impl ObjKind {
+    /// Every kind, by code.
+    pub const ALL: [ObjKind; 10] = [
+        ObjKind::Mutex,
+        ObjKind::Cond,
+        ObjKind::Rwlock,
+        ObjKind::Sem,
+        ObjKind::Futex,
+        ObjKind::Stream,
+        ObjKind::Endpoint,
+        ObjKind::Thread,
+        ObjKind::Spawn,
+        ObjKind::Epoll,
+    ];
+
+    /// The byte a record holds for this kind.
+    #[inline]
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind a record's byte names, if this version knows it.
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<ObjKind> {
+        if code >= 1 && code as usize <= Self::ALL.len() {
+            Some(Self::ALL[code as usize - 1])
+        } else {
+            None
+        }
+    }
+
+    /// Its name (`mutex`, `stream` …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ObjKind::Mutex => "mutex",
+            ObjKind::Cond => "cond",
+            ObjKind::Rwlock => "rwlock",
+            ObjKind::Sem => "sem",
+            ObjKind::Futex => "futex",
+            ObjKind::Stream => "stream",
+            ObjKind::Endpoint => "endpoint",
+            ObjKind::Thread => "thread",
+            ObjKind::Spawn => "spawn",
+            ObjKind::Epoll => "epoll",
+        }
+    }
+
+    /// Whether objects of this kind belong to one process unless their identity says otherwise:
     /// pthread objects and futex words are named by address, and processes forked from one
     /// parent have the same addresses for different objects.
-    pub fn process_scoped(kind: u8) -> bool {
-        matches!(kind, MUTEX | COND | RWLOCK | SEM | FUTEX | THREAD)
+    pub const fn process_scoped(self) -> bool {
+        matches!(
+            self,
+            ObjKind::Mutex
+                | ObjKind::Cond
+                | ObjKind::Rwlock
+                | ObjKind::Sem
+                | ObjKind::Futex
+                | ObjKind::Thread
+        )
     }
 }
 
-/// The identity byte of a MUTEX, COND, RWLOCK, SEM or FUTEX object that its process declared
+/// The identity byte of a mutex, cond, rwlock, semaphore or futex object that its process declared
 /// process-shared (`PTHREAD_PROCESS_SHARED`, `sem_init` with `pshared`, a futex call without
-/// `FUTEX_PRIVATE_FLAG`). Objects of those kinds without it (and every THREAD) are their own
+/// `FUTEX_PRIVATE_FLAG`). Objects of those kinds without it (and every thread handle) are their own
 /// process's: another process's object at the same address is a different object.
 pub const SHARED_IDENTITY: u8 = 1;
 
-/// Channel kinds used in STREAM and ENDPOINT identities.
-pub mod chan {
+/// Channel kinds used in STREAM and ENDPOINT identities (the identity holds
+/// [`ChanKind::code`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ChanKind {
     /// Unknown or unsupported descriptor.
-    pub const OTHER: u8 = 0;
+    Other = 0,
     /// TCP over IPv4 or IPv6.
-    pub const TCP: u8 = 1;
+    Tcp = 1,
     /// UDP over IPv4 or IPv6.
-    pub const UDP: u8 = 2;
+    Udp = 2,
     /// Unix domain socket.
-    pub const UNIX: u8 = 3;
+    Unix = 3,
     /// Pipe or FIFO.
-    pub const PIPE: u8 = 4;
+    Pipe = 4,
     /// eventfd.
-    pub const EVENTFD: u8 = 5;
+    Eventfd = 5,
     /// Regular file.
-    pub const FILE: u8 = 6;
+    File = 6,
     /// Terminal or character device.
-    pub const CHAR: u8 = 7;
+    Char = 7,
+}
+
+impl ChanKind {
+    /// Every kind, by code.
+    pub const ALL: [ChanKind; 8] = [
+        ChanKind::Other,
+        ChanKind::Tcp,
+        ChanKind::Udp,
+        ChanKind::Unix,
+        ChanKind::Pipe,
+        ChanKind::Eventfd,
+        ChanKind::File,
+        ChanKind::Char,
+    ];
+
+    /// The byte an identity holds for this kind.
+    #[inline]
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind an identity's byte names, if this version knows it.
+    #[inline]
+    pub const fn from_code(code: u8) -> Option<ChanKind> {
+        if (code as usize) < Self::ALL.len() {
+            Some(Self::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+
+    /// Its name (`tcp`, `pipe` …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ChanKind::Other => "other",
+            ChanKind::Tcp => "tcp",
+            ChanKind::Udp => "udp",
+            ChanKind::Unix => "unix",
+            ChanKind::Pipe => "pipe",
+            ChanKind::Eventfd => "eventfd",
+            ChanKind::File => "file",
+            ChanKind::Char => "char",
+        }
+    }
 }
 
 /// Sides of an operation with respect to the per-object sequence number.
@@ -431,11 +536,11 @@ pub const CALIBRATION_EVERY: u32 = 1 << 14;
 ///
 /// An OBJECT record's payload is `index:varint, kind:u8, key:varint` followed by an identity
 /// that depends on the kind:
-/// - [`obj::STREAM`]: `chan:u8, channel_key:varint, sender:endpoint, receiver:endpoint`. The
+/// - [`ObjKind::Stream`]: `chan:u8, channel_key:varint, sender:endpoint, receiver:endpoint`. The
 ///   key is the same at both ends of the channel: the writer's outgoing stream and the reader's
 ///   incoming stream of one direction have equal keys, and byte offsets count from the first
 ///   byte ever sent in that direction.
-/// - [`obj::ENDPOINT`]: `chan:u8, endpoint`.
+/// - [`ObjKind::Endpoint`]: `chan:u8, endpoint`.
 /// - every other kind: nothing.
 ///
 /// An endpoint is a tag byte followed by its data.
@@ -475,3 +580,23 @@ pub const SHARED_TABLE: &str = "shared.tbl";
 pub const PROCESS_FILE: &str = "process.trace";
 /// Extension of thread files `t<tid>.trace` (or `t<tid>.<k>.trace` when a tid is reused).
 pub const TRACE_EXT: &str = "trace";
+
+#[cfg(test)]
+mod kind_tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_through_their_codes() {
+        for k in ObjKind::ALL {
+            assert_eq!(ObjKind::from_code(k.code()), Some(k));
+        }
+        for k in ChanKind::ALL {
+            assert_eq!(ChanKind::from_code(k.code()), Some(k));
+        }
+        assert_eq!(ObjKind::from_code(0), None);
+        assert_eq!(ObjKind::from_code(11), None);
+        assert_eq!(ChanKind::from_code(8), None);
+        assert_eq!((ObjKind::Mutex.code(), ObjKind::Epoll.code()), (1, 10));
+        assert_eq!((ChanKind::Other.code(), ChanKind::Char.code()), (0, 7));
+    }
+}

@@ -1,7 +1,7 @@
 //! Damaged, truncated and unusual files: the reader keeps what is valid and never panics.
 
 use proptest::prelude::*;
-use scalpel_model::format::{chan, obj, rec, Op, HEADER_SIZE, VERSION};
+use scalpel_model::format::{rec, ChanKind, ObjKind, Op, HEADER_SIZE, VERSION};
 use scalpel_model::read::{decode_file, Endpoint, Header, Identity, ReadError};
 use scalpel_model::record::RawEvent;
 use scalpel_model::write::TraceWriter;
@@ -19,12 +19,12 @@ fn sample() -> (TraceWriter, Vec<usize>) {
     let mut w = TraceWriter::new(Header::thread(1, 2));
     let mut ends = vec![0];
     let id = Identity::Stream {
-        chan: chan::TCP,
+        chan: ChanKind::Tcp.code(),
         channel_key: 9,
         sender: Endpoint::Inet("10.0.0.1:80".parse().unwrap()),
         receiver: Endpoint::Path(b"/tmp/some socket".to_vec()),
     };
-    w.object(1, obj::STREAM, 0xabc, &id);
+    w.object(1, ObjKind::Stream.code(), 0xabc, &id);
     ends.push(w.records().len());
     for i in 0..6u64 {
         let mut e = ev(Op::Write as u8, 10 + i);
@@ -162,11 +162,11 @@ fn object_reset_restarts_indices_and_sequences() {
         seq_delta: Some(d),
         ..ev(Op::MutexUnlock as u8, 1)
     };
-    w.object(1, obj::MUTEX, 0xa, &Identity::None)
+    w.object(1, ObjKind::Mutex.code(), 0xa, &Identity::None)
         .event(&seq(5))
         .event(&seq(2))
         .object_reset()
-        .object(1, obj::MUTEX, 0xb, &Identity::None)
+        .object(1, ObjKind::Mutex.code(), 0xb, &Identity::None)
         .event(&seq(3))
         .object_reset()
         .event(&seq(1));

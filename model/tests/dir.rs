@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::Path;
 
-use scalpel_model::format::{obj, Op};
+use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::read::{read_dir, Header, Identity, ReadError};
 use scalpel_model::record::RawEvent;
 use scalpel_model::write::TraceWriter;
@@ -12,7 +12,7 @@ fn thread(dir: &Path, name: &str, pid: u32, tid: u32, dts: &[u64]) {
     let mut h = Header::thread(pid, tid);
     h.thread_name = format!("th{tid}").into_bytes();
     let mut w = TraceWriter::new(h);
-    w.object(1, obj::MUTEX, 0x1000, &Identity::None);
+    w.object(1, ObjKind::Mutex.code(), 0x1000, &Identity::None);
     for &dt in dts {
         w.event(&RawEvent {
             op: Op::MutexLock as u8,

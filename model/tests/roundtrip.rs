@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use proptest::prelude::*;
-use scalpel_model::format::{chan, flags, obj, Op};
+use scalpel_model::format::{flags, ChanKind, ObjKind, Op};
 use scalpel_model::read::{
     decode_file, Calibration, Clock, Endpoint, Event, Header, Identity, ObjectDef, ObjectRef,
 };
@@ -48,15 +48,17 @@ fn object() -> impl Strategy<Value = ObjectDef> {
         endpoint(),
     )
         .prop_map(|(index, kind, key, chan, channel_key, sender, receiver)| {
-            let identity = match kind {
-                obj::STREAM => Identity::Stream {
+            let identity = match ObjKind::from_code(kind) {
+                Some(ObjKind::Stream) => Identity::Stream {
                     chan,
                     channel_key,
                     sender,
                     receiver,
                 },
-                obj::ENDPOINT => Identity::Endpoint { chan, ep: sender },
-                k if obj::process_scoped(k) && k != obj::THREAD && key % 2 == 1 => Identity::Shared,
+                Some(ObjKind::Endpoint) => Identity::Endpoint { chan, ep: sender },
+                Some(k) if k.process_scoped() && k != ObjKind::Thread && key % 2 == 1 => {
+                    Identity::Shared
+                }
                 _ => Identity::None,
             };
             ObjectDef {
@@ -260,26 +262,26 @@ fn metadata_records_round_trip() {
 #[test]
 fn identities_display_well() {
     let tcp = Identity::Stream {
-        chan: chan::TCP,
+        chan: ChanKind::Tcp.code(),
         channel_key: 1,
         sender: Endpoint::Inet("127.0.0.1:5000".parse().unwrap()),
         receiver: Endpoint::Inet("127.0.0.1:41234".parse().unwrap()),
     };
     assert_eq!(tcp.to_string(), "tcp 127.0.0.1:5000->127.0.0.1:41234");
     let pipe = Identity::Stream {
-        chan: chan::PIPE,
+        chan: ChanKind::Pipe.code(),
         channel_key: 2,
         sender: Endpoint::Inode { dev: 0, ino: 1234 },
         receiver: Endpoint::Inode { dev: 0, ino: 1234 },
     };
     assert_eq!(pipe.to_string(), "pipe ino 1234");
     let unix = Identity::Endpoint {
-        chan: chan::UNIX,
+        chan: ChanKind::Unix.code(),
         ep: Endpoint::Path(b"\0abstract".to_vec()),
     };
     assert_eq!(unix.to_string(), "unix @abstract");
     let ev = Identity::Endpoint {
-        chan: chan::EVENTFD,
+        chan: ChanKind::Eventfd.code(),
         ep: Endpoint::Local { pid: 9, counter: 3 },
     };
     assert_eq!(ev.to_string(), "eventfd pid 9 #3");

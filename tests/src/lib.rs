@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 pub mod edit;
 pub mod score;
 
-pub use scalpel_model::format::{obj, Op};
+pub use scalpel_model::format::{ObjKind, Op};
 pub use scalpel_model::read::{read_dir, Event, EventRef, FileTrace, Identity, TraceDir};
 
 /// `target/<profile>` of this build.

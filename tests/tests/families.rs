@@ -2,7 +2,7 @@
 //! format promises (objects, results, descriptors, channels).
 
 use scalpel_e2e::*;
-use scalpel_model::format::{chan, obj};
+use scalpel_model::format::{ChanKind, ObjKind};
 use std::collections::BTreeSet;
 
 #[test]
@@ -114,7 +114,12 @@ fn every_family_is_recorded() {
             _ => None,
         })
         .collect();
-    for c in [chan::PIPE, chan::UNIX, chan::TCP, chan::EVENTFD] {
+    for c in [
+        ChanKind::Pipe.code(),
+        ChanKind::Unix.code(),
+        ChanKind::Tcp.code(),
+        ChanKind::Eventfd.code(),
+    ] {
         assert!(
             chans.contains(&c),
             "no stream of channel kind {c} in {chans:?}"
@@ -141,11 +146,8 @@ fn every_family_is_recorded() {
         .iter()
         .find(|e| {
             matches!(
-                ids.get(&(obj::ENDPOINT, e.event.obj.unwrap().key)),
-                Some(Identity::Endpoint {
-                    chan: chan::UNIX,
-                    ..
-                })
+                ids.get(&(ObjKind::Endpoint.code(), e.event.obj.unwrap().key)),
+                Some(Identity::Endpoint { chan, .. }) if *chan == ChanKind::Unix.code()
             )
         })
         .expect("a unix connect");
@@ -166,11 +168,8 @@ fn every_family_is_recorded() {
         five[1].event.obj.unwrap().key
     );
     assert!(matches!(
-        ids.get(&(obj::STREAM, five[0].event.obj.unwrap().key)),
-        Some(Identity::Stream {
-            chan: chan::UNIX,
-            ..
-        })
+        ids.get(&(ObjKind::Stream.code(), five[0].event.obj.unwrap().key)),
+        Some(Identity::Stream { chan, .. }) if *chan == ChanKind::Unix.code()
     ));
     // After the dlopen, a new module map showing the library was recorded (at the start of the
     // next thread, which follows the dlopen in the program).

@@ -6,7 +6,7 @@
 //! direction by the inodes of the sending and receiving sockets (the peer's inode comes from the
 //! kernel's sock_diag interface).
 
-use scalpel_format::format::{ep, obj};
+use scalpel_format::format::{ep, ChanKind, ObjKind};
 use scalpel_format::record::stable_hash;
 use scalpel_format::wire::Enc;
 
@@ -73,7 +73,7 @@ impl Endpoint {
 
 /// What one descriptor refers to.
 pub(crate) struct Info {
-    /// Channel kind (`format::chan`).
+    /// Channel kind (a [`ChanKind`] code).
     pub chan: u8,
     /// Key shared by both ends and both directions.
     pub chan_key: u64,
@@ -90,7 +90,7 @@ impl Info {
     /// The outgoing stream as an event object, if the descriptor has one.
     pub(crate) fn tx(&self) -> Option<Obj<'_>> {
         (self.tx_key != 0).then(|| Obj {
-            kind: obj::STREAM,
+            kind: ObjKind::Stream,
             key: self.tx_key,
             ident: &self.tx_ident[..self.tx_len as usize],
         })
@@ -99,7 +99,7 @@ impl Info {
     /// The incoming stream as an event object.
     pub(crate) fn rx(&self) -> Option<Obj<'_>> {
         (self.rx_key != 0).then(|| Obj {
-            kind: obj::STREAM,
+            kind: ObjKind::Stream,
             key: self.rx_key,
             ident: &self.rx_ident[..self.rx_len as usize],
         })
@@ -141,7 +141,14 @@ pub(crate) enum Role {
 
 /// Fills a channel named by its two endpoints; `offsets` tells whether byte offsets mean anything
 /// on it.
-pub(crate) fn fill(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint, offsets: bool) {
+pub(crate) fn fill(
+    info: &mut Info,
+    kind: ChanKind,
+    local: Endpoint,
+    peer: Endpoint,
+    offsets: bool,
+) {
+    let kind = kind.code();
     info.chan = kind;
     let (lo, hi) = if local.bytes() <= peer.bytes() {
         (local, peer)
@@ -175,7 +182,8 @@ fn set_idents(info: &mut Info, kind: u8, me: &Endpoint, peer: &Endpoint) {
 }
 
 /// Fills a channel of `kind` that has no stream identity.
-pub(crate) fn none(info: &mut Info, kind: u8) {
+pub(crate) fn none(info: &mut Info, kind: ChanKind) {
+    let kind = kind.code();
     info.chan = kind;
     info.chan_key = 0;
     info.tx_key = 0;
@@ -188,12 +196,13 @@ pub(crate) fn none(info: &mut Info, kind: u8) {
 /// accept, so the client cannot know it when it starts writing). `anchor_is_me` tells the side.
 pub(crate) fn fill_anchored(
     info: &mut Info,
-    kind: u8,
+    kind: ChanKind,
     me: Endpoint,
     peer: Endpoint,
     anchor: Endpoint,
     anchor_is_me: bool,
 ) {
+    let kind = kind.code();
     info.chan = kind;
     info.offsets = true;
     info.chan_key = stable_hash(&[&[kind], anchor.bytes()]);
@@ -210,11 +219,11 @@ pub(crate) fn fill_anchored(
 }
 
 /// Fills a socket's identity (used by the socket module).
-pub(crate) fn fill_socket(info: &mut Info, kind: u8, local: Endpoint, peer: Endpoint) {
+pub(crate) fn fill_socket(info: &mut Info, kind: ChanKind, local: Endpoint, peer: Endpoint) {
     if peer.is_none() {
         // Not connected: no stream both ends can agree on.
         none(info, kind);
-        info.chan_key = stable_hash(&[&[kind], local.bytes()]);
+        info.chan_key = stable_hash(&[&[kind.code()], local.bytes()]);
     } else {
         fill(info, kind, local, peer, true);
     }
@@ -254,7 +263,8 @@ pub(crate) struct EndpointObj {
 
 impl EndpointObj {
     /// Builds it from a channel kind and an endpoint.
-    pub(crate) fn new(kind: u8, ep: &Endpoint) -> EndpointObj {
+    pub(crate) fn new(kind: ChanKind, ep: &Endpoint) -> EndpointObj {
+        let kind = kind.code();
         let mut ident = [0u8; 32];
         let mut e = Enc::new(&mut ident);
         e.u8(kind);
@@ -278,7 +288,7 @@ impl EndpointObj {
     /// As an event object.
     pub(crate) fn obj(&self) -> Obj<'_> {
         Obj {
-            kind: obj::ENDPOINT,
+            kind: ObjKind::Endpoint,
             key: self.key,
             ident: &self.ident[..self.len as usize],
         }

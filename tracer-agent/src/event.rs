@@ -1,13 +1,13 @@
 //! What a hook reports: one event, and the object it refers to with the identity written when
 //! the object is first seen in a file. Recording them is `tstate`'s part.
 
-use scalpel_format::format::Op;
+use scalpel_format::format::{ObjKind, Op};
 
 /// An object an event refers to, with the identity written when it is first seen in a file.
 #[derive(Clone, Copy)]
 pub struct Obj<'a> {
-    /// Object kind (`format::obj`).
-    pub kind: u8,
+    /// Object kind.
+    pub kind: ObjKind,
     /// Key: an address, or a stable hash for channels.
     pub key: u64,
     /// Identity bytes (see the OBJECT record), empty for plain addresses.
@@ -17,7 +17,7 @@ pub struct Obj<'a> {
 impl<'a> Obj<'a> {
     /// An object named by a key alone, with no identity bytes.
     #[inline]
-    pub fn key(kind: u8, key: u64) -> Obj<'static> {
+    pub fn key(kind: ObjKind, key: u64) -> Obj<'static> {
         Obj {
             kind,
             key,
@@ -27,7 +27,7 @@ impl<'a> Obj<'a> {
 
     /// An object named by its address.
     #[inline]
-    pub fn addr<T>(kind: u8, p: *const T) -> Obj<'static> {
+    pub fn addr<T>(kind: ObjKind, p: *const T) -> Obj<'static> {
         Obj::key(kind, p as usize as u64)
     }
 }

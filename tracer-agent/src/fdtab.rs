@@ -5,7 +5,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
-use scalpel_format::format::chan;
+use scalpel_format::format::ChanKind;
 
 use crate::channel::{self, Endpoint, Info, Role};
 use crate::global::{self, Config};
@@ -151,13 +151,13 @@ pub(crate) fn copy(cfg: &Config, old: i32, new: i32) {
 
 /// Gives `fd` a process-numbered identity (eventfd, epoll) so that fork children that inherit it
 /// agree with the parent.
-pub(crate) fn set_local(cfg: &Config, fd: i32, kind: u8) {
+pub(crate) fn set_local(cfg: &Config, fd: i32, kind: ChanKind) {
     let Some(e) = entry(fd) else { return };
     e.state.store(RESOLVING, Ordering::Release);
     // SAFETY: we own RESOLVING.
     let info = unsafe { &mut *e.info.get() };
     let me = Endpoint::local(cfg.pid, global::next_local(cfg));
-    channel::fill(info, kind, me, me, kind == chan::EVENTFD);
+    channel::fill(info, kind, me, me, kind == ChanKind::Eventfd);
     e.state.store(RESOLVED, Ordering::Release);
 }
 
@@ -165,15 +165,15 @@ fn resolve(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
     // SAFETY: zeroed is a valid `stat`.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     if sys::fstat(fd, &mut st) < 0 {
-        return channel::none(info, chan::OTHER);
+        return channel::none(info, ChanKind::Other);
     }
     let me = Endpoint::inode(st.st_dev, st.st_ino);
     match st.st_mode & libc::S_IFMT {
         // A pipe carries one direction: writer and reader both name it by its inode.
-        libc::S_IFIFO => channel::fill(info, chan::PIPE, me, me, true),
+        libc::S_IFIFO => channel::fill(info, ChanKind::Pipe, me, me, true),
         libc::S_IFSOCK => crate::sock::resolve(fd, &st, role, info),
-        libc::S_IFREG => channel::fill(info, chan::FILE, me, me, false),
-        libc::S_IFCHR => channel::fill(info, chan::CHAR, me, me, false),
+        libc::S_IFREG => channel::fill(info, ChanKind::File, me, me, false),
+        libc::S_IFCHR => channel::fill(info, ChanKind::Char, me, me, false),
         _ => {
             let mut link = [0u8; 32];
             let mut p = sys::PathBuf::<40>::new();
@@ -184,11 +184,11 @@ fn resolve(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
             let l = &link[..n.max(0) as usize];
             let local = Endpoint::local(cfg.pid, global::next_local(cfg));
             if l.starts_with(b"anon_inode:[eventfd]") {
-                channel::fill(info, chan::EVENTFD, local, local, true)
+                channel::fill(info, ChanKind::Eventfd, local, local, true)
             } else if l.starts_with(b"anon_inode:[eventpoll]") {
-                channel::fill(info, chan::OTHER, local, local, false)
+                channel::fill(info, ChanKind::Other, local, local, false)
             } else {
-                channel::none(info, chan::OTHER)
+                channel::none(info, ChanKind::Other)
             }
         }
     }

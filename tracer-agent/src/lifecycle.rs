@@ -5,7 +5,7 @@
 //! `tstate` (per-thread state) and `setup` (process setup) sit below this module; neither calls
 //! the other's lifecycle steps directly. The hooks sit above it and enter through [`enter`].
 
-use scalpel_format::format::{obj, Op};
+use scalpel_format::format::{ObjKind, Op};
 
 use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
@@ -46,7 +46,12 @@ pub(crate) extern "C" fn atfork_child() {
     if let Some(c) = enter() {
         let t = c.now();
         let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
-        let o = (spawn != 0).then(|| (Obj::key(obj::SPAWN, spawn), Some(c.seq(obj::SPAWN, spawn))));
+        let o = (spawn != 0).then(|| {
+            (
+                Obj::key(ObjKind::Spawn, spawn),
+                Some(c.seq(ObjKind::Spawn, spawn)),
+            )
+        });
         c.emit(&Ev {
             obj: o,
             aux: Some(parent),

@@ -8,7 +8,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use scalpel_format::format::{obj, SHARED_IDENTITY};
+use scalpel_format::format::{ObjKind, SHARED_IDENTITY};
 
 use crate::event::Obj;
 
@@ -19,27 +19,27 @@ static SHARED: [u8; 1] = [SHARED_IDENTITY];
 /// (x86_64 and aarch64 alike), checked against `pthread_*attr_setpshared` and `sem_init`. Static
 /// initializers are all zeros there, so they read as private, which they are.
 #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
-fn flag(kind: u8) -> Option<(usize, u32)> {
+fn flag(kind: ObjKind) -> Option<(usize, u32)> {
     match kind {
         // `__data.__kind`: PTHREAD_MUTEX_PSHARED_BIT.
-        obj::MUTEX => Some((16, 0x80)),
+        ObjKind::Mutex => Some((16, 0x80)),
         // `__data.__wrefs`: bit 0 (the rest counts waiters).
-        obj::COND => Some((36, 1)),
+        ObjKind::Cond => Some((36, 1)),
         // `__data.__shared`: non-zero.
-        obj::RWLOCK => Some((28, !0)),
+        ObjKind::Rwlock => Some((28, !0)),
         // `private`: the futex flag word, FUTEX_PRIVATE_FLAG when shared (glibc's LLL_SHARED).
-        obj::SEM => Some((8, 0x80)),
+        ObjKind::Sem => Some((8, 0x80)),
         _ => None,
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64")))]
-fn flag(_kind: u8) -> Option<(usize, u32)> {
+fn flag(_kind: ObjKind) -> Option<(usize, u32)> {
     None
 }
 
 /// Whether the object of `kind` at `p` was initialised process-shared.
-fn is_shared<T>(kind: u8, p: *const T) -> bool {
+fn is_shared<T>(kind: ObjKind, p: *const T) -> bool {
     let Some((off, bits)) = flag(kind) else {
         return false;
     };
@@ -57,7 +57,7 @@ fn is_shared<T>(kind: u8, p: *const T) -> bool {
 
 /// The object of `kind` at `p`, carrying the shared identity when glibc marked it shared.
 #[inline]
-pub(crate) fn sync_obj<T>(kind: u8, p: *const T) -> Obj<'static> {
+pub(crate) fn sync_obj<T>(kind: ObjKind, p: *const T) -> Obj<'static> {
     let o = Obj::addr(kind, p);
     if is_shared(kind, p) {
         Obj {
@@ -72,7 +72,7 @@ pub(crate) fn sync_obj<T>(kind: u8, p: *const T) -> Obj<'static> {
 /// The futex word at `addr`: shared unless the call said `FUTEX_PRIVATE_FLAG`.
 #[inline]
 pub(crate) fn futex_obj(addr: u64, private: bool) -> Obj<'static> {
-    let o = Obj::key(obj::FUTEX, addr);
+    let o = Obj::key(ObjKind::Futex, addr);
     if private {
         o
     } else {

@@ -1,7 +1,7 @@
 //! Socket identities: addresses of inet sockets, and for unix sockets the peer's inode, read
 //! from the kernel's sock_diag netlink interface (there is no getsockopt for it).
 
-use scalpel_format::format::{chan, ep};
+use scalpel_format::format::{ep, ChanKind};
 use scalpel_format::record::stable_hash;
 use scalpel_format::wire::Enc;
 
@@ -52,9 +52,9 @@ pub(crate) fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
     match domain {
         libc::AF_INET | libc::AF_INET6 => {
             let kind = if ty == libc::SOCK_STREAM {
-                chan::TCP
+                ChanKind::Tcp
             } else {
-                chan::UDP
+                ChanKind::Udp
             };
             let local = name(fd, false)
                 .map_or(Endpoint::NONE, |(sa, l)| channel::sockaddr_endpoint(&sa, l));
@@ -71,13 +71,13 @@ pub(crate) fn resolve(fd: i32, st: &libc::stat, role: Role, info: &mut Info) {
                 (Role::Client, _) | (Role::Server, None) => (st.st_ino, true),
                 (Role::Unknown, Some(p)) => (st.st_ino.min(p), st.st_ino <= p),
                 (Role::Unknown, None) => {
-                    return channel::fill_socket(info, chan::UNIX, me, Endpoint::NONE)
+                    return channel::fill_socket(info, ChanKind::Unix, me, Endpoint::NONE)
                 }
             };
             let anchor = Endpoint::inode(st.st_dev, anchor);
-            channel::fill_anchored(info, chan::UNIX, me, peer_ep, anchor, anchor_is_me);
+            channel::fill_anchored(info, ChanKind::Unix, me, peer_ep, anchor, anchor_is_me);
         }
-        _ => channel::fill_socket(info, chan::OTHER, me, Endpoint::NONE),
+        _ => channel::fill_socket(info, ChanKind::Other, me, Endpoint::NONE),
     }
 }
 
@@ -114,16 +114,16 @@ pub(crate) fn connect_endpoint(addr: *const libc::sockaddr, len: u32) -> Option<
     if r != n as isize {
         return None;
     }
-    endpoint_of(&sa, n as u32, chan::TCP)
+    endpoint_of(&sa, n as u32, ChanKind::Tcp)
 }
 
 /// The ENDPOINT object of an accepted socket: its local address, the one clients connected to.
 pub(crate) fn accept_endpoint(newfd: i32) -> Option<EndpointObj> {
     let (sa, len) = name(newfd, false)?;
-    endpoint_of(&sa, len, chan::TCP)
+    endpoint_of(&sa, len, ChanKind::Tcp)
 }
 
-fn endpoint_of(sa: &libc::sockaddr_storage, len: u32, inet_kind: u8) -> Option<EndpointObj> {
+fn endpoint_of(sa: &libc::sockaddr_storage, len: u32, inet_kind: ChanKind) -> Option<EndpointObj> {
     if i32::from(sa.ss_family) == libc::AF_UNIX {
         let off = core::mem::size_of::<libc::sa_family_t>();
         let plen = (len as usize).saturating_sub(off);
@@ -144,15 +144,18 @@ fn endpoint_of(sa: &libc::sockaddr_storage, len: u32, inet_kind: u8) -> Option<E
 fn path_endpoint(path: &[u8]) -> EndpointObj {
     let mut buf = [0u8; 24];
     let mut e = Enc::new(&mut buf);
-    e.u8(chan::UNIX);
+    e.u8(ChanKind::Unix.code());
     e.u8(ep::PATH);
     let keep = path.len().min(20);
     e.varint(keep as u64);
     e.bytes(&path[..keep]);
     let n = e.len();
-    let mut o = EndpointObj::new(chan::UNIX, &Endpoint::NONE);
+    let mut o = EndpointObj::new(ChanKind::Unix, &Endpoint::NONE);
     // The key hashes the whole path; the identity keeps its first 20 bytes.
-    o.set(stable_hash(&[&[chan::UNIX, ep::PATH], path]), &buf[..n]);
+    o.set(
+        stable_hash(&[&[ChanKind::Unix.code(), ep::PATH], path]),
+        &buf[..n],
+    );
     o
 }
 

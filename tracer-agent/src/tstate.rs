@@ -13,7 +13,7 @@ use core::cell::Cell;
 use core::ptr::null_mut;
 use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 
-use scalpel_format::format::{self, obj, rec, Op};
+use scalpel_format::format::{self, rec, ObjKind, Op};
 use scalpel_format::record::RawEvent;
 use scalpel_format::wire::Enc;
 
@@ -198,8 +198,8 @@ impl Ctx {
 
     /// Takes the next sequence number of an object.
     #[inline]
-    pub(crate) fn seq(&self, kind: u8, key: u64) -> u64 {
-        global::table(self.cfg).next_seq(kind, key)
+    pub(crate) fn seq(&self, kind: ObjKind, key: u64) -> u64 {
+        global::table(self.cfg).next_seq(kind.code(), key)
     }
 
     /// Records an event.
@@ -286,13 +286,13 @@ impl ThreadState {
     /// The table slot of an object, defining it in the file first if it is new here.
     #[inline]
     fn intern(&mut self, o: &Obj<'_>) -> Option<usize> {
-        let mut i = (mix(o.kind, o.key) as usize) & (OBJ_SLOTS - 1);
+        let mut i = (mix(o.kind.code(), o.key) as usize) & (OBJ_SLOTS - 1);
         loop {
             let s = &self.objects[i];
             if s.idx == 0 {
                 break;
             }
-            if s.key == o.key && s.kind == o.kind {
+            if s.key == o.key && s.kind == o.kind.code() {
                 return Some(i);
             }
             i = (i + 1) & (OBJ_SLOTS - 1);
@@ -312,7 +312,7 @@ impl ThreadState {
         let mut head = [0u8; 24];
         let mut e = Enc::new(&mut head);
         e.varint(u64::from(idx));
-        e.u8(o.kind);
+        e.u8(o.kind.code());
         e.varint(o.key);
         let n = e.len();
         if !self.file.record(rec::OBJECT, &head[..n], o.ident) {
@@ -321,7 +321,7 @@ impl ThreadState {
         self.next_idx += 1;
         self.objects[i] = ObjSlot {
             key: o.key,
-            kind: o.kind,
+            kind: o.kind.code(),
             idx,
             last_seq: 0,
         };
@@ -390,9 +390,9 @@ pub(crate) extern "C" fn thread_dtor(_state: *mut libc::c_void) {
         let t = c.now();
         // SAFETY: pthread_self has no preconditions.
         let me = unsafe { libc::pthread_self() } as u64;
-        let seq = c.seq(obj::THREAD, me);
+        let seq = c.seq(ObjKind::Thread, me);
         c.emit(&Ev {
-            obj: Some((Obj::key(obj::THREAD, me), Some(seq))),
+            obj: Some((Obj::key(ObjKind::Thread, me), Some(seq))),
             aux: Some(u64::from(how)),
             ..Ev::new(Op::ThreadExit, t, t)
         });

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use scalpel_inferencer::graph::{build_graph, GraphOptions};
-use scalpel_model::format::{chan, obj, Op};
+use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::read::{Endpoint, Header, Identity};
 use scalpel_model::record::RawEvent;
 use scalpel_model::write::TraceWriter;
@@ -63,9 +63,9 @@ impl Thread {
             let n = self.index.len() as u64 + 1;
             let w = &mut self.w;
             let entry = self.index.entry((kind, key)).or_insert_with(|| {
-                let id = if kind == obj::STREAM {
+                let id = if kind == ObjKind::Stream.code() {
                     Identity::Stream {
-                        chan: chan::PIPE,
+                        chan: ChanKind::Pipe.code(),
                         channel_key: key,
                         sender: Endpoint::None,
                         receiver: Endpoint::None,
@@ -99,11 +99,11 @@ impl Thread {
 
 /// The events of one request of one pipeline (threads 0..4 of it), at base time `t`.
 fn request(r: u64, t: u64, k: u64, out: &mut Vec<Gen>) {
-    let q = (obj::MUTEX, 0x1000 + k);
-    let m2 = (obj::MUTEX, 0x2000 + k);
-    let c = (obj::COND, 0x3000 + k);
-    let pipe = (obj::STREAM, 0x4000 + k);
-    let s = (obj::SEM, 0x5000 + k);
+    let q = (ObjKind::Mutex.code(), 0x1000 + k);
+    let m2 = (ObjKind::Mutex.code(), 0x2000 + k);
+    let c = (ObjKind::Cond.code(), 0x3000 + k);
+    let pipe = (ObjKind::Stream.code(), 0x4000 + k);
+    let s = (ObjKind::Sem.code(), 0x5000 + k);
     let ev = |thread, t, dur, op, obj, offset, result| Gen {
         thread,
         t,

@@ -3,7 +3,7 @@
 
 use ahash::AHashMap;
 use rayon::prelude::*;
-use scalpel_model::format::obj;
+use scalpel_model::format::ObjKind;
 use scalpel_model::graph::{
     Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo, OpName, ProcessId,
     ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
@@ -122,7 +122,9 @@ pub(super) fn assemble(
                     let desc = match ids.get(&(o.kind, o.key)) {
                         _ if o.shared => Identity::Shared.to_string(),
                         // Another process's object at the same address says nothing of this one.
-                        _ if obj::process_scoped(o.kind) => String::new(),
+                        _ if ObjKind::from_code(o.kind).is_some_and(ObjKind::process_scoped) => {
+                            String::new()
+                        }
                         Some(id) if !matches!(id, Identity::None) => id.to_string(),
                         _ => String::new(),
                     };

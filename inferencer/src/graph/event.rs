@@ -2,7 +2,7 @@
 //! ([`Ev`]), the file-local objects events refer to ([`LocalObj`]), and which operations move
 //! bytes ([`reads_bytes`]).
 
-use scalpel_model::format::{obj, Op};
+use scalpel_model::format::{ObjKind, Op};
 
 /// No object.
 pub(super) const NO_OBJ: u32 = u32::MAX;
@@ -41,11 +41,11 @@ pub(super) const HAS_X: u8 = 2;
 /// What a file-local object is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LocalObj {
-    /// Object kind, see [`scalpel_model::format::obj`].
+    /// Object kind, see [`scalpel_model::format::ObjKind`] (its code).
     pub kind: u8,
     /// Object key.
     pub key: u64,
-    /// Channel kind for streams and endpoints, see [`scalpel_model::format::chan`].
+    /// Channel kind for streams and endpoints, see [`scalpel_model::format::ChanKind`] (its code).
     pub chan: Option<u8>,
     /// For a stream direction: the key both directions of its channel share (a TCP
     /// connection's is also the key its `accept` and `connect` carry); else 0.
@@ -55,7 +55,7 @@ pub(super) struct LocalObj {
 }
 
 /// An object's name across a trace: kind, key, and for an object that belongs to one process
-/// (see [`obj::process_scoped`]) that process's index plus one, else 0. Forked siblings have
+/// (see [`ObjKind::process_scoped`]) that process's index plus one, else 0. Forked siblings have
 /// their private mutexes, conds and futex words at the same addresses; without the process in
 /// the name, a signal in one Apache child "woke" a waiter in another.
 pub(super) type ObjName = (u8, u64, u32);
@@ -63,7 +63,8 @@ pub(super) type ObjName = (u8, u64, u32);
 impl LocalObj {
     /// This object's name, as seen by a thread of process `process` (its index in the trace).
     pub(super) fn name(&self, process: usize) -> ObjName {
-        let scope = if obj::process_scoped(self.kind) && !self.shared {
+        let scoped = ObjKind::from_code(self.kind).is_some_and(ObjKind::process_scoped);
+        let scope = if scoped && !self.shared {
             u32::try_from(process).map_or(u32::MAX, |p| p.saturating_add(1))
         } else {
             0

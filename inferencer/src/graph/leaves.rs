@@ -9,7 +9,7 @@
 //! `scalpel_model::graph`).
 
 use ahash::AHashMap;
-use scalpel_model::format::{chan, obj, Op};
+use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, ThreadId};
 use scalpel_model::read::FileTrace;
 
@@ -39,8 +39,8 @@ pub(super) enum Class {
 /// Channel kinds whose transfers are communication between threads, and so cut leaves.
 fn is_channel(c: Option<u8>) -> bool {
     matches!(
-        c,
-        Some(chan::TCP | chan::UDP | chan::UNIX | chan::PIPE | chan::EVENTFD)
+        c.and_then(ChanKind::from_code),
+        Some(ChanKind::Tcp | ChanKind::Udp | ChanKind::Unix | ChanKind::Pipe | ChanKind::Eventfd)
     )
 }
 
@@ -69,7 +69,8 @@ pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
             Some(read) => {
                 let moved = e.res > 0 && e.flags & HAS_X != 0;
                 let at_end = read && e.res == 0;
-                let on_channel = o.is_some_and(|o| o.kind == obj::STREAM && is_channel(o.chan));
+                let on_channel =
+                    o.is_some_and(|o| o.kind == ObjKind::Stream.code() && is_channel(o.chan));
                 if (moved || at_end) && on_channel {
                     Class::Cut
                 } else {
@@ -395,7 +396,7 @@ impl Cutter {
             Class::Other => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
                     leaf.other_ns += e.dur;
-                    if e.res > 0 && o.is_some_and(|o| o.kind == obj::STREAM) {
+                    if e.res > 0 && o.is_some_and(|o| o.kind == ObjKind::Stream.code()) {
                         // A transfer that did not cut is on a file or terminal, or failed to
                         // move bytes at a known offset: counted as file bytes.
                         let n = e.res as u64;

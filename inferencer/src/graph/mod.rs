@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use ahash::AHashMap;
 use rayon::prelude::*;
-use scalpel_model::format::{chan, obj, Op};
+use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::{
     Edge, EdgeKind, External, ExternalRole, Graph, NodeId, ObjId, ThreadId,
 };
@@ -156,14 +156,18 @@ fn notification_edges(
         .map(|g| {
             let o = g[0].obj;
             let mut out = GroupOut::default();
-            match kinds.get(o as usize).copied().unwrap_or((0, None)) {
-                (obj::COND, _) => notify::cond(g, o, leaves, &mut out),
-                (obj::SEM, _) => notify::sem(g, o, &mut out),
-                (obj::FUTEX, _) => notify::futex(g, o, leaves, &mut out),
-                (obj::THREAD, _) => notify::join(g, o, &mut out),
-                (obj::SPAWN, _) => notify::spawn(g, o, &mut out),
-                (obj::STREAM, Some(chan::EVENTFD)) => streams::eventfd(g, o, &mut out),
-                (obj::STREAM, _) => streams::stream(g, o, leaves, &mut out),
+            let (kind, chan) = kinds.get(o as usize).copied().unwrap_or((0, None));
+            let chan = chan.and_then(ChanKind::from_code);
+            match (ObjKind::from_code(kind), chan) {
+                (Some(ObjKind::Cond), _) => notify::cond(g, o, leaves, &mut out),
+                (Some(ObjKind::Sem), _) => notify::sem(g, o, &mut out),
+                (Some(ObjKind::Futex), _) => notify::futex(g, o, leaves, &mut out),
+                (Some(ObjKind::Thread), _) => notify::join(g, o, &mut out),
+                (Some(ObjKind::Spawn), _) => notify::spawn(g, o, &mut out),
+                (Some(ObjKind::Stream), Some(ChanKind::Eventfd)) => {
+                    streams::eventfd(g, o, &mut out)
+                }
+                (Some(ObjKind::Stream), _) => streams::stream(g, o, leaves, &mut out),
                 _ => {}
             }
             out
@@ -337,9 +341,12 @@ fn merge_into(a: &mut Vec<Edge>, b: &[Edge]) {
 /// External edges take the kind of their object: connections for endpoints, eventfd for
 /// eventfds, bytes otherwise.
 fn kind_of_external(kinds: &[(u8, Option<u8>)], o: u32) -> EdgeKind {
-    match kinds.get(o as usize) {
-        Some((obj::ENDPOINT, _)) => EdgeKind::Connect,
-        Some((_, Some(chan::EVENTFD))) => EdgeKind::Eventfd,
+    let Some(&(kind, chan)) = kinds.get(o as usize) else {
+        return EdgeKind::Stream;
+    };
+    match (ObjKind::from_code(kind), chan.and_then(ChanKind::from_code)) {
+        (Some(ObjKind::Endpoint), _) => EdgeKind::Connect,
+        (_, Some(ChanKind::Eventfd)) => EdgeKind::Eventfd,
         _ => EdgeKind::Stream,
     }
 }

@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::Path;
 
-use scalpel_model::format::{chan, obj, Op};
+use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::read::{Endpoint, Header, Identity};
 use scalpel_model::record::RawEvent;
 use scalpel_model::write::TraceWriter;
@@ -37,14 +37,14 @@ pub(crate) fn build(root: &Path) {
     w.write_to(p.join("process.trace")).unwrap();
 
     let tcp = Identity::Stream {
-        chan: chan::TCP,
+        chan: ChanKind::Tcp.code(),
         channel_key: 7,
         sender: Endpoint::Inet("127.0.0.1:5000".parse().unwrap()),
         receiver: Endpoint::Inet("127.0.0.1:41234".parse().unwrap()),
     };
     let mut w = thread(100, 100, "main");
-    w.object(1, obj::MUTEX, 0x1000, &Identity::None)
-        .object(2, obj::STREAM, 0xabc, &tcp)
+    w.object(1, ObjKind::Mutex.code(), 0x1000, &Identity::None)
+        .object(2, ObjKind::Stream.code(), 0xabc, &tcp)
         .event(&RawEvent {
             obj: Some(1),
             seq_delta: Some(1),
@@ -67,8 +67,8 @@ pub(crate) fn build(root: &Path) {
     w.write_to(p.join("t100.trace")).unwrap();
 
     let mut w = thread(100, 101, "worker");
-    w.object(1, obj::MUTEX, 0x1000, &Identity::None)
-        .object(2, obj::STREAM, 0xabc, &tcp)
+    w.object(1, ObjKind::Mutex.code(), 0x1000, &Identity::None)
+        .object(2, ObjKind::Stream.code(), 0xabc, &tcp)
         .event(&RawEvent {
             obj: Some(1),
             seq_delta: Some(2),

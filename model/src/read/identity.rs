@@ -3,7 +3,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::format::{chan, ep, obj, SHARED_IDENTITY};
+use crate::format::{ep, ChanKind, ObjKind, SHARED_IDENTITY};
 use crate::wire::{Dec, DecError};
 
 /// One end of a channel, or a listening address.
@@ -38,7 +38,7 @@ pub enum Identity {
     None,
     /// One direction of a byte channel.
     Stream {
-        /// Channel kind, see [`crate::format::chan`].
+        /// Channel kind, see [`crate::format::ChanKind`] (its code).
         chan: u8,
         /// Key shared by both directions of the channel.
         channel_key: u64,
@@ -49,7 +49,7 @@ pub enum Identity {
     },
     /// A listening endpoint.
     Endpoint {
-        /// Channel kind, see [`crate::format::chan`].
+        /// Channel kind, see [`crate::format::ChanKind`] (its code).
         chan: u8,
         /// Its address.
         ep: Endpoint,
@@ -63,36 +63,12 @@ pub enum Identity {
 
 /// The display name of a channel kind (`chan#N` when unknown).
 pub fn chan_name(c: u8) -> String {
-    let s = match c {
-        chan::OTHER => "other",
-        chan::TCP => "tcp",
-        chan::UDP => "udp",
-        chan::UNIX => "unix",
-        chan::PIPE => "pipe",
-        chan::EVENTFD => "eventfd",
-        chan::FILE => "file",
-        chan::CHAR => "char",
-        _ => return format!("chan#{c}"),
-    };
-    s.to_string()
+    ChanKind::from_code(c).map_or_else(|| format!("chan#{c}"), |k| k.name().to_owned())
 }
 
 /// The display name of an object kind (`kind#N` when unknown).
 pub fn obj_kind_name(k: u8) -> String {
-    let s = match k {
-        obj::MUTEX => "mutex",
-        obj::COND => "cond",
-        obj::RWLOCK => "rwlock",
-        obj::SEM => "sem",
-        obj::FUTEX => "futex",
-        obj::STREAM => "stream",
-        obj::ENDPOINT => "endpoint",
-        obj::THREAD => "thread",
-        obj::SPAWN => "spawn",
-        obj::EPOLL => "epoll",
-        _ => return format!("kind#{k}"),
-    };
-    s.to_string()
+    ObjKind::from_code(k).map_or_else(|| format!("kind#{k}"), |k| k.name().to_owned())
 }
 
 /// Why an endpoint did not decode: the input ended, or the tag is not known.
@@ -176,10 +152,10 @@ impl Identity {
     /// payload. Trailing bytes are ignored; an unknown endpoint tag gives [`Identity::Unknown`].
     pub(crate) fn decode(kind: u8, bytes: &[u8]) -> Result<Identity, DecError> {
         let mut d = Dec::new(bytes);
-        let r = match kind {
-            obj::STREAM => Self::decode_stream(&mut d),
-            obj::ENDPOINT => Self::decode_endpoint(&mut d),
-            k if obj::process_scoped(k) => match bytes.first() {
+        let r = match ObjKind::from_code(kind) {
+            Some(ObjKind::Stream) => Self::decode_stream(&mut d),
+            Some(ObjKind::Endpoint) => Self::decode_endpoint(&mut d),
+            Some(k) if k.process_scoped() => match bytes.first() {
                 None => Ok(Identity::None),
                 Some(&SHARED_IDENTITY) => Ok(Identity::Shared),
                 Some(_) => Err(EpError::UnknownTag),

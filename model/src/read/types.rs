@@ -10,7 +10,7 @@ use crate::format::Op;
 /// The object an event is about, resolved through the file's OBJECT records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectRef {
-    /// Object kind, see [`crate::format::obj`].
+    /// Object kind, see [`crate::format::ObjKind`] (its code).
     pub kind: u8,
     /// Object key (an address, or a hash both ends of a channel agree on).
     pub key: u64,
@@ -30,7 +30,7 @@ impl fmt::Display for ObjectRef {
 pub struct ObjectDef {
     /// The per-file index (never 0).
     pub index: u64,
-    /// Object kind, see [`crate::format::obj`].
+    /// Object kind, see [`crate::format::ObjKind`] (its code).
     pub kind: u8,
     /// Object key.
     pub key: u64,

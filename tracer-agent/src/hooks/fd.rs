@@ -2,7 +2,7 @@
 //! current and recording where connections meet.
 
 use libc::{c_int, c_uint, sockaddr, socklen_t};
-use scalpel_format::format::{chan, Op};
+use scalpel_format::format::{ChanKind, Op};
 
 use super::{enosys, sys_result};
 use crate::event::Ev;
@@ -236,7 +236,7 @@ pub unsafe extern "C-unwind" fn socketpair(d: c_int, t: c_int, p: c_int, fds: *m
 /// A call creating one descriptor.
 fn create_common(
     op: Op,
-    local: Option<u8>,
+    local: Option<ChanKind>,
     aux: Option<u64>,
     aux2: Option<u64>,
     call: impl FnOnce() -> c_int,
@@ -272,7 +272,7 @@ pub unsafe extern "C-unwind" fn eventfd(v: c_uint, fl: c_int) -> c_int {
     // SAFETY: forwarding the caller's arguments.
     create_common(
         Op::Eventfd,
-        Some(chan::EVENTFD),
+        Some(ChanKind::Eventfd),
         Some(u64::from(v)),
         None,
         || unsafe { f(v, fl) },
@@ -302,9 +302,13 @@ pub unsafe extern "C-unwind" fn epoll_create(size: c_int) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    create_common(Op::EpollCreate, Some(chan::OTHER), None, None, || unsafe {
-        f(size)
-    })
+    create_common(
+        Op::EpollCreate,
+        Some(ChanKind::Other),
+        None,
+        None,
+        || unsafe { f(size) },
+    )
 }
 
 #[no_mangle]
@@ -314,7 +318,11 @@ pub unsafe extern "C-unwind" fn epoll_create1(fl: c_int) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    create_common(Op::EpollCreate, Some(chan::OTHER), None, None, || unsafe {
-        f(fl)
-    })
+    create_common(
+        Op::EpollCreate,
+        Some(ChanKind::Other),
+        None,
+        None,
+        || unsafe { f(fl) },
+    )
 }

@@ -1,7 +1,7 @@
 //! Hooks for readiness waits: epoll, poll and select, with their fortified `_chk` forms.
 
 use libc::{c_int, epoll_event, fd_set, nfds_t, pollfd, sigset_t, timespec, timeval};
-use scalpel_format::format::{obj, Op};
+use scalpel_format::format::{ObjKind, Op};
 
 use super::{enosys, sys_result};
 use crate::event::{Ev, Obj};
@@ -18,7 +18,7 @@ fn wait_common(op: Op, epfd: Option<c_int>, aux: u64, call: impl FnOnce() -> c_i
         .and_then(|fd| fdtab::get(c.cfg, fd))
         .map(|i| i.chan_key)
         .filter(|&k| k != 0);
-    let o = key.map(|k| (Obj::key(obj::EPOLL, k), None));
+    let o = key.map(|k| (Obj::key(ObjKind::Epoll, k), None));
     c.emit(&Ev {
         obj: o,
         result: Some(res),

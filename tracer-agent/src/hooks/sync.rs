@@ -3,7 +3,7 @@
 use libc::{
     c_int, c_long, clockid_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, sem_t, timespec,
 };
-use scalpel_format::format::{obj, Op};
+use scalpel_format::format::{ObjKind, Op};
 
 use super::{enosys, pthread_acquire, pthread_release, pthread_result, sys_acquire, sys_result};
 use crate::event::Ev;
@@ -25,7 +25,7 @@ macro_rules! mutex_hook {
         pub unsafe extern "C-unwind" fn $name(m: *mut pthread_mutex_t) -> c_int {
             let Some(f) = real!($name: MutexFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's argument to the real function.
-            $side($op, sync_obj(obj::MUTEX, m), || unsafe { f(m) })
+            $side($op, sync_obj(ObjKind::Mutex, m), || unsafe { f(m) })
         }
     };
 }
@@ -44,7 +44,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_timedlock(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments.
-    pthread_acquire(Op::MutexTimedlock, sync_obj(obj::MUTEX, m), || unsafe {
+    pthread_acquire(Op::MutexTimedlock, sync_obj(ObjKind::Mutex, m), || unsafe {
         f(m, t)
     })
 }
@@ -60,7 +60,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_clocklock(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments.
-    pthread_acquire(Op::MutexClocklock, sync_obj(obj::MUTEX, m), || unsafe {
+    pthread_acquire(Op::MutexClocklock, sync_obj(ObjKind::Mutex, m), || unsafe {
         f(m, c, t)
     })
 }
@@ -75,9 +75,9 @@ fn cond_wait(
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(c) = enter() else { return call() };
-    let mo = sync_obj(obj::MUTEX, m);
-    let co = sync_obj(obj::COND, cv);
-    let unlock_seq = c.seq(obj::MUTEX, mo.key);
+    let mo = sync_obj(ObjKind::Mutex, m);
+    let co = sync_obj(ObjKind::Cond, cv);
+    let unlock_seq = c.seq(ObjKind::Mutex, mo.key);
     let t0 = c.now();
     c.emit(&Ev {
         obj: Some((mo, Some(unlock_seq))),
@@ -87,8 +87,8 @@ fn cond_wait(
     let r = call();
     let t1 = c.now();
     // Whatever the result (even a timeout), the mutex is held again on return.
-    let cond_seq = (r == 0).then(|| c.seq(obj::COND, co.key));
-    let relock_seq = c.seq(obj::MUTEX, mo.key);
+    let cond_seq = (r == 0).then(|| c.seq(ObjKind::Cond, co.key));
+    let relock_seq = c.seq(ObjKind::Mutex, mo.key);
     c.emit(&Ev {
         obj: Some((co, cond_seq)),
         result: Some(pthread_result(r)),
@@ -159,7 +159,9 @@ pub unsafe extern "C-unwind" fn pthread_cond_signal(cv: *mut pthread_cond_t) -> 
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's argument.
-    pthread_release(Op::CondSignal, sync_obj(obj::COND, cv), || unsafe { f(cv) })
+    pthread_release(Op::CondSignal, sync_obj(ObjKind::Cond, cv), || unsafe {
+        f(cv)
+    })
 }
 
 #[no_mangle]
@@ -168,7 +170,7 @@ pub unsafe extern "C-unwind" fn pthread_cond_broadcast(cv: *mut pthread_cond_t) 
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's argument.
-    pthread_release(Op::CondBroadcast, sync_obj(obj::COND, cv), || unsafe {
+    pthread_release(Op::CondBroadcast, sync_obj(ObjKind::Cond, cv), || unsafe {
         f(cv)
     })
 }
@@ -179,7 +181,7 @@ macro_rules! rw_hook {
         pub unsafe extern "C-unwind" fn $name(l: *mut pthread_rwlock_t, t: *const timespec) -> c_int {
             let Some(f) = real!($name: RwTimedFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's arguments.
-            pthread_acquire($op, sync_obj(obj::RWLOCK, l), || unsafe { f(l, t) })
+            pthread_acquire($op, sync_obj(ObjKind::Rwlock, l), || unsafe { f(l, t) })
         }
     };
     ($name:ident, $op:expr, clock) => {
@@ -187,7 +189,7 @@ macro_rules! rw_hook {
         pub unsafe extern "C-unwind" fn $name(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) -> c_int {
             let Some(f) = real!($name: RwClockFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's arguments.
-            pthread_acquire($op, sync_obj(obj::RWLOCK, l), || unsafe { f(l, c, t) })
+            pthread_acquire($op, sync_obj(ObjKind::Rwlock, l), || unsafe { f(l, c, t) })
         }
     };
     ($name:ident, $op:expr, $side:ident) => {
@@ -195,7 +197,7 @@ macro_rules! rw_hook {
         pub unsafe extern "C-unwind" fn $name(l: *mut pthread_rwlock_t) -> c_int {
             let Some(f) = real!($name: RwFn) else { return libc::ENOSYS };
             // SAFETY: forwarding the caller's argument.
-            $side($op, sync_obj(obj::RWLOCK, l), || unsafe { f(l) })
+            $side($op, sync_obj(ObjKind::Rwlock, l), || unsafe { f(l) })
         }
     };
 }
@@ -216,7 +218,7 @@ pub unsafe extern "C-unwind" fn sem_wait(s: *mut sem_t) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    sys_acquire(Op::SemWait, sync_obj(obj::SEM, s), || unsafe { f(s) })
+    sys_acquire(Op::SemWait, sync_obj(ObjKind::Sem, s), || unsafe { f(s) })
 }
 
 #[no_mangle]
@@ -225,7 +227,9 @@ pub unsafe extern "C-unwind" fn sem_trywait(s: *mut sem_t) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's argument.
-    sys_acquire(Op::SemTrywait, sync_obj(obj::SEM, s), || unsafe { f(s) })
+    sys_acquire(Op::SemTrywait, sync_obj(ObjKind::Sem, s), || unsafe {
+        f(s)
+    })
 }
 
 #[no_mangle]
@@ -235,7 +239,7 @@ pub unsafe extern "C-unwind" fn sem_timedwait(s: *mut sem_t, t: *const timespec)
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments.
-    sys_acquire(Op::SemTimedwait, sync_obj(obj::SEM, s), || unsafe {
+    sys_acquire(Op::SemTimedwait, sync_obj(ObjKind::Sem, s), || unsafe {
         f(s, t)
     })
 }
@@ -251,7 +255,7 @@ pub unsafe extern "C-unwind" fn sem_clockwait(
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments.
-    sys_acquire(Op::SemClockwait, sync_obj(obj::SEM, s), || unsafe {
+    sys_acquire(Op::SemClockwait, sync_obj(ObjKind::Sem, s), || unsafe {
         f(s, c, t)
     })
 }
@@ -265,7 +269,7 @@ pub unsafe extern "C-unwind" fn sem_post(s: *mut sem_t) -> c_int {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(s) };
     };
-    let o = sync_obj(obj::SEM, s);
+    let o = sync_obj(ObjKind::Sem, s);
     let seq = c.seq(o.kind, o.key);
     let t0 = c.now();
     // SAFETY: forwarding the caller's argument.

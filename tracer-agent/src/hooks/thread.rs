@@ -10,7 +10,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use libc::{c_int, c_void, pthread_attr_t, pthread_t};
-use scalpel_format::format::{obj, Op};
+use scalpel_format::format::{ObjKind, Op};
 
 use super::{enosys, pthread_acquire, pthread_result, sys_result};
 use crate::event::{Ev, Obj};
@@ -81,11 +81,11 @@ extern "C-unwind" fn trampoline(p: *mut c_void) -> *mut c_void {
     tstate::set_stack(top, top.saturating_sub(size));
     if let Some(c) = enter() {
         let t = c.now();
-        let seq = c.seq(obj::SPAWN, spawn);
+        let seq = c.seq(ObjKind::Spawn, spawn);
         // SAFETY: pthread_self has no preconditions.
         let me = unsafe { libc::pthread_self() } as u64;
         c.emit(&Ev {
-            obj: Some((Obj::key(obj::SPAWN, spawn), Some(seq))),
+            obj: Some((Obj::key(ObjKind::Spawn, spawn), Some(seq))),
             aux: Some(me),
             aux2: Some(u64::from(parent)),
             ..Ev::new(Op::ThreadStart, t, t)
@@ -134,7 +134,7 @@ pub unsafe extern "C-unwind" fn pthread_create(
     slot.spawn.store(spawn, Ordering::Relaxed);
     slot.parent
         .store(crate::sys::gettid() as u32, Ordering::Release);
-    let seq = c.seq(obj::SPAWN, spawn);
+    let seq = c.seq(ObjKind::Spawn, spawn);
     let t0 = c.now();
     // SAFETY: forwarding the caller's thread and attributes with our trampoline and its slot.
     let r = unsafe { f(th, attr, trampoline, slot as *const Slot as *mut c_void) };
@@ -145,7 +145,7 @@ pub unsafe extern "C-unwind" fn pthread_create(
     // SAFETY: on success the real call wrote the new handle.
     let handle = (r == 0).then(|| unsafe { *th });
     c.emit(&Ev {
-        obj: Some((Obj::key(obj::SPAWN, spawn), Some(seq))),
+        obj: Some((Obj::key(ObjKind::Spawn, spawn), Some(seq))),
         result: Some(pthread_result(r)),
         aux: handle,
         ..Ev::new(Op::ThreadCreate, t0, t1)
@@ -159,7 +159,7 @@ pub unsafe extern "C-unwind" fn pthread_join(th: pthread_t, ret: *mut *mut c_voi
     let Some(f) = real!(pthread_join: F) else {
         return libc::ENOSYS;
     };
-    let o = Obj::key(obj::THREAD, th);
+    let o = Obj::key(ObjKind::Thread, th);
     // SAFETY: forwarding the caller's arguments.
     pthread_acquire(Op::ThreadJoin, o, || unsafe { f(th, ret) })
 }
@@ -187,7 +187,7 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
     };
     let spawn = global::next_spawn_key(c.cfg);
     tstate::set_fork_spawn(spawn);
-    let seq = c.seq(obj::SPAWN, spawn);
+    let seq = c.seq(ObjKind::Spawn, spawn);
     let t0 = c.now();
     // SAFETY: plain forward; the child side is handled by our atfork child handler.
     let r = unsafe { f() };
@@ -196,7 +196,7 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
         let t1 = c.now();
         let res = sys_result(i64::from(r));
         c.emit(&Ev {
-            obj: Some((Obj::key(obj::SPAWN, spawn), Some(seq))),
+            obj: Some((Obj::key(ObjKind::Spawn, spawn), Some(seq))),
             result: Some(res),
             ..Ev::new(Op::Fork, t0, t1)
         });

@@ -58,7 +58,15 @@ pub(super) struct LocalObj {
 /// (see [`ObjKind::process_scoped`]) that process's index plus one, else 0. Forked siblings have
 /// their private mutexes, conds and futex words at the same addresses; without the process in
 /// the name, a signal in one Apache child "woke" a waiter in another.
-pub(super) type ObjName = (u8, u64, u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct ObjName {
+    /// The object's kind (an [`ObjKind`] code).
+    kind: u8,
+    /// Its key.
+    key: u64,
+    /// Its process's index plus one, or 0 for an object every process shares.
+    scope: u32,
+}
 
 impl LocalObj {
     /// This object's name, as seen by a thread of process `process` (its index in the trace).
@@ -69,7 +77,11 @@ impl LocalObj {
         } else {
             0
         };
-        (self.kind, self.key, scope)
+        ObjName {
+            kind: self.kind,
+            key: self.key,
+            scope,
+        }
     }
 }
 

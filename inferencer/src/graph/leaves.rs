@@ -167,8 +167,18 @@ pub(super) struct LockAgg {
 /// nanosecond (a 3 GHz TSC) it is well under [`super::locks::CONTENDED_NS`].
 const KEEP_TICKS: u64 = 1_000;
 
-/// A leaf type as seen in one thread: (start op, start stack id, end op, end stack id).
-pub(super) type LocalType = (Option<u8>, u32, Option<u8>, u32);
+/// A leaf type as seen in one thread: its boundary operations and the file-local stack ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct LocalType {
+    /// The operation that starts it.
+    pub start_op: Option<u8>,
+    /// The file's stack id at its start (0: none).
+    pub start_stack: u32,
+    /// The operation that ends it.
+    pub end_op: Option<u8>,
+    /// The file's stack id at its end (0: none).
+    pub end_stack: u32,
+}
 
 /// One thread's leaves and the data the matchers need, with file-local object, stack and type
 /// indices and times in ticks until assembly.
@@ -270,7 +280,12 @@ impl Cutter {
                 (None, 0)
             }
         };
-        let key = (leaf.start_op.map(|o| o.0), start_stack, end_op, end_stack);
+        let key = LocalType {
+            start_op: leaf.start_op.map(|o| o.0),
+            start_stack,
+            end_op,
+            end_stack,
+        };
         let next = self.out.types.len() as u32;
         leaf.ty = LeafTypeId(*self.type_index.entry(key).or_insert_with(|| {
             self.out.types.push(key);

@@ -120,7 +120,8 @@ impl<'a> TypeTable<'a> {
         let maps = maps_newest_first(p);
         local
             .iter()
-            .map(|&(sop, sstack, eop, estack)| {
+            .map(|t| {
+                let (sop, sstack, eop, estack) = (t.start_op, t.start_stack, t.end_op, t.end_stack);
                 let s = self.sig(&maps, file, sstack);
                 let e = self.sig(&maps, file, estack);
                 let key = (sop, s, eop, e);

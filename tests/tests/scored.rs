@@ -171,33 +171,3 @@ fn lowlock() {
         all_at_least(&sc, 0.95);
     }
 }
-
-/// Scores a run kept with `SCALPEL_KEEP=1` again, for working on the scoring rule or the miner:
-/// `SCALPEL_RESCORE=DIR/model SCALPEL_NESTED=child:parent,…
-/// SCALPEL_COMPOSED=type=part+part;… cargo test … rescore -- --ignored`.
-#[test]
-#[ignore = "a tool: needs SCALPEL_RESCORE"]
-fn rescore() {
-    let Some(out) = std::env::var_os("SCALPEL_RESCORE") else {
-        return;
-    };
-    let out = std::path::PathBuf::from(out);
-    let nested_env = std::env::var("SCALPEL_NESTED").unwrap_or_default();
-    let nested: Vec<(&str, &str)> = nested_env
-        .split(',')
-        .filter_map(|p| p.split_once(':'))
-        .collect();
-    let composed_env = std::env::var("SCALPEL_COMPOSED").unwrap_or_default();
-    let parts: Vec<(&str, Vec<&str>)> = composed_env
-        .split(';')
-        .filter_map(|c| c.split_once('='))
-        .map(|(ty, parts)| (ty, parts.split('+').collect()))
-        .collect();
-    let composed: Vec<(&str, &[&str])> = parts.iter().map(|(t, p)| (*t, p.as_slice())).collect();
-    let (model, graph) = scalpel_e2e::score::load_model(&out);
-    let tasks = load_tasks(&out.join("truth.jsonl"));
-    eprintln!(
-        "{}",
-        report(&score_nested(&model, &graph, &tasks, &composed, &nested))
-    );
-}

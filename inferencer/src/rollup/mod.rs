@@ -21,12 +21,13 @@ use serde::ser::SerializeMap;
 
 pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
-pub use instance::{Evaluator, Instance, PathStep};
-pub use kinds::{nonzero, BlockKind, KindTimes};
-pub use leaf::{
-    add_bytes, channel_kind, inner_times, leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics,
-};
-pub use stats::{type_stats, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
+pub use instance::{Instance, PathStep};
+pub use kinds::{BlockKind, KindTimes};
+pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
+pub use stats::{ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
+
+use leaf::add_bytes;
+use stats::type_stats;
 pub use view::{top_view, Expanded, TaskRow, TopError, TopOptions, TopView};
 
 /// The rollups of one model.

@@ -6,6 +6,7 @@ use scalpel_model::graph::{
 };
 
 use super::*;
+use super::instance::Evaluator;
 use crate::testgraph::GraphBuilder;
 
 fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {

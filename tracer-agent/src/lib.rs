@@ -1,8 +1,10 @@
 //! `libscalpel_agent.so`: the LD_PRELOAD agent that records every synchronization event of a
 //! process into one trace file per thread.
 //!
-//! Scope: interposing the libc entry points listed in DESIGN.md §2, numbering events per object,
-//! naming byte channels so both ends agree, and writing crash-safe files. Non-goals: any analysis,
+//! Scope: interposing the libc entry points of [`hooks`] (pthread, semaphores, futex, poll and
+//! epoll, descriptors and byte transfers, threads, fork and exec), numbering events per object,
+//! naming byte channels so both ends agree, and writing crash-safe files (the layers are in
+//! `docs/ARCHITECTURE.md`). Non-goals: any analysis,
 //! any allocation or locking on the hot path, and recording the agent's own activity.
 
 // Every public unsafe function here is a libc entry point; its safety contract is libc's.

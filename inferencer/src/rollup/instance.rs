@@ -67,7 +67,7 @@ impl Instance {
 }
 
 /// Evaluates instances of one graph, reusing its membership marks.
-pub struct Evaluator<'a> {
+pub(super) struct Evaluator<'a> {
     g: &'a Graph,
     idx: &'a GraphIndex,
     mark: Vec<u32>,
@@ -81,7 +81,7 @@ fn waits(kind: BlockKind) -> bool {
 
 impl<'a> Evaluator<'a> {
     /// An evaluator for `g`.
-    pub fn new(g: &'a Graph, idx: &'a GraphIndex) -> Self {
+    pub(super) fn new(g: &'a Graph, idx: &'a GraphIndex) -> Self {
         Evaluator {
             g,
             idx,
@@ -118,7 +118,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates the instance made of `leaves` (ascending).
-    pub fn eval(&mut self, leaves: &[LeafId]) -> Instance {
+    pub(super) fn eval(&mut self, leaves: &[LeafId]) -> Instance {
         if leaves.is_empty() {
             return Instance {
                 start_ns: 0,

@@ -110,7 +110,7 @@ impl BlockKind {
 pub type KindTimes = [u64; BlockKind::ALL.len()];
 
 /// The kinds with time, largest first (ties in kind order), as (kind, ns).
-pub fn nonzero(t: &KindTimes) -> Vec<(BlockKind, u64)> {
+pub(super) fn nonzero(t: &KindTimes) -> Vec<(BlockKind, u64)> {
     let mut v: Vec<(BlockKind, u64)> = BlockKind::ALL
         .iter()
         .map(|&k| (k, t[k.index()]))

@@ -109,7 +109,12 @@ pub struct LeafMetrics {
 
 /// Adds bytes in and out on a kind of channel to `channels` (kept unsorted; nothing added for
 /// zero bytes).
-pub fn add_bytes(channels: &mut Vec<ChannelBytes>, kind: &str, bytes_in: u64, bytes_out: u64) {
+pub(super) fn add_bytes(
+    channels: &mut Vec<ChannelBytes>,
+    kind: &str,
+    bytes_in: u64,
+    bytes_out: u64,
+) {
     if bytes_in == 0 && bytes_out == 0 {
         return;
     }
@@ -127,7 +132,7 @@ pub fn add_bytes(channels: &mut Vec<ChannelBytes>, kind: &str, bytes_in: u64, by
 }
 
 /// The channel kind of object `o`: the first word of a stream's description.
-pub fn channel_kind(g: &Graph, o: Option<ObjId>) -> &str {
+pub(super) fn channel_kind(g: &Graph, o: Option<ObjId>) -> &str {
     let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
         return "other";
     };
@@ -153,7 +158,7 @@ pub(super) fn end_kind(g: &Graph, idx: &GraphIndex, leaf: u32) -> BlockKind {
 /// the span minus its CPU time. The CPU time runs to the return of the ending call and the calls
 /// are taken to use none, so CPU spent inside calls (copying a large write) hides as much
 /// off-CPU time: the figure is a lower bound.
-pub fn inner_times(g: &Graph, leaf: u32) -> [(BlockKind, u64); 4] {
+pub(super) fn inner_times(g: &Graph, leaf: u32) -> [(BlockKind, u64); 4] {
     let l = &g.leaves[leaf as usize];
     let span = l.end_ns.saturating_sub(l.start_ns);
     let calls = l.lock_ns + l.sleep_ns + l.other_ns;

@@ -137,7 +137,7 @@ fn direct_child(model: &Model, leaf_type: LeafTypeId, leaf: LeafId, of: OccRef) 
 }
 
 /// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
-pub fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> {
+pub(super) fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> {
     let mut eval = Evaluator::new(g, idx);
     let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
     for (i, l) in g.leaves.iter().enumerate() {

@@ -5,8 +5,8 @@ use scalpel_model::graph::{
     Edge, EdgeKind, Graph, Leaf, LeafId, LeafTypeId, NodeId, OpName, ThreadId,
 };
 
-use super::*;
 use super::instance::Evaluator;
+use super::*;
 use crate::testgraph::GraphBuilder;
 
 fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {

@@ -26,7 +26,9 @@ fn main() -> ExitCode {
         }
     }
     let Some(dir) = dir else {
-        eprintln!("usage: rescore MODEL_DIR [--nested child:parent,…] [--composed type=part+part;…]");
+        eprintln!(
+            "usage: rescore MODEL_DIR [--nested child:parent,…] [--composed type=part+part;…]"
+        );
         return ExitCode::from(2);
     };
     let truth = dir.join("truth.jsonl");

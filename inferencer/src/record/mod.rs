@@ -12,7 +12,9 @@ mod child;
 mod stackopts;
 
 pub use child::{signal_name, Outcome, SpawnError};
-pub use stackopts::{parse_depth, StackCache, StackMode, StackOptions, MAX_STACK_DEPTH};
+pub use stackopts::{
+    parse_depth, StackCache, StackMode, StackOptError, StackOptions, MAX_STACK_DEPTH,
+};
 
 /// Trace directory used when none is given.
 pub const DEFAULT_DIR: &str = "scalpel-trace";

@@ -7,6 +7,17 @@ use std::str::FromStr;
 /// The deepest stack the agent records.
 pub const MAX_STACK_DEPTH: u8 = 64;
 
+/// A stack option that does not parse, as the command line gave it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StackOptError {
+    /// Not `off`, `all` or `sampled:N`.
+    #[error("`{0}`: expected `off`, `all` or `sampled:N` with N from 1 to 999999999")]
+    Mode(String),
+    /// Not a frame count in range.
+    #[error("`{0}`: expected a frame count from 1 to {MAX_STACK_DEPTH}")]
+    Depth(String),
+}
+
 /// When the agent takes a call stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StackMode {
@@ -19,17 +30,15 @@ pub enum StackMode {
 }
 
 impl FromStr for StackMode {
-    type Err = String;
+    type Err = StackOptError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, StackOptError> {
         match s {
             "off" => Ok(StackMode::Off),
             "all" => Ok(StackMode::All),
             _ => match s.strip_prefix("sampled:").map(str::parse::<u32>) {
                 Some(Ok(n)) if (1..1_000_000_000).contains(&n) => Ok(StackMode::Sampled(n)),
-                _ => Err(format!(
-                    "`{s}`: expected `off`, `all` or `sampled:N` with N from 1 to 999999999"
-                )),
+                _ => Err(StackOptError::Mode(s.to_owned())),
             },
         }
     }
@@ -68,12 +77,10 @@ impl Default for StackOptions {
 }
 
 /// Parses a `--stack-depth` value.
-pub fn parse_depth(s: &str) -> Result<u8, String> {
+pub fn parse_depth(s: &str) -> Result<u8, StackOptError> {
     match s.parse::<u8>() {
         Ok(n) if (1..=MAX_STACK_DEPTH).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "`{s}`: expected a frame count from 1 to {MAX_STACK_DEPTH}"
-        )),
+        _ => Err(StackOptError::Depth(s.to_owned())),
     }
 }
 

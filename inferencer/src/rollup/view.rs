@@ -34,13 +34,19 @@ impl Default for TopOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum TopError {
     /// `--expand` named no task.
-    #[error("no task named {name:?}; tasks include: {known}")]
+    #[error("no task named {name:?}; tasks include: {}", quoted(.known))]
     UnknownTask {
         /// The name given.
         name: String,
-        /// Some names that exist.
-        known: String,
+        /// Some names that exist (the top-level tasks with the most time).
+        known: Vec<String>,
     },
+}
+
+/// Names as a list of quoted strings, for the error message.
+fn quoted(names: &[String]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    q.join(", ")
 }
 
 /// One task type's figures.
@@ -221,9 +227,8 @@ pub fn top_view(
                     known: top
                         .iter()
                         .take(8)
-                        .map(|s| format!("{:?}", model.types[s.ty.index()].name))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                        .map(|s| model.types[s.ty.index()].name.clone())
+                        .collect(),
                 });
             };
             Some(expand(model, r, &r.types[t], opts))

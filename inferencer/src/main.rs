@@ -164,7 +164,7 @@ macro_rules! say {
 }
 
 /// Prints up to `most` warnings on stderr, then how many more there were (and `hint`).
-pub(crate) fn warn(warnings: &[String], most: usize, hint: &str) {
+pub(crate) fn warn(warnings: &[impl std::fmt::Display], most: usize, hint: &str) {
     for w in warnings.iter().take(most) {
         say!("scalpel: warning: {w}");
     }

@@ -15,7 +15,7 @@ use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
 use super::sink::ThreadSink;
 use super::types::TypeTable;
 use super::weak::WeakOrder;
-use crate::symbols::SkipList;
+use crate::symbols::{ModuleWarning, SkipList};
 
 /// The graph's nodes and what the matchers need, all with global indices.
 pub(super) struct Assembled {
@@ -35,7 +35,7 @@ pub(super) struct Assembled {
     /// Per object: the channel key of a stream direction (0 for other objects).
     pub obj_channel: Vec<u64>,
     /// Symbolization warnings.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<ModuleWarning>,
 }
 
 /// Assembles the per-thread results of [`super::sink::ThreadSink`] in directory order.

@@ -34,6 +34,8 @@ use scalpel_model::graph::{
 };
 use scalpel_model::read::{read_dir_with, ReadError};
 
+use crate::symbols::ModuleWarning;
+
 pub use filter::{Filter, FilterError};
 
 use event::{HAS_SEQ, NO_OBJ};
@@ -66,13 +68,39 @@ pub enum GraphError {
     #[error(transparent)]
     Read(#[from] ReadError),
     /// `--strict` and the trace lost data.
-    #[error("{} (--strict):\n  {}", .dir.display(), .problems.join("\n  "))]
+    #[error("{} (--strict):\n  {}", .dir.display(), lines(.problems))]
     Strict {
         /// The trace directory.
         dir: PathBuf,
         /// Each loss, naming its file and offset.
-        problems: Vec<String>,
+        problems: Vec<GraphWarning>,
     },
+}
+
+/// Data the graph stage had to do without: each names its file (and offset, if any). What is
+/// valid is used all the same.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphWarning {
+    /// Damage the reader found (a truncated file, a bad record …).
+    #[error(transparent)]
+    Read(ReadError),
+    /// Events the agent dropped while recording, as its file counts them.
+    #[error("{}: {count} event(s) lost while recording", .path.display())]
+    Lost {
+        /// The thread file.
+        path: PathBuf,
+        /// Events lost.
+        count: u64,
+    },
+    /// A module whose frames cannot be symbolized.
+    #[error(transparent)]
+    Module(ModuleWarning),
+}
+
+/// Warnings one per line, indented.
+fn lines(ws: &[GraphWarning]) -> String {
+    let v: Vec<String> = ws.iter().map(ToString::to_string).collect();
+    v.join("\n  ")
 }
 
 /// A built graph and what was noticed on the way.
@@ -81,24 +109,27 @@ pub struct Built {
     /// The graph.
     pub graph: Graph,
     /// Data-loss and symbolization warnings (each names its file, and its offset if any).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GraphWarning>,
     /// Events read.
     pub events: u64,
 }
 
 /// Builds the causal graph of the trace in `dir`.
 pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
-    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
+    let (mut trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
     let words = futexlocks::lock_words(&sinks);
     futexlocks::recut(&trace, &mut sinks, words, opts.lock_cuts);
-    let mut warnings: Vec<String> = trace.all_warnings().map(|w| w.to_string()).collect();
+    let mut warnings: Vec<GraphWarning> = trace
+        .take_warnings()
+        .into_iter()
+        .map(GraphWarning::Read)
+        .collect();
     for (_, f) in trace.files() {
         if f.lost_events() > 0 {
-            let n = f.lost_events();
-            warnings.push(format!(
-                "{}: {n} event(s) lost while recording",
-                f.path.display()
-            ));
+            warnings.push(GraphWarning::Lost {
+                path: f.path.clone(),
+                count: f.lost_events(),
+            });
         }
     }
     if opts.strict && !warnings.is_empty() {
@@ -113,7 +144,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         .map(|s| s.events)
         .sum();
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
-    warnings.extend(asm.warnings.iter().cloned());
+    warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
     let mut graph = asm.graph;
     let (mut edges, ext) =
         notification_edges(asm.bounds, &asm.obj_kinds, &asm.obj_channel, &mut graph);

@@ -7,8 +7,8 @@ use scalpel_model::graph::{BoundaryInfo, LeafType, OpName};
 use scalpel_model::read::{FileTrace, ModuleMap, ProcessTrace};
 
 use super::leaves::LocalType;
-use crate::symbols::Symbolizer;
 use crate::symbols::{naming_frame, short_name, SkipList};
+use crate::symbols::{ModuleWarning, Symbolizer};
 
 /// A symbolized stack: frame names, innermost first, and the naming function.
 type Sig = (Vec<String>, Option<String>);
@@ -53,7 +53,7 @@ impl<'a> TypeTable<'a> {
     }
 
     /// Warnings about modules that could not be symbolized.
-    pub(super) fn warnings(&self) -> &[String] {
+    pub(super) fn warnings(&self) -> &[ModuleWarning] {
         self.sym.warnings()
     }
 

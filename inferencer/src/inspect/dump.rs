@@ -7,7 +7,7 @@ use scalpel_model::read::{Event, FileTrace, ProcessTrace, TraceDir};
 
 use super::events::{event_line, object_text, thread_heading, Identities};
 use super::stacks::write_stack;
-use crate::symbols::Symbolizer;
+use crate::symbols::{ModuleWarning, Symbolizer};
 
 /// What `scalpel dump` prints. `DumpOptions::default()` prints every event, grouped per thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub struct DumpStats {
     /// True when `limit` cut the output short.
     pub truncated: bool,
     /// Modules whose frames could not be symbolized, with the reason (one line each).
-    pub module_warnings: Vec<String>,
+    pub module_warnings: Vec<ModuleWarning>,
 }
 
 /// Writes the events of `trace` selected by `opts` to `out`. Times are relative to the earliest

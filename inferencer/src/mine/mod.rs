@@ -63,12 +63,25 @@ impl Default for MineOptions {
     }
 }
 
+/// What mining had to work around.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MineWarning {
+    /// Leaf-level edges that closed cycles were left out.
+    #[error(
+        "{0} causal edges closed cycles (clock or matching trouble) and were left out of mining"
+    )]
+    CyclesBroken(u64),
+    /// The names file renames a name no task has.
+    #[error("the names file renames {0:?}, which no task is called")]
+    UnusedName(String),
+}
+
 /// The model and what the user should hear about.
 pub struct Mined {
     /// The model.
     pub model: Model,
     /// What the user should hear about (cycles broken, names not used).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<MineWarning>,
 }
 
 /// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
@@ -89,9 +102,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     });
     let mut warnings = Vec::new();
     if dropped > 0 {
-        warnings.push(format!(
-            "{dropped} causal edges closed cycles (clock or matching trouble) and were left out of mining"
-        ));
+        warnings.push(MineWarning::CyclesBroken(dropped));
     }
     let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.0).collect();
     let local = tree::local_leaves(graph.leaves.len(), &edges);
@@ -149,9 +160,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let built = build::build(graph, &work, &tree);
     let mut types = built.types;
     for unused in names::name_types(&mut types, graph, &opts.names) {
-        warnings.push(format!(
-            "the names file renames {unused:?}, which no task is called"
-        ));
+        warnings.push(MineWarning::UnusedName(unused));
     }
     Mined {
         model: Model {

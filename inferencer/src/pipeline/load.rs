@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use scalpel_model::graph::{Graph, GRAPH_SCHEMA};
 use scalpel_model::task::{Model, MODEL_SCHEMA};
 
-use super::{Pipeline, PipelineError};
+use super::{Pipeline, PipelineError, Warning};
 use crate::progress::Progress;
 
 /// Why the inputs could not be loaded.
@@ -80,7 +80,7 @@ pub struct Loaded {
     /// Where the model came from (the model file, or the trace directory).
     pub from: PathBuf,
     /// Warnings from inferring a trace directory.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(
@@ -155,8 +155,8 @@ pub(super) fn load(
     }
     let built = pipeline.graph(path)?;
     let mined = pipeline.model(&built.graph, progress);
-    let mut warnings = built.warnings;
-    warnings.extend(mined.warnings);
+    let mut warnings: Vec<Warning> = built.warnings.into_iter().map(Warning::Graph).collect();
+    warnings.extend(mined.warnings.into_iter().map(Warning::Mine));
     Ok(Loaded {
         graph: built.graph,
         model: mined.model,

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
-use crate::graph::{build_graph, Built, GraphError, GraphOptions};
-use crate::mine::{MineOptions, Mined, NameOverrides, NamesError};
+use crate::graph::{build_graph, Built, GraphError, GraphOptions, GraphWarning};
+use crate::mine::{MineOptions, MineWarning, Mined, NameOverrides, NamesError};
 use crate::progress::Progress;
 use crate::rollup::Rollup;
 
@@ -56,6 +56,17 @@ pub enum PipelineError {
     /// The worker threads could not be started.
     #[error("cannot start the worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// What the stages had to do without or work around, for the user to hear about.
+#[derive(Debug, thiserror::Error)]
+pub enum Warning {
+    /// From the graph stage.
+    #[error(transparent)]
+    Graph(GraphWarning),
+    /// From the miner.
+    #[error(transparent)]
+    Mine(MineWarning),
 }
 
 /// The stages, set up once with their options (names file read, worker threads started).

@@ -8,4 +8,4 @@ mod symbolize;
 pub use naming::{
     naming_frame, short_name, SkipList, DEFAULT_SKIP_FUNCTIONS, DEFAULT_SKIP_MODULES,
 };
-pub use symbolize::{Frame, Missing, Symbolizer};
+pub use symbolize::{Frame, Missing, ModuleProblem, ModuleWarning, Symbolizer};

@@ -14,6 +14,30 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
 use scalpel_model::read::{MapEntry, ModuleMap};
 
+/// A module whose frames could not be symbolized, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {problem}; its frames show addresses only", .path.display())]
+pub struct ModuleWarning {
+    /// The module file, as the module map named it.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub problem: ModuleProblem,
+}
+
+/// What is wrong with a module file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ModuleProblem {
+    /// It was deleted after the recording.
+    #[error("missing since the recording")]
+    Missing,
+    /// Another file is at its path now.
+    #[error("replaced since the recording (another inode)")]
+    Replaced,
+    /// It does not parse as ELF.
+    #[error("cannot be read as ELF ({0})")]
+    NotElf(String),
+}
+
 /// Why a frame has no name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Missing {
@@ -94,7 +118,7 @@ pub struct Symbolizer {
     modules: HashMap<(PathBuf, u64), OnDisk>,
     frames: HashMap<(PathBuf, u64), Found>,
     /// One warning per module that could not be used, in the order they were met.
-    warnings: Vec<String>,
+    warnings: Vec<ModuleWarning>,
     warned: std::collections::HashSet<PathBuf>,
 }
 
@@ -162,25 +186,25 @@ impl Symbolizer {
             })
             .clone();
         match state {
-            OnDisk::Deleted => self.warn(path, "missing since the recording"),
-            OnDisk::Replaced => self.warn(path, "replaced since the recording (another inode)"),
+            OnDisk::Deleted => self.warn(path, ModuleProblem::Missing),
+            OnDisk::Replaced => self.warn(path, ModuleProblem::Replaced),
             OnDisk::Same => {}
         }
         state
     }
 
-    fn warn(&mut self, path: &Path, why: &str) {
+    fn warn(&mut self, path: &Path, problem: ModuleProblem) {
         if self.warned.insert(path.to_path_buf()) {
-            self.warnings.push(format!(
-                "{}: {why}; its frames show addresses only",
-                path.display()
-            ));
+            self.warnings.push(ModuleWarning {
+                path: path.to_path_buf(),
+                problem,
+            });
         }
     }
 
     /// Warnings about modules that could not be used (missing, replaced, unreadable or
     /// corrupt), one per module, in the order they were met. Symbolization never fails on them.
-    pub fn warnings(&self) -> &[String] {
+    pub fn warnings(&self) -> &[ModuleWarning] {
         &self.warnings
     }
 
@@ -202,7 +226,7 @@ impl Symbolizer {
                 _ => (None, None),
             },
             Err(e) => {
-                self.warn(path, &format!("cannot be read as ELF ({e})"));
+                self.warn(path, ModuleProblem::NotElf(e.to_string()));
                 (None, None)
             }
         };

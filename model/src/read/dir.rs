@@ -85,6 +85,17 @@ impl TraceDir {
             .chain(self.files().flat_map(|(_, f)| f.warnings.iter()))
     }
 
+    /// Takes every warning out of the directory and its files, in [`Self::all_warnings`] order.
+    pub fn take_warnings(&mut self) -> Vec<ReadError> {
+        let mut out = std::mem::take(&mut self.warnings);
+        for p in &mut self.processes {
+            for f in p.process.iter_mut().chain(p.threads.iter_mut()) {
+                out.append(&mut f.warnings);
+            }
+        }
+        out
+    }
+
     /// Every event, merged by time. Ties are broken by pid, tid, then position in the directory
     /// and in the file, so the order is deterministic.
     pub fn events_by_time(&self) -> Vec<EventRef<'_>> {

@@ -560,6 +560,10 @@ pub mod ep {
     pub const IPV6: u8 = 6;
 }
 
+/// The most frames a STACK record holds: the agent never takes deeper stacks, and readers refuse
+/// longer records (a planted file could otherwise make one record worth gigabytes of text).
+pub const MAX_STACK_FRAMES: usize = 64;
+
 /// Environment variable naming the trace directory; the agent records nothing without it.
 pub const ENV_DIR: &str = "SCALPEL_DIR";
 /// Environment variable with the agent's own path, re-injected into `LD_PRELOAD` across exec.

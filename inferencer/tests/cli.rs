@@ -197,3 +197,54 @@ fn record_forwards_sigterm_and_still_summarizes() {
         "{err}"
     );
 }
+
+/// A graph.json or model.json edited to name a leaf, node or object that does not exist is
+/// refused with the file, the table, the entry and the bad value; nothing panics.
+#[test]
+fn top_and_report_refuse_a_graph_whose_indices_name_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    common::build(tmp.path());
+    let trace = tmp.path().to_str().unwrap();
+    let out_dir = tmp.path().join("out");
+    let out = scalpel(&["infer", trace, "-o", out_dir.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let model_dir = out_dir.to_str().unwrap();
+    let ok = scalpel(&["top", model_dir], None);
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+
+    let graph_path = out_dir.join("graph.json");
+    let original = fs::read(&graph_path).unwrap();
+    let mut g: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    assert!(
+        !g["edges"].as_array().unwrap().is_empty(),
+        "the fixture has edges"
+    );
+    g["edges"][0]["to"] = serde_json::json!(999_999);
+    fs::write(&graph_path, serde_json::to_vec(&g).unwrap()).unwrap();
+    for cmd in ["top", "report"] {
+        let out = scalpel(&[cmd, model_dir], None);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        assert!(
+            err.contains("graph.json is not a consistent causal graph")
+                && err.contains("edges[0].to is 999999"),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+
+    fs::write(&graph_path, &original).unwrap();
+    let model_path = out_dir.join("model.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&model_path).unwrap()).unwrap();
+    let parents = m["leaf_parent"].as_array_mut().unwrap();
+    parents[0] = serde_json::json!({"type": 77_777, "index": 0});
+    fs::write(&model_path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = scalpel(&["top", model_dir], None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("model.json is not a consistent model")
+            && err.contains("leaf_parent[0].type is 77777"),
+        "{err}"
+    );
+}

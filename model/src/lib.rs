@@ -1,6 +1,7 @@
 //! Scalpel's trace reader and the types the analysis shares: a reader that turns a trace
 //! directory into typed events ([`read`]), a writer for tests and tools ([`write`](mod@write)), the causal
-//! graph's types ([`graph`]), the task model's ([`task`]) and typed indices into both ([`ids`]).
+//! graph's types ([`graph`]), the task model's ([`task`]), typed indices into both ([`ids`]) and
+//! their checks ([`check`]).
 //! The file layout and encoders live in `scalpel-format`, re-exported here as [`format`](mod@format),
 //! [`wire`] and [`record`].
 //!
@@ -15,6 +16,7 @@
     clippy::cast_lossless
 )]
 
+pub mod check;
 pub mod graph;
 pub mod ids;
 pub mod read;

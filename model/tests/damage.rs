@@ -263,3 +263,33 @@ fn stacks_round_trip_and_bad_counts_are_damage() {
     assert_eq!(t.events.len(), 1);
     assert_eq!(t.warnings.len(), 1);
 }
+
+/// A STACK record deeper than the agent ever writes (a planted file: 5,000 frames made `dump`
+/// write gigabytes) is refused with a warning naming its offset; the records after it are kept.
+#[test]
+fn stacks_deeper_than_the_agent_writes_are_refused() {
+    let deep: Vec<u64> = (0..5_000u64).map(|i| 0x5555_0000_0000 + i * 16).collect();
+    let ok: Vec<u64> = (0..64u64).map(|i| 0x5555_0000_0000 + i * 16).collect();
+    let mut w = TraceWriter::new(Header::thread(1, 2));
+    w.stack(1, &deep).stack(2, &ok).event(&RawEvent {
+        stack: Some(2),
+        ..ev(1, 1)
+    });
+    let t = decode_file("f".as_ref(), &w.to_bytes()).unwrap();
+    assert!(
+        !t.stacks.contains_key(&1),
+        "the 5,000-frame stack is dropped"
+    );
+    assert_eq!(
+        t.stacks.get(&2).map(Vec::len),
+        Some(64),
+        "a 64-frame stack is kept"
+    );
+    assert_eq!(t.events.len(), 1);
+    assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+    let msg = t.warnings[0].to_string();
+    assert!(
+        msg.contains("5000 frames") && msg.contains(&format!("offset {HEADER_SIZE}")),
+        "{msg}"
+    );
+}

@@ -2,7 +2,7 @@
 //! and how the stack cache is used.
 
 /// The deepest stack the agent records.
-pub(crate) const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = scalpel_format::format::MAX_STACK_FRAMES;
 
 /// When to take stacks.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -302,6 +302,11 @@ fn finish_edges(
     kinds: &[(u8, Option<u8>)],
 ) {
     let base = graph.leaves.len() as u32;
+    // An external stands for a channel; an object index with no object is no channel.
+    let ext: Vec<ExtEdge> = ext
+        .into_iter()
+        .filter(|&(_, _, o)| (o as usize) < graph.objects.len())
+        .collect();
     let mut index: AHashMap<(bool, u32), u32> = AHashMap::new();
     let mut keys: Vec<(u32, bool)> = ext.iter().map(|&(_, src, o)| (o, src)).collect();
     keys.sort_unstable();

@@ -16,7 +16,9 @@
 //! component. That ends acyclic: a cycle left would lie within a component whose nodes are
 //! then all original nodes of an acyclic graph.
 
-use petgraph::algo::{tarjan_scc, toposort};
+// Kosaraju's components, not Tarjan's: petgraph's Tarjan recurses once per node along a path,
+// and a pipe written one byte at a time makes paths of 100,000 leaves (a stack overflow).
+use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::round::{Proposal, XEdge};
@@ -95,7 +97,7 @@ fn cyclic_components(
         g.add_edge(na, nb, ());
     }
     let mut out = Vec::new();
-    for scc in tarjan_scc(&g) {
+    for scc in kosaraju_scc(&g) {
         if scc.len() < 2 {
             continue;
         }
@@ -177,7 +179,7 @@ pub(super) fn break_leaf_cycles(
             return None;
         }
         let mut comp = vec![NONE; n_leaves];
-        for (c, scc) in tarjan_scc(&g).into_iter().enumerate() {
+        for (c, scc) in kosaraju_scc(&g).into_iter().enumerate() {
             if scc.len() > 1 {
                 for n in scc {
                     comp[n.index()] = c as u32;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use scalpel_model::check::Invalid;
 use scalpel_model::graph::{Graph, GRAPH_SCHEMA};
 use scalpel_model::task::{Model, MODEL_SCHEMA};
 
@@ -52,6 +53,16 @@ pub enum SourceError {
         graph_path: PathBuf,
         /// Its leaf count.
         graph: usize,
+    },
+    /// A file holds an index that names nothing (an edited or damaged file).
+    #[error("{} is not a consistent {what}: {problem}", .path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What it should hold.
+        what: &'static str,
+        /// The first bad index.
+        problem: Invalid,
     },
     /// Options that only inferring applies were given with a model already inferred.
     #[error(
@@ -146,6 +157,18 @@ pub(super) fn load(
                 graph: graph.leaves.len(),
             });
         }
+        graph.check().map_err(|problem| SourceError::Invalid {
+            path: graph_path.clone(),
+            what: "causal graph",
+            problem,
+        })?;
+        model
+            .check(&graph)
+            .map_err(|problem| SourceError::Invalid {
+                path: model_path.clone(),
+                what: "model",
+                problem,
+            })?;
         return Ok(Loaded {
             graph,
             model,

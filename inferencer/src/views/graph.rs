@@ -20,10 +20,10 @@ pub struct DrawOptions {
 fn type_node(g: &Graph, id: NodeId) -> String {
     match g.external(id) {
         Some(x) => {
-            let what = g.objects[x.obj.index()]
-                .desc
-                .split(' ')
-                .next()
+            let what = g
+                .objects
+                .get(x.obj.index())
+                .and_then(|o| o.desc.split(' ').next())
                 .unwrap_or("");
             let role = match x.role {
                 ExternalRole::Source => "source",

@@ -11,7 +11,7 @@ use super::header::Header;
 use super::identity::Identity;
 use super::maps::ModuleMap;
 use super::types::{Calibration, Event, ObjectDef, ObjectRef, ThreadName};
-use crate::format::{rec, Op};
+use crate::format::{rec, Op, MAX_STACK_FRAMES};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
@@ -191,6 +191,14 @@ impl<'p, 's> State<'p, 's> {
                 // Each frame takes at least a byte: a count larger than the payload is damage.
                 if n > d.remaining() as u64 {
                     return Err(DecError::Eof);
+                }
+                if n > MAX_STACK_FRAMES as u64 {
+                    let problem = format!(
+                        "a STACK record of {n} frames (the agent writes at most \
+                         {MAX_STACK_FRAMES}); ignored"
+                    );
+                    self.inconsistent(at, problem);
+                    return Ok(());
                 }
                 let mut frames = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
                 let mut pc = 0u64;

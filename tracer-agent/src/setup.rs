@@ -45,14 +45,23 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
     p.push(cfg.root.as_bytes())
         .push(b"/")
         .push(format::SHARED_TABLE.as_bytes());
+    // Never through a symbolic link, and only a regular file: a link planted as `shared.tbl`
+    // in a directory someone else could write would otherwise have this process extend and
+    // open up whatever file it points to.
     let fd = match p.c_bytes() {
         Some(path) => sys::openat(
             libc::AT_FDCWD,
             path,
-            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
             0o666,
         ) as i32,
         None => -1,
+    };
+    let fd = if fd >= 0 && !sys::is_regular(fd) {
+        sys::close(fd);
+        -1
+    } else {
+        fd
     };
     if fd >= 0 {
         sys::fchmod(fd, 0o666);
@@ -105,7 +114,7 @@ pub(crate) fn new_process(cfg: &mut Config) -> bool {
         let fd = sys::openat(
             libc::AT_FDCWD,
             path,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
             0,
         );
         if fd < 0 {
@@ -128,10 +137,11 @@ pub(crate) fn new_process(cfg: &mut Config) -> bool {
 
 fn write_process_file(cfg: &Config, exe: &[u8]) {
     // Written under a temporary name and renamed when complete, like thread files.
+    // A new file, never an existing one or a link (O_EXCL refuses both).
     let fd = sys::openat(
         cfg.proc_dir,
         b".process.tmp\0",
-        libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+        libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW,
         0o666,
     ) as i32;
     if fd < 0 {

@@ -172,6 +172,13 @@ pub(crate) fn fstat(fd: i32, st: &mut libc::stat) -> isize {
     )
 }
 
+/// Whether `fd` is a regular file (false when `fstat` fails).
+pub(crate) fn is_regular(fd: i32) -> bool {
+    // SAFETY: an all-zero `stat` is a valid value of the plain-data struct.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG
+}
+
 /// Reads a symlink relative to `dirfd`.
 pub(crate) fn readlinkat(dirfd: i32, path: &[u8], buf: &mut [u8]) -> isize {
     syscall6(

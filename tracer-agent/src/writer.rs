@@ -89,18 +89,32 @@ impl File {
     /// The file is prepared under a hidden temporary name and renamed once its header is
     /// complete, so a process that exits while a thread is starting leaves no half-made trace.
     pub(crate) fn create(cfg: &Config, tid: i32, index: u32) -> Option<File> {
-        let mut tmp = sys::PathBuf::<64>::new();
-        tmp.push(b".t").push_u64(tid as u64).push(b".tmp");
-        let tmp = tmp.c_bytes()?;
-        let r = sys::openat(
-            cfg.proc_dir,
-            tmp,
-            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-            0o666,
-        );
+        // A new file, never an existing one or a planted link (O_EXCL refuses both); a name
+        // that is taken (a thread id reused, or a file someone put there) moves to the next.
+        let mut name = sys::PathBuf::<64>::new();
+        let mut r = -(libc::EEXIST as isize);
+        for k in 0..16u64 {
+            name = sys::PathBuf::<64>::new();
+            name.push(b".t").push_u64(tid as u64);
+            if k > 0 {
+                name.push(b".").push_u64(k);
+            }
+            name.push(b".tmp");
+            let tmp = name.c_bytes()?;
+            r = sys::openat(
+                cfg.proc_dir,
+                tmp,
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0o666,
+            );
+            if r != -(libc::EEXIST as isize) {
+                break;
+            }
+        }
         if r < 0 {
             return None;
         }
+        let tmp = name.c_bytes()?;
         let fd = crate::agentfd::adopt(r as i32);
         let fail = |fd: i32| {
             crate::agentfd::release(fd);

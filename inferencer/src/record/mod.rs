@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_STACKS};
+use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_STACKS, SHARED_TABLE};
 
 mod child;
 mod stackopts;
@@ -69,6 +69,32 @@ pub enum RecordError {
     /// The path is a symbolic link to nothing.
     #[error("{}: a symbolic link to a path that does not exist", .0.display())]
     DanglingSymlink(PathBuf),
+    /// The directory belongs to another user, who could replace or read what is recorded.
+    #[error(
+        "{}: owned by uid {owner}, not by you (uid {me}); another user could plant links or \
+         read the trace there: record into a directory of your own",
+        .path.display()
+    )]
+    ForeignOwner {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// The recording user.
+        me: u32,
+    },
+    /// Other users can create and remove entries in the directory.
+    #[error(
+        "{}: other users can write here (mode {mode:o}, no sticky bit) and could plant links \
+         or remove the trace: record into a directory only you can write",
+        .path.display()
+    )]
+    OpenToOthers {
+        /// The directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// The path exists and is not a directory.
     #[error("{}: exists and is not a directory", .0.display())]
     NotADirectory(PathBuf),
@@ -159,7 +185,25 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
     }
     match fs::metadata(dir) {
         Ok(m) if !m.is_dir() => return Err(RecordError::NotADirectory(dir.to_path_buf())),
-        Ok(_) => {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if m.uid() != me {
+                return Err(RecordError::ForeignOwner {
+                    path: dir.to_path_buf(),
+                    owner: m.uid(),
+                    me,
+                });
+            }
+            // Group or others may write only where the sticky bit keeps them from removing or
+            // renaming this user's entries (the directories `record` makes itself are 1777).
+            if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+                return Err(RecordError::OpenToOthers {
+                    path: dir.to_path_buf(),
+                    mode: m.mode() & 0o7777,
+                });
+            }
             let entries: Vec<_> = fs::read_dir(dir)
                 .map_err(io_err(dir, "list"))?
                 .collect::<Result<_, _>>()
@@ -193,7 +237,27 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
         }
         Err(e) => return Err(io_err(dir, "access")(e)),
     }
-    fs::canonicalize(dir).map_err(io_err(dir, "resolve"))
+    let dir = fs::canonicalize(dir).map_err(io_err(dir, "resolve"))?;
+    create_shared_table(&dir)?;
+    Ok(dir)
+}
+
+/// Creates the table of shared counters before any traced process runs, as a new regular file
+/// (never through a link), so that nothing planted in the directory between its creation and
+/// the first process's start can stand in for it. Readable and writable by all, like the
+/// directory: a traced server that switches user must still open it.
+fn create_shared_table(dir: &Path) -> Result<(), RecordError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(SHARED_TABLE);
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o666)
+        .open(&path)
+        .map_err(io_err(&path, "create"))?;
+    f.set_permissions(fs::Permissions::from_mode(0o666))
+        .map_err(io_err(&path, "set permissions"))
 }
 
 /// The `LD_PRELOAD` value: the agent first, then what was already there.
@@ -289,7 +353,13 @@ mod tests {
             Err(RecordError::NotEmpty(_))
         ));
         prepare_dir(&d, true).unwrap();
-        assert_eq!(fs::read_dir(&d).unwrap().count(), 0);
+        // The earlier trace is gone; a new, empty table of shared counters is in its place.
+        let left: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [SHARED_TABLE]);
+        assert_eq!(fs::metadata(d.join(SHARED_TABLE)).unwrap().len(), 0);
         let f = tmp.path().join("file");
         fs::write(&f, b"").unwrap();
         assert!(matches!(

@@ -113,3 +113,49 @@ fn missing_or_empty_dirs_are_errors() {
     fs::write(&f, b"").unwrap();
     assert!(matches!(read_dir(&f), Err(ReadError::NotADirectory { .. })));
 }
+
+/// Damage that used to pass in silence: a thread file whose header names another thread, a
+/// process file under a thread's name, an unknown file kind and a clock of 0 ticks per second.
+/// Each is a warning naming the file and the header field's offset; every file is still read.
+#[test]
+fn headers_that_disagree_with_their_files_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("100.0");
+    fs::create_dir(&p).unwrap();
+    process(&p, 100);
+    thread(&p, "t100.trace", 100, 100, &[5]);
+    thread(&p, "t101.trace", 100, 4242, &[5]); // header: tid 4242
+    let mut h = Header::thread(100, 102);
+    h.file_kind = 9;
+    h.ticks_per_sec = 0;
+    TraceWriter::new(h).write_to(p.join("t102.trace")).unwrap();
+    let mut w = TraceWriter::new(Header::process(100));
+    w.cmdline(&["x"]);
+    w.write_to(p.join("t103.trace")).unwrap();
+    let t = read_dir(tmp.path()).unwrap();
+    assert_eq!(t.processes[0].threads.len(), 4, "every file is read");
+    let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
+    let has = |file: &str, what: &str| {
+        warnings
+            .iter()
+            .any(|w| w.contains(file) && w.contains(what))
+    };
+    assert!(
+        has(
+            "t101.trace",
+            "the header names thread 4242, the file name thread 101"
+        ),
+        "{warnings:#?}"
+    );
+    assert!(has("t102.trace", "unknown file kind 9"), "{warnings:#?}");
+    assert!(has("t102.trace", "ticks per second is 0"), "{warnings:#?}");
+    assert!(
+        has("t103.trace", "a process file under a thread file's name"),
+        "{warnings:#?}"
+    );
+    assert!(
+        !warnings.iter().any(|w| w.contains("t100.trace")),
+        "{warnings:#?}"
+    );
+    assert_eq!(warnings.len(), 4, "{warnings:#?}");
+}

@@ -12,7 +12,7 @@ use super::file::{read_file, read_file_streaming};
 use super::filetrace::{FileSink, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
-use crate::format::{PROCESS_FILE, TRACE_EXT};
+use crate::format::{FileKind, PROCESS_FILE, TRACE_EXT};
 
 /// One process incarnation (`<pid>.<n>/`).
 #[derive(Debug)]
@@ -168,6 +168,38 @@ fn parse_slot(name: &str) -> Option<Slot> {
     }
 }
 
+/// Warns in `f` when its header disagrees with its name: a thread file whose header names
+/// another thread, or a file whose kind is the other one's. The file is kept where its name puts
+/// it.
+fn name_mismatch(f: &mut FileTrace, slot: Slot) {
+    let h = &f.header;
+    let problem = match (slot, h.kind()) {
+        (Slot::Thread(..), Some(FileKind::Process)) => Some((
+            crate::format::hdr::FILE_KIND,
+            "a process file under a thread file's name; read as a thread file".to_owned(),
+        )),
+        (Slot::Process, Some(FileKind::Thread)) => Some((
+            crate::format::hdr::FILE_KIND,
+            "a thread file under the process file's name; read as the process file".to_owned(),
+        )),
+        (Slot::Thread(tid, _), _) if h.tid != tid => Some((
+            crate::format::hdr::TID,
+            format!(
+                "the header names thread {}, the file name thread {tid}; kept under its name",
+                h.tid
+            ),
+        )),
+        _ => None,
+    };
+    if let Some((offset, problem)) = problem {
+        f.warnings.push(ReadError::Inconsistent {
+            path: f.path.clone(),
+            offset: offset as u64,
+            problem,
+        });
+    }
+}
+
 /// Sorted names of the entries of a directory that parse with `f`.
 fn list<T: Ord>(dir: &Path, f: impl Fn(&str) -> Option<T>) -> std::io::Result<Vec<(T, String)>> {
     let mut out = Vec::new();
@@ -269,6 +301,10 @@ fn read_dir_inner<S: FileSink>(
         })
         .collect();
     for (n, slot, r) in results {
+        let r = r.map(|(mut f, s)| {
+            name_mismatch(&mut f, slot);
+            (f, s)
+        });
         match (r, slot) {
             (Ok((f, s)), Slot::Process) => {
                 processes[n].process = Some(f);

@@ -91,6 +91,19 @@ fn decode(path: &Path, bytes: &[u8], sink: Sink<'_>) -> Result<FileTrace, ReadEr
     let start = usize::from(header.header_size);
     let avail = bytes.len() - start;
     let mut st = State::new(path, header, bytes.len() as u64, sink);
+    if FileKind::from_u8(st.out.header.file_kind).is_none() {
+        let kind = st.out.header.file_kind;
+        st.inconsistent(
+            crate::format::hdr::FILE_KIND as u64,
+            format!("unknown file kind {kind}; read as its name says"),
+        );
+    }
+    if st.out.header.ticks_per_sec == 0 {
+        st.inconsistent(
+            crate::format::hdr::TICKS_PER_SEC as u64,
+            "ticks per second is 0; its clock is read as nanoseconds".into(),
+        );
+    }
     let committed = st.out.header.committed;
     let limit = match usize::try_from(committed) {
         Ok(c) if c <= avail => c,

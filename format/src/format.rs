@@ -580,6 +580,20 @@ pub const ENV_CPU_TIME: &str = "SCALPEL_CPU_TIME";
 /// Name of the table of shared counters (sequence numbers, stream offsets) in a trace directory.
 /// It is not a trace; readers ignore it.
 pub const SHARED_TABLE: &str = "shared.tbl";
+/// Losses no thread file can hold, counted in `shared.tbl` by every process of a recording: little
+/// endian `u64` counters at [`shared_loss::OFFSET`] (after the agent's sequence and stream slots),
+/// one per index below. Readers that find the file shorter read them as zero.
+pub mod shared_loss {
+    /// Byte offset of the counters in `shared.tbl`.
+    pub const OFFSET: u64 = 1_572_864;
+    /// How many counters there are room for (the rest are reserved).
+    pub const COUNT: usize = 8;
+    /// Threads that made a call the agent would record but could not get a trace file.
+    pub const THREADS_WITHOUT_FILE: usize = 0;
+    /// Processes (or exec'd images) that could not get a process directory.
+    pub const PROCESSES_WITHOUT_DIR: usize = 1;
+}
+
 /// Name of the process metadata file inside a process directory `<pid>.<incarnation>`.
 pub const PROCESS_FILE: &str = "process.trace";
 /// Extension of thread files `t<tid>.trace` (or `t<tid>.<k>.trace` when a tid is reused).

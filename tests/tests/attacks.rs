@@ -113,3 +113,50 @@ fn record_creates_the_shared_table_itself() {
     let m = fs::symlink_metadata(run.dir.join("shared.tbl")).unwrap();
     assert!(m.file_type().is_file(), "{m:?}");
 }
+
+/// Threads that cannot get a trace file (here: more live threads than the descriptor limit
+/// allows the agent) are counted, `summary` says how many, and the recorded threads plus the
+/// unrecorded ones are all of them; `infer --strict` refuses the trace. Before, the summary
+/// said "warnings 0" and `--strict` passed.
+#[test]
+fn threads_without_a_trace_file_are_counted() {
+    let exe = build_c("fdlimit", "fdlimit", &[]);
+    let run = record(&exe, &[]).success();
+    assert!(run.stdout().contains("40 threads ran"), "{}", run.stdout());
+    let t = run.load();
+    let files = thread_files(&t).len() as u64;
+    let missing = t.losses.threads_without_file;
+    assert!(
+        missing > 0,
+        "some threads found no descriptor left: {files} files"
+    );
+    assert_eq!(
+        files + missing,
+        41,
+        "{files} files and {missing} unrecorded threads"
+    );
+    let o = Command::new(scalpel())
+        .arg("summary")
+        .arg(&run.dir)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains(&format!(
+            "unrecorded: {missing} thread(s) without a trace file"
+        )),
+        "{s}"
+    );
+    let o = Command::new(scalpel())
+        .args(["infer", "--strict", "--stage", "graph", "-o"])
+        .arg(run.tmp.path().join("model"))
+        .arg(&run.dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("without a trace file") && err.contains("--strict"),
+        "{err}"
+    );
+}

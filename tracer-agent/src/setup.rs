@@ -80,8 +80,17 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
     new_process(cfg)
 }
 
-/// Per-incarnation setup (at start and in fork children): pid, directory, metadata file.
+/// Per-incarnation setup (at start and in fork children): pid, directory, metadata file. A
+/// process that gets no directory is counted in the shared table, so the reader can say so.
 pub(crate) fn new_process(cfg: &mut Config) -> bool {
+    let ok = open_process(cfg);
+    if !ok && !cfg.table.is_null() {
+        crate::global::table(cfg).count_loss(format::shared_loss::PROCESSES_WITHOUT_DIR);
+    }
+    ok
+}
+
+fn open_process(cfg: &mut Config) -> bool {
     cfg.pid = sys::getpid();
     if cfg.proc_dir >= 0 {
         crate::agentfd::release(cfg.proc_dir);

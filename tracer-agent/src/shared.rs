@@ -9,6 +9,8 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use scalpel_format::format::shared_loss;
+
 use crate::sys;
 
 /// Number of sequence slots (power of two).
@@ -60,7 +62,12 @@ impl StreamSlot {
 pub(crate) struct Table {
     seq: [SeqSlot; SEQ_SLOTS],
     streams: [StreamSlot; STREAM_SLOTS],
+    /// Losses no thread file can hold (indices in `format::shared_loss`).
+    losses: [AtomicU64; shared_loss::COUNT],
 }
+
+// The readers find the loss counters where the format says they are.
+const _: () = assert!(core::mem::offset_of!(Table, losses) as u64 == shared_loss::OFFSET);
 
 /// Size of the shared file.
 pub(crate) const TABLE_SIZE: usize = core::mem::size_of::<Table>();
@@ -106,6 +113,14 @@ fn mix(kind: u8, key: u64) -> u64 {
 }
 
 impl Table {
+    /// Counts one loss of kind `which` (a `format::shared_loss` index).
+    #[inline]
+    pub(crate) fn count_loss(&self, which: usize) {
+        if let Some(c) = self.losses.get(which) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Takes the next sequence number of an object. Numbers start at 1.
     #[inline]
     pub(crate) fn next_seq(&self, kind: u8, key: u64) -> u64 {

@@ -160,6 +160,7 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
     );
     let tid = sys::gettid();
     let Some(file) = File::create(cfg, tid, global::next_thread_index()) else {
+        global::table(cfg).count_loss(scalpel_format::format::shared_loss::THREADS_WITHOUT_FILE);
         sys::munmap(mem.cast(), core::mem::size_of::<ThreadState>());
         t.state.set(DEAD);
         return None;

@@ -32,7 +32,7 @@ use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::{
     Edge, EdgeKind, External, ExternalRole, Graph, NodeId, ObjId, ThreadId,
 };
-use scalpel_model::read::{read_dir_with, ReadError};
+use scalpel_model::read::{read_dir_with, ReadError, RecordingLosses};
 
 use crate::symbols::ModuleWarning;
 
@@ -95,6 +95,14 @@ pub enum GraphWarning {
     /// A module whose frames cannot be symbolized.
     #[error(transparent)]
     Module(ModuleWarning),
+    /// Threads or processes the agent could not give a file: their events are missing.
+    #[error("{}: the recording lost {losses}", .path.display())]
+    Unrecorded {
+        /// The trace directory (its `shared.tbl` counts them).
+        path: PathBuf,
+        /// What was lost.
+        losses: RecordingLosses,
+    },
 }
 
 /// Warnings one per line, indented.
@@ -124,6 +132,12 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         .into_iter()
         .map(GraphWarning::Read)
         .collect();
+    if trace.losses.any() {
+        warnings.push(GraphWarning::Unrecorded {
+            path: trace.path.clone(),
+            losses: trace.losses,
+        });
+    }
     for (_, f) in trace.files() {
         if f.lost_events() > 0 {
             warnings.push(GraphWarning::Lost {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use scalpel_model::format::FileKind;
-use scalpel_model::read::TraceDir;
+use scalpel_model::read::{RecordingLosses, TraceDir};
 
 use crate::views::units::bytes;
 
@@ -39,6 +39,8 @@ pub struct Summary {
     pub stack_mismatched: u64,
     /// Events carrying their thread's CPU time (`--cpu-time`).
     pub cpu_events: u64,
+    /// What no thread file holds: threads and processes the agent could not give a file.
+    pub unrecorded: RecordingLosses,
 }
 
 impl Summary {
@@ -48,6 +50,7 @@ impl Summary {
             dir: trace.path.clone(),
             processes: trace.processes.len(),
             warnings: trace.all_warnings().count(),
+            unrecorded: trace.losses,
             ..Summary::default()
         };
         for (_, f) in trace.files() {
@@ -82,6 +85,9 @@ impl fmt::Display for Summary {
             bytes(self.disk_bytes as f64)
         )?;
         writeln!(f, "lost:       {} (dropped {})", self.lost, self.dropped)?;
+        if self.unrecorded.any() {
+            writeln!(f, "unrecorded: {}", self.unrecorded)?;
+        }
         writeln!(
             f,
             "stacks:     {} events with stacks, {} distinct per thread",

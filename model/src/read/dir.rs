@@ -12,7 +12,7 @@ use super::file::{read_file, read_file_streaming};
 use super::filetrace::{FileSink, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
-use crate::format::{FileKind, PROCESS_FILE, TRACE_EXT};
+use crate::format::{shared_loss, FileKind, PROCESS_FILE, SHARED_TABLE, TRACE_EXT};
 
 /// One process incarnation (`<pid>.<n>/`).
 #[derive(Debug)]
@@ -55,6 +55,57 @@ pub struct TraceDir {
     pub processes: Vec<ProcessTrace>,
     /// Files that could not be read at all, and directories that could not be listed.
     pub warnings: Vec<ReadError>,
+    /// What the recording lost outside any thread file (from `shared.tbl`).
+    pub losses: RecordingLosses,
+}
+
+/// Losses no thread file holds, counted by the agent in `shared.tbl` (zero when the file is
+/// missing or too short to hold them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordingLosses {
+    /// Threads that could not get a trace file: their events are missing altogether.
+    pub threads_without_file: u64,
+    /// Processes that could not get a process directory: nothing of them was recorded.
+    pub processes_without_dir: u64,
+}
+
+impl RecordingLosses {
+    /// Reads the counters from the `shared.tbl` in `dir`.
+    fn read(dir: &Path) -> RecordingLosses {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut buf = [0u8; 8 * shared_loss::COUNT];
+        let got = fs::File::open(dir.join(SHARED_TABLE)).and_then(|mut f| {
+            f.seek(SeekFrom::Start(shared_loss::OFFSET))?;
+            f.read_exact(&mut buf)
+        });
+        if got.is_err() {
+            return RecordingLosses::default();
+        }
+        let at = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&buf[8 * i..8 * i + 8]);
+            u64::from_le_bytes(b)
+        };
+        RecordingLosses {
+            threads_without_file: at(shared_loss::THREADS_WITHOUT_FILE),
+            processes_without_dir: at(shared_loss::PROCESSES_WITHOUT_DIR),
+        }
+    }
+
+    /// Whether anything was lost.
+    pub fn any(&self) -> bool {
+        self.threads_without_file > 0 || self.processes_without_dir > 0
+    }
+}
+
+impl std::fmt::Display for RecordingLosses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} thread(s) without a trace file, {} process(es) without a directory",
+            self.threads_without_file, self.processes_without_dir
+        )
+    }
 }
 
 /// An event with the file and process it comes from.
@@ -335,6 +386,7 @@ fn read_dir_inner<S: FileSink>(
         path: path.to_path_buf(),
         processes,
         warnings,
+        losses: RecordingLosses::read(path),
     };
     Ok((dir, sinks))
 }

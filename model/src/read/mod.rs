@@ -16,7 +16,9 @@ mod maps;
 mod types;
 
 pub use clock::Clock;
-pub use dir::{read_dir, read_dir_with, EventRef, ProcessSinks, ProcessTrace, TraceDir};
+pub use dir::{
+    read_dir, read_dir_with, EventRef, ProcessSinks, ProcessTrace, RecordingLosses, TraceDir,
+};
 pub use error::ReadError;
 pub use file::{decode_file, read_file, read_file_streaming};
 pub use filetrace::{FileSink, FileTrace};

@@ -111,7 +111,19 @@ pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
         title: l.from.display().to_string(),
     };
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if a.output.is_some() {
+            // A path the user gave is written where it says, or not at all: a typo in it must
+            // not leave a tree of new directories behind.
+            anyhow::ensure!(
+                dir.is_dir(),
+                "cannot write {}: the directory {} does not exist",
+                out.display(),
+                dir.display()
+            );
+        } else {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
     }
     let file =
         std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;

@@ -253,3 +253,60 @@ fn top_and_report_refuse_a_graph_whose_indices_name_nothing() {
         "{err}"
     );
 }
+
+/// Refusals that say what is wrong: an empty command, filters that keep nothing, and a report
+/// path whose directory does not exist (which used to be created, typo and all).
+#[test]
+fn empty_commands_empty_filters_and_missing_directories_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = fake_agent(tmp.path());
+    let out = scalpel(
+        &[
+            "record",
+            "-o",
+            tmp.path().join("r").to_str().unwrap(),
+            "--",
+            "",
+        ],
+        Some(&agent),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("the command is empty"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let trace = tmp.path().join("trace");
+    fs::create_dir(&trace).unwrap();
+    common::build(&trace);
+    let out_dir = tmp.path().join("out");
+    let t = trace.to_str().unwrap();
+    let o = out_dir.to_str().unwrap();
+    let out = scalpel(&["infer", t, "-o", o, "--include", "pid:99999"], None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("the filters keep none of its"), "{err}");
+    assert!(
+        !out_dir.join("model.json").exists(),
+        "no empty model is written"
+    );
+    let out = scalpel(
+        &["top", t, "--exclude", "pid:100", "--exclude", "pid:200"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("the filters keep none of its"));
+
+    let out = scalpel(&["infer", t, "-o", o], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let missing = tmp.path().join("no/such/dir/r.html");
+    let out = scalpel(&["report", o, "-o", missing.to_str().unwrap()], None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the directory") && err.contains("no/such/dir does not exist"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("no").exists(), "no directory was made");
+}

@@ -75,6 +75,18 @@ pub enum GraphError {
         /// Each loss, naming its file and offset.
         problems: Vec<GraphWarning>,
     },
+    /// The filters (`--include`, `--exclude`) kept none of the trace's leaves.
+    #[error(
+        "{}: the filters keep none of its {leaves} leaf tasks (check the pid, tid, name or time \
+         range given to --include and --exclude against `scalpel summary`)",
+        .dir.display()
+    )]
+    NothingKept {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Leaves before filtering.
+        leaves: usize,
+    },
 }
 
 /// Data the graph stage had to do without: each names its file (and offset, if any). What is
@@ -170,7 +182,14 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let (locks, waits) = locks::contention(asm.locks, asm.lock_aggs);
     graph.locks = locks;
     graph.lock_waits = waits;
+    let before = graph.leaves.len();
     let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
+    if before > 0 && graph.leaves.is_empty() {
+        return Err(GraphError::NothingKept {
+            dir: dir.to_path_buf(),
+            leaves: before,
+        });
+    }
     finish_edges(&mut graph, edges, ext, &asm.obj_kinds);
     Ok(Built {
         graph,

@@ -56,6 +56,9 @@ pub enum RecordError {
     /// No command to run.
     #[error("no command given (usage: scalpel record [-o DIR] -- CMD ARGS...)")]
     NoCommand,
+    /// The command is the empty string.
+    #[error("the command is empty (usage: scalpel record [-o DIR] -- CMD ARGS...)")]
+    EmptyCommand,
     /// The directory holds something and `force` is off.
     #[error("{}: trace directory is not empty (use --force to replace its contents)", .0.display())]
     NotEmpty(PathBuf),
@@ -286,6 +289,9 @@ pub struct Recording {
 /// executable's directory.
 pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let (cmd, args) = opts.command.split_first().ok_or(RecordError::NoCommand)?;
+    if cmd.is_empty() {
+        return Err(RecordError::EmptyCommand);
+    }
     let exe = std::env::current_exe().ok();
     let agent = find_agent(std::env::var_os(ENV_AGENT).as_deref(), exe.as_deref())?;
     // A command that cannot start must not cost the user the previous trace.

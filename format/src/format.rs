@@ -172,79 +172,72 @@ pub mod field2 {
     pub const CPU: u8 = 1 << 0;
 }
 
-/// Kinds of objects named by OBJECT records (the record holds [`ObjKind::code`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum ObjKind {
-    /// `pthread_mutex_t` address.
-    Mutex = 1,
-    /// `pthread_cond_t` address.
-    Cond = 2,
-    /// `pthread_rwlock_t` address.
-    Rwlock = 3,
-    /// `sem_t` address.
-    Sem = 4,
-    /// futex word address.
-    Futex = 5,
-    /// One direction of a byte channel; identity: see [`ChanKind`].
-    Stream = 6,
-    /// A listening endpoint that connects and accepts meet at; identity: channel kind + address.
-    Endpoint = 7,
-    /// A thread handle (`pthread_t`).
-    Thread = 8,
-    /// A spawn (thread creation or fork) joining parent and child.
-    Spawn = 9,
-    /// An epoll instance.
-    Epoll = 10,
+/// A kind byte of the format as an enum: each variant with its code and name, `ALL` in code
+/// order, `code`, `from_code` (unknown codes are `None`: readers keep them as numbers) and `name`.
+macro_rules! kinds {
+    ($(#[$doc:meta])* $kind:ident { $( $(#[$vdoc:meta])* $v:ident = $code:literal, $name:literal; )* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum $kind { $( $(#[$vdoc])* $v = $code, )* }
+
+        impl $kind {
+            /// Every kind, by code.
+            pub const ALL: &'static [$kind] = &[$($kind::$v,)*];
+
+            /// The byte the format holds for this kind.
+            #[inline]
+            pub const fn code(self) -> u8 {
+                self as u8
+            }
+
+            /// The kind a byte names, if this version knows it.
+            #[inline]
+            pub const fn from_code(code: u8) -> Option<$kind> {
+                match code {
+                    $($code => Some($kind::$v),)*
+                    _ => None,
+                }
+            }
+
+            /// Its name (`mutex`, `tcp` …).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($kind::$v => $name,)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    /// Kinds of objects named by OBJECT records (the record holds [`ObjKind::code`]).
+    ObjKind {
+        /// `pthread_mutex_t` address.
+        Mutex = 1, "mutex";
+        /// `pthread_cond_t` address.
+        Cond = 2, "cond";
+        /// `pthread_rwlock_t` address.
+        Rwlock = 3, "rwlock";
+        /// `sem_t` address.
+        Sem = 4, "sem";
+        /// futex word address.
+        Futex = 5, "futex";
+        /// One direction of a byte channel; identity: see [`ChanKind`].
+        Stream = 6, "stream";
+        /// A listening endpoint that connects and accepts meet at; identity: channel kind +
+        /// address.
+        Endpoint = 7, "endpoint";
+        /// A thread handle (`pthread_t`).
+        Thread = 8, "thread";
+        /// A spawn (thread creation or fork) joining parent and child.
+        Spawn = 9, "spawn";
+        /// An epoll instance.
+        Epoll = 10, "epoll";
+    }
 }
 
 impl ObjKind {
-    /// Every kind, by code.
-    pub const ALL: [ObjKind; 10] = [
-        ObjKind::Mutex,
-        ObjKind::Cond,
-        ObjKind::Rwlock,
-        ObjKind::Sem,
-        ObjKind::Futex,
-        ObjKind::Stream,
-        ObjKind::Endpoint,
-        ObjKind::Thread,
-        ObjKind::Spawn,
-        ObjKind::Epoll,
-    ];
-
-    /// The byte a record holds for this kind.
-    #[inline]
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The kind a record's byte names, if this version knows it.
-    #[inline]
-    pub const fn from_code(code: u8) -> Option<ObjKind> {
-        if code >= 1 && code as usize <= Self::ALL.len() {
-            Some(Self::ALL[code as usize - 1])
-        } else {
-            None
-        }
-    }
-
-    /// Its name (`mutex`, `stream` …).
-    pub const fn name(self) -> &'static str {
-        match self {
-            ObjKind::Mutex => "mutex",
-            ObjKind::Cond => "cond",
-            ObjKind::Rwlock => "rwlock",
-            ObjKind::Sem => "sem",
-            ObjKind::Futex => "futex",
-            ObjKind::Stream => "stream",
-            ObjKind::Endpoint => "endpoint",
-            ObjKind::Thread => "thread",
-            ObjKind::Spawn => "spawn",
-            ObjKind::Epoll => "epoll",
-        }
-    }
-
     /// Whether objects of this kind belong to one process unless their identity says otherwise:
     /// pthread objects and futex words are named by address, and processes forked from one
     /// parent have the same addresses for different objects.
@@ -267,70 +260,26 @@ impl ObjKind {
 /// process's: another process's object at the same address is a different object.
 pub const SHARED_IDENTITY: u8 = 1;
 
-/// Channel kinds used in STREAM and ENDPOINT identities (the identity holds
-/// [`ChanKind::code`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum ChanKind {
-    /// Unknown or unsupported descriptor.
-    Other = 0,
-    /// TCP over IPv4 or IPv6.
-    Tcp = 1,
-    /// UDP over IPv4 or IPv6.
-    Udp = 2,
-    /// Unix domain socket.
-    Unix = 3,
-    /// Pipe or FIFO.
-    Pipe = 4,
-    /// eventfd.
-    Eventfd = 5,
-    /// Regular file.
-    File = 6,
-    /// Terminal or character device.
-    Char = 7,
-}
-
-impl ChanKind {
-    /// Every kind, by code.
-    pub const ALL: [ChanKind; 8] = [
-        ChanKind::Other,
-        ChanKind::Tcp,
-        ChanKind::Udp,
-        ChanKind::Unix,
-        ChanKind::Pipe,
-        ChanKind::Eventfd,
-        ChanKind::File,
-        ChanKind::Char,
-    ];
-
-    /// The byte an identity holds for this kind.
-    #[inline]
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// The kind an identity's byte names, if this version knows it.
-    #[inline]
-    pub const fn from_code(code: u8) -> Option<ChanKind> {
-        if (code as usize) < Self::ALL.len() {
-            Some(Self::ALL[code as usize])
-        } else {
-            None
-        }
-    }
-
-    /// Its name (`tcp`, `pipe` …).
-    pub const fn name(self) -> &'static str {
-        match self {
-            ChanKind::Other => "other",
-            ChanKind::Tcp => "tcp",
-            ChanKind::Udp => "udp",
-            ChanKind::Unix => "unix",
-            ChanKind::Pipe => "pipe",
-            ChanKind::Eventfd => "eventfd",
-            ChanKind::File => "file",
-            ChanKind::Char => "char",
-        }
+kinds! {
+    /// Channel kinds used in STREAM and ENDPOINT identities (the identity holds
+    /// [`ChanKind::code`]).
+    ChanKind {
+        /// Unknown or unsupported descriptor.
+        Other = 0, "other";
+        /// TCP over IPv4 or IPv6.
+        Tcp = 1, "tcp";
+        /// UDP over IPv4 or IPv6.
+        Udp = 2, "udp";
+        /// Unix domain socket.
+        Unix = 3, "unix";
+        /// Pipe or FIFO.
+        Pipe = 4, "pipe";
+        /// eventfd.
+        Eventfd = 5, "eventfd";
+        /// Regular file.
+        File = 6, "file";
+        /// Terminal or character device.
+        Char = 7, "char";
     }
 }
 
@@ -605,10 +554,10 @@ mod kind_tests {
 
     #[test]
     fn kinds_round_trip_through_their_codes() {
-        for k in ObjKind::ALL {
+        for &k in ObjKind::ALL {
             assert_eq!(ObjKind::from_code(k.code()), Some(k));
         }
-        for k in ChanKind::ALL {
+        for &k in ChanKind::ALL {
             assert_eq!(ChanKind::from_code(k.code()), Some(k));
         }
         assert_eq!(ObjKind::from_code(0), None);

@@ -42,6 +42,19 @@ fn a_shared_table_planted_as_a_link_is_not_followed() {
     );
 }
 
+/// Runs `scalpel record -o dir -- true`, which must fail; returns what it said.
+fn refused_record(dir: &std::path::Path) -> String {
+    let out = Command::new(scalpel())
+        .args(["record", "-o"])
+        .arg(dir)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    err
+}
+
 /// `record -o DIR` refuses a directory other users can write (they could plant links in it or
 /// remove the trace), naming it and its mode.
 #[test]
@@ -50,14 +63,7 @@ fn record_refuses_a_directory_others_can_write() {
     let dir = tmp.path().join("open");
     fs::create_dir(&dir).unwrap();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
-    let out = Command::new(scalpel())
-        .args(["record", "-o"])
-        .arg(&dir)
-        .args(["--", "true"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let err = refused_record(&dir);
     assert!(
         err.contains(&dir.display().to_string())
             && err.contains("other users can write here (mode 777"),
@@ -83,14 +89,7 @@ fn record_refuses_a_directory_another_user_owns() {
     fs::create_dir(&dir).unwrap();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
     std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-    let out = Command::new(scalpel())
-        .args(["record", "-o"])
-        .arg(&dir)
-        .args(["--", "true"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let err = refused_record(&dir);
     assert!(
         err.contains("owned by uid 65534, not by you (uid 0)"),
         "{err}"

@@ -105,9 +105,9 @@ pub(super) fn connections(bounds: &[Bound], out: &mut GroupOut) {
                 accepted.insert(b.x, ());
                 out.edge(from, b.leaf, EdgeKind::Connect, b.obj);
             }
-            // An accept whose object no record defines has no channel to stand for.
-            None if b.obj != NO_OBJ => out.external.push((b.leaf, true, b.obj)),
-            None => {}
+            // (An accept whose object no record defines is dropped with the other externals
+            // that name no object, in `finish_edges`.)
+            None => out.external.push((b.leaf, true, b.obj)),
         }
     }
     for b in bounds.iter().filter(|b| is(b, &[Op::Connect])) {

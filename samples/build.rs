@@ -6,6 +6,7 @@ fn main() {
         ("lowlock", &["c/lowlock.c", "c/truth.c"][..]),
         ("handoff", &["c/handoff.c", "c/truth.c"][..]),
         ("tasks", &["c/tasks.c", "c/truth.c"][..]),
+        ("wakeups", &["c/wakeups.c", "c/truth.c"][..]),
     ] {
         for f in files {
             println!("cargo:rerun-if-changed={f}");

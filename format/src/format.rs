@@ -138,6 +138,24 @@ pub mod rec {
     pub const OBJECT_RESET: u8 = 9;
     /// The executable path (full length).
     pub const EXE: u8 = 10;
+    /// What the readiness wait just before it (epoll, poll, select) reported ready for input:
+    /// `form:u8` (see [`super::ready`]), `reported:varint` (how many descriptors the call found
+    /// ready for input), `listed:varint`, then `listed` varint values (at most
+    /// [`super::ready::MAX_LISTED`]). It follows its event directly; a reader that finds it after
+    /// anything else ignores it.
+    pub const READY: u8 = 11;
+}
+
+/// The forms of a READY record's values.
+pub mod ready {
+    /// epoll: the user data (`epoll_event.data.u64`) of each event; the EPOLL_CTL event that
+    /// registered the same data on the same instance says which descriptor it stands for.
+    pub const EPOLL_DATA: u8 = 1;
+    /// poll and select: the key of each ready descriptor's incoming stream (the STREAM object
+    /// key its reads use); descriptors with no stream are left out.
+    pub const STREAM_KEYS: u8 = 2;
+    /// The most values one record lists; the rest are only counted in `reported`.
+    pub const MAX_LISTED: usize = 8;
 }
 
 /// Optional event fields, present when their bit is set in the event's field mask, encoded in
@@ -449,6 +467,10 @@ ops! {
     Socket = 91, "socket", None;
     /// `epoll_create` / `epoll_create1` (result = fd).
     EpollCreate = 92, "epoll_create", None;
+    /// `epoll_ctl` that added or changed a registration (obj = the target's incoming stream,
+    /// fd = target, aux = the epoll instance's key, aux2 = the user data it registered). Lets a
+    /// reader map the user data a wait reports (READY record) back to a descriptor.
+    EpollCtl = 93, "epoll_ctl", None;
     /// `pthread_create` (obj = spawn, result = error number, aux = new `pthread_t`).
     ThreadCreate = 100, "thread_create", Release;
     /// First event of a thread started by `pthread_create` (obj = spawn, aux = own `pthread_t`,
@@ -468,6 +490,18 @@ ops! {
     Exec = 106, "exec", None;
     /// A sleep (`nanosleep`, `clock_nanosleep`, `usleep`, `sleep`); aux = requested ns.
     Sleep = 110, "sleep", None;
+    /// `fsync` (fd, obj = the file's stream when known).
+    Fsync = 111, "fsync", None;
+    /// `fdatasync`.
+    Fdatasync = 112, "fdatasync", None;
+    /// `sync_file_range` (aux = flags).
+    SyncFileRange = 113, "sync_file_range", None;
+    /// `msync` (aux = flags).
+    Msync = 114, "msync", None;
+    /// `syncfs`.
+    Syncfs = 115, "syncfs", None;
+    /// `sync`.
+    Sync = 116, "sync", None;
     /// Reserved: the agent does not interpose `dlopen` (glibc resolves `$ORIGIN` from its
     /// caller); module changes appear as MAPS records instead.
     Dlopen = 120, "dlopen", None;

@@ -46,6 +46,9 @@ pub enum EdgeKind {
     Stream,
     /// An eventfd write to the read that collected it.
     Eventfd,
+    /// A write that nobody read to the readiness wait (epoll, poll, select) that reported its
+    /// descriptor: an eventfd or pipe used only to wake an event loop.
+    Ready,
     /// `connect` to the `accept` that took the connection.
     Connect,
     /// A connection accepted by one thread to the leaf of another thread that used it first:
@@ -69,6 +72,7 @@ impl EdgeKind {
         EdgeKind::Futex,
         EdgeKind::Stream,
         EdgeKind::Eventfd,
+        EdgeKind::Ready,
         EdgeKind::Connect,
         EdgeKind::Handoff,
         EdgeKind::Create,
@@ -86,6 +90,7 @@ impl EdgeKind {
             EdgeKind::Futex => "futex",
             EdgeKind::Stream => "stream",
             EdgeKind::Eventfd => "eventfd",
+            EdgeKind::Ready => "ready",
             EdgeKind::Connect => "connect",
             EdgeKind::Handoff => "handoff",
             EdgeKind::Create => "create",

@@ -177,6 +177,7 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
                     stack: r.stack,
                     cpu_ns,
                     file_offset: 0,
+                    ready: None,
                 });
             }
             Step::Object(o) => {

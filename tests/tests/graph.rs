@@ -485,3 +485,38 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
         assert_eq!(n, 1, "one shared {kind} object");
     }
 }
+
+/// The hand-offs no read names (the wakeups sample): an eventfd completion that edge-triggered
+/// epoll reports and nobody reads reaches the event loop's wait, exactly, and no eventfd write
+/// is left to an external sink.
+#[test]
+fn readiness_edges_match_the_truth_exactly() {
+    let truth_path =
+        std::env::temp_dir().join(format!("scalpel-wakeups-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&truth_path);
+    let run = record_with(&own_bin("wakeups"), &["--items", "300"], |c| {
+        c.env("SCALPEL_TRUTH", &truth_path);
+    })
+    .success();
+    let truth = truth_of(&truth_path);
+    let _ = std::fs::remove_file(&truth_path);
+    let out = run.tmp.path().join("graph-score");
+    let o = infer(&run.dir, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    let namer = Namer::new(&run.dir);
+    let t = &truth.edges["ready"];
+    assert_eq!(t.len(), 300);
+    let (p, r, found, n) = score(&g, &namer, EdgeKind::Ready, t);
+    assert!(
+        p == 1.0 && r == 1.0,
+        "ready edges: precision {p:.3} recall {r:.3} ({found} found, {n} true)"
+    );
+    assert!(g.externals.is_empty(), "{:?}", g.externals);
+    for e in &g.edges {
+        if let Some(o) = e.obj {
+            let kind = &g.objects[o.get() as usize].kind;
+            assert!(kind != "mutex", "an edge through a mutex: {e:?}");
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! What a hook reports: one event, and the object it refers to with the identity written when
 //! the object is first seen in a file. Recording them is `tstate`'s part.
 
-use scalpel_format::format::{ObjKind, Op};
+use scalpel_format::format::{ready, ObjKind, Op};
+use scalpel_format::wire::Enc;
 
 /// An object an event refers to, with the identity written when it is first seen in a file.
 #[derive(Clone, Copy)]
@@ -53,6 +54,61 @@ pub(crate) struct Ev<'a> {
     pub aux: Option<u64>,
     /// Second auxiliary value.
     pub aux2: Option<u64>,
+    /// What a readiness wait reported (written as a READY record after the event).
+    pub ready: Option<&'a Ready>,
+}
+
+/// The descriptors a readiness wait reported ready for input: the first
+/// [`ready::MAX_LISTED`] values, and how many there were in all.
+pub(crate) struct Ready {
+    form: u8,
+    reported: u32,
+    listed: usize,
+    values: [u64; ready::MAX_LISTED],
+}
+
+/// Room for a READY payload: form, two counts, and the listed varints.
+pub(crate) const READY_BYTES: usize = 1 + 5 + 1 + 10 * ready::MAX_LISTED;
+
+impl Ready {
+    /// An empty list of values of `form` (a [`ready`] constant).
+    #[inline]
+    pub(crate) fn new(form: u8) -> Self {
+        Ready {
+            form,
+            reported: 0,
+            listed: 0,
+            values: [0; ready::MAX_LISTED],
+        }
+    }
+
+    /// Adds one ready descriptor's value; past the bound it is only counted.
+    #[inline]
+    pub(crate) fn push(&mut self, v: u64) {
+        if let Some(slot) = self.values.get_mut(self.listed) {
+            *slot = v;
+            self.listed += 1;
+        }
+        self.reported = self.reported.saturating_add(1);
+    }
+
+    /// Whether anything was reported.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.reported == 0
+    }
+
+    /// Encodes the READY payload into `buf`; returns its length.
+    pub(crate) fn encode(&self, buf: &mut [u8; READY_BYTES]) -> usize {
+        let mut e = Enc::new(buf);
+        e.u8(self.form);
+        e.varint(u64::from(self.reported));
+        e.varint(self.listed as u64);
+        for &v in self.values.iter().take(self.listed) {
+            e.varint(v);
+        }
+        e.len()
+    }
 }
 
 impl<'a> Ev<'a> {
@@ -69,6 +125,7 @@ impl<'a> Ev<'a> {
             offset: None,
             aux: None,
             aux2: None,
+            ready: None,
         }
     }
 }

@@ -274,6 +274,12 @@ impl ThreadState {
         }
         // The reader sums deltas, so the bases move only when the event is really written.
         if self.file.event(&raw) {
+            if let Some(r) = ev.ready.filter(|r| !r.is_empty()) {
+                let mut buf = [0u8; crate::event::READY_BYTES];
+                let n = r.encode(&mut buf);
+                // A list that does not fit is lost alone: its event is already written.
+                self.file.record(rec::READY, &buf[..n], &[]);
+            }
             self.last_ticks = self.last_ticks.max(ev.t0);
             if let Some(c) = cpu {
                 self.last_cpu = self.last_cpu.max(c);

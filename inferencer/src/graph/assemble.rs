@@ -12,6 +12,7 @@ use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
 use super::event::{ObjName, NO_OBJ};
 use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
+use super::ready::{Ctl, ReadyWait};
 use super::sink::ThreadSink;
 use super::types::TypeTable;
 use super::weak::WeakOrder;
@@ -36,6 +37,12 @@ pub(super) struct Assembled {
     pub obj_channel: Vec<u64>,
     /// Symbolization warnings.
     pub warnings: Vec<ModuleWarning>,
+    /// Readiness waits (global leaves).
+    pub ready: Vec<ReadyWait>,
+    /// `epoll_ctl` registrations (global objects, nanoseconds).
+    pub ctls: Vec<Ctl>,
+    /// Stream key → global object, for the stream keys poll and select report.
+    pub stream_by_key: AHashMap<u64, u32>,
 }
 
 /// Assembles the per-thread results of [`super::sink::ThreadSink`] in directory order.
@@ -71,6 +78,9 @@ pub(super) fn assemble(
         for k in &mut out.locks {
             k.dur = clock.dur_ns(k.dur);
         }
+        for c in &mut out.ctls {
+            c.at = clock.ns(c.at);
+        }
         for (_, a) in &mut out.lock_aggs {
             a.wait = clock.dur_ns(a.wait);
             a.max = clock.dur_ns(a.max);
@@ -101,6 +111,9 @@ pub(super) fn assemble(
     let mut obj_index: AHashMap<ObjName, u32> = AHashMap::new();
     let mut obj_kinds = Vec::new();
     let mut obj_channel = Vec::new();
+    let mut stream_by_key = AHashMap::new();
+    let mut ready = Vec::new();
+    let mut ctls = Vec::new();
     let mut table = TypeTable::new(skip);
     let mut bounds = Vec::new();
     let mut locks = Vec::new();
@@ -133,6 +146,9 @@ pub(super) fn assemble(
                         key: o.key,
                         desc,
                     });
+                    if o.kind == ObjKind::Stream.code() {
+                        stream_by_key.insert(o.key, next);
+                    }
                     obj_kinds.push((o.kind, o.chan));
                     obj_channel.push(o.channel);
                     next
@@ -182,6 +198,14 @@ pub(super) fn assemble(
             ..*k
         }));
         lock_aggs.extend(out.lock_aggs.iter().map(|&(o, a)| (global(o), a)));
+        ready.extend(out.ready.drain(..).map(|w| ReadyWait {
+            leaf: w.leaf + base,
+            ..w
+        }));
+        ctls.extend(out.ctls.iter().map(|c| Ctl {
+            obj: global(c.obj),
+            ..*c
+        }));
         let sites = table.thread_sites(p, file, out.inner.iter().map(|w| w.stack));
         graph
             .inner_waits
@@ -210,5 +234,8 @@ pub(super) fn assemble(
         obj_kinds,
         obj_channel,
         warnings: table.warnings().to_vec(),
+        ready,
+        ctls,
+        stream_by_key,
     }
 }

@@ -11,9 +11,10 @@
 use ahash::AHashMap;
 use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, ThreadId};
-use scalpel_model::read::FileTrace;
+use scalpel_model::read::{FileTrace, Ready};
 
 use super::event::{reads_bytes, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
+use super::ready::{Ctl, ReadyWait};
 use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
@@ -201,6 +202,10 @@ pub(super) struct ThreadOut {
     pub cpu: Vec<Option<u64>>,
     /// The leaves that moved file or terminal bytes, in leaf order (`leaf` local).
     pub files: Vec<LeafFile>,
+    /// Readiness waits that reported descriptors, with their lists.
+    pub ready: Vec<ReadyWait>,
+    /// `epoll_ctl` registrations.
+    pub ctls: Vec<Ctl>,
     /// Leaf types in order of first use.
     pub types: Vec<LocalType>,
     /// The file's objects.
@@ -435,6 +440,24 @@ impl Cutter {
         if e.cpu.is_some() {
             self.cpu_last = e.cpu;
         }
+    }
+
+    /// What the readiness wait just fed reported, on epoll instance `epoll` (0: poll, select).
+    pub(super) fn ready(&mut self, r: &Ready, epoll: u64) {
+        // The wait cut the thread: the open leaf is the one it started.
+        if self.cur.is_some() && !r.values.is_empty() {
+            self.out.ready.push(ReadyWait {
+                leaf: self.out.leaves.len() as u32,
+                epoll,
+                form: r.form,
+                values: r.values.clone().into_boxed_slice(),
+            });
+        }
+    }
+
+    /// An `epoll_ctl` registration.
+    pub(super) fn ctl(&mut self, c: Ctl) {
+        self.out.ctls.push(c);
     }
 
     /// Keeps a call inside the open leaf that took long enough to be worth explaining.

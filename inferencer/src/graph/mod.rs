@@ -17,6 +17,7 @@ mod futexlocks;
 mod leaves;
 mod locks;
 mod notify;
+mod ready;
 mod retype;
 mod sink;
 mod streamorder;
@@ -172,8 +173,14 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
     let mut graph = asm.graph;
-    let (mut edges, ext) =
-        notification_edges(asm.bounds, &asm.obj_kinds, &asm.obj_channel, &mut graph);
+    let reports = ready::reports(&asm.ready, asm.ctls, &asm.stream_by_key, &graph, NO_OBJ);
+    let (mut edges, ext) = notification_edges(
+        asm.bounds,
+        &asm.obj_kinds,
+        &asm.obj_channel,
+        &reports,
+        &mut graph,
+    );
     drop_stolen_wakeups(&graph, &mut edges);
     let weak = handoff_weak(&graph, &edges, asm.weak);
     program_edges(&graph, &weak, &mut edges);
@@ -206,6 +213,7 @@ fn notification_edges(
     mut bounds: Vec<Bound>,
     kinds: &[(u8, Option<u8>)],
     channels: &[u64],
+    reports: &ready::Reports,
     graph: &mut Graph,
 ) -> (Vec<Edge>, Vec<ExtEdge>) {
     let mut conns = GroupOut::default();
@@ -229,9 +237,9 @@ fn notification_edges(
                 (Some(ObjKind::Thread), _) => notify::join(g, o, &mut out),
                 (Some(ObjKind::Spawn), _) => notify::spawn(g, o, &mut out),
                 (Some(ObjKind::Stream), Some(ChanKind::Eventfd)) => {
-                    streams::eventfd(g, o, &mut out)
+                    streams::eventfd(g, o, leaves, reports, &mut out)
                 }
-                (Some(ObjKind::Stream), _) => streams::stream(g, o, leaves, &mut out),
+                (Some(ObjKind::Stream), _) => streams::stream(g, o, leaves, reports, &mut out),
                 _ => {}
             }
             out

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
-use scalpel_model::format::Op;
-use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef};
+use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef, Ready};
 
 use super::event::{Ev, LocalObj, ObjName, HAS_SEQ, HAS_X, NO_OBJ};
 use super::leaves::{Cutter, ThreadOut};
+use super::ready::Ctl;
 
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
 pub(super) struct ThreadSink {
@@ -22,6 +23,8 @@ pub(super) struct ThreadSink {
     lock_words: Option<Arc<AHashSet<ObjName>>>,
     /// The index of the file's process, which names its process-scoped objects.
     process: usize,
+    /// The object of the last event (for the READY record that may follow it).
+    last_obj: u32,
     /// Events seen.
     pub events: u64,
     /// The result, once the file is finished.
@@ -58,6 +61,7 @@ impl ThreadSink {
             cut: Cutter::new(lock_cuts),
             lock_words: None,
             process: 0,
+            last_obj: NO_OBJ,
             events: 0,
             out: None,
         }
@@ -157,6 +161,17 @@ impl FileSink for ThreadSink {
             flags,
             cpu: e.cpu_ns,
         };
+        if e.op == Some(Op::EpollCtl) {
+            if let (Some(epoll), Some(data)) = (e.aux, e.aux2) {
+                self.cut.ctl(Ctl {
+                    at: e.ticks,
+                    epoll,
+                    data,
+                    obj,
+                });
+            }
+        }
+        self.last_obj = obj;
         let o = self.objs.get(obj as usize);
         // Only futex calls can be lock traffic; other events skip the lookup.
         let futex = matches!(e.op, Some(Op::FutexWait | Op::FutexWake));
@@ -165,6 +180,15 @@ impl FileSink for ThreadSink {
             _ => false,
         };
         self.cut.feed(&ev, o, lock_word);
+    }
+
+    fn ready(&mut self, r: &Ready) {
+        // epoll names its instance as the wait's object; poll and select have none.
+        let epoll = match self.objs.get(self.last_obj as usize) {
+            Some(o) if o.kind == ObjKind::Epoll.code() => o.key,
+            _ => 0,
+        };
+        self.cut.ready(r, epoll);
     }
 
     fn finish(&mut self, file: &FileTrace) {

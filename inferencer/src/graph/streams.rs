@@ -9,6 +9,10 @@
 //! connection's key; an accept of an untraced client comes from the listening endpoint's
 //! external source. A connection that one thread accepts and another thread uses first was
 //! handed over through memory: a `handoff` edge joins the two.
+//!
+//! A write that no read took goes to the first wait that reported its stream ready after the
+//! write began, when one did (a `ready` edge, see [`super::ready`]), and to the sink only if none
+//! did.
 
 use ahash::AHashMap;
 use scalpel_model::format::Op;
@@ -18,10 +22,17 @@ use super::event::reads_bytes;
 use super::event::{HAS_SEQ, HAS_X, NO_OBJ};
 use super::leaves::Bound;
 use super::notify::GroupOut;
+use super::ready::Reports;
 use super::streamorder::{self, Xfer};
 
 /// A byte channel direction. `group` holds its cuts in sequence order.
-pub(super) fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut GroupOut) {
+pub(super) fn stream(
+    group: &[Bound],
+    obj: u32,
+    leaves: &[Leaf],
+    reports: &Reports,
+    out: &mut GroupOut,
+) {
     let mut writes: Vec<Xfer> = Vec::new();
     let mut reads: Vec<Xfer> = Vec::new();
     for b in group.iter().filter(|b| b.flags & HAS_X != 0 && b.res > 0) {
@@ -53,15 +64,40 @@ pub(super) fn stream(group: &[Bound], obj: u32, leaves: &[Leaf], out: &mut Group
         }
     }
     for (w, taken) in writes.iter().zip(taken) {
-        if !taken {
+        if !taken && !reported(w.2, obj, leaves, reports, out) {
             out.external.push((w.2, false, obj));
             out.unmatched.external_bytes_out += w.1;
         }
     }
 }
 
+/// Links a write nobody read to the first wait that reported its stream after it began; false
+/// when no wait did. A thread's own later wait needs no edge (program order holds it already).
+fn reported(write: u32, obj: u32, leaves: &[Leaf], reports: &Reports, out: &mut GroupOut) -> bool {
+    let Some(w) = leaves.get(write as usize) else {
+        return false;
+    };
+    // The write's leaf ends where the write began.
+    let Some(wait) = reports.first_after(obj, w.end_ns) else {
+        return false;
+    };
+    if leaves
+        .get(wait as usize)
+        .is_some_and(|l| l.thread != w.thread)
+    {
+        out.edge(write, wait, EdgeKind::Ready, obj);
+    }
+    true
+}
+
 /// An eventfd: each read collects the writes since the previous read.
-pub(super) fn eventfd(group: &[Bound], obj: u32, out: &mut GroupOut) {
+pub(super) fn eventfd(
+    group: &[Bound],
+    obj: u32,
+    leaves: &[Leaf],
+    reports: &Reports,
+    out: &mut GroupOut,
+) {
     let mut pending: Vec<u32> = Vec::new();
     for b in group.iter().filter(|b| b.flags & HAS_SEQ != 0 && b.res > 0) {
         match Op::from_u8(b.op).and_then(reads_bytes) {
@@ -78,7 +114,9 @@ pub(super) fn eventfd(group: &[Bound], obj: u32, out: &mut GroupOut) {
         }
     }
     for from in pending {
-        out.external.push((from, false, obj));
+        if !reported(from, obj, leaves, reports, out) {
+            out.external.push((from, false, obj));
+        }
     }
 }
 

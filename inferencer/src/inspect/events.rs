@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use scalpel_model::format::Op;
-use scalpel_model::read::{Event, FileTrace, Identity, ObjectRef, ProcessTrace};
+use scalpel_model::read::{Event, FileTrace, Identity, ObjectRef, ProcessTrace, ReadyForm};
 
 use crate::views::units::seconds;
 
@@ -112,6 +112,15 @@ pub fn event_line(
     }
     if let Some(v) = e.cpu_ns {
         let _ = write!(s, " cpu={v}ns");
+    }
+    if let Some(r) = &e.ready {
+        let form = match r.form {
+            ReadyForm::EpollData => "data",
+            ReadyForm::StreamKeys => "streams",
+            ReadyForm::Other(_) => "values",
+        };
+        let vals: Vec<String> = r.values.iter().map(|v| format!("{v:#x}")).collect();
+        let _ = write!(s, " ready={}[{form} {}]", r.reported, vals.join(","));
     }
     s.truncate(s.trim_end().len());
     s

@@ -274,6 +274,7 @@ pub(super) fn pair_proposals(
         EdgeKind::Sem,
         EdgeKind::Futex,
         EdgeKind::Eventfd,
+        EdgeKind::Ready,
     ]
     .map(kind_index);
     let same_class = |a: u32, b: u32| classes.is_some_and(|c| c[a as usize] == c[b as usize]);

@@ -10,8 +10,8 @@ use super::filetrace::FileTrace;
 use super::header::Header;
 use super::identity::Identity;
 use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, ObjectRef, ThreadName};
-use crate::format::{rec, Op, MAX_STACK_FRAMES};
+use super::types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, ThreadName};
+use crate::format::{ready, rec, Op, MAX_STACK_FRAMES};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
@@ -31,6 +31,8 @@ pub(crate) struct State<'p, 's> {
     undefined_refs: u64,
     first_undefined: u64,
     warned_index0: bool,
+    /// The last record applied was an event (a READY record belongs to it).
+    after_event: bool,
     pub(crate) out: FileTrace,
 }
 
@@ -47,6 +49,7 @@ pub(crate) fn rec_name(kind: u8) -> String {
         rec::STACK => "STACK",
         rec::OBJECT_RESET => "OBJECT_RESET",
         rec::EXE => "EXE",
+        rec::READY => "READY",
         _ => return format!("kind {kind}"),
     };
     s.to_string()
@@ -71,6 +74,7 @@ impl<'p, 's> State<'p, 's> {
             undefined_refs: 0,
             first_undefined: 0,
             warned_index0: false,
+            after_event: false,
             out: FileTrace {
                 path: path.to_path_buf(),
                 header,
@@ -114,8 +118,10 @@ impl<'p, 's> State<'p, 's> {
 
     /// Applies one record; `at` is its absolute offset.
     pub(crate) fn record(&mut self, kind: u8, payload: &[u8], at: u64) -> Result<(), DecError> {
+        let after_event = std::mem::replace(&mut self.after_event, kind == rec::EVENT);
         let mut d = Dec::new(payload);
         match kind {
+            rec::READY => self.ready(&mut d, at, after_event)?,
             rec::EVENT => self.event(RawEvent::decode_payload(&mut d)?, at),
             rec::OBJECT => {
                 let index = d.varint()?;
@@ -221,6 +227,48 @@ impl<'p, 's> State<'p, 's> {
         Ok(())
     }
 
+    /// A READY record: the list of the event just before it.
+    fn ready(&mut self, d: &mut Dec<'_>, at: u64, after_event: bool) -> Result<(), DecError> {
+        let form = ReadyForm::from_code(d.u8()?);
+        let reported = d.varint()?;
+        let listed = d.varint()?;
+        // Each value takes at least a byte: a count larger than the payload is damage.
+        if listed > d.remaining() as u64 {
+            return Err(DecError::Eof);
+        }
+        if listed > ready::MAX_LISTED as u64 || listed > reported || !after_event {
+            let problem = if after_event {
+                format!(
+                    "a READY record lists {listed} of {reported} descriptors (the agent lists at \
+                     most {} and never more than it reports); ignored",
+                    ready::MAX_LISTED
+                )
+            } else {
+                "a READY record that follows no event; ignored".to_string()
+            };
+            self.inconsistent(at, problem);
+            return Ok(());
+        }
+        let mut values = Vec::with_capacity(ready::MAX_LISTED);
+        for _ in 0..listed {
+            values.push(d.varint()?);
+        }
+        let r = Ready {
+            form,
+            reported,
+            values,
+        };
+        match self.sink.as_mut() {
+            Some(sink) => sink.ready(&r),
+            None => {
+                if let Some(e) = self.out.events.last_mut() {
+                    e.ready = Some(Box::new(r));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn event(&mut self, raw: RawEvent, at: u64) {
         self.ticks = self.ticks.wrapping_add(raw.dt);
         let cpu_ns = raw.cpu.map(|d| {
@@ -267,6 +315,7 @@ impl<'p, 's> State<'p, 's> {
             stack: raw.stack,
             cpu_ns,
             file_offset: at,
+            ready: None,
         };
         match self.sink.as_mut() {
             Some(sink) => sink.event(&event),

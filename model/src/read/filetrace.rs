@@ -7,7 +7,7 @@ use super::clock::Clock;
 use super::error::ReadError;
 use super::header::Header;
 use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, ThreadName};
+use super::types::{Calibration, Event, ObjectDef, Ready, ThreadName};
 
 /// Everything decoded from one file.
 #[derive(Debug)]
@@ -56,6 +56,8 @@ pub trait FileSink: Send {
     fn event(&mut self, e: &Event);
     /// An OBJECT record, before any event that uses it.
     fn object(&mut self, _def: &ObjectDef) {}
+    /// A READY record: what the readiness wait just handed to [`FileSink::event`] reported.
+    fn ready(&mut self, _ready: &Ready) {}
     /// The file is decoded (its objects, stacks and warnings are complete): the place to reduce
     /// what [`FileSink::event`] kept. [`super::read_dir_with`] calls it on the worker thread
     /// that decoded the file.

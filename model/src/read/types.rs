@@ -74,6 +74,43 @@ pub struct Event {
     pub cpu_ns: Option<u64>,
     /// Absolute file offset of the event's record.
     pub file_offset: u64,
+    /// What a readiness wait reported (its READY record), when the event is one and kept it.
+    /// Filled in [`super::FileTrace::events`]; a [`super::FileSink`] gets it through
+    /// [`super::FileSink::ready`] after the event instead.
+    pub ready: Option<Box<Ready>>,
+}
+
+/// The form of a READY record's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadyForm {
+    /// epoll user data; the `epoll_ctl` events say which descriptor each stands for.
+    EpollData,
+    /// Incoming stream keys (poll, select).
+    StreamKeys,
+    /// A form this reader does not know (its code).
+    Other(u8),
+}
+
+impl ReadyForm {
+    /// The form a code names.
+    pub fn from_code(code: u8) -> ReadyForm {
+        match code {
+            crate::format::ready::EPOLL_DATA => ReadyForm::EpollData,
+            crate::format::ready::STREAM_KEYS => ReadyForm::StreamKeys,
+            c => ReadyForm::Other(c),
+        }
+    }
+}
+
+/// What a readiness wait reported ready for input (a READY record).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ready {
+    /// What the values are.
+    pub form: ReadyForm,
+    /// How many descriptors the call reported ready for input (the values list the first ones).
+    pub reported: u64,
+    /// The listed values, at most [`crate::format::ready::MAX_LISTED`].
+    pub values: Vec<u64>,
 }
 
 impl Event {

@@ -54,6 +54,9 @@ pub enum EdgeKind {
     /// A connection accepted by one thread to the leaf of another thread that used it first:
     /// the accepted descriptor was handed over through memory (a queue), which no call shows.
     Handoff,
+    /// An item put into a queue under a mutex (the producer's `cond_signal`) to the leaf of the
+    /// consumer that took it without waiting (see the inferencer's `graph::queues`).
+    Queue,
     /// `pthread_create` to the new thread's first leaf.
     Create,
     /// A thread's last leaf to the `pthread_join` that waited for it.
@@ -75,6 +78,7 @@ impl EdgeKind {
         EdgeKind::Ready,
         EdgeKind::Connect,
         EdgeKind::Handoff,
+        EdgeKind::Queue,
         EdgeKind::Create,
         EdgeKind::Join,
         EdgeKind::Fork,
@@ -93,6 +97,7 @@ impl EdgeKind {
             EdgeKind::Ready => "ready",
             EdgeKind::Connect => "connect",
             EdgeKind::Handoff => "handoff",
+            EdgeKind::Queue => "queue",
             EdgeKind::Create => "create",
             EdgeKind::Join => "join",
             EdgeKind::Fork => "fork",

@@ -4,7 +4,9 @@
  * ways at once, and records which call caused which (samples/TRUTH.md, "Causal edges"):
  *   1. cond queue: producer P pushes onto a mutex+condvar queue and signals once per item;
  *      consumer C waits only while the queue is empty. Edge: P's cond_signal #h -> C's last
- *      cond_wait before it popped item h, when C waited for it.
+ *      cond_wait before it popped item h, when C waited for it; when it found item h without
+ *      waiting, a "queue" edge from P's cond_signal #h to the leaf C was in when it unlocked
+ *      (the one its latest cond_wait started, or its thread_start if it never waited).
  *   2. pipe: writer W writes N 16-byte messages; reader R reads them back. Stream-call lines for
  *      every read and write; tests pair them by overlapping byte ranges.
  *   3. semaphore: poster posts N times, waiter waits N times. Edge: sem_post #k -> the k-th
@@ -111,6 +113,7 @@ static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static int *q_items, q_head, q_tail;
 static int64_t *cond_wait_of; /* per item: C's cond_wait ordinal that it woke from, or -1 */
+static int64_t *taken_after;  /* per item C took without waiting: its latest cond_wait, or -1 */
 static int64_t noise_counter; /* touched by the noise threads under q_lock */
 
 static void *producer(void *a) {
@@ -146,6 +149,7 @@ static void *consumer(void *a) {
         pthread_mutex_unlock(&q_lock);
         if (v != h) { errno = EPROTO; fail("cond queue order"); }
         cond_wait_of[h] = last;
+        taken_after[h] = waits - 1;
     }
     return NULL;
 }
@@ -326,8 +330,9 @@ int handoff_main(int argc, char **argv) {
 
     q_items = calloc((size_t)items, sizeof *q_items);
     cond_wait_of = calloc((size_t)items, sizeof *cond_wait_of);
+    taken_after = calloc((size_t)items, sizeof *taken_after);
     sem_wait_of = calloc((size_t)items, sizeof *sem_wait_of);
-    if (!q_items || !cond_wait_of || !sem_wait_of) fail("calloc");
+    if (!q_items || !cond_wait_of || !taken_after || !sem_wait_of) fail("calloc");
     if (pipe(pipe_fds)) fail("pipe");
     if (sem_init(&sem, 0, 0)) fail("sem_init");
 
@@ -369,7 +374,15 @@ int handoff_main(int argc, char **argv) {
     }
     int waited = 0;
     for (int h = 0; h < items; h++) {
-        if (cond_wait_of[h] < 0) continue;
+        if (cond_wait_of[h] < 0) {
+            struct truth_at from = {pid, ts[PRODUCER].tid, "cond_signal", h};
+            if (taken_after[h] < 0)
+                truth_edge("queue", from, (struct truth_at){pid, ts[CONSUMER].tid, "thread_start", 0});
+            else
+                truth_edge("queue", from,
+                           (struct truth_at){pid, ts[CONSUMER].tid, "cond_wait", taken_after[h]});
+            continue;
+        }
         waited++;
         truth_edge("cond", (struct truth_at){pid, ts[PRODUCER].tid, "cond_signal", h},
                    (struct truth_at){pid, ts[CONSUMER].tid, "cond_wait", cond_wait_of[h]});

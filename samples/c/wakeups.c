@@ -7,13 +7,26 @@
  *      list and writes 1 to an eventfd that the loop watches with edge-triggered epoll and never
  *      reads. One job is in flight at a time, so the eventfd write of job k is reported by exactly
  *      one epoll_wait: the first one of the loop that returns after it. Edge "ready": the pool
- *      thread's write #w -> the loop's epoll_wait #m.
+ *      thread's write #w -> the loop's epoll_wait #m. The jobs queue is a queue under a mutex
+ *      too: a job the pool thread found without waiting is an edge "queue" from the loop's
+ *      cond_signal #k that put it to the pool thread's leaf after its unlock, which began at
+ *      its previous eventfd write.
+ *   2. a flooded queue (a producer far faster than its consumers): the producer pushes N items
+ *      onto a queue under a mutex with "not empty" and "not full" conditions (room for all N, so
+ *      it never waits) and signals "not empty" once per item; two consumers take items, waiting
+ *      only while the queue is empty (at the start and for the shutdown broadcast), signal
+ *      "not full", unlock, then work on the item and count it under a statistics lock. A noise
+ *      thread peeks at the queue's length under its mutex and takes the statistics lock, and
+ *      hands nothing to anyone. Edge "queue", for every item its consumer took without waiting:
+ *      the producer's cond_signal #s that put it -> the consumer's cond_signal #n ("not full")
+ *      right after it took the item, which starts the leaf that works on it.
  *
  * Ordinals ("n") count every call of an op by one thread, in call order, from 0, whatever the
  * call returned. Edge lines are written by the main thread once everything is joined. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +64,7 @@ static int efd = -1;
 /* Per job: the pool thread that wrote its completion, that write's ordinal, and the loop's
  * epoll_wait ordinal that reported it. */
 struct completion {
-    int tid;
+    int tid, waited;
     int64_t write_n;
     int64_t wait_n;
 };
@@ -68,7 +81,11 @@ static void *pool_thread(void *arg) {
     int64_t writes = 0;
     for (;;) {
         pthread_mutex_lock(&jobs_lock);
-        while (jobs_next < 0 && !jobs_done) pthread_cond_wait(&jobs_cond, &jobs_lock);
+        int waited = 0;
+        while (jobs_next < 0 && !jobs_done) {
+            pthread_cond_wait(&jobs_cond, &jobs_lock);
+            waited = 1;
+        }
         if (jobs_next < 0) {
             pthread_mutex_unlock(&jobs_lock);
             return NULL;
@@ -81,6 +98,7 @@ static void *pool_thread(void *arg) {
         for (int i = 0; i < 20000; i++) x = x * 6364136223846793005ULL + 1;
         completions[k].tid = tid;
         completions[k].write_n = writes;
+        completions[k].waited = waited;
         pthread_mutex_lock(&done_lock);
         done_count = k + 1;
         pthread_mutex_unlock(&done_lock);
@@ -128,6 +146,112 @@ static void *loop_thread(void *arg) {
     return NULL;
 }
 
+/* ---- 2. A flooded queue: items taken without waiting. ---- */
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_not_empty = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t q_not_full = PTHREAD_COND_INITIALIZER;
+static int *q_ring;          /* room for every item: the producer never waits */
+static int q_head, q_count, q_closed;
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static long stats_items;
+static volatile int noise_stop;
+
+/* Per item: the producer's signal ordinal that put it; the consumer that took it, whether it
+ * waited for it, and its "not full" signal ordinal right after. */
+struct take {
+    int64_t put_n;
+    int tid, waited;
+    int64_t signal_n;
+};
+static struct take *takes;
+static int producer_tid;
+static int queue_ready; /* consumers are waiting: the producer may start */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
+
+static void *q_producer(void *arg) {
+    (void)arg;
+    producer_tid = gettid_();
+    pthread_mutex_lock(&start_lock);
+    while (queue_ready < 2) pthread_cond_wait(&start_cond, &start_lock);
+    pthread_mutex_unlock(&start_lock);
+    int64_t signals = 0;
+    for (int k = 0; k < items; k++) {
+        pthread_mutex_lock(&q_lock);
+        while (q_count == items) pthread_cond_wait(&q_not_full, &q_lock);
+        q_ring[(q_head + q_count) % items] = k;
+        q_count++;
+        takes[k].put_n = signals++;
+        pthread_cond_signal(&q_not_empty);
+        pthread_mutex_unlock(&q_lock);
+    }
+    pthread_mutex_lock(&q_lock);
+    q_closed = 1;
+    pthread_cond_broadcast(&q_not_empty);
+    pthread_mutex_unlock(&q_lock);
+    return NULL;
+}
+
+static void *q_consumer(void *arg) {
+    (void)arg;
+    int tid = gettid_();
+    int64_t signals = 0;
+    int first = 1;
+    for (;;) {
+        pthread_mutex_lock(&q_lock);
+        int waited = 0;
+        while (q_count == 0 && !q_closed) {
+            if (first) {
+                /* Tell the producer this consumer is at its dequeue site. */
+                pthread_mutex_lock(&start_lock);
+                queue_ready++;
+                /* The start condition is signalled under start_lock, not the queue's mutex. */
+                pthread_cond_signal(&start_cond);
+                signals++;
+                pthread_mutex_unlock(&start_lock);
+                first = 0;
+            }
+            pthread_cond_wait(&q_not_empty, &q_lock);
+            waited = 1;
+        }
+        if (q_count == 0) {
+            pthread_mutex_unlock(&q_lock);
+            return NULL;
+        }
+        int k = q_ring[q_head];
+        q_head = (q_head + 1) % items;
+        q_count--;
+        takes[k].tid = tid;
+        takes[k].waited = waited;
+        takes[k].signal_n = signals++;
+        pthread_cond_signal(&q_not_full);
+        pthread_mutex_unlock(&q_lock);
+        /* The item's work, then its count. */
+        volatile uint64_t x = (uint64_t)k;
+        for (int i = 0; i < 5000; i++) x = x * 6364136223846793005ULL + 1;
+        pthread_mutex_lock(&stats_lock);
+        stats_items++;
+        pthread_mutex_unlock(&stats_lock);
+    }
+}
+
+static void *q_noise(void *arg) {
+    (void)arg;
+    truth_noise(getpid(), gettid_());
+    long seen = 0;
+    while (!noise_stop) {
+        pthread_mutex_lock(&q_lock);
+        seen += q_count;
+        pthread_mutex_unlock(&q_lock);
+        pthread_mutex_lock(&stats_lock);
+        seen += stats_items;
+        pthread_mutex_unlock(&stats_lock);
+        sched_yield();
+    }
+    return (void *)seen;
+}
+
 int wakeups_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--items") && i + 1 < argc) {
@@ -145,18 +269,48 @@ int wakeups_main(int argc, char **argv) {
     efd = eventfd(0, EFD_NONBLOCK);
     if (efd < 0) fail("eventfd");
 
-    pthread_t loop, pool[POOL];
+    q_ring = calloc((size_t)items, sizeof *q_ring);
+    takes = calloc((size_t)items, sizeof *takes);
+    if (!q_ring || !takes) fail("calloc");
+
+    pthread_t loop, pool[POOL], producer, consumers[2], noise;
     for (int i = 0; i < POOL; i++)
         if (pthread_create(&pool[i], NULL, pool_thread, NULL)) fail("pthread_create");
     if (pthread_create(&loop, NULL, loop_thread, NULL)) fail("pthread_create");
+    if (pthread_create(&noise, NULL, q_noise, NULL)) fail("pthread_create");
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&consumers[i], NULL, q_consumer, NULL)) fail("pthread_create");
+    if (pthread_create(&producer, NULL, q_producer, NULL)) fail("pthread_create");
     pthread_join(loop, NULL);
     for (int i = 0; i < POOL; i++) pthread_join(pool[i], NULL);
+    pthread_join(producer, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(consumers[i], NULL);
+    noise_stop = 1;
+    pthread_join(noise, NULL);
 
     for (int k = 0; k < items; k++) {
         struct completion *c = &completions[k];
         truth_edge("ready", (struct truth_at){pid, c->tid, "write", c->write_n},
                    (struct truth_at){pid, loop_tid, "epoll_wait", c->wait_n});
+        /* A job the pool thread found without waiting is a queue take: the loop's signal #k
+         * put it; the pool thread's leaf after its unlock began at its previous eventfd write,
+         * or at its start when this was its first job. */
+        if (!c->waited && c->write_n > 0)
+            truth_edge("queue", (struct truth_at){pid, loop_tid, "cond_signal", k},
+                       (struct truth_at){pid, c->tid, "write", c->write_n - 1});
+        else if (!c->waited)
+            truth_edge("queue", (struct truth_at){pid, loop_tid, "cond_signal", k},
+                       (struct truth_at){pid, c->tid, "thread_start", 0});
     }
-    printf("wakeups: %d jobs\n", items);
+    int unwaited = 0;
+    for (int k = 0; k < items; k++) {
+        struct take *t = &takes[k];
+        if (t->waited) continue;
+        unwaited++;
+        truth_edge("queue", (struct truth_at){pid, producer_tid, "cond_signal", t->put_n},
+                   (struct truth_at){pid, t->tid, "cond_signal", t->signal_n});
+    }
+    printf("wakeups: %d jobs, %d queue items (%d taken without waiting)\n", items, items,
+           unwaited);
     return 0;
 }

@@ -12,7 +12,8 @@ use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
 use super::event::{ObjName, NO_OBJ};
 use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
-use super::ready::{Ctl, ReadyWait};
+use super::queues::Section;
+use super::ready::{Close, Ctl, ReadyWait};
 use super::sink::ThreadSink;
 use super::types::TypeTable;
 use super::weak::WeakOrder;
@@ -41,6 +42,10 @@ pub(super) struct Assembled {
     pub ready: Vec<ReadyWait>,
     /// `epoll_ctl` registrations (global objects, nanoseconds).
     pub ctls: Vec<Ctl>,
+    /// Descriptors closed (process, descriptor, nanoseconds).
+    pub closes: Vec<Close>,
+    /// Mutex sections that may put into or take from a queue (global objects and leaves).
+    pub sections: Vec<Section>,
     /// Stream key → global object, for the stream keys poll and select report.
     pub stream_by_key: AHashMap<u64, u32>,
 }
@@ -80,6 +85,11 @@ pub(super) fn assemble(
         }
         for c in &mut out.ctls {
             c.at = clock.ns(c.at);
+            c.process = *pi as u32;
+        }
+        for c in &mut out.closes {
+            c.0 = *pi as u32;
+            c.2 = clock.ns(c.2);
         }
         for (_, a) in &mut out.lock_aggs {
             a.wait = clock.dur_ns(a.wait);
@@ -114,6 +124,8 @@ pub(super) fn assemble(
     let mut stream_by_key = AHashMap::new();
     let mut ready = Vec::new();
     let mut ctls = Vec::new();
+    let mut closes = Vec::new();
+    let mut sections = Vec::new();
     let mut table = TypeTable::new(skip);
     let mut bounds = Vec::new();
     let mut locks = Vec::new();
@@ -202,6 +214,20 @@ pub(super) fn assemble(
             leaf: w.leaf + base,
             ..w
         }));
+        closes.append(&mut out.closes);
+        sections.extend(out.sections.drain(..).map(|s| {
+            Section {
+                obj: global(s.obj),
+                leaf: s.leaf + base,
+                waited: s.waited.map(global),
+                signals: s
+                    .signals
+                    .iter()
+                    .map(|&(c, l)| (global(c), l + base))
+                    .collect(),
+                ..s
+            }
+        }));
         ctls.extend(out.ctls.iter().map(|c| Ctl {
             obj: global(c.obj),
             ..*c
@@ -236,6 +262,8 @@ pub(super) fn assemble(
         warnings: table.warnings().to_vec(),
         ready,
         ctls,
+        closes,
+        sections,
         stream_by_key,
     }
 }

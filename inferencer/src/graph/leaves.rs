@@ -14,7 +14,8 @@ use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, Th
 use scalpel_model::read::{FileTrace, Ready};
 
 use super::event::{reads_bytes, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
-use super::ready::{Ctl, ReadyWait};
+use super::queues::{Section, Step, Tracker};
+use super::ready::{Close, Ctl, ReadyWait};
 use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
@@ -206,6 +207,10 @@ pub(super) struct ThreadOut {
     pub ready: Vec<ReadyWait>,
     /// `epoll_ctl` registrations.
     pub ctls: Vec<Ctl>,
+    /// Descriptors closed: (0, fd, ticks); the process is set at assembly.
+    pub closes: Vec<Close>,
+    /// Mutex sections that may put into or take from a queue (see [`super::queues`]).
+    pub sections: Vec<Section>,
     /// Leaf types in order of first use.
     pub types: Vec<LocalType>,
     /// The file's objects.
@@ -241,6 +246,8 @@ pub(super) struct Cutter {
     cpu_last: Option<u64>,
     /// File and terminal bytes (in, out) moved within the open leaf.
     open_file: (u64, u64),
+    /// The thread's mutex sections, for queue hand-offs.
+    queues: Tracker,
 }
 
 impl Cutter {
@@ -258,6 +265,7 @@ impl Cutter {
             cpu_open: None,
             cpu_last: None,
             open_file: (0, 0),
+            queues: Tracker::default(),
         }
     }
 
@@ -436,6 +444,16 @@ impl Cutter {
                 self.inner(e);
             }
         }
+        if let Some(op) = op.filter(|_| !lock_word) {
+            self.queues.feed(&Step {
+                op,
+                obj: e.obj,
+                seq: (e.flags & HAS_SEQ != 0).then_some(e.seq),
+                res: e.res,
+                stack: e.stack,
+                open_leaf: self.out.leaves.len() as u32,
+            });
+        }
         self.last_end = self.last_end.max(ret);
         if e.cpu.is_some() {
             self.cpu_last = e.cpu;
@@ -458,6 +476,12 @@ impl Cutter {
     /// An `epoll_ctl` registration.
     pub(super) fn ctl(&mut self, c: Ctl) {
         self.out.ctls.push(c);
+    }
+
+    /// A descriptor closed at `ticks`, when the thread registered descriptors with epoll (a
+    /// registration ends with its descriptor).
+    pub(super) fn closed(&mut self, fd: u32, ticks: u64) {
+        self.out.closes.push((0, fd, ticks));
     }
 
     /// Keeps a call inside the open leaf that took long enough to be worth explaining.
@@ -518,6 +542,7 @@ impl Cutter {
         let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_iter().collect();
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;
+        self.out.sections = self.queues.finish();
         self.out.objs = objs;
         self.out
     }

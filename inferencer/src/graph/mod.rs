@@ -17,6 +17,7 @@ mod futexlocks;
 mod leaves;
 mod locks;
 mod notify;
+mod queues;
 mod ready;
 mod retype;
 mod sink;
@@ -173,7 +174,14 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
     let mut graph = asm.graph;
-    let reports = ready::reports(&asm.ready, asm.ctls, &asm.stream_by_key, &graph, NO_OBJ);
+    let reports = ready::reports(
+        &asm.ready,
+        asm.ctls,
+        asm.closes,
+        &asm.stream_by_key,
+        &graph,
+        NO_OBJ,
+    );
     let (mut edges, ext) = notification_edges(
         asm.bounds,
         &asm.obj_kinds,
@@ -182,6 +190,16 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         &mut graph,
     );
     drop_stolen_wakeups(&graph, &mut edges);
+    edges.extend(
+        queues::edges(asm.sections, &graph)
+            .into_iter()
+            .map(|(from, to, c)| Edge {
+                from: NodeId(from),
+                to: NodeId(to),
+                kind: EdgeKind::Queue,
+                obj: Some(ObjId::new(c)),
+            }),
+    );
     let weak = handoff_weak(&graph, &edges, asm.weak);
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
@@ -296,6 +314,13 @@ fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
     // Per thread that takes hand-offs: whether one came right after a wait at its guessed head.
     let mut takes: AHashMap<ThreadId, bool> = AHashMap::new();
     let mut into = Vec::new();
+    for e in edges.iter().filter(|e| e.kind == EdgeKind::Queue) {
+        // A take from a queue is where its thread went back for new work, like a hand-off.
+        let to = e.to.index();
+        if to > 0 && graph.leaves[to - 1].thread == graph.leaves[to].thread {
+            into.push(to - 1);
+        }
+    }
     for e in edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
         let to = e.to.index();
         let thread = graph.leaves[to].thread;

@@ -6,8 +6,10 @@
 //! The agent writes, after each epoll, poll or select call that found descriptors ready for
 //! input, what it reported (a READY record): epoll's user data, mapped back to a descriptor's
 //! incoming stream through the `epoll_ctl` that registered it (the latest one on the same
-//! instance with the same data, before the wait returned); or, for poll and select, the stream
-//! keys themselves. A write that no read took is then linked to the first wait that reported its
+//! instance with the same data before the wait returned, whose descriptor the process had not
+//! closed since: closing a descriptor takes it out of every epoll set, and nginx registers a
+//! test socket under its notification's data before closing it); or, for poll and select, the
+//! stream keys themselves. A write that no read took is then linked to the first wait that reported its
 //! stream at or after the write began (see `streams`). Reads keep their edges: a read is the
 //! better witness, since it says which bytes it took.
 //!
@@ -43,7 +45,18 @@ pub(super) struct Ctl {
     pub data: u64,
     /// The descriptor's incoming stream (file-local, then global), or `NO_OBJ`.
     pub obj: u32,
+    /// The descriptor registered.
+    pub fd: u32,
+    /// Its process (set at assembly).
+    pub process: u32,
 }
+
+/// A descriptor closed: (process, descriptor, when), nanoseconds after assembly.
+pub(super) type Close = (u32, u32, u64);
+
+/// How many earlier registrations of the same data a report looks through for one that is
+/// still open.
+const LOOK_BACK: usize = 8;
 
 /// Per stream object, the waits that reported it: (when the wait returned, the leaf it started),
 /// sorted.
@@ -73,12 +86,21 @@ impl Reports {
 pub(super) fn reports(
     waits: &[ReadyWait],
     mut ctls: Vec<Ctl>,
+    mut closes: Vec<Close>,
     stream_by_key: &AHashMap<u64, u32>,
     graph: &Graph,
     no_obj: u32,
 ) -> Reports {
     ctls.retain(|c| c.obj != no_obj);
     ctls.sort_unstable_by_key(|c| (c.epoll, c.data, c.at, c.obj));
+    closes.sort_unstable();
+    // Whether `c`'s descriptor was closed after it was registered and by `at`.
+    let closed = |c: &Ctl, at: u64| {
+        let i = closes.partition_point(|&k| k <= (c.process, c.fd, c.at));
+        closes
+            .get(i)
+            .is_some_and(|&(p, fd, t)| p == c.process && fd == c.fd && t <= at)
+    };
     let mut by_obj: AHashMap<u32, Vec<(u64, u32)>> = AHashMap::new();
     for w in waits {
         let Some(leaf) = graph.leaves.get(w.leaf as usize) else {
@@ -90,7 +112,12 @@ pub(super) fn reports(
                 ReadyForm::EpollData => {
                     let lo = ctls.partition_point(|c| (c.epoll, c.data) < (w.epoll, v));
                     let hi = ctls.partition_point(|c| (c.epoll, c.data, c.at) <= (w.epoll, v, at));
-                    (lo < hi).then(|| ctls[hi - 1].obj)
+                    ctls[lo..hi]
+                        .iter()
+                        .rev()
+                        .take(LOOK_BACK)
+                        .find(|c| !closed(c, at))
+                        .map(|c| c.obj)
                 }
                 ReadyForm::StreamKeys => stream_by_key.get(&v).copied(),
                 ReadyForm::Other(_) => None,

@@ -161,15 +161,21 @@ impl FileSink for ThreadSink {
             flags,
             cpu: e.cpu_ns,
         };
-        if e.op == Some(Op::EpollCtl) {
-            if let (Some(epoll), Some(data)) = (e.aux, e.aux2) {
-                self.cut.ctl(Ctl {
-                    at: e.ticks,
-                    epoll,
-                    data,
-                    obj,
-                });
+        match (e.op, e.fd.and_then(|f| u32::try_from(f).ok())) {
+            (Some(Op::EpollCtl), Some(fd)) => {
+                if let (Some(epoll), Some(data)) = (e.aux, e.aux2) {
+                    self.cut.ctl(Ctl {
+                        at: e.ticks,
+                        epoll,
+                        data,
+                        obj,
+                        fd,
+                        process: 0,
+                    });
+                }
             }
+            (Some(Op::Close), Some(fd)) if e.result == Some(0) => self.cut.closed(fd, e.ticks),
+            _ => {}
         }
         self.last_obj = obj;
         let o = self.objs.get(obj as usize);

@@ -1,0 +1,193 @@
+//! Queues under a mutex: the hand-off of an item that its taker found without waiting.
+//!
+//! A producer pushes under mutex M and signals condition C; a consumer takes M, waits on C only
+//! while the queue is empty, pops, and unlocks. When the producer floods the queue, consumers
+//! always find an item and never wait, so no notification edge shows the hand-off, and the work
+//! of one item splits into two unrelated tasks.
+//!
+//! The rule. C is a queue's "not empty" condition on M when some thread waits on C with M and
+//! some other thread signals C while holding M. A consumer's dequeue sites are the call sites
+//! (the stack of the lock call) of its critical sections on M in which it waited on C. Walking
+//! M's critical sections in their order (the mutex's sequence numbers), every `cond_signal` of C
+//! puts one item, and every critical section at a dequeue site takes the oldest item not yet
+//! taken. A take that did not wait gets an edge (kind `queue`) from the leaf that ended at the
+//! item's signal to the leaf the taker ran after its unlock, where the item's work is; a take
+//! that waited already has its `cond` edge.
+//!
+//! What it assumes: the queue is FIFO; one signal per item put (a `cond_broadcast` puts
+//! nothing: it is usually a shutdown); the taker takes one item per critical section. A stack
+//! (LIFO) gets the right counts but wrong pairs once several items wait; a batch take links only
+//! the oldest. Mutex order alone never becomes an edge: a lock with no condition waited on it
+//! (a statistics lock) is not a queue, and sections of a thread that never waited on C at that
+//! site are not takes.
+
+use ahash::{AHashMap, AHashSet};
+use scalpel_model::format::Op;
+use scalpel_model::graph::Graph;
+use std::collections::VecDeque;
+
+/// A mutex critical section that may put or take (global indices after assembly).
+#[derive(Clone, Debug)]
+pub(super) struct Section {
+    /// The mutex.
+    pub obj: u32,
+    /// Sequence number of the unlock that ended it: the section's place in the mutex's order.
+    pub order: u64,
+    /// The leaf that ran after the unlock.
+    pub leaf: u32,
+    /// The lock call's stack (file-local id: compared within one thread only).
+    pub stack: u32,
+    /// The condition it waited on (the last one), if any.
+    pub waited: Option<u32>,
+    /// `cond_signal`s made while holding it: (condition, the leaf the signal ended).
+    pub signals: Vec<(u32, u32)>,
+}
+
+/// A mutex one thread holds.
+struct Held {
+    obj: u32,
+    stack: u32,
+    waited: Option<u32>,
+    signals: Vec<(u32, u32)>,
+}
+
+/// Follows one thread's mutex sections.
+#[derive(Default)]
+pub(super) struct Tracker {
+    held: Vec<Held>,
+    /// A condition wait released this mutex and has not re-acquired it.
+    in_wait: Option<u32>,
+    sections: Vec<Section>,
+}
+
+/// One event as the tracker needs it.
+pub(super) struct Step {
+    /// The operation.
+    pub op: Op,
+    /// Its object (file-local), or `NO_OBJ`.
+    pub obj: u32,
+    /// Its sequence number, when it has one.
+    pub seq: Option<u64>,
+    /// The call's result.
+    pub res: i32,
+    /// The call's stack id.
+    pub stack: u32,
+    /// The leaf open after the event (or the next one to open).
+    pub open_leaf: u32,
+}
+
+impl Tracker {
+    /// Takes the thread's next event.
+    pub(super) fn feed(&mut self, s: &Step) {
+        use Op::*;
+        match s.op {
+            MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock if s.res == 0 => {
+                self.held.push(Held {
+                    obj: s.obj,
+                    stack: s.stack,
+                    waited: None,
+                    signals: Vec::new(),
+                });
+            }
+            CondUnlock => self.in_wait = Some(s.obj),
+            CondWait | CondTimedwait | CondClockwait => {
+                if let Some(m) = self.in_wait.take() {
+                    if let Some(h) = self.held.iter_mut().rev().find(|h| h.obj == m) {
+                        h.waited = Some(s.obj);
+                    }
+                }
+            }
+            // The signal ended the leaf before the open one.
+            CondSignal => {
+                if let Some(h) = self.held.last_mut() {
+                    h.signals.push((s.obj, s.open_leaf.saturating_sub(1)));
+                }
+            }
+            MutexUnlock => {
+                let Some(i) = self.held.iter().rposition(|h| h.obj == s.obj) else {
+                    return;
+                };
+                let h = self.held.remove(i);
+                if let Some(order) = s.seq {
+                    self.sections.push(Section {
+                        obj: h.obj,
+                        order,
+                        leaf: s.open_leaf,
+                        stack: h.stack,
+                        waited: h.waited,
+                        signals: h.signals,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The sections that may matter: those that signalled or waited, and those at a call site
+    /// where the thread waited on some condition with the same mutex.
+    pub(super) fn finish(self) -> Vec<Section> {
+        let sites: AHashSet<(u32, u32)> = self
+            .sections
+            .iter()
+            .filter(|s| s.waited.is_some())
+            .map(|s| (s.obj, s.stack))
+            .collect();
+        let mut v = self.sections;
+        v.retain(|s| {
+            s.waited.is_some() || !s.signals.is_empty() || sites.contains(&(s.obj, s.stack))
+        });
+        v
+    }
+}
+
+/// The `queue` edges of every queue: (from leaf, to leaf, the condition).
+pub(super) fn edges(mut sections: Vec<Section>, graph: &Graph) -> Vec<(u32, u32, u32)> {
+    let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
+    sections.sort_by_key(|s| (s.obj, s.order));
+    let mut out = Vec::new();
+    for group in sections.chunk_by(|a, b| a.obj == b.obj) {
+        // Per condition: its dequeue sites (thread, stack) and the threads that signalled it.
+        let mut sites: AHashMap<u32, AHashSet<(u32, u32)>> = AHashMap::new();
+        let mut signallers: AHashMap<u32, AHashSet<u32>> = AHashMap::new();
+        for s in group {
+            let Some(t) = thread(s.leaf) else { continue };
+            if let Some(c) = s.waited {
+                sites.entry(c).or_default().insert((t.0, s.stack));
+            }
+            for &(c, _) in &s.signals {
+                signallers.entry(c).or_default().insert(t.0);
+            }
+        }
+        let mut conds: Vec<u32> = sites
+            .iter()
+            .filter(|(c, at)| {
+                signallers
+                    .get(c)
+                    .is_some_and(|by| by.iter().any(|t| at.iter().any(|&(w, _)| w != *t)))
+            })
+            .map(|(&c, _)| c)
+            .collect();
+        conds.sort_unstable();
+        for c in conds {
+            let at = &sites[&c];
+            let mut items: VecDeque<u32> = VecDeque::new();
+            for s in group {
+                let Some(t) = thread(s.leaf) else { continue };
+                if at.contains(&(t.0, s.stack)) {
+                    if let Some(from) = items.pop_front() {
+                        if s.waited != Some(c) && thread(from) != Some(t) {
+                            out.push((from, s.leaf, c));
+                        }
+                    }
+                }
+                for &(sc, leaf) in &s.signals {
+                    if sc == c {
+                        items.push_back(leaf);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}

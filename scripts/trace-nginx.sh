@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Records nginx (Debian's nginx-light: one worker process, `aio threads` with a pool of 4 threads,
+# `sendfile off`, on 127.0.0.1) under `scalpel record` while `ab -k` loads it, then infers and
+# prints the figures of the hand-offs issue: how many of the pool's eventfd completions reach a
+# worker leaf (a `ready` edge: nginx never reads its eventfd, edge-triggered epoll reports it)
+# instead of the eventfd's external sink, and how many offloads (the worker's push to the pool →
+# the pool thread's file read and eventfd write → the worker's reply) one task type holds.
+# Fails when fewer than 95% of the completions reach a worker leaf or a request failed.
+#
+# Usage: scripts/trace-nginx.sh [TRACE_DIR]     (default: target/nginx-trace)
+# Needs nginx-light and apache2-utils (installed with apt-get when missing and run as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${1:-target/nginx-trace}
+PORT=${PORT:-18090}
+REQUESTS=${REQUESTS:-20000}
+CONCURRENCY=${CONCURRENCY:-32}
+
+if [ ! -x /usr/sbin/nginx ] || ! command -v ab >/dev/null; then
+    echo "installing nginx-light and apache2-utils" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light apache2-utils >/dev/null
+fi
+
+cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+SCALPEL=$PWD/target/release/scalpel
+
+WORK=$(mktemp -d /tmp/scalpel-nginx.XXXXXX)
+RECORD_PID=""
+cleanup() {
+    # Stopped by its PID file only, never by name.
+    if [ -s "$WORK/nginx.pid" ]; then kill -TERM "$(cat "$WORK/nginx.pid")" 2>/dev/null || true; fi
+    if [ -n "$RECORD_PID" ]; then wait "$RECORD_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$WORK/htdocs"
+# 24 KiB of text: large enough that nginx reads it in the thread pool.
+head -c 18000 /dev/urandom | base64 > "$WORK/htdocs/index.html"
+USER_LINE=""
+if [ "$(id -u)" = 0 ]; then USER_LINE="user www-data;"; fi
+cat > "$WORK/nginx.conf" <<CONF
+$USER_LINE
+daemon off;
+master_process on;
+worker_processes 1;
+pid $WORK/nginx.pid;
+error_log $WORK/error.log;
+thread_pool default threads=4 max_queue=65536;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile off;
+    aio threads;
+    client_body_temp_path $WORK/body;
+    proxy_temp_path $WORK/proxy;
+    fastcgi_temp_path $WORK/fastcgi;
+    uwsgi_temp_path $WORK/uwsgi;
+    scgi_temp_path $WORK/scgi;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $WORK/htdocs;
+    }
+}
+CONF
+chmod 755 "$WORK" "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
+rm -rf "$OUT"
+"$SCALPEL" record -o "$OUT" -- /usr/sbin/nginx -c "$WORK/nginx.conf" -e "$WORK/error.log" &
+RECORD_PID=$!
+
+for _ in $(seq 1 100); do
+    if ab -q -n 1 "http://127.0.0.1:$PORT/index.html" >/dev/null 2>&1; then break; fi
+    sleep 0.1
+done
+# Bounded in count and in time (-t caps the run at 60 s).
+ab -k -t 60 -n "$REQUESTS" -c "$CONCURRENCY" "http://127.0.0.1:$PORT/index.html" > "$WORK/ab.txt"
+grep -E 'Complete requests|Failed requests|Requests per second' "$WORK/ab.txt"
+kill -QUIT "$(cat "$WORK/nginx.pid")"
+wait "$RECORD_PID" || true
+RECORD_PID=""
+
+complete=$(awk '/Complete requests/ {print $3}' "$WORK/ab.txt")
+failed=$(awk '/Failed requests/ {print $3}' "$WORK/ab.txt")
+status=0
+[ "$failed" = 0 ] && [ "$complete" -gt 0 ] || { echo "FAIL: $complete served, $failed failed" >&2; status=1; }
+
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
+python3 "$PWD/scripts/offload-share.py" "$OUT/model" nginx || status=1
+echo "== scalpel top =="
+"$SCALPEL" top "$OUT/model" --limit 8 || status=1
+exit $status

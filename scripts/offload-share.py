@@ -3,7 +3,7 @@
 through an eventfd (nginx's `aio threads`): how many eventfd writes reach a leaf of another
 thread (a `ready` or `eventfd` edge) rather than the eventfd's external sink, and how many
 offloads one task type holds. An offload is the pool leaf that ends at the eventfd write, the
-leaf that handed it the job (a `cond` edge into it, when the pool thread waited) and the leaf its
+leaf that handed it the job (a `cond` edge into it when the pool thread waited, a `queue` edge when it found the job queued) and the leaf its
 completion woke; the task type that holds an offload is the smallest occurrence holding all of
 its leaves.
 
@@ -35,7 +35,7 @@ for w in writes:
     woken = [to for k, to in out_of[w] if k in ("ready", "eventfd") and to < nleaves]
     if woken:
         reached += 1
-        handed = [f for k, f in into[w] if k == "cond" and f < nleaves]
+        handed = [f for k, f in into[w] if k in ("cond", "queue") and f < nleaves]
         offloads.append((w, woken[0], handed[0] if handed else None))
 share = reached / len(writes) if writes else 0.0
 print(f"{name}: eventfd completions reaching a leaf of another thread: {reached} of {len(writes)} "

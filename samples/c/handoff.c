@@ -5,8 +5,8 @@
  *   1. cond queue: producer P pushes onto a mutex+condvar queue and signals once per item;
  *      consumer C waits only while the queue is empty. Edge: P's cond_signal #h -> C's last
  *      cond_wait before it popped item h, when C waited for it; when it found item h without
- *      waiting, a "queue" edge from P's cond_signal #h to the leaf C was in when it unlocked
- *      (the one its latest cond_wait started, or its thread_start if it never waited).
+ *      waiting, a "queue" edge from P's cond_signal #h to the leaf C popped it in (the one its
+ *      latest cond_wait started, or its thread_start if it never waited).
  *   2. pipe: writer W writes N 16-byte messages; reader R reads them back. Stream-call lines for
  *      every read and write; tests pair them by overlapping byte ranges.
  *   3. semaphore: poster posts N times, waiter waits N times. Edge: sem_post #k -> the k-th

@@ -9,8 +9,8 @@
  *      one epoll_wait: the first one of the loop that returns after it. Edge "ready": the pool
  *      thread's write #w -> the loop's epoll_wait #m. The jobs queue is a queue under a mutex
  *      too: a job the pool thread found without waiting is an edge "queue" from the loop's
- *      cond_signal #k that put it to the pool thread's leaf after its unlock, which began at
- *      its previous eventfd write.
+ *      cond_signal #k that put it to the pool thread's leaf in which it took the job, which
+ *      began at its previous eventfd write.
  *   2. a flooded queue (a producer far faster than its consumers): the producer pushes N items
  *      onto a queue under a mutex with "not empty" and "not full" conditions (room for all N, so
  *      it never waits) and signals "not empty" once per item; two consumers take items, waiting
@@ -18,8 +18,9 @@
  *      "not full", unlock, then work on the item and count it under a statistics lock. A noise
  *      thread peeks at the queue's length under its mutex and takes the statistics lock, and
  *      hands nothing to anyone. Edge "queue", for every item its consumer took without waiting:
- *      the producer's cond_signal #s that put it -> the consumer's cond_signal #n ("not full")
- *      right after it took the item, which starts the leaf that works on it.
+ *      the producer's cond_signal #s that put it -> the leaf in which the consumer popped it,
+ *      which began at the consumer's previous cond_signal (its "not full" signal after the item
+ *      before, or its start signal to the producer).
  *
  * Ordinals ("n") count every call of an op by one thread, in call order, from 0, whatever the
  * call returned. Edge lines are written by the main thread once everything is joined. */
@@ -293,8 +294,8 @@ int wakeups_main(int argc, char **argv) {
         truth_edge("ready", (struct truth_at){pid, c->tid, "write", c->write_n},
                    (struct truth_at){pid, loop_tid, "epoll_wait", c->wait_n});
         /* A job the pool thread found without waiting is a queue take: the loop's signal #k
-         * put it; the pool thread's leaf after its unlock began at its previous eventfd write,
-         * or at its start when this was its first job. */
+         * put it; the pool thread's leaf in which it took the job began at its previous
+         * eventfd write, or at its start when this was its first job. */
         if (!c->waited && c->write_n > 0)
             truth_edge("queue", (struct truth_at){pid, loop_tid, "cond_signal", k},
                        (struct truth_at){pid, c->tid, "write", c->write_n - 1});
@@ -308,7 +309,7 @@ int wakeups_main(int argc, char **argv) {
         if (t->waited) continue;
         unwaited++;
         truth_edge("queue", (struct truth_at){pid, producer_tid, "cond_signal", t->put_n},
-                   (struct truth_at){pid, t->tid, "cond_signal", t->signal_n});
+                   (struct truth_at){pid, t->tid, "cond_signal", t->signal_n - 1});
     }
     printf("wakeups: %d jobs, %d queue items (%d taken without waiting)\n", items, items,
            unwaited);

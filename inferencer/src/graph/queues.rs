@@ -11,8 +11,9 @@
 //! M's critical sections in their order (the mutex's sequence numbers), every `cond_signal` of C
 //! puts one item, and every critical section at a dequeue site takes the oldest item not yet
 //! taken. A take that did not wait gets an edge (kind `queue`) from the leaf that ended at the
-//! item's signal to the leaf the taker ran after its unlock, where the item's work is; a take
-//! that waited already has its `cond` edge.
+//! item's signal to the leaf in which the taker popped it (the one open when it took the lock),
+//! as a wait's `cond` edge goes to the leaf the wait started; a take that waited already has
+//! its `cond` edge.
 //!
 //! What it assumes: the queue is FIFO; one signal per item put (a `cond_broadcast` puts
 //! nothing: it is usually a shutdown); the taker takes one item per critical section. A stack
@@ -33,7 +34,8 @@ pub(super) struct Section {
     pub obj: u32,
     /// Sequence number of the unlock that ended it: the section's place in the mutex's order.
     pub order: u64,
-    /// The leaf that ran after the unlock.
+    /// The leaf in which the last acquisition (the lock, or a condition wait's re-lock) returned:
+    /// where the taker popped.
     pub leaf: u32,
     /// The lock call's stack (file-local id: compared within one thread only).
     pub stack: u32,
@@ -46,6 +48,7 @@ pub(super) struct Section {
 /// A mutex one thread holds.
 struct Held {
     obj: u32,
+    leaf: u32,
     stack: u32,
     waited: Option<u32>,
     signals: Vec<(u32, u32)>,
@@ -84,12 +87,18 @@ impl Tracker {
             MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock if s.res == 0 => {
                 self.held.push(Held {
                     obj: s.obj,
+                    leaf: s.open_leaf,
                     stack: s.stack,
                     waited: None,
                     signals: Vec::new(),
                 });
             }
             CondUnlock => self.in_wait = Some(s.obj),
+            CondRelock => {
+                if let Some(h) = self.held.iter_mut().rev().find(|h| h.obj == s.obj) {
+                    h.leaf = s.open_leaf;
+                }
+            }
             CondWait | CondTimedwait | CondClockwait => {
                 if let Some(m) = self.in_wait.take() {
                     if let Some(h) = self.held.iter_mut().rev().find(|h| h.obj == m) {
@@ -112,7 +121,7 @@ impl Tracker {
                     self.sections.push(Section {
                         obj: h.obj,
                         order,
-                        leaf: s.open_leaf,
+                        leaf: h.leaf,
                         stack: h.stack,
                         waited: h.waited,
                         signals: h.signals,

@@ -144,6 +144,10 @@ pub mod rec {
     /// [`super::ready::MAX_LISTED`]). It follows its event directly; a reader that finds it after
     /// anything else ignores it.
     pub const READY: u8 = 11;
+    /// The process title as `/proc/self/cmdline` showed it at a point in time: clock ticks,
+    /// then the NUL-separated text. Written by whichever thread noticed a change (processes
+    /// that rename themselves by overwriting argv); the latest one names the process.
+    pub const TITLE: u8 = 12;
 }
 
 /// The forms of a READY record's values.
@@ -502,6 +506,16 @@ ops! {
     Syncfs = 115, "syncfs", None;
     /// `sync`.
     Sync = 116, "sync", None;
+    /// `kill`, recorded before the call (aux = target pid, as u32; aux2 = signal).
+    Kill = 117, "kill", None;
+    /// `tgkill` (aux = target tid, aux2 = signal).
+    Tgkill = 118, "tgkill", None;
+    /// `pthread_kill` (aux = target `pthread_t`, aux2 = signal).
+    PthreadKill = 119, "pthread_kill", None;
+    /// `sigqueue` (aux = target pid, aux2 = signal).
+    Sigqueue = 123, "sigqueue", None;
+    /// `raise` (aux2 = signal; the target is the calling thread).
+    Raise = 124, "raise", None;
     /// Reserved: the agent does not interpose `dlopen` (glibc resolves `$ORIGIN` from its
     /// caller); module changes appear as MAPS records instead.
     Dlopen = 120, "dlopen", None;

@@ -57,6 +57,9 @@ pub enum EdgeKind {
     /// An item put into a queue under a mutex (the producer's `cond_signal`) to the leaf of the
     /// consumer that took it without waiting (see the inferencer's `graph::queues`).
     Queue,
+    /// A signal sent (`kill`, `tgkill`, `pthread_kill`, `sigqueue`, `raise`) to the target's next
+    /// return from a blocking call.
+    Signal,
     /// `pthread_create` to the new thread's first leaf.
     Create,
     /// A thread's last leaf to the `pthread_join` that waited for it.
@@ -79,6 +82,7 @@ impl EdgeKind {
         EdgeKind::Connect,
         EdgeKind::Handoff,
         EdgeKind::Queue,
+        EdgeKind::Signal,
         EdgeKind::Create,
         EdgeKind::Join,
         EdgeKind::Fork,
@@ -98,6 +102,7 @@ impl EdgeKind {
             EdgeKind::Connect => "connect",
             EdgeKind::Handoff => "handoff",
             EdgeKind::Queue => "queue",
+            EdgeKind::Signal => "signal",
             EdgeKind::Create => "create",
             EdgeKind::Join => "join",
             EdgeKind::Fork => "fork",
@@ -186,6 +191,10 @@ pub struct ProcessInfo {
     pub exe: Option<String>,
     /// The command line, when recorded.
     pub cmdline: Vec<String>,
+    /// The title the process gave itself last, when it differs from its command line
+    /// (PostgreSQL's `postgres: walwriter`, nginx's `nginx: worker process`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// One thread (one trace file).

@@ -21,12 +21,22 @@
  *      the producer's cond_signal #s that put it -> the leaf in which the consumer popped it,
  *      which began at the consumer's previous cond_signal (its "not full" signal after the item
  *      before, or its start signal to the producer).
+ *   3. signals: a sleeper thread waits N times in ppoll on a pipe nobody writes, with SIGUSR1 and
+ *      SIGUSR2 blocked except inside ppoll; a signaller wakes it each time, alternately with
+ *      pthread_kill(SIGUSR1) and a process-directed kill(SIGUSR2) (every other thread blocks
+ *      SIGUSR2, so only the sleeper can take it). A signal sent before the sleeper reaches ppoll
+ *      stays pending and ends the ppoll as it begins. Edge "signal": the signaller's
+ *      pthread_kill #j or kill #j -> the sleeper's ppoll #k that the signal ended.
+ *   4. storage: a writer thread writes 4 KiB to a temporary file and fdatasyncs it N/10 times
+ *      (no edge: the tests check that the time shows as an `io` wait at its call site).
  *
  * Ordinals ("n") count every call of an op by one thread, in call order, from 0, whatever the
  * call returned. Edge lines are written by the main thread once everything is joined. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -253,6 +263,93 @@ static void *q_noise(void *arg) {
     return (void *)seen;
 }
 
+/* ---- 3. Signals: a sleeper woken out of ppoll. ---- */
+
+static volatile sig_atomic_t got_signals;
+static void on_signal(int sig) {
+    (void)sig;
+    got_signals++;
+}
+static pthread_t sleeper_thread;
+static int sleeper_tid;
+static int sleep_pipe[2];
+/* Per wake: how it was sent (0 pthread_kill, 1 kill), the sender's ordinal of that call, and the
+ * sleeper's ppoll ordinal it ended. */
+struct wake {
+    int how;
+    int64_t send_n;
+    int64_t ppoll_n;
+};
+static struct wake *wakes;
+static int signaller_tid;
+static volatile int sleeper_waiting = -1; /* the wake the sleeper is ready for */
+static volatile int sleeper_taken = 0;     /* wakes the sleeper has taken */
+
+static void *sleeper(void *arg) {
+    (void)arg;
+    sleeper_tid = gettid_();
+    sigset_t open;
+    pthread_sigmask(SIG_SETMASK, NULL, &open);
+    sigdelset(&open, SIGUSR1);
+    sigdelset(&open, SIGUSR2);
+    int64_t ppolls = 0;
+    for (int k = 0; k < items; k++) {
+        int before = got_signals;
+        __atomic_store_n(&sleeper_waiting, k, __ATOMIC_SEQ_CST);
+        for (;;) {
+            struct pollfd p = {.fd = sleep_pipe[0], .events = POLLIN};
+            int r = ppoll(&p, 1, NULL, &open);
+            int64_t m = ppolls++;
+            if (r < 0 && errno != EINTR) fail("ppoll");
+            if (got_signals != before) {
+                wakes[k].ppoll_n = m;
+                break;
+            }
+        }
+        __atomic_store_n(&sleeper_taken, k + 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+static void *signaller(void *arg) {
+    (void)arg;
+    signaller_tid = gettid_();
+    int64_t pthread_kills = 0, kills = 0;
+    for (int k = 0; k < items; k++) {
+        while (__atomic_load_n(&sleeper_waiting, __ATOMIC_SEQ_CST) != k) sched_yield();
+        if (k % 2 == 0) {
+            wakes[k].how = 0;
+            wakes[k].send_n = pthread_kills++;
+            int r = pthread_kill(sleeper_thread, SIGUSR1);
+            if (r) { errno = r; fail("pthread_kill"); }
+        } else {
+            wakes[k].how = 1;
+            wakes[k].send_n = kills++;
+            if (kill(getpid(), SIGUSR2)) fail("kill");
+        }
+        while (__atomic_load_n(&sleeper_taken, __ATOMIC_SEQ_CST) <= k) sched_yield();
+    }
+    return NULL;
+}
+
+/* ---- 4. Storage: a writer bound by fdatasync. ---- */
+
+static void *syncer(void *arg) {
+    (void)arg;
+    char path[] = "/tmp/scalpel-wakeups-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) fail("mkstemp");
+    unlink(path);
+    char block[4096];
+    memset(block, 'x', sizeof block);
+    for (int k = 0; k < items / 10 + 1; k++) {
+        if (write(fd, block, sizeof block) != (ssize_t)sizeof block) fail("write");
+        if (fdatasync(fd)) fail("fdatasync");
+    }
+    close(fd);
+    return NULL;
+}
+
 int wakeups_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--items") && i + 1 < argc) {
@@ -274,7 +371,26 @@ int wakeups_main(int argc, char **argv) {
     takes = calloc((size_t)items, sizeof *takes);
     if (!q_ring || !takes) fail("calloc");
 
-    pthread_t loop, pool[POOL], producer, consumers[2], noise;
+    /* Every thread but the sleeper (inside ppoll) blocks SIGUSR1 and SIGUSR2; threads inherit
+     * the mask. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
+    sigset_t usr;
+    sigemptyset(&usr);
+    sigaddset(&usr, SIGUSR1);
+    sigaddset(&usr, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr, NULL);
+    wakes = calloc((size_t)items, sizeof *wakes);
+    if (!wakes) fail("calloc");
+    if (pipe(sleep_pipe)) fail("pipe");
+
+    pthread_t loop, pool[POOL], producer, consumers[2], noise, signal_thread, sync_thread;
+    if (pthread_create(&sleeper_thread, NULL, sleeper, NULL)) fail("pthread_create");
+    if (pthread_create(&signal_thread, NULL, signaller, NULL)) fail("pthread_create");
+    if (pthread_create(&sync_thread, NULL, syncer, NULL)) fail("pthread_create");
     for (int i = 0; i < POOL; i++)
         if (pthread_create(&pool[i], NULL, pool_thread, NULL)) fail("pthread_create");
     if (pthread_create(&loop, NULL, loop_thread, NULL)) fail("pthread_create");
@@ -288,6 +404,9 @@ int wakeups_main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) pthread_join(consumers[i], NULL);
     noise_stop = 1;
     pthread_join(noise, NULL);
+    pthread_join(sleeper_thread, NULL);
+    pthread_join(signal_thread, NULL);
+    pthread_join(sync_thread, NULL);
 
     for (int k = 0; k < items; k++) {
         struct completion *c = &completions[k];
@@ -302,6 +421,12 @@ int wakeups_main(int argc, char **argv) {
         else if (!c->waited)
             truth_edge("queue", (struct truth_at){pid, loop_tid, "cond_signal", k},
                        (struct truth_at){pid, c->tid, "thread_start", 0});
+    }
+    for (int k = 0; k < items; k++) {
+        struct wake *w = &wakes[k];
+        truth_edge("signal",
+                   (struct truth_at){pid, signaller_tid, w->how ? "kill" : "pthread_kill", w->send_n},
+                   (struct truth_at){pid, sleeper_tid, "ppoll", w->ppoll_n});
     }
     int unwaited = 0;
     for (int k = 0; k < items; k++) {

@@ -503,7 +503,9 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
 /// The hand-offs no read names (the wakeups sample): an eventfd completion that edge-triggered
 /// epoll reports and nobody reads reaches the event loop's wait, exactly, and no eventfd write
 /// is left to an external sink; items of a flooded queue taken without waiting reach the leaf
-/// that works on them, exactly, and the statistics-lock noise thread stays unlinked.
+/// that works on them, exactly, and the statistics-lock noise thread stays unlinked; a signal
+/// reaches the wait it ended (pthread_kill and a process-directed kill); and every fdatasync is a
+/// wait inside its leaf with the call site that made it.
 #[test]
 fn readiness_and_queue_edges_match_the_truth_exactly() {
     let truth_path =
@@ -521,6 +523,7 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
     let g = load_graph(&out);
     let namer = Namer::new(&run.dir);
     assert_eq!(truth.edges["ready"].len(), 300);
+    assert_eq!(truth.edges["signal"].len(), 300);
     assert!(
         truth.edges["queue"].len() > 150,
         "{}",
@@ -528,7 +531,11 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
     );
     let mut report = String::new();
     let mut perfect = true;
-    for (name, kind) in [("ready", EdgeKind::Ready), ("queue", EdgeKind::Queue)] {
+    for (name, kind) in [
+        ("ready", EdgeKind::Ready),
+        ("queue", EdgeKind::Queue),
+        ("signal", EdgeKind::Signal),
+    ] {
         let (p, r, found, n) = score(&g, &namer, kind, &truth.edges[name]);
         report += &format!("{name}: precision {p:.3} recall {r:.3} ({found} found, {n} true)\n");
         perfect &= p == 1.0 && r == 1.0;
@@ -553,5 +560,19 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
             let kind = &g.objects[o.get() as usize].kind;
             assert!(kind != "mutex", "an edge through a mutex: {e:?}");
         }
+    }
+    // The syncer's 31 fdatasync calls (items / 10 + 1), each a wait inside its leaf, at its site.
+    let syncs: Vec<_> = g
+        .inner_waits
+        .iter()
+        .filter(|w| w.op.name() == "fdatasync")
+        .collect();
+    assert_eq!(syncs.len(), 31, "fdatasync waits: {syncs:?}");
+    for w in syncs {
+        let site = &g.sites[w.site.index()];
+        assert!(
+            site.frames.iter().any(|f| f.contains("syncer")),
+            "fdatasync site {site:?}"
+        );
     }
 }

@@ -31,6 +31,7 @@ mod sock;
 mod stackcfg;
 mod stacks;
 mod sys;
+mod title;
 mod tstate;
 mod unwind;
 mod walk;

@@ -45,6 +45,7 @@ pub(crate) extern "C" fn atfork_child() {
     let spawn = tstate::take_fork_spawn();
     if let Some(c) = enter() {
         let t = c.now();
+        crate::title::after_fork(c.cfg, t);
         let parent = crate::sys::sys(libc::SYS_getppid, 0, 0, 0) as u64;
         let o = (spawn != 0).then(|| {
             (

@@ -230,6 +230,7 @@ impl Ctx {
 
 impl ThreadState {
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>) {
+        crate::title::check(&mut self.file, cfg, ev.t0);
         self.since_calib += 1;
         if self.since_calib >= format::CALIBRATION_EVERY {
             self.since_calib = 0;

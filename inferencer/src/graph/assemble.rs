@@ -107,6 +107,7 @@ pub(super) fn assemble(
                 incarnation: p.incarnation,
                 exe: p.exe().map(|e| e.display().to_string()),
                 cmdline: p.cmdline().map(<[String]>::to_vec).unwrap_or_default(),
+                title: p.title(),
             })
             .collect(),
         ..Graph::new(

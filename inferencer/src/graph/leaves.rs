@@ -62,6 +62,8 @@ pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
         | SemTimedwait | SemClockwait | SemTrywait | SemPost | FutexWait | FutexWake
         | EpollWait | EpollPwait | EpollPwait2 | Poll | Ppoll | Select | Pselect | Accept
         | Accept4 | Connect | ThreadCreate | ThreadJoin | Fork => Class::Cut,
+        // A send cuts (it may wake its target); `kill(pid, 0)` carries no target and does not.
+        Kill | Tgkill | PthreadKill | Sigqueue | Raise if e.flags & HAS_X != 0 => Class::Cut,
         _ => match reads_bytes(op) {
             // A transfer cuts when it moved bytes on a channel at a known offset, and so does a
             // read that found the end of the stream (the agent gives it no offset: it moved
@@ -570,6 +572,11 @@ pub(super) fn is_release(op: Option<Op>) -> bool {
                 | Fork
                 | ThreadExit
                 | Exec
+                | Kill
+                | Tgkill
+                | PthreadKill
+                | Sigqueue
+                | Raise
         )
     )
 }

@@ -20,6 +20,7 @@ mod notify;
 mod queues;
 mod ready;
 mod retype;
+mod signals;
 mod sink;
 mod streamorder;
 mod streams;
@@ -174,6 +175,15 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
     let mut graph = asm.graph;
+    // Signal sends and thread starts (which name the handles pthread_kill uses), for the signal
+    // edges, which are matched last: a return that something else already caused is no
+    // signal's.
+    let sends: Vec<Bound> = asm
+        .bounds
+        .iter()
+        .filter(|b| Op::from_u8(b.op).is_some_and(|o| o == Op::ThreadStart || signals::sends(o)))
+        .copied()
+        .collect();
     let reports = ready::reports(
         &asm.ready,
         asm.ctls,
@@ -189,6 +199,8 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         &reports,
         &mut graph,
     );
+    land_handoffs(&graph, &mut edges);
+    edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
     edges.extend(
         queues::edges(asm.sections, &graph)
@@ -271,6 +283,50 @@ fn notification_edges(
         graph.unmatched.add(&out.unmatched);
     }
     (edges, ext)
+}
+
+/// A hand-off lands where the taking thread was told: when the accepting leaf also notified the
+/// thread that first used the connection (memcached writes the worker's notify eventfd after it
+/// queues the connection), the hand-off goes to the leaf that notification started, not to the
+/// first use. The first request may come much later (the client's delay), and counting that
+/// wait as the connection's queueing would blame the worker for it.
+fn land_handoffs(graph: &Graph, edges: &mut [Edge]) {
+    let mut told: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
+    for e in edges.iter() {
+        let wakes = matches!(
+            e.kind,
+            EdgeKind::Cond
+                | EdgeKind::Sem
+                | EdgeKind::Futex
+                | EdgeKind::Stream
+                | EdgeKind::Eventfd
+                | EdgeKind::Ready
+        );
+        if wakes {
+            told.entry(e.from).or_default().push(e.to);
+        }
+    }
+    for e in edges.iter_mut().filter(|e| e.kind == EdgeKind::Handoff) {
+        let Some(to) = graph.leaves.get(e.to.index()) else {
+            continue;
+        };
+        // The latest notified leaf of the same thread at or before the first use.
+        let landing = told.get(&e.from).and_then(|v| {
+            v.iter()
+                .filter(|n| {
+                    n.0 <= e.to.0
+                        && graph
+                            .leaves
+                            .get(n.index())
+                            .is_some_and(|l| l.thread == to.thread)
+                })
+                .max()
+                .copied()
+        });
+        if let Some(n) = landing {
+            e.to = n;
+        }
+    }
 }
 
 /// A signal that went with a hand-off (the same leaf pushed a connection that another thread

@@ -4,7 +4,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use scalpel_model::format::FileKind;
-use scalpel_model::read::{RecordingLosses, TraceDir};
+use scalpel_model::read::{Ready, RecordingLosses, TraceDir};
+use scalpel_model::wire::varint_len;
 
 use crate::views::units::bytes;
 
@@ -41,6 +42,24 @@ pub struct Summary {
     pub cpu_events: u64,
     /// What no thread file holds: threads and processes the agent could not give a file.
     pub unrecorded: RecordingLosses,
+    /// Readiness waits that listed what they reported (READY records).
+    pub ready_lists: u64,
+    /// The bytes of those records.
+    pub ready_bytes: u64,
+    /// Processes that renamed themselves: pid and latest title.
+    pub titles: Vec<(u32, String)>,
+}
+
+/// The most renamed processes `Display` lists.
+const TITLES_SHOWN: usize = 12;
+
+/// Bytes of a READY record: kind, length, form, two counts, the values.
+fn ready_record_len(r: &Ready) -> u64 {
+    let payload = 1
+        + varint_len(r.reported)
+        + varint_len(r.values.len() as u64)
+        + r.values.iter().map(|&v| varint_len(v)).sum::<usize>();
+    (1 + varint_len(payload as u64) + payload) as u64
 }
 
 impl Summary {
@@ -51,6 +70,11 @@ impl Summary {
             processes: trace.processes.len(),
             warnings: trace.all_warnings().count(),
             unrecorded: trace.losses,
+            titles: trace
+                .processes
+                .iter()
+                .filter_map(|p| Some((p.pid, p.title()?)))
+                .collect(),
             ..Summary::default()
         };
         for (_, f) in trace.files() {
@@ -65,6 +89,10 @@ impl Summary {
             s.stacks += f.stacks.len() as u64;
             s.stacked_events += f.events.iter().filter(|e| e.stack.is_some()).count() as u64;
             s.cpu_events += f.events.iter().filter(|e| e.cpu_ns.is_some()).count() as u64;
+            for r in f.events.iter().filter_map(|e| e.ready.as_deref()) {
+                s.ready_lists += 1;
+                s.ready_bytes += ready_record_len(r);
+            }
             s.stack_checked += u64::from(f.header.stack_checked);
             s.stack_mismatched += u64::from(f.header.stack_mismatched);
         }
@@ -95,6 +123,25 @@ impl fmt::Display for Summary {
         )?;
         if self.cpu_events > 0 {
             writeln!(f, "cpu times:  {} events carry one", self.cpu_events)?;
+        }
+        if self.ready_lists > 0 {
+            writeln!(
+                f,
+                "readiness:  {} waits listed what they reported, {} ({:.2} B per event)",
+                self.ready_lists,
+                bytes(self.ready_bytes as f64),
+                self.ready_bytes as f64 / self.events.max(1) as f64
+            )?;
+        }
+        for (pid, title) in self.titles.iter().take(TITLES_SHOWN) {
+            writeln!(f, "title:      {pid} {title}")?;
+        }
+        if self.titles.len() > TITLES_SHOWN {
+            writeln!(
+                f,
+                "title:      ... and {} more renamed processes",
+                self.titles.len() - TITLES_SHOWN
+            )?;
         }
         if self.stack_checked > 0 {
             writeln!(

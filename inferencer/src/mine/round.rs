@@ -275,6 +275,7 @@ pub(super) fn pair_proposals(
         EdgeKind::Futex,
         EdgeKind::Eventfd,
         EdgeKind::Ready,
+        EdgeKind::Signal,
     ]
     .map(kind_index);
     let same_class = |a: u32, b: u32| classes.is_some_and(|c| c[a as usize] == c[b as usize]);

@@ -10,7 +10,7 @@ use super::filetrace::FileTrace;
 use super::header::Header;
 use super::identity::Identity;
 use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, ThreadName};
+use super::types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, ThreadName, Title};
 use crate::format::{ready, rec, Op, MAX_STACK_FRAMES};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
@@ -50,6 +50,7 @@ pub(crate) fn rec_name(kind: u8) -> String {
         rec::OBJECT_RESET => "OBJECT_RESET",
         rec::EXE => "EXE",
         rec::READY => "READY",
+        rec::TITLE => "TITLE",
         _ => return format!("kind {kind}"),
     };
     s.to_string()
@@ -86,6 +87,7 @@ impl<'p, 's> State<'p, 's> {
                 maps: Vec::new(),
                 stacks: Default::default(),
                 cmdline: None,
+                titles: Vec::new(),
                 exe: None,
                 thread_names: Vec::new(),
                 clock,
@@ -165,16 +167,11 @@ impl<'p, 's> State<'p, 's> {
                 let ticks = d.varint()?;
                 self.out.maps.push(ModuleMap::parse(ticks, d.rest()));
             }
-            rec::CMDLINE => {
-                let raw = d.rest();
-                let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
-                let args = raw.split(|&b| b == 0);
-                let args = args.map(|a| String::from_utf8_lossy(a).into_owned());
-                self.out.cmdline = Some(if raw.is_empty() {
-                    Vec::new()
-                } else {
-                    args.collect()
-                });
+            rec::CMDLINE => self.out.cmdline = Some(split_args(d.rest())),
+            rec::TITLE => {
+                let ticks = d.varint()?;
+                let args = split_args(d.rest());
+                self.out.titles.push(Title { ticks, args });
             }
             rec::THREAD_NAME => {
                 let ticks = d.varint()?;
@@ -334,6 +331,17 @@ impl<'p, 's> State<'p, 's> {
         out.apply_clock(&clock);
         out
     }
+}
+
+/// NUL-separated arguments (a final NUL ends the last one), lossy UTF-8.
+fn split_args(raw: &[u8]) -> Vec<String> {
+    let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
+    if raw.is_empty() {
+        return Vec::new();
+    }
+    raw.split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
 }
 
 impl FileTrace {

@@ -40,6 +40,20 @@ impl ProcessTrace {
         self.process.as_ref()?.cmdline.as_deref()
     }
 
+    /// The name the process gave itself last, when it differs from its command line: the
+    /// latest TITLE record of any of its files (a server that overwrites argv, such as
+    /// PostgreSQL's `postgres: walwriter`), its arguments joined by spaces and trimmed.
+    pub fn title(&self) -> Option<String> {
+        let latest = self
+            .files()
+            .flat_map(|f| f.titles.iter())
+            .max_by_key(|t| t.ticks)?;
+        let text = latest.args.join(" ");
+        let text = text.trim();
+        let cmdline = self.cmdline().map(|c| c.join(" ")).unwrap_or_default();
+        (!text.is_empty() && text != cmdline.trim()).then(|| text.to_string())
+    }
+
     /// The process file (if any), then the thread files.
     pub fn files(&self) -> impl Iterator<Item = &FileTrace> {
         self.process.iter().chain(self.threads.iter())

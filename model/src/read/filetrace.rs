@@ -7,7 +7,7 @@ use super::clock::Clock;
 use super::error::ReadError;
 use super::header::Header;
 use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, Ready, ThreadName};
+use super::types::{Calibration, Event, ObjectDef, Ready, ThreadName, Title};
 
 /// Everything decoded from one file.
 #[derive(Debug)]
@@ -32,6 +32,8 @@ pub struct FileTrace {
     pub stacks: std::collections::BTreeMap<u64, Vec<u64>>,
     /// The command line (CMDLINE record), lossy UTF-8.
     pub cmdline: Option<Vec<String>>,
+    /// The process titles this file's thread noticed (TITLE records), in file order.
+    pub titles: Vec<Title>,
     /// The executable path (EXE record).
     pub exe: Option<PathBuf>,
     /// THREAD_NAME records.

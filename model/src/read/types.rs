@@ -134,6 +134,15 @@ pub struct Calibration {
     pub offset: u64,
 }
 
+/// A TITLE record: the process title at a point in time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Title {
+    /// Clock ticks when it was read.
+    pub ticks: u64,
+    /// The title's arguments (lossy UTF-8), as `/proc/self/cmdline` separated them.
+    pub args: Vec<String>,
+}
+
 /// A THREAD_NAME record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadName {

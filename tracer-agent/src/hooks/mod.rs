@@ -19,6 +19,7 @@ pub mod fd;
 pub mod io;
 pub mod open;
 pub mod poll;
+pub mod signal;
 pub mod storage;
 pub mod sync;
 pub mod thread;

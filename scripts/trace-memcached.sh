@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Records memcached (Debian's memcached 1.6: 4 worker threads, on 127.0.0.1, UDP off) under
+# `scalpel record` while `memcaslap` from libmemcached-tools loads it for a few seconds, then
+# infers and prints the figures of the hand-offs issue: where each accepted connection's
+# hand-off to a worker lands (it must be the worker's read of its notify descriptor, which the
+# listener writes after queueing the connection, not the connection's first request, which comes
+# when the client pleases), the delay it measures, and the top-down view.
+#
+# Usage: scripts/trace-memcached.sh [TRACE_DIR]     (default: target/memcached-trace)
+# Needs memcached and libmemcached-tools (installed with apt-get when missing and run as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${1:-target/memcached-trace}
+PORT=${PORT:-18211}
+SECONDS_LOAD=${SECONDS_LOAD:-3}
+CONCURRENCY=${CONCURRENCY:-16}
+
+if [ ! -x /usr/bin/memcached ] || ! command -v memcaslap >/dev/null; then
+    echo "installing memcached and libmemcached-tools" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached libmemcached-tools >/dev/null
+fi
+
+cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+SCALPEL=$PWD/target/release/scalpel
+
+WORK=$(mktemp -d /tmp/scalpel-memcached.XXXXXX)
+RECORD_PID=""
+cleanup() {
+    # Stopped by its PID file only, never by name.
+    if [ -s "$WORK/memcached.pid" ]; then kill -TERM "$(cat "$WORK/memcached.pid")" 2>/dev/null || true; fi
+    if [ -n "$RECORD_PID" ]; then wait "$RECORD_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+chmod 755 "$WORK"
+USER_ARGS=()
+if [ "$(id -u)" = 0 ]; then USER_ARGS=(-u nobody); fi
+rm -rf "$OUT"
+"$SCALPEL" record -o "$OUT" -- /usr/bin/memcached -U 0 -l 127.0.0.1 -p "$PORT" -t 4 \
+    "${USER_ARGS[@]}" -P "$WORK/memcached.pid" &
+RECORD_PID=$!
+for _ in $(seq 1 100); do
+    if [ -s "$WORK/memcached.pid" ] && memcstat --servers="127.0.0.1:$PORT" >/dev/null 2>&1; then break; fi
+    sleep 0.1
+done
+# Bounded in time (-t) and by the outer timeout.
+timeout 60 memcaslap -s "127.0.0.1:$PORT" -t "${SECONDS_LOAD}s" -c "$CONCURRENCY" -T 2 > "$WORK/load.txt" 2>&1
+grep -E '^Run time' "$WORK/load.txt"
+kill -TERM "$(cat "$WORK/memcached.pid")"
+wait "$RECORD_PID" || true
+RECORD_PID=""
+
+status=0
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
+python3 - "$OUT/model" <<'PY' || status=1
+import json, sys
+out = sys.argv[1]
+g = json.load(open(f"{out}/graph.json"))
+leaves, objects = g["leaves"], g["objects"]
+hand = [e for e in g["edges"] if e["kind"] == "handoff"]
+def notify_read(leaf):
+    # The leaf a notification started: a read of the worker's notify eventfd or pipe.
+    return any(e["to"] == leaf and e["kind"] in ("eventfd", "stream", "ready") and
+               e["from"] < len(leaves) and "tcp" not in objects[e["obj"]]["desc"]
+               for e in g["edges"] if e.get("obj") is not None)
+by_to = {}
+for e in g["edges"]:
+    by_to.setdefault(e["to"], []).append(e)
+landed = [e for e in hand if any(x["kind"] in ("eventfd", "stream", "ready") and x["from"] == e["from"]
+                                 for x in by_to.get(e["to"], []))]
+gaps = sorted((leaves[e["to"]]["start_ns"] - leaves[e["from"]]["end_ns"]) / 1000 for e in landed)
+print(f"memcached: connection hand-offs: {len(hand)}; landing on the worker's notify read: "
+      f"{len(landed)}" + (f" (median delay {gaps[len(gaps) // 2]:.0f} us)" if gaps else ""))
+if not hand or len(landed) < len(hand):
+    print("FAIL: a hand-off does not land on the worker's notify read", file=sys.stderr)
+    sys.exit(1)
+PY
+echo "== scalpel top =="
+"$SCALPEL" top "$OUT/model" --limit 8 || status=1
+exit $status

@@ -1,0 +1,95 @@
+//! The process title. PostgreSQL and nginx rename their processes by overwriting `argv`
+//! (`postgres: walwriter`, `nginx: worker process`), which `/proc/self/cmdline` then shows; the
+//! command line recorded at start is the parent's. So the agent reads the title again, at most
+//! every [`EVERY_MS`] per process and soon after a fork, and records it (a TITLE record in the
+//! file of the thread that noticed) whenever it changed. Readers name a process by its latest
+//! title.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use scalpel_format::format::rec;
+use scalpel_format::record::stable_hash;
+use scalpel_format::wire::Enc;
+
+use crate::global::Config;
+use crate::sys;
+use crate::writer::File;
+
+/// How often a process's title is read, at most.
+const EVERY_MS: u64 = 50;
+/// After a fork, the child's first read comes this soon: a forked server process names itself
+/// right away.
+const AFTER_FORK_MS: u64 = 2;
+/// The longest title kept.
+const MAX_TITLE: usize = 512;
+
+/// Clock reading of the last check (0: never).
+static LAST: AtomicU64 = AtomicU64::new(0);
+/// Hash of the last title recorded (0: none yet).
+static HASH: AtomicU64 = AtomicU64::new(0);
+
+fn ticks_of_ms(cfg: &Config, ms: u64) -> u64 {
+    cfg.ticks_per_sec / 1000 * ms
+}
+
+/// Records the title into `file` if it is time to look and it changed.
+#[inline]
+pub(crate) fn check(file: &mut File, cfg: &Config, ticks: u64) {
+    let last = LAST.load(Ordering::Relaxed);
+    if last != 0 && ticks.wrapping_sub(last) < ticks_of_ms(cfg, EVERY_MS) {
+        return;
+    }
+    if LAST
+        .compare_exchange(last, ticks.max(1), Ordering::AcqRel, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    record(file, ticks);
+}
+
+#[cold]
+fn record(file: &mut File, ticks: u64) {
+    let mut buf = [0u8; MAX_TITLE];
+    let fd = sys::openat(
+        libc::AT_FDCWD,
+        b"/proc/self/cmdline\0",
+        libc::O_RDONLY | libc::O_CLOEXEC,
+        0,
+    );
+    if fd < 0 {
+        return;
+    }
+    let mut n = 0;
+    while n < buf.len() {
+        let r = sys::read(fd as i32, &mut buf[n..]);
+        if r <= 0 {
+            break;
+        }
+        n += r as usize;
+    }
+    sys::close(fd as i32);
+    // A title written over argv ends with NUL padding: keep the text.
+    let text = trim_nuls(&buf[..n]);
+    let h = stable_hash(&[text]) | 1;
+    if HASH.swap(h, Ordering::Relaxed) == h {
+        return;
+    }
+    let mut head = [0u8; 10];
+    let mut e = Enc::new(&mut head);
+    e.varint(ticks);
+    let k = e.len();
+    file.record(rec::TITLE, &head[..k], text);
+}
+
+/// `b` without trailing NULs.
+fn trim_nuls(b: &[u8]) -> &[u8] {
+    let end = b.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+    &b[..end]
+}
+
+/// In a fork child: look again soon.
+pub(crate) fn after_fork(cfg: &Config, now: u64) {
+    let early = ticks_of_ms(cfg, EVERY_MS - AFTER_FORK_MS);
+    LAST.store(now.saturating_sub(early).max(1), Ordering::Relaxed);
+}

@@ -36,7 +36,8 @@ cleanup() {
 trap cleanup EXIT
 chmod 755 "$WORK"
 USER_ARGS=()
-if [ "$(id -u)" = 0 ]; then USER_ARGS=(-u nobody); fi
+# As root, memcached drops to `nobody` before it writes its PID file.
+if [ "$(id -u)" = 0 ]; then USER_ARGS=(-u nobody); chown nobody "$WORK"; fi
 rm -rf "$OUT"
 "$SCALPEL" record -o "$OUT" -- /usr/bin/memcached -U 0 -l 127.0.0.1 -p "$PORT" -t 4 \
     "${USER_ARGS[@]}" -P "$WORK/memcached.pid" &
@@ -48,6 +49,10 @@ done
 # Bounded in time (-t) and by the outer timeout.
 timeout 60 memcaslap -s "127.0.0.1:$PORT" -t "${SECONDS_LOAD}s" -c "$CONCURRENCY" -T 2 > "$WORK/load.txt" 2>&1
 grep -E '^Run time' "$WORK/load.txt"
+if [ ! -s "$WORK/memcached.pid" ]; then
+    echo "FAIL: memcached wrote no PID file; stopping the recorder" >&2
+    kill -TERM "$RECORD_PID"
+fi
 kill -TERM "$(cat "$WORK/memcached.pid")"
 wait "$RECORD_PID" || true
 RECORD_PID=""

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Records PostgreSQL (Debian's postgresql 15, a fresh cluster on 127.0.0.1) under
+# `scalpel record` while pgbench loads it (`pgbench -i -s 5`, then `pgbench -c 8 -j 2 -T 5`),
+# then builds the causal graph and prints the figures of the hand-offs issue: the WAL flushes on
+# the commit path as storage waits (fdatasync with XLogFlush in its stack), the titles the
+# server's processes gave themselves (walwriter, checkpointer, background writer, backends), and
+# how many row-lock sleeps in ProcSleep have their waker (a latch's signal). pgbench itself is
+# not traced.
+#
+# Usage: scripts/trace-postgres.sh [TRACE_DIR]     (default: target/postgres-trace)
+# Needs postgresql (installed with apt-get when missing and run as root). PostgreSQL refuses to
+# run as root: as root, the server and the recording run as the `postgres` user.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${1:-target/postgres-trace}
+PORT=${PORT:-18432}
+DURATION=${DURATION:-5}
+BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+
+if [ -z "$BIN" ] || [ ! -x "$BIN/postgres" ] || ! command -v pgbench >/dev/null; then
+    echo "installing postgresql" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+    BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+fi
+
+cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+SCALPEL=$PWD/target/release/scalpel
+
+AS=()
+if [ "$(id -u)" = 0 ]; then AS=(runuser -u postgres --); fi
+WORK=$(mktemp -d /tmp/scalpel-postgres.XXXXXX)
+RECORD_PID=""
+cleanup() {
+    # Stopped by the postmaster's PID file only, never by name.
+    if [ -s "$WORK/data/postmaster.pid" ]; then
+        kill -INT "$(head -1 "$WORK/data/postmaster.pid")" 2>/dev/null || true
+    fi
+    if [ -n "$RECORD_PID" ]; then wait "$RECORD_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+rm -rf "$OUT"
+mkdir -p "$OUT"
+if [ "$(id -u)" = 0 ]; then chown postgres "$WORK" "$OUT"; fi
+"${AS[@]}" "$BIN/initdb" -D "$WORK/data" -U postgres --auth=trust >/dev/null
+"${AS[@]}" "$SCALPEL" record -o "$OUT" -- "$BIN/postgres" -D "$WORK/data" -k "$WORK" -p "$PORT" \
+    -c listen_addresses=127.0.0.1 &
+RECORD_PID=$!
+for _ in $(seq 1 100); do
+    if pg_isready -h 127.0.0.1 -p "$PORT" -q; then break; fi
+    sleep 0.1
+done
+PGB=("${AS[@]}" timeout 120 pgbench -h 127.0.0.1 -p "$PORT" -U postgres)
+"${PGB[@]}" -i -s 5 postgres >/dev/null 2>&1
+# Bounded in time (-T) and by the timeout.
+"${PGB[@]}" -c 8 -j 2 -T "$DURATION" postgres > "$WORK/pgbench.txt" 2>&1
+grep -E 'number of transactions actually processed|number of failed|tps =' "$WORK/pgbench.txt"
+kill -INT "$(head -1 "$WORK/data/postmaster.pid")"
+wait "$RECORD_PID" || true
+RECORD_PID=""
+
+status=0
+failed=$(awk '/number of failed transactions/ {print $5}' "$WORK/pgbench.txt")
+[ "${failed:-x}" = 0 ] || { echo "FAIL: pgbench reports failed transactions: ${failed:-none}" >&2; status=1; }
+"$SCALPEL" infer "$OUT" --stage graph -o "$OUT/model" --min-count 100 >/dev/null
+python3 "$PWD/scripts/pg-figures.py" "$OUT/model" || status=1
+exit $status

@@ -1,9 +1,10 @@
 //! The process title. PostgreSQL and nginx rename their processes by overwriting `argv`
 //! (`postgres: walwriter`, `nginx: worker process`), which `/proc/self/cmdline` then shows; the
 //! command line recorded at start is the parent's. So the agent reads the title again, at most
-//! every [`EVERY_MS`] per process and soon after a fork, and records it (a TITLE record in the
+//! every 1/16 s per process and about 2 ms after a fork, and records it (a TITLE record in the
 //! file of the thread that noticed) whenever it changed. Readers name a process by its latest
-//! title.
+//! title. Each thread checks at every 16th event, and a check is one relaxed load, a subtraction
+//! and a shift.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,11 +16,11 @@ use crate::global::Config;
 use crate::sys;
 use crate::writer::File;
 
-/// How often a process's title is read, at most.
-const EVERY_MS: u64 = 50;
-/// After a fork, the child's first read comes this soon: a forked server process names itself
-/// right away.
-const AFTER_FORK_MS: u64 = 2;
+/// A process's title is read at most every `ticks_per_sec >> EVERY_SHIFT` ticks (1/16 s).
+const EVERY_SHIFT: u32 = 4;
+/// After a fork, the child's first read comes `ticks_per_sec >> AFTER_FORK_SHIFT` ticks later
+/// (about 2 ms): a forked server process names itself right away.
+const AFTER_FORK_SHIFT: u32 = 9;
 /// The longest title kept.
 const MAX_TITLE: usize = 512;
 
@@ -28,15 +29,11 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// Hash of the last title recorded (0: none yet).
 static HASH: AtomicU64 = AtomicU64::new(0);
 
-fn ticks_of_ms(cfg: &Config, ms: u64) -> u64 {
-    cfg.ticks_per_sec / 1000 * ms
-}
-
 /// Records the title into `file` if it is time to look and it changed.
 #[inline]
 pub(crate) fn check(file: &mut File, cfg: &Config, ticks: u64) {
     let last = LAST.load(Ordering::Relaxed);
-    if last != 0 && ticks.wrapping_sub(last) < ticks_of_ms(cfg, EVERY_MS) {
+    if last != 0 && ticks.wrapping_sub(last) < cfg.ticks_per_sec >> EVERY_SHIFT {
         return;
     }
     if LAST
@@ -90,6 +87,7 @@ fn trim_nuls(b: &[u8]) -> &[u8] {
 
 /// In a fork child: look again soon.
 pub(crate) fn after_fork(cfg: &Config, now: u64) {
-    let early = ticks_of_ms(cfg, EVERY_MS - AFTER_FORK_MS);
+    let every = cfg.ticks_per_sec >> EVERY_SHIFT;
+    let early = every - (cfg.ticks_per_sec >> AFTER_FORK_SHIFT);
     LAST.store(now.saturating_sub(early).max(1), Ordering::Relaxed);
 }

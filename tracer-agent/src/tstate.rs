@@ -230,8 +230,11 @@ impl Ctx {
 
 impl ThreadState {
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>) {
-        crate::title::check(&mut self.file, cfg, ev.t0);
         self.since_calib += 1;
+        // Every 16th event of a thread looks at the clock for the title check.
+        if self.since_calib & 15 == 0 {
+            self.check_title(cfg, ev.t0);
+        }
         if self.since_calib >= format::CALIBRATION_EVERY {
             self.since_calib = 0;
             let mut buf = [0u8; 24];
@@ -275,11 +278,8 @@ impl ThreadState {
         }
         // The reader sums deltas, so the bases move only when the event is really written.
         if self.file.event(&raw) {
-            if let Some(r) = ev.ready.filter(|r| !r.is_empty()) {
-                let mut buf = [0u8; crate::event::READY_BYTES];
-                let n = r.encode(&mut buf);
-                // A list that does not fit is lost alone: its event is already written.
-                self.file.record(rec::READY, &buf[..n], &[]);
+            if let Some(r) = ev.ready {
+                self.write_ready(r);
             }
             self.last_ticks = self.last_ticks.max(ev.t0);
             if let Some(c) = cpu {
@@ -289,6 +289,26 @@ impl ThreadState {
                 self.objects[slot].last_seq = seq;
             }
         }
+    }
+
+    /// The title check (see `title`), out of line: 15 events in 16 skip it.
+    #[cold]
+    #[inline(never)]
+    fn check_title(&mut self, cfg: &Config, ticks: u64) {
+        crate::title::check(&mut self.file, cfg, ticks);
+    }
+
+    /// Writes a readiness wait's list after its event; kept out of line, off the hot path.
+    #[cold]
+    #[inline(never)]
+    fn write_ready(&mut self, r: &crate::event::Ready) {
+        if r.is_empty() {
+            return;
+        }
+        let mut buf = [0u8; crate::event::READY_BYTES];
+        let n = r.encode(&mut buf);
+        // A list that does not fit is lost alone: its event is already written.
+        self.file.record(rec::READY, &buf[..n], &[]);
     }
 
     /// The table slot of an object, defining it in the file first if it is new here.

@@ -285,22 +285,20 @@ fn notification_edges(
     (edges, ext)
 }
 
-/// A hand-off lands where the taking thread was told: when the accepting leaf also notified the
-/// thread that first used the connection (memcached writes the worker's notify eventfd after it
-/// queues the connection), the hand-off goes to the leaf that notification started, not to the
-/// first use. The first request may come much later (the client's delay), and counting that
-/// wait as the connection's queueing would blame the worker for it.
+/// A hand-off lands where the taking thread was told: when the accepting leaf also wrote to a
+/// descriptor that the thread that first used the connection then read or was told of
+/// (memcached writes the worker's notify eventfd after it queues the connection), the hand-off
+/// goes to the leaf that notification started, not to the first use. The first request may come
+/// much later (the client's delay), and counting that wait as the connection's queueing would
+/// blame the worker for it. A condition variable's wakeup is left alone: a worker pool that
+/// takes connections from a condvar queue (Apache, the threadpool sample) pops and serves in one
+/// go, and its hand-off already marks where it went back for new work.
 fn land_handoffs(graph: &Graph, edges: &mut [Edge]) {
     let mut told: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
     for e in edges.iter() {
         let wakes = matches!(
             e.kind,
-            EdgeKind::Cond
-                | EdgeKind::Sem
-                | EdgeKind::Futex
-                | EdgeKind::Stream
-                | EdgeKind::Eventfd
-                | EdgeKind::Ready
+            EdgeKind::Stream | EdgeKind::Eventfd | EdgeKind::Ready
         );
         if wakes {
             told.entry(e.from).or_default().push(e.to);

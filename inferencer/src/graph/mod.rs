@@ -202,16 +202,8 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     land_handoffs(&graph, &mut edges);
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
-    edges.extend(
-        queues::edges(asm.sections, &graph)
-            .into_iter()
-            .map(|(from, to, c)| Edge {
-                from: NodeId(from),
-                to: NodeId(to),
-                kind: EdgeKind::Queue,
-                obj: Some(ObjId::new(c)),
-            }),
-    );
+    let queued = queue_edges(&graph, &edges, asm.sections);
+    edges.extend(queued);
     let weak = handoff_weak(&graph, &edges, asm.weak);
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
@@ -325,6 +317,30 @@ fn land_handoffs(graph: &Graph, edges: &mut [Edge]) {
             e.to = n;
         }
     }
+}
+
+/// The queue edges (see [`queues`]), except where the item is a connection whose hand-off edge
+/// already leaves the same leaf for the taker's thread: the hand-off says where the connection
+/// was first used (Apache's listener pushes accepted sockets onto its workers' queue), and a
+/// second edge between the same pair of threads would only split the task by whether the
+/// worker waited.
+fn queue_edges(graph: &Graph, edges: &[Edge], sections: Vec<queues::Section>) -> Vec<Edge> {
+    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
+    let handed: ahash::AHashSet<(NodeId, Option<ThreadId>)> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Handoff)
+        .map(|e| (e.from, thread(e.to)))
+        .collect();
+    queues::edges(sections, graph)
+        .into_iter()
+        .map(|(from, to, c)| Edge {
+            from: NodeId(from),
+            to: NodeId(to),
+            kind: EdgeKind::Queue,
+            obj: Some(ObjId::new(c)),
+        })
+        .filter(|e| !handed.contains(&(e.from, thread(e.to))))
+        .collect()
 }
 
 /// A signal that went with a hand-off (the same leaf pushed a connection that another thread

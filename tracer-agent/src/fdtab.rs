@@ -90,27 +90,39 @@ pub(crate) fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
 
 /// Spins before [`wait_resolved`] starts yielding.
 const SPINS: u32 = 64;
-/// Yields before [`wait_resolved`] gives up.
-const YIELDS: u32 = 4096;
+/// How long [`wait_resolved`] yields before it gives up, in nanoseconds.
+const PATIENCE_NS: u64 = 200_000_000;
 
 /// Waits for another thread to finish describing a descriptor. Both first used it at once (a
 /// pool's workers posting to one queue socket), and a call passed through undescribed would leave
 /// its bytes out of the stream's offsets, shifting every later match on that stream. Describing
-/// takes a few system calls, so the wait is short; it is bounded, so a describer stopped for long
-/// (a debugger) costs this call its record, never a hang.
+/// takes a few system calls, so the wait is short unless the describer was preempted; on a
+/// loaded machine that can take a scheduler period or more, which a count of yields (about a
+/// millisecond on an idle core) did not cover. It is bounded in time, so a describer stopped
+/// for long (a debugger) costs this call its record, never a hang.
 #[cold]
 fn wait_resolved(e: &'static Entry) -> Option<&'static Info> {
-    for i in 0..SPINS + YIELDS {
+    let mut since = 0;
+    let mut i: u32 = 0;
+    loop {
+        i = i.saturating_add(1);
         match e.state.load(Ordering::Acquire) {
             // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
             RESOLVED => return Some(unsafe { &*e.info.get() }),
             // Closed meanwhile: the call is on a descriptor that no longer exists.
             UNKNOWN => return None,
-            _ if i < SPINS => core::hint::spin_loop(),
-            _ => sys::sched_yield(),
+            _ if i <= SPINS => core::hint::spin_loop(),
+            _ => {
+                let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                if since == 0 {
+                    since = now;
+                } else if now.saturating_sub(since) > PATIENCE_NS {
+                    return None;
+                }
+                sys::sched_yield();
+            }
         }
     }
-    None
 }
 
 /// The description of `fd` if it is already cached (never resolves).

@@ -12,6 +12,7 @@
 
 mod assemble;
 mod event;
+mod eventloop;
 mod filter;
 mod futexlocks;
 mod leaves;
@@ -184,6 +185,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         .filter(|b| Op::from_u8(b.op).is_some_and(|o| o == Op::ThreadStart || signals::sends(o)))
         .copied()
         .collect();
+    let conns = eventloop::conns(&asm.bounds, &asm.obj_kinds, &asm.obj_channel, &graph);
     let reports = ready::reports(
         &asm.ready,
         asm.ctls,
@@ -204,7 +206,9 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     drop_stolen_wakeups(&graph, &mut edges);
     let queued = queue_edges(&graph, &edges, asm.sections);
     edges.extend(queued);
-    let weak = handoff_weak(&graph, &edges, asm.weak);
+    eventloop::land_completions(&graph, &conns, &mut edges);
+    let mut weak = handoff_weak(&graph, &edges, asm.weak);
+    eventloop::weaken(&graph, &conns, &mut weak);
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
     types::disambiguate(&mut graph.types, &opts.skip);

@@ -28,7 +28,7 @@ mod work;
 mod tests;
 
 use ahash::AHashSet;
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{EdgeKind, Graph};
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
 use crate::progress::Progress;
@@ -84,6 +84,18 @@ pub struct Mined {
     pub warnings: Vec<MineWarning>,
 }
 
+/// The kind an edge has in patterns. A take from a queue under a mutex without a wait (`queue`)
+/// is the same hand-off as the wakeup of a taker that waited on the queue's condition (`cond`):
+/// whether the taker had to wait is timing, not structure, and keeping the two apart split
+/// nginx's offload task in two types of equal shape (667 and 764 of 2,000 offloads). So a
+/// task type's edges say `cond` for both.
+fn pattern_kind(k: EdgeKind) -> EdgeKind {
+    match k {
+        EdgeKind::Queue => EdgeKind::Cond,
+        k => k,
+    }
+}
+
 /// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
 /// ids refer to.
 pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn Progress) -> Mined {
@@ -93,7 +105,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
         .edges
         .iter()
         .filter(|e| e.from.0 < n_leaves && e.to.0 < n_leaves && e.from != e.to)
-        .map(|e| (e.from.0, e.to.0, kind_index(e.kind)))
+        .map(|e| (e.from.0, e.to.0, kind_index(pattern_kind(e.kind))))
         .collect();
     edges.sort_unstable();
     edges.dedup();

@@ -1,0 +1,154 @@
+//! Event loops: one thread that serves many connections, a step of each per wakeup.
+//!
+//! An epoll loop (nginx's worker, memcached's libevent threads) handles every connection an
+//! epoll wait reported, one after another, and writes the replies of a batch of completions back
+//! to back. Program order then joins steps of *different* connections (`cond_signal → recv` of
+//! the next connection, `writev → writev`), and a task built on it mixes requests. Two rules,
+//! both only in threads that wait in epoll and only where the leaves say which connection they
+//! worked on (the channel of a byte transfer or accept at either end):
+//!
+//! - **Per-connection order.** The program edge from a leaf to the next is weak when the next
+//!   leaf ends on a different connection than the one the leaf worked on (its end's, else its
+//!   start's): the loop went on to other work.
+//! - **Completions find their connection.** A `ready` edge from a pool thread's completion goes
+//!   to the first leaf after the wait (before the loop's next epoll wait) that works on the
+//!   connection the job came from (the connection of the leaf that handed the job over by a
+//!   `cond` or `queue` edge), rather than to the first leaf after the wait: with a batch of
+//!   completions, each is handled where its reply is written.
+
+use ahash::AHashMap;
+use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
+
+use super::event::{reads_bytes, HAS_X};
+use super::leaves::Bound;
+
+/// How far past a wait a completion's connection is looked for.
+const LOOK_AHEAD: usize = 64;
+
+/// Per leaf, the channel its starting and ending calls moved bytes on (0: none).
+pub(super) struct Conns {
+    start: Vec<u64>,
+    end: Vec<u64>,
+}
+
+impl Conns {
+    /// The connection leaf `i` worked on: its end's, else its start's (0: none known).
+    fn of(&self, i: usize) -> u64 {
+        match self.end.get(i).copied().unwrap_or(0) {
+            0 => self.start.get(i).copied().unwrap_or(0),
+            c => c,
+        }
+    }
+}
+
+/// Reads each leaf's connections off the cuts: a read or accept starts the leaf it opens (and
+/// ends the one before), a write ends its leaf (and starts the next).
+pub(super) fn conns(
+    bounds: &[Bound],
+    kinds: &[(u8, Option<u8>)],
+    channels: &[u64],
+    graph: &Graph,
+) -> Conns {
+    let n = graph.leaves.len();
+    let mut c = Conns {
+        start: vec![0; n],
+        end: vec![0; n],
+    };
+    let same_thread = |a: usize, b: usize| {
+        graph.leaves.get(a).map(|l| l.thread) == graph.leaves.get(b).map(|l| l.thread)
+    };
+    for b in bounds {
+        let leaf = b.leaf as usize;
+        if leaf >= n || b.res < 0 {
+            continue;
+        }
+        let Some(op) = Op::from_u8(b.op) else {
+            continue;
+        };
+        let is_stream = kinds
+            .get(b.obj as usize)
+            .is_some_and(|&(k, _)| k == ObjKind::Stream.code());
+        let (chan, opens) = match op {
+            Op::Accept | Op::Accept4 if b.flags & HAS_X != 0 => (b.x, true),
+            _ => match reads_bytes(op) {
+                Some(read) if is_stream => {
+                    (channels.get(b.obj as usize).copied().unwrap_or(0), read)
+                }
+                _ => continue,
+            },
+        };
+        if chan == 0 {
+            continue;
+        }
+        if opens {
+            c.start[leaf] = chan;
+            if leaf > 0 && same_thread(leaf - 1, leaf) {
+                c.end[leaf - 1] = chan;
+            }
+        } else {
+            c.end[leaf] = chan;
+            if leaf + 1 < n && same_thread(leaf, leaf + 1) {
+                c.start[leaf + 1] = chan;
+            }
+        }
+    }
+    c
+}
+
+/// Whether a leaf began at the return of an epoll wait.
+fn after_epoll(graph: &Graph, i: usize) -> bool {
+    matches!(
+        graph.leaves[i].start_op.and_then(|o| o.op()),
+        Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2)
+    )
+}
+
+/// Marks weak the program edges of epoll threads that go on to another connection.
+pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
+    let mut epoll_thread = vec![false; graph.threads.len()];
+    for (i, l) in graph.leaves.iter().enumerate() {
+        if after_epoll(graph, i) {
+            epoll_thread[l.thread.index()] = true;
+        }
+    }
+    for i in 0..graph.leaves.len().saturating_sub(1) {
+        let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
+        if a.thread != b.thread || !epoll_thread[a.thread.index()] {
+            continue;
+        }
+        let (from, to) = (conns.of(i), conns.end[i + 1]);
+        if from != 0 && to != 0 && from != to {
+            if let Some(w) = weak.get_mut(i) {
+                *w = true;
+            }
+        }
+    }
+}
+
+/// Moves each `ready` edge to the leaf after the wait that works on its job's connection.
+pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge]) {
+    // Per leaf: the leaves that handed it work (cond or queue edges into it).
+    let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
+    for e in edges.iter() {
+        if matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue) {
+            handed.entry(e.to).or_default().push(e.from);
+        }
+    }
+    for e in edges.iter_mut().filter(|e| e.kind == EdgeKind::Ready) {
+        let job = handed
+            .get(&e.from)
+            .and_then(|v| v.iter().map(|h| conns.of(h.index())).find(|&c| c != 0));
+        let Some(job) = job else { continue };
+        let w = e.to.index();
+        let Some(thread) = graph.leaves.get(w).map(|l| l.thread) else {
+            continue;
+        };
+        let found = (w..graph.leaves.len().min(w + LOOK_AHEAD))
+            .take_while(|&k| graph.leaves[k].thread == thread && (k == w || !after_epoll(graph, k)))
+            .find(|&k| conns.end[k] == job || conns.start[k] == job);
+        if let Some(k) = found {
+            e.to = NodeId(k as u32);
+        }
+    }
+}

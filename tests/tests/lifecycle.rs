@@ -357,3 +357,23 @@ fn full_disk_drops_and_counts_without_harm() {
     // could not even be created are the only other loss).
     assert!(kept as u64 + lost <= 1_600_000 + 100);
 }
+
+/// Threads that name themselves after they started keep their names in a process killed before
+/// any clean exit: `prctl(PR_SET_NAME)` on the main thread and `pthread_setname_np` on itself in
+/// another thread are recorded when they happen (`tests/c/renamed.c`), and the `raise` that ends
+/// the process is recorded before it.
+#[test]
+fn names_given_after_start_survive_a_kill() {
+    let exe = build_c("renamed", "renamed", &[]);
+    let run = record(&exe, &[]);
+    let t = run.load();
+    let mut names: Vec<String> = thread_files(&t).iter().map(|f| f.thread_name()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["main-renamed", "worker-renamed"],
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(with_op(&t, Op::Raise).len(), 1);
+}

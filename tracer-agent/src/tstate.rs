@@ -228,6 +228,29 @@ impl Ctx {
     }
 }
 
+impl Ctx {
+    /// Records that this thread renamed itself (a THREAD_NAME record: clock, name), and puts the
+    /// name in the file's header, so a thread killed before its clean exit keeps it too.
+    pub(crate) fn renamed(&self, name: &[u8]) {
+        // SAFETY: as in `emit`.
+        let st = unsafe { &mut *self.ts };
+        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        let name = &name[..name.len().min(format::hdr::THREAD_NAME_LEN - 1)];
+        let mut head = [0u8; 10];
+        let mut e = Enc::new(&mut head);
+        e.varint(self.now());
+        let n = e.len();
+        st.file.record(rec::THREAD_NAME, &head[..n], name);
+        st.file.set_name(name);
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
+    }
+}
+
 impl ThreadState {
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>) {
         self.since_calib += 1;

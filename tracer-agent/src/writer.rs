@@ -326,6 +326,21 @@ impl File {
         true
     }
 
+    /// Puts `name` (at most 15 bytes) in the header's thread name field.
+    pub(crate) fn set_name(&mut self, name: &[u8]) {
+        let mut field = [0u8; hdr::THREAD_NAME_LEN];
+        let n = name.len().min(hdr::THREAD_NAME_LEN - 1);
+        field[..n].copy_from_slice(&name[..n]);
+        // SAFETY: the header page is mapped and writable while the file is open.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                field.as_ptr(),
+                self.header.add(hdr::THREAD_NAME),
+                hdr::THREAD_NAME_LEN,
+            )
+        };
+    }
+
     /// Finishes the file at thread exit: final name, clean state, trimmed size, unmapped.
     pub(crate) fn close(&mut self) {
         let name = thread_name();

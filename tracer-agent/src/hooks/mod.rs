@@ -17,6 +17,7 @@
 pub mod exec;
 pub mod fd;
 pub mod io;
+pub mod names;
 pub mod open;
 pub mod poll;
 pub mod signal;

@@ -290,6 +290,9 @@ fn notification_edges(
 /// takes connections from a condvar queue (Apache, the threadpool sample) pops and serves in one
 /// go, and its hand-off already marks where it went back for new work.
 fn land_handoffs(graph: &Graph, edges: &mut [Edge]) {
+    if !edges.iter().any(|e| e.kind == EdgeKind::Handoff) {
+        return;
+    }
     let mut told: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
     for e in edges.iter() {
         let wakes = matches!(

@@ -19,38 +19,29 @@ use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId, ThreadId};
 
 use super::event::HAS_X;
 use super::leaves::Bound;
+use super::weak::dequeue_like;
 
 /// How long after a send the waking call may have been entered.
 pub(super) const ENTERED_WITHIN_NS: u64 = 10_000_000;
 
-/// Whether a leaf started by `op` began at the return of a call a signal can end.
+/// Whether a leaf started by `op` began at the return of a call a signal can end: a
+/// dequeue-like wait (see `weak`), a readiness wait, an accept or a join.
 fn blocking(op: Op) -> bool {
     use Op::*;
-    matches!(
-        op,
-        CondWait
-            | CondTimedwait
-            | CondClockwait
-            | SemWait
-            | SemTimedwait
-            | SemClockwait
-            | FutexWait
-            | EpollWait
-            | EpollPwait
-            | EpollPwait2
-            | Poll
-            | Ppoll
-            | Select
-            | Pselect
-            | Read
-            | Readv
-            | Recv
-            | Recvfrom
-            | Recvmsg
-            | Accept
-            | Accept4
-            | ThreadJoin
-    )
+    dequeue_like(op)
+        || matches!(
+            op,
+            EpollWait
+                | EpollPwait
+                | EpollPwait2
+                | Poll
+                | Ppoll
+                | Select
+                | Pselect
+                | Accept
+                | Accept4
+                | ThreadJoin
+        )
 }
 
 /// Whether `op` sends a signal.

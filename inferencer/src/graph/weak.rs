@@ -30,7 +30,8 @@ use super::event::reads_bytes;
 /// A call site: operation, and the stack's frames (or the object, without a stack).
 type Site<'a> = (u8, Option<&'a [u64]>, u32);
 
-fn dequeue_like(op: Op) -> bool {
+/// A wait that takes work: condition, semaphore and futex waits, and reads.
+pub(super) fn dequeue_like(op: Op) -> bool {
     use Op::*;
     matches!(
         op,

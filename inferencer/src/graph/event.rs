@@ -1,6 +1,6 @@
 //! The graph stage's event: as much of one decoded event as cutting and matching need
-//! ([`Ev`]), the file-local objects events refer to ([`LocalObj`]), and which operations move
-//! bytes ([`reads_bytes`]).
+//! ([`Ev`]), the file-local objects events refer to ([`LocalObj`]), which operations move
+//! bytes ([`reads_bytes`]) and which send signals ([`sends`]).
 
 use scalpel_model::format::{ObjKind, Op};
 
@@ -83,6 +83,14 @@ impl LocalObj {
             scope,
         }
     }
+}
+
+/// Whether `op` sends a signal.
+pub(super) fn sends(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Kill | Op::Tgkill | Op::PthreadKill | Op::Sigqueue | Op::Raise
+    )
 }
 
 /// Whether `op` reads (true) or writes (false) bytes; `None` for other operations.

@@ -13,10 +13,9 @@ use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, ThreadId};
 use scalpel_model::read::{FileTrace, Ready};
 
-use super::event::{reads_bytes, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
+use super::event::{reads_bytes, sends, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
 use super::queues::{Section, Step, Tracker};
 use super::ready::{Close, Ctl, ReadyWait};
-use super::signals;
 use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
@@ -64,7 +63,7 @@ pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
         | EpollWait | EpollPwait | EpollPwait2 | Poll | Ppoll | Select | Pselect | Accept
         | Accept4 | Connect | ThreadCreate | ThreadJoin | Fork => Class::Cut,
         // A send cuts (it may wake its target); `kill(pid, 0)` carries no target and does not.
-        op if signals::sends(op) && e.flags & HAS_X != 0 => Class::Cut,
+        op if sends(op) && e.flags & HAS_X != 0 => Class::Cut,
         _ => match reads_bytes(op) {
             // A transfer cuts when it moved bytes on a channel at a known offset, and so does a
             // read that found the end of the stream (the agent gives it no offset: it moved
@@ -574,5 +573,5 @@ pub(super) fn is_release(op: Option<Op>) -> bool {
                 | ThreadExit
                 | Exec
         )
-    ) || op.is_some_and(signals::sends)
+    ) || op.is_some_and(sends)
 }

@@ -182,7 +182,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let sends: Vec<Bound> = asm
         .bounds
         .iter()
-        .filter(|b| Op::from_u8(b.op).is_some_and(|o| o == Op::ThreadStart || signals::sends(o)))
+        .filter(|b| Op::from_u8(b.op).is_some_and(|o| o == Op::ThreadStart || event::sends(o)))
         .copied()
         .collect();
     let conns = eventloop::conns(&asm.bounds, &asm.obj_kinds, &asm.obj_channel, &graph);

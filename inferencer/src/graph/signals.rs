@@ -17,7 +17,7 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId, ThreadId};
 
-use super::event::HAS_X;
+use super::event::{sends, HAS_X};
 use super::leaves::Bound;
 use super::weak::dequeue_like;
 
@@ -42,14 +42,6 @@ fn blocking(op: Op) -> bool {
                 | Accept4
                 | ThreadJoin
         )
-}
-
-/// Whether `op` sends a signal.
-pub(super) fn sends(op: Op) -> bool {
-    matches!(
-        op,
-        Op::Kill | Op::Tgkill | Op::PthreadKill | Op::Sigqueue | Op::Raise
-    )
 }
 
 /// The signal edges of the whole trace, given the edges matched so far.

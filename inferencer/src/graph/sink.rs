@@ -50,7 +50,7 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
         // Its own handle, which `pthread_kill` names.
         Op::ThreadStart => e.aux,
         // The target; `kill(pid, 0)` sends nothing and keeps none, so it does not cut.
-        op if super::signals::sends(op) => e.aux.filter(|_| e.aux2 != Some(0)),
+        op if super::event::sends(op) => e.aux.filter(|_| e.aux2 != Some(0)),
         _ => None,
     }
 }

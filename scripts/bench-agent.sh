@@ -28,6 +28,10 @@ BENCH=$WORK/agent-bench
 cc -O2 -fomit-frame-pointer -pthread -o "$BENCH" scripts/bench/agent-bench.c
 CORES=$(nproc)
 
+# The agent runs only under `scalpel record`, which hands it its files; its summary (stderr) is
+# dropped, the benchmark's own line (stdout) kept.
+rec() { SCALPEL_AGENT=$AGENT "$SCALPEL" record -o "$WORK/t" "$@" 2>/dev/null; }
+
 # One timed run: prints wall ns.
 run() {
     local mode=$1 threads=$2 kind=$3
@@ -35,14 +39,12 @@ run() {
     case $kind in
         base)  "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # nostack:DEPTH — the agent with stacks off, events DEPTH frames deep (0 for the table).
-        nostack:*) BENCH_DEPTH=${kind#nostack:} SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
-                "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        nostack:*) BENCH_DEPTH=${kind#nostack:} rec --stacks off -- "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # cpu — the agent with stacks off and CPU times on.
-        cpu) SCALPEL_CPU_TIME=on SCALPEL_STACKS=off SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
-                "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        cpu) rec --cpu-time --stacks off -- "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # stacks:DEPTH:CACHE — events DEPTH frames deep, that many frames recorded.
         stacks:*) IFS=: read -r _ d c <<< "$kind"
-            BENCH_DEPTH=$d SCALPEL_STACKS="all,depth=$d,cache=$c" SCALPEL_DIR=$WORK/t SCALPEL_AGENT=$AGENT LD_PRELOAD=$AGENT \
+            BENCH_DEPTH=$d rec --stacks all --stack-depth "$d" --stack-cache "$c" -- \
                 "$BENCH" "$mode" "$threads" "$ITERS" ;;
         naive) "$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t" ;;
     esac | awk '{print $3}'
@@ -142,13 +144,13 @@ if want instr && command -v valgrind >/dev/null; then
     for mode in mutex pipe; do
         cg="valgrind --tool=callgrind --callgrind-out-file=/dev/null"
         b1=$(count $cg "$BENCH" "$mode" 1 20000); b2=$(count $cg "$BENCH" "$mode" 1 40000)
-        a1=$(count env SCALPEL_STACKS=off SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 20000)
-        a2=$(count env SCALPEL_STACKS=off SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 40000)
+        a1=$(count "$SCALPEL" record -o "$WORK/t" --stacks off -- $cg "$BENCH" "$mode" 1 20000)
+        a2=$(count "$SCALPEL" record -o "$WORK/t" --stacks off -- $cg "$BENCH" "$mode" 1 40000)
         awk -v m="$mode" -v b1="$b1" -v b2="$b2" -v a1="$a1" -v a2="$a2" 'BEGIN {
             printf "instructions added per event (%s): %.0f\n", m, ((a2 - a1) - (b2 - b1)) / 40000 }'
         for c in off on; do
-            s1=$(count env BENCH_DEPTH=16 SCALPEL_STACKS="all,depth=16,cache=$c" SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 20000)
-            s2=$(count env BENCH_DEPTH=16 SCALPEL_STACKS="all,depth=16,cache=$c" SCALPEL_DIR="$WORK/t" LD_PRELOAD="$AGENT" $cg "$BENCH" "$mode" 1 40000)
+            s1=$(count env BENCH_DEPTH=16 "$SCALPEL" record -o "$WORK/t" --stack-depth 16 --stack-cache "$c" -- $cg "$BENCH" "$mode" 1 20000)
+            s2=$(count env BENCH_DEPTH=16 "$SCALPEL" record -o "$WORK/t" --stack-depth 16 --stack-cache "$c" -- $cg "$BENCH" "$mode" 1 40000)
             awk -v m="$mode" -v c="$c" -v a1="$a1" -v a2="$a2" -v s1="$s1" -v s2="$s2" 'BEGIN {
                 printf "instructions added by depth-16 stacks per event (%s, cache %s): %.0f\n", m, c, ((s2 - s1) - (a2 - a1)) / 40000 }'
         done

@@ -561,7 +561,8 @@ pub mod ep {
 /// longer records (a planted file could otherwise make one record worth gigabytes of text).
 pub const MAX_STACK_FRAMES: usize = 64;
 
-/// Environment variable naming the trace directory; the agent records nothing without it.
+/// Environment variable naming the trace directory, for the traced command's information: the
+/// agent opens no path in it (it gets its files through [`crate::broker`]).
 pub const ENV_DIR: &str = "SCALPEL_DIR";
 /// Environment variable with the agent's own path, re-injected into `LD_PRELOAD` across exec.
 pub const ENV_AGENT: &str = "SCALPEL_AGENT";
@@ -589,6 +590,9 @@ pub mod shared_loss {
     pub const THREADS_WITHOUT_FILE: usize = 0;
     /// Processes (or exec'd images) that could not get a process directory.
     pub const PROCESSES_WITHOUT_DIR: usize = 1;
+    /// Files the recorder made that their process never wrote a header into (it died or lost
+    /// its recording at start); the recorder removes them when the recording ends.
+    pub const UNFINISHED_FILES: usize = 2;
 }
 
 /// Name of the process metadata file inside a process directory `<pid>.<incarnation>`.

@@ -15,6 +15,7 @@
     clippy::cast_lossless
 )]
 
+pub mod broker;
 pub mod format;
 pub mod record;
 pub mod wire;

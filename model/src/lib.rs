@@ -24,4 +24,4 @@ pub mod task;
 pub mod write;
 
 pub use read::{read_dir, read_file, ReadError};
-pub use scalpel_format::{format, record, wire};
+pub use scalpel_format::{broker, format, record, wire};

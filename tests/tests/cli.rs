@@ -154,7 +154,8 @@ fn force_replaces_only_a_trace_and_only_for_a_runnable_command() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("notes.txt"));
     assert!(mine.join("notes.txt").exists());
-    // An existing empty directory keeps its mode.
+    // An existing empty directory others could read is closed to them (the trace is the
+    // recording user's alone).
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -165,7 +166,7 @@ fn force_replaces_only_a_trace_and_only_for_a_runnable_command() {
     );
     assert_eq!(
         std::fs::metadata(&empty).unwrap().permissions().mode() & 0o7777,
-        0o755
+        0o700
     );
     // A command that cannot start leaves the previous trace alone.
     let run = record(std::path::Path::new("/bin/true"), &[]);

@@ -22,8 +22,8 @@ const OFF: u8 = 3;
 /// Configuration and per-process values, written only while `state` is BUSY by the one thread
 /// that set it, and read only after `state` is READY.
 pub(crate) struct Config {
-    /// The trace root directory, absolute, as given in SCALPEL_DIR.
-    pub root: PathBuf<1024>,
+    /// `SCALPEL_BROKER=...`, put back into an environment across exec.
+    pub env_broker: PathBuf<64>,
     /// `SCALPEL_DIR=...` ready to put back into an environment.
     pub env_dir: PathBuf<1100>,
     /// The agent's own path (from SCALPEL_AGENT), re-injected into LD_PRELOAD across exec.
@@ -40,8 +40,8 @@ pub(crate) struct Config {
     pub env_cpu: PathBuf<32>,
     /// Every event carries the thread's CPU time.
     pub cpu_time: bool,
-    /// Descriptor of this process incarnation's directory.
-    pub proc_dir: i32,
+    /// The incarnation number of this process's directory `<pid>.<incarnation>`.
+    pub incarnation: u32,
     /// This process's id.
     pub pid: i32,
     /// Whether events use the TSC.
@@ -77,7 +77,7 @@ unsafe impl Sync for Global {}
 static G: Global = Global {
     state: AtomicU8::new(UNINIT),
     cfg: UnsafeCell::new(Config {
-        root: PathBuf::new(),
+        env_broker: PathBuf::new(),
         env_dir: PathBuf::new(),
         agent: PathBuf::new(),
         env_agent: PathBuf::new(),
@@ -86,7 +86,7 @@ static G: Global = Global {
         stacks: crate::stackcfg::StackCfg::DEFAULT,
         env_cpu: PathBuf::new(),
         cpu_time: false,
-        proc_dir: -1,
+        incarnation: 0,
         pid: 0,
         tsc: false,
         clock0: 0,

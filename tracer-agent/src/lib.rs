@@ -15,6 +15,7 @@ extern crate alloc;
 mod agentfd;
 mod alloc_arena;
 mod blob;
+mod broker;
 mod channel;
 mod event;
 mod fdtab;

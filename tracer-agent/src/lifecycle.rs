@@ -40,7 +40,6 @@ pub(crate) extern "C" fn atfork_parent() {
 /// (daemon) that never pass through our `fork` hook.
 pub(crate) extern "C" fn atfork_child() {
     tstate::forget_after_fork();
-    crate::agentfd::close_inherited();
     global::after_fork_child(setup::new_process);
     let spawn = tstate::take_fork_spawn();
     if let Some(c) = enter() {
@@ -62,8 +61,7 @@ pub(crate) extern "C" fn atfork_child() {
 }
 
 /// A child of a fork that ran no fork handlers (`_Fork`, `clone`, a raw fork system call),
-/// noticed at its first hook: it gets its own process directory, and drops the parent's files.
+/// noticed at its first hook: it gets its own process directory.
 pub(crate) fn child_without_handlers() {
-    crate::agentfd::close_inherited();
     global::after_fork_child(setup::new_process);
 }

@@ -1,24 +1,28 @@
 //! One-time setup of a process: reading the configuration from the environment, calibrating the
-//! clock, creating the process directory and writing the process metadata file.
+//! clock, getting the process directory from the recorder and writing the process metadata file.
 
+use scalpel_format::broker::{Request, RequestKind};
 use scalpel_format::format::{self, hdr, rec};
 use scalpel_format::wire::Enc;
 
 use crate::blob::Blob;
 use crate::global::Config;
-use crate::sys::{self, PathBuf};
+use crate::sys;
 use crate::{shared, writer};
 
 /// Fills `cfg` from the environment and sets up this process. False turns recording off.
 pub(crate) fn configure(cfg: &mut Config) -> bool {
-    let Some(dir) = getenv(b"SCALPEL_DIR\0") else {
+    // Files come from the recorder alone: without its socket nothing is recorded.
+    let Some(broker) = getenv(b"SCALPEL_BROKER\0").filter(|b| b.len() < 40) else {
         return false;
     };
-    if dir.is_empty() {
+    if !crate::broker::connect(broker) {
         return false;
     }
-    cfg.root.push(dir);
-    cfg.env_dir.push(b"SCALPEL_DIR=").push(dir);
+    cfg.env_broker.push(b"SCALPEL_BROKER=").push(broker);
+    if let Some(dir) = getenv(b"SCALPEL_DIR\0").filter(|d| d.len() < 1024) {
+        cfg.env_dir.push(b"SCALPEL_DIR=").push(dir);
+    }
     // Without SCALPEL_AGENT (LD_PRELOAD set by hand), the loader knows where we were loaded from.
     let agent = getenv(b"SCALPEL_AGENT\0")
         .filter(|a| !a.is_empty())
@@ -41,31 +45,20 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
     cfg.tsc = clock != Some(b"monotonic".as_slice()) && invariant_tsc();
     calibrate(cfg);
 
-    let mut p = PathBuf::<1100>::new();
-    p.push(cfg.root.as_bytes())
-        .push(b"/")
-        .push(format::SHARED_TABLE.as_bytes());
-    // Never through a symbolic link, and only a regular file: a link planted as `shared.tbl`
-    // in a directory someone else could write would otherwise have this process extend and
-    // open up whatever file it points to.
-    let fd = match p.c_bytes() {
-        Some(path) => sys::openat(
-            libc::AT_FDCWD,
-            path,
-            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            0o666,
-        ) as i32,
+    let shared = crate::broker::ask(&Request {
+        kind: RequestKind::Shared,
+        pid: sys::getpid() as u32,
+        a: 0,
+        b: 0,
+    });
+    let fd = match shared {
+        Some((fd, _)) if sys::is_regular(fd) => fd,
+        Some((fd, _)) => {
+            sys::close(fd);
+            -1
+        }
         None => -1,
     };
-    let fd = if fd >= 0 && !sys::is_regular(fd) {
-        sys::close(fd);
-        -1
-    } else {
-        fd
-    };
-    if fd >= 0 {
-        sys::fchmod(fd, 0o666);
-    }
     cfg.table = shared::map(fd);
     if fd >= 0 {
         sys::close(fd);
@@ -92,71 +85,32 @@ pub(crate) fn new_process(cfg: &mut Config) -> bool {
 
 fn open_process(cfg: &mut Config) -> bool {
     cfg.pid = sys::getpid();
-    if cfg.proc_dir >= 0 {
-        crate::agentfd::release(cfg.proc_dir);
-        cfg.proc_dir = -1;
-    }
     let mut exe = [0u8; 4096];
     let n = sys::readlinkat(libc::AT_FDCWD, b"/proc/self/exe\0", &mut exe).max(0) as usize;
     let keep = n.min(hdr::EXE_LEN - 1);
     cfg.exe = [0; hdr::EXE_LEN];
     cfg.exe[..keep].copy_from_slice(&exe[..keep]);
 
-    // The directory name carries an incarnation number because exec keeps the pid.
-    for inc in 0..10_000u64 {
-        let mut p = PathBuf::<1100>::new();
-        p.push(cfg.root.as_bytes())
-            .push(b"/")
-            .push_u64(cfg.pid as u64)
-            .push(b".")
-            .push_u64(inc);
-        let Some(path) = p.c_bytes() else {
-            return false;
-        };
-        let r = sys::mkdirat(libc::AT_FDCWD, path, 0o777);
-        if r == -(libc::EEXIST as isize) {
-            continue;
-        }
-        if r < 0 {
-            return false;
-        }
-        let fd = sys::openat(
-            libc::AT_FDCWD,
-            path,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            0,
-        );
-        if fd < 0 {
-            return false;
-        }
-        // Sticky and world-writable: a process that switches user after start must still be able
-        // to add thread files here.
-        let fd = crate::agentfd::adopt(fd as i32);
-        sys::fchmod(fd, 0o1777);
-        cfg.proc_dir = fd;
-        break;
-    }
-    if cfg.proc_dir < 0 {
+    // The recorder makes the directory `<pid>.<incarnation>` (exec keeps the pid) and its
+    // process file, and answers with the file and the incarnation.
+    let Some((fd, incarnation)) = crate::broker::ask(&Request {
+        kind: RequestKind::Process,
+        pid: cfg.pid as u32,
+        a: 0,
+        b: 0,
+    }) else {
         return false;
-    }
+    };
+    cfg.incarnation = incarnation;
     crate::modules::remember_start();
-    write_process_file(cfg, &exe[..n]);
+    write_process_file(cfg, fd, &exe[..n]);
+    sys::close(fd);
     true
 }
 
-fn write_process_file(cfg: &Config, exe: &[u8]) {
-    // Written under a temporary name and renamed when complete, like thread files.
-    // A new file, never an existing one or a link (O_EXCL refuses both).
-    let fd = sys::openat(
-        cfg.proc_dir,
-        b".process.tmp\0",
-        libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-        0o666,
-    ) as i32;
-    if fd < 0 {
-        return;
-    }
-    sys::fchmod(fd, 0o666);
+/// Writes the process file through `fd`; the header goes last, so a process that dies before
+/// finishing leaves a file without one, which the recorder removes and counts.
+fn write_process_file(cfg: &Config, fd: i32, exe: &[u8]) {
     let mut header = [0u8; format::HEADER_SIZE];
     writer::fill_header(&mut header, cfg, format::FileKind::Process, 0, 0);
     let mut off = format::HEADER_SIZE as u64;
@@ -180,29 +134,7 @@ fn write_process_file(cfg: &Config, exe: &[u8]) {
     off += write_record(fd, off, rec::CALIBRATION, &body[..n], &[]);
     header[hdr::COMMITTED..hdr::COMMITTED + 8]
         .copy_from_slice(&(off - format::HEADER_SIZE as u64).to_le_bytes());
-    let complete = pwrite_all(fd, &header, 0);
-    sys::close(fd);
-    let tmp = b".process.tmp\0";
-    if complete {
-        sys::syscall6(
-            libc::SYS_renameat,
-            [
-                cfg.proc_dir as usize,
-                tmp.as_ptr() as usize,
-                cfg.proc_dir as usize,
-                c"process.trace".as_ptr() as usize,
-                0,
-                0,
-            ],
-        );
-    } else {
-        sys::sys(
-            libc::SYS_unlinkat,
-            cfg.proc_dir as usize,
-            tmp.as_ptr() as usize,
-            0,
-        );
-    }
+    pwrite_all(fd, &header, 0);
 }
 
 /// Writes kind, length, `a` and `b` at `off`; returns the bytes written (0 on failure).

@@ -147,21 +147,6 @@ pub(crate) fn ftruncate(fd: i32, len: u64) -> isize {
     sys(libc::SYS_ftruncate, fd as usize, len as usize, 0)
 }
 
-/// Sets a file's mode (ignores the umask, unlike `open`'s mode).
-pub(crate) fn fchmod(fd: i32, mode: u32) -> isize {
-    sys(libc::SYS_fchmod, fd as usize, mode as usize, 0)
-}
-
-/// Creates a directory relative to `dirfd`.
-pub(crate) fn mkdirat(dirfd: i32, path: &[u8], mode: u32) -> isize {
-    sys(
-        libc::SYS_mkdirat,
-        dirfd as usize,
-        path.as_ptr() as usize,
-        mode as usize,
-    )
-}
-
 /// `fstat` into a caller-provided buffer.
 pub(crate) fn fstat(fd: i32, st: &mut libc::stat) -> isize {
     sys(

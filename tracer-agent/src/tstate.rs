@@ -479,8 +479,7 @@ pub(crate) fn forget_after_fork() {
         if !ts.is_null() && ts != DEAD {
             // SAFETY: the child's copy of our state (already zeroed where MADV_WIPEONFORK
             // worked). It is left mapped, tagged dead, so a hook its parent was inside when it
-            // forked finds nothing to write to; its descriptors are closed by
-            // `agentfd::close_inherited`.
+            // forked finds nothing to write to (the file holds no descriptor to close).
             unsafe { (*ts).tag = 0 };
         }
         t.busy.set(false);

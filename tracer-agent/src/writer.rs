@@ -14,6 +14,7 @@ use scalpel_format::wire::Enc;
 
 use crate::global::Config;
 use crate::sys;
+use scalpel_format::broker::{Request, RequestKind};
 
 /// Size of a mapped window.
 const WINDOW: usize = 1 << 20;
@@ -25,9 +26,9 @@ const RETRY_EVERY: u64 = 4096;
 
 /// The open trace file of one thread.
 pub(crate) struct File {
-    fd: i32,
-    /// Device and inode of our file: checked before every use of `fd` that touches the file, in
-    /// case the host closed our descriptor (close_range, dup2) and reused its number.
+    /// The recorder's name for this file, to ask for it again.
+    token: u32,
+    /// Device and inode of our file: a descriptor the recorder hands over later must match.
     dev: u64,
     ino: u64,
     header: *mut u8,
@@ -84,53 +85,24 @@ pub(crate) fn fill_header(
 }
 
 impl File {
-    /// Creates `t<tid>.trace` (or `t<tid>.<k>.trace` when taken) in the process directory.
-    ///
-    /// The file is prepared under a hidden temporary name and renamed once its header is
-    /// complete, so a process that exits while a thread is starting leaves no half-made trace.
+    /// Gets a new thread file from the recorder (`t<tid>.trace`, or `t<tid>.<k>.trace` when a tid
+    /// is reused), writes its header and maps the first window. No descriptor stays open: the
+    /// host keeps its whole descriptor budget, and the next window asks the recorder again.
     pub(crate) fn create(cfg: &Config, tid: i32, index: u32) -> Option<File> {
-        // A new file, never an existing one or a planted link (O_EXCL refuses both); a name
-        // that is taken (a thread id reused, or a file someone put there) moves to the next.
-        let mut name = sys::PathBuf::<64>::new();
-        let mut r = -(libc::EEXIST as isize);
-        for k in 0..16u64 {
-            name = sys::PathBuf::<64>::new();
-            name.push(b".t").push_u64(tid as u64);
-            if k > 0 {
-                name.push(b".").push_u64(k);
-            }
-            name.push(b".tmp");
-            let tmp = name.c_bytes()?;
-            r = sys::openat(
-                cfg.proc_dir,
-                tmp,
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                0o666,
-            );
-            if r != -(libc::EEXIST as isize) {
-                break;
-            }
-        }
-        if r < 0 {
-            return None;
-        }
-        let tmp = name.c_bytes()?;
-        let fd = crate::agentfd::adopt(r as i32);
-        let fail = |fd: i32| {
-            crate::agentfd::release(fd);
-            sys::sys(
-                libc::SYS_unlinkat,
-                cfg.proc_dir as usize,
-                tmp.as_ptr() as usize,
-                0,
-            );
-            None
-        };
-        sys::fchmod(fd, 0o666);
+        let (fd, token) = crate::broker::ask(&Request {
+            kind: RequestKind::Thread,
+            pid: cfg.pid as u32,
+            a: cfg.incarnation,
+            b: tid as u64,
+        })?;
         // SAFETY: zeroed is a valid stat.
         let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        if sys::fstat(fd, &mut st) < 0 || !reserve(fd, 0, PAGE) {
-            return fail(fd);
+        if sys::fstat(fd, &mut st) < 0
+            || st.st_mode & libc::S_IFMT != libc::S_IFREG
+            || !reserve(fd, 0, PAGE)
+        {
+            sys::close(fd);
+            return None;
         }
         let h = sys::mmap(
             0,
@@ -141,7 +113,8 @@ impl File {
             0,
         );
         if h < 0 {
-            return fail(fd);
+            sys::close(fd);
+            return None;
         }
         let header = h as *mut u8;
         // SAFETY: a fresh PAGE-sized shared mapping of our file.
@@ -152,41 +125,8 @@ impl File {
             tid,
             index,
         );
-        // A tid can be reused within a process; later files of the same tid get a suffix.
-        let mut named = false;
-        for k in 0..1000u64 {
-            let mut p = sys::PathBuf::<64>::new();
-            p.push(b"t").push_u64(tid as u64);
-            if k > 0 {
-                p.push(b".").push_u64(k);
-            }
-            p.push(b".trace");
-            let Some(name) = p.c_bytes() else { break };
-            let r = sys::syscall6(
-                libc::SYS_renameat2,
-                [
-                    cfg.proc_dir as usize,
-                    tmp.as_ptr() as usize,
-                    cfg.proc_dir as usize,
-                    name.as_ptr() as usize,
-                    libc::RENAME_NOREPLACE as usize,
-                    0,
-                ],
-            );
-            if r == 0 {
-                named = true;
-                break;
-            }
-            if r != -(libc::EEXIST as isize) {
-                break;
-            }
-        }
-        if !named {
-            sys::munmap(header, PAGE as usize);
-            return fail(fd);
-        }
-        Some(File {
-            fd,
+        let mut file = File {
+            token,
             dev: st.st_dev,
             ino: st.st_ino,
             header,
@@ -196,7 +136,10 @@ impl File {
             pos: format::HEADER_SIZE as u64,
             broken: false,
             dropped: 0,
-        })
+        };
+        file.map_window(fd, MAX_EVENT_RECORD);
+        sys::close(fd);
+        Some(file)
     }
 
     fn header_u64(&self, at: usize) -> &AtomicU64 {
@@ -231,18 +174,35 @@ impl File {
         if self.broken && !self.dropped.is_multiple_of(RETRY_EVERY) {
             return false;
         }
-        if !self.still_ours() {
+        let Some((fd, _)) = crate::broker::ask(&Request {
+            kind: RequestKind::Reopen,
+            pid: 0,
+            a: self.token,
+            b: 0,
+        }) else {
             self.broken = true;
             return false;
-        }
+        };
+        // SAFETY: zeroed is a valid stat.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        let ok = sys::fstat(fd, &mut st) == 0
+            && st.st_dev == self.dev
+            && st.st_ino == self.ino
+            && self.map_window(fd, n);
+        sys::close(fd);
+        self.broken = !ok;
+        ok
+    }
+
+    /// Reserves and maps a window through `fd` that holds `n` bytes from the current position.
+    fn map_window(&mut self, fd: i32, n: usize) -> bool {
         let start = self.pos & !(PAGE - 1);
         let need = (self.pos - start) as usize + n;
         let min = need.div_ceil(PAGE as usize) * PAGE as usize;
         let mut len = need.max(WINDOW).div_ceil(PAGE as usize) * PAGE as usize;
         // When the disk is nearly full, smaller windows still use the space that is left.
-        while !reserve(self.fd, start, len as u64) {
+        while !reserve(fd, start, len as u64) {
             if len <= min || len <= MIN_WINDOW {
-                self.broken = true;
                 return false;
             }
             len = (len / 2).max(min).max(MIN_WINDOW);
@@ -256,17 +216,15 @@ impl File {
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            self.fd,
+            fd,
             start,
         );
         if r < 0 {
-            self.broken = true;
             return false;
         }
         self.window = r as *mut u8;
         self.win_off = start;
         self.win_len = len;
-        self.broken = false;
         true
     }
 
@@ -341,7 +299,8 @@ impl File {
         };
     }
 
-    /// Finishes the file at thread exit: final name, clean state, trimmed size, unmapped.
+    /// Finishes the file at thread exit: final name, clean state, unmapped, and the recorder told
+    /// how long it is, so it trims the space reserved beyond.
     pub(crate) fn close(&mut self) {
         let name = thread_name();
         // SAFETY: the header page is mapped and writable.
@@ -350,21 +309,12 @@ impl File {
             (self.header.add(hdr::STATE) as *mut u32).write_volatile(format::state::CLOSED);
         }
         self.unmap();
-        if self.still_ours() {
-            sys::ftruncate(self.fd, self.pos);
-            crate::agentfd::release(self.fd);
-        }
-        self.fd = -1;
-    }
-
-    /// Whether our descriptor still refers to our file.
-    fn still_ours(&self) -> bool {
-        // SAFETY: zeroed is a valid stat.
-        let mut st: libc::stat = unsafe { core::mem::zeroed() };
-        self.fd >= 0
-            && sys::fstat(self.fd, &mut st) == 0
-            && st.st_dev == self.dev
-            && st.st_ino == self.ino
+        crate::broker::tell(&Request {
+            kind: RequestKind::Closed,
+            pid: 0,
+            a: self.token,
+            b: self.pos,
+        });
     }
 
     fn unmap(&mut self) {

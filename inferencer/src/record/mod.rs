@@ -6,11 +6,17 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+
+use scalpel_model::broker::ENV_BROKER;
 use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_STACKS, SHARED_TABLE};
 
+mod broker;
 mod child;
 mod stackopts;
 
+pub use broker::BrokerReport;
 pub use child::{signal_name, Outcome, SpawnError};
 pub use stackopts::{
     parse_depth, StackCache, StackMode, StackOptError, StackOptions, MAX_STACK_DEPTH,
@@ -176,8 +182,9 @@ fn is_trace_entry(name: &OsStr) -> bool {
     num(parts.next()) && num(parts.next())
 }
 
-/// Makes `dir` an empty directory and returns its absolute path. A directory it creates is made
-/// writable by everyone (see below); an existing one keeps its mode. A non-empty directory is
+/// Makes `dir` an empty directory only this user can enter (mode 0700, made or set) and returns
+/// its absolute path. One owned by another user, or that others can write, is refused. A
+/// non-empty directory is
 /// emptied when `force` is set and it holds only what a recording writes, else refused.
 pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
     match fs::symlink_metadata(dir) {
@@ -199,14 +206,16 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
                     me,
                 });
             }
-            // Group or others may write only where the sticky bit keeps them from removing or
-            // renaming this user's entries (the directories `record` makes itself are 1777).
-            if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+            // A directory others can write may already hold what they planted: refused. One
+            // only others can read or enter is closed now, before anything is recorded there.
+            if m.mode() & 0o022 != 0 {
                 return Err(RecordError::OpenToOthers {
                     path: dir.to_path_buf(),
                     mode: m.mode() & 0o7777,
                 });
             }
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                .map_err(io_err(dir, "set permissions"))?;
             let entries: Vec<_> = fs::read_dir(dir)
                 .map_err(io_err(dir, "list"))?
                 .collect::<Result<_, _>>()
@@ -231,11 +240,9 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))?;
-            // World-writable with the sticky bit, like /tmp: a traced program that changes user
-            // (a server dropping privileges, a setuid helper) must still be able to create its
-            // process and thread files here, and the sticky bit keeps users from removing each
-            // other's files. Only a directory made here is opened up this way.
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o1777))
+            // The trace is the recording user's alone, whatever the umask: a traced program that
+            // changes user gets its files from the broker as descriptors, never by path.
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
                 .map_err(io_err(dir, "set permissions"))?;
         }
         Err(e) => return Err(io_err(dir, "access")(e)),
@@ -246,9 +253,8 @@ pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
 }
 
 /// Creates the table of shared counters before any traced process runs, as a new regular file
-/// (never through a link), so that nothing planted in the directory between its creation and
-/// the first process's start can stand in for it. Readable and writable by all, like the
-/// directory: a traced server that switches user must still open it.
+/// (never through a link) only this user can read or write; traced processes get it from the
+/// broker as a descriptor.
 fn create_shared_table(dir: &Path) -> Result<(), RecordError> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(SHARED_TABLE);
@@ -256,11 +262,20 @@ fn create_shared_table(dir: &Path) -> Result<(), RecordError> {
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o666)
+        .mode(0o600)
         .open(&path)
         .map_err(io_err(&path, "create"))?;
-    f.set_permissions(fs::Permissions::from_mode(0o666))
+    f.set_permissions(fs::Permissions::from_mode(0o600))
         .map_err(io_err(&path, "set permissions"))
+}
+
+/// The descriptor number the command finds the broker socket at: high, so that it stays out of
+/// the way of the numbers programs use (the agent shields it from their `close` calls anyway).
+fn broker_fd_number() -> i32 {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1024);
+    i32::try_from(soft.clamp(64, 1024) - 1).unwrap_or(1023)
 }
 
 /// The `LD_PRELOAD` value: the agent first, then what was already there.
@@ -282,6 +297,8 @@ pub struct Recording {
     pub agent: PathBuf,
     /// How the command ended.
     pub outcome: Outcome,
+    /// What the recorder made and cleaned up.
+    pub files: BrokerReport,
 }
 
 /// Runs `opts.command` under the agent, recording into `opts.dir`, and waits for it. The agent
@@ -311,11 +328,37 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     } else {
         command.env_remove(ENV_CPU_TIME);
     }
-    let outcome = child::run(command, cmd)?;
+    // Every file of the recording is made by the broker, owned by this user and closed to
+    // everyone else; the command gets the socket to ask for them at a fixed descriptor.
+    let (server, theirs) = broker::start(&dir).map_err(io_err(&dir, "start serving"))?;
+    let number = broker_fd_number();
+    command.env(ENV_BROKER, format!("{number},{}", std::process::id()));
+    let raw = theirs.as_raw_fd();
+    // SAFETY: dup2 and fcntl are async-signal-safe and allocate nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if raw == number {
+                // Already there: only close-on-exec must go.
+                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, number) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let outcome = child::run(command, cmd);
+    // Only the command's processes may hold the socket now, so the broker sees its end when the
+    // last of them has exited.
+    drop(theirs);
+    let outcome = outcome?;
+    let files = server.finish();
     Ok(Recording {
         dir,
         agent,
         outcome,
+        files,
     })
 }
 
@@ -350,7 +393,7 @@ mod tests {
         let abs = prepare_dir(&d, false).unwrap();
         assert!(abs.is_absolute());
         let mode = fs::metadata(&d).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode, 0o1777);
+        assert_eq!(mode, 0o700);
         fs::create_dir(d.join("1.0")).unwrap();
         fs::write(d.join("1.0/t1.trace"), b"x").unwrap();
         fs::write(d.join("shared.tbl"), b"x").unwrap();

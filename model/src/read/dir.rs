@@ -81,6 +81,9 @@ pub struct RecordingLosses {
     pub threads_without_file: u64,
     /// Processes that could not get a process directory: nothing of them was recorded.
     pub processes_without_dir: u64,
+    /// Files the recorder made that their process never began (it died or lost its recording
+    /// at once); the recorder removed them.
+    pub unfinished_files: u64,
 }
 
 impl RecordingLosses {
@@ -103,12 +106,13 @@ impl RecordingLosses {
         RecordingLosses {
             threads_without_file: at(shared_loss::THREADS_WITHOUT_FILE),
             processes_without_dir: at(shared_loss::PROCESSES_WITHOUT_DIR),
+            unfinished_files: at(shared_loss::UNFINISHED_FILES),
         }
     }
 
     /// Whether anything was lost.
     pub fn any(&self) -> bool {
-        self.threads_without_file > 0 || self.processes_without_dir > 0
+        self.threads_without_file > 0 || self.processes_without_dir > 0 || self.unfinished_files > 0
     }
 }
 
@@ -118,7 +122,11 @@ impl std::fmt::Display for RecordingLosses {
             f,
             "{} thread(s) without a trace file, {} process(es) without a directory",
             self.threads_without_file, self.processes_without_dir
-        )
+        )?;
+        if self.unfinished_files > 0 {
+            write!(f, ", {} file(s) never begun", self.unfinished_files)?;
+        }
+        Ok(())
     }
 }
 

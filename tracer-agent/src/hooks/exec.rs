@@ -17,9 +17,10 @@ extern "C" {
 }
 
 const STACK_ENTRIES: usize = 512;
-const OURS: [&[u8]; 6] = [
+const OURS: [&[u8]; 7] = [
     b"LD_PRELOAD=",
     b"SCALPEL_DIR=",
+    b"SCALPEL_BROKER=",
     b"SCALPEL_AGENT=",
     b"SCALPEL_CLOCK=",
     b"SCALPEL_STACKS=",
@@ -50,7 +51,7 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
             count += 1;
         }
     }
-    let need = count + 5;
+    let need = count + 8;
     let mut stack = [core::ptr::null::<c_char>(); STACK_ENTRIES];
     let mut mapped = None;
     let arr: &mut [*const c_char] = if need <= STACK_ENTRIES {
@@ -86,6 +87,7 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
     build_preload(cfg, old_preload, &mut preload);
     for v in [
         cfg.env_dir.c_bytes(),
+        cfg.env_broker.c_bytes(),
         cfg.env_agent.c_bytes(),
         cfg.env_clock.c_bytes(),
         cfg.env_stacks.c_bytes(),

@@ -1,0 +1,392 @@
+//! The recorder's side of the broker protocol (`scalpel_format::broker`): every directory and
+//! file of a recording is made here, owned by the user who records and closed to everyone else
+//! (directories 0700, files 0600), and handed to the traced processes as descriptors.
+//!
+//! One thread serves the socket until no traced process holds it any more, then finishes the
+//! recording: files a process never wrote a header into are removed and counted, and files of
+//! threads that ended without saying so are trimmed to what they hold.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::thread::JoinHandle;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+use scalpel_model::broker::{encode_reply, Request, RequestKind, REQUEST_LEN};
+use scalpel_model::format::{self, hdr, shared_loss, PROCESS_FILE, SHARED_TABLE};
+
+/// Incarnations tried per pid before a process is refused a directory.
+const MAX_INCARNATIONS: u32 = 10_000;
+/// Names tried per thread id (`t<tid>.trace`, `t<tid>.1.trace`, ...).
+const MAX_REUSE: u32 = 1_000;
+
+/// A file handed out, named by its index (the token).
+struct Handed {
+    dir: usize,
+    name: String,
+    dev: u64,
+    ino: u64,
+    /// The process that asked for it.
+    pid: u32,
+    /// Its thread said it finished (and the file was trimmed then).
+    closed: bool,
+}
+
+/// A process directory `<pid>.<n>`.
+struct ProcDir {
+    name: String,
+    fd: OwnedFd,
+}
+
+/// What the recorder found when the recording ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BrokerReport {
+    /// Process directories made.
+    pub processes: u32,
+    /// Thread files made.
+    pub threads: u32,
+    /// Files removed because their process never wrote a header.
+    pub unfinished: u32,
+}
+
+struct Broker {
+    root: OwnedFd,
+    shared: File,
+    dirs: Vec<ProcDir>,
+    by_incarnation: HashMap<(u32, u32), usize>,
+    next_incarnation: HashMap<u32, u32>,
+    files: Vec<Handed>,
+    /// Process files handed out: directory index and pid.
+    process_files: Vec<(usize, u32)>,
+}
+
+/// The running broker: its thread, which returns the report when the recording ends.
+pub(super) struct BrokerThread(JoinHandle<BrokerReport>);
+
+impl BrokerThread {
+    /// Waits until no traced process holds the socket, and returns what was made.
+    pub(super) fn finish(self) -> BrokerReport {
+        self.0.join().unwrap_or_default()
+    }
+}
+
+/// Starts serving `dir` (which holds `shared.tbl` already) on a new socket pair; returns the
+/// thread and the end the command inherits.
+pub(super) fn start(dir: &Path) -> std::io::Result<(BrokerThread, OwnedFd)> {
+    let root = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let shared = rustix::fs::openat(
+        &root,
+        SHARED_TABLE,
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let (ours, theirs) = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )?;
+    let mut broker = Broker {
+        root,
+        shared: File::from(shared),
+        dirs: Vec::new(),
+        by_incarnation: HashMap::new(),
+        next_incarnation: HashMap::new(),
+        files: Vec::new(),
+        process_files: Vec::new(),
+    };
+    let thread = std::thread::Builder::new()
+        .name("scalpel-broker".into())
+        .spawn(move || {
+            broker.serve(&ours);
+            broker.finish()
+        })?;
+    Ok((BrokerThread(thread), theirs))
+}
+
+impl Broker {
+    fn serve(&mut self, sock: &OwnedFd) {
+        let mut msg = [0u8; REQUEST_LEN + 1];
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        loop {
+            let mut control = RecvAncillaryBuffer::new(&mut space);
+            let got = rustix::net::recvmsg(
+                sock,
+                &mut [IoSliceMut::new(&mut msg)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            );
+            let n = match got {
+                Ok(r) if r.bytes == 0 => return,
+                Ok(r) => r.bytes,
+                Err(Errno::INTR) => continue,
+                Err(_) => return,
+            };
+            let mut reply_to = None;
+            for m in control.drain() {
+                if let RecvAncillaryMessage::ScmRights(fds) = m {
+                    // The first descriptor is the answer's socket; any other is dropped here.
+                    for fd in fds {
+                        reply_to.get_or_insert(fd);
+                    }
+                }
+            }
+            let Some(req) = Request::decode(&msg[..n]) else {
+                continue;
+            };
+            let answer = self.handle(&req);
+            if let (true, Some(to)) = (req.kind.wants_reply(), reply_to) {
+                send_reply(&to, answer);
+            }
+        }
+    }
+
+    fn handle(&mut self, req: &Request) -> Result<(OwnedFd, u32), Errno> {
+        match req.kind {
+            RequestKind::Shared => Ok((rustix::io::dup(&self.shared)?, 0)),
+            RequestKind::Process => self.new_process(req.pid),
+            RequestKind::Thread => self.new_thread(req.pid, req.a, req.b),
+            RequestKind::Reopen => {
+                let f = self.files.get(req.a as usize).ok_or(Errno::INVAL)?;
+                let fd = rustix::fs::openat(
+                    &self.dirs[f.dir].fd,
+                    f.name.as_str(),
+                    OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                let st = rustix::fs::fstat(&fd)?;
+                if st.st_dev != f.dev || st.st_ino != f.ino {
+                    return Err(Errno::STALE);
+                }
+                Ok((fd, req.a))
+            }
+            RequestKind::Closed => {
+                if let Some(f) = self.files.get_mut(req.a as usize) {
+                    f.closed = true;
+                    let dir = &self.dirs[f.dir].fd;
+                    trim(dir, &f.name, f.dev, f.ino, Some(req.b));
+                }
+                Err(Errno::INVAL)
+            }
+        }
+    }
+
+    fn new_process(&mut self, pid: u32) -> Result<(OwnedFd, u32), Errno> {
+        let next = self.next_incarnation.entry(pid).or_insert(0);
+        let mut made = None;
+        while *next < MAX_INCARNATIONS {
+            let inc = *next;
+            *next += 1;
+            let name = format!("{pid}.{inc}");
+            match rustix::fs::mkdirat(&self.root, name.as_str(), Mode::from_raw_mode(0o700)) {
+                Ok(()) => {
+                    made = Some((name, inc));
+                    break;
+                }
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let (name, inc) = made.ok_or(Errno::EXIST)?;
+        let dir = rustix::fs::openat(
+            &self.root,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let file = create(&dir, PROCESS_FILE)?;
+        let index = self.dirs.len();
+        self.dirs.push(ProcDir { name, fd: dir });
+        self.by_incarnation.insert((pid, inc), index);
+        self.process_files.push((index, pid));
+        Ok((file, inc))
+    }
+
+    fn new_thread(&mut self, pid: u32, inc: u32, tid: u64) -> Result<(OwnedFd, u32), Errno> {
+        let &dir = self.by_incarnation.get(&(pid, inc)).ok_or(Errno::NOENT)?;
+        let token = u32::try_from(self.files.len()).map_err(|_| Errno::NOSPC)?;
+        for k in 0..MAX_REUSE {
+            let name = if k == 0 {
+                format!("t{tid}.trace")
+            } else {
+                format!("t{tid}.{k}.trace")
+            };
+            match create(&self.dirs[dir].fd, &name) {
+                Ok(fd) => {
+                    let st = rustix::fs::fstat(&fd)?;
+                    self.files.push(Handed {
+                        dir,
+                        name,
+                        dev: st.st_dev,
+                        ino: st.st_ino,
+                        pid,
+                        closed: false,
+                    });
+                    return Ok((fd, token));
+                }
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Errno::EXIST)
+    }
+
+    /// Ends the recording: removes files never begun, trims those of threads that ended without
+    /// a word (their process exited at once, or was killed), and counts what was removed.
+    fn finish(self) -> BrokerReport {
+        let mut unfinished = 0u32;
+        for &(dir, _) in &self.process_files {
+            let d = &self.dirs[dir].fd;
+            if !has_header(d, PROCESS_FILE)
+                && rustix::fs::unlinkat(d, PROCESS_FILE, rustix::fs::AtFlags::empty()).is_ok()
+            {
+                unfinished += 1;
+            }
+        }
+        for f in self.files.iter().filter(|f| !f.closed) {
+            let d = &self.dirs[f.dir].fd;
+            if !has_header(d, &f.name) {
+                if rustix::fs::unlinkat(d, f.name.as_str(), rustix::fs::AtFlags::empty()).is_ok() {
+                    unfinished += 1;
+                }
+            } else if !alive(f.pid) {
+                // A live process that lost the socket may still write through its mapping:
+                // only a dead one's file is cut.
+                trim(d, &f.name, f.dev, f.ino, None);
+            }
+        }
+        for d in &self.dirs {
+            // An empty directory is what a process left that never wrote a header.
+            let _ =
+                rustix::fs::unlinkat(&self.root, d.name.as_str(), rustix::fs::AtFlags::REMOVEDIR);
+        }
+        if unfinished > 0 {
+            count_loss(
+                &self.shared,
+                shared_loss::UNFINISHED_FILES,
+                u64::from(unfinished),
+            );
+        }
+        BrokerReport {
+            processes: u32::try_from(self.dirs.len()).unwrap_or(u32::MAX),
+            threads: u32::try_from(self.files.len()).unwrap_or(u32::MAX),
+            unfinished,
+        }
+    }
+}
+
+/// A new file only the recording user can read or write, never an existing one or a link.
+fn create(dir: &OwnedFd, name: &str) -> Result<OwnedFd, Errno> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    // Whatever the umask said.
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+    Ok(fd)
+}
+
+fn send_reply(to: &OwnedFd, answer: Result<(OwnedFd, u32), Errno>) {
+    let (status, value, fd) = match answer {
+        Ok((fd, v)) => (0, v, Some(fd)),
+        Err(e) => (e.raw_os_error().unsigned_abs(), 0, None),
+    };
+    let reply = encode_reply(status, value);
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let fds;
+    if let Some(fd) = &fd {
+        fds = [fd.as_fd()];
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+    }
+    // The asking thread may have given up (timeout): nothing to do then.
+    let _ = rustix::net::sendmsg(
+        to,
+        &[IoSlice::new(&reply)],
+        &mut control,
+        SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+    );
+}
+
+/// Whether the file's header has been written (its magic is there).
+fn has_header(dir: &OwnedFd, name: &str) -> bool {
+    let Ok(fd) = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return true;
+    };
+    let mut magic = [0u8; 8];
+    matches!(rustix::io::pread(&fd, &mut magic, hdr::MAGIC as u64), Ok(8)) && magic == format::MAGIC
+}
+
+/// Cuts a thread file to its header and committed records (or to `len` when the thread said how
+/// long it is), releasing the space reserved for records never written.
+fn trim(dir: &OwnedFd, name: &str, dev: u64, ino: u64, len: Option<u64>) {
+    let Ok(fd) = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return;
+    };
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return;
+    };
+    if st.st_dev != dev || st.st_ino != ino {
+        return;
+    }
+    let size = u64::try_from(st.st_size).unwrap_or(0);
+    let committed = {
+        let mut b = [0u8; 8];
+        match rustix::io::pread(&fd, &mut b, hdr::COMMITTED as u64) {
+            Ok(8) => u64::from_le_bytes(b),
+            _ => return,
+        }
+    };
+    let held = (format::HEADER_SIZE as u64).saturating_add(committed);
+    // Never below what the header says is there, never above the file.
+    let to = len.map_or(held, |l| l.max(held)).min(size);
+    if to < size {
+        let _ = rustix::fs::ftruncate(&fd, to);
+    }
+}
+
+/// Whether a process with this id exists (a pid reused since only keeps a file untrimmed).
+fn alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(rustix::process::test_kill_process(pid), Err(Errno::SRCH))
+}
+
+/// Adds `n` to one of the loss counters in `shared.tbl`.
+fn count_loss(shared: &File, index: usize, n: u64) {
+    let at = shared_loss::OFFSET + 8 * index as u64;
+    let mut b = [0u8; 8];
+    if !matches!(rustix::io::pread(shared, &mut b, at), Ok(8)) {
+        b = [0; 8];
+    }
+    let v = u64::from_le_bytes(b).saturating_add(n);
+    let _ = rustix::io::pwrite(shared, &v.to_le_bytes(), at);
+}

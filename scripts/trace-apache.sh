@@ -85,6 +85,10 @@ failed=$(awk '/Failed requests/ {print $3}' "$WORK/ab.txt")
 "$SCALPEL" dump --summary "$OUT"
 count() { "$SCALPEL" dump "$OUT" --op "$1" 2>/dev/null | grep -c " $1 " || true; }
 status=0
+# The trace is the recording user's alone, whoever the server's workers run as.
+open_to_others=$(find "$OUT" -perm /o=rwx | wc -l)
+echo "entries others may read, write or enter: $open_to_others"
+[ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
 for op in accept4 epoll_wait cond_wait cond_signal read writev; do
     n=$(count "$op")
     printf '%-12s %8d events\n' "$op" "$n"

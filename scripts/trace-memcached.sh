@@ -58,6 +58,10 @@ wait "$RECORD_PID" || true
 RECORD_PID=""
 
 status=0
+# The trace is the recording user's alone, whoever the server's workers run as.
+open_to_others=$(find "$OUT" -perm /o=rwx | wc -l)
+echo "entries others may read, write or enter: $open_to_others"
+[ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
 python3 - "$OUT/model" <<'PY' || status=1
 import json, sys

@@ -83,6 +83,10 @@ RECORD_PID=""
 complete=$(awk '/Complete requests/ {print $3}' "$WORK/ab.txt")
 failed=$(awk '/Failed requests/ {print $3}' "$WORK/ab.txt")
 status=0
+# The trace is the recording user's alone, whoever the server's workers run as.
+open_to_others=$(find "$OUT" -perm /o=rwx | wc -l)
+echo "entries others may read, write or enter: $open_to_others"
+[ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
 [ "$failed" = 0 ] && [ "$complete" -gt 0 ] || { echo "FAIL: $complete served, $failed failed" >&2; status=1; }
 
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null

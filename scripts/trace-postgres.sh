@@ -62,6 +62,10 @@ wait "$RECORD_PID" || true
 RECORD_PID=""
 
 status=0
+# The trace is the recording user's alone, whoever the server's workers run as.
+open_to_others=$(find "$OUT" -perm /o=rwx | wc -l)
+echo "entries others may read, write or enter: $open_to_others"
+[ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
 failed=$(awk '/number of failed transactions/ {print $5}' "$WORK/pgbench.txt")
 [ "${failed:-x}" = 0 ] || { echo "FAIL: pgbench reports failed transactions: ${failed:-none}" >&2; status=1; }
 "$SCALPEL" infer "$OUT" --stage graph -o "$OUT/model" --min-count 100 >/dev/null

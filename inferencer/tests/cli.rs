@@ -114,7 +114,7 @@ fn record_runs_the_command_under_the_agent() {
         "{err}"
     );
     let mode = fs::metadata(&dir).unwrap().permissions().mode();
-    assert_eq!(mode & 0o7777, 0o1777);
+    assert_eq!(mode & 0o7777, 0o700, "the trace is closed to other users");
 
     // Not empty: refused, then replaced with --force.
     let out = scalpel(&args, Some(&agent));

@@ -54,7 +54,6 @@ pub fn read_file_streaming(
 }
 
 fn read_file_with(path: &Path, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let io = |error| ReadError::Io {
         path: path.to_path_buf(),
@@ -74,23 +73,178 @@ fn read_file_with(path: &Path, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
             "expected a regular file",
         )));
     }
-    // Plain reads, not a mapping: a file that a live writer truncates must not fault us. At most
-    // the size seen now is read, so a file that keeps growing cannot make us read forever.
-    let mut bytes = Vec::new();
-    file.take(meta.len()).read_to_end(&mut bytes).map_err(io)?;
-    decode(path, &bytes, sink)
+    // Plain reads, not a mapping: a file that a live writer (or the recorder trimming it) cuts
+    // short must not fault us. Streamed in chunks, so memory follows the records, not the size a
+    // file claims: a planted sparse file of gigabytes costs a read through it, not its size in
+    // memory. At most the size seen now is read, so a growing file cannot make us read forever.
+    decode_from(path, FileSource(file), meta.len(), sink)
+}
+
+/// Where records are read from: a file can skip the holes of a sparse region at once.
+trait Source: std::io::Read {
+    /// Moves on to the first byte of data at or after `offset` (an offset from the start), if
+    /// the source knows where data is; returns that offset.
+    fn next_data(&mut self, offset: u64) -> Option<u64>;
+}
+
+impl Source for &[u8] {
+    fn next_data(&mut self, _offset: u64) -> Option<u64> {
+        None
+    }
+}
+
+/// A trace file read from its current position.
+struct FileSource(std::fs::File);
+
+impl std::io::Read for FileSource {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Source for FileSource {
+    fn next_data(&mut self, offset: u64) -> Option<u64> {
+        use std::os::fd::AsRawFd;
+        let off = libc::off_t::try_from(offset).ok()?;
+        // SAFETY: lseek on a descriptor we own; SEEK_DATA only moves the file position.
+        let r = unsafe { libc::lseek(self.0.as_raw_fd(), off, libc::SEEK_DATA) };
+        // ENXIO: no data at or after `offset`, so nothing but zeros (or the end) is left.
+        u64::try_from(r).ok()
+    }
 }
 
 /// Decodes a whole file image. `path` only names the file in errors.
 pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<FileTrace, ReadError> {
-    decode(path, bytes, None)
+    decode_from(path, bytes, bytes.len() as u64, None)
 }
 
-fn decode(path: &Path, bytes: &[u8], sink: Sink<'_>) -> Result<FileTrace, ReadError> {
-    let header = Header::decode(path, bytes)?;
+/// Bytes read from the file at a time.
+const CHUNK: usize = 1 << 20;
+
+/// The records of a file, read in chunks: `buf` holds the data bytes from `off` on.
+struct Chunks<R> {
+    src: R,
+    /// File offset of data offset 0.
+    start: usize,
+    buf: Vec<u8>,
+    /// Data offset of `buf[0]`.
+    off: usize,
+    /// Data bytes not read yet.
+    left: usize,
+    failed: Option<std::io::Error>,
+}
+
+impl<R: Source> Chunks<R> {
+    /// Makes `at..at + n` (data offsets) available if the data holds it; false at its end.
+    fn ensure(&mut self, at: usize, n: usize) -> bool {
+        // Drop what was decoded, once it is most of the buffer.
+        let done = at - self.off;
+        if done >= CHUNK {
+            self.buf.drain(..done);
+            self.off = at;
+        }
+        while self.off + self.buf.len() < at + n {
+            if self.left == 0 || self.failed.is_some() {
+                return false;
+            }
+            let want = self.left.min(CHUNK.max(at + n - self.off - self.buf.len()));
+            let have = self.buf.len();
+            self.buf.resize(have + want, 0);
+            match read_full(&mut self.src, &mut self.buf[have..]) {
+                Ok(got) => {
+                    self.buf.truncate(have + got);
+                    self.left = if got < want { 0 } else { self.left - got };
+                }
+                Err(e) => {
+                    self.buf.truncate(have);
+                    self.failed = Some(e);
+                }
+            }
+        }
+        true
+    }
+
+    /// Zero bytes from `at` on, skipping the holes of a sparse file without reading them; returns
+    /// the data offset of the next byte that is not zero (or of the end).
+    fn skip_zeros(&mut self, mut at: usize, limit: usize) -> usize {
+        loop {
+            if !self.ensure(at, 1) {
+                return at;
+            }
+            let from = at - self.off;
+            match self.buf[from..].iter().position(|&b| b != 0) {
+                Some(i) => return at + i,
+                None => at = self.off + self.buf.len(),
+            }
+            if at >= limit {
+                return limit;
+            }
+            // All zeros so far: where is the next data? Everything before it is a hole.
+            if self.left > 0 {
+                let here = (self.start + at) as u64;
+                let next = self.src.next_data(here);
+                let to = next.map_or(self.start + limit, |n| {
+                    usize::try_from(n)
+                        .unwrap_or(usize::MAX)
+                        .min(self.start + limit)
+                });
+                if to > self.start + at {
+                    let skipped = to - (self.start + at);
+                    self.buf.clear();
+                    self.off = to - self.start;
+                    self.left = self.left.saturating_sub(skipped);
+                    at = self.off;
+                    if next.is_none() {
+                        return limit;
+                    }
+                }
+            }
+        }
+    }
+
+    fn get(&self, at: usize) -> Option<u8> {
+        self.buf.get(at.checked_sub(self.off)?).copied()
+    }
+
+    fn slice(&self, at: usize, n: usize) -> &[u8] {
+        let from = at - self.off;
+        &self.buf[from..(from + n).min(self.buf.len())]
+    }
+}
+
+/// Reads until `buf` is full or the source ends; returns the bytes read.
+fn read_full(src: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match src.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+fn decode_from(
+    path: &Path,
+    mut src: impl Source,
+    len: u64,
+    sink: Sink<'_>,
+) -> Result<FileTrace, ReadError> {
+    let io = |error| ReadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    // The header first: its size is in it (at most 64 KiB, a u16).
+    let mut head = vec![0u8; usize::try_from(len.min(u64::from(u16::MAX))).unwrap_or(0)];
+    let got = read_full(&mut src, &mut head).map_err(io)?;
+    head.truncate(got);
+    let header = Header::decode(path, &head)?;
     let start = usize::from(header.header_size);
-    let avail = bytes.len() - start;
-    let mut st = State::new(path, header, bytes.len() as u64, sink);
+    let file_len = usize::try_from(len).unwrap_or(usize::MAX);
+    let avail = file_len.saturating_sub(start);
+    let mut st = State::new(path, header, len, sink);
     if FileKind::from_u8(st.out.header.file_kind).is_none() {
         let kind = st.out.header.file_kind;
         st.inconsistent(
@@ -129,15 +283,30 @@ fn decode(path: &Path, bytes: &[u8], sink: Sink<'_>) -> Result<FileTrace, ReadEr
             ),
         );
     }
-    let data = &bytes[start..start + limit];
+    // The data: what the header read already holds past its end, then the rest of the file.
+    let first: Vec<u8> = head.get(start..).unwrap_or(&[]).to_vec();
+    let first_len = first.len().min(limit);
+    let mut data = Chunks {
+        src,
+        start,
+        buf: first,
+        off: 0,
+        left: limit - first_len,
+        failed: None,
+    };
+    data.buf.truncate(first_len);
     let mut pos = 0usize;
-    while let Some(&kind) = data.get(pos) {
+    while pos < limit && data.ensure(pos, 1) {
+        let Some(kind) = data.get(pos) else { break };
         if kind == rec::PAD {
-            pos += 1;
+            pos = data.skip_zeros(pos, limit);
             continue;
         }
         let at = (start + pos) as u64;
-        let mut d = Dec::new(&data[pos + 1..]);
+        // A kind byte and a varint of at most 10 bytes.
+        data.ensure(pos, 11.min(limit - pos));
+        let head = data.slice(pos + 1, 10.min(limit - pos - 1));
+        let mut d = Dec::new(head);
         let len = match d.varint() {
             Ok(len) => len,
             Err(e) => {
@@ -153,18 +322,28 @@ fn decode(path: &Path, bytes: &[u8], sink: Sink<'_>) -> Result<FileTrace, ReadEr
             }
         };
         let body = pos + 1 + d.pos();
-        let end = usize::try_from(len).ok().and_then(|l| body.checked_add(l));
-        let Some(payload) = end.and_then(|end| data.get(body..end)) else {
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| body.checked_add(l))
+            .filter(|&end| end <= limit);
+        let Some(end) = end else {
             st.damaged(
                 at,
                 format!(
                     "{len} payload bytes of a {} record, but only {} committed bytes follow",
                     rec_name(kind),
-                    data.len() - body
+                    limit - body
                 ),
             );
             break;
         };
+        if !data.ensure(body, end - body) {
+            break;
+        }
+        let payload = data.slice(body, end - body);
+        if payload.len() < end - body {
+            break;
+        }
         if let Err(e) = st.record(kind, payload, at) {
             // The length framing is intact, so the records after this one are still readable;
             // only this one is lost (and with it its time delta, if it was an event).
@@ -178,7 +357,20 @@ fn decode(path: &Path, bytes: &[u8], sink: Sink<'_>) -> Result<FileTrace, ReadEr
                 ),
             );
         }
-        pos = body + payload.len();
+        pos = end;
+    }
+    if let Some(e) = data.failed {
+        return Err(io(e));
+    }
+    if pos < limit && data.left == 0 && data.off + data.buf.len() < limit {
+        // The file ended before the size seen when it was opened (cut while we read).
+        st.damaged(
+            (start + pos) as u64,
+            format!(
+                "the file ended after {} of its {limit} record bytes",
+                data.off + data.buf.len()
+            ),
+        );
     }
     st.out.decoded_len = pos as u64;
     Ok(st.finish())

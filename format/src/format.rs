@@ -595,6 +595,14 @@ pub mod shared_loss {
     pub const UNFINISHED_FILES: usize = 2;
 }
 
+/// Name of the list of files the recorder made, written when the recording ends: a first line
+/// [`MANIFEST_HEADER`], then one path per line relative to the trace directory
+/// (`<pid>.<n>/process.trace`, `<pid>.<n>/t<tid>.trace`), sorted. Readers that find it report
+/// a listed file that is missing and a trace file that is not listed.
+pub const MANIFEST: &str = "files.list";
+/// First line of [`MANIFEST`].
+pub const MANIFEST_HEADER: &str = "scalpel-files 1";
+
 /// Name of the process metadata file inside a process directory `<pid>.<incarnation>`.
 pub const PROCESS_FILE: &str = "process.trace";
 /// Extension of thread files `t<tid>.trace` (or `t<tid>.<k>.trace` when a tid is reused).

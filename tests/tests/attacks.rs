@@ -278,3 +278,54 @@ fn threads_leave_the_host_its_descriptors() {
     assert_eq!(thread_files(&t).len(), 41);
     assert_eq!(t.losses.threads_without_file, 0);
 }
+
+/// The recorder lists the files it made: a thread file or a `process.trace` removed after the
+/// recording, and a file added, are each named in a warning, and `infer --strict` refuses the
+/// trace (before, a removed file passed without a word).
+#[test]
+fn files_removed_or_added_after_the_recording_are_named() {
+    let exe = build_c("forkexit", "forkexit", &[]);
+    let run = record(&exe, &[]).success();
+    assert!(
+        !run.stderr().contains("scalpel: warning"),
+        "{}",
+        run.stderr()
+    );
+    let t = run.load();
+    let p = &t.processes[0];
+    let thread = p.threads[0].path.clone();
+    let process = t.processes[1].process.as_ref().unwrap().path.clone();
+    fs::remove_file(&thread).unwrap();
+    fs::remove_file(&process).unwrap();
+    let added = p.dir.join("t999999.trace");
+    fs::copy(&p.threads[1].path, &added).unwrap();
+    let o = Command::new(scalpel())
+        .arg("summary")
+        .arg(&run.dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    for (path, what) in [
+        (&thread, "missing: the recorder made it"),
+        (&process, "missing: the recorder made it"),
+        (&added, "not made by the recorder"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&path.display().to_string()) && l.contains(what)),
+            "{what} {}: {err}",
+            path.display()
+        );
+    }
+    let o = Command::new(scalpel())
+        .args(["infer", "--strict", "--stage", "graph", "-o"])
+        .arg(run.tmp.path().join("model"))
+        .arg(&run.dir)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

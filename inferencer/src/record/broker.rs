@@ -21,7 +21,9 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 use scalpel_model::broker::{encode_reply, Request, RequestKind, REQUEST_LEN};
-use scalpel_model::format::{self, hdr, shared_loss, PROCESS_FILE, SHARED_TABLE};
+use scalpel_model::format::{
+    self, hdr, shared_loss, MANIFEST, MANIFEST_HEADER, PROCESS_FILE, SHARED_TABLE,
+};
 
 /// Incarnations tried per pid before a process is refused a directory.
 const MAX_INCARNATIONS: u32 = 10_000;
@@ -279,10 +281,44 @@ impl Broker {
                 u64::from(unfinished),
             );
         }
+        self.write_manifest();
         BrokerReport {
             processes: u32::try_from(self.dirs.len()).unwrap_or(u32::MAX),
             threads: u32::try_from(self.files.len()).unwrap_or(u32::MAX),
             unfinished,
+        }
+    }
+}
+
+impl Broker {
+    /// Lists every file made and kept, so a reader can tell when one was removed or added.
+    fn write_manifest(&self) {
+        use std::io::Write;
+        let mut names = Vec::new();
+        for &(dir, _) in &self.process_files {
+            names.push(format!("{}/{PROCESS_FILE}", self.dirs[dir].name));
+        }
+        for f in &self.files {
+            names.push(format!("{}/{}", self.dirs[f.dir].name, f.name));
+        }
+        // Only what is still there: files never begun were removed above.
+        names.retain(|n| {
+            rustix::fs::statat(
+                &self.root,
+                n.as_str(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .is_ok()
+        });
+        names.sort();
+        let mut text = String::from(MANIFEST_HEADER);
+        text.push('\n');
+        for n in names {
+            text.push_str(&n);
+            text.push('\n');
+        }
+        if let Ok(fd) = create(&self.root, MANIFEST) {
+            let _ = File::from(fd).write_all(text.as_bytes());
         }
     }
 }

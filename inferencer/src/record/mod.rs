@@ -170,10 +170,10 @@ pub fn find_agent(env_agent: Option<&OsStr>, exe: Option<&Path>) -> Result<PathB
 }
 
 /// Whether a directory entry is something `scalpel record` writes: a process directory
-/// `<pid>.<n>` or the shared counter table.
+/// `<pid>.<n>`, the shared counter table or the list of files made.
 fn is_trace_entry(name: &OsStr) -> bool {
     let name = name.to_string_lossy();
-    if name == scalpel_model::format::SHARED_TABLE {
+    if name == scalpel_model::format::SHARED_TABLE || name == scalpel_model::format::MANIFEST {
         return true;
     }
     let mut parts = name.splitn(2, '.');

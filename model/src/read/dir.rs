@@ -273,6 +273,46 @@ fn name_mismatch(f: &mut FileTrace, slot: Slot) {
     }
 }
 
+/// Compares the files found with the recorder's list of what it made, when there is one (a
+/// recording that ended normally): a listed file that is missing and a file not listed are
+/// warnings, so a trace someone removed files from (or added to) does not pass without a word.
+fn check_manifest(dir: &Path, found: &[(usize, Slot, PathBuf)], warnings: &mut Vec<ReadError>) {
+    use crate::format::{MANIFEST, MANIFEST_HEADER};
+    use std::collections::BTreeSet;
+    use std::io::Read;
+    let Ok(f) = fs::File::open(dir.join(MANIFEST)) else {
+        return;
+    };
+    // A list longer than this is not one the recorder wrote for a trace we could read anyway.
+    const MAX_LIST: u64 = 256 << 20;
+    let mut text = String::new();
+    if f.take(MAX_LIST).read_to_string(&mut text).is_err() {
+        return;
+    }
+    let mut lines = text.lines();
+    if lines.next() != Some(MANIFEST_HEADER) {
+        return;
+    }
+    let listed: BTreeSet<&str> = lines.filter(|l| !l.is_empty()).collect();
+    let present: BTreeSet<String> = found
+        .iter()
+        .filter_map(|(_, _, p)| {
+            let rel = p.strip_prefix(dir).ok()?;
+            Some(rel.to_string_lossy().into_owned())
+        })
+        .collect();
+    for l in &listed {
+        if !present.contains(*l) {
+            warnings.push(ReadError::Missing { path: dir.join(l) });
+        }
+    }
+    for p in &present {
+        if !listed.contains(p.as_str()) {
+            warnings.push(ReadError::Unlisted { path: dir.join(p) });
+        }
+    }
+}
+
 /// Sorted names of the entries of a directory that parse with `f`.
 fn list<T: Ord>(dir: &Path, f: impl Fn(&str) -> Option<T>) -> std::io::Result<Vec<(T, String)>> {
     let mut out = Vec::new();
@@ -351,6 +391,7 @@ fn read_dir_inner<S: FileSink>(
             Err(e) => warnings.push(io(&dir, e)),
         }
     }
+    check_manifest(path, &jobs, &mut warnings);
     let results: Vec<_> = jobs
         .into_par_iter()
         .map(|(n, slot, p)| match streaming {

@@ -85,6 +85,26 @@ pub enum ReadError {
         /// The path.
         path: PathBuf,
     },
+    /// A file the recorder listed as made is not there (removed after the recording).
+    #[error(
+        "{}: missing: the recorder made it (it is in {}), so the trace lacks what it held",
+        path.display(),
+        crate::format::MANIFEST
+    )]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A trace file the recorder did not make (added after the recording).
+    #[error(
+        "{}: not made by the recorder (it is not in {}); read all the same",
+        path.display(),
+        crate::format::MANIFEST
+    )]
+    Unlisted {
+        /// The file.
+        path: PathBuf,
+    },
     /// A trace directory holds no trace file that could be read.
     #[error(
         "{}: no trace found (expected <pid>.<n>/process.trace or <pid>.<n>/t<tid>.trace){}",
@@ -110,6 +130,8 @@ impl ReadError {
             | ReadError::Damaged { path, .. }
             | ReadError::Inconsistent { path, .. }
             | ReadError::NotADirectory { path }
+            | ReadError::Missing { path }
+            | ReadError::Unlisted { path }
             | ReadError::NoTraces { path, .. } => path,
         }
     }

@@ -109,10 +109,13 @@ fn record_runs_the_command_under_the_agent() {
     );
     assert_eq!(text(&out.stdout), expect);
     assert!(err.contains("exited with status 3"), "{err}");
+    // The fixture's two damaged files, and its four files the recorder did not make (the
+    // command copied them in): each named.
     assert!(
-        err.contains("events:     6") && err.contains("warnings:   2"),
+        err.contains("events:     6") && err.contains("warnings:   6"),
         "{err}"
     );
+    assert_eq!(err.matches("not made by the recorder").count(), 4, "{err}");
     let mode = fs::metadata(&dir).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o700, "the trace is closed to other users");
 
@@ -131,12 +134,14 @@ fn record_runs_the_command_under_the_agent() {
     let out = scalpel(&forced, Some(&agent));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("no trace was recorded"));
-    // The earlier trace is gone; only the table of shared counters `record` creates is there.
-    let left: Vec<_> = fs::read_dir(&dir)
+    // The earlier trace is gone; only what `record` itself writes is there: the table of shared
+    // counters and the (empty) list of files it made.
+    let mut left: Vec<_> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(left, ["shared.tbl"]);
+    left.sort();
+    assert_eq!(left, ["files.list", "shared.tbl"]);
 }
 
 #[test]

@@ -54,7 +54,7 @@ pub struct TypeEdge {
 }
 
 /// Where an occurrence sits: the type and index of the occurrence that contains it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OccRef {
     /// The type.
     #[serde(rename = "type")]

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod edit;
+pub mod fuzzrun;
+pub mod mutate;
 pub mod score;
 
 pub use scalpel_model::format::{ObjKind, Op};

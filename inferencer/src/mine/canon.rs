@@ -17,6 +17,10 @@ use super::work::{Link, Rule, Work};
 
 /// Orderings tried per rule at most.
 pub const SEARCH_LEAVES: usize = 4096;
+/// Refinement work per rule at most (units times refinement rounds, summed over the search):
+/// the leaves alone do not bound the search, since each costs a refinement that can take as many
+/// rounds as the graph is long. Past it, the search stops as soon as it has one ordering.
+pub(super) const SEARCH_WORK: u64 = 1 << 22;
 /// Port spaces larger than this get no canonical port map (their rules are not merged).
 const MAX_SPACE: u32 = 1 << 16;
 
@@ -192,11 +196,44 @@ pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>)
         adj[a as usize].push((0, k, pa, pb, b));
         adj[b as usize].push((1, k, pb, pa, a));
     }
-    let colours = refine(&rank(labels), &adj);
+    let mut budget = Budget {
+        leaves: SEARCH_LEAVES,
+        work: 0,
+    };
+    let colours = refine(&rank(labels), &adj, &mut budget);
+    let twins = twin_classes(labels, &adj);
     let mut best: Option<(Vec<u64>, Vec<u32>)> = None;
-    let mut budget = SEARCH_LEAVES;
-    search(colours, labels, edges, &adj, &mut best, &mut budget);
+    search(colours, labels, edges, &adj, &twins, &mut best, &mut budget);
     best.unwrap_or_default()
+}
+
+/// What the search may still spend.
+struct Budget {
+    leaves: usize,
+    work: u64,
+}
+
+impl Budget {
+    fn spent(&self) -> bool {
+        self.leaves == 0 || self.work > SEARCH_WORK
+    }
+}
+
+/// Units with the same label and the same neighbours through the same edges (false twins): an
+/// automorphism swaps any two of them and fixes everything else, so singling out one gives the
+/// same orderings as singling out the other. A fan-out of many identical units (one task that
+/// starts the same step many times) would otherwise cost a factorial search. Returns a class per
+/// unit: the first unit with its neighbourhood.
+fn twin_classes(labels: &[u64], adj: &[Vec<Adj>]) -> Vec<u32> {
+    let mut first: AHashMap<(u64, Vec<Adj>), u32> = AHashMap::new();
+    adj.iter()
+        .enumerate()
+        .map(|(u, nb)| {
+            let mut key = nb.clone();
+            key.sort_unstable();
+            *first.entry((labels[u], key)).or_insert(u as u32)
+        })
+        .collect()
 }
 
 fn rank<T: Ord + Clone>(keys: &[T]) -> Vec<u32> {
@@ -216,10 +253,11 @@ fn distinct(c: &[u32]) -> usize {
 }
 
 /// Colour refinement: split colours by the labelled colours of each unit's neighbours.
-fn refine(start: &[u32], adj: &[Vec<Adj>]) -> Vec<u32> {
+fn refine(start: &[u32], adj: &[Vec<Adj>], budget: &mut Budget) -> Vec<u32> {
     let mut c = start.to_vec();
     let mut classes = distinct(&c);
     loop {
+        budget.work += adj.len() as u64 + adj.iter().map(|a| a.len() as u64).sum::<u64>();
         let sigs: Vec<(u32, Vec<Adj>)> = adj
             .iter()
             .enumerate()
@@ -247,10 +285,12 @@ fn search(
     labels: &[u64],
     edges: &[UEdge],
     adj: &[Vec<Adj>],
+    twins: &[u32],
     best: &mut Option<(Vec<u64>, Vec<u32>)>,
-    budget: &mut usize,
+    budget: &mut Budget,
 ) {
-    if *budget == 0 {
+    // Past the budget, only the first descent goes on, so there is always an ordering.
+    if best.is_some() && budget.spent() {
         return;
     }
     let n = colours.len();
@@ -260,7 +300,7 @@ fn search(
         count[c as usize] += 1;
     }
     let Some(cell) = (0..n).find(|&c| count[c] > 1) else {
-        *budget -= 1;
+        budget.leaves = budget.leaves.saturating_sub(1);
         let enc = encode(&colours, labels, edges);
         let better = match best {
             Some(b) => enc.0 < b.0,
@@ -271,17 +311,19 @@ fn search(
         }
         return;
     };
+    let mut tried: Vec<u32> = Vec::new();
     for m in 0..n {
-        if colours[m] as usize != cell {
+        if colours[m] as usize != cell || tried.contains(&twins[m]) {
             continue;
         }
+        tried.push(twins[m]);
         let split: Vec<u32> = colours
             .iter()
             .enumerate()
             .map(|(i, &c)| 2 * c + u32::from(i != m && c as usize == cell))
             .collect();
-        let refined = refine(&rank(&split), adj);
-        search(refined, labels, edges, adj, best, budget);
+        let refined = refine(&rank(&split), adj, budget);
+        search(refined, labels, edges, adj, twins, best, budget);
     }
 }
 

@@ -111,29 +111,29 @@ pub struct TypeStats {
 /// How many contributors each type keeps.
 pub const CONTRIBUTORS: usize = 12;
 
-fn occ_parent(model: &Model, r: OccRef) -> Option<OccRef> {
-    model.types[r.ty.index()]
-        .occurrences
-        .get(r.index as usize)
-        .and_then(|o| o.parent)
-}
-
-/// The direct child of occurrence `of` that holds `leaf` (the leaf itself when it is a direct
-/// part), as a reference; a leaf reference has its leaf type and the leaf id.
-fn direct_child(model: &Model, leaf_type: LeafTypeId, leaf: LeafId, of: OccRef) -> Option<OccRef> {
-    let mut child = OccRef {
-        ty: TaskTypeId(leaf_type.0),
-        index: leaf.0,
-    };
-    let mut up = model.leaf_parent.get(leaf.index()).copied().flatten();
-    while let Some(r) = up {
-        if r == of {
-            return Some(child);
+/// The direct children of every occurrence: child occurrences, and leaves that are direct
+/// parts (as references whose type is the leaf type and whose index is the leaf id).
+fn children_of(g: &Graph, model: &Model) -> AHashMap<OccRef, Vec<OccRef>> {
+    let mut kids: AHashMap<OccRef, Vec<OccRef>> = AHashMap::new();
+    for (t, ty) in model.types.iter().enumerate() {
+        for (i, o) in ty.occurrences.iter().enumerate() {
+            if let Some(p) = o.parent {
+                kids.entry(p).or_default().push(OccRef {
+                    ty: TaskTypeId(t as u32),
+                    index: i as u32,
+                });
+            }
         }
-        child = r;
-        up = occ_parent(model, r);
     }
-    None
+    for (l, p) in model.leaf_parent.iter().enumerate() {
+        if let (Some(p), Some(leaf)) = (p, g.leaves.get(l)) {
+            kids.entry(*p).or_default().push(OccRef {
+                ty: TaskTypeId(leaf.ty.0),
+                index: l as u32,
+            });
+        }
+    }
+    kids
 }
 
 /// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
@@ -151,6 +151,7 @@ pub(super) fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<Type
         by_type: vec![Vec::new(); model.types.len()],
         by_leaf: vec![0; g.leaves.len()],
     };
+    let kids = children_of(g, model);
     let mut order: Vec<usize> = (0..model.types.len()).collect();
     order.sort_by_key(|&t| (model.types[t].level, t));
     let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
@@ -180,7 +181,7 @@ pub(super) fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<Type
         let children = if leaf_type.is_some() {
             Vec::new()
         } else {
-            child_stats(g, model, t as u32, &instances, &occ_latency)
+            child_stats(model, t as u32, &instances, &occ_latency, &kids)
         };
         out[t] = Some(summarize(g, t as u32, &instances, children));
     }
@@ -216,37 +217,45 @@ pub(super) fn ratio(a: u64, b: u64) -> f64 {
 }
 
 fn child_stats(
-    g: &Graph,
     model: &Model,
     t: u32,
     instances: &[Instance],
     occ_latency: &OccLatency,
+    kids: &AHashMap<OccRef, Vec<OccRef>>,
 ) -> Vec<ChildStats> {
     let ty = &model.types[t as usize];
     let mut lat: AHashMap<TaskTypeId, (u64, u64)> = AHashMap::new();
     let mut crit: AHashMap<TaskTypeId, u64> = AHashMap::new();
     let (mut total, mut total_crit) = (0u64, 0u64);
-    for (i, (o, inst)) in ty.occurrences.iter().zip(instances).enumerate() {
+    for (i, inst) in instances.iter().enumerate().take(ty.occurrences.len()) {
         let of = OccRef {
             ty: TaskTypeId(t),
             index: i as u32,
         };
         total += inst.latency();
-        let mut seen: Vec<OccRef> = o
-            .leaves
-            .iter()
-            .filter_map(|&l| direct_child(model, g.leaves[l].ty, l, of))
-            .collect();
+        let mut seen: Vec<OccRef> = kids.get(&of).cloned().unwrap_or_default();
         seen.sort_unstable_by_key(|r| (r.ty, r.index));
         seen.dedup();
+        // Which direct child holds each leaf: one pass over the children's leaves, not a walk
+        // up the hierarchy per leaf (a deep model made that quadratic in its depth).
+        let mut owner: AHashMap<LeafId, OccRef> = AHashMap::new();
+        for &r in &seen {
+            let ty = &model.types[r.ty.index()];
+            if ty.kind == TaskKind::Leaf {
+                owner.insert(LeafId(r.index), r);
+            } else if let Some(occ) = ty.occurrences.get(r.index as usize) {
+                for &l in &occ.leaves {
+                    owner.insert(l, r);
+                }
+            }
+        }
         for r in seen {
             let e = lat.entry(r.ty).or_default();
             e.0 += 1;
             e.1 += occ_latency.get(model, r);
         }
         for s in &inst.path {
-            let lt = g.leaves[s.leaf as usize].ty;
-            if let Some(r) = direct_child(model, lt, LeafId(s.leaf), of) {
+            if let Some(&r) = owner.get(&LeafId(s.leaf)) {
                 *crit.entry(r.ty).or_default() += s.total();
                 total_crit += s.total();
             }

@@ -67,11 +67,33 @@ pub fn fitted_dot(
     if draw.depth.is_none() && draw.task.is_none() {
         let deepest = model.types.iter().map(|t| t.level).max().unwrap_or(0);
         let mut d = draw.clone();
-        let mut depth = deepest;
-        while too_big(&dot_text, size) && depth > 1 {
-            d.depth = Some(depth);
-            (dot_text, size) = model_dot(model, graph, &d)?;
-            depth -= 1;
+        if too_big(&dot_text, size) && deepest > 1 {
+            // The deepest drawing of 2 levels or more that fits, found by bisection: fewer
+            // levels never draw more, and a model of a hundred levels would otherwise be laid
+            // out a hundred times (each a pass over every leaf).
+            let (mut lo, mut hi) = (2, deepest);
+            let mut fits = None;
+            while lo <= hi {
+                let mid = lo + (hi - lo) / 2;
+                d.depth = Some(mid);
+                let drawn = model_dot(model, graph, &d)?;
+                if too_big(&drawn.0, drawn.1) {
+                    hi = mid - 1;
+                } else {
+                    fits = Some((mid, drawn));
+                    lo = mid + 1;
+                }
+            }
+            (dot_text, size) = match fits {
+                Some((depth, drawn)) => {
+                    d.depth = Some(depth);
+                    drawn
+                }
+                None => {
+                    d.depth = Some(2);
+                    model_dot(model, graph, &d)?
+                }
+            };
         }
         // Then leave out the rarest nodes.
         while too_big(&dot_text, size) && d.min_count < graph.leaves.len() as u64 {

@@ -3,6 +3,7 @@
 
 use scalpel_e2e::score::infer_model;
 use scalpel_e2e::*;
+use std::fs;
 use std::process::Command;
 
 /// 20,000 one-byte writes read 4 KiB at a time: `infer` and `top` finish, and every read's
@@ -38,4 +39,83 @@ fn a_pipe_written_a_byte_at_a_time_is_inferred() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Structure-aware mutants of a real recording (bit flips, cuts, extreme header fields and
+/// record lengths, dropped, repeated and swapped records, a dropped event with its LOST record,
+/// removed and copied files): `dump`, `summary` and `infer` each end with a result or a clear
+/// error, never a panic, a signal, or more than 2 GiB. `.ci/run` runs 5,000 of them on release
+/// builds (`mutate-traces`); this is the quick share of the test command.
+#[test]
+fn mutants_of_a_real_trace_end_clearly() {
+    use scalpel_e2e::fuzzrun::{run, Verdict, COMMANDS};
+    use scalpel_e2e::mutate::{apply, choose, copy_trace, Rng};
+    let run_dir = record(
+        &own_bin("threadpool"),
+        &["--connections", "3", "--requests", "4"],
+    )
+    .success();
+    let work = tempfile::tempdir().unwrap();
+    let mut bad = Vec::new();
+    for seed in 0..24u64 {
+        let mut rng = Rng::new(seed);
+        let m = choose(&run_dir.dir, &mut rng).unwrap();
+        let dir = work.path().join(format!("m{seed}"));
+        copy_trace(&run_dir.dir, &dir).unwrap();
+        apply(&m, &run_dir.dir, &dir).unwrap();
+        for cmd in COMMANDS {
+            let out = dir.join(format!("out-{cmd}"));
+            let r = run(
+                &scalpel(),
+                cmd,
+                &dir,
+                &out,
+                std::time::Duration::from_secs(120),
+            );
+            if !matches!(r.verdict, Verdict::Clear { .. }) || r.peak > 2 << 30 {
+                bad.push(format!(
+                    "seed {seed} {m}: {cmd}: {:?}, {} MiB",
+                    r.verdict,
+                    r.peak >> 20
+                ));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Every mutant that ever failed `mutate-traces` is kept in `tests/regressions/` (with the
+/// mutation that made it in `mutation.txt`) and must end clearly. The three there made `infer`
+/// take minutes (a chain of requests nested two hundred levels deep by the miner, whose
+/// canonical-form search, drawing and rollup were each superlinear in that depth).
+#[test]
+fn kept_mutants_end_clearly() {
+    use scalpel_e2e::fuzzrun::{run, Verdict, COMMANDS};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let work = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for e in fs::read_dir(&dir).unwrap() {
+        let input = e.unwrap().path();
+        seen += 1;
+        for cmd in COMMANDS {
+            let out = work.path().join(format!(
+                "{}-{cmd}",
+                input.file_name().unwrap().to_string_lossy()
+            ));
+            let r = run(
+                &scalpel(),
+                cmd,
+                &input,
+                &out,
+                std::time::Duration::from_secs(300),
+            );
+            assert!(
+                matches!(r.verdict, Verdict::Clear { code: 0 }),
+                "{}: {cmd}: {:?}",
+                input.display(),
+                r.verdict
+            );
+        }
+    }
+    assert!(seen >= 3, "{seen} kept inputs");
 }

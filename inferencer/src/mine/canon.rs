@@ -21,6 +21,9 @@ pub const SEARCH_LEAVES: usize = 4096;
 /// the leaves alone do not bound the search, since each costs a refinement that can take as many
 /// rounds as the graph is long. Past it, the search stops as soon as it has one ordering.
 pub(super) const SEARCH_WORK: u64 = 1 << 22;
+/// Units singled out one after another at most: the search recursion stays this shallow
+/// whatever the input (each level is a frame on the miner thread's stack).
+const MAX_DEPTH: usize = 128;
 /// Port spaces larger than this get no canonical port map (their rules are not merged).
 const MAX_SPACE: u32 = 1 << 16;
 
@@ -199,6 +202,7 @@ pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>)
     let mut budget = Budget {
         leaves: SEARCH_LEAVES,
         work: 0,
+        depth: 0,
     };
     let colours = refine(&rank(labels), &adj, &mut budget);
     let twins = twin_classes(labels, &adj);
@@ -207,10 +211,11 @@ pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>)
     best.unwrap_or_default()
 }
 
-/// What the search may still spend.
+/// What the search may still spend, and how deep it is.
 struct Budget {
     leaves: usize,
     work: u64,
+    depth: usize,
 }
 
 impl Budget {
@@ -299,7 +304,18 @@ fn search(
     for &c in &colours {
         count[c as usize] += 1;
     }
-    let Some(cell) = (0..n).find(|&c| count[c] > 1) else {
+    let cell = (0..n).find(|&c| count[c] > 1);
+    if cell.is_none() || budget.depth >= MAX_DEPTH {
+        // A leaf of the search; at the depth cap, the rest is ordered by index: a faithful
+        // encoding still (no wrong merge), only perhaps not the canonical one (a missed merge).
+        let colours = match cell {
+            None => colours,
+            Some(_) => {
+                let keyed: Vec<(u32, usize)> =
+                    colours.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+                rank(&keyed)
+            }
+        };
         budget.leaves = budget.leaves.saturating_sub(1);
         let enc = encode(&colours, labels, edges);
         let better = match best {
@@ -310,7 +326,46 @@ fn search(
             *best = Some(enc);
         }
         return;
-    };
+    }
+    let cell = cell.unwrap_or(0);
+    budget.depth += 1;
+    individualize(colours, cell, labels, edges, adj, twins, best, budget);
+    budget.depth -= 1;
+}
+
+/// Searches below every way of singling out one unit of `cell` (one per twin class).
+#[allow(clippy::too_many_arguments)]
+fn individualize(
+    colours: Vec<u32>,
+    cell: usize,
+    labels: &[u64],
+    edges: &[UEdge],
+    adj: &[Vec<Adj>],
+    twins: &[u32],
+    best: &mut Option<(Vec<u64>, Vec<u32>)>,
+    budget: &mut Budget,
+) {
+    let n = colours.len();
+    // A cell of twins only: every order of them is the same under an automorphism, so all are
+    // singled out at once, in index order, instead of one level of search each.
+    let first = (0..n).find(|&m| colours[m] as usize == cell).unwrap_or(0);
+    if (0..n).all(|m| colours[m] as usize != cell || twins[m] == twins[first]) {
+        let mut k = 0u32;
+        let split: Vec<(u32, u32)> = colours
+            .iter()
+            .map(|&c| {
+                if c as usize == cell {
+                    k += 1;
+                    (c, k)
+                } else {
+                    (c, 0)
+                }
+            })
+            .collect();
+        let refined = refine(&rank(&split), adj, budget);
+        search(refined, labels, edges, adj, twins, best, budget);
+        return;
+    }
     let mut tried: Vec<u32> = Vec::new();
     for m in 0..n {
         if colours[m] as usize != cell || tried.contains(&twins[m]) {

@@ -151,6 +151,56 @@ fn chains(model: &Model, graph: &Graph) -> Vec<Vec<OccRef>> {
         .collect()
 }
 
+/// The paths of types drawn, as a trie: node 0 is the root (no type).
+#[derive(Default)]
+struct Trie {
+    /// Parent and type of each node but the root.
+    up: Vec<(usize, u32)>,
+    children: ahash::AHashMap<(usize, u32), usize>,
+    /// Each node's children: (type, node).
+    kids: Vec<Vec<(u32, usize)>>,
+    /// Occurrences through each node: (type, index).
+    occs: Vec<AHashSet<(u32, u32)>>,
+}
+
+impl Trie {
+    fn child(&mut self, node: usize, ty: u32) -> usize {
+        if self.up.is_empty() {
+            self.up.push((0, u32::MAX));
+            self.kids.push(Vec::new());
+            self.occs.push(AHashSet::new());
+        }
+        let next = self.up.len();
+        let c = *self.children.entry((node, ty)).or_insert(next);
+        if c == next {
+            self.up.push((node, ty));
+            self.kids.push(Vec::new());
+            self.kids[node].push((ty, c));
+            self.occs.push(AHashSet::new());
+        }
+        c
+    }
+
+    /// The types from the top to `node`.
+    fn path(&self, mut node: usize) -> Vec<u32> {
+        let mut p = Vec::new();
+        while node != 0 {
+            let (up, ty) = self.up[node];
+            p.push(ty);
+            node = up;
+        }
+        p.reverse();
+        p
+    }
+
+    /// The children of `node`, by type.
+    fn sorted_children(&self, node: usize) -> Vec<usize> {
+        let mut c = self.kids.get(node).cloned().unwrap_or_default();
+        c.sort_unstable();
+        c.into_iter().map(|(_, c)| c).collect()
+    }
+}
+
 /// The model as DOT: each drawn node is a path of types from the top (leaf types as ellipses
 /// named by function, tasks cut by `--depth` as boxes), each task a cluster around its parts.
 /// Solid edges stay within a thread, dashed ones cross threads; labels are counts.
@@ -201,23 +251,33 @@ pub fn model_dot(
             (!c.is_empty()).then(|| c.iter().map(|r| r.ty.0).collect())
         })
         .collect();
-    // Occurrences per drawn path and per cluster prefix.
-    let mut occs: BTreeMap<Vec<u32>, AHashSet<(u32, u32)>> = BTreeMap::new();
-    for ((p, chain), start) in paths.iter().zip(&chains).zip(&starts) {
+    // Occurrences per drawn path and per cluster prefix, in a trie of the paths (a map keyed by
+    // every prefix cost a copy of it per leaf and level: quadratic in the model's depth).
+    let mut trie = Trie::default();
+    let mut ends: Vec<Option<usize>> = vec![None; paths.len()];
+    for (((p, chain), start), end) in paths.iter().zip(&chains).zip(&starts).zip(&mut ends) {
         let (Some(path), Some(start)) = (p, *start) else {
             continue;
         };
-        for k in 1..=path.len() {
-            let r = chain[start + k - 1];
-            occs.entry(path[..k].to_vec())
-                .or_default()
-                .insert((r.ty.0, r.index));
+        let mut node = 0;
+        for (k, &ty) in path.iter().enumerate() {
+            node = trie.child(node, ty);
+            let r = chain[start + k];
+            trie.occs[node].insert((r.ty.0, r.index));
         }
+        *end = Some(node);
     }
-    let drawn: AHashSet<&Vec<u32>> = paths
+    let drawn_nodes: AHashSet<usize> = ends
         .iter()
         .flatten()
-        .filter(|p| occs.get(*p).map_or(0, |s| s.len() as u64) >= draw.min_count)
+        .copied()
+        .filter(|&n| trie.occs[n].len() as u64 >= draw.min_count)
+        .collect();
+    let drawn: AHashSet<&Vec<u32>> = paths
+        .iter()
+        .zip(&ends)
+        .filter(|(_, e)| e.is_some_and(|n| drawn_nodes.contains(&n)))
+        .filter_map(|(p, _)| p.as_ref())
         .collect();
     let id = |p: &[u32]| -> String {
         let parts: Vec<String> = p.iter().map(|t| t.to_string()).collect();
@@ -237,24 +297,27 @@ pub fn model_dot(
     let _ = writeln!(out, "  rankdir=TB; compound=true; newrank=true;");
     let _ = writeln!(out, "  node [fontname=\"Helvetica\", fontsize=10];");
     let _ = writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];");
-    // Clusters and nodes, nested by prefix (BTreeMap order puts a prefix before its extensions).
-    let mut open: Vec<Vec<u32>> = Vec::new();
-    let keys: Vec<(&Vec<u32>, usize)> = occs.iter().map(|(k, v)| (k, v.len())).collect();
-    for (i, &(path, count)) in keys.iter().enumerate() {
-        let extended = keys
-            .get(i + 1)
-            .is_some_and(|(next, _)| next.len() > path.len() && next.starts_with(path));
-        while let Some(top) = open.last() {
-            if path.starts_with(top) && path.len() > top.len() {
-                break;
-            }
-            open.pop();
-            let _ = writeln!(out, "{:w$}}}", "", w = 2 * (open.len() + 1));
+    // Clusters and nodes, nested by prefix: the trie in depth-first order, children by type.
+    let mut open = 0usize;
+    let mut stack: Vec<(usize, bool)> = trie
+        .sorted_children(0)
+        .into_iter()
+        .rev()
+        .map(|c| (c, false))
+        .collect();
+    while let Some((node, leaving)) = stack.pop() {
+        if leaving {
+            open -= 1;
+            let _ = writeln!(out, "{:w$}}}", "", w = 2 * (open + 1));
+            continue;
         }
+        let path = trie.path(node);
+        let count = trie.occs[node].len();
         let t = *path.last().unwrap_or(&0) as usize;
         let ty = &model.types[t];
-        let indent = 2 * (open.len() + 1);
-        if drawn.contains(path) {
+        let indent = 2 * (open + 1);
+        let kids = trie.sorted_children(node);
+        if drawn_nodes.contains(&node) {
             let shape = if ty.kind == TaskKind::Leaf {
                 "ellipse"
             } else {
@@ -265,23 +328,22 @@ pub fn model_dot(
                 out,
                 "{:indent$}n{} [label={}, shape={shape}];",
                 "",
-                id(path),
+                id(&path),
                 quote(&label)
             );
-        } else if ty.kind != TaskKind::Leaf && extended {
+        } else if ty.kind != TaskKind::Leaf && !kids.is_empty() {
             let label = format!("{} ×{count}{}", ty.name, draw.latency(t));
             let _ = writeln!(
                 out,
                 "{:indent$}subgraph cluster_{} {{ label={}; style=rounded;",
                 "",
-                id(path),
+                id(&path),
                 quote(&label)
             );
-            open.push(path.to_vec());
+            open += 1;
+            stack.push((node, true));
         }
-    }
-    while open.pop().is_some() {
-        let _ = writeln!(out, "{:w$}}}", "", w = 2 * (open.len() + 1));
+        stack.extend(kids.into_iter().rev().map(|c| (c, false)));
     }
     // Edges between drawn paths.
     let mut edges: BTreeMap<(String, String, bool, &'static str), u64> = BTreeMap::new();

@@ -2,9 +2,11 @@
 //! `scalpel dump`, `summary` and `infer` on each, counting panics, aborts, slow runs and memory.
 //!
 //! Usage: `mutate-traces [--count N] [--seed S] [--jobs J] [--keep DIR] [--scalpel PATH] TRACE...`
-//! (defaults: 500 mutants, seed 1, one job per core, `scalpel` beside this binary). A failing
-//! mutant is printed with its seed and mutation, and copied under `--keep DIR` when given. Exits
-//! 1 if any mutant failed.
+//! (defaults: 500 mutants, seed 1, one job per core, `scalpel` beside this binary). A failing or
+//! slow mutant is printed with its seed and mutation, and its trace files copied under
+//! `--keep DIR` when given. Exits 1 if any run panicked, died of a signal, ended without a clear
+//! message or passed the memory limit; slow runs are counted and printed, and fail the run only
+//! with `--strict-time`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +28,7 @@ struct Opts {
     seed: u64,
     jobs: usize,
     keep: Option<PathBuf>,
+    strict_time: bool,
     scalpel: PathBuf,
     traces: Vec<PathBuf>,
 }
@@ -38,6 +41,7 @@ fn parse() -> Result<Opts, String> {
         seed: 1,
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         keep: None,
+        strict_time: false,
         scalpel: exe.with_file_name("scalpel"),
         traces: Vec::new(),
     };
@@ -64,6 +68,7 @@ fn parse() -> Result<Opts, String> {
                     .map_err(|e| format!("--jobs: {e}"))?
             }
             Some("--keep") => o.keep = Some(PathBuf::from(value("--keep")?)),
+            Some("--strict-time") => o.strict_time = true,
             Some("--scalpel") => o.scalpel = PathBuf::from(value("--scalpel")?),
             Some(s) if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => o.traces.push(PathBuf::from(a)),
@@ -84,6 +89,7 @@ struct Tally {
     clear_ok: usize,
     clear_err: usize,
     failures: Vec<String>,
+    slow: Vec<String>,
     slowest: f64,
     peak: u64,
 }
@@ -114,6 +120,29 @@ fn baseline(scalpel: &Path, trace: &Path, work: &Path) -> [Duration; 3] {
         out[i] = times[1];
     }
     out
+}
+
+/// Copies a mutant's trace files (not the outputs, not the 1.5 MiB counter table) to `to`.
+fn keep_input(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let name = e.file_name();
+        let n = name.to_string_lossy();
+        if n.starts_with("out-") || n == "shared.tbl" {
+            continue;
+        }
+        if e.path().is_dir() {
+            std::fs::create_dir_all(to.join(&name))?;
+            for f in std::fs::read_dir(e.path())? {
+                let f = f?;
+                std::fs::copy(f.path(), to.join(&name).join(f.file_name()))?;
+            }
+        } else {
+            std::fs::copy(e.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
 }
 
 fn main() {
@@ -159,6 +188,7 @@ fn main() {
                 copy_trace(trace, &dir).expect("copy the trace");
                 apply(&m, trace, &dir).expect("apply the mutation");
                 let mut failed = Vec::new();
+                let mut slow = Vec::new();
                 let mut ratio: f64 = 0.0;
                 let mut peak = 0;
                 let mut codes = Vec::new();
@@ -176,19 +206,20 @@ fn main() {
                     peak = peak.max(r.peak);
                     match &r.verdict {
                         Verdict::Clear { code } => codes.push(*code),
+                        Verdict::Slow => slow.push(format!("{cmd}: slower than {:?}", limit)),
                         v => failed.push(format!("{cmd}: {v:?}")),
                     }
                     if r.peak > MAX_PEAK {
                         failed.push(format!("{cmd}: peak {} MiB", r.peak >> 20));
                     }
                 }
-                if !failed.is_empty() {
+                if !failed.is_empty() || !slow.is_empty() {
                     if let Some(keep) = &o.keep {
                         let to = keep.join(format!("{}-{seed}", m.kind()));
-                        let _ = copy_trace(&dir, &to);
+                        let _ = keep_input(&dir, &to);
                         let _ = std::fs::write(
                             to.join("mutation.txt"),
-                            format!("seed {seed}\n{m}\n{failed:?}\n"),
+                            format!("seed {seed}\n{m}\n{failed:?} {slow:?}\n"),
                         );
                     }
                 }
@@ -198,13 +229,18 @@ fn main() {
                 *g.kinds.entry(m.kind()).or_default() += 1;
                 g.slowest = g.slowest.max(ratio);
                 g.peak = g.peak.max(peak);
-                if failed.is_empty() {
+                if !slow.is_empty() {
+                    let line = format!("seed {seed} {m}: {}", slow.join("; "));
+                    println!("SLOW {line}");
+                    g.slow.push(line);
+                }
+                if failed.is_empty() && slow.is_empty() {
                     if codes.iter().all(|&c| c == 0) {
                         g.clear_ok += 1;
                     } else {
                         g.clear_err += 1;
                     }
-                } else {
+                } else if !failed.is_empty() {
                     let line = format!("seed {seed} {m}: {}", failed.join("; "));
                     println!("FAIL {line}");
                     g.failures.push(line);
@@ -221,7 +257,15 @@ fn main() {
         g.clear_ok,
         g.clear_err
     );
-    println!("failed: {}", g.failures.len());
+    println!(
+        "failed (a panic, a signal, an unclear exit or over the memory limit): {}",
+        g.failures.len()
+    );
+    println!(
+        "slower than {SLOWER}x the intact trace (or {} s): {}",
+        MIN_LIMIT.as_secs(),
+        g.slow.len()
+    );
     println!(
         "slowest run: {:.1}x its intact time (limit {SLOWER}x, at least {} s); peak memory {} MiB (limit {} MiB)",
         g.slowest,
@@ -229,7 +273,7 @@ fn main() {
         g.peak >> 20,
         MAX_PEAK >> 20
     );
-    if !g.failures.is_empty() {
+    if !g.failures.is_empty() || (o.strict_time && !g.slow.is_empty()) {
         std::process::exit(1);
     }
 }

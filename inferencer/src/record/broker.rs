@@ -426,3 +426,75 @@ fn count_loss(shared: &File, index: usize, n: u64) {
     let v = u64::from_le_bytes(b).saturating_add(n);
     let _ = rustix::io::pwrite(shared, &v.to_le_bytes(), at);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broker(dir: &Path) -> Broker {
+        let root = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        let shared = create(&root, SHARED_TABLE).unwrap();
+        Broker {
+            root,
+            shared: File::from(shared),
+            dirs: Vec::new(),
+            by_incarnation: HashMap::new(),
+            next_incarnation: HashMap::new(),
+            files: Vec::new(),
+            process_files: Vec::new(),
+        }
+    }
+
+    /// A process that got its files and died before writing a header leaves nothing behind but
+    /// a count; a thread that wrote records but never said it finished is trimmed to them; the
+    /// list of files names what is kept.
+    #[test]
+    fn unbegun_files_are_removed_and_counted_and_the_rest_trimmed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut b = broker(tmp.path());
+        let dead = u32::MAX - 1; // no such process: its files may be trimmed
+        let (_never, inc) = b.new_process(dead).unwrap();
+        let (begun, _) = b.new_process(dead).unwrap();
+        assert_eq!(inc, 0);
+        // The second incarnation writes a header; its thread writes 100 record bytes of a
+        // 1 MiB reservation and is never closed.
+        let mut header = vec![0u8; format::HEADER_SIZE];
+        header[..8].copy_from_slice(&format::MAGIC);
+        rustix::io::pwrite(&begun, &header, 0).unwrap();
+        let (thread, _) = b.new_thread(dead, 1, 7).unwrap();
+        header[hdr::COMMITTED..hdr::COMMITTED + 8].copy_from_slice(&100u64.to_le_bytes());
+        rustix::io::pwrite(&thread, &header, 0).unwrap();
+        rustix::fs::ftruncate(&thread, 1 << 20).unwrap();
+        let report = b.finish();
+        assert_eq!(report.unfinished, 1, "{report:?}");
+        let dir = tmp.path();
+        assert!(
+            !dir.join(format!("{dead}.0")).exists(),
+            "the unbegun directory is gone"
+        );
+        let t = dir.join(format!("{dead}.1/t7.trace"));
+        assert_eq!(
+            std::fs::metadata(&t).unwrap().len(),
+            format::HEADER_SIZE as u64 + 100
+        );
+        let list = std::fs::read_to_string(dir.join(MANIFEST)).unwrap();
+        assert_eq!(
+            list,
+            format!("{MANIFEST_HEADER}\n{dead}.1/process.trace\n{dead}.1/t7.trace\n")
+        );
+        let mut b8 = [0u8; 8];
+        let shared = std::fs::File::open(dir.join(SHARED_TABLE)).unwrap();
+        rustix::io::pread(
+            &shared,
+            &mut b8,
+            shared_loss::OFFSET + 8 * shared_loss::UNFINISHED_FILES as u64,
+        )
+        .unwrap();
+        assert_eq!(u64::from_le_bytes(b8), 1);
+    }
+}

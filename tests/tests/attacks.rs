@@ -329,3 +329,55 @@ fn files_removed_or_added_after_the_recording_are_named() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Another local user can neither read a running recording nor cut its files under the target
+/// (before: `truncate -s 0 TRACE/shared.tbl` as any user killed the target with SIGBUS, and
+/// argv, memory maps and peer addresses were readable by all). Runs as root, attacking as uid
+/// 65534.
+#[test]
+fn another_user_can_neither_read_nor_cut_a_live_recording() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("not run: needs root to attack as another user");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // The attacker must reach the trace's parent to try at all.
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = tmp.path().join("trace");
+    let target = Command::new(scalpel())
+        .args(["record", "-o"])
+        .arg(&dir)
+        .args(["--", "sh", "-c", "sleep 1; echo survived"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the trace's files to exist.
+    for _ in 0..200 {
+        if dir.join("files.list").exists() || fs::read_dir(&dir).map_or(0, |d| d.count()) > 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let script = format!(
+        "cd '{d}' || exit 10; truncate -s 0 '{d}/shared.tbl' && exit 11; \
+         for f in '{d}'/*/*.trace; do truncate -s 4096 \"$f\" && exit 12; cat \"$f\" && exit 13; done; exit 0",
+        d = dir.display()
+    );
+    let attack = Command::new("sh")
+        .args(["-c", &script])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let out = target.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains("survived"), "{said}");
+    assert_eq!(
+        attack.status.code(),
+        Some(10),
+        "the attacker got into the trace: {}",
+        String::from_utf8_lossy(&attack.stderr)
+    );
+}

@@ -66,6 +66,10 @@ pub mod hdr {
     pub const STACK_MISMATCHED: usize = 92;
     /// `[u8; 16]` thread name (NUL padded) at file creation; updated at clean thread exit.
     pub const THREAD_NAME: usize = 96;
+    /// `u64` events that wanted a call stack the agent could not take (the stack pointer outside
+    /// the thread's stack, as on a signal stack, or a walk that failed); sampled-out events
+    /// are not counted.
+    pub const STACKS_MISSED: usize = 112;
     /// Length of the thread name field.
     pub const THREAD_NAME_LEN: usize = 16;
     /// `[u8; 256]` executable path (NUL padded, truncated).

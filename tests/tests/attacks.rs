@@ -381,3 +381,32 @@ fn another_user_can_neither_read_nor_cut_a_live_recording() {
         String::from_utf8_lossy(&attack.stderr)
     );
 }
+
+/// A thread whose calls all come from a handler on an alternate signal stack gets no call
+/// stacks; the agent counts the events it could not walk, `summary` prints the count and the
+/// reader names the thread's file (before: 312,489 events without a stack under a signal storm,
+/// and no word).
+#[test]
+fn a_thread_without_any_stack_is_named() {
+    let exe = build_c("altstack", "altstack", &[]);
+    let run = record(&exe, &[]).success();
+    assert!(run.stdout().contains("100 locks taken"), "{}", run.stdout());
+    let err = run.stderr();
+    assert!(
+        err.contains("events wanted a stack the agent could not take"),
+        "{err}"
+    );
+    // (`Run::load` refuses warnings; this trace has one on purpose.)
+    let t = read_dir(&run.dir).unwrap();
+    let lonely = thread_files(&t)
+        .into_iter()
+        .find(|f| f.header.stacks_missed >= 200)
+        .expect("the handler's thread counted its missed stacks");
+    assert!(lonely.stacks.is_empty());
+    assert!(
+        err.lines()
+            .any(|l| l.contains(&lonely.path.display().to_string())
+                && l.contains("the agent could take none")),
+        "{err}"
+    );
+}

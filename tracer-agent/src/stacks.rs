@@ -100,6 +100,7 @@ impl Stacks {
         }
         let top = self.top;
         if sp < self.lo || sp >= top {
+            file.stack_missed();
             return None;
         }
         let start = Start { pc, sp, bp, top };
@@ -130,16 +131,28 @@ impl Stacks {
         let depth = usize::from(cfg.depth);
         let w = match Chain::walk(&start, depth, cache, true) {
             Ok(w) => w,
-            Err(WalkErr::Unavailable) => return None,
+            Err(WalkErr::Unavailable) => {
+                file.stack_missed();
+                return None;
+            }
             Err(WalkErr::Stale) => {
                 // A module loaded since the table was built: record the new module map (the
                 // symbolizer needs it before this event) and walk again with the new table.
                 unwind::refresh();
                 crate::modules::check(file, ticks);
-                Chain::walk(&start, depth, cache, false).ok()?
+                match Chain::walk(&start, depth, cache, false) {
+                    Ok(w) => w,
+                    Err(_) => {
+                        file.stack_missed();
+                        return None;
+                    }
+                }
             }
         };
-        let site = w.site()?;
+        let Some(site) = w.site() else {
+            file.stack_missed();
+            return None;
+        };
         if hit.is_none() && !self.sampled(cfg, site) {
             return None;
         }

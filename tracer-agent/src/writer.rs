@@ -157,6 +157,15 @@ impl File {
         }
     }
 
+    /// Counts an event whose call stack could not be taken (see `hdr::STACKS_MISSED`).
+    #[cold]
+    pub(crate) fn stack_missed(&self) {
+        if !self.header.is_null() {
+            self.header_u64(hdr::STACKS_MISSED)
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Space for `n` bytes at the current position, remapping the window when needed.
     #[inline]
     fn space(&mut self, n: usize) -> Option<&mut [u8]> {

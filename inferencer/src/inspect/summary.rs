@@ -38,6 +38,8 @@ pub struct Summary {
     pub stack_checked: u64,
     /// Of those, how many disagreed.
     pub stack_mismatched: u64,
+    /// Events whose call stack the agent could not take.
+    pub stacks_missed: u64,
     /// Events carrying their thread's CPU time (`--cpu-time`).
     pub cpu_events: u64,
     /// What no thread file holds: threads and processes the agent could not give a file.
@@ -95,6 +97,7 @@ impl Summary {
             }
             s.stack_checked += u64::from(f.header.stack_checked);
             s.stack_mismatched += u64::from(f.header.stack_mismatched);
+            s.stacks_missed = s.stacks_missed.saturating_add(f.header.stacks_missed);
         }
         s
     }
@@ -121,6 +124,13 @@ impl fmt::Display for Summary {
             "stacks:     {} events with stacks, {} distinct per thread",
             self.stacked_events, self.stacks
         )?;
+        if self.stacks_missed > 0 {
+            writeln!(
+                f,
+                "            {} events wanted a stack the agent could not take",
+                self.stacks_missed
+            )?;
+        }
         if self.cpu_events > 0 {
             writeln!(f, "cpu times:  {} events carry one", self.cpu_events)?;
         }

@@ -373,6 +373,17 @@ fn decode_from(
         );
     }
     st.out.decoded_len = pos as u64;
+    let missed = st.out.header.stacks_missed;
+    if missed > 0 && st.out.stacks.is_empty() {
+        // Not a loss of events, but the thread's calls cannot be placed in its code at all.
+        st.inconsistent(
+            crate::format::hdr::STACKS_MISSED as u64,
+            format!(
+                "{missed} events wanted a call stack and the agent could take none (calls made \
+                 on a signal stack, or every walk failed): this thread's calls have no stacks"
+            ),
+        );
+    }
     Ok(st.finish())
 }
 

@@ -47,6 +47,8 @@ pub struct Header {
     pub stack_checked: u32,
     /// Of those, how many differed from the fresh walk.
     pub stack_mismatched: u32,
+    /// Events that wanted a call stack the agent could not take.
+    pub stacks_missed: u64,
     /// Thread name, NUL padding removed.
     pub thread_name: Vec<u8>,
     /// Executable path (possibly truncated), NUL padding removed.
@@ -83,6 +85,7 @@ impl Default for Header {
             state: 0,
             stack_checked: 0,
             stack_mismatched: 0,
+            stacks_missed: 0,
             thread_name: Vec::new(),
             exe: Vec::new(),
         }
@@ -195,6 +198,7 @@ impl Header {
             state: u32_at(hdr::STATE),
             stack_checked: u32_at(hdr::STACK_CHECKED),
             stack_mismatched: u32_at(hdr::STACK_MISMATCHED),
+            stacks_missed: u64_at(hdr::STACKS_MISSED),
             thread_name: text(bytes, hdr::THREAD_NAME, hdr::THREAD_NAME_LEN),
             exe: text(bytes, hdr::EXE, hdr::EXE_LEN),
         })
@@ -224,6 +228,7 @@ impl Header {
         put(hdr::STATE, &self.state.to_le_bytes());
         put(hdr::STACK_CHECKED, &self.stack_checked.to_le_bytes());
         put(hdr::STACK_MISMATCHED, &self.stack_mismatched.to_le_bytes());
+        put(hdr::STACKS_MISSED, &self.stacks_missed.to_le_bytes());
         let name = &self.thread_name[..self.thread_name.len().min(hdr::THREAD_NAME_LEN)];
         put(hdr::THREAD_NAME, name);
         put(hdr::EXE, &self.exe[..self.exe.len().min(hdr::EXE_LEN)]);

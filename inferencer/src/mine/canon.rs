@@ -207,7 +207,13 @@ pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>)
     let colours = refine(&rank(labels), &adj, &mut budget);
     let twins = twin_classes(labels, &adj);
     let mut best: Option<(Vec<u64>, Vec<u32>)> = None;
-    search(colours, labels, edges, &adj, &twins, &mut best, &mut budget);
+    let g = Searched {
+        labels,
+        edges,
+        adj: &adj,
+        twins: &twins,
+    };
+    search(colours, &g, &mut best, &mut budget);
     best.unwrap_or_default()
 }
 
@@ -285,12 +291,17 @@ fn refine(start: &[u32], adj: &[Vec<Adj>], budget: &mut Budget) -> Vec<u32> {
     }
 }
 
+/// The graph a search runs on: labels, edges, each unit's view of its edges, twin classes.
+struct Searched<'a> {
+    labels: &'a [u64],
+    edges: &'a [UEdge],
+    adj: &'a [Vec<Adj>],
+    twins: &'a [u32],
+}
+
 fn search(
     colours: Vec<u32>,
-    labels: &[u64],
-    edges: &[UEdge],
-    adj: &[Vec<Adj>],
-    twins: &[u32],
+    g: &Searched<'_>,
     best: &mut Option<(Vec<u64>, Vec<u32>)>,
     budget: &mut Budget,
 ) {
@@ -317,7 +328,7 @@ fn search(
             }
         };
         budget.leaves = budget.leaves.saturating_sub(1);
-        let enc = encode(&colours, labels, edges);
+        let enc = encode(&colours, g.labels, g.edges);
         let better = match best {
             Some(b) => enc.0 < b.0,
             None => true,
@@ -329,19 +340,15 @@ fn search(
     }
     let cell = cell.unwrap_or(0);
     budget.depth += 1;
-    individualize(colours, cell, labels, edges, adj, twins, best, budget);
+    individualize(colours, cell, g, best, budget);
     budget.depth -= 1;
 }
 
 /// Searches below every way of singling out one unit of `cell` (one per twin class).
-#[allow(clippy::too_many_arguments)]
 fn individualize(
     colours: Vec<u32>,
     cell: usize,
-    labels: &[u64],
-    edges: &[UEdge],
-    adj: &[Vec<Adj>],
-    twins: &[u32],
+    g: &Searched<'_>,
     best: &mut Option<(Vec<u64>, Vec<u32>)>,
     budget: &mut Budget,
 ) {
@@ -349,7 +356,7 @@ fn individualize(
     // A cell of twins only: every order of them is the same under an automorphism, so all are
     // singled out at once, in index order, instead of one level of search each.
     let first = (0..n).find(|&m| colours[m] as usize == cell).unwrap_or(0);
-    if (0..n).all(|m| colours[m] as usize != cell || twins[m] == twins[first]) {
+    if (0..n).all(|m| colours[m] as usize != cell || g.twins[m] == g.twins[first]) {
         let mut k = 0u32;
         let split: Vec<(u32, u32)> = colours
             .iter()
@@ -362,23 +369,23 @@ fn individualize(
                 }
             })
             .collect();
-        let refined = refine(&rank(&split), adj, budget);
-        search(refined, labels, edges, adj, twins, best, budget);
+        let refined = refine(&rank(&split), g.adj, budget);
+        search(refined, g, best, budget);
         return;
     }
     let mut tried: Vec<u32> = Vec::new();
     for m in 0..n {
-        if colours[m] as usize != cell || tried.contains(&twins[m]) {
+        if colours[m] as usize != cell || tried.contains(&g.twins[m]) {
             continue;
         }
-        tried.push(twins[m]);
+        tried.push(g.twins[m]);
         let split: Vec<u32> = colours
             .iter()
             .enumerate()
             .map(|(i, &c)| 2 * c + u32::from(i != m && c as usize == cell))
             .collect();
-        let refined = refine(&rank(&split), adj, budget);
-        search(refined, labels, edges, adj, twins, best, budget);
+        let refined = refine(&rank(&split), g.adj, budget);
+        search(refined, g, best, budget);
     }
 }
 

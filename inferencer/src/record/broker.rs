@@ -100,15 +100,7 @@ pub(super) fn start(dir: &Path) -> std::io::Result<(BrokerThread, OwnedFd)> {
         rustix::net::SocketFlags::CLOEXEC,
         None,
     )?;
-    let mut broker = Broker {
-        root,
-        shared: File::from(shared),
-        dirs: Vec::new(),
-        by_incarnation: HashMap::new(),
-        next_incarnation: HashMap::new(),
-        files: Vec::new(),
-        process_files: Vec::new(),
-    };
+    let mut broker = Broker::new(root, File::from(shared));
     let thread = std::thread::Builder::new()
         .name("scalpel-broker".into())
         .spawn(move || {
@@ -119,6 +111,19 @@ pub(super) fn start(dir: &Path) -> std::io::Result<(BrokerThread, OwnedFd)> {
 }
 
 impl Broker {
+    /// A broker for the trace directory `root` whose counter table is `shared`.
+    fn new(root: OwnedFd, shared: File) -> Broker {
+        Broker {
+            root,
+            shared,
+            dirs: Vec::new(),
+            by_incarnation: HashMap::new(),
+            next_incarnation: HashMap::new(),
+            files: Vec::new(),
+            process_files: Vec::new(),
+        }
+    }
+
     fn serve(&mut self, sock: &OwnedFd) {
         let mut msg = [0u8; REQUEST_LEN + 1];
         let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(4))];
@@ -439,15 +444,7 @@ mod tests {
         )
         .unwrap();
         let shared = create(&root, SHARED_TABLE).unwrap();
-        Broker {
-            root,
-            shared: File::from(shared),
-            dirs: Vec::new(),
-            by_incarnation: HashMap::new(),
-            next_incarnation: HashMap::new(),
-            files: Vec::new(),
-            process_files: Vec::new(),
-        }
+        Broker::new(root, File::from(shared))
     }
 
     /// A process that got its files and died before writing a header leaves nothing behind but

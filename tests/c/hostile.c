@@ -3,7 +3,8 @@
  *            read-write and keeps doing traced work; its file must hold only what it wrote;
  *   _fork:   forks with _Fork (no fork handlers run); parent and child both keep working;
  *   vfork:   vfork + dup2 + exec, the classic spawn; the parent's trace must not show the
- *            child's dup2. */
+ *            child's dup2;
+ *   dupall:  dup2 over every descriptor number, then a thread and an exec'd child. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,12 @@ pid_t _Fork(void);
 static void work(int n) {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     for (int i = 0; i < n; i++) { pthread_mutex_lock(&m); pthread_mutex_unlock(&m); }
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    work(1000);
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -36,6 +43,25 @@ int main(int argc, char **argv) {
         unlink(path);
         printf("closefd ok size=%ld\n", (long)size);
         return size == (off_t)(sizeof msg - 1) ? 0 : 1;
+    }
+    if (strcmp(mode, "dupall") == 0) {
+        /* dup2 over every descriptor number: the agent's socket to the recorder must move out
+         * of the way, so the thread started after it and the exec'd child still get files. */
+        work(5000);
+        for (int fd = 3; fd < 1024; fd++) dup2(2, fd);
+        for (int fd = 3; fd < 1024; fd++) close(fd);
+        pthread_t t;
+        pthread_create(&t, NULL, worker, NULL);
+        pthread_join(t, NULL);
+        pid_t c = fork();
+        if (c == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        printf("dupall ok\n");
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
     }
     if (strcmp(mode, "_fork") == 0) {
         work(1000);

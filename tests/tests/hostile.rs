@@ -19,6 +19,26 @@ fn host_closing_every_descriptor_keeps_its_files_and_the_trace() {
     assert_eq!(with_op(&t, Op::MutexLock).len(), 205_000);
 }
 
+/// A host that `dup2`s over every descriptor number (the agent's socket to the recorder
+/// included) keeps recording: the socket moves out of the way first, so the thread started
+/// afterwards and the exec'd child get their files (before, neither did, and the thread was only
+/// counted as unrecorded).
+#[test]
+fn host_dup2_over_every_descriptor_keeps_recording() {
+    let exe = build_c("hostile", "hostile", &[]);
+    let run = record(&exe, &["dupall"]).success();
+    assert!(run.stdout().contains("dupall ok"), "{}", run.stdout());
+    let t = run.load();
+    assert_eq!(t.losses.threads_without_file, 0);
+    assert_eq!(with_op(&t, Op::MutexLock).len(), 6_000);
+    assert!(
+        t.processes
+            .iter()
+            .any(|p| p.exe().is_some_and(|e| e.ends_with("true"))),
+        "the exec'd child was recorded"
+    );
+}
+
 #[test]
 fn fork_without_handlers_gives_the_child_its_own_files() {
     let exe = build_c("hostile", "hostile-fork", &[]);

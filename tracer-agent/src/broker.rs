@@ -5,7 +5,7 @@
 //! Raw system calls only: this runs inside hooks (a thread's first call, a fork child, a window
 //! that must move on), where nothing may allocate, lock or touch `errno`.
 
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use scalpel_format::broker::{decode_reply, Request, RequestKind, REPLY_LEN};
 
@@ -13,6 +13,8 @@ use crate::sys;
 
 /// The broker socket, or -1 when recording is off.
 static SOCK: AtomicI32 = AtomicI32::new(-1);
+/// The recorder's pid, named in `SCALPEL_BROKER` with the socket's number.
+static RECORDER: AtomicU32 = AtomicU32::new(0);
 /// Its inode, checked before each use: a host that closed the descriptor with a raw system call
 /// may have a socket of its own under that number, which must never receive our requests.
 static SOCK_INO: AtomicU64 = AtomicU64::new(0);
@@ -40,9 +42,45 @@ pub(crate) fn connect(value: &[u8]) -> bool {
         return false;
     }
     SOCK_INO.store(st.st_ino, Ordering::Relaxed);
+    RECORDER.store(u32::try_from(pid).unwrap_or(0), Ordering::Relaxed);
     SOCK.store(fd, Ordering::Release);
     crate::agentfd::keep_broker(fd);
     true
+}
+
+/// The host is about to make `fd` a copy of another descriptor (`dup2`, `dup3`): when that is
+/// the broker socket's number, the socket moves to a free number first, so the host gets its way
+/// and the process keeps its recording (a program that `dup2`s over every descriptor would
+/// otherwise leave its later threads without files).
+pub(crate) fn make_way(fd: i32) {
+    let cur = SOCK.load(Ordering::Acquire);
+    if fd < 0 || fd != cur {
+        return;
+    }
+    // Not close-on-exec: children and exec'd images still find it (through `env_var`).
+    let moved = sys::sys(
+        libc::SYS_fcntl,
+        cur as usize,
+        libc::F_DUPFD as usize,
+        cur as usize + 1,
+    );
+    if let Ok(moved) = i32::try_from(moved) {
+        if moved >= 0 {
+            crate::agentfd::keep_broker(moved);
+            SOCK.store(moved, Ordering::Release);
+        }
+    }
+}
+
+/// `SCALPEL_BROKER=<fd>,<pid>` for an exec'd image, with the socket's current number; None when
+/// recording is off.
+pub(crate) fn env_var(out: &mut sys::PathBuf<64>) -> Option<&[u8]> {
+    let fd = u64::try_from(SOCK.load(Ordering::Acquire)).ok()?;
+    out.push(b"SCALPEL_BROKER=")
+        .push_u64(fd)
+        .push(b",")
+        .push_u64(u64::from(RECORDER.load(Ordering::Relaxed)));
+    out.c_bytes()
 }
 
 fn parse(s: &[u8]) -> Option<u64> {

@@ -22,8 +22,6 @@ const OFF: u8 = 3;
 /// Configuration and per-process values, written only while `state` is BUSY by the one thread
 /// that set it, and read only after `state` is READY.
 pub(crate) struct Config {
-    /// `SCALPEL_BROKER=...`, put back into an environment across exec.
-    pub env_broker: PathBuf<64>,
     /// `SCALPEL_DIR=...` ready to put back into an environment.
     pub env_dir: PathBuf<1100>,
     /// The agent's own path (from SCALPEL_AGENT), re-injected into LD_PRELOAD across exec.
@@ -77,7 +75,6 @@ unsafe impl Sync for Global {}
 static G: Global = Global {
     state: AtomicU8::new(UNINIT),
     cfg: UnsafeCell::new(Config {
-        env_broker: PathBuf::new(),
         env_dir: PathBuf::new(),
         agent: PathBuf::new(),
         env_agent: PathBuf::new(),

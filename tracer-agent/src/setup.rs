@@ -19,7 +19,6 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
     if !crate::broker::connect(broker) {
         return false;
     }
-    cfg.env_broker.push(b"SCALPEL_BROKER=").push(broker);
     if let Some(dir) = getenv(b"SCALPEL_DIR\0").filter(|d| d.len() < 1024) {
         cfg.env_dir.push(b"SCALPEL_DIR=").push(dir);
     }

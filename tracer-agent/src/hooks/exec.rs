@@ -85,9 +85,10 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
         n += 1;
     }
     build_preload(cfg, old_preload, &mut preload);
+    let mut broker = sys::PathBuf::<64>::new();
     for v in [
         cfg.env_dir.c_bytes(),
-        cfg.env_broker.c_bytes(),
+        crate::broker::env_var(&mut broker),
         cfg.env_agent.c_bytes(),
         cfg.env_clock.c_bytes(),
         cfg.env_stacks.c_bytes(),

@@ -163,6 +163,7 @@ pub unsafe extern "C-unwind" fn dup2(old: c_int, new: c_int) -> c_int {
     let Some(f) = real!(dup2: F) else {
         return enosys();
     };
+    crate::broker::make_way(new);
     // SAFETY: forwarding the caller's arguments.
     dup_common(Op::Dup2, old, Some(new), || unsafe { f(old, new) })
 }
@@ -173,6 +174,7 @@ pub unsafe extern "C-unwind" fn dup3(old: c_int, new: c_int, fl: c_int) -> c_int
     let Some(f) = real!(dup3: F) else {
         return enosys();
     };
+    crate::broker::make_way(new);
     // SAFETY: forwarding the caller's arguments.
     dup_common(Op::Dup3, old, Some(new), || unsafe { f(old, new, fl) })
 }

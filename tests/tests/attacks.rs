@@ -410,3 +410,22 @@ fn a_thread_without_any_stack_is_named() {
         "{err}"
     );
 }
+
+/// A traced process may finish or reopen only its own files: a fork child that forges the
+/// recorder's "finished" message for its parent's thread file does not get that file trimmed
+/// under the parent's live mapping (which would kill the parent with SIGBUS at its next record;
+/// a compromised www-data worker could so kill its root master).
+#[test]
+fn a_process_cannot_finish_another_process_file() {
+    let exe = build_c("forge", "forge", &[]);
+    let run = record(&exe, &[]);
+    assert!(
+        run.out.status.success() && run.stdout().contains("parent survived"),
+        "{:?} {}{}",
+        run.out.status,
+        run.stdout(),
+        run.stderr()
+    );
+    let t = run.load();
+    assert_eq!(with_op(&t, Op::MutexLock).len(), 51_000);
+}

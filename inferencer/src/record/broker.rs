@@ -100,6 +100,9 @@ pub(super) fn start(dir: &Path) -> std::io::Result<(BrokerThread, OwnedFd)> {
         rustix::net::SocketFlags::CLOEXEC,
         None,
     )?;
+    // The kernel then attaches each sender's pid to its requests: a process may only reopen or
+    // finish its own files (a compromised worker must not cut its root master's file under it).
+    rustix::net::sockopt::set_socket_passcred(&ours, true)?;
     let mut broker = Broker::new(root, File::from(shared));
     let thread = std::thread::Builder::new()
         .name("scalpel-broker".into())
@@ -126,7 +129,8 @@ impl Broker {
 
     fn serve(&mut self, sock: &OwnedFd) {
         let mut msg = [0u8; REQUEST_LEN + 1];
-        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut space =
+            [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(4), ScmCredentials(1))];
         loop {
             let mut control = RecvAncillaryBuffer::new(&mut space);
             let got = rustix::net::recvmsg(
@@ -142,31 +146,52 @@ impl Broker {
                 Err(_) => return,
             };
             let mut reply_to = None;
+            let mut sender = None;
             for m in control.drain() {
-                if let RecvAncillaryMessage::ScmRights(fds) = m {
+                match m {
                     // The first descriptor is the answer's socket; any other is dropped here.
-                    for fd in fds {
-                        reply_to.get_or_insert(fd);
+                    RecvAncillaryMessage::ScmRights(fds) => {
+                        for fd in fds {
+                            reply_to.get_or_insert(fd);
+                        }
                     }
+                    RecvAncillaryMessage::ScmCredentials(c) => {
+                        sender = u32::try_from(rustix::process::Pid::as_raw(Some(c.pid))).ok();
+                    }
+                    _ => {}
                 }
             }
             let Some(req) = Request::decode(&msg[..n]) else {
                 continue;
             };
-            let answer = self.handle(&req);
+            let answer = match sender {
+                Some(pid) => self.handle(&req, pid),
+                None => Err(Errno::PERM),
+            };
             if let (true, Some(to)) = (req.kind.wants_reply(), reply_to) {
                 send_reply(&to, answer);
             }
         }
     }
 
-    fn handle(&mut self, req: &Request) -> Result<(OwnedFd, u32), Errno> {
+    /// Answers `req` from process `sender` (as the kernel says): a process asks for its own
+    /// directory and files only.
+    fn handle(&mut self, req: &Request, sender: u32) -> Result<(OwnedFd, u32), Errno> {
+        let own = |f: &Handed| {
+            if f.pid == sender {
+                Ok(())
+            } else {
+                Err(Errno::PERM)
+            }
+        };
         match req.kind {
             RequestKind::Shared => Ok((rustix::io::dup(&self.shared)?, 0)),
+            RequestKind::Process | RequestKind::Thread if req.pid != sender => Err(Errno::PERM),
             RequestKind::Process => self.new_process(req.pid),
             RequestKind::Thread => self.new_thread(req.pid, req.a, req.b),
             RequestKind::Reopen => {
                 let f = self.files.get(req.a as usize).ok_or(Errno::INVAL)?;
+                own(f)?;
                 let fd = rustix::fs::openat(
                     &self.dirs[f.dir].fd,
                     f.name.as_str(),
@@ -180,7 +205,11 @@ impl Broker {
                 Ok((fd, req.a))
             }
             RequestKind::Closed => {
-                if let Some(f) = self.files.get_mut(req.a as usize) {
+                if let Some(f) = self
+                    .files
+                    .get_mut(req.a as usize)
+                    .filter(|f| f.pid == sender)
+                {
                     f.closed = true;
                     let dir = &self.dirs[f.dir].fd;
                     trim(dir, &f.name, f.dev, f.ino, Some(req.b));

@@ -429,3 +429,31 @@ fn a_process_cannot_finish_another_process_file() {
     let t = run.load();
     assert_eq!(with_op(&t, Op::MutexLock).len(), 51_000);
 }
+
+/// Under a small descriptor limit (`ulimit -n 16`) the recorder puts its socket below the limit,
+/// and the command is recorded (it failed to start: "Bad file descriptor").
+#[test]
+fn a_command_under_a_small_descriptor_limit_is_recorded() {
+    let exe = build_c("hello", "hello", &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("trace");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 16; exec '{}' record -o '{}' -- '{}'",
+            scalpel().display(),
+            dir.display(),
+            exe.display()
+        ))
+        .output()
+        .unwrap();
+    // hello.c exits with 3 on purpose, after printing.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = read_dir(&dir).unwrap();
+    assert!(!thread_files(&t).is_empty());
+}

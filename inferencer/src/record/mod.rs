@@ -275,7 +275,8 @@ fn broker_fd_number() -> i32 {
     let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
         .unwrap_or(1024);
-    i32::try_from(soft.clamp(64, 1024) - 1).unwrap_or(1023)
+    // Under the soft limit, or the number could not be opened at all (`ulimit -n 16`).
+    i32::try_from(soft.clamp(4, 1024) - 1).unwrap_or(1023)
 }
 
 /// The `LD_PRELOAD` value: the agent first, then what was already there.

@@ -73,16 +73,7 @@ fn a_recording_is_closed_to_every_other_user() {
     let exe = build_c("forkexit", "forkexit", &[]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("trace");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "umask 000; exec '{}' record -o '{}' -- '{}'",
-            scalpel().display(),
-            dir.display(),
-            exe.display()
-        ))
-        .output()
-        .unwrap();
+    let out = record_from_shell("umask 000", &dir, &exe);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("20 children exited"),
@@ -141,6 +132,21 @@ fn files_of_children_that_exit_at_once_are_trimmed() {
     }
     assert!(big.is_empty(), "files left at their reservation: {big:?}");
     assert_eq!(run.load().warnings.len(), 0, "{:?}", run.load().warnings);
+}
+
+/// Runs `scalpel record -o dir -- exe` from a shell after `setup` (a umask, a limit).
+fn record_from_shell(
+    setup: &str,
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+) -> std::process::Output {
+    let script = format!(
+        "{setup}; exec '{}' record -o '{}' -- '{}'",
+        scalpel().display(),
+        dir.display(),
+        exe.display()
+    );
+    Command::new("sh").args(["-c", &script]).output().unwrap()
 }
 
 /// Runs `scalpel record -o dir -- true`, which must fail; returns what it said.
@@ -437,16 +443,7 @@ fn a_command_under_a_small_descriptor_limit_is_recorded() {
     let exe = build_c("hello", "hello", &[]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("trace");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 16; exec '{}' record -o '{}' -- '{}'",
-            scalpel().display(),
-            dir.display(),
-            exe.display()
-        ))
-        .output()
-        .unwrap();
+    let out = record_from_shell("ulimit -n 16", &dir, &exe);
     // hello.c exits with 3 on purpose, after printing.
     assert_eq!(
         out.status.code(),

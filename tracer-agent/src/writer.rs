@@ -8,13 +8,13 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use scalpel_format::broker::{Request, RequestKind};
 use scalpel_format::format::{self, hdr};
 use scalpel_format::record::{RawEvent, MAX_EVENT_RECORD};
 use scalpel_format::wire::Enc;
 
 use crate::global::Config;
 use crate::sys;
-use scalpel_format::broker::{Request, RequestKind};
 
 /// Size of a mapped window.
 const WINDOW: usize = 1 << 20;

@@ -192,12 +192,7 @@ impl Broker {
             RequestKind::Reopen => {
                 let f = self.files.get(req.a as usize).ok_or(Errno::INVAL)?;
                 own(f)?;
-                let fd = rustix::fs::openat(
-                    &self.dirs[f.dir].fd,
-                    f.name.as_str(),
-                    OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )?;
+                let fd = open_in(&self.dirs[f.dir].fd, &f.name, OFlags::RDWR)?;
                 let st = rustix::fs::fstat(&fd)?;
                 if st.st_dev != f.dev || st.st_ino != f.ino {
                     return Err(Errno::STALE);
@@ -357,6 +352,16 @@ impl Broker {
     }
 }
 
+/// An existing file the broker made, opened with `access`, never through a link.
+fn open_in(dir: &OwnedFd, name: &str, access: OFlags) -> Result<OwnedFd, Errno> {
+    rustix::fs::openat(
+        dir,
+        name,
+        access | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
 /// A new file only the recording user can read or write, never an existing one or a link.
 fn create(dir: &OwnedFd, name: &str) -> Result<OwnedFd, Errno> {
     let fd = rustix::fs::openat(
@@ -394,12 +399,7 @@ fn send_reply(to: &OwnedFd, answer: Result<(OwnedFd, u32), Errno>) {
 
 /// Whether the file's header has been written (its magic is there).
 fn has_header(dir: &OwnedFd, name: &str) -> bool {
-    let Ok(fd) = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
+    let Ok(fd) = open_in(dir, name, OFlags::RDONLY) else {
         return true;
     };
     let mut magic = [0u8; 8];
@@ -409,12 +409,7 @@ fn has_header(dir: &OwnedFd, name: &str) -> bool {
 /// Cuts a thread file to its header and committed records (or to `len` when the thread said how
 /// long it is), releasing the space reserved for records never written.
 fn trim(dir: &OwnedFd, name: &str, dev: u64, ino: u64, len: Option<u64>) {
-    let Ok(fd) = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
+    let Ok(fd) = open_in(dir, name, OFlags::RDWR) else {
         return;
     };
     let Ok(st) = rustix::fs::fstat(&fd) else {

@@ -424,3 +424,34 @@ fn replicated_store_async_leads_to_the_flow_control_sleep_and_sync_has_none() {
     );
     eprintln!("achieved TCP bandwidth: async {async_bw:.0} B/s, sync {sync_bw:.0} B/s");
 }
+
+/// `top`'s table counts a task once: a type that also occurs inside other tasks is listed with
+/// its top-level instances alone (their number and their time), since the nested ones are
+/// already inside their parents' rows. The replicated store's send task is both.
+#[test]
+fn top_counts_only_the_instances_that_stand_alone() {
+    let r = record(&own_bin("replicated-store"), &["--rpc", "async"]).success();
+    let out = r.tmp.path().join("model");
+    let (model, g) = infer_model(&r.dir, &out, &[]);
+    let list = top_json(&out, &["--limit", "100000"]);
+    let rows = list["tasks"].as_array().unwrap();
+    let stats = rollup(&g, &model);
+    let mut nested_too = 0;
+    for row in rows {
+        let name = row["name"].as_str().unwrap();
+        let t = model.types.iter().position(|t| t.name == name).unwrap();
+        let ty = &model.types[t];
+        let count = row["count"].as_u64().unwrap();
+        assert_eq!(count, ty.top_level, "{name}: row count against top-level instances");
+        if ty.top_level < ty.count {
+            nested_too += 1;
+            let all = &stats.types[t];
+            let total = row["total_ns"].as_u64().unwrap();
+            assert!(total < all.total_ns, "{name}: {total} ns alone, {} in all", all.total_ns);
+        }
+    }
+    let top_level: u64 = model.types.iter().map(|t| t.top_level).sum();
+    let listed: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+    assert_eq!(listed, top_level, "every top-level instance is in one row");
+    assert!(nested_too > 0, "no listed type also occurs nested; the test shows nothing");
+}

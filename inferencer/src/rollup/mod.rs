@@ -35,6 +35,8 @@ pub use view::{top_view, Expanded, TaskRow, TopError, TopOptions, TopView};
 pub struct Rollup {
     /// Per model type, in the model's order.
     pub types: Vec<TypeStats>,
+    /// Per type that has top-level instances, in the model's order: those instances alone.
+    pub top_level: Vec<TypeStats>,
     /// Blocked time per leaf type by call, object and peer.
     pub blame: Vec<Blame>,
     /// From the first leaf's start to the last leaf's end.
@@ -60,8 +62,10 @@ pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
         }
     }
     channels.sort_by(|a, b| a.kind.cmp(&b.kind));
+    let (types, top_level) = type_stats(graph, model, &idx);
     Rollup {
-        types: type_stats(graph, model, &idx),
+        types,
+        top_level,
         blame: blame::blame(graph, &idx),
         span_ns: last.saturating_sub(first),
         channels,

@@ -137,7 +137,14 @@ fn children_of(g: &Graph, model: &Model) -> AHashMap<OccRef, Vec<OccRef>> {
 }
 
 /// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
-pub(super) fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<TypeStats> {
+/// Every type's stats, and the stats of each type's top-level instances alone (for the types
+/// that have any, in model order): a task nested in another is already inside its parent's time,
+/// so the top-level table counts it only where it stands alone.
+pub(super) fn type_stats(
+    g: &Graph,
+    model: &Model,
+    idx: &GraphIndex,
+) -> (Vec<TypeStats>, Vec<TypeStats>) {
     let mut eval = Evaluator::new(g, idx);
     let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
     for (i, l) in g.leaves.iter().enumerate() {
@@ -155,6 +162,7 @@ pub(super) fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<Type
     let mut order: Vec<usize> = (0..model.types.len()).collect();
     order.sort_by_key(|&t| (model.types[t].level, t));
     let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
+    let mut top: Vec<Option<TypeStats>> = vec![None; model.types.len()];
     for t in order {
         let ty = &model.types[t];
         let leaf_type =
@@ -183,9 +191,33 @@ pub(super) fn type_stats(g: &Graph, model: &Model, idx: &GraphIndex) -> Vec<Type
         } else {
             child_stats(model, t as u32, &instances, &occ_latency, &kids)
         };
-        out[t] = Some(summarize(g, t as u32, &instances, children));
+        let all = summarize(g, t as u32, &instances, children);
+        if ty.top_level > 0 {
+            let at_top: Vec<bool> = match leaf_type.and_then(|lt| by_leaf_type.get(lt.index())) {
+                Some(v) => v
+                    .iter()
+                    .map(|l| model.leaf_parent.get(l.index()).is_none_or(Option::is_none))
+                    .collect(),
+                None => ty.occurrences.iter().map(|o| o.parent.is_none()).collect(),
+            };
+            top[t] = Some(if at_top.iter().all(|&x| x) {
+                all.clone()
+            } else {
+                let alone: Vec<Instance> = instances
+                    .iter()
+                    .zip(&at_top)
+                    .filter(|(_, &x)| x)
+                    .map(|(i, _)| i.clone())
+                    .collect();
+                summarize(g, t as u32, &alone, Vec::new())
+            });
+        }
+        out[t] = Some(all);
     }
-    out.into_iter().flatten().collect()
+    (
+        out.into_iter().flatten().collect(),
+        top.into_iter().flatten().collect(),
+    )
 }
 
 /// Latencies of the occurrences evaluated so far.

@@ -212,11 +212,7 @@ pub fn top_view(
     r: &Rollup,
     opts: &TopOptions,
 ) -> Result<TopView, TopError> {
-    let mut top: Vec<&TypeStats> = r
-        .types
-        .iter()
-        .filter(|s| model.types[s.ty.index()].top_level > 0)
-        .collect();
+    let mut top: Vec<&TypeStats> = r.top_level.iter().collect();
     top.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.ty.cmp(&b.ty)));
     let expanded = match &opts.expand {
         None => None,

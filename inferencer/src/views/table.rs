@@ -89,7 +89,11 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
     }
     match &v.expanded {
         None => {
-            writeln!(o, "\ntop-level tasks by total time:")?;
+            writeln!(
+                o,
+                "\ntop-level tasks by total time (instances that stand alone; an instance \
+                 inside another task counts in its parent):"
+            )?;
             task_header(o, "task")?;
             for r in &v.tasks {
                 task_line(o, &r.name, r)?;

@@ -442,16 +442,26 @@ fn top_counts_only_the_instances_that_stand_alone() {
         let t = model.types.iter().position(|t| t.name == name).unwrap();
         let ty = &model.types[t];
         let count = row["count"].as_u64().unwrap();
-        assert_eq!(count, ty.top_level, "{name}: row count against top-level instances");
+        assert_eq!(
+            count, ty.top_level,
+            "{name}: row count against top-level instances"
+        );
         if ty.top_level < ty.count {
             nested_too += 1;
             let all = &stats.types[t];
             let total = row["total_ns"].as_u64().unwrap();
-            assert!(total < all.total_ns, "{name}: {total} ns alone, {} in all", all.total_ns);
+            assert!(
+                total < all.total_ns,
+                "{name}: {total} ns alone, {} in all",
+                all.total_ns
+            );
         }
     }
     let top_level: u64 = model.types.iter().map(|t| t.top_level).sum();
     let listed: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
     assert_eq!(listed, top_level, "every top-level instance is in one row");
-    assert!(nested_too > 0, "no listed type also occurs nested; the test shows nothing");
+    assert!(
+        nested_too > 0,
+        "no listed type also occurs nested; the test shows nothing"
+    );
 }

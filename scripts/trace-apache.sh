@@ -184,6 +184,14 @@ if top != i or t["top_level"] < requests / 2:
           f"frequent top-level task is '{model['types'][top]['name']}'", file=sys.stderr)
     sys.exit(1)
 PY
+# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
+# task's share of the requests the load generator counted, how many are top-level or under a
+# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
+# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
+# recording wrote).
+python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name apache \
+    --marker writev:ap_core_output_filter --names-out "$OUT/names.txt" \
+    ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 if [ -n "${MODEL_SVG:-}" ] && [ -s "$WORK/request-task" ]; then
     "$SCALPEL" infer "$OUT" -o "$WORK/drawn" --task "$(cat "$WORK/request-task")" >/dev/null
     cp "$WORK/drawn/model.svg" "$MODEL_SVG"

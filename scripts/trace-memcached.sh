@@ -86,6 +86,14 @@ if not hand or len(landed) < len(hand):
     print("FAIL: a hand-off does not land on the worker's notify read", file=sys.stderr)
     sys.exit(1)
 PY
+# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
+# task's share of the requests the load generator counted, how many are top-level or under a
+# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
+# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
+# recording wrote).
+ops=$(awk '/^Run time/ { for (i = 1; i < NF; i++) if ($i == "Ops:") print $(i + 1) }' "$WORK/load.txt")
+python3 scripts/model-shares.py "$OUT/model" "${ops:-0}" --name memcached --marker sendmsg \
+    --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1
 exit $status

@@ -91,6 +91,14 @@ echo "entries others may read, write or enter: $open_to_others"
 
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
 python3 "$PWD/scripts/offload-share.py" "$OUT/model" nginx || status=1
+# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
+# task's share of the requests the load generator counted, how many are top-level or under a
+# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
+# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
+# recording wrote).
+python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name nginx \
+    --marker writev --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} \
+    || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1
 exit $status

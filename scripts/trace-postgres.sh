@@ -68,6 +68,14 @@ echo "entries others may read, write or enter: $open_to_others"
 [ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
 failed=$(awk '/number of failed transactions/ {print $5}' "$WORK/pgbench.txt")
 [ "${failed:-x}" = 0 ] || { echo "FAIL: pgbench reports failed transactions: ${failed:-none}" >&2; status=1; }
-"$SCALPEL" infer "$OUT" --stage graph -o "$OUT/model" --min-count 100 >/dev/null
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
 python3 "$PWD/scripts/pg-figures.py" "$OUT/model" || status=1
+# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
+# task's share of the statements pgbench ran (7 per TPC-B transaction), how many are top-level or under a
+# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
+# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
+# recording wrote).
+tx=$(awk '/number of transactions actually processed/ { split($6, a, "/"); print a[1] }' "$WORK/pgbench.txt")
+python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send \
+    --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 exit $status

@@ -17,6 +17,7 @@ mod filter;
 mod futexlocks;
 mod leaves;
 mod locks;
+mod naming;
 mod notify;
 mod queues;
 mod ready;
@@ -211,6 +212,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     eventloop::weaken(&graph, &conns, &mut weak);
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
+    naming::name_types(&mut graph, &asm.obj_kinds, &opts.skip);
     types::disambiguate(&mut graph.types, &opts.skip);
     let (locks, waits) = locks::contention(asm.locks, asm.lock_aggs);
     graph.locks = locks;

@@ -137,9 +137,9 @@ impl<'a> TypeTable<'a> {
                 };
                 let start = boundary(sop, &self.sigs[s as usize]);
                 let end = boundary(eop, &self.sigs[e as usize]);
-                let name = type_name(&start, &end);
                 self.types.push(LeafType {
-                    name,
+                    // Named once the leaves are known (`naming::name_types`).
+                    name: String::new(),
                     start,
                     end,
                     count: 0,
@@ -160,16 +160,6 @@ fn frame_name(f: &crate::symbols::Frame) -> String {
         ),
         _ => format!("[{:#x}]", f.addr),
     }
-}
-
-/// The display name: the function that reached the ending call, else the one that returned
-/// from the starting call, else the operations.
-fn type_name(start: &BoundaryInfo, end: &BoundaryInfo) -> String {
-    if let Some(f) = end.function.as_ref().or(start.function.as_ref()) {
-        return short_name(f);
-    }
-    let op = |o: Option<OpName>| o.map(|o| o.name()).unwrap_or_else(|| "-".into());
-    format!("{}..{}", op(start.op), op(end.op))
 }
 
 /// Frames that say nothing about who called: thread and process entry, and the functions the

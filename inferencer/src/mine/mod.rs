@@ -171,7 +171,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let tree = tree::build(&work, &classes, &local);
     let built = build::build(graph, &work, &tree);
     let mut types = built.types;
-    for unused in names::name_types(&mut types, graph, &opts.names) {
+    for unused in names::name_types(&mut types, graph, &built.leaf_parent, &opts.names) {
         warnings.push(MineWarning::UnusedName(unused));
     }
     Mined {

@@ -1,10 +1,16 @@
-//! Readable task names, and the user's overrides from a TOML file.
+//! Readable task names, stable from one recording to the next, and the user's overrides.
 //!
-//! A leaf type keeps the graph's name (the function that reached its ending sync point). A group
-//! is named by its first leaf (the earliest in its first occurrence) and its dominant leaf type
-//! (the most running time over all its occurrences): `recv_packet → do_work`, or one name when
-//! they are the same. A loop is `loop: BODY`. Names that come out equal (leaf types included) get
-//! `#2`, `#3` in type order, so a name picks one type. An override file maps generated names to the user's:
+//! A leaf type keeps the graph's name (the function that reached its ending sync point, or its
+//! operations in their place: see `graph::naming`). A group is named by its first leaf (the
+//! earliest in its first occurrence) and its dominant leaf type (the most running time over all
+//! its occurrences): `recv_packet → do_work`, or one name when they are the same; operation
+//! names in one place share it (`tcp read → sendmsg in event_base_loop`). A loop is `loop:
+//! BODY`. Names that come out equal (leaf types included) get `#` and the first hex digits of
+//! a key computed from the type's content (its leaf boundaries' operations and stacks; for a
+//! group, its children's keys and the edges most of its occurrences have; for a loop, its
+//! body's), enough digits to tell them apart, so that a name picks one type and the same
+//! program gives the same names whatever order the types were found in. An override file maps
+//! generated names to the user's:
 //!
 //! ```toml
 //! [names]
@@ -14,8 +20,9 @@
 use std::path::{Path, PathBuf};
 
 use ahash::{AHashMap, AHashSet};
+use scalpel_model::graph::EdgeKind;
 use scalpel_model::graph::{Graph, LeafTypeId};
-use scalpel_model::task::{TaskKind, TaskType};
+use scalpel_model::task::{OccRef, TaskKind, TaskType, TaskTypeId};
 
 /// The name override file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +74,7 @@ impl NameOverrides {
 pub(super) fn name_types(
     types: &mut [TaskType],
     graph: &Graph,
+    leaf_parent: &[Option<OccRef>],
     overrides: &NameOverrides,
 ) -> Vec<String> {
     let leaf_name = |t: LeafTypeId| -> String {
@@ -89,13 +97,15 @@ pub(super) fn name_types(
         };
         types[i].name = name;
     }
-    // Disambiguate, in type order (leaf types first), so that every name picks one type.
-    let mut seen: AHashMap<String, u32> = AHashMap::new();
-    for ty in types.iter_mut() {
-        let n = seen.entry(ty.name.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            ty.name = format!("{} #{n}", ty.name);
+    // Disambiguate by content, so that the suffix does not depend on type order.
+    let keys = content_keys(types, graph, leaf_parent);
+    let mut by_name: AHashMap<String, Vec<usize>> = AHashMap::new();
+    for (i, ty) in types.iter().enumerate() {
+        by_name.entry(ty.name.clone()).or_default().push(i);
+    }
+    for group in by_name.into_values().filter(|g| g.len() > 1) {
+        for (i, suffix) in group.iter().zip(suffixes(&group, &keys)) {
+            types[*i].name = format!("{} #{suffix}", types[*i].name);
         }
     }
     let mut used = AHashSet::new();
@@ -137,9 +147,303 @@ fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(LeafTypeId) -> St
         .map(|x| x.0);
     match (first, dominant) {
         (Some(f), Some(d)) if f != d && leaf_name(f) != leaf_name(d) => {
-            format!("{} → {}", leaf_name(f), leaf_name(d))
+            joined(&leaf_name(f), &leaf_name(d))
         }
         (Some(f), _) => leaf_name(f),
         _ => "task".to_owned(),
     }
+}
+
+/// Two leaf names as one: `a → b`, or where both are operations in one place, the operations in
+/// that place (`tcp read` and `tcp read → sendmsg` in `event_base_loop` give `tcp read →
+/// sendmsg in event_base_loop`).
+fn joined(first: &str, dominant: &str) -> String {
+    let split = |n: &str| {
+        n.rsplit_once(" in ")
+            .map(|(ops, at)| (ops.to_owned(), at.to_owned()))
+    };
+    match (split(first), split(dominant)) {
+        (Some((a, at)), Some((b, at2))) if at == at2 => {
+            let last = a.rsplit(" → ").next().unwrap_or(&a);
+            match b.strip_prefix(last) {
+                Some(rest) if rest.is_empty() || rest.starts_with(" → ") => {
+                    format!("{a}{rest} in {at}")
+                }
+                _ => format!("{a} → {b} in {at}"),
+            }
+        }
+        _ => format!("{first} → {dominant}"),
+    }
+}
+
+/// FNV-1a: a hash fixed by its definition, so keys (and names) do not change with the build,
+/// the process or the platform.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn bytes(&mut self, b: &[u8]) -> &mut Fnv {
+        for &x in b {
+            self.0 = (self.0 ^ u64::from(x)).wrapping_mul(0x100_0000_01b3);
+        }
+        // A separator, so that ("ab", "c") and ("a", "bc") differ.
+        self.0 = (self.0 ^ 0xff).wrapping_mul(0x100_0000_01b3);
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Fnv {
+        self.bytes(&v.to_le_bytes())
+    }
+}
+
+/// Each type's content key (see the module docs), children before parents.
+fn content_keys(types: &[TaskType], graph: &Graph, leaf_parent: &[Option<OccRef>]) -> Vec<u64> {
+    let mut keys = vec![0u64; types.len()];
+    let mut order: Vec<usize> = (0..types.len()).collect();
+    order.sort_by_key(|&i| (types[i].level, i));
+    let mut model_type_of_leaf_type: AHashMap<LeafTypeId, usize> = AHashMap::new();
+    for (i, t) in types.iter().enumerate() {
+        if t.kind == TaskKind::Leaf {
+            model_type_of_leaf_type.insert(t.leaf_type.unwrap_or(LeafTypeId::at(i)), i);
+        }
+    }
+    let out_edges = OutEdges::new(graph);
+    for i in order {
+        let ty = &types[i];
+        let mut h = Fnv::new();
+        match ty.kind {
+            TaskKind::Leaf => {
+                h.bytes(b"leaf");
+                let lt = ty.leaf_type.unwrap_or(LeafTypeId::at(i));
+                if let Some(l) = graph.types.get(lt.index()) {
+                    for b in [&l.start, &l.end] {
+                        h.u64(b.op.map_or(u64::MAX, |o| u64::from(o.0)));
+                        for f in &b.frames {
+                            h.bytes(f.as_bytes());
+                        }
+                        h.bytes(b"|");
+                    }
+                }
+            }
+            TaskKind::Loop => {
+                h.bytes(b"loop");
+                for c in &ty.children {
+                    h.u64(keys.get(c.ty.index()).copied().unwrap_or(0));
+                }
+            }
+            TaskKind::Group => {
+                h.bytes(b"group");
+                let parts = Parts {
+                    types,
+                    graph,
+                    leaf_parent,
+                    leaf_model_type: &model_type_of_leaf_type,
+                    keys: &keys,
+                    out_edges: &out_edges,
+                };
+                h.u64(parts.shape(TaskTypeId(i as u32)));
+            }
+        }
+        keys[i] = h.0;
+    }
+    keys
+}
+
+/// Every leaf's outgoing edges to leaves (an index, built once).
+struct OutEdges {
+    start: Vec<u32>,
+    to: Vec<(u32, EdgeKind)>,
+}
+
+impl OutEdges {
+    fn new(graph: &Graph) -> OutEdges {
+        let n = graph.leaves.len() as u32;
+        let mut list: Vec<(u32, u32, EdgeKind)> = graph
+            .edges
+            .iter()
+            .filter(|e| e.from.0 < n && e.to.0 < n)
+            .map(|e| (e.from.0, e.to.0, super::pattern_kind(e.kind)))
+            .collect();
+        list.sort_unstable_by_key(|&(a, b, k)| (a, b, k as u8));
+        let mut start = vec![0u32; n as usize + 1];
+        for &(a, _, _) in &list {
+            start[a as usize + 1] += 1;
+        }
+        for i in 0..n as usize {
+            start[i + 1] += start[i];
+        }
+        OutEdges {
+            start,
+            to: list.into_iter().map(|(_, b, k)| (b, k)).collect(),
+        }
+    }
+
+    fn of(&self, leaf: u32) -> &[(u32, EdgeKind)] {
+        let (a, b) = (self.start[leaf as usize], self.start[leaf as usize + 1]);
+        &self.to[a as usize..b as usize]
+    }
+}
+
+/// What a group type's key is computed from.
+struct Parts<'a> {
+    types: &'a [TaskType],
+    graph: &'a Graph,
+    leaf_parent: &'a [Option<OccRef>],
+    leaf_model_type: &'a AHashMap<LeafTypeId, usize>,
+    keys: &'a [u64],
+    out_edges: &'a OutEdges,
+}
+
+impl Parts<'_> {
+    /// The shape of the type's first occurrence: its direct parts (leaves and child
+    /// occurrences, loops opaque, each labelled by its type's key) and the edges between them,
+    /// hashed by colour refinement, which gives isomorphic shapes the same hash whatever order
+    /// the parts were found in. Edges that the miner leaves out of its keys are left out here
+    /// too (a weak program edge beside another edge, a wake-up beside a hand-off): they come
+    /// and go with timing.
+    fn shape(&self, t: TaskTypeId) -> u64 {
+        let Some(occ) = self.types[t.index()].occurrences.first() else {
+            return 0;
+        };
+        let me = OccRef { ty: t, index: 0 };
+        // Each leaf's direct part: the child occurrence under `me` that holds it, or itself.
+        let mut part_of: AHashMap<u32, usize> = AHashMap::new();
+        let mut parts: Vec<(Option<OccRef>, u64)> = Vec::new();
+        let mut index: AHashMap<Option<OccRef>, usize> = AHashMap::new();
+        for &l in &occ.leaves {
+            let mut part: Option<OccRef> = None;
+            let mut up = self.leaf_parent.get(l.index()).copied().flatten();
+            // Bounded by the depth of the hierarchy; a broken chain ends the climb.
+            for _ in 0..self.types.len() {
+                match up {
+                    Some(r) if r == me => break,
+                    Some(r) => {
+                        part = Some(r);
+                        up = self.types[r.ty.index()]
+                            .occurrences
+                            .get(r.index as usize)
+                            .and_then(|o| o.parent);
+                    }
+                    None => break,
+                }
+            }
+            let key = match part {
+                Some(r) => self.keys[r.ty.index()],
+                None => {
+                    let lt = self.graph.leaves[l.index()].ty;
+                    self.leaf_model_type.get(&lt).map_or(0, |&m| self.keys[m])
+                }
+            };
+            let id = match part {
+                // A leaf directly in the group is a part of its own.
+                None => {
+                    parts.push((None, key));
+                    parts.len() - 1
+                }
+                Some(_) => *index.entry(part).or_insert_with(|| {
+                    parts.push((part, key));
+                    parts.len() - 1
+                }),
+            };
+            part_of.insert(l.0, id);
+        }
+        // Edges between parts, each with the leaf types at its ends (its ports, near enough).
+        let leaf_key = |l: u32| {
+            let lt = self.graph.leaves[l as usize].ty;
+            self.leaf_model_type.get(&lt).map_or(0, |&m| self.keys[m])
+        };
+        let mut edges: Vec<(usize, usize, EdgeKind, u64)> = Vec::new();
+        for &l in &occ.leaves {
+            let a = part_of[&l.0];
+            for &(to, kind) in self.out_edges.of(l.0) {
+                if let Some(&b) = part_of.get(&to) {
+                    if a != b {
+                        let ports = Fnv::new().u64(leaf_key(l.0)).u64(leaf_key(to)).0;
+                        edges.push((a, b, kind, ports));
+                    }
+                }
+            }
+        }
+        edges.sort_unstable_by_key(|&(a, b, k, p)| (a, b, k as u8, p));
+        edges.dedup();
+        let has = |a: usize, b: usize, f: &dyn Fn(EdgeKind) -> bool| {
+            edges.iter().any(|&(x, y, k, _)| x == a && y == b && f(k))
+        };
+        let kept: Vec<(usize, usize, EdgeKind, u64)> = edges
+            .iter()
+            .copied()
+            .filter(|&(a, b, k, _)| match k {
+                EdgeKind::ProgramWeak => !has(a, b, &|k| k != EdgeKind::ProgramWeak),
+                EdgeKind::Cond | EdgeKind::Sem | EdgeKind::Futex | EdgeKind::Eventfd => {
+                    !has(a, b, &|k| k == EdgeKind::Handoff)
+                }
+                _ => true,
+            })
+            .collect();
+        // Colour refinement, a few rounds.
+        let mut colour: Vec<u64> = parts.iter().map(|p| p.1).collect();
+        for _ in 0..3 {
+            let mut next = Vec::with_capacity(colour.len());
+            for (p, &c) in colour.iter().enumerate() {
+                let mut around: Vec<(u8, u8, u64, u64)> = kept
+                    .iter()
+                    .filter_map(|&(a, b, k, ports)| {
+                        if a == p {
+                            Some((0, k as u8, ports, colour[b]))
+                        } else if b == p {
+                            Some((1, k as u8, ports, colour[a]))
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                around.sort_unstable();
+                let mut h = Fnv::new();
+                h.u64(c);
+                for (dir, k, ports, x) in around {
+                    h.u64(u64::from(dir)).u64(u64::from(k)).u64(ports).u64(x);
+                }
+                next.push(h.0);
+            }
+            colour = next;
+        }
+        colour.sort_unstable();
+        let mut h = Fnv::new();
+        h.u64(colour.len() as u64);
+        for c in colour {
+            h.u64(c);
+        }
+        h.0
+    }
+}
+
+/// Suffixes for types of one name: the fewest hex digits of their keys (at least 4) that tell
+/// them apart; types whose whole keys are equal are numbered after the key, in type order.
+fn suffixes(group: &[usize], keys: &[u64]) -> Vec<String> {
+    for digits in [4usize, 6, 8, 12, 16] {
+        let cut: Vec<String> = group
+            .iter()
+            .map(|&i| format!("{:016x}", keys[i])[..digits].to_owned())
+            .collect();
+        let mut sorted = cut.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() == cut.len() {
+            return cut;
+        }
+    }
+    let mut seen: AHashMap<u64, u32> = AHashMap::new();
+    group
+        .iter()
+        .map(|&i| {
+            let n = seen.entry(keys[i]).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                format!("{:016x}", keys[i])
+            } else {
+                format!("{:016x}.{n}", keys[i])
+            }
+        })
+        .collect()
 }

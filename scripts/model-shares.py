@@ -3,14 +3,18 @@
 type" issue, for one trace.
 
 A request is marked by one leaf (the leaf that writes its response, chosen with --marker), and
-the load generator's own count says how many requests there were. For each marker leaf, its
-request occurrence is the largest occurrence above it that holds no other marker. The request
-task is the group type that is the request occurrence of the most markers. Printed:
+the load generator's own count says how many requests there were. The request task is the group
+type that holds the most markers, one marker per occurrence, among the types whose occurrences
+also hold a leaf ending at each --needs operation (what a reader expects a request to span:
+Apache's accept as well as the worker's response; a piece of the request would hold as many
+markers); the smaller type when two hold as many. Printed:
 
-- the request task's share of the requests (markers whose request occurrence is of that type,
-  over the load generator's count);
-- how many of those are top-level or directly under a session: the nearest group above them
-  (loops are looked through) holds two or more markers, all written to one connection;
+- the request task's share of the requests (markers inside one of its occurrences, over the
+  load generator's count);
+- how many of those occurrences are top-level or directly under a session: the nearest group
+  above (loops are looked through) touches no connection but the marker's (what one
+  connection does: its requests, its lingering close), where a connection's two directions
+  count as one;
 - how many task types cover 95% of the leaves, each leaf counted once, under its top-level
   type (a leaf in no task counts under its own leaf type);
 - the names of the types that hold at least 1% of the leaves (--names-out writes them, one per
@@ -19,7 +23,7 @@ task is the group type that is the request occurrence of the most markers. Print
 Thresholds (--min-share, --min-top, --max-types) turn the figures into checks: the exit status
 is 1 when one is missed.
 
-Usage: model-shares.py MODEL_DIR REQUESTS --marker OP[:FRAME] [--conn-desc SUBSTR] [...]"""
+Usage: model-shares.py MODEL_DIR REQUESTS --marker OP[:FRAME] [--needs OP]... [--conn-desc SUBSTR] [...]"""
 import argparse
 import json
 import sys
@@ -33,6 +37,8 @@ ap.add_argument("--marker", required=True,
                      "end's frames when given, marks one request")
 ap.add_argument("--conn-desc", default="tcp",
                 help="the marker's end object's description must contain this (default: tcp)")
+ap.add_argument("--needs", action="append", default=[],
+                help="OP: the request task's occurrences hold a leaf ending at OP (repeatable)")
 ap.add_argument("--name", default="model")
 ap.add_argument("--min-share", type=float, default=None)
 ap.add_argument("--min-top", type=float, default=None)
@@ -58,7 +64,6 @@ def is_marker(l):
 
 
 markers = [i for i, l in enumerate(leaves) if is_marker(l)]
-conn = {m: leaves[m]["end_obj"] for m in markers}
 marker_set = set(markers)
 
 # Markers per occurrence, bottom-up: occurrences are listed with all their leaves.
@@ -80,34 +85,50 @@ def chain(leaf):
     return out
 
 
-request_of = {}  # marker -> (chain index, chain)
+def connection(obj):
+    """A TCP connection's two directions as one key; None for anything else."""
+    if obj is None:
+        return None
+    desc = objects[obj].get("desc", "")
+    if not desc.startswith("tcp ") or "->" not in desc:
+        return None
+    a, b = desc[4:].split("->", 1)
+    return tuple(sorted((a, b)))
+
+
+def connections_in(ref):
+    return {c for c in (connection(leaves[x].get("end_obj")) for x in occ(ref)["leaves"]) if c}
+
+
+def spans(t):
+    """Whether type t's first occurrence holds a leaf ending at every needed operation."""
+    o = types[t]["occurrences"]
+    ops = {leaves[x]["end_op"] for x in o[0]["leaves"]} if o else set()
+    return all(n in ops for n in args.needs)
+
+
+holders = Counter()  # type -> markers it holds one per occurrence
+chains = {}
 for m in markers:
     c = chain(m)
-    best = None
-    for i, ref in enumerate(c):
+    chains[m] = c
+    for ref in c:
         if len(markers_in(ref)) > 1:
             break
-        if types[ref["type"]]["kind"] == "group":
-            best = i
-    if best is not None:
-        request_of[m] = (best, c)
-
-by_type = Counter(c[i]["type"] for i, c in request_of.values())
+        if types[ref["type"]]["kind"] == "group" and spans(ref["type"]):
+            holders[ref["type"]] += 1
 status = 0
-if not by_type:
+if not holders:
     print(f"{args.name}: FAIL: no task holds a request marker ({len(markers)} markers)")
     sys.exit(1)
-req_type, held = by_type.most_common(1)[0]
+req_type, held = max(holders.items(), key=lambda kv: (kv[1], -types[kv[0]]["level"], -kv[0]))
 top_or_session = 0
-for m, (i, c) in request_of.items():
-    if c[i]["type"] != req_type:
+for m, c in chains.items():
+    at = next((i for i, r in enumerate(c) if r["type"] == req_type and len(markers_in(r)) == 1), None)
+    if at is None:
         continue
-    above = [r for r in c[i + 1:] if types[r["type"]]["kind"] == "group"]
-    if not above:
-        top_or_session += 1
-        continue
-    inside = markers_in(above[0])
-    if len(inside) > 1 and len({conn[x] for x in inside}) == 1:
+    above = [r for r in c[at + 1:] if types[r["type"]]["kind"] == "group"]
+    if not above or connections_in(above[0]) <= {connection(leaves[m].get("end_obj"))}:
         top_or_session += 1
 
 # Each leaf under its top-level type (a leaf in no task: its leaf type's model type).

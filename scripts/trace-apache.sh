@@ -190,7 +190,7 @@ PY
 # the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
 # recording wrote).
 python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name apache \
-    --marker writev:ap_core_output_filter --names-out "$OUT/names.txt" \
+    --marker writev:ap_core_output_filter --needs accept4 --names-out "$OUT/names.txt" \
     ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 if [ -n "${MODEL_SVG:-}" ] && [ -s "$WORK/request-task" ]; then
     "$SCALPEL" infer "$OUT" -o "$WORK/drawn" --task "$(cat "$WORK/request-task")" >/dev/null

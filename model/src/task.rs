@@ -73,6 +73,20 @@ pub struct Occurrence {
     /// For a loop: its iterations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u32>,
+    /// For a type with variants: the index of this occurrence's in [`TaskType::variants`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<u32>,
+}
+
+/// One variant of a task type: its core plus optional steps (a lock wait, an extra read, the
+/// thread's return to its queue) that some occurrences have.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// Occurrences of this variant.
+    pub count: u64,
+    /// The extra steps, as leaf types (a task type of kind leaf) with how many of each one
+    /// occurrence has; empty for the core alone.
+    pub extra: Vec<ChildRef>,
 }
 
 /// A task type.
@@ -95,6 +109,10 @@ pub struct TaskType {
     pub children: Vec<ChildRef>,
     /// Edges between its children, over all its occurrences.
     pub edges: Vec<TypeEdge>,
+    /// Variants, most frequent first, when some occurrences add optional steps to the core
+    /// (see `paper-notes/mining.md`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
     /// Occurrences, ordered by their first leaf. Empty for a leaf type: its occurrences are
     /// its leaves (occurrence index = leaf id), whose parents are in [`Model::leaf_parent`].
     pub occurrences: Vec<Occurrence>,

@@ -1,9 +1,11 @@
 //! The model from the kept tree: type ids, levels, occurrences, children and the edges
 //! between them.
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{EdgeKind, Graph, LeafId, LeafTypeId};
-use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge};
+use scalpel_model::task::{
+    ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge, Variant,
+};
 
 use super::tree::Tree;
 use super::work::{Rule, Work, NONE};
@@ -86,6 +88,7 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
                 top_level: 0,
                 children: Vec::new(),
                 edges: Vec::new(),
+                variants: Vec::new(),
                 occurrences: Vec::new(),
             }
         })
@@ -150,7 +153,15 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
                 leaves: std::mem::take(&mut leaves_of[n as usize - n_leaves]),
                 parent,
                 iterations,
+                variant: None,
             });
+        }
+        if list.iter().any(|&(_, n)| tree.core_of[n as usize] != NONE) {
+            let (variants, of) = variants_of(graph, work, tree, list);
+            ty.variants = variants;
+            for (o, v) in ty.occurrences.iter_mut().zip(of) {
+                o.variant = Some(v);
+            }
         }
     }
     children(&mut types, work, tree, &occ_nodes, &occ_of);
@@ -160,6 +171,68 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
         top_edges,
         leaf_parent,
     }
+}
+
+/// The variants of a type with folded wrappers among its nodes (in occurrence order): each
+/// node's extra leaf types (its leaves less its innermost core's), the distinct ones most
+/// frequent first, and each node's variant index.
+fn variants_of(
+    graph: &Graph,
+    work: &Work,
+    tree: &Tree,
+    list: &[(u32, u32)],
+) -> (Vec<Variant>, Vec<u32>) {
+    let mut keys: Vec<Vec<(u32, u64)>> = Vec::with_capacity(list.len());
+    for &(_, n) in list {
+        let mut core = n;
+        while tree.core_of[core as usize] != NONE {
+            core = tree.core_of[core as usize];
+        }
+        let mut extra: Vec<u32> = Vec::new();
+        if core != n {
+            let inner: AHashSet<u32> = work.leaves_of(core).collect();
+            extra = work
+                .leaves_of(n)
+                .filter(|l| !inner.contains(l))
+                .map(|l| graph.leaves[l as usize].ty.0)
+                .collect();
+        }
+        extra.sort_unstable();
+        let mut key: Vec<(u32, u64)> = Vec::new();
+        for t in extra {
+            match key.last_mut() {
+                Some((last, c)) if *last == t => *c += 1,
+                _ => key.push((t, 1)),
+            }
+        }
+        keys.push(key);
+    }
+    let mut count: AHashMap<&[(u32, u64)], u64> = AHashMap::new();
+    for k in &keys {
+        *count.entry(k.as_slice()).or_insert(0) += 1;
+    }
+    let mut distinct: Vec<(&[(u32, u64)], u64)> = count.into_iter().collect();
+    distinct.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let index: AHashMap<&[(u32, u64)], u32> = distinct
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (*k, i as u32))
+        .collect();
+    let of = keys.iter().map(|k| index[k.as_slice()]).collect();
+    let variants = distinct
+        .iter()
+        .map(|&(k, count)| Variant {
+            count,
+            extra: k
+                .iter()
+                .map(|&(t, c)| ChildRef {
+                    ty: TaskTypeId(t),
+                    count: c,
+                })
+                .collect(),
+        })
+        .collect();
+    (variants, of)
 }
 
 /// Child types of every type, in order of first appearance in its first occurrence.

@@ -22,6 +22,7 @@ mod canon;
 mod names;
 mod round;
 mod tree;
+mod variants;
 mod work;
 
 #[cfg(test)]
@@ -118,6 +119,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     }
     let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.0).collect();
     let local = tree::local_leaves(graph.leaves.len(), &edges);
+    let causal = variants::Causal::new(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
     let mut rounds = 0u32;
     let mut banned: AHashSet<Rule> = AHashSet::new();
@@ -168,7 +170,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     progress.done();
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = canon::classes(&work);
-    let tree = tree::build(&work, &classes, &local);
+    let tree = tree::build(&work, &classes, &local, &causal, min_support);
     let built = build::build(graph, &work, &tree);
     let mut types = built.types;
     for unused in names::name_types(&mut types, graph, &built.leaf_parent, &opts.names) {

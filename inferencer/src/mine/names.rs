@@ -303,10 +303,26 @@ impl Parts<'_> {
     /// too (a weak program edge beside another edge, a wake-up beside a hand-off): they come
     /// and go with timing.
     fn shape(&self, t: TaskTypeId) -> u64 {
-        let Some(occ) = self.types[t.index()].occurrences.first() else {
+        // An occurrence of the core alone, when the type has variants: extra steps are not
+        // its shape.
+        let ty = &self.types[t.index()];
+        let bare = ty
+            .variants
+            .iter()
+            .position(|v| v.extra.is_empty())
+            .map(|v| v as u32);
+        let at = ty
+            .occurrences
+            .iter()
+            .position(|o| o.variant == bare)
+            .unwrap_or(0);
+        let Some(occ) = ty.occurrences.get(at) else {
             return 0;
         };
-        let me = OccRef { ty: t, index: 0 };
+        let me = OccRef {
+            ty: t,
+            index: at as u32,
+        };
         // Each leaf's direct part: the child occurrence under `me` that holds it, or itself.
         let mut part_of: AHashMap<u32, usize> = AHashMap::new();
         let mut parts: Vec<(Option<OccRef>, u64)> = Vec::new();

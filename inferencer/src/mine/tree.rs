@@ -21,6 +21,7 @@
 use ahash::AHashSet;
 
 use super::canon::Classes;
+use super::variants;
 use super::work::{program_kind, weak_kind, Rule, Work, NONE};
 
 /// The kept tree.
@@ -29,20 +30,26 @@ pub(super) struct Tree {
     pub class: Vec<u32>,
     /// Whether each class is a task type.
     pub kept: Vec<bool>,
-    /// For each node whose class is kept: its nearest kept ancestor, or [`NONE`].
+    /// For each node of the tree: its nearest ancestor in the tree, or [`NONE`].
     pub kept_parent: Vec<u32>,
+    /// Per node: a task's node whose wrapper became that task's occurrence in its place (see
+    /// [`super::variants`]); not a node of the tree.
+    pub hidden: Vec<bool>,
+    /// Per node: when it is a wrapper folded into the task it holds, that task's node.
+    pub core_of: Vec<u32>,
 }
 
 impl Tree {
     /// Whether node `n` is a node of the tree.
     pub(super) fn is_kept(&self, n: u32) -> bool {
-        self.kept[self.class[n as usize] as usize]
+        self.kept[self.class[n as usize] as usize] && !self.hidden[n as usize]
     }
 }
 
-fn nearest_kept(work: &Work, class: &[u32], kept: &[bool], n: u32) -> u32 {
+/// The nearest ancestor of `n` that is a node of the tree (its class kept, not hidden by a fold).
+fn nearest_kept(work: &Work, class: &[u32], kept: &[bool], hidden: &[bool], n: u32) -> u32 {
     let mut p = work.nodes[n as usize].parent;
-    while p != NONE && !kept[class[p as usize] as usize] {
+    while p != NONE && (!kept[class[p as usize] as usize] || hidden[p as usize]) {
         p = work.nodes[p as usize].parent;
     }
     p
@@ -50,10 +57,16 @@ fn nearest_kept(work: &Work, class: &[u32], kept: &[bool], n: u32) -> u32 {
 
 /// Whether class `c`'s nodes sit under kept parents of two or more classes (top level counting
 /// as one).
-fn under_several(work: &Work, class: &[u32], kept: &[bool], nodes: &[u32]) -> bool {
+fn under_several(
+    work: &Work,
+    class: &[u32],
+    kept: &[bool],
+    hidden: &[bool],
+    nodes: &[u32],
+) -> bool {
     let mut first = None;
     nodes.iter().any(|&n| {
-        let p = nearest_kept(work, class, kept, n);
+        let p = nearest_kept(work, class, kept, hidden, n);
         let pc = if p == NONE { NONE } else { class[p as usize] };
         *first.get_or_insert(pc) != pc
     })
@@ -95,6 +108,7 @@ fn dissolve_contexts(
     by_class: &[Vec<u32>],
     groups: &[u32],
     kept: &mut [bool],
+    hidden: &[bool],
 ) -> bool {
     let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
     let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
@@ -104,8 +118,8 @@ fn dissolve_contexts(
     let n_nodes = work.nodes.len();
     let parent: Vec<u32> = (0..n_nodes as u32)
         .map(|n| {
-            if kept[class[n as usize] as usize] {
-                nearest_kept(work, class, kept, n)
+            if kept[class[n as usize] as usize] && !hidden[n as usize] {
+                nearest_kept(work, class, kept, hidden, n)
             } else {
                 NONE
             }
@@ -147,7 +161,9 @@ fn dissolve_contexts(
                     && kids.iter().all(|&k| class[k as usize] == tc || context(k))
             });
             only_context
-                && core.is_some_and(|c| under_several(work, class, kept, &by_class[c as usize]))
+                && core.is_some_and(|c| {
+                    under_several(work, class, kept, hidden, &by_class[c as usize])
+                })
         })
         .collect();
     for &w in &dropped {
@@ -158,8 +174,14 @@ fn dissolve_contexts(
 
 /// Decides the kept classes. `local[l]`: leaf `l` has no edge but program order (see
 /// [`local_leaves`]).
-pub(super) fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
-    let class: Vec<u32> = work
+pub(super) fn build(
+    work: &Work,
+    classes: &Classes,
+    local: &[bool],
+    causal: &variants::Causal,
+    min_support: u32,
+) -> Tree {
+    let mut class: Vec<u32> = work
         .nodes
         .iter()
         .map(|n| classes.of[n.sym as usize])
@@ -170,6 +192,7 @@ pub(super) fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
     for (i, &c) in class.iter().enumerate() {
         by_class[c as usize].push(i as u32);
     }
+    let mut folds = variants::Folds::new(work.nodes.len());
     let groups: Vec<u32> = (0..n_syms as u32)
         .filter(|&c| {
             !by_class[c as usize].is_empty()
@@ -191,8 +214,9 @@ pub(super) fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
         // level counting as one), memoized for this pass.
         let mut shared: Vec<Option<bool>> = vec![None; n_syms];
         let mut is_shared = |c: u32, kept: &[bool]| -> bool {
-            *shared[c as usize]
-                .get_or_insert_with(|| under_several(work, &class, kept, &by_class[c as usize]))
+            *shared[c as usize].get_or_insert_with(|| {
+                under_several(work, &class, kept, &folds.hidden, &by_class[c as usize])
+            })
         };
         for &c in &groups {
             if !kept[c as usize] {
@@ -221,7 +245,7 @@ pub(super) fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
             let mut parent_class = NONE;
             let mut seen = AHashSet::new();
             let inline = by_class[c as usize].iter().all(|&n| {
-                let p = nearest_kept(work, &class, &kept, n);
+                let p = nearest_kept(work, &class, &kept, &folds.hidden, n);
                 if p == NONE || !seen.insert(p) {
                     return false;
                 }
@@ -239,24 +263,37 @@ pub(super) fn build(work: &Work, classes: &Classes, local: &[bool]) -> Tree {
             }
         }
         if !changed {
-            changed = dissolve_contexts(work, local, &class, &by_class, &groups, &mut kept);
+            changed = dissolve_contexts(
+                work,
+                local,
+                &class,
+                &by_class,
+                &groups,
+                &mut kept,
+                &folds.hidden,
+            );
+        }
+        if !changed {
+            changed = variants::fold(
+                work,
+                &mut class,
+                &mut by_class,
+                &mut kept,
+                causal,
+                min_support,
+                &mut folds,
+            );
         }
         if !changed {
             break;
         }
     }
-    let kept_parent = (0..work.nodes.len() as u32)
-        .map(|n| {
-            if kept[class[n as usize] as usize] {
-                nearest_kept(work, &class, &kept, n)
-            } else {
-                NONE
-            }
-        })
-        .collect();
+    let kept_parent = variants::parents(work, &class, &kept, &folds.hidden);
     Tree {
         class,
         kept,
         kept_parent,
+        hidden: folds.hidden,
+        core_of: folds.core_of,
     }
 }

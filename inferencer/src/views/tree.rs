@@ -38,6 +38,56 @@ pub fn write_tree(w: &mut impl Write, model: &Model) -> io::Result<()> {
     writeln!(w, "unclustered leaves: {loose}")
 }
 
+/// Up to this many variants of a type are listed; the rest are counted.
+const VARIANTS_SHOWN: usize = 4;
+
+/// A type's variants, one line each: `variant 41%: + write_log, read_log` (`core alone` for the
+/// core with nothing added).
+fn variants(w: &mut impl Write, model: &Model, t: usize, indent: usize) -> io::Result<()> {
+    let ty = &model.types[t];
+    for v in ty.variants.iter().take(VARIANTS_SHOWN) {
+        let share = 100.0 * v.count as f64 / ty.count.max(1) as f64;
+        let what = if v.extra.is_empty() {
+            "core alone".to_owned()
+        } else {
+            let steps: Vec<String> = v
+                .extra
+                .iter()
+                .map(|c| {
+                    let name = model
+                        .types
+                        .get(c.ty.index())
+                        .map_or("?", |x| x.name.as_str());
+                    if c.count > 1 {
+                        format!("{name} ×{}", c.count)
+                    } else {
+                        name.to_owned()
+                    }
+                })
+                .collect();
+            format!("+ {}", steps.join(", "))
+        };
+        writeln!(
+            w,
+            "{:w$}variant {share:.1}% ({}): {what}",
+            "",
+            v.count,
+            w = indent * 2
+        )?;
+    }
+    if ty.variants.len() > VARIANTS_SHOWN {
+        let rest: u64 = ty.variants[VARIANTS_SHOWN..].iter().map(|v| v.count).sum();
+        writeln!(
+            w,
+            "{:w$}{} more variants ({rest} occurrences)",
+            "",
+            ty.variants.len() - VARIANTS_SHOWN,
+            w = indent * 2
+        )?;
+    }
+    Ok(())
+}
+
 fn children(
     w: &mut impl Write,
     model: &Model,
@@ -46,6 +96,7 @@ fn children(
     path: &mut Vec<usize>,
 ) -> io::Result<()> {
     let ty = &model.types[t];
+    variants(w, model, t, indent)?;
     for c in &ty.children {
         let child = &model.types[c.ty.index()];
         let per = c.count as f64 / ty.count.max(1) as f64;

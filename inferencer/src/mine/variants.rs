@@ -1,0 +1,282 @@
+//! Variants: a task found with optional steps around it is that task, not a new one.
+//!
+//! Pair contraction wraps a task in whatever its threads happened to do next to it: PostgreSQL's
+//! statement with or without a commit flush or a lock wait, Apache's request with or without
+//! the worker's return to its queue or the listener's return to `epoll_wait`. Each combination
+//! became a type of its own (about 190 variants of the PostgreSQL statement), and the task
+//! itself held a fraction of the requests.
+//!
+//! A kept group `W` is looked at when every one of its nodes holds, as a direct part, a node of
+//! one task `C` that stands alone at the top level at least `--min-support` times (a request,
+//! not a piece of one: the paper's send, which never stands alone, is left alone):
+//!
+//! - **Variant.** Each node holds `C` once, and otherwise only extra steps: leaves, or groups
+//!   and loops that never stand alone (pieces, not tasks) and hold no `C`. `W` is `C` with
+//!   optional steps: its nodes become `C`'s occurrences, `C`'s node inside each is hidden, and
+//!   the model records each occurrence's variant (the leaf types it adds to the core).
+//! - **Coincidence.** The node also holds `C` again or a task that stands alone, and that other
+//!   part shares no causal edge with the rest of `W`, only its thread's program order: a
+//!   second request, or the listener's next push, beside a request. `W` is dropped, and `C` and
+//!   the rest rise to its parent, each a task of its own.
+//! - Otherwise `W` is a task made of tasks (the listener's push and the worker's response,
+//!   joined by a hand-off; a request and its connection's lingering close) and is kept.
+//!
+//! Limits: the core must be one node directly under the wrapper. A request whose first step
+//! differs (a statement read after a wait, or at once) is a different core, so a different
+//! type; those are not variants. An extra step inside the core (a lock wait that cuts one of its
+//! leaves in two) changes the core's leaves, so it is a different type too.
+
+use super::work::{program_kind, weak_kind, Rule, Work, NONE};
+
+/// The folds made: which nodes are hidden (the core of a folded wrapper) and, for a folded
+/// wrapper's node, the core node it holds.
+pub(super) struct Folds {
+    /// Per node: a core whose wrapper took its place.
+    pub hidden: Vec<bool>,
+    /// Per node: the core node it holds, when it is a folded wrapper; else [`NONE`].
+    pub core_of: Vec<u32>,
+}
+
+/// Kept, visible nodes' nearest kept, visible ancestors.
+pub(super) fn parents(work: &Work, class: &[u32], kept: &[bool], hidden: &[bool]) -> Vec<u32> {
+    let visible = |n: u32| kept[class[n as usize] as usize] && !hidden[n as usize];
+    (0..work.nodes.len() as u32)
+        .map(|n| {
+            if !visible(n) {
+                return NONE;
+            }
+            let mut p = work.nodes[n as usize].parent;
+            while p != NONE && !visible(p) {
+                p = work.nodes[p as usize].parent;
+            }
+            p
+        })
+        .collect()
+}
+
+/// Children lists from parent pointers, as offsets into one array: `kids[start[p]..start[p+1]]`.
+fn children(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let n = parent.len();
+    let mut start = vec![0u32; n + 1];
+    for &p in parent.iter().filter(|&&p| p != NONE) {
+        start[p as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut kids = vec![NONE; start[n] as usize];
+    for (c, &p) in parent.iter().enumerate() {
+        if p != NONE {
+            kids[fill[p as usize] as usize] = c as u32;
+            fill[p as usize] += 1;
+        }
+    }
+    (start, kids)
+}
+
+impl Folds {
+    /// No folds yet, for `n` nodes.
+    pub(super) fn new(n: usize) -> Folds {
+        Folds {
+            hidden: vec![false; n],
+            core_of: vec![NONE; n],
+        }
+    }
+}
+
+/// Leaf-level causal edges (neither kind of program order), both directions, by leaf. Taken
+/// from the leaf edges before mining (the miner drops the edges its nodes swallow).
+pub(super) struct Causal {
+    start: Vec<u32>,
+    to: Vec<u32>,
+}
+
+impl Causal {
+    /// From the (from, to, kind index) leaf edges.
+    pub(super) fn new(n: usize, edges: &[(u32, u32, u8)]) -> Causal {
+        let (prog, weak) = (program_kind(), weak_kind());
+        let list: Vec<(u32, u32)> = edges
+            .iter()
+            .filter(|&&(_, _, k)| k != prog && k != weak)
+            .flat_map(|&(a, b, _)| [(a, b), (b, a)])
+            .collect();
+        let mut start = vec![0u32; n + 1];
+        for &(a, _) in &list {
+            start[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut to = vec![0u32; list.len()];
+        for (a, b) in list {
+            to[fill[a as usize] as usize] = b;
+            fill[a as usize] += 1;
+        }
+        Causal { start, to }
+    }
+
+    fn of(&self, leaf: u32) -> &[u32] {
+        &self.to[self.start[leaf as usize] as usize..self.start[leaf as usize + 1] as usize]
+    }
+
+    /// Which of `parts` (nodes) are joined to another of them by a causal edge.
+    fn joined(&self, work: &Work, parts: &[u32]) -> Vec<bool> {
+        let mut part_of: ahash::AHashMap<u32, usize> = ahash::AHashMap::new();
+        for (i, &p) in parts.iter().enumerate() {
+            for l in work.leaves_of(p) {
+                part_of.insert(l, i);
+            }
+        }
+        let mut joined = vec![false; parts.len()];
+        for (i, &p) in parts.iter().enumerate() {
+            for l in work.leaves_of(p) {
+                for &m in self.of(l) {
+                    if let Some(&j) = part_of.get(&m) {
+                        if j != i {
+                            joined[i] = true;
+                            joined[j] = true;
+                        }
+                    }
+                }
+            }
+        }
+        joined
+    }
+}
+
+/// Folds wrappers into the tasks they hold (see the module docs). `class` and `by_class` are
+/// updated: a folded wrapper's nodes take its task's class, and its core's node leaves the
+/// class's list. Returns whether anything was folded.
+pub(super) fn fold(
+    work: &Work,
+    class: &mut [u32],
+    by_class: &mut [Vec<u32>],
+    kept: &mut [bool],
+    causal: &Causal,
+    min_support: u32,
+    folds: &mut Folds,
+) -> bool {
+    let n_nodes = work.nodes.len();
+    let Folds { hidden, core_of } = folds;
+    let mut any = false;
+    let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
+    let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
+    // Each pass folds what it can on the tree as it stood; a wrapper of a wrapper folds in the
+    // next pass, once its inner wrapper has become the task. Bounded by the tree's depth.
+    for _ in 0..n_nodes.max(1) {
+        let parent = parents(work, class, kept, hidden);
+        let (start, kids) = children(&parent);
+        let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
+        let mut standalone = vec![0u64; work.syms.len()];
+        for (n, &p) in parent.iter().enumerate() {
+            let c = class[n] as usize;
+            if p == NONE && kept[c] && !hidden[n] {
+                standalone[c] += 1;
+            }
+        }
+        // Whether the subtree of kept node `n` holds a node of class `c`.
+        let holds = |n: u32, c: u32, class: &[u32]| {
+            let mut stack = vec![n];
+            while let Some(x) = stack.pop() {
+                if class[x as usize] == c {
+                    return true;
+                }
+                stack.extend_from_slice(under(x));
+            }
+            false
+        };
+        let mut changed = false;
+        // Classes changed in this pass: a wrapper with such a child waits for the next pass,
+        // when the tree shows the change.
+        let mut touched = vec![false; work.syms.len()];
+        for w in 0..work.syms.len() as u32 {
+            let nodes = &by_class[w as usize];
+            if nodes.is_empty() || !kept[w as usize] || !is_group(w) {
+                continue;
+            }
+            if under(nodes[0])
+                .iter()
+                .any(|&k| touched[class[k as usize] as usize])
+            {
+                continue;
+            }
+            // The core: the group child that stands alone most often, in the first node.
+            let Some(core) = under(nodes[0])
+                .iter()
+                .map(|&k| class[k as usize])
+                .filter(|&c| c != w && is_group(c))
+                .max_by_key(|&c| (standalone[c as usize], std::cmp::Reverse(c)))
+            else {
+                continue;
+            };
+            if standalone[core as usize] < u64::from(min_support) {
+                continue;
+            }
+            // Per node: its core child, and whether the rest are extra steps (else the node
+            // holds the core again, or a task that also stands alone). Those others decide
+            // between a coincidence and a task of two parts: a second request or the next
+            // push beside a request shares no causal edge with the rest of the wrapper (only
+            // its thread's program order), while a task made of two tasks that also stand
+            // alone (the listener's push and the worker's response) is joined by a hand-off.
+            let mut cores = Vec::with_capacity(nodes.len());
+            let mut variant = true;
+            let mut others: Vec<usize> = Vec::new();
+            let holds_core = nodes.iter().enumerate().all(|(i, &x)| {
+                let mut found = NONE;
+                for (j, &k) in under(x).iter().enumerate() {
+                    let c = class[k as usize];
+                    if c == core {
+                        if found != NONE {
+                            variant = false;
+                            if i == 0 {
+                                others.push(j);
+                            }
+                        }
+                        found = k;
+                    } else if !is_leaf(c) && (standalone[c as usize] > 0 || holds(k, core, class)) {
+                        variant = false;
+                        if i == 0 {
+                            others.push(j);
+                        }
+                    }
+                }
+                cores.push(found);
+                found != NONE
+            });
+            if !holds_core {
+                continue;
+            }
+            if !variant {
+                let joined = causal.joined(work, under(nodes[0]));
+                if others.iter().any(|&j| joined[j]) {
+                    continue;
+                }
+            }
+            touched[w as usize] = true;
+            touched[core as usize] = true;
+            changed = true;
+            if !variant {
+                // A coincidence: the task and the rest each rise to the wrapper's parent.
+                kept[w as usize] = false;
+                continue;
+            }
+            let moved = std::mem::take(&mut by_class[w as usize]);
+            for (&x, &k) in moved.iter().zip(&cores) {
+                hidden[k as usize] = true;
+                core_of[x as usize] = k;
+                class[x as usize] = core;
+            }
+            let list = &mut by_class[core as usize];
+            list.retain(|&n| !hidden[n as usize]);
+            list.extend(moved);
+            list.sort_unstable();
+        }
+        if !changed {
+            break;
+        }
+        any = true;
+    }
+    any
+}

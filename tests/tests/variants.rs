@@ -120,3 +120,32 @@ fn an_optional_step_is_a_variant_of_the_request_not_a_task_of_its_own() {
         }
     }
 }
+
+/// An event loop that reads its next request without waiting when it is already there types
+/// that read like the one after the wait: both are where the loop takes new work
+/// (`tests/c/fetch.c`).
+#[test]
+fn a_request_read_without_a_wait_is_typed_like_one_after_the_wait() {
+    let exe = build_c("fetch", "fetch", &[]);
+    let r = record(&exe, &[]).success();
+    assert!(r.stdout().contains("served 40"), "{}", r.stdout());
+    let out = r.tmp.path().join("model");
+    let (_, g) = infer_model(&r.dir, &out, &[]);
+    let reads = leaves_named(&g, "read_request", Op::Read);
+    assert!(reads.len() >= 40, "{} request reads", reads.len());
+    let after_wait =
+        |l: u32| g.leaves[l as usize].start_op.and_then(|o| o.op()) == Some(Op::EpollWait);
+    let without_wait = reads.iter().filter(|&&l| !after_wait(l)).count();
+    assert!(
+        without_wait > 0,
+        "every request was read after a wait; the test shows nothing"
+    );
+    let mut types: Vec<u32> = reads.iter().map(|&l| g.leaves[l as usize].ty.0).collect();
+    types.sort_unstable();
+    types.dedup();
+    assert_eq!(
+        types.len(),
+        1,
+        "request reads after a wait and without one ({without_wait}) have different types"
+    );
+}

@@ -7,6 +7,12 @@
 //!   returned, and both weak would leave the leaf between them (epoll return to accept) in no
 //!   task, cut from the listener's hand-off of the connection it accepts;
 //! - an epoll wait (an epoll instance is an event loop's dispatch point);
+//! - a read at a *fetch site* that the thread reached without a dispatch wait before it: a site
+//!   (operation and stack) where a read right after a dispatch wait ended. The wait only said
+//!   the work was there; when it already was (PostgreSQL's next statement sent before the
+//!   backend asked; memcached's next connection ready in the same wakeup), the thread goes
+//!   straight to the same read, and that is new work too. Without this, a statement after a
+//!   wait and one without started with different leaves, and were two task types;
 //! - `poll` or `ppoll` over two or more descriptors (a dispatch loop; a single-descriptor poll
 //!   is a timed wait inside one request, as APR's socket reads do), and any `select` or
 //!   `pselect` (their count is the highest descriptor plus one, which says nothing);
@@ -26,6 +32,11 @@ use scalpel_model::read::FileTrace;
 use scalpel_model::graph::Leaf;
 
 use super::event::reads_bytes;
+
+/// Whether the call reads bytes (a fetch site's operation).
+fn reads_bytes_op(op: scalpel_model::graph::OpName) -> bool {
+    op.op().and_then(reads_bytes) == Some(true)
+}
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
 type Site<'a> = (u8, Option<&'a [u64]>, u32);
@@ -82,22 +93,42 @@ pub(super) fn weak_boundaries(
         .filter(|(_, (count, _))| *count >= 2)
         .min_by_key(|(_, (_, first))| *first)
         .map(|(site, _)| *site);
+    let dispatch_at = |i: usize| {
+        let x = sites.get(i).map_or(0, |s| s.1);
+        match leaves[i].end_op.and_then(|o| o.op()) {
+            Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2) => true,
+            Some(Op::Poll | Op::Ppoll) => x >= 2,
+            Some(Op::Select | Op::Pselect) => true,
+            _ => false,
+        }
+    };
+    // Fetch sites: where a read right after a dispatch wait ended.
+    let mut fetch: ahash::AHashSet<Site<'_>> = ahash::AHashSet::new();
+    for i in 1..leaves.len() {
+        if let Some(op) = leaves[i].end_op {
+            if dispatch_at(i - 1) && reads_bytes_op(op) {
+                fetch.insert(site_of(i, op.0));
+            }
+        }
+    }
     let mut order = WeakOrder::default();
     // Whether the previous leaf ended at a dispatch wait (epoll, poll of several, select).
     let mut after_dispatch = false;
     for (i, l) in leaves.iter().enumerate() {
         let op = l.end_op.and_then(|o| o.op());
-        let x = sites.get(i).map_or(0, |s| s.1);
-        let dispatch = match op {
-            Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2) => true,
-            Some(Op::Poll | Op::Ppoll) => x >= 2,
-            Some(Op::Select | Op::Pselect) => true,
-            _ => false,
-        };
+        let dispatch = dispatch_at(i);
+        // The edge into leaf `i + 1` is weak when leaf `i + 1` ends at a fetch site reached
+        // without a dispatch wait (leaf `i` did not end at one).
+        let next_fetch = !dispatch
+            && leaves.get(i + 1).is_some_and(|n| {
+                n.end_op
+                    .is_some_and(|o| reads_bytes_op(o) && fetch.contains(&site_of(i + 1, o.0)))
+            });
         let (weak, at_head) = match op {
             None => (false, false),
             Some(Op::Accept | Op::Accept4) => (!after_dispatch, false),
             _ if dispatch => (true, false),
+            _ if next_fetch => (true, false),
             Some(op) if dequeue_like(op) => {
                 let h = head == Some(site_of(i, op as u8));
                 (h, h)

@@ -104,8 +104,8 @@ pub(super) fn weak_boundaries(
     };
     // Fetch sites: where a read right after a dispatch wait ended.
     let mut fetch: ahash::AHashSet<Site<'_>> = ahash::AHashSet::new();
-    for i in 1..leaves.len() {
-        if let Some(op) = leaves[i].end_op {
+    for (i, l) in leaves.iter().enumerate().skip(1) {
+        if let Some(op) = l.end_op {
             if dispatch_at(i - 1) && reads_bytes_op(op) {
                 fetch.insert(site_of(i, op.0));
             }

@@ -21,7 +21,8 @@ markers); the smaller type when two hold as many. Printed:
   line, sorted; --same-names FILE fails unless they are the names in FILE).
 
 Thresholds (--min-share, --min-top, --max-types) turn the figures into checks: the exit status
-is 1 when one is missed.
+is 1 when one is missed. A loop type whose body is a loop type always fails (nested loops over
+one body must have collapsed into one loop).
 
 Usage: model-shares.py MODEL_DIR REQUESTS --marker OP[:FRAME] [--needs OP]... [--conn-desc SUBSTR] [...]"""
 import argparse
@@ -172,6 +173,11 @@ if args.min_top is not None and top_share < args.min_top:
     status = 1
 if args.max_types is not None and need > args.max_types:
     print(f"FAIL: {need} task types cover 95% of the leaves, over {args.max_types}", file=sys.stderr)
+    status = 1
+nested = [t["name"] for t in types if t["kind"] == "loop" and t["children"]
+          and types[t["children"][0]["type"]]["kind"] == "loop"]
+if nested:
+    print(f"FAIL: {len(nested)} loops over a loop, such as '{nested[0]}'", file=sys.stderr)
     status = 1
 if args.names_out:
     open(args.names_out, "w").write("".join(n + "\n" for n in names))

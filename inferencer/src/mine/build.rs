@@ -148,7 +148,11 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
         for &(_, n) in list {
             let parent = parent_of(n as usize);
             ty.top_level += u64::from(parent.is_none());
-            let iterations = (ty.kind == TaskKind::Loop).then_some(work.nodes[n as usize].children);
+            let iterations =
+                (ty.kind == TaskKind::Loop).then(|| match tree.iterations[n as usize] {
+                    0 => work.nodes[n as usize].children,
+                    collapsed => collapsed,
+                });
             ty.occurrences.push(Occurrence {
                 leaves: std::mem::take(&mut leaves_of[n as usize - n_leaves]),
                 parent,

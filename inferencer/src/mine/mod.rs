@@ -19,6 +19,7 @@
 mod acyclic;
 mod build;
 mod canon;
+mod loops;
 mod names;
 mod round;
 mod tree;

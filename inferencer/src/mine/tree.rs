@@ -21,8 +21,8 @@
 use ahash::AHashSet;
 
 use super::canon::Classes;
-use super::variants;
 use super::work::{program_kind, weak_kind, Rule, Work, NONE};
+use super::{loops, variants};
 
 /// The kept tree.
 pub(super) struct Tree {
@@ -37,6 +37,8 @@ pub(super) struct Tree {
     pub hidden: Vec<bool>,
     /// Per node: when it is a wrapper folded into the task it holds, that task's node.
     pub core_of: Vec<u32>,
+    /// Per node: a collapsed loop's iterations (see [`super::loops`]); 0 for the others.
+    pub iterations: Vec<u32>,
 }
 
 impl Tree {
@@ -193,6 +195,7 @@ pub(super) fn build(
         by_class[c as usize].push(i as u32);
     }
     let mut folds = variants::Folds::new(work.nodes.len());
+    let mut iterations = vec![0u32; work.nodes.len()];
     let groups: Vec<u32> = (0..n_syms as u32)
         .filter(|&c| {
             !by_class[c as usize].is_empty()
@@ -285,6 +288,17 @@ pub(super) fn build(
             );
         }
         if !changed {
+            changed = loops::collapse(
+                work,
+                classes,
+                &mut class,
+                &mut by_class,
+                &kept,
+                &mut folds,
+                &mut iterations,
+            );
+        }
+        if !changed {
             break;
         }
     }
@@ -295,5 +309,6 @@ pub(super) fn build(
         kept_parent,
         hidden: folds.hidden,
         core_of: folds.core_of,
+        iterations,
     }
 }

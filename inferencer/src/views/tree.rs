@@ -88,6 +88,28 @@ fn variants(w: &mut impl Write, model: &Model, t: usize, indent: usize) -> io::R
     Ok(())
 }
 
+/// A loop's iteration counts: `iterations 1–14, median 3`.
+fn iterations(w: &mut impl Write, model: &Model, t: usize, indent: usize) -> io::Result<()> {
+    let mut v: Vec<u32> = model.types[t]
+        .occurrences
+        .iter()
+        .filter_map(|o| o.iterations)
+        .collect();
+    if v.is_empty() {
+        return Ok(());
+    }
+    v.sort_unstable();
+    writeln!(
+        w,
+        "{:w$}iterations {}–{}, median {}",
+        "",
+        v[0],
+        v[v.len() - 1],
+        v[(v.len() - 1) / 2],
+        w = indent * 2
+    )
+}
+
 fn children(
     w: &mut impl Write,
     model: &Model,
@@ -97,6 +119,7 @@ fn children(
 ) -> io::Result<()> {
     let ty = &model.types[t];
     variants(w, model, t, indent)?;
+    iterations(w, model, t, indent)?;
     for c in &ty.children {
         let child = &model.types[c.ty.index()];
         let per = c.count as f64 / ty.count.max(1) as f64;

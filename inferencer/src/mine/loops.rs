@@ -1,0 +1,90 @@
+//! Loops of loops over one body are one loop.
+//!
+//! A loop is found as a run of one symbol along a thread's strong program order. When something
+//! between two runs is contracted away in a later round, the runs are adjacent again and become a
+//! loop whose body is the first loop: `loop: loop: loop: ap_queue_push_socket` on Apache, twenty
+//! deep on nginx. To a reader that is one loop that ran a varying number of times. A kept loop
+//! whose body is a kept loop (or one already collapsed into a loop) is collapsed into that inner
+//! loop: its nodes take the inner loop's class, the inner loops' nodes under them are hidden, and
+//! each node's iterations are the sum of theirs, so the model has one loop type over the body
+//! with the distribution of iteration counts in its occurrences.
+
+use super::canon::Classes;
+use super::variants::{parents, Folds};
+use super::work::{Rule, Work, NONE};
+
+/// Collapses nested loops (see the module docs); returns whether any was collapsed.
+/// `iterations[n]`, when not 0, is a collapsed node's iteration count.
+pub(super) fn collapse(
+    work: &Work,
+    classes: &Classes,
+    class: &mut [u32],
+    by_class: &mut [Vec<u32>],
+    kept: &[bool],
+    folds: &mut Folds,
+    iterations: &mut [u32],
+) -> bool {
+    let loop_body = |c: u32| match &work.syms[c as usize].rule {
+        Rule::Loop { body, .. } => Some(classes.of[*body as usize]),
+        _ => None,
+    };
+    // Where each class went: itself, or the loop it was collapsed into.
+    let mut into: Vec<u32> = (0..work.syms.len() as u32).collect();
+    let resolve = |into: &[u32], mut c: u32| {
+        // Bounded by the number of classes; each step goes to a class collapsed earlier.
+        for _ in 0..into.len() {
+            if into[c as usize] == c {
+                break;
+            }
+            c = into[c as usize];
+        }
+        c
+    };
+    let mut order: Vec<u32> = (0..work.syms.len() as u32)
+        .filter(|&c| kept[c as usize] && !by_class[c as usize].is_empty() && loop_body(c).is_some())
+        .collect();
+    // Inner loops first: a loop's body was made before the loop, and a class is numbered by its
+    // first symbol.
+    order.sort_unstable();
+    let mut any = false;
+    let parent = parents(work, class, kept, &folds.hidden);
+    for outer in order {
+        let Some(body) = loop_body(outer) else {
+            continue;
+        };
+        let inner = resolve(&into, body);
+        if inner == outer || !kept[inner as usize] || loop_body(inner).is_none() {
+            continue;
+        }
+        let nodes = std::mem::take(&mut by_class[outer as usize]);
+        for &n in &nodes {
+            class[n as usize] = inner;
+        }
+        // The inner loops' nodes directly under the outer ones: hidden, their iterations
+        // summed into their parent.
+        let mut sum = vec![0u32; nodes.len()];
+        let index: ahash::AHashMap<u32, usize> =
+            nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        for &k in &by_class[inner as usize] {
+            let p = parent[k as usize];
+            if let Some(&i) = (p != NONE).then(|| index.get(&p)).flatten() {
+                folds.hidden[k as usize] = true;
+                let own = match iterations[k as usize] {
+                    0 => work.nodes[k as usize].children,
+                    x => x,
+                };
+                sum[i] = sum[i].saturating_add(own);
+            }
+        }
+        for (i, &n) in nodes.iter().enumerate() {
+            iterations[n as usize] = sum[i].max(1);
+        }
+        let list = &mut by_class[inner as usize];
+        list.retain(|&k| !folds.hidden[k as usize]);
+        list.extend(nodes);
+        list.sort_unstable();
+        into[outer as usize] = inner;
+        any = true;
+    }
+    any
+}

@@ -124,7 +124,19 @@ pub(super) fn name_types(
 }
 
 fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(LeafTypeId) -> String) -> String {
-    let Some(first_occ) = ty.occurrences.first() else {
+    // A type with variants is named by its core: the occurrences with nothing added, when
+    // there are any (extra steps' time would otherwise pick the dominant leaf, run by run).
+    let bare = ty
+        .variants
+        .iter()
+        .position(|v| v.extra.is_empty())
+        .map(|v| v as u32);
+    let core: Vec<&scalpel_model::task::Occurrence> = ty
+        .occurrences
+        .iter()
+        .filter(|o| bare.is_none() || o.variant == bare)
+        .collect();
+    let Some(first_occ) = core.first() else {
         return "task".to_owned();
     };
     let first = first_occ
@@ -134,7 +146,7 @@ fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(LeafTypeId) -> St
         .min()
         .map(|x| x.2);
     let mut time: AHashMap<LeafTypeId, u64> = AHashMap::new();
-    for occ in &ty.occurrences {
+    for occ in &core {
         for &l in &occ.leaves {
             if let Some(x) = graph.leaves.get(l.index()) {
                 *time.entry(x.ty).or_insert(0) += x.end_ns.saturating_sub(x.start_ns);

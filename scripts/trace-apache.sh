@@ -160,7 +160,11 @@ best = None
 for i, t in enumerate(model["types"]):
     if t["kind"] != "group" or not t["occurrences"]:
         continue
-    roles = {role(l) for l in t["occurrences"][0]["leaves"]}
+    # Roles of the core: an occurrence with nothing added, when the type has variants (an
+    # extra step, such as the listener's next push, is not what the task is).
+    bare = next((k for k, v in enumerate(t.get("variants", [])) if not v["extra"]), None)
+    core = [o for o in t["occurrences"] if o.get("variant") == bare] or t["occurrences"]
+    roles = {role(l) for l in core[0]["leaves"]}
     if {"push", "read", "writev"} <= roles and (best is None or t["count"] > best[1]["count"]):
         best = (i, t)
 if best is None:

@@ -107,6 +107,20 @@ fn an_optional_step_is_a_variant_of_the_request_not_a_task_of_its_own() {
             assert_eq!(logs_here, 0);
         }
     }
+    // model.json with variants follows the checked-in schema.
+    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../model/schema/scalpel-model-1.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("model.json")).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .take(5)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     // No other task type holds a request.
     for (i, other) in model.types.iter().enumerate() {
         if i != t && other.kind != TaskKind::Leaf {

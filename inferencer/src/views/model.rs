@@ -201,8 +201,25 @@ impl Trie {
     }
 }
 
+/// A leaf type's operations, `read → write` (`… → write` where it starts at new work), unless
+/// its name already says them (a stripped program's leaves are named by their operations).
+fn operations(ty: &scalpel_model::task::TaskType, graph: &Graph) -> Option<String> {
+    let lt = graph.types.get(ty.leaf_type?.index())?;
+    let op = |o: Option<scalpel_model::graph::OpName>| o.map(|o| o.name());
+    // Names made of operations read `tcp read → sendmsg in f` or `eventfd read in nginx`.
+    if ty.name.contains(" → ") || ty.name.contains(" in ") {
+        return None;
+    }
+    let end = op(lt.end.op).unwrap_or_else(|| "exit".to_owned());
+    Some(match op(lt.start.op) {
+        Some(start) => format!("{start} → {end}"),
+        None => format!("… → {end}"),
+    })
+}
+
 /// The model as DOT: each drawn node is a path of types from the top (leaf types as ellipses
-/// named by function, tasks cut by `--depth` as boxes), each task a cluster around its parts.
+/// named by function, with their operations under the name, tasks cut by `--depth` as boxes),
+/// each task a cluster around its parts.
 /// Solid edges stay within a thread, dashed ones cross threads; labels are counts.
 /// Returns the DOT text and how many nodes and edges it draws.
 pub fn model_dot(
@@ -323,7 +340,10 @@ pub fn model_dot(
             } else {
                 "box"
             };
-            let label = format!("{}\n×{count}{}", ty.name, draw.latency(t));
+            let ops = operations(ty, graph)
+                .map(|o| format!("\n{o}"))
+                .unwrap_or_default();
+            let label = format!("{}{ops}\n×{count}{}", ty.name, draw.latency(t));
             let _ = writeln!(
                 out,
                 "{:indent$}n{} [label={}, shape={shape}];",

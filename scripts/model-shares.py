@@ -44,6 +44,8 @@ ap.add_argument("--name", default="model")
 ap.add_argument("--min-share", type=float, default=None)
 ap.add_argument("--min-top", type=float, default=None)
 ap.add_argument("--max-types", type=int, default=None)
+ap.add_argument("--min-in-session", type=float, default=None,
+                help="fail unless this share of the request task's occurrences sit in a session")
 ap.add_argument("--names-out", default=None)
 ap.add_argument("--same-names", default=None)
 args = ap.parse_args()
@@ -72,8 +74,15 @@ def occ(ref):
     return types[ref["type"]]["occurrences"][ref["index"]]
 
 
+_markers_in = {}
+
+
 def markers_in(ref):
-    return [x for x in occ(ref)["leaves"] if x in marker_set]
+    """The marker leaves of an occurrence (memoized: a session holds thousands of requests)."""
+    key = (ref["type"], ref["index"])
+    if key not in _markers_in:
+        _markers_in[key] = [x for x in occ(ref)["leaves"] if x in marker_set]
+    return _markers_in[key]
 
 
 def chain(leaf):
@@ -97,8 +106,15 @@ def connection(obj):
     return tuple(sorted((a, b)))
 
 
+_connections_in = {}
+
+
 def connections_in(ref):
-    return {c for c in (connection(leaves[x].get("end_obj")) for x in occ(ref)["leaves"]) if c}
+    key = (ref["type"], ref["index"])
+    if key not in _connections_in:
+        _connections_in[key] = {c for c in (connection(leaves[x].get("end_obj"))
+                                            for x in occ(ref)["leaves"]) if c}
+    return _connections_in[key]
 
 
 def spans(t):
@@ -124,13 +140,16 @@ if not holders:
     sys.exit(1)
 req_type, held = max(holders.items(), key=lambda kv: (kv[1], -types[kv[0]]["level"], -kv[0]))
 top_or_session = 0
+in_session = 0
 for m, c in chains.items():
     at = next((i for i, r in enumerate(c) if r["type"] == req_type and len(markers_in(r)) == 1), None)
     if at is None:
         continue
-    above = [r for r in c[at + 1:] if types[r["type"]]["kind"] == "group"]
+    above = [r for r in c[at + 1:] if types[r["type"]]["kind"] in ("group", "session")]
     if not above or connections_in(above[0]) <= {connection(leaves[m].get("end_obj"))}:
         top_or_session += 1
+    if above and types[above[0]["type"]]["kind"] == "session":
+        in_session += 1
 
 # Each leaf under its top-level type (a leaf in no task: its leaf type's model type).
 leaf_model_type = {t.get("leaf_type"): i for i, t in enumerate(types) if t["kind"] == "leaf"}
@@ -158,7 +177,10 @@ share = held / args.requests if args.requests else 0.0
 top_share = top_or_session / held if held else 0.0
 print(f"{args.name}: request task '{types[req_type]['name']}': {held} of {args.requests} requests "
       f"({share:.1%}; {len(markers)} marker leaves), {top_or_session} of them top-level or under "
-      f"a session ({top_share:.1%})")
+      f"a session ({top_share:.1%}), {in_session} in a session task")
+sessions = [t for t in types if t["kind"] == "session"]
+print(f"{args.name}: {len(sessions)} session types, "
+      f"{sum(t['count'] for t in sessions)} sessions")
 print(f"{args.name}: {need} task types cover 95% of {total} leaves; {len(types)} types in all; "
       f"{len(names)} hold at least 1% of the leaves")
 for n in names:
@@ -170,6 +192,10 @@ if args.min_share is not None and share < args.min_share:
 if args.min_top is not None and top_share < args.min_top:
     print(f"FAIL: {top_share:.1%} of the request task's occurrences are top-level or under a "
           f"session, under {args.min_top:.0%}", file=sys.stderr)
+    status = 1
+if args.min_in_session is not None and in_session < args.min_in_session * held:
+    print(f"FAIL: {in_session} of {held} request occurrences are in a session task, under "
+          f"{args.min_in_session:.0%}", file=sys.stderr)
     status = 1
 if args.max_types is not None and need > args.max_types:
     print(f"FAIL: {need} task types cover 95% of the leaves, over {args.max_types}", file=sys.stderr)

@@ -92,7 +92,7 @@ PY
 # the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
 # recording wrote).
 ops=$(awk '/^Run time/ { for (i = 1; i < NF; i++) if ($i == "Ops:") print $(i + 1) }' "$WORK/load.txt")
-python3 scripts/model-shares.py "$OUT/model" "${ops:-0}" --name memcached --marker sendmsg --needs read \
+python3 scripts/model-shares.py "$OUT/model" "${ops:-0}" --name memcached --marker sendmsg --needs read --min-in-session 0.95 \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1

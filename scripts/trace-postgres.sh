@@ -76,6 +76,6 @@ python3 "$PWD/scripts/pg-figures.py" "$OUT/model" || status=1
 # the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
 # recording wrote).
 tx=$(awk '/number of transactions actually processed/ { split($6, a, "/"); print a[1] }' "$WORK/pgbench.txt")
-python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send --needs recv \
+python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send --needs recv --min-in-session 0.95 \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 exit $status

@@ -28,6 +28,8 @@ pub enum TaskKind {
     Group,
     /// One task repeated on a thread.
     Loop,
+    /// What one connection did: its requests (and whatever else touched only it), in order.
+    Session,
 }
 
 /// A child type of a task type, and how often it occurs in it.

@@ -22,6 +22,7 @@ mod canon;
 mod loops;
 mod names;
 mod round;
+mod sessions;
 mod tree;
 mod variants;
 mod work;
@@ -172,7 +173,8 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = canon::classes(&work);
     let tree = tree::build(&work, &classes, &local, &causal, min_support);
-    let built = build::build(graph, &work, &tree);
+    let mut built = build::build(graph, &work, &tree);
+    sessions::build_sessions(graph, &mut built, min_support);
     let mut types = built.types;
     for unused in names::name_types(&mut types, graph, &built.leaf_parent, &opts.names) {
         warnings.push(MineWarning::UnusedName(unused));

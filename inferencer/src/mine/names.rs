@@ -94,6 +94,18 @@ pub(super) fn name_types(
                 }
             }
             TaskKind::Group => group_name(&types[i], graph, &leaf_name),
+            TaskKind::Session => {
+                // Named by its main member (most frequent), which was named before it.
+                let main = types[i]
+                    .children
+                    .iter()
+                    .max_by_key(|c| (c.count, std::cmp::Reverse(c.ty)))
+                    .map(|c| c.ty.index());
+                match main {
+                    Some(m) if m < i => format!("session: {}", types[m].name),
+                    _ => "session".to_owned(),
+                }
+            }
         };
         types[i].name = name;
     }
@@ -243,6 +255,16 @@ fn content_keys(types: &[TaskType], graph: &Graph, leaf_parent: &[Option<OccRef>
                 for c in &ty.children {
                     h.u64(keys.get(c.ty.index()).copied().unwrap_or(0));
                 }
+            }
+            TaskKind::Session => {
+                // By its main member: what else a connection did comes and goes by run.
+                h.bytes(b"session");
+                let main = ty
+                    .children
+                    .iter()
+                    .max_by_key(|c| (c.count, std::cmp::Reverse(c.ty)))
+                    .map(|c| c.ty.index());
+                h.u64(main.and_then(|m| keys.get(m).copied()).unwrap_or(0));
             }
             TaskKind::Group => {
                 h.bytes(b"group");

@@ -2,6 +2,8 @@
 //! (`samples/c/tasks.c`): every true task type must come out as one model type whose
 //! occurrences are the true instances.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -263,18 +265,8 @@ fn names_can_be_overridden_and_bad_options_are_named() {
 #[test]
 fn model_json_follows_the_checked_in_schema() {
     let s = stages();
-    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../model/schema/scalpel-model-1.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
-    let model: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(s.out.join("model.json")).unwrap()).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&model)
-        .take(5)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
+    let validator = common::model_schema();
+    let (model, errors) = common::model_json_errors(&validator, &s.out);
     assert!(errors.is_empty(), "{errors:#?}");
     // And the schema is strict: a misspelt field is an error.
     let mut bad = model.clone();

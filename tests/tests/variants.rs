@@ -1,11 +1,13 @@
 //! Variants on a recorded program: one kind of request, sometimes followed by an optional step,
 //! is one task type with the step recorded as a variant (`tests/c/variants.c`).
 
+mod common;
+
 use scalpel_e2e::score::infer_model;
 use scalpel_e2e::{build_c, record};
 use scalpel_model::format::Op;
 use scalpel_model::graph::Graph;
-use scalpel_model::task::{Model, TaskKind};
+use scalpel_model::task::{Model, TaskKind, TaskType};
 
 /// The leaf ids whose type is named `name` and that end at `op`.
 fn leaves_named(g: &Graph, name: &str, op: Op) -> Vec<u32> {
@@ -17,6 +19,15 @@ fn leaves_named(g: &Graph, name: &str, op: Op) -> Vec<u32> {
         .collect()
 }
 
+/// How many of `leaves` the occurrences of `t` hold.
+fn held(t: &TaskType, leaves: &[u32]) -> usize {
+    t.occurrences
+        .iter()
+        .flat_map(|o| &o.leaves)
+        .filter(|l| leaves.contains(&l.0))
+        .count()
+}
+
 /// The group type holding the most of `leaves`, with how many it holds.
 fn holder(model: &Model, leaves: &[u32]) -> (usize, usize) {
     model
@@ -24,15 +35,7 @@ fn holder(model: &Model, leaves: &[u32]) -> (usize, usize) {
         .iter()
         .enumerate()
         .filter(|(_, t)| t.kind == TaskKind::Group)
-        .map(|(i, t)| {
-            let n = t
-                .occurrences
-                .iter()
-                .flat_map(|o| &o.leaves)
-                .filter(|l| leaves.contains(&l.0))
-                .count();
-            (i, n)
-        })
+        .map(|(i, t)| (i, held(t, leaves)))
         .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))
         .expect("group types")
 }
@@ -54,12 +57,12 @@ fn an_optional_step_is_a_variant_of_the_request_not_a_task_of_its_own() {
     let logs = leaves_named(&g, "write_log", Op::Write);
     assert_eq!(replies.len(), 60, "one reply leaf per request");
     assert_eq!(logs.len(), logged, "one log leaf per logged request");
-    let (t, held) = holder(&model, &replies);
+    let (t, n_held) = holder(&model, &replies);
     let ty = &model.types[t];
     // The first or last request may sit outside the pattern (no previous reply to chain from).
     assert!(
-        held >= 58,
-        "the request type '{}' holds {held} of 60 requests",
+        n_held >= 58,
+        "the request type '{}' holds {n_held} of 60 requests",
         ty.name
     );
     assert_eq!(ty.top_level, ty.count, "every request is a top-level task");
@@ -108,28 +111,12 @@ fn an_optional_step_is_a_variant_of_the_request_not_a_task_of_its_own() {
         }
     }
     // model.json with variants follows the checked-in schema.
-    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../model/schema/scalpel-model-1.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("model.json")).unwrap()).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&json)
-        .take(5)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
+    let (_, errors) = common::model_json_errors(&common::model_schema(), &out);
     assert!(errors.is_empty(), "{errors:#?}");
     // No other task type holds a request.
     for (i, other) in model.types.iter().enumerate() {
         if i != t && other.kind != TaskKind::Leaf {
-            let n = other
-                .occurrences
-                .iter()
-                .flat_map(|o| &o.leaves)
-                .filter(|l| replies.contains(&l.0))
-                .count();
+            let n = held(other, &replies);
             assert_eq!(n, 0, "'{}' holds {n} requests too", other.name);
         }
     }

@@ -11,7 +11,7 @@ use super::tree::Tree;
 use super::work::{Rule, Work, NONE};
 
 /// Types and top-level edges, unnamed (names come after).
-pub(crate) struct Built {
+pub(super) struct Built {
     pub types: Vec<TaskType>,
     pub top_edges: Vec<TypeEdge>,
     /// The occurrence each leaf is directly part of.

@@ -117,31 +117,8 @@ fn dissolve_contexts(
     // The kept nodes directly under each kept node, in node order, as offsets into one array
     // (a map of vectors cost a quarter of the miner's time at 10^7 leaves): those under node
     // `p` are `kids[start[p]..start[p + 1]]`.
-    let n_nodes = work.nodes.len();
-    let parent: Vec<u32> = (0..n_nodes as u32)
-        .map(|n| {
-            if kept[class[n as usize] as usize] && !hidden[n as usize] {
-                nearest_kept(work, class, kept, hidden, n)
-            } else {
-                NONE
-            }
-        })
-        .collect();
-    let mut start = vec![0u32; n_nodes + 1];
-    for &p in parent.iter().filter(|&&p| p != NONE) {
-        start[p as usize + 1] += 1;
-    }
-    for i in 0..n_nodes {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut kids = vec![NONE; start[n_nodes] as usize];
-    for (n, &p) in parent.iter().enumerate() {
-        if p != NONE {
-            kids[fill[p as usize] as usize] = n as u32;
-            fill[p as usize] += 1;
-        }
-    }
+    let parent = variants::parents(work, class, kept, hidden);
+    let (start, kids) = variants::children(&parent);
     let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
     let context =
         |n: u32| is_leaf(class[n as usize]) && work.leaves_of(n).all(|l| local[l as usize]);

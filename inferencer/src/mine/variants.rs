@@ -54,8 +54,9 @@ pub(super) fn parents(work: &Work, class: &[u32], kept: &[bool], hidden: &[bool]
         .collect()
 }
 
-/// Children lists from parent pointers, as offsets into one array: `kids[start[p]..start[p+1]]`.
-fn children(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
+/// Children lists from parent pointers, as offsets into one array: `kids[start[p]..start[p+1]]`
+/// (a map of vectors cost a quarter of the miner's time at 10^7 leaves).
+pub(super) fn children(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let n = parent.len();
     let mut start = vec![0u32; n + 1];
     for &p in parent.iter().filter(|&&p| p != NONE) {

@@ -3,6 +3,8 @@
 
 use scalpel_e2e::score::infer_model;
 use scalpel_e2e::*;
+use scalpel_model::graph::Leaf;
+use scalpel_model::task::TaskKind;
 use std::fs;
 use std::process::Command;
 
@@ -39,6 +41,50 @@ fn a_pipe_written_a_byte_at_a_time_is_inferred() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A writer that runs ahead of its reader: a pause after every 300 reads lets one read take
+/// about a thousand one-byte writes. Those writes are one loop of writes feeding the read, found
+/// in a few rounds. The miner dropped such a run whole (its writes feed different reads), and
+/// pair contraction then grew each long stretch by one write per round: about 1,000 rounds and
+/// 1,000 nested types, minutes for 25,000 leaves, and thousands of writes left unclustered.
+#[test]
+fn writes_that_run_ahead_of_their_reader_are_one_loop() {
+    let exe = build_c("bytestorm", "bytestorm", &[]);
+    let run = record(&exe, &["20000", "300"]).success();
+    let out = run.tmp.path().join("model");
+    let (model, graph) = infer_model(&run.dir, &out, &["--depth", "1"]);
+    let is_write = |l: &Leaf| l.end_op.and_then(|o| o.op()) == Some(Op::Write);
+    let writes = graph.leaves.iter().filter(|l| is_write(l)).count();
+    let mut looped: std::collections::HashSet<u32> = std::collections::HashSet::new();
+    for t in model.types.iter().filter(|t| t.kind == TaskKind::Loop) {
+        for o in &t.occurrences {
+            looped.extend(
+                o.leaves
+                    .iter()
+                    .map(|l| l.0)
+                    .filter(|&l| is_write(&graph.leaves[l as usize])),
+            );
+        }
+    }
+    assert!(
+        looped.len() * 100 >= writes * 99,
+        "{} of {writes} writes lie in loops",
+        looped.len()
+    );
+    let longest = model
+        .types
+        .iter()
+        .flat_map(|t| &t.occurrences)
+        .filter_map(|o| o.iterations)
+        .max();
+    assert!(longest >= Some(100), "longest loop: {longest:?} iterations");
+    assert!(
+        model.mining.rounds <= 20,
+        "{} mining rounds, {} types",
+        model.mining.rounds,
+        model.types.len()
+    );
 }
 
 /// Structure-aware mutants of a real recording (bit flips, cuts, extreme header fields and

@@ -22,6 +22,7 @@ mod canon;
 mod loops;
 mod names;
 mod round;
+mod runs;
 mod sessions;
 mod tree;
 mod variants;

@@ -6,6 +6,7 @@ use ahash::{AHashMap, AHashSet};
 use rayon::prelude::*;
 use scalpel_model::graph::EdgeKind;
 
+use super::runs::Partners;
 use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, NONE};
 
 /// An edge between two current nodes, with the ports it attaches at.
@@ -164,48 +165,13 @@ pub(super) fn loop_proposals(
         let sym = work.nodes[s as usize].sym;
         runs.entry((sym, key.clone())).or_default().push(run);
     }
-    // A run is one task repeating only if its iterations share their partners across threads:
-    // a reader's iterations fed by one writer are, a dispatcher's hand-offs to different
-    // workers (or a pipeline stage's items going to different consumers) are not.
-    let members: AHashSet<u32> = runs.values().flatten().flatten().copied().collect();
-    let mut partners: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for e in x.iter().filter(|e| e.kind != prog && e.kind != weak_kind()) {
-        if members.contains(&e.u) {
-            partners.entry(e.u).or_default().push(e.v);
-        }
-        if members.contains(&e.v) {
-            partners.entry(e.v).or_default().push(e.u);
-        }
-    }
+    // A run is one task repeating only if its iterations share their partners (`runs`).
+    let partners = Partners::new(runs.values().flatten(), x, [prog, weak_kind()]);
     for list in runs.values_mut() {
-        list.retain(|run| {
-            let inside: AHashSet<u32> = run.iter().copied().collect();
-            let set = |n: u32| -> Vec<u32> {
-                let mut p: Vec<u32> = partners
-                    .get(&n)
-                    .map(|v| v.iter().copied().filter(|m| !inside.contains(m)).collect())
-                    .unwrap_or_default();
-                p.sort_unstable();
-                p.dedup();
-                p
-            };
-            // The loop's entry and exit edges attach to its first and last iterations (a
-            // connection's hand-off to the worker that then serves its requests), so with
-            // three or more iterations those two may have partners beyond the others'.
-            match run.len() {
-                0..=2 => {
-                    let first = set(run[0]);
-                    run[1..].iter().all(|&n| set(n) == first)
-                }
-                len => {
-                    let inner = set(run[1]);
-                    let within = |outer: Vec<u32>| inner.iter().all(|p| outer.contains(p));
-                    run[2..len - 1].iter().all(|&n| set(n) == inner)
-                        && within(set(run[0]))
-                        && within(set(run[len - 1]))
-                }
-            }
-        });
+        *list = std::mem::take(list)
+            .into_iter()
+            .flat_map(|run| partners.split(run))
+            .collect();
     }
     // The best key per symbol, if it has the support.
     let mut keys: Vec<(LoopKey, Vec<Vec<u32>>)> = runs.into_iter().collect();

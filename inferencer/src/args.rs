@@ -35,6 +35,9 @@ pub(crate) struct PipelineArgs {
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Print how long each phase took (on stderr, at the end).
+    #[arg(long)]
+    pub timings: bool,
 }
 
 impl PipelineArgs {

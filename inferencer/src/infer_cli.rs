@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::views::outputs::{write_graph_files, write_model_files};
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::{graph::write_graph_summary, tree::write_tree};
@@ -12,6 +13,7 @@ use scalpel_inferencer::views::{DrawOptions, ModelDraw, ViewError};
 use scalpel_inferencer::{Pipeline, PipelineOptions};
 
 use crate::args::PipelineArgs;
+use crate::top_cli::print_timings;
 use crate::{broken_pipe_is_fine, warn};
 
 /// How far inference goes.
@@ -63,6 +65,8 @@ pub(crate) struct InferJob {
     pub draw: DrawOptions,
     /// How the model is drawn.
     pub model_draw: ModelDraw,
+    /// Print the phase timings.
+    pub timings: bool,
 }
 
 impl From<InferArgs> for InferJob {
@@ -72,6 +76,7 @@ impl From<InferArgs> for InferJob {
             dir: a.dir,
             stage: a.stage,
             pipeline: a.pipeline.options(),
+            timings: a.pipeline.timings,
             draw: DrawOptions {
                 min_count: a.min_count,
             },
@@ -87,10 +92,12 @@ impl From<InferArgs> for InferJob {
 
 /// Runs the stages and reports on stdout (results) and stderr (warnings).
 pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;
-    let built = pipeline.graph(&job.dir)?;
+    let built = t.phase("causal graph", &spinner, || pipeline.graph(&job.dir))?;
     warn(&built.warnings, 10, " (see the summary file)");
-    let out = write_graph_files(&built, &job.out, &job.draw)
+    let out = write_graph_files(&built, &job.out, &job.draw, &mut t, &spinner)
         .with_context(|| format!("cannot write the outputs to {}", job.out.display()))?;
     let mut o = io::stdout().lock();
     let r = (|| -> io::Result<()> {
@@ -102,17 +109,29 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
     })();
     broken_pipe_is_fine(r)?;
     if job.stage == Stage::Graph {
+        print_timings(job.timings, &t);
         return Ok(());
     }
-    let mined = pipeline.model(&built.graph, &Spinner::new());
+    let mined = t.phase("mining", &spinner, || {
+        pipeline.model(&built.graph, &spinner)
+    });
     warn(&mined.warnings, usize::MAX, "");
-    let r = pipeline.rollup(&built.graph, &mined.model);
+    let r = t.phase("rollups", &spinner, || {
+        pipeline.rollup(&built.graph, &mined.model)
+    });
     let draw = ModelDraw {
         mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
         ..job.model_draw.clone()
     };
-    let out = write_model_files(&mined.model, &built.graph, &job.out, &draw)
-        .with_context(|| format!("cannot write the model to {}", job.out.display()))?;
+    let out = write_model_files(
+        &mined.model,
+        &built.graph,
+        &job.out,
+        &draw,
+        &mut t,
+        &spinner,
+    )
+    .with_context(|| format!("cannot write the model to {}", job.out.display()))?;
     let r = (|| -> io::Result<()> {
         write_tree(&mut o, &mined.model)?;
         writeln!(o, "wrote {}", out.json.display())?;
@@ -120,6 +139,7 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
         report_svg(&mut o, &out.svg)?;
         writeln!(o, "wrote {}", out.tree.display())
     })();
+    print_timings(job.timings, &t);
     broken_pipe_is_fine(r)
 }
 

@@ -18,3 +18,47 @@ impl Progress for Quiet {
     fn status(&self, _: &str) {}
     fn done(&self) {}
 }
+
+/// How long each phase of a run took, in the order they ran (`--timings`).
+#[derive(Debug)]
+pub struct Timings {
+    started: std::time::Instant,
+    /// Each phase's name and wall-clock time.
+    pub phases: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Timings::new()
+    }
+}
+
+impl Timings {
+    /// Starts the clock of the whole run.
+    pub fn new() -> Timings {
+        Timings {
+            started: std::time::Instant::now(),
+            phases: Vec::new(),
+        }
+    }
+
+    /// Runs `f` as the phase `name`, telling `progress` which phase runs, and records its time.
+    pub fn phase<T>(
+        &mut self,
+        name: &'static str,
+        progress: &dyn Progress,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        progress.status(name);
+        let t = std::time::Instant::now();
+        let out = f();
+        self.phases.push((name, t.elapsed()));
+        progress.done();
+        out
+    }
+
+    /// The time since [`Timings::new`].
+    pub fn total(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+}

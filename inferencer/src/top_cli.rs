@@ -6,12 +6,15 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::pipeline::Loaded;
+use scalpel_inferencer::progress::Timings;
+use scalpel_inferencer::rollup::Rollup;
 use scalpel_inferencer::rollup::{top_view, TopOptions};
 use scalpel_inferencer::views::csv::write_csv;
 use scalpel_inferencer::views::json::write_top_json;
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
+use scalpel_inferencer::views::timings::write_timings;
 use scalpel_inferencer::Pipeline;
 
 use crate::args::PipelineArgs;
@@ -66,18 +69,30 @@ pub(crate) struct ReportArgs {
     pub tasks: usize,
 }
 
-/// Runs the pipeline (or reads what `infer` wrote) for a view.
-fn load_source(s: &SourceArgs) -> Result<(Pipeline, Loaded)> {
+/// Runs the pipeline (or reads what `infer` wrote) for a view, and its rollups.
+fn load_source(s: &SourceArgs, t: &mut Timings) -> Result<(Loaded, Rollup)> {
     let pipeline = Pipeline::new(s.pipeline.options())?;
-    let loaded = pipeline.load(&s.path, &Spinner::new())?;
+    let spinner = Spinner::new();
+    let loaded = pipeline.load(&s.path, &spinner, t)?;
     warn(&loaded.warnings, 10, "");
-    Ok((pipeline, loaded))
+    let r = t.phase("rollups", &spinner, || {
+        pipeline.rollup(&loaded.graph, &loaded.model)
+    });
+    Ok((loaded, r))
+}
+
+/// Prints the phase timings on stderr when `--timings` asked for them.
+pub(crate) fn print_timings(asked: bool, t: &Timings) {
+    if asked {
+        let mut e = io::stderr().lock();
+        let _ = write_timings(&mut e, t);
+    }
 }
 
 /// Prints the top-down view.
 pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
-    let (pipeline, l) = load_source(&a.source)?;
-    let r = pipeline.rollup(&l.graph, &l.model);
+    let mut t = Timings::new();
+    let (l, r) = load_source(&a.source, &mut t)?;
     let opts = TopOptions {
         expand: a.expand.clone(),
         limit: a.limit.max(1),
@@ -90,13 +105,15 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
         Format::Csv => write_csv(&mut o, &view),
         Format::Json => write_top_json(&mut o, &view),
     };
-    broken_pipe_is_fine(written.and_then(|()| o.flush()))
+    let r = broken_pipe_is_fine(written.and_then(|()| o.flush()));
+    print_timings(a.source.pipeline.timings, &t);
+    r
 }
 
 /// Writes the HTML report and says where.
 pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
-    let (pipeline, l) = load_source(&a.source)?;
-    let r = pipeline.rollup(&l.graph, &l.model);
+    let mut t = Timings::new();
+    let (l, r) = load_source(&a.source, &mut t)?;
     let out = match &a.output {
         Some(p) => p.clone(),
         None if l.from.is_dir() => l.from.join("model").join("report.html"),
@@ -128,9 +145,12 @@ pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
     let file =
         std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
     let mut w = BufWriter::new(file);
-    let svg_err = write_report(&mut w, &l.graph, &l.model, &r, &opts)
-        .and_then(|e| w.flush().map(|()| e))
+    let svg_err = t
+        .phase("writing the report", &Spinner::new(), || {
+            write_report(&mut w, &l.graph, &l.model, &r, &opts).and_then(|e| w.flush().map(|()| e))
+        })
         .with_context(|| format!("cannot write {}", out.display()))?;
+    print_timings(a.source.pipeline.timings, &t);
     if let Some(e) = svg_err {
         say!("scalpel: warning: the report has no drawing: {e}");
     }

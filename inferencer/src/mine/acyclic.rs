@@ -21,7 +21,8 @@
 use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::round::{Proposal, XEdge};
+use super::round::Proposal;
+use super::work::XEdge;
 use super::work::{weak_kind, NONE};
 
 /// Passes that refuse only part of each component.

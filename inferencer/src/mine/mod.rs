@@ -19,6 +19,7 @@
 mod acyclic;
 mod build;
 mod canon;
+mod canon_tree;
 mod loops;
 mod names;
 mod round;
@@ -41,7 +42,7 @@ pub use canon::SEARCH_LEAVES;
 pub use names::{NameOverrides, NamesError};
 
 use round::{Phase, Proposals};
-use work::{kind_index, Rule, Work, NONE};
+use work::{kind_index, Rule, Work, XEdge, NONE};
 
 /// The default `--min-support`: a pattern must occur at least this many times (as
 /// non-overlapping occurrences) to become a task. Low enough for short test runs (a few
@@ -126,6 +127,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
     let mut rounds = 0u32;
     let mut banned: AHashSet<Rule> = AHashSet::new();
+    let mut class_cache = canon::ClassCache::default();
     loop {
         rounds += 1;
         let x = round::cross_edges(&mut work);
@@ -146,7 +148,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
                         round::pair_proposals(&work, &x, phase, min_support, &banned, None)
                     }
                     Phase::Weak => {
-                        let classes = canon::classes(&work);
+                        let classes = class_cache.update(&work);
                         let of = Some(classes.of.as_slice());
                         round::pair_proposals(&work, &x, phase, min_support, &banned, of)
                     }
@@ -172,7 +174,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     }
     progress.done();
     let rules = work.syms.len() as u32 - work.leaf_types;
-    let classes = canon::classes(&work);
+    let classes = class_cache.update(&work);
     let tree = tree::build(&work, &classes, &local, &causal, min_support);
     let mut built = build::build(graph, &work, &tree);
     sessions::build_sessions(graph, &mut built, min_support);
@@ -202,12 +204,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
 /// Applies a round's proposals that keep the graph acyclic, dropping rules left with too few
 /// occurrences. Returns whether anything was contracted, and the rules dropped because cycles
 /// took their support.
-fn apply(
-    work: &mut Work,
-    x: &[round::XEdge],
-    props: Proposals,
-    min_support: u32,
-) -> (bool, Vec<Rule>) {
+fn apply(work: &mut Work, x: &[XEdge], props: Proposals, min_support: u32) -> (bool, Vec<Rule>) {
     let refused = acyclic::refuse_cycles(x, work.nodes.len(), &props.list);
     let mut left = vec![0u32; props.rules.len()];
     for (p, &r) in props.list.iter().zip(&refused) {

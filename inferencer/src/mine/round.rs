@@ -7,17 +7,7 @@ use rayon::prelude::*;
 use scalpel_model::graph::EdgeKind;
 
 use super::runs::Partners;
-use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, NONE};
-
-/// An edge between two current nodes, with the ports it attaches at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct XEdge {
-    pub u: u32,
-    pub v: u32,
-    pub kind: u8,
-    pub pu: u32,
-    pub pv: u32,
-}
+use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge, NONE};
 
 /// A pair key with its own non-overlapping support and its occurrences.
 type Ranked = (u32, Rule, Vec<(u32, u32)>);

@@ -11,7 +11,7 @@
 
 use ahash::{AHashMap, AHashSet};
 
-use super::round::XEdge;
+use super::work::XEdge;
 
 /// The partners of the nodes in `runs`: the other ends of their edges that are neither
 /// program order (strong or weak), sorted and without duplicates.

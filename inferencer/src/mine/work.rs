@@ -25,6 +25,16 @@ pub(super) struct Link {
     pub to: u32,
 }
 
+/// An edge between two current nodes, with the ports it attaches at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct XEdge {
+    pub u: u32,
+    pub v: u32,
+    pub kind: u8,
+    pub pu: u32,
+    pub pv: u32,
+}
+
 /// What a symbol stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) enum Rule {

@@ -9,7 +9,7 @@ use scalpel_model::graph::{Graph, GRAPH_SCHEMA};
 use scalpel_model::task::{Model, MODEL_SCHEMA};
 
 use super::{Pipeline, PipelineError, Warning};
-use crate::progress::Progress;
+use crate::progress::{Progress, Timings};
 
 /// Why the inputs could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +115,7 @@ pub(super) fn load(
     pipeline: &Pipeline,
     path: &Path,
     progress: &dyn Progress,
+    t: &mut Timings,
 ) -> Result<Loaded, SourceError> {
     let opts = &pipeline.opts;
     let model_path = if path.is_dir() {
@@ -129,7 +130,9 @@ pub(super) fn load(
                 options: opts.infer_only.clone(),
             });
         }
-        let model: Model = read_json(&model_path, "model (model.json)")?;
+        let model: Model = t.phase("reading model.json", progress, || {
+            read_json(&model_path, "model (model.json)")
+        })?;
         if model.schema != MODEL_SCHEMA {
             return Err(SourceError::Schema {
                 path: model_path,
@@ -139,7 +142,9 @@ pub(super) fn load(
         }
         let base = model_path.parent().unwrap_or(Path::new("."));
         let graph_path = base.join(&model.graph);
-        let graph: Graph = read_json(&graph_path, "causal graph (graph.json)")?;
+        let graph: Graph = t.phase("reading graph.json", progress, || {
+            read_json(&graph_path, "causal graph (graph.json)")
+        })?;
         if graph.schema != GRAPH_SCHEMA {
             return Err(SourceError::Schema {
                 path: graph_path,
@@ -176,8 +181,10 @@ pub(super) fn load(
             warnings: Vec::new(),
         });
     }
-    let built = pipeline.graph(path)?;
-    let mined = pipeline.model(&built.graph, progress);
+    let built = t.phase("causal graph", progress, || pipeline.graph(path))?;
+    let mined = t.phase("mining", progress, || {
+        pipeline.model(&built.graph, progress)
+    });
     let mut warnings: Vec<Warning> = built.warnings.into_iter().map(Warning::Graph).collect();
     warnings.extend(mined.warnings.into_iter().map(Warning::Mine));
     Ok(Loaded {

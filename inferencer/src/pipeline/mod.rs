@@ -16,7 +16,7 @@ use scalpel_model::task::Model;
 
 use crate::graph::{build_graph, Built, GraphError, GraphOptions, GraphWarning};
 use crate::mine::{MineOptions, MineWarning, Mined, NameOverrides, NamesError};
-use crate::progress::Progress;
+use crate::progress::{Progress, Timings};
 use crate::rollup::Rollup;
 
 pub use load::{Loaded, SourceError};
@@ -110,7 +110,13 @@ impl Pipeline {
     /// What a view reads: `path` is a model file, a directory holding `model.json`, or a trace
     /// directory, inferred with these options (a model already inferred refuses the options
     /// that only inferring applies).
-    pub fn load(&self, path: &Path, progress: &dyn Progress) -> Result<Loaded, SourceError> {
-        load::load(self, path, progress)
+    /// Each phase is timed in `t`.
+    pub fn load(
+        &self,
+        path: &Path,
+        progress: &dyn Progress,
+        t: &mut Timings,
+    ) -> Result<Loaded, SourceError> {
+        load::load(self, path, progress, t)
     }
 }

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use scalpel_model::graph::{EdgeKind, ExternalRole, Graph, NodeId};
 
+use super::budget;
 use super::graphviz::quote;
 use crate::graph::Built;
 
@@ -38,27 +39,83 @@ fn type_node(g: &Graph, id: NodeId) -> String {
     }
 }
 
+/// The leaf types drawn: those with at least `min_count` leaves, and of them the
+/// [`budget::MAX_NODES`] with the most time in their leaves.
+fn drawn_types(g: &Graph, min_count: u64) -> Vec<bool> {
+    let mut time = vec![0u64; g.types.len()];
+    for l in &g.leaves {
+        if let Some(t) = time.get_mut(l.ty.index()) {
+            *t += l.end_ns.saturating_sub(l.start_ns).max(1);
+        }
+    }
+    for (t, ty) in time.iter_mut().zip(&g.types) {
+        if ty.count == 0 || ty.count < min_count {
+            *t = 0;
+        }
+    }
+    let candidates = time.iter().filter(|&&t| t > 0).count();
+    let mut drawn = vec![false; g.types.len()];
+    for i in budget::heaviest(&time, budget::MAX_NODES.min(candidates)) {
+        drawn[i] = time[i] > 0;
+    }
+    drawn
+}
+
 /// The graph of leaf types: one node per type (and per kind of external peer), edges counted,
-/// solid within a thread (grey where weak), dashed across threads.
+/// solid within a thread (grey where weak), dashed across threads. At most
+/// [`budget::MAX_NODES`] types (the most time first) and [`budget::MAX_EDGES`] edges (the most
+/// leaves first) are drawn; a line in the picture says what was left out.
 pub fn write_type_dot(w: &mut impl Write, g: &Graph, draw: &DrawOptions) -> io::Result<()> {
+    let drawn_type = drawn_types(g, draw.min_count);
     let shown = |id: NodeId| match g.leaves.get(id.index()) {
-        Some(l) => g.types[l.ty.index()].count >= draw.min_count,
+        Some(l) => drawn_type.get(l.ty.index()).copied().unwrap_or(false),
         None => true,
     };
     let mut edges: BTreeMap<(String, String, EdgeKind), u64> = BTreeMap::new();
-    let mut externals: BTreeMap<String, ()> = BTreeMap::new();
     for e in g.edges.iter().filter(|e| shown(e.from) && shown(e.to)) {
         let (a, b) = (type_node(g, e.from), type_node(g, e.to));
-        for n in [&a, &b] {
-            if n.starts_with("external_") {
-                externals.insert(n.clone(), ());
-            }
-        }
         *edges.entry((a, b, e.kind)).or_default() += 1;
     }
     w.write_all(b"digraph leaf_types {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n")?;
-    let drawn = |t: &&scalpel_model::graph::LeafType| t.count > 0 && t.count >= draw.min_count;
-    for (i, t) in g.types.iter().enumerate().filter(|(_, t)| drawn(t)) {
+    let all_types = g
+        .types
+        .iter()
+        .filter(|t| t.count > 0 && t.count >= draw.min_count)
+        .count();
+    let n_types = drawn_type.iter().filter(|&&d| d).count();
+    let edges: Vec<_> = edges.into_iter().collect();
+    let weights: Vec<u64> = edges.iter().map(|(_, n)| *n).collect();
+    let keep = budget::heaviest(&weights, budget::MAX_EDGES);
+    // The external peers the kept edges reach.
+    let mut externals: BTreeMap<&str, ()> = BTreeMap::new();
+    for &i in &keep {
+        let ((a, b, _), _) = &edges[i];
+        for n in [a, b] {
+            if n.starts_with("external_") {
+                externals.insert(n, ());
+            }
+        }
+    }
+    let note = budget::left_out_note(
+        &[
+            (
+                "leaf types",
+                n_types,
+                all_types,
+                "the most time in their leaves",
+            ),
+            ("edges", keep.len(), edges.len(), "the most leaves"),
+        ],
+        "graph.json",
+    );
+    if let Some(note) = note {
+        writeln!(
+            w,
+            "  label={}; labelloc=t; labeljust=l; fontname=\"Helvetica\"; fontsize=11;",
+            quote(&note)
+        )?;
+    }
+    for (i, t) in g.types.iter().enumerate().filter(|(i, _)| drawn_type[*i]) {
         let op = |o: Option<scalpel_model::graph::OpName>| {
             o.map(|o| o.name()).unwrap_or_else(|| "-".into())
         };
@@ -79,7 +136,7 @@ pub fn write_type_dot(w: &mut impl Write, g: &Graph, draw: &DrawOptions) -> io::
             quote(&format!("external {label}"))
         )?;
     }
-    for ((a, b, kind), n) in &edges {
+    for ((a, b, kind), n) in keep.iter().map(|&i| &edges[i]) {
         let style = match kind {
             EdgeKind::Program => "style=solid".to_string(),
             EdgeKind::ProgramWeak => "style=solid, color=gray60, fontcolor=gray40".to_string(),

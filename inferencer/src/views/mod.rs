@@ -3,10 +3,11 @@
 //!
 //! Scope: DOT and SVG drawings ([`graph`], [`model`]), the model tree ([`tree`]), the top-down
 //! table, CSV and JSON ([`table`], [`csv`], [`json`]), the HTML report ([`report`]), the files `scalpel infer`
-//! writes ([`outputs`]), and the units they share ([`units`]). Every writer takes an
+//! writes ([`outputs`]), the phase timings ([`timings`]), and the units they share ([`units`]). Every writer takes an
 //! `impl io::Write` and returns a typed error. Non-goals: computing anything a stage could
 //! (views choose, order and format; the numbers come from `graph`, `mine` and `rollup`).
 
+pub mod budget;
 pub mod csv;
 pub mod graph;
 pub mod graphviz;
@@ -16,6 +17,7 @@ pub mod outputs;
 pub mod progress;
 pub mod report;
 pub mod table;
+pub mod timings;
 pub mod tree;
 pub mod units;
 

@@ -8,6 +8,7 @@ use ahash::AHashSet;
 use scalpel_model::graph::{EdgeKind, Graph, NodeId};
 use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 
+use super::budget;
 use super::graphviz::{quote, render_svg, DrawError};
 use super::units::duration;
 
@@ -34,18 +35,12 @@ impl ModelDraw {
     }
 }
 
-/// The most nodes `model.svg` is laid out with.
-pub const MAX_DRAWN: usize = 200;
-/// The most edges `model.svg` is laid out with (Graphviz's layout time with nested boxes grows
-/// steeply with them: a minute and more past a few thousand).
-pub const MAX_DRAWN_EDGES: usize = 600;
-/// The most edges times boxes (task clusters, plus one) `model.svg` is laid out with. Layout
-/// time grows with both at once: one workqueue model took `dot` 0.5 s with 237 edges and no
-/// box, 2.6 s with 364 edges in 21 boxes (8,000), and 45 s with 518 edges in 53 (28,000).
-pub const MAX_LAYOUT_COST: usize = 12_000;
+/// The most task boxes (clusters) `model.svg` is laid out with: each shrinks the edges it can
+/// hold ([`budget::edge_budget`]).
+pub const MAX_BOXES: usize = 50;
 
-fn too_big(dot_text: &str, (nodes, edges): (usize, usize)) -> bool {
-    nodes > MAX_DRAWN || edges > MAX_DRAWN_EDGES || edges * (boxes(dot_text) + 1) > MAX_LAYOUT_COST
+fn too_big(dot_text: &str, (nodes, _): (usize, usize)) -> bool {
+    nodes > budget::MAX_NODES || boxes(dot_text) > MAX_BOXES
 }
 
 /// The task boxes (clusters) in DOT text `model_dot` wrote.
@@ -54,8 +49,9 @@ fn boxes(dot_text: &str) -> usize {
 }
 
 /// The model's DOT text, fitted to a readable size: without `--depth` or `--task`, as many
-/// levels as fit in [`MAX_DRAWN`] nodes, then without the rarest nodes if it must be (the
-/// first line says what was drawn). Also returns how many nodes and edges it draws.
+/// levels as fit in [`budget::MAX_NODES`] nodes and [`MAX_BOXES`] boxes, then without the
+/// rarest nodes if it must be, and the heaviest edges that fit (the first line, and a line in
+/// the picture, say what was drawn). Also returns how many nodes and edges it draws.
 pub fn fitted_dot(
     model: &Model,
     graph: &Graph,
@@ -109,12 +105,13 @@ pub(super) fn svg_of(dot_text: String, size: (usize, usize)) -> Result<Vec<u8>, 
     if too_big(&dot_text, size) {
         return Err(DrawError::TooBig {
             nodes: size.0,
-            edges: size.1,
             boxes: boxes(&dot_text),
-            max_nodes: MAX_DRAWN,
-            max_edges: MAX_DRAWN_EDGES,
-            max_cost: MAX_LAYOUT_COST,
+            max_nodes: budget::MAX_NODES,
+            max_boxes: MAX_BOXES,
         });
+    }
+    if size.0 == 0 {
+        return Err(DrawError::Empty);
     }
     render_svg(dot_text)
 }
@@ -296,6 +293,17 @@ pub fn model_dot(
         .filter(|(_, e)| e.is_some_and(|n| drawn_nodes.contains(&n)))
         .filter_map(|(p, _)| p.as_ref())
         .collect();
+    // A box is drawn only around drawn nodes: with the rare nodes left out, a model of many
+    // small tasks drew hundreds of empty boxes and a blank picture.
+    let mut holds_drawn = vec![false; trie.up.len()];
+    for n in (1..trie.up.len()).rev() {
+        if drawn_nodes.contains(&n) {
+            holds_drawn[n] = true;
+        }
+        if holds_drawn[n] {
+            holds_drawn[trie.up[n].0] = true;
+        }
+    }
     let id = |p: &[u32]| -> String {
         let parts: Vec<String> = p.iter().map(|t| t.to_string()).collect();
         parts.join("_")
@@ -351,7 +359,7 @@ pub fn model_dot(
                 id(&path),
                 quote(&label)
             );
-        } else if ty.kind != TaskKind::Leaf && !kids.is_empty() {
+        } else if ty.kind != TaskKind::Leaf && holds_drawn[node] {
             let label = format!("{} ×{count}{}", ty.name, draw.latency(t));
             let _ = writeln!(
                 out,
@@ -389,8 +397,51 @@ pub fn model_dot(
         let label = if within { "" } else { e.kind.name() };
         *edges.entry((id(a), id(b), within, label)).or_insert(0) += 1;
     }
-    let n_edges = edges.len();
-    for ((a, b, within, kind), n) in edges {
+    // The heaviest edges that fit the layout budget, in key order.
+    let all_edges = edges.len();
+    let edges: Vec<_> = edges.into_iter().collect();
+    let weights: Vec<u64> = edges.iter().map(|(_, n)| *n).collect();
+    let keep = budget::heaviest(&weights, budget::edge_budget(boxes(&out)));
+    let n_edges = keep.len();
+    let deepest = chains
+        .iter()
+        .zip(&starts)
+        .filter_map(|(c, s)| s.map(|s| (c.len() - s) as u32))
+        .max()
+        .unwrap_or(0);
+    let mut cut = Vec::new();
+    if let Some(d) = draw.depth.filter(|&d| d < deepest) {
+        cut.push(format!("the top {d} of {deepest} levels"));
+    }
+    if draw.min_count > 1 {
+        cut.push(format!("nodes with {} occurrences or more", draw.min_count));
+    }
+    let edge_note = budget::left_out_note(
+        &[("edges", n_edges, all_edges, "the heaviest by count")],
+        "model.json",
+    );
+    if !cut.is_empty() || edge_note.is_some() {
+        let mut note = if cut.is_empty() {
+            String::new()
+        } else {
+            format!("drawn: {}", cut.join(", "))
+        };
+        if let Some(e) = edge_note {
+            note = if note.is_empty() {
+                e
+            } else {
+                format!("{note}; {}", e.trim_start_matches("drawn: "))
+            };
+        } else {
+            note.push_str("; model.json has everything");
+        }
+        let _ = writeln!(
+            out,
+            "  label={}; labelloc=t; labeljust=l; fontname=\"Helvetica\"; fontsize=11;",
+            quote(&note)
+        );
+    }
+    for ((a, b, within, kind), n) in keep.into_iter().map(|i| edges[i].clone()) {
         let style = if within { "solid" } else { "dashed" };
         let label = if kind.is_empty() || kind == EdgeKind::ProgramWeak.name() {
             n.to_string()

@@ -15,6 +15,7 @@ use super::model::{fitted_dot, svg_of, ModelDraw};
 use super::tree::write_tree;
 use super::ViewError;
 use crate::graph::Built;
+use crate::progress::{Progress, Timings};
 
 /// The graph files written, and why the SVG is missing if it is.
 #[derive(Debug)]
@@ -77,22 +78,31 @@ fn write_svg(path: PathBuf, svg: Result<Vec<u8>, DrawError>) -> Result<PathBuf, 
     Ok(path)
 }
 
-/// Writes the graph files into `dir` (created if needed).
+/// Writes the graph files into `dir` (created if needed), each phase timed in `t`.
 pub fn write_graph_files(
     built: &Built,
     dir: &Path,
     draw: &DrawOptions,
+    t: &mut Timings,
+    progress: &dyn Progress,
 ) -> Result<GraphFiles, ViewError> {
     create_dir(dir)?;
     let json = dir.join("graph.json");
-    write_json(&json, &built.graph)?;
+    t.phase("writing graph.json", progress, || {
+        write_json(&json, &built.graph)
+    })?;
     let mut dot_text = Vec::new();
-    write_type_dot(&mut dot_text, &built.graph, draw).map_err(ViewError::Format)?;
+    t.phase("drawing types.dot", progress, || {
+        write_type_dot(&mut dot_text, &built.graph, draw)
+    })
+    .map_err(ViewError::Format)?;
     let dot = dir.join("types.dot");
     write_file(&dot, |w| w.write_all(&dot_text))?;
     let dot_text =
         String::from_utf8(dot_text).map_err(|e| ViewError::Format(std::io::Error::other(e)))?;
-    let svg = write_svg(dir.join("types.svg"), render_svg(dot_text));
+    let svg = t.phase("laying out types.svg (Graphviz)", progress, || {
+        write_svg(dir.join("types.svg"), render_svg(dot_text))
+    });
     let summary = dir.join("graph-summary.txt");
     write_file(&summary, |w| write_graph_summary(w, built))?;
     Ok(GraphFiles {
@@ -111,16 +121,24 @@ pub fn write_model_files(
     graph: &Graph,
     dir: &Path,
     draw: &ModelDraw,
+    t: &mut Timings,
+    progress: &dyn Progress,
 ) -> Result<ModelFiles, ViewError> {
     create_dir(dir)?;
-    let (dot_text, size) = fitted_dot(model, graph, draw)?;
+    let (dot_text, size) = t.phase("drawing model.dot", progress, || {
+        fitted_dot(model, graph, draw)
+    })?;
     let json = dir.join("model.json");
-    write_json(&json, model)?;
+    t.phase("writing model.json", progress, || write_json(&json, model))?;
     let dot = dir.join("model.dot");
     write_file(&dot, |w| w.write_all(dot_text.as_bytes()))?;
-    let svg = write_svg(dir.join("model.svg"), svg_of(dot_text, size));
+    let svg = t.phase("laying out model.svg (Graphviz)", progress, || {
+        write_svg(dir.join("model.svg"), svg_of(dot_text, size))
+    });
     let tree = dir.join("model-tree.txt");
-    write_file(&tree, |w| write_tree(w, model))?;
+    t.phase("writing model-tree.txt", progress, || {
+        write_file(&tree, |w| write_tree(w, model))
+    })?;
     Ok(ModelFiles {
         json,
         dot,

@@ -42,7 +42,7 @@ sed -n '/^task model/,$p' "$OUT/infer.txt" | sed -n '1,20p'
 echo "   (the whole tree: $MODEL/model-tree.txt)"
 
 echo
-echo "== top-down: the top-level tasks by total time =="
+echo "== top-down: the top-level tasks by summed latency =="
 "$S" top "$MODEL" --limit 8
 # Down from the commit task: the top-level task whose children hold the local commit (the
 # async RPC to the backup and its send), then the local commit itself.

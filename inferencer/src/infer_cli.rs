@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::progress::Timings;
+use scalpel_inferencer::views::graph::write_graph_summary;
 use scalpel_inferencer::views::outputs::{write_graph_files, write_model_files};
 use scalpel_inferencer::views::progress::Spinner;
-use scalpel_inferencer::views::{graph::write_graph_summary, tree::write_tree};
+use scalpel_inferencer::views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_inferencer::views::{DrawOptions, ModelDraw, ViewError};
 use scalpel_inferencer::{Pipeline, PipelineOptions};
 
@@ -133,7 +134,8 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
     )
     .with_context(|| format!("cannot write the model to {}", job.out.display()))?;
     let r = (|| -> io::Result<()> {
-        write_tree(&mut o, &mined.model)?;
+        let file = out.tree.display().to_string();
+        write_tree_head(&mut o, &mined.model, TREE_HEAD_LINES, &file)?;
         writeln!(o, "wrote {}", out.json.display())?;
         writeln!(o, "wrote {}", out.dot.display())?;
         report_svg(&mut o, &out.svg)?;

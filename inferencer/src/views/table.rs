@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::units::{bytes, duration, pct};
+use super::units::{bytes, count, duration, pct};
 use crate::rollup::{TaskRow, TopView};
 
 /// The three largest blocked shares: `sleep 80.0%, cond 5.1%, …`.
@@ -24,38 +24,44 @@ fn blocked(r: &TaskRow) -> String {
     }
 }
 
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n - 1).collect();
-        t.push('…');
-        t
-    }
-}
-
+/// Width of the name column. A longer name is printed whole on a line of its own, with its
+/// figures on the next: `--expand` takes the name exactly as printed, `#` suffix and all.
 const NAME: usize = 56;
+
+/// Fewest instances for a rate: "63680.7 per second" for a task seen 3 times says nothing.
+const MIN_FOR_RATE: u64 = 10;
 
 fn task_header(o: &mut impl Write, first: &str) -> io::Result<()> {
     writeln!(
         o,
         "{first:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}  critical path",
-        "count", "total", "mean", "p50", "p99", "max", "per s", "bandwidth"
+        "count", "summed", "mean", "p50", "p99", "max", "per s", "bandwidth"
     )
 }
 
 fn task_line(o: &mut impl Write, name: &str, r: &TaskRow) -> io::Result<()> {
+    let name = if name.chars().count() > NAME {
+        writeln!(o, "{name}")?;
+        "  ↳"
+    } else {
+        name
+    };
+    let rate = if r.count >= MIN_FOR_RATE {
+        format!("{:.1}", r.per_second)
+    } else {
+        "-".to_owned()
+    };
     writeln!(
         o,
-        "{:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9.1} {:>10}  {}",
-        clip(name, NAME),
+        "{:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}  {}",
+        name,
         r.count,
         duration(r.total_ns),
         duration(r.latency.mean_ns),
         duration(r.latency.p50_ns),
         duration(r.latency.p99_ns),
         duration(r.latency.max_ns),
-        r.per_second,
+        rate,
         format!("{}/s", bytes(r.bandwidth)),
         blocked(r)
     )
@@ -65,10 +71,10 @@ fn task_line(o: &mut impl Write, name: &str, r: &TaskRow) -> io::Result<()> {
 pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
     writeln!(
         o,
-        "{} processes, {} threads, {} leaves over {}",
-        v.processes,
-        v.threads,
-        v.leaves,
+        "{}, {}, {} over {}",
+        count(v.processes as u64, "process", "processes"),
+        count(v.threads as u64, "thread", "threads"),
+        count(v.leaves as u64, "leaf", "leaves"),
         duration(v.span_ns)
     )?;
     let chans: Vec<String> = v
@@ -91,8 +97,10 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
         None => {
             writeln!(
                 o,
-                "\ntop-level tasks by total time (instances that stand alone; an instance \
-                 inside another task counts in its parent):"
+                "\ntop-level tasks by summed latency (instances that stand alone; an instance \
+                 inside another task counts in its parent; instances overlap, so a sum can pass \
+                 the trace's span of {}):",
+                duration(v.span_ns)
             )?;
             task_header(o, "task")?;
             for r in &v.tasks {
@@ -103,11 +111,11 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
             let t = &e.task;
             writeln!(
                 o,
-                "\n{} ({:?}, level {}): {} instances, latency mean {} p50 {} p90 {} p99 {} max {}",
+                "\n{} ({:?}, level {}): {}, latency mean {} p50 {} p90 {} p99 {} max {}",
                 t.name,
                 t.kind,
                 t.level,
-                t.count,
+                count(t.count, "instance", "instances"),
                 duration(t.latency.mean_ns),
                 duration(t.latency.p50_ns),
                 duration(t.latency.p90_ns),

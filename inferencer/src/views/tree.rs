@@ -140,3 +140,86 @@ fn children(
     }
     Ok(())
 }
+
+/// Lines of the tree `scalpel infer` prints; the whole tree is in `model-tree.txt`.
+pub const TREE_HEAD_LINES: usize = 40;
+
+/// The top of the tree: its first `max_lines` lines, then one saying how many more are in
+/// `file` (nginx's tree was 49,757 lines: a terminal shows its last screen, not its top).
+pub fn write_tree_head(
+    w: &mut impl Write,
+    model: &Model,
+    max_lines: usize,
+    file: &str,
+) -> io::Result<()> {
+    let mut head = Head {
+        inner: w,
+        left: max_lines,
+        cut: 0,
+    };
+    write_tree(&mut head, model)?;
+    if head.cut > 0 {
+        writeln!(
+            head.inner,
+            "… {} more line{} in {file}",
+            head.cut,
+            if head.cut == 1 { "" } else { "s" }
+        )?;
+    }
+    Ok(())
+}
+
+/// Passes on whole lines while `left` lasts, and counts the lines it drops.
+struct Head<'a, W: Write> {
+    inner: &'a mut W,
+    left: usize,
+    cut: usize,
+}
+
+impl<W: Write> Write for Head<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        while !rest.is_empty() {
+            let end = rest
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(rest.len(), |i| i + 1);
+            let (line, after) = rest.split_at(end);
+            if self.left > 0 {
+                self.inner.write_all(line)?;
+            }
+            if line.ends_with(b"\n") {
+                if self.left > 0 {
+                    self.left -= 1;
+                } else {
+                    self.cut += 1;
+                }
+            }
+            rest = after;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_keeps_whole_lines_and_counts_the_rest() {
+        let mut out = Vec::new();
+        let mut head = Head {
+            inner: &mut out,
+            left: 2,
+            cut: 0,
+        };
+        head.write_all(b"one\ntw").unwrap();
+        head.write_all(b"o\nthree\nfour\n").unwrap();
+        assert_eq!(head.cut, 2);
+        assert_eq!(out, b"one\ntwo\n");
+    }
+}

@@ -35,6 +35,12 @@ pub fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// A count with its noun, singular for one: `1 process`, `3 processes` (`plural` is the
+/// plural form).
+pub fn count(n: u64, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
 /// Nanoseconds as seconds with 9 decimals: `1.000000042`.
 pub fn seconds(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
@@ -57,5 +63,7 @@ mod tests {
         assert_eq!(bytes((3u64 << 40) as f64), "3.0 TiB");
         assert_eq!(pct(0.125), "12.5%");
         assert_eq!(seconds(1_000_000_042), "1.000000042");
+        assert_eq!(count(1, "process", "processes"), "1 process");
+        assert_eq!(count(0, "thread", "threads"), "0 threads");
     }
 }

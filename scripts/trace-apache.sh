@@ -109,7 +109,9 @@ for op in cond_wait epoll_wait; do
     fi
 done
 # The causal graph and its leaf types.
-"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings 2>"$WORK/timings.txt"
+cat "$WORK/timings.txt" >&2
+scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 DOT=$OUT/model/types.dot
 # has_edge FROM TO STYLE: an edge between types whose labels contain FROM and TO, whose label
 # contains STYLE.

@@ -62,7 +62,9 @@ status=0
 open_to_others=$(find "$OUT" -perm /o=rwx | wc -l)
 echo "entries others may read, write or enter: $open_to_others"
 [ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
-"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings >/dev/null 2>"$WORK/timings.txt"
+cat "$WORK/timings.txt" >&2
+scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 python3 - "$OUT/model" <<'PY' || status=1
 import json, sys
 out = sys.argv[1]

@@ -89,7 +89,9 @@ echo "entries others may read, write or enter: $open_to_others"
 [ "$open_to_others" = 0 ] || { echo "FAIL: $(find "$OUT" -perm /o=rwx | head -3)" >&2; status=1; }
 [ "$failed" = 0 ] && [ "$complete" -gt 0 ] || { echo "FAIL: $complete served, $failed failed" >&2; status=1; }
 
-"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 >/dev/null
+"$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings >/dev/null 2>"$WORK/timings.txt"
+cat "$WORK/timings.txt" >&2
+scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 python3 "$PWD/scripts/offload-share.py" "$OUT/model" nginx || status=1
 # The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
 # task's share of the requests the load generator counted, how many are top-level or under a

@@ -207,9 +207,14 @@ fn group_key(
 
 /// The canonical encoding of a labelled unit graph and the unit order that gives it.
 pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
-    if let Some(tree) = tree_canonical(labels, edges) {
-        return tree;
+    match tree_canonical(labels, edges) {
+        Some(tree) => tree,
+        None => search_canonical(labels, edges),
     }
+}
+
+/// The canonical encoding by individualization and refinement, for any unit graph.
+pub(super) fn search_canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
     let n = labels.len();
     let mut adj: Vec<Vec<Adj>> = vec![Vec::new(); n];
     for &(a, b, k, pa, pb) in edges {

@@ -233,6 +233,67 @@ mod tests {
         assert!(tree_canonical(&[1, 2], &[e(0, 1), (0, 1, 3, 0, 0)]).is_some());
     }
 
+    /// Small random trees, each also relabelled at random: the tree encoding says two are equal
+    /// exactly when the general search does (which is exact on graphs this small).
+    #[test]
+    fn tree_forms_agree_with_the_general_search() {
+        use super::super::canon::search_canonical;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let mut graphs: Vec<(Vec<u64>, Vec<UEdge>)> = Vec::new();
+        for _ in 0..150 {
+            let n = 1 + next(7) as u32;
+            let labels: Vec<u64> = (0..n).map(|_| 1 + next(2)).collect();
+            let edges: Vec<UEdge> = (1..n)
+                .map(|v| {
+                    let u = next(u64::from(v)) as u32;
+                    let k = next(2) as u8;
+                    if next(2) == 0 {
+                        (u, v, k, 0, 0)
+                    } else {
+                        (v, u, k, 0, 0)
+                    }
+                })
+                .collect();
+            // The same tree with its units numbered in reverse.
+            let flip = |u: u32| n - 1 - u;
+            let relabelled: Vec<u64> = (0..n).map(|u| labels[flip(u) as usize]).collect();
+            let moved: Vec<UEdge> = edges
+                .iter()
+                .map(|&(a, b, k, pa, pb)| (flip(a), flip(b), k, pa, pb))
+                .collect();
+            graphs.push((labels, edges));
+            graphs.push((relabelled, moved));
+        }
+        let tree: Vec<Vec<u64>> = graphs
+            .iter()
+            .map(|(l, e)| tree_canonical(l, e).unwrap().0)
+            .collect();
+        let general: Vec<Vec<u64>> = graphs
+            .iter()
+            .map(|(l, e)| search_canonical(l, e).0)
+            .collect();
+        for i in 0..graphs.len() {
+            for j in 0..graphs.len() {
+                assert_eq!(
+                    tree[i] == tree[j],
+                    general[i] == general[j],
+                    "{:?} / {:?}",
+                    graphs[i],
+                    graphs[j]
+                );
+            }
+        }
+        for i in (0..graphs.len()).step_by(2) {
+            assert_eq!(tree[i], tree[i + 1], "a tree and its renumbering");
+        }
+    }
+
     #[test]
     fn a_long_path_needs_no_recursion() {
         let n = 200_000u32;

@@ -20,6 +20,7 @@ mod acyclic;
 mod build;
 mod canon;
 mod canon_tree;
+mod lookup;
 mod loops;
 mod names;
 mod round;
@@ -39,6 +40,7 @@ use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 use crate::progress::Progress;
 
 pub use canon::SEARCH_LEAVES;
+pub use lookup::closest_names;
 pub use names::{NameOverrides, NamesError};
 
 use round::{Phase, Proposals};

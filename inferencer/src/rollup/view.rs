@@ -34,7 +34,7 @@ impl Default for TopOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum TopError {
     /// `--expand` named no task.
-    #[error("no task named {name:?}; tasks include: {}", quoted(.known))]
+    #[error("no task named {name:?}; the closest names: {}", quoted(.known))]
     UnknownTask {
         /// The name given.
         name: String,
@@ -220,11 +220,7 @@ pub fn top_view(
             let Some(t) = model.types.iter().position(|t| &t.name == name) else {
                 return Err(TopError::UnknownTask {
                     name: name.clone(),
-                    known: top
-                        .iter()
-                        .take(8)
-                        .map(|s| model.types[s.ty.index()].name.clone())
-                        .collect(),
+                    known: crate::mine::closest_names(model, name, 8),
                 });
             };
             Some(expand(model, r, &r.types[t], opts))

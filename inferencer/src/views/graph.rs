@@ -210,3 +210,37 @@ pub fn write_graph_summary(w: &mut impl Write, built: &Built) -> io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testgraph::GraphBuilder;
+
+    /// 120 leaf types on one thread, type `i` lasting `i + 1` µs: the 80 longest are drawn, the
+    /// picture says 80 of 120, and no type that was left out appears.
+    #[test]
+    fn the_type_drawing_keeps_the_heaviest_types_and_says_so() {
+        let mut b = GraphBuilder::new();
+        let th = b.thread("main");
+        let mut at = 0;
+        for i in 0..120u64 {
+            let ty = b.leaf_type(&format!("f{i}"), None);
+            b.leaf(th, ty, at, at + (i + 1) * 1000);
+            at += (i + 1) * 1000;
+        }
+        b.program_order(|_, _| Some(EdgeKind::Program));
+        let g = b.build();
+        let mut out = Vec::new();
+        write_type_dot(&mut out, &g, &DrawOptions::default()).unwrap();
+        let dot = String::from_utf8(out).unwrap();
+        let nodes = dot.lines().filter(|l| l.contains("[label=\"f")).count();
+        assert_eq!(nodes, budget::MAX_NODES);
+        assert!(dot.contains("drawn: 80 of 120 leaf types"), "{dot}");
+        assert!(dot.contains("label=\"f119\\n"));
+        assert!(
+            !dot.contains("label=\"f39\\n"),
+            "the 40 shortest are left out"
+        );
+        assert!(!dot.contains("t39"), "and so are their edges");
+    }
+}

@@ -44,11 +44,11 @@ pub enum DrawError {
     )]
     TimedOut(u64),
     /// `--task` named no task.
-    #[error("no task is named {name:?}; tasks: {}", .known.join(", "))]
+    #[error("no task is named {name:?}; the closest names: {}", .known.join(", "))]
     NoSuchTask {
         /// The name given.
         name: String,
-        /// Up to 20 task names.
+        /// Up to 8 task names, the closest first.
         known: Vec<String>,
     },
 }

@@ -233,13 +233,7 @@ pub fn model_dot(
                 .position(|t| &t.name == name)
                 .ok_or_else(|| DrawError::NoSuchTask {
                     name: name.clone(),
-                    known: model
-                        .types
-                        .iter()
-                        .filter(|t| t.kind != TaskKind::Leaf)
-                        .map(|t| t.name.clone())
-                        .take(20)
-                        .collect(),
+                    known: crate::mine::closest_names(model, name, 8),
                 })? as u32,
         ),
     };

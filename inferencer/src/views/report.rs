@@ -39,8 +39,10 @@ fn esc(s: &str) -> String {
 
 const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;\
-text-align:right}td:first-child,th:first-child{text-align:left}th{background:#eee}\
-.svg{overflow:auto;border:1px solid #ccc}.svg svg{width:100%;height:auto}pre{background:#f6f6f6;padding:6px;\
+text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left;\
+white-space:normal}th{background:#eee}\
+.svg{overflow:auto;max-height:85vh;border:1px solid #ccc}.svg svg{max-width:none;height:auto}\
+pre{background:#f6f6f6;padding:6px;\
 margin:2px 0 8px 2em;font-size:85%}.bar{display:inline-block;height:10px;background:#c44}";
 
 fn task_cells(r: &TaskRow) -> String {

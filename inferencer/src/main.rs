@@ -19,7 +19,7 @@ use scalpel_inferencer::record::{
     DEFAULT_DIR,
 };
 use scalpel_model::read::{read_dir, TraceDir};
-use top_cli::{run_report, run_top, ReportArgs, TopArgs};
+use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
 
 /// Records the synchronization events of programs and inspects the traces.
 #[derive(Parser, Debug)]
@@ -46,6 +46,9 @@ enum Command {
     Top(TopArgs),
     /// Write a one-page HTML report: the model drawing, the rollups and drill-downs.
     Report(ReportArgs),
+    /// Draw a flame graph of off-CPU time: every blocking call by its stack, optionally with
+    /// the waker's stack, per thread or for one task type.
+    Flame(FlameArgs),
 }
 
 #[derive(Args, Debug)]
@@ -114,6 +117,7 @@ enum Job {
     Infer(InferJob),
     Top(TopArgs),
     Report(ReportArgs),
+    Flame(FlameArgs),
 }
 
 /// Converts the command line into the library's option structs.
@@ -151,6 +155,7 @@ fn job(cli: Cli) -> Result<Job> {
         Command::Infer(a) => Job::Infer(a.into()),
         Command::Top(a) => Job::Top(a),
         Command::Report(a) => Job::Report(a),
+        Command::Flame(a) => Job::Flame(a),
     })
 }
 
@@ -227,6 +232,10 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Report(a) => {
             keep_freed_memory();
             run_report(&a).map(|_| ExitCode::SUCCESS)
+        }
+        Job::Flame(a) => {
+            keep_freed_memory();
+            run_flame(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;

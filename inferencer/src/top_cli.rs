@@ -5,17 +5,20 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use scalpel_inferencer::mine::closest_names;
 use scalpel_inferencer::pipeline::Loaded;
 use scalpel_inferencer::progress::Timings;
-use scalpel_inferencer::rollup::Rollup;
+use scalpel_inferencer::rollup::{off_cpu, FlameOptions, Rollup};
 use scalpel_inferencer::rollup::{top_view, TopOptions};
 use scalpel_inferencer::views::csv::write_csv;
+use scalpel_inferencer::views::flame::{write_flame_svg, write_folded};
 use scalpel_inferencer::views::json::write_top_json;
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
 use scalpel_inferencer::views::timings::write_timings;
 use scalpel_inferencer::Pipeline;
+use scalpel_model::task::TaskTypeId;
 
 use crate::args::PipelineArgs;
 use crate::{broken_pipe_is_fine, say, warn};
@@ -69,6 +72,29 @@ pub(crate) struct ReportArgs {
     pub tasks: usize,
 }
 
+#[derive(Args, Debug)]
+pub(crate) struct FlameArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Off-CPU time: every blocking call, weighted by the time it blocked (the only kind so far;
+    /// on-CPU samples are not recorded yet).
+    #[arg(long, default_value_t = true)]
+    pub off_cpu: bool,
+    /// After each wait another thread ended, a `--` frame and the waker's stack ("off-wake").
+    #[arg(long)]
+    pub waker: bool,
+    /// Only the time inside the task type named NAME (all leaves of its occurrences, on every
+    /// thread they ran on).
+    #[arg(long, value_name = "NAME")]
+    pub task: Option<String>,
+    /// Print the folded stacks (`frame;frame;… microseconds`) on stdout instead of an SVG.
+    #[arg(long)]
+    pub folded: bool,
+    /// The SVG file to write [default: offcpu.svg beside the model, or in DIR/model].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
 /// Runs the pipeline (or reads what `infer` wrote) for a view, and its rollups.
 fn load_source(s: &SourceArgs, t: &mut Timings) -> Result<(Loaded, Rollup)> {
     let pipeline = Pipeline::new(s.pipeline.options())?;
@@ -110,25 +136,20 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
     r
 }
 
-/// Writes the HTML report and says where.
-pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
-    let mut t = Timings::new();
-    let (l, r) = load_source(&a.source, &mut t)?;
-    let out = match &a.output {
+/// Where a view's file goes: the path given (whose directory must exist), or `name` beside the
+/// model (in `DIR/model` for a trace directory, created if needed).
+fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<PathBuf> {
+    let out = match given {
         Some(p) => p.clone(),
-        None if l.from.is_dir() => l.from.join("model").join("report.html"),
+        None if l.from.is_dir() => l.from.join("model").join(name),
         None => l
             .from
             .parent()
-            .map(|p| p.join("report.html"))
-            .unwrap_or_else(|| PathBuf::from("report.html")),
-    };
-    let opts = ReportOptions {
-        tasks: a.tasks,
-        title: l.from.display().to_string(),
+            .map(|p| p.join(name))
+            .unwrap_or_else(|| PathBuf::from(name)),
     };
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if a.output.is_some() {
+        if given.is_some() {
             // A path the user gave is written where it says, or not at all: a typo in it must
             // not leave a tree of new directories behind.
             anyhow::ensure!(
@@ -142,6 +163,70 @@ pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
     }
+    Ok(out)
+}
+
+/// Writes the off-CPU flame graph (or prints its folded stacks).
+pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
+    let mut t = Timings::new();
+    let pipeline = Pipeline::new(a.source.pipeline.options())?;
+    let spinner = Spinner::new();
+    let l = pipeline.load(&a.source.path, &spinner, &mut t)?;
+    warn(&l.warnings, 10, "");
+    let task = match &a.task {
+        None => None,
+        Some(name) => Some(
+            l.model
+                .types
+                .iter()
+                .position(|ty| &ty.name == name)
+                .map(|i| TaskTypeId(i as u32))
+                .with_context(|| {
+                    format!(
+                        "no task named {name:?}; the closest names: {}",
+                        closest_names(&l.model, name, 8).join(", ")
+                    )
+                })?,
+        ),
+    };
+    let opts = FlameOptions {
+        waker: a.waker,
+        task,
+    };
+    let folded = t.phase("off-CPU stacks", &spinner, || {
+        off_cpu(&l.graph, &l.model, &opts)
+    });
+    if a.folded {
+        let mut o = BufWriter::new(io::stdout().lock());
+        let r = broken_pipe_is_fine(write_folded(&mut o, &folded).and_then(|()| o.flush()));
+        print_timings(a.source.pipeline.timings, &t);
+        return r;
+    }
+    let out = output_path(a.output.as_ref(), &l, "offcpu.svg")?;
+    let title = match &a.task {
+        Some(name) => format!("Off-CPU time in {name}"),
+        None => "Off-CPU time".to_owned(),
+    };
+    let file =
+        std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
+    let mut w = BufWriter::new(file);
+    t.phase("drawing the flame graph", &spinner, || {
+        write_flame_svg(&mut w, &folded, &title).and_then(|()| w.flush())
+    })
+    .with_context(|| format!("cannot write {}", out.display()))?;
+    print_timings(a.source.pipeline.timings, &t);
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.display()))
+}
+
+/// Writes the HTML report and says where.
+pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
+    let mut t = Timings::new();
+    let (l, r) = load_source(&a.source, &mut t)?;
+    let out = output_path(a.output.as_ref(), &l, "report.html")?;
+    let opts = ReportOptions {
+        tasks: a.tasks,
+        title: l.from.display().to_string(),
+    };
     let file =
         std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
     let mut w = BufWriter::new(file);

@@ -4,11 +4,13 @@
 //! Scope: numbers computed from `graph.json` and `model.json` alone: latency percentiles,
 //! critical paths, blocked time by kind with the call, stack and peer that explain it, bytes and
 //! bandwidth, and the rows of the top-down view ([`TopView`]). Non-goals: writing them (the
-//! table, CSV and report are in `crate::views`), wait-for-graph bottleneck analysis and flame graphs (planned on the same
-//! traces), and anything that needs the raw trace again.
+//! table, CSV and report are in `crate::views`), wait-for-graph bottleneck analysis (planned on
+//! the same traces), and anything that needs the raw trace again. Off-CPU folded stacks are
+//! here ([`off_cpu`]); their drawing is a view.
 
 mod behind;
 mod blame;
+mod flame;
 mod instance;
 mod kinds;
 mod leaf;
@@ -21,6 +23,7 @@ use serde::ser::SerializeMap;
 
 pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
+pub use flame::{kind_tag, off_cpu, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};
 pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};

@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod csv;
+pub mod flame;
 pub mod graph;
 pub mod graphviz;
 pub mod json;

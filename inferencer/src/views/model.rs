@@ -57,7 +57,9 @@ pub fn fitted_dot(
     graph: &Graph,
     draw: &ModelDraw,
 ) -> Result<(String, (usize, usize)), DrawError> {
-    let (mut dot_text, mut size) = model_dot(model, graph, draw)?;
+    // Every leaf's chain of occurrences, once for all the depths tried.
+    let chains = chains(model, graph);
+    let (mut dot_text, mut size) = dot_of_chains(model, graph, draw, &chains)?;
     // Unless told what to draw, draw fewer levels until the picture is one a reader (and
     // Graphviz, whose layout time grows fast with nested boxes) can take in.
     if draw.depth.is_none() && draw.task.is_none() {
@@ -72,7 +74,7 @@ pub fn fitted_dot(
             while lo <= hi {
                 let mid = lo + (hi - lo) / 2;
                 d.depth = Some(mid);
-                let drawn = model_dot(model, graph, &d)?;
+                let drawn = dot_of_chains(model, graph, &d, &chains)?;
                 if too_big(&drawn.0, drawn.1) {
                     hi = mid - 1;
                 } else {
@@ -87,14 +89,14 @@ pub fn fitted_dot(
                 }
                 None => {
                     d.depth = Some(2);
-                    model_dot(model, graph, &d)?
+                    dot_of_chains(model, graph, &d, &chains)?
                 }
             };
         }
         // Then leave out the rarest nodes.
         while too_big(&dot_text, size) && d.min_count < graph.leaves.len() as u64 {
             d.min_count = (d.min_count * 2).max(2);
-            (dot_text, size) = model_dot(model, graph, &d)?;
+            (dot_text, size) = dot_of_chains(model, graph, &d, &chains)?;
         }
     }
     Ok((dot_text, size))
@@ -224,6 +226,16 @@ pub fn model_dot(
     graph: &Graph,
     draw: &ModelDraw,
 ) -> Result<(String, (usize, usize)), DrawError> {
+    dot_of_chains(model, graph, draw, &chains(model, graph))
+}
+
+/// [`model_dot`] with each leaf's chain of occurrences given.
+fn dot_of_chains(
+    model: &Model,
+    graph: &Graph,
+    draw: &ModelDraw,
+    chains: &[Vec<OccRef>],
+) -> Result<(String, (usize, usize)), DrawError> {
     let focus = match &draw.task {
         None => None,
         Some(name) => Some(
@@ -238,7 +250,6 @@ pub fn model_dot(
         ),
     };
     let depth = draw.depth.map(|d| d.max(1) as usize);
-    let chains = chains(model, graph);
     // The drawn part of every leaf's chain (None: not drawn): start and length.
     // The drawn part of each leaf's chain (from `start`), and its types.
     let starts: Vec<Option<usize>> = chains
@@ -263,7 +274,7 @@ pub fn model_dot(
     // every prefix cost a copy of it per leaf and level: quadratic in the model's depth).
     let mut trie = Trie::default();
     let mut ends: Vec<Option<usize>> = vec![None; paths.len()];
-    for (((p, chain), start), end) in paths.iter().zip(&chains).zip(&starts).zip(&mut ends) {
+    for (((p, chain), start), end) in paths.iter().zip(chains).zip(&starts).zip(&mut ends) {
         let (Some(path), Some(start)) = (p, *start) else {
             continue;
         };
@@ -367,16 +378,22 @@ pub fn model_dot(
         }
         stack.extend(kids.into_iter().rev().map(|c| (c, false)));
     }
-    // Edges between drawn paths.
-    let mut edges: BTreeMap<(String, String, bool, &'static str), u64> = BTreeMap::new();
+    // Edges between drawn paths, counted by trie node (a string key per edge cost more than the
+    // rest of the drawing), then named.
+    let mut by_node: ahash::AHashMap<(usize, usize, bool, &'static str), u64> =
+        ahash::AHashMap::new();
     for e in &graph.edges {
+        let (Some(&Some(na)), Some(&Some(nb))) = (ends.get(e.from.index()), ends.get(e.to.index()))
+        else {
+            continue;
+        };
+        if na == nb || !drawn_nodes.contains(&na) || !drawn_nodes.contains(&nb) {
+            continue;
+        }
         let (Some(Some(a)), Some(Some(b))) = (paths.get(e.from.index()), paths.get(e.to.index()))
         else {
             continue;
         };
-        if a == b || !drawn.contains(a) || !drawn.contains(b) {
-            continue;
-        }
         // Within a task's box, only edges inside one occurrence of it: one request's reply
         // leaf leading to the next request's first leaf is not part of the request's shape.
         let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
@@ -389,8 +406,14 @@ pub fn model_dot(
         }
         let within = e.kind.in_thread();
         let label = if within { "" } else { e.kind.name() };
-        *edges.entry((id(a), id(b), within, label)).or_insert(0) += 1;
+        *by_node.entry((na, nb, within, label)).or_insert(0) += 1;
     }
+    let edges: BTreeMap<(String, String, bool, &'static str), u64> = by_node
+        .into_iter()
+        .map(|((a, b, within, label), n)| {
+            ((id(&trie.path(a)), id(&trie.path(b)), within, label), n)
+        })
+        .collect();
     // The heaviest edges that fit the layout budget, in key order.
     let all_edges = edges.len();
     let edges: Vec<_> = edges.into_iter().collect();

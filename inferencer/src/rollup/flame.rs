@@ -99,6 +99,12 @@ pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
         None => vec![true; n],
         Some(t) => {
             let mut keep = vec![false; n];
+            // A leaf type's instances are its leaves; a task's, the leaves of its occurrences.
+            if let Some(lt) = model.types.get(t.index()).and_then(|t| t.leaf_type) {
+                for (k, l) in keep.iter_mut().zip(&g.leaves) {
+                    *k = l.ty == lt;
+                }
+            }
             for o in model
                 .types
                 .get(t.index())

@@ -4,13 +4,14 @@
 use std::io::{self, Write};
 
 use scalpel_model::graph::Graph;
-use scalpel_model::task::Model;
+use scalpel_model::task::{Model, TaskTypeId};
 
+use super::flame::write_flame_svg;
 use super::graphviz::DrawError;
 use super::model::{model_svg, ModelDraw};
 use super::table::blocked_shares;
 use super::units::{bytes, duration, pct};
-use crate::rollup::{top_view, Expanded, Rollup, TaskRow, TopOptions};
+use crate::rollup::{off_cpu, top_view, Expanded, FlameOptions, Rollup, TaskRow, TopOptions};
 
 /// What the report holds. `Default`: 5 drill-downs, no title.
 #[derive(Clone, Debug)]
@@ -43,7 +44,7 @@ text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:lef
 white-space:normal}th{background:#eee}\
 .svg{overflow:auto;max-height:85vh;border:1px solid #ccc}.svg svg{max-width:none;height:auto}\
 pre{background:#f6f6f6;padding:6px;\
-margin:2px 0 8px 2em;font-size:85%}.bar{display:inline-block;height:10px;background:#c44}";
+margin:2px 0 8px 2em;font-size:85%}img.flame{max-width:100%;border:1px solid #ccc}.bar{display:inline-block;height:10px;background:#c44}";
 
 fn task_cells(r: &TaskRow) -> String {
     format!(
@@ -149,6 +150,35 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
     Ok(())
 }
 
+/// The off-CPU flame graph of the task type named `name` (`scalpel flame --task`), as an image:
+/// inferno's SVG carries a script and element ids of its own, which several copies inline in
+/// one page would share.
+fn off_cpu_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str) -> io::Result<()> {
+    use base64::Engine as _;
+    let Some(t) = model.types.iter().position(|t| t.name == name) else {
+        return Ok(());
+    };
+    let opts = FlameOptions {
+        waker: true,
+        task: Some(TaskTypeId(t as u32)),
+    };
+    let folded = off_cpu(graph, model, &opts);
+    let mut svg = Vec::new();
+    write_flame_svg(
+        &mut svg,
+        &folded,
+        &format!("Off-CPU time in {name}, with wakers"),
+    )?;
+    writeln!(
+        o,
+        "<p>Where its threads waited (off-CPU time by stack, the waker's stack above each \
+         <code>--</code>; <code>scalpel flame --task</code> draws it alone):</p>\
+         <img class=flame alt=\"off-CPU flame graph of {}\" src=\"data:image/svg+xml;base64,{}\">",
+        esc(name),
+        base64::engine::general_purpose::STANDARD.encode(&svg)
+    )
+}
+
 /// Writes the report page; returns why it has no drawing if it has none.
 pub fn write_report(
     o: &mut impl Write,
@@ -208,6 +238,7 @@ pub fn write_report(
         };
         if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
             drill(o, &e)?;
+            off_cpu_picture(o, graph, model, &t.name)?;
         }
     }
     writeln!(o, "</body></html>")?;

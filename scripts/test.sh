@@ -6,7 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --workspace --all-targets
+# Tests that cannot run here (no root, a library missing) append a line to not-run.txt.
+rm -f target/debug/not-run.txt
 cargo test --workspace
+if [ -s target/debug/not-run.txt ]; then
+    echo "== not run ($(wc -l < target/debug/not-run.txt) tests; each passed as a no-op) =="
+    sort target/debug/not-run.txt
+fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # No import circles in any crate, and the inferencer's stages import only earlier stages.

@@ -25,6 +25,21 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// Says that test `test` did not run and why: on stderr (seen with `--nocapture`) and as a line
+/// in `target/<profile>/not-run.txt`, which `scripts/test.sh` prints after the tests, so that a
+/// skipped test never passes for a run one.
+pub fn not_run(test: &str, why: &str) {
+    eprintln!("{test}: not run: {why}");
+    let line = format!("{test}: {why}\n");
+    let path = target_dir().join("not-run.txt");
+    // One short append per line: tests running in parallel do not interleave within it.
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+}
+
 fn built(name: &str) -> PathBuf {
     let p = target_dir().join(name);
     assert!(

@@ -188,7 +188,10 @@ fn record_refuses_a_directory_others_can_write() {
 #[test]
 fn record_refuses_a_directory_another_user_owns() {
     if !is_root() {
-        eprintln!("not run: needs root to give a directory to another user");
+        not_run(
+            "record_refuses_a_directory_another_user_owns",
+            "needs root to give a directory to another user",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -344,7 +347,10 @@ fn files_removed_or_added_after_the_recording_are_named() {
 fn another_user_can_neither_read_nor_cut_a_live_recording() {
     use std::os::unix::process::CommandExt;
     if !is_root() {
-        eprintln!("not run: needs root to attack as another user");
+        not_run(
+            "another_user_can_neither_read_nor_cut_a_live_recording",
+            "needs root to attack as another user",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -91,7 +91,7 @@ fn cancellation_and_pthread_exit_inside_cond_wait() {
 #[test]
 fn fork_exec_and_user_switch() {
     if !is_root() {
-        eprintln!("fork_exec_and_user_switch: needs root to switch user; not run");
+        not_run("fork_exec_and_user_switch", "needs root to switch user");
         return;
     }
     let exe = build_c("forkexec", "forkexec", &[]);
@@ -182,7 +182,10 @@ fn program_linked_with_jemalloc() {
     ]
     .iter()
     .find(|p| std::path::Path::new(p).exists()) else {
-        eprintln!("program_linked_with_jemalloc: Debian's libjemalloc is not installed; not run");
+        not_run(
+            "program_linked_with_jemalloc",
+            "Debian's libjemalloc is not installed (apt-get install libjemalloc-dev)",
+        );
         return;
     };
     let exe = build_c("jemalloc", "jemalloc", &[lib]);
@@ -308,7 +311,10 @@ fn rust_program_futexes_and_threads() {
 #[test]
 fn full_disk_drops_and_counts_without_harm() {
     if !is_root() {
-        eprintln!("full_disk_drops_and_counts_without_harm: needs root to mount a tmpfs; not run");
+        not_run(
+            "full_disk_drops_and_counts_without_harm",
+            "needs root to mount a tmpfs",
+        );
         return;
     }
     let exe = build_c("stress", "stress-disk", &[]);

@@ -1,31 +1,89 @@
 #!/usr/bin/env bash
-# Checks that an HTML report renders in headless Chromium: the DOM Chromium builds holds the
-# drawing and the tables, and a screenshot is taken (kept out of the repository, in /tmp).
+# Checks an HTML report as a reader sees it, in headless Chromium at 1400 and at 800 px wide:
+# the DOM holds the drawing, the tables and the legend; no text is smaller than 9 px (HTML text by
+# its computed size, the drawing's labels by their rendered height, what sits in closed
+# <details> left out); each NAME given with --visible can be read without opening anything; and a
+# screenshot at each width is not blank (kept in /tmp, out of the repository).
 #
-# Usage: scripts/check-report.sh REPORT.html [SCREENSHOT.png]   (default: /tmp/scalpel-report.png)
+# Usage: scripts/check-report.sh REPORT.html [--visible NAME]...
 set -euo pipefail
-REPORT=$(realpath "$1")
-SHOT=${2:-/tmp/scalpel-report.png}
+REPORT=$(realpath "$1"); shift
+VISIBLE=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --visible) VISIBLE+=("$2"); shift 2 ;;
+        *) echo "check-report: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$CHROME" ]; then
     echo "check-report: no Chromium found; install it with: apt-get install chromium" >&2
     exit 1
 fi
 FLAGS=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars)
-DOM=$(timeout 120 "$CHROME" "${FLAGS[@]}" --dump-dom "file://$REPORT" 2>/dev/null)
-for want in "<svg" "Top-level tasks by total time" "Drill-down" "<table"; do
-    if ! grep -q "$want" <<<"$DOM"; then
-        echo "check-report: the rendered page has no \"$want\"" >&2
+W=$(mktemp -d /tmp/check-report.XXXXXX); trap 'rm -rf "$W"' EXIT
+# A copy of the report with a probe that writes what it measured into the DOM Chromium dumps.
+PROBE=$W/probe.html
+cp "$REPORT" "$PROBE"
+names=$(printf '%s\n' "${VISIBLE[@]+"${VISIBLE[@]}"}" | python3 -c 'import json,sys; print(json.dumps([l.rstrip("\n") for l in sys.stdin if l.strip()]))')
+cat >> "$PROBE" <<EOF
+<script>
+(function () {
+  var html = 1e9, svg = 1e9;
+  document.querySelectorAll('body *').forEach(function (e) {
+    var text = Array.prototype.some.call(e.childNodes, function (n) {
+      return n.nodeType === 3 && n.textContent.trim() !== '';
+    });
+    if (!text || e.closest('details:not([open])') || e.closest('script, style')) return;
+    if (e instanceof SVGElement) {
+      var h = e.getBoundingClientRect().height;
+      if (h > 0 && h < svg) svg = h;
+    } else {
+      var f = parseFloat(getComputedStyle(e).fontSize);
+      if (f < html) html = f;
+    }
+  });
+  var seen = document.body.innerText;
+  var hidden = $names.filter(function (n) { return seen.indexOf(n) < 0; });
+  document.body.setAttribute('data-probe', JSON.stringify({html: html, svg: svg, hidden: hidden}));
+})();
+</script>
+EOF
+for width in 1400 800; do
+    DOM=$(timeout 120 "$CHROME" "${FLAGS[@]}" --window-size=$width,2000 --dump-dom "file://$PROBE" 2>/dev/null)
+    for want in "<svg" "Top-level tasks by summed latency" "How to read these tables" "Drill-down" "<table"; do
+        if ! grep -q "$want" <<<"$DOM"; then
+            echo "check-report: the page rendered at $width px has no \"$want\"" >&2
+            exit 1
+        fi
+    done
+    probe=$(grep -o "data-probe=\"[^\"]*\"" <<<"$DOM" | head -1 | sed 's/^data-probe="//; s/"$//; s/&quot;/"/g')
+    [ -n "$probe" ] || { echo "check-report: the probe did not run at $width px" >&2; exit 1; }
+    python3 - "$width" "$probe" <<'PY'
+import json, sys
+width, p = sys.argv[1], json.loads(sys.argv[2])
+bad = []
+if p["html"] < 9:
+    bad.append(f"HTML text of {p['html']} px")
+if p["svg"] < 9:
+    bad.append(f"drawing labels {p['svg']:.1f} px high")
+if p["hidden"]:
+    bad.append("not visible without opening anything: " + ", ".join(p["hidden"]))
+if bad:
+    sys.exit(f"check-report: at {width} px: " + "; ".join(bad))
+svg = "none" if p["svg"] >= 1e9 else f"{p['svg']:.1f} px"
+print(f"check-report: at {width} px the smallest text is {p['html']:.0f} px, the smallest label {svg}")
+PY
+    SHOT=/tmp/scalpel-report-$width.png
+    rm -f "$SHOT"
+    timeout 120 "$CHROME" "${FLAGS[@]}" --window-size=$width,2000 --screenshot="$SHOT" \
+        "file://$REPORT" >/dev/null 2>&1
+    # A blank page compresses to almost nothing; a rendered report does not.
+    SIZE=$(stat -c %s "$SHOT" 2>/dev/null || echo 0)
+    if [ "$SIZE" -lt 20000 ]; then
+        echo "check-report: the screenshot $SHOT is missing or blank ($SIZE bytes)" >&2
         exit 1
     fi
+    echo "check-report: screenshot $SHOT ($SIZE bytes)"
 done
-rm -f "$SHOT"
-timeout 120 "$CHROME" "${FLAGS[@]}" --window-size=1400,2000 --screenshot="$SHOT" \
-    "file://$REPORT" >/dev/null 2>&1
-# A blank page compresses to almost nothing; a rendered report does not.
-SIZE=$(stat -c %s "$SHOT" 2>/dev/null || echo 0)
-if [ "$SIZE" -lt 20000 ]; then
-    echo "check-report: the screenshot $SHOT is missing or blank ($SIZE bytes)" >&2
-    exit 1
-fi
-echo "check-report: $1 renders in $("$CHROME" --version 2>/dev/null | head -1); screenshot $SHOT ($SIZE bytes)"
+echo "check-report: $REPORT renders in $("$CHROME" --version 2>/dev/null | head -1)"

@@ -42,9 +42,10 @@ const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;colo
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;\
 text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left;\
 white-space:normal}th{background:#eee}\
-.svg{overflow:auto;max-height:85vh;border:1px solid #ccc}.svg svg{max-width:none;height:auto}\
+.svg{overflow:auto;max-height:85vh;border:1px solid #ccc;cursor:zoom-out}\
+.svg svg{width:auto;max-width:none;height:auto}.svg.fit{cursor:zoom-in}.svg.fit svg{width:100%}\
 pre{background:#f6f6f6;padding:6px;\
-margin:2px 0 8px 2em;font-size:85%}img.flame{max-width:100%;border:1px solid #ccc}.bar{display:inline-block;height:10px;background:#c44}";
+margin:2px 0 8px 2em;font-size:85%}img.flame{max-width:100%;border:1px solid #ccc}dl{font-size:90%}.hint{color:#555;font-size:90%}dt{font-weight:bold}dd{margin:0 0 4px 1.5em}.bar{display:inline-block;height:10px;background:#c44}";
 
 fn task_cells(r: &TaskRow) -> String {
     format!(
@@ -65,6 +66,26 @@ fn task_cells(r: &TaskRow) -> String {
 
 const TASK_HEAD: &str = "<th>count</th><th>total</th><th>mean</th><th>p50</th><th>p99</th>\
 <th>max</th><th>per s</th><th>bytes/s</th><th>running</th><th>blocked (critical path)</th>";
+
+/// What every column and word of the report means.
+const LEGEND: &str = "<details open class=legend><summary>How to read these tables</summary><dl>\
+<dt>count</dt><dd>instances that stand alone; an instance inside another task counts in its \
+parent's row</dd>\
+<dt>total</dt><dd>the instances' latencies added up; they overlap, so the sum can pass the \
+trace's span</dd>\
+<dt>mean, p50, p99, max</dt><dd>latency of one instance, from its first leaf's start to its last \
+leaf's end</dd>\
+<dt>per s, bytes/s</dt><dd>instances and channel bytes per second of the trace</dd>\
+<dt>running, blocked (critical path)</dt><dd>where the longest chain of causes through an \
+instance spent its time: on a CPU, or waiting in a kind of call (lock, cond, read, sleep, io, \
+…)</dd>\
+<dt>queued</dt><dd>ready to go on, but its thread was busy with other work or not yet \
+scheduled; \"while X waited for this thread\" names the work that had to wait</dd>\
+<dt>per parent, latency share, critical share</dt><dd>a child's instances per instance of its \
+parent, and its share of the parent's latency and of its critical path</dd>\
+<dt>where (the heaviest call)</dt><dd>the call, and the function that made it, that cost this \
+step the most; the full stacks are under each step's heading below</dd>\
+</dl></details>";
 
 fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
     writeln!(
@@ -100,8 +121,8 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
     }
     writeln!(
         o,
-        "<table><tr><th>critical path: leaf</th><th>what</th><th>per instance</th>\
-         <th>share</th><th></th></tr>"
+        "<table><tr><th>critical path: leaf</th><th>what</th><th>where (the heaviest call)</th>\
+         <th>per instance</th><th>share</th><th></th></tr>"
     )?;
     for c in &e.contributors {
         let queued = c
@@ -109,9 +130,18 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
             .as_ref()
             .map(|q| format!(" <small>(while {} waited for this thread)</small>", esc(q)))
             .unwrap_or_default();
+        // The call that cost most, named where people can read it without opening anything.
+        let site = c
+            .calls
+            .first()
+            .map(|k| match &k.function {
+                Some(f) => format!("{} in <b>{}</b>", esc(&k.call), esc(f)),
+                None => esc(&k.call),
+            })
+            .unwrap_or_default();
         writeln!(
             o,
-            "<tr><td>{}{queued}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<tr><td>{}{queued}</td><td>{}</td><td class=site>{site}</td><td>{}</td><td>{}</td>\
              <td><span class=bar style=\"width:{}px\"></span></td></tr>",
             esc(&c.leaf),
             esc(&c.what),
@@ -128,7 +158,14 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
             esc(&c.leaf),
             esc(&c.what)
         )?;
+        let mut shown: Option<&Vec<String>> = None;
         for k in &c.calls {
+            let stack = if shown == Some(&k.stack) {
+                "(the same stack as above)".to_owned()
+            } else {
+                k.stack.join("\n")
+            };
+            shown = Some(&k.stack);
             let peer = k
                 .peer
                 .as_ref()
@@ -142,7 +179,7 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
                 esc(&k.object),
                 duration(k.total_ns),
                 duration(k.max_ns),
-                esc(&k.stack.join("\n"))
+                esc(&stack)
             )?;
         }
         writeln!(o, "</details>")?;
@@ -205,17 +242,42 @@ pub fn write_report(
             model.types.len()
         )?;
     }
+    // Steps seen once (start-up, shutdown) are left out of the drawing, as from the table: they
+    // took half of the demo's picture. A model of nothing but those is drawn whole.
     let draw = ModelDraw {
         mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
+        min_count: 2,
         ..ModelDraw::default()
     };
-    let svg = model_svg(model, graph, &draw);
+    let svg = match model_svg(model, graph, &draw) {
+        Err(DrawError::Empty) => model_svg(
+            model,
+            graph,
+            &ModelDraw {
+                min_count: 1,
+                ..draw
+            },
+        ),
+        other => other,
+    };
     writeln!(o, "<h2>Task model</h2>")?;
     let err = match svg {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
             let body = text.find("<svg").map_or(&text[..], |i| &text[i..]);
-            writeln!(o, "<div class=svg>{body}</div>")?;
+            // At its own size, so that every label can be read, scrolled to its topmost node
+            // (Graphviz centres narrow rows in a wide drawing, so its top left is often empty);
+            // a click fits it to the page for an overview, another brings it back.
+            writeln!(
+                o,
+                "<p class=hint>Scroll in the drawing to move around; click it to fit it to the \
+                 page, and again to read it.</p>\
+                 <div class=svg id=model onclick=\"this.classList.toggle('fit')\">{body}</div>\
+                 <script>(function(){{var d=document.getElementById('model'),b=d.getBoundingClientRect(),\
+                 t=null;d.querySelectorAll('g.node').forEach(function(n){{var r=n.getBoundingClientRect();\
+                 if(!t||r.top<t.top)t=r;}});if(t){{d.scrollLeft=t.left-b.left+t.width/2-d.clientWidth/2;\
+                 d.scrollTop=t.top-b.top-20;}}}})();</script>"
+            )?;
             None
         }
         Err(e) => {
@@ -223,14 +285,37 @@ pub fn write_report(
             Some(e)
         }
     };
-    writeln!(o, "<h2>Top-level tasks by total time</h2>")?;
-    writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>")?;
+    writeln!(o, "<h2>Top-level tasks by summed latency</h2>")?;
     let tasks = view.map(|v| v.tasks).unwrap_or_default();
-    for t in &tasks {
-        writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t))?;
+    // Tasks seen once (start-up, shutdown, one-off closures) are folded away below the ones
+    // that recur, which are what a reader came for.
+    let (recurring, once): (Vec<&TaskRow>, Vec<&TaskRow>) = tasks.iter().partition(|t| t.count > 1);
+    let table = |o: &mut dyn Write, rows: &[&TaskRow]| -> io::Result<()> {
+        writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>")?;
+        for t in rows {
+            writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t))?;
+        }
+        writeln!(o, "</table>")
+    };
+    table(o, &recurring)?;
+    if !once.is_empty() {
+        writeln!(
+            o,
+            "<details><summary>{} task{} seen once (start-up, shutdown, one-off work)</summary>",
+            once.len(),
+            if once.len() == 1 { "" } else { "s" }
+        )?;
+        table(o, &once)?;
+        writeln!(o, "</details>")?;
     }
-    writeln!(o, "</table><h2>Drill-down</h2>")?;
-    for t in tasks.iter().take(opts.tasks) {
+    writeln!(o, "{LEGEND}")?;
+    writeln!(o, "<h2>Drill-down</h2>")?;
+    let drilled = if recurring.is_empty() {
+        &once
+    } else {
+        &recurring
+    };
+    for t in drilled.iter().take(opts.tasks) {
         let view_opts = TopOptions {
             expand: Some(t.name.clone()),
             limit: 10,

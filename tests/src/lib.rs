@@ -71,7 +71,23 @@ pub fn c_dir() -> PathBuf {
 }
 
 /// Compiles `tests/c/<src>.c` (plus `extra` arguments) into an executable named `out`.
+///
+/// Each program is built once per test binary: tests run at once, and one test's build
+/// replacing the executable while another's trace of it is symbolized left that trace's frames
+/// unnamed (symbolization reads the file at the recorded path and refuses one that changed).
 pub fn build_c(src: &str, out: &str, extra: &[&str]) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let key = format!("{src}\0{out}\0{}", extra.join("\0"));
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(k, _)| *k == key) {
+        return exe.clone();
+    }
+    let exe = compile_c(src, out, extra);
+    built.push((key, exe.clone()));
+    exe
+}
+
+fn compile_c(src: &str, out: &str, extra: &[&str]) -> PathBuf {
     let dir = target_dir().join("e2e-c");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(out);

@@ -62,7 +62,9 @@ fn near(what: &str, got: u64, want: u64) {
 
 #[test]
 fn off_cpu_stacks_hold_the_waits_a_program_timed() {
-    let exe = build_c("metrics", "metrics", &[]);
+    // An executable of its own per test: the other test's build replacing it while this trace
+    // is symbolized would leave its frames unnamed.
+    let exe = build_c("metrics", "metrics-folded", &[]);
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("out.txt");
     let r = record(&exe, &[file.to_str().unwrap()]).success();
@@ -77,17 +79,17 @@ fn off_cpu_stacks_hold_the_waits_a_program_timed() {
     );
     near(
         "main's sleep",
-        waited(&lines, "metrics", "[sleep]"),
+        waited(&lines, "metrics-folded", "[sleep]"),
         own(&out, "main", "sleep"),
     );
     near(
         "main's lock wait",
-        waited(&lines, "metrics", "[lock]"),
+        waited(&lines, "metrics-folded", "[lock]"),
         own(&out, "main", "lock"),
     );
     near(
         "main's read",
-        waited(&lines, "metrics", "[read]"),
+        waited(&lines, "metrics-folded", "[read]"),
         own(&out, "main", "read"),
     );
     // The read was ended by the holder's write: the waker's stack follows `--`, its innermost
@@ -119,7 +121,7 @@ fn off_cpu_stacks_hold_the_waits_a_program_timed() {
 
 #[test]
 fn the_flame_graph_is_drawn_and_bad_names_are_refused() {
-    let exe = build_c("metrics", "metrics", &[]);
+    let exe = build_c("metrics", "metrics-drawn", &[]);
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("out.txt");
     let r = record(&exe, &[file.to_str().unwrap()]).success();
@@ -130,7 +132,8 @@ fn the_flame_graph_is_drawn_and_bad_names_are_refused() {
     assert!(text.starts_with("<?xml") && text.contains("<svg"));
     assert!(
         text.contains("hold_and_send"),
-        "the holder's stack is drawn"
+        "the holder's stack is drawn: {}",
+        &text[..text.len().min(3000)]
     );
     assert!(text.contains("Off-CPU time"));
     let o = flame(&[

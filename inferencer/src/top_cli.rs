@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use scalpel_inferencer::mine::closest_names;
+use scalpel_inferencer::mine::task_named;
 use scalpel_inferencer::pipeline::Loaded;
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::rollup::{off_cpu, FlameOptions, Rollup};
@@ -18,7 +18,6 @@ use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
 use scalpel_inferencer::views::timings::write_timings;
 use scalpel_inferencer::Pipeline;
-use scalpel_model::task::TaskTypeId;
 
 use crate::args::PipelineArgs;
 use crate::{broken_pipe_is_fine, say, warn};
@@ -95,12 +94,18 @@ pub(crate) struct FlameArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Runs the pipeline (or reads what `infer` wrote) for a view, and its rollups.
-fn load_source(s: &SourceArgs, t: &mut Timings) -> Result<(Loaded, Rollup)> {
+/// Runs the pipeline (or reads what `infer` wrote) for a view.
+fn load(s: &SourceArgs, t: &mut Timings, spinner: &Spinner) -> Result<(Pipeline, Loaded)> {
     let pipeline = Pipeline::new(s.pipeline.options())?;
-    let spinner = Spinner::new();
-    let loaded = pipeline.load(&s.path, &spinner, t)?;
+    let loaded = pipeline.load(&s.path, spinner, t)?;
     warn(&loaded.warnings, 10, "");
+    Ok((pipeline, loaded))
+}
+
+/// [`load`], and the rollups.
+fn load_source(s: &SourceArgs, t: &mut Timings) -> Result<(Loaded, Rollup)> {
+    let spinner = Spinner::new();
+    let (pipeline, loaded) = load(s, t, &spinner)?;
     let r = t.phase("rollups", &spinner, || {
         pipeline.rollup(&loaded.graph, &loaded.model)
     });
@@ -169,25 +174,11 @@ fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<PathBu
 /// Writes the off-CPU flame graph (or prints its folded stacks).
 pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
     let mut t = Timings::new();
-    let pipeline = Pipeline::new(a.source.pipeline.options())?;
     let spinner = Spinner::new();
-    let l = pipeline.load(&a.source.path, &spinner, &mut t)?;
-    warn(&l.warnings, 10, "");
+    let (_, l) = load(&a.source, &mut t, &spinner)?;
     let task = match &a.task {
         None => None,
-        Some(name) => Some(
-            l.model
-                .types
-                .iter()
-                .position(|ty| &ty.name == name)
-                .map(|i| TaskTypeId(i as u32))
-                .with_context(|| {
-                    format!(
-                        "no task named {name:?}; the closest names: {}",
-                        closest_names(&l.model, name, 8).join(", ")
-                    )
-                })?,
-        ),
+        Some(name) => Some(task_named(&l.model, name)?),
     };
     let opts = FlameOptions {
         waker: a.waker,

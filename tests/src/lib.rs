@@ -126,6 +126,24 @@ impl Run {
         String::from_utf8_lossy(&self.out.stdout).into_owned()
     }
 
+    /// A figure the program printed about itself: the number after the word `what` on the
+    /// line of its standard output that starts with `label` (`main sleep 5012345 lock …`).
+    pub fn printed(&self, label: &str, what: &str) -> u64 {
+        let out = self.stdout();
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{label} ")))
+            .unwrap_or_else(|| panic!("no {label} line in {out}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words
+            .iter()
+            .position(|w| *w == what)
+            .unwrap_or_else(|| panic!("no {what} in {line:?}"));
+        words[at + 1]
+            .parse()
+            .unwrap_or_else(|e| panic!("{what} in {line:?}: {e}"))
+    }
+
     /// `scalpel record`'s standard error (the target's and the summary).
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.out.stderr).into_owned()

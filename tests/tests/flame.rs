@@ -42,16 +42,6 @@ fn waited(lines: &[(String, u64)], thread: &str, tag: &str) -> u64 {
         .sum()
 }
 
-fn own(stdout: &str, thread: &str, what: &str) -> u64 {
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with(&format!("{thread} ")))
-        .unwrap_or_else(|| panic!("no {thread} line in {stdout}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = words.iter().position(|w| *w == what).expect(what);
-    words[at + 1].parse().unwrap()
-}
-
 fn near(what: &str, got: u64, want: u64) {
     let slack = want / 20 + MS;
     assert!(
@@ -70,28 +60,19 @@ fn off_cpu_stacks_hold_the_waits_a_program_timed() {
     let r = record(&exe, &[file.to_str().unwrap()]).success();
     let dir = r.dir.as_os_str();
     let lines = folded(&flame(&[dir, "--folded".as_ref(), "--waker".as_ref()]));
-    let out = r.stdout();
     // The waits, each under its thread and kind, as long as the program timed them.
-    near(
-        "holder's sleeps",
-        waited(&lines, "holder", "[sleep]"),
-        own(&out, "holder", "sleep"),
-    );
-    near(
-        "main's sleep",
-        waited(&lines, "metrics-folded", "[sleep]"),
-        own(&out, "main", "sleep"),
-    );
-    near(
-        "main's lock wait",
-        waited(&lines, "metrics-folded", "[lock]"),
-        own(&out, "main", "lock"),
-    );
-    near(
-        "main's read",
-        waited(&lines, "metrics-folded", "[read]"),
-        own(&out, "main", "read"),
-    );
+    for (thread, tag, label, what) in [
+        ("holder", "[sleep]", "holder", "sleep"),
+        ("metrics-folded", "[sleep]", "main", "sleep"),
+        ("metrics-folded", "[lock]", "main", "lock"),
+        ("metrics-folded", "[read]", "main", "read"),
+    ] {
+        near(
+            &format!("{thread}'s {tag} waits"),
+            waited(&lines, thread, tag),
+            r.printed(label, what),
+        );
+    }
     // The read was ended by the holder's write: the waker's stack follows `--`, its innermost
     // frame first, its thread last.
     let read = lines

@@ -253,7 +253,7 @@ fn names_can_be_overridden_and_bad_options_are_named() {
     let o = infer_output(&s.run.dir, &out, &["--task", "no such task"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        !o.status.success() && err.contains("no task is named"),
+        !o.status.success() && err.contains("no task named \"no such task\"; the closest names"),
         "{err}"
     );
     let o = infer_output(&s.run.dir, &out, &["--min-support", "1"]);

@@ -60,17 +60,7 @@ fn leaf_metrics_match_the_program_worked_out_by_hand() {
     let op = |l: u32| g.leaves[l as usize].end_op.and_then(|o| o.op());
     // What the program timed itself: sleeps overrun and wake-ups come late on a loaded machine,
     // so each figure is held to the program's own clock as well as to the worked-out minimum.
-    let own = |thread: &str, what: &str| -> u64 {
-        let line = r
-            .stdout()
-            .lines()
-            .find(|l| l.starts_with(&format!("{thread} ")))
-            .map(str::to_owned)
-            .unwrap_or_else(|| panic!("no {thread} line in {}", r.stdout()));
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let at = words.iter().position(|w| *w == what).expect(what);
-        words[at + 1].parse().unwrap()
-    };
+    let own = |thread: &str, what: &str| r.printed(thread, what);
     // The agent times each call inside the program's pair of clock readings, on the same clock.
     let timed = |what: &str, v: u64, least: u64, program: u64| {
         within(what, v, least.max(program.saturating_sub(MS)), program + MS);

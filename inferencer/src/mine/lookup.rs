@@ -1,7 +1,38 @@
-//! Finding a task by name: the names closest to one that matched nothing, for the error that
-//! says so (`--task`, `--expand`).
+//! Finding a task by name (`--task`, `--expand`), and the names closest to one that matched
+//! nothing, for the error that says so.
 
-use scalpel_model::task::{Model, TaskKind};
+use scalpel_model::task::{Model, TaskKind, TaskTypeId};
+
+/// How many of the closest names an error lists.
+const CLOSEST: usize = 8;
+
+/// A name that matched no task type, with the names closest to it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no task named {name:?}; the closest names: {}", quoted(.closest))]
+pub struct NoSuchTask {
+    /// The name given.
+    pub name: String,
+    /// Up to 8 task names, the closest first.
+    pub closest: Vec<String>,
+}
+
+fn quoted(names: &[String]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    q.join(", ")
+}
+
+/// The type (task or leaf) named exactly `name`, or an error listing the closest names.
+pub fn task_named(model: &Model, name: &str) -> Result<TaskTypeId, NoSuchTask> {
+    model
+        .types
+        .iter()
+        .position(|t| t.name == name)
+        .map(|i| TaskTypeId(i as u32))
+        .ok_or_else(|| NoSuchTask {
+            name: name.to_owned(),
+            closest: closest_names(model, name, CLOSEST),
+        })
+}
 
 /// Up to `k` task (not leaf) names of `model` closest to `name`: names that contain it (or that
 /// it contains) first, then by edit distance, ties by name.

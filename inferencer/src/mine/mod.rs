@@ -40,7 +40,7 @@ use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 use crate::progress::Progress;
 
 pub use canon::SEARCH_LEAVES;
-pub use lookup::closest_names;
+pub use lookup::{closest_names, task_named, NoSuchTask};
 pub use names::{NameOverrides, NamesError};
 
 use round::{Phase, Proposals};

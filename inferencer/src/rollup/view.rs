@@ -34,19 +34,8 @@ impl Default for TopOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum TopError {
     /// `--expand` named no task.
-    #[error("no task named {name:?}; the closest names: {}", quoted(.known))]
-    UnknownTask {
-        /// The name given.
-        name: String,
-        /// Some names that exist (the top-level tasks with the most time).
-        known: Vec<String>,
-    },
-}
-
-/// Names as a list of quoted strings, for the error message.
-fn quoted(names: &[String]) -> String {
-    let q: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-    q.join(", ")
+    #[error(transparent)]
+    UnknownTask(#[from] crate::mine::NoSuchTask),
 }
 
 /// One task type's figures.
@@ -217,13 +206,8 @@ pub fn top_view(
     let expanded = match &opts.expand {
         None => None,
         Some(name) => {
-            let Some(t) = model.types.iter().position(|t| &t.name == name) else {
-                return Err(TopError::UnknownTask {
-                    name: name.clone(),
-                    known: crate::mine::closest_names(model, name, 8),
-                });
-            };
-            Some(expand(model, r, &r.types[t], opts))
+            let t = crate::mine::task_named(model, name)?;
+            Some(expand(model, r, &r.types[t.index()], opts))
         }
     };
     // Threads and processes that `--include`/`--exclude` emptied stay listed in the graph.

@@ -7,6 +7,8 @@
 //! `docs/BENCHMARKS.md` keeps them): an nginx model of 41 nodes in 33 boxes took 0.04 s with its
 //! 100 heaviest edges, 2.7 s with 250 and 7.2 s with all 339.
 
+use super::graphviz::quote;
+
 /// The most nodes a drawing holds.
 pub const MAX_NODES: usize = 80;
 /// The most edges a drawing holds.
@@ -31,16 +33,23 @@ pub fn heaviest(weights: &[u64], max: usize) -> Vec<usize> {
     order
 }
 
-/// What a drawing left out, as one line for the picture: `drawn: 80 of 120 leaf types (the
-/// heaviest by time), 160 of 402 edges (the heaviest by count); graph.json has everything`.
-/// `None` when everything is drawn.
-pub fn left_out_note(parts: &[(&str, usize, usize, &str)], everything_in: &str) -> Option<String> {
-    let cut: Vec<String> = parts
-        .iter()
-        .filter(|(_, drawn, all, _)| drawn < all)
-        .map(|(what, drawn, all, how)| format!("{drawn} of {all} {what} ({how})"))
-        .collect();
-    (!cut.is_empty()).then(|| format!("drawn: {}; {everything_in} has everything", cut.join(", ")))
+/// `160 of 402 edges (the heaviest by count)` when fewer than all were drawn.
+pub fn cut(what: &str, drawn: usize, all: usize, how: &str) -> Option<String> {
+    (drawn < all).then(|| format!("{drawn} of {all} {what} ({how})"))
+}
+
+/// The DOT statement that writes what a drawing left out at the top of the picture: `drawn: 80
+/// of 120 leaf types (…), 160 of 402 edges (…); graph.json has everything`. `None` when nothing
+/// was left out.
+pub fn note_line(cuts: impl IntoIterator<Item = String>, everything_in: &str) -> Option<String> {
+    let cuts: Vec<String> = cuts.into_iter().collect();
+    (!cuts.is_empty()).then(|| {
+        let note = format!("drawn: {}; {everything_in} has everything", cuts.join(", "));
+        format!(
+            "  label={}; labelloc=t; labeljust=l; fontname=\"Helvetica\"; fontsize=11;",
+            quote(&note)
+        )
+    })
 }
 
 #[cfg(test)]
@@ -61,13 +70,17 @@ mod tests {
 
     #[test]
     fn a_note_names_only_what_was_cut() {
-        assert_eq!(left_out_note(&[("nodes", 3, 3, "x")], "f"), None);
+        assert_eq!(cut("nodes", 3, 3, "x"), None);
+        assert_eq!(note_line(cut("nodes", 3, 3, "x"), "f"), None);
+        let line = note_line(
+            [cut("nodes", 3, 3, "x"), cut("edges", 2, 9, "the heaviest")]
+                .into_iter()
+                .flatten(),
+            "m.json",
+        );
         assert_eq!(
-            left_out_note(
-                &[("nodes", 3, 3, "x"), ("edges", 2, 9, "the heaviest")],
-                "m.json"
-            ),
-            Some("drawn: 2 of 9 edges (the heaviest); m.json has everything".to_owned())
+            line.as_deref(),
+            Some("  label=\"drawn: 2 of 9 edges (the heaviest); m.json has everything\"; labelloc=t; labeljust=l; fontname=\"Helvetica\"; fontsize=11;")
         );
     }
 }

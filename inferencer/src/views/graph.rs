@@ -96,24 +96,17 @@ pub fn write_type_dot(w: &mut impl Write, g: &Graph, draw: &DrawOptions) -> io::
             }
         }
     }
-    let note = budget::left_out_note(
-        &[
-            (
-                "leaf types",
-                n_types,
-                all_types,
-                "the most time in their leaves",
-            ),
-            ("edges", keep.len(), edges.len(), "the most leaves"),
-        ],
-        "graph.json",
-    );
-    if let Some(note) = note {
-        writeln!(
-            w,
-            "  label={}; labelloc=t; labeljust=l; fontname=\"Helvetica\"; fontsize=11;",
-            quote(&note)
-        )?;
+    let cuts = [
+        budget::cut(
+            "leaf types",
+            n_types,
+            all_types,
+            "the most time in their leaves",
+        ),
+        budget::cut("edges", keep.len(), edges.len(), "the most leaves"),
+    ];
+    if let Some(line) = budget::note_line(cuts.into_iter().flatten(), "graph.json") {
+        writeln!(w, "{line}")?;
     }
     for (i, t) in g.types.iter().enumerate().filter(|(i, _)| drawn_type[*i]) {
         let op = |o: Option<scalpel_model::graph::OpName>| {

@@ -44,13 +44,8 @@ pub enum DrawError {
     )]
     TimedOut(u64),
     /// `--task` named no task.
-    #[error("no task is named {name:?}; the closest names: {}", .known.join(", "))]
-    NoSuchTask {
-        /// The name given.
-        name: String,
-        /// Up to 8 task names, the closest first.
-        known: Vec<String>,
-    },
+    #[error(transparent)]
+    NoSuchTask(#[from] crate::mine::NoSuchTask),
 }
 
 /// How long `dot` may run before it is stopped. The drawings' budgets ([`super::budget`]) keep

@@ -238,16 +238,7 @@ fn dot_of_chains(
 ) -> Result<(String, (usize, usize)), DrawError> {
     let focus = match &draw.task {
         None => None,
-        Some(name) => Some(
-            model
-                .types
-                .iter()
-                .position(|t| &t.name == name)
-                .ok_or_else(|| DrawError::NoSuchTask {
-                    name: name.clone(),
-                    known: crate::mine::closest_names(model, name, 8),
-                })? as u32,
-        ),
+        Some(name) => Some(crate::mine::task_named(model, name)?.0),
     };
     let depth = draw.depth.map(|d| d.max(1) as usize);
     // The drawn part of every leaf's chain (None: not drawn): start and length.
@@ -426,37 +417,15 @@ fn dot_of_chains(
         .filter_map(|(c, s)| s.map(|s| (c.len() - s) as u32))
         .max()
         .unwrap_or(0);
-    let mut cut = Vec::new();
-    if let Some(d) = draw.depth.filter(|&d| d < deepest) {
-        cut.push(format!("the top {d} of {deepest} levels"));
-    }
-    if draw.min_count > 1 {
-        cut.push(format!("nodes with {} occurrences or more", draw.min_count));
-    }
-    let edge_note = budget::left_out_note(
-        &[("edges", n_edges, all_edges, "the heaviest by count")],
-        "model.json",
-    );
-    if !cut.is_empty() || edge_note.is_some() {
-        let mut note = if cut.is_empty() {
-            String::new()
-        } else {
-            format!("drawn: {}", cut.join(", "))
-        };
-        if let Some(e) = edge_note {
-            note = if note.is_empty() {
-                e
-            } else {
-                format!("{note}; {}", e.trim_start_matches("drawn: "))
-            };
-        } else {
-            note.push_str("; model.json has everything");
-        }
-        let _ = writeln!(
-            out,
-            "  label={}; labelloc=t; labeljust=l; fontname=\"Helvetica\"; fontsize=11;",
-            quote(&note)
-        );
+    let cuts = [
+        draw.depth
+            .filter(|&d| d < deepest)
+            .map(|d| format!("the top {d} of {deepest} levels")),
+        (draw.min_count > 1).then(|| format!("nodes with {} occurrences or more", draw.min_count)),
+        budget::cut("edges", n_edges, all_edges, "the heaviest by count"),
+    ];
+    if let Some(line) = budget::note_line(cuts.into_iter().flatten(), "model.json") {
+        let _ = writeln!(out, "{line}");
     }
     for ((a, b, within, kind), n) in keep.into_iter().map(|i| edges[i].clone()) {
         let style = if within { "solid" } else { "dashed" };

@@ -19,5 +19,6 @@ pub mod rollup;
 pub mod symbols;
 pub mod testgraph;
 pub mod views;
+pub mod waitfor;
 
 pub use pipeline::{Pipeline, PipelineError, PipelineOptions};

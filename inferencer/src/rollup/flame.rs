@@ -91,33 +91,36 @@ fn wait_frame(op: Option<OpName>, kind: BlockKind) -> String {
     format!("{op} {}", kind_tag(kind))
 }
 
+/// Per leaf of `g`, whether it belongs to task type `t` of `model`: a leaf type's instances are
+/// its leaves; a task's, the leaves of its occurrences.
+pub fn task_leaves(g: &Graph, model: &Model, t: TaskTypeId) -> Vec<bool> {
+    let mut keep = vec![false; g.leaves.len()];
+    if let Some(lt) = model.types.get(t.index()).and_then(|t| t.leaf_type) {
+        for (k, l) in keep.iter_mut().zip(&g.leaves) {
+            *k = l.ty == lt;
+        }
+    }
+    for o in model
+        .types
+        .get(t.index())
+        .map_or(&[][..], |t| &t.occurrences)
+    {
+        for l in &o.leaves {
+            if let Some(k) = keep.get_mut(l.index()) {
+                *k = true;
+            }
+        }
+    }
+    keep
+}
+
 /// The off-CPU folded stacks of `g` (see the module docs).
 pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
     let idx = GraphIndex::new(g);
     let n = g.leaves.len();
     let keep: Vec<bool> = match opts.task {
         None => vec![true; n],
-        Some(t) => {
-            let mut keep = vec![false; n];
-            // A leaf type's instances are its leaves; a task's, the leaves of its occurrences.
-            if let Some(lt) = model.types.get(t.index()).and_then(|t| t.leaf_type) {
-                for (k, l) in keep.iter_mut().zip(&g.leaves) {
-                    *k = l.ty == lt;
-                }
-            }
-            for o in model
-                .types
-                .get(t.index())
-                .map_or(&[][..], |t| &t.occurrences)
-            {
-                for l in &o.leaves {
-                    if let Some(k) = keep.get_mut(l.index()) {
-                        *k = true;
-                    }
-                }
-            }
-            keep
-        }
+        Some(t) => task_leaves(g, model, t),
     };
     let roots: Vec<[String; 2]> = g
         .threads

@@ -23,7 +23,7 @@ use serde::ser::SerializeMap;
 
 pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
-pub use flame::{kind_tag, off_cpu, FlameOptions, Folded};
+pub use flame::{kind_tag, off_cpu, task_leaves, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};
 pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};

@@ -1,0 +1,478 @@
+//! Edge weights, with cascaded redistribution, and the share of waiting each knot explains.
+//!
+//! A direct wait of thread A on thread B over `[s, e]` weighs `e − s` on A → B. Then whatever B
+//! itself waited on inside `[s, e]` gets that overlap too, on B → C, and so on down the chain
+//! (clipped to each overlap, at most [`WaitForOptions::max_depth`] waits deep, never back to a
+//! thread already on the chain): making C faster would have shortened A's wait as well. Only
+//! the overlap moves, not the whole of A's wait (our reading of wPerf; see
+//! `paper-notes/wperf.md`). Time a thread spent off the CPU outside any call (traces with
+//! `--cpu-time`) is a wait on `[scheduler]`, spread evenly over its leaf's span.
+//!
+//! A device (disk, network) waits, while idle, on the threads that use it: its idle time (the
+//! span minus the union of the waits on it) goes to each group in proportion to that group's
+//! waiting on it. That edge closes the loop a bottleneck around a device forms (a syncer waits
+//! on the disk, the disk waits for the syncer's next flush).
+//!
+//! The share a knot explains is measured on the same chains: each moment of a direct wait
+//! counts for the first knot its chain reaches, so the shares never add up past 100%.
+
+use ahash::AHashMap;
+use scalpel_model::graph::{Graph, LeafTypeId, ThreadId};
+
+use super::groups::Grouping;
+use super::knots::Found;
+use super::waits::{overlapping, Run, Seg, SiteKey, Target, Timeline};
+use super::{
+    Knot, Pseudo, WaitEdge, WaitEdgeId, WaitFor, WaitForOptions, WaitNode, WaitNodeId, WaitSite,
+    SITES,
+};
+use crate::rollup::BlockKind;
+
+/// An edge being weighed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Acc {
+    pub direct: u64,
+    pub cascaded: f64,
+    pub idle: u64,
+    kinds: AHashMap<BlockKind, u64>,
+    sites: AHashMap<(SiteKey, BlockKind), (u64, u64)>,
+}
+
+impl Acc {
+    pub(super) fn weight(&self) -> u64 {
+        self.direct + self.cascaded.round() as u64 + self.idle
+    }
+}
+
+/// The weighed graph, before knots.
+pub(super) struct Built<'g> {
+    g: &'g Graph,
+    /// Thread groups, then [`Pseudo::ALL`].
+    pub nodes: Vec<WaitNode>,
+    /// Edges in (from, to) order.
+    pub edges: Vec<((u32, u32), Acc)>,
+    pub total_wait_ns: u64,
+    span_ns: u64,
+    steps: u64,
+    cut: bool,
+}
+
+/// The node of a pseudo-thread.
+fn pseudo_node(groups: usize, p: Pseudo) -> u32 {
+    (groups + p as usize) as u32
+}
+
+fn node_of(grouping: &Grouping, t: Target) -> u32 {
+    match t {
+        Target::Thread(t) => grouping.of[t as usize],
+        Target::Pseudo(p) => pseudo_node(grouping.groups.len(), p),
+    }
+}
+
+/// One step of a chain: thread `thread` over `[s, e]`, and the threads already on the chain.
+#[derive(Clone, Copy)]
+struct Step {
+    thread: u32,
+    s: u64,
+    e: u64,
+    depth: u8,
+    path: [u32; 16],
+}
+
+impl Step {
+    fn on_path(&self, t: u32) -> bool {
+        self.path[..self.depth as usize].contains(&t)
+    }
+
+    fn then(&self, t: u32, s: u64, e: u64) -> Step {
+        let mut next = *self;
+        next.thread = t;
+        next.s = s;
+        next.e = e;
+        if (next.depth as usize) < next.path.len() {
+            next.path[next.depth as usize] = t;
+            next.depth += 1;
+        }
+        next
+    }
+}
+
+/// Walks the chains under one direct wait of `root` on thread `first` over `[s, e]`: `visit` is
+/// called with (waiting thread, its wait's target, overlap start, end, fraction of the
+/// overlap that counts) and says whether to go on down that wait. Returns the steps taken.
+fn walk(
+    timelines: &[Timeline],
+    opts: &WaitForOptions,
+    root: u32,
+    first: u32,
+    s: u64,
+    e: u64,
+    budget: u64,
+    mut visit: impl FnMut(u32, Target, u64, u64, f64) -> bool,
+) -> u64 {
+    let depth = opts.max_depth.min(16) as u8;
+    let mut path = [0u32; 16];
+    path[0] = root;
+    let mut stack = vec![Step {
+        thread: root,
+        s,
+        e,
+        depth: 1,
+        path,
+    }
+    .then(first, s, e)];
+    let mut steps = 0;
+    while let Some(st) = stack.pop() {
+        let Some(tl) = timelines.get(st.thread as usize) else {
+            continue;
+        };
+        for w in overlapping(&tl.waits, |w: &Seg| (w.start, w.end), st.s, st.e) {
+            steps += 1;
+            let (os, oe) = (w.start.max(st.s), w.end.min(st.e));
+            // A wait back on a thread of the chain overlaps that thread's own wait on this
+            // one: a circle in time, nothing to pass on.
+            let back = matches!(w.target, Target::Thread(c) if st.on_path(c));
+            if !back && visit(st.thread, w.target, os, oe, 1.0) {
+                if let Target::Thread(c) = w.target {
+                    if st.depth < depth {
+                        stack.push(st.then(c, os, oe));
+                    }
+                }
+            }
+        }
+        for r in overlapping(&tl.runs, |r: &Run| (r.start, r.end), st.s, st.e) {
+            steps += 1;
+            let (os, oe) = (r.start.max(st.s), r.end.min(st.e));
+            let frac = r.off as f64 / (r.end - r.start).max(1) as f64;
+            visit(st.thread, Target::Pseudo(Pseudo::Scheduler), os, oe, frac);
+        }
+        if steps > budget {
+            break;
+        }
+    }
+    steps
+}
+
+/// Weighs every edge (see the module docs).
+pub(super) fn weigh<'g>(
+    g: &'g Graph,
+    grouping: &Grouping,
+    timelines: &[Timeline],
+    opts: &WaitForOptions,
+) -> Built<'g> {
+    let groups = grouping.groups.len();
+    let mut nodes: Vec<WaitNode> = grouping
+        .groups
+        .iter()
+        .map(|gr| WaitNode {
+            name: gr.name.clone(),
+            pseudo: None,
+            threads: gr.threads.iter().map(|&t| ThreadId(t)).collect(),
+            waited_ns: 0,
+        })
+        .collect();
+    nodes.extend(Pseudo::ALL.iter().map(|&p| WaitNode {
+        name: p.name().to_owned(),
+        pseudo: Some(p),
+        threads: Vec::new(),
+        waited_ns: 0,
+    }));
+    let mut acc: AHashMap<(u32, u32), Acc> = AHashMap::new();
+    let mut total = 0u64;
+    let mut steps = 0u64;
+    let mut cut = false;
+    let mut busy: AHashMap<Pseudo, Vec<(u64, u64)>> = AHashMap::new();
+    let mut usage: AHashMap<(Pseudo, u32), u64> = AHashMap::new();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for l in &g.leaves {
+        first = first.min(l.start_ns);
+        last = last.max(l.end_ns + l.block_ns);
+    }
+    for (t, tl) in timelines.iter().enumerate() {
+        let from = grouping.of[t];
+        for w in tl.waits.iter().filter(|w| w.direct) {
+            let len = w.end - w.start;
+            let to = node_of(grouping, w.target);
+            let a = acc.entry((from, to)).or_default();
+            a.direct += len;
+            *a.kinds.entry(w.kind).or_insert(0) += len;
+            let site = a.sites.entry((w.site, w.kind)).or_insert((0, 0));
+            site.0 += len;
+            site.1 += 1;
+            nodes[from as usize].waited_ns += len;
+            total += len;
+            match w.target {
+                Target::Pseudo(p) if p.is_device() => {
+                    busy.entry(p).or_default().push((w.start, w.end));
+                    *usage.entry((p, from)).or_insert(0) += len;
+                }
+                Target::Thread(b) if !cut => {
+                    let left = opts.max_steps.saturating_sub(steps);
+                    steps += walk(
+                        timelines,
+                        opts,
+                        t as u32,
+                        b,
+                        w.start,
+                        w.end,
+                        left,
+                        |x, target, s, e, f| {
+                            let key = (grouping.of[x as usize], node_of(grouping, target));
+                            acc.entry(key).or_default().cascaded += (e - s) as f64 * f;
+                            true
+                        },
+                    );
+                    cut = steps > opts.max_steps;
+                }
+                _ => {}
+            }
+        }
+        for r in tl.runs.iter().filter(|r| r.direct) {
+            let a = acc
+                .entry((from, pseudo_node(groups, Pseudo::Scheduler)))
+                .or_default();
+            a.direct += r.off;
+            *a.kinds.entry(BlockKind::OffCpu).or_insert(0) += r.off;
+            let site = a
+                .sites
+                .entry((SiteKey::End(r.ty), BlockKind::OffCpu))
+                .or_insert((0, 0));
+            site.0 += r.off;
+            site.1 += 1;
+            nodes[from as usize].waited_ns += r.off;
+            total += r.off;
+        }
+    }
+    let span = last.saturating_sub(first.min(last));
+    // Devices wait, while idle, on the groups that use them.
+    for (p, mut spans) in busy {
+        spans.sort_unstable();
+        let (mut covered, mut end) = (0u64, 0u64);
+        for (s, e) in spans {
+            let s = s.max(end);
+            if e > s {
+                covered += e - s;
+                end = e;
+            }
+        }
+        let idle = span.saturating_sub(covered);
+        let used: u64 = usage
+            .iter()
+            .filter(|(k, _)| k.0 == p)
+            .map(|(_, &v)| v)
+            .sum();
+        for (&(q, group), &u) in &usage {
+            if q == p && used > 0 {
+                let share = (idle as u128 * u as u128 / used as u128) as u64;
+                if share > 0 {
+                    acc.entry((pseudo_node(groups, p), group)).or_default().idle += share;
+                }
+            }
+        }
+    }
+    let mut edges: Vec<((u32, u32), Acc)> =
+        acc.into_iter().filter(|(_, a)| a.weight() > 0).collect();
+    edges.sort_unstable_by_key(|e| e.0);
+    Built {
+        g,
+        nodes,
+        edges,
+        total_wait_ns: total,
+        span_ns: span,
+        steps,
+        cut,
+    }
+}
+
+/// For each knot of `found`, the direct waiting time whose chain reaches it first.
+pub(super) fn explain(
+    grouping: &Grouping,
+    timelines: &[Timeline],
+    built: &Built<'_>,
+    found: &Found,
+    opts: &WaitForOptions,
+) -> Vec<f64> {
+    let mut knot_of = vec![usize::MAX; built.nodes.len()];
+    for (k, members) in found.knots.iter().enumerate() {
+        for &m in members {
+            knot_of[m as usize] = k;
+        }
+    }
+    let mut explained = vec![0f64; found.knots.len()];
+    let scheduler = knot_of[pseudo_node(grouping.groups.len(), Pseudo::Scheduler) as usize];
+    let mut steps = 0u64;
+    for (t, tl) in timelines.iter().enumerate() {
+        for w in tl.waits.iter().filter(|w| w.direct) {
+            let k = knot_of[node_of(grouping, w.target) as usize];
+            if k != usize::MAX {
+                explained[k] += (w.end - w.start) as f64;
+                continue;
+            }
+            let Target::Thread(b) = w.target else {
+                continue;
+            };
+            if steps > opts.max_steps {
+                continue;
+            }
+            let left = opts.max_steps.saturating_sub(steps);
+            steps += walk(
+                timelines,
+                opts,
+                t as u32,
+                b,
+                w.start,
+                w.end,
+                left,
+                |_, target, s, e, f| {
+                    let k = knot_of[node_of(grouping, target) as usize];
+                    if k != usize::MAX {
+                        explained[k] += (e - s) as f64 * f;
+                        return false;
+                    }
+                    true
+                },
+            );
+        }
+        if scheduler != usize::MAX {
+            explained[scheduler] += tl
+                .runs
+                .iter()
+                .filter(|r| r.direct)
+                .map(|r| r.off as f64)
+                .sum::<f64>();
+        }
+    }
+    explained
+}
+
+impl Built<'_> {
+    /// The call site `key` as the graph describes it.
+    fn site(&self, key: SiteKey) -> scalpel_model::graph::BoundaryInfo {
+        let found = match key {
+            SiteKey::End(LeafTypeId(t)) => self.g.types.get(t as usize).map(|t| &t.end),
+            SiteKey::Inner(s) => self.g.sites.get(s.index()),
+        };
+        found
+            .cloned()
+            .unwrap_or(scalpel_model::graph::BoundaryInfo {
+                op: None,
+                function: None,
+                frames: Vec::new(),
+            })
+    }
+
+    /// The finished graph: nodes without edges dropped, edges heaviest first, knots by share.
+    pub(super) fn finish(self, found: Found, explained: Vec<f64>, task: Option<String>) -> WaitFor {
+        // Keep nodes with edges, in their order.
+        let mut used = vec![false; self.nodes.len()];
+        for ((f, t), _) in &self.edges {
+            used[*f as usize] = true;
+            used[*t as usize] = true;
+        }
+        let mut new_id = vec![u32::MAX; self.nodes.len()];
+        let mut nodes = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if used[i] {
+                new_id[i] = nodes.len() as u32;
+                nodes.push(n.clone());
+            }
+        }
+        // Edges heaviest first (ties by node ids, so output is stable).
+        let mut order: Vec<usize> = (0..self.edges.len()).collect();
+        order.sort_by_key(|&i| {
+            let ((f, t), a) = &self.edges[i];
+            (
+                std::cmp::Reverse(a.weight()),
+                new_id[*f as usize],
+                new_id[*t as usize],
+            )
+        });
+        let mut edge_id = vec![WaitEdgeId(0); self.edges.len()];
+        let mut edges = Vec::with_capacity(order.len());
+        for (k, &i) in order.iter().enumerate() {
+            edge_id[i] = WaitEdgeId(k as u32);
+            let ((f, t), a) = &self.edges[i];
+            let mut kinds: Vec<(BlockKind, u64)> = a.kinds.iter().map(|(&k, &v)| (k, v)).collect();
+            kinds.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+            let mut sites: Vec<(&(SiteKey, BlockKind), &(u64, u64))> = a.sites.iter().collect();
+            sites.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
+            edges.push(WaitEdge {
+                from: WaitNodeId(new_id[*f as usize]),
+                to: WaitNodeId(new_id[*t as usize]),
+                direct_ns: a.direct,
+                cascaded_ns: a.cascaded.round() as u64,
+                idle_ns: a.idle,
+                kinds,
+                sites: sites
+                    .into_iter()
+                    .take(SITES)
+                    .map(|(&(key, kind), &(ns, count))| WaitSite {
+                        kind,
+                        site: self.site(key),
+                        ns,
+                        count,
+                    })
+                    .collect(),
+            });
+        }
+        let by_weight = |v: &mut Vec<WaitEdgeId>| v.sort_unstable();
+        let mut knots: Vec<Knot> = found
+            .knots
+            .iter()
+            .zip(&explained)
+            .map(|(members, &ns)| {
+                let inside_set = |n: u32| members.contains(&n);
+                let mut inside = Vec::new();
+                let mut into = Vec::new();
+                for (i, ((f, t), _)) in self.edges.iter().enumerate() {
+                    if inside_set(*t) && inside_set(*f) {
+                        inside.push(edge_id[i]);
+                    } else if inside_set(*t) {
+                        into.push(edge_id[i]);
+                    }
+                }
+                by_weight(&mut inside);
+                by_weight(&mut into);
+                let mut m: Vec<WaitNodeId> = members
+                    .iter()
+                    .map(|&n| WaitNodeId(new_id[n as usize]))
+                    .collect();
+                m.sort_unstable();
+                let explained_ns = ns.round() as u64;
+                Knot {
+                    members: m,
+                    explained_ns,
+                    share: if self.total_wait_ns == 0 {
+                        0.0
+                    } else {
+                        explained_ns as f64 / self.total_wait_ns as f64
+                    },
+                    inside,
+                    into,
+                }
+            })
+            .collect();
+        knots.sort_by(|a, b| {
+            b.explained_ns
+                .cmp(&a.explained_ns)
+                .then(a.members.cmp(&b.members))
+        });
+        let ids = |v: &[usize]| {
+            let mut out: Vec<WaitEdgeId> = v.iter().map(|&i| edge_id[i]).collect();
+            out.sort_unstable();
+            out
+        };
+        WaitFor {
+            nodes,
+            edges,
+            knots,
+            left_out: ids(&found.left_out),
+            trimmed: ids(&found.trimmed),
+            total_wait_ns: self.total_wait_ns,
+            span_ns: self.span_ns,
+            cascade_steps: self.steps,
+            cascade_cut: self.cut,
+            task,
+        }
+    }
+}

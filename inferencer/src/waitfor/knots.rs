@@ -1,0 +1,140 @@
+//! Knots: strongly connected components that no edge leaves, where chains of waits end.
+//!
+//! Threads in a knot wait only on each other, so nothing outside it can speed them up: if they
+//! serve requests, one of the knot's edges is what limits throughput. Before the search, edges
+//! to `[unknown]` and edges lighter than [`WaitForOptions::min_share`] of all waiting are left
+//! out (wPerf does the same with 1%). A knot of several nodes then loses its lightest edge out
+//! of a thread group while that edge weighs less than [`WaitForOptions::trim`] of the knot's
+//! inner weight, and the knots are found again: a syncer that rarely waits for the handlers
+//! that feed it is the bottleneck with its disk, not with them. A node counts as a knot only
+//! when something waits on it (an isolated thread is not a bottleneck).
+
+use petgraph::algo::kosaraju_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use super::cascade::Acc;
+use super::{Pseudo, WaitForOptions};
+
+/// The knots found, as node lists, and the edges (indices into the weighed edges) left out.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    pub knots: Vec<Vec<u32>>,
+    /// Left out before the search, or trimmed.
+    pub left_out: Vec<usize>,
+    /// Trimmed from knots.
+    pub trimmed: Vec<usize>,
+}
+
+/// Finds the knots of `edges` (on `nodes` nodes, of which the first `groups` are thread groups
+/// and the rest [`Pseudo::ALL`]).
+pub(super) fn find(
+    edges: &[((u32, u32), Acc)],
+    nodes: usize,
+    groups: usize,
+    total: u64,
+    opts: &WaitForOptions,
+) -> Found {
+    let unknown = (groups + Pseudo::Unknown as usize) as u32;
+    let is_device = |n: u32| {
+        (n as usize)
+            .checked_sub(groups)
+            .and_then(|p| Pseudo::ALL.get(p))
+            .is_some_and(|p| p.is_device())
+    };
+    let floor = (total as f64 * opts.min_share).ceil() as u64;
+    let mut found = Found::default();
+    let mut kept: Vec<bool> = edges
+        .iter()
+        .map(|((_, t), a)| *t != unknown && a.weight() >= floor.max(1))
+        .collect();
+    found.left_out = (0..edges.len()).filter(|&i| !kept[i]).collect();
+    // Each round removes an edge, so this ends within the edge count.
+    loop {
+        let knots = knots_of(edges, &kept, nodes);
+        let mut trim: Option<usize> = None;
+        for members in &knots {
+            if members.len() < 2 {
+                continue;
+            }
+            let inner: Vec<usize> = (0..edges.len())
+                .filter(|&i| {
+                    kept[i] && {
+                        let (f, t) = edges[i].0;
+                        members.contains(&f) && members.contains(&t)
+                    }
+                })
+                .collect();
+            let weight: u64 = inner.iter().map(|&i| edges[i].1.weight()).sum();
+            let lightest = inner
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let (f, t) = edges[i].0;
+                    f != t && !is_device(f)
+                })
+                .min_by_key(|&i| (edges[i].1.weight(), i));
+            if let Some(i) = lightest {
+                if (edges[i].1.weight() as f64) < opts.trim * weight as f64 {
+                    trim = Some(i);
+                    break;
+                }
+            }
+        }
+        match trim {
+            Some(i) => {
+                kept[i] = false;
+                found.trimmed.push(i);
+                found.left_out.push(i);
+            }
+            None => {
+                found.knots = knots;
+                return found;
+            }
+        }
+    }
+}
+
+/// The strongly connected components of the kept edges that no kept edge leaves and some kept
+/// edge enters (or loops in), each sorted, in order of their first node.
+fn knots_of(edges: &[((u32, u32), Acc)], kept: &[bool], nodes: usize) -> Vec<Vec<u32>> {
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(nodes, edges.len());
+    for _ in 0..nodes {
+        graph.add_node(());
+    }
+    for (i, ((f, t), _)) in edges.iter().enumerate() {
+        if kept[i] {
+            graph.add_edge(NodeIndex::new(*f as usize), NodeIndex::new(*t as usize), ());
+        }
+    }
+    let mut comp = vec![usize::MAX; nodes];
+    let sccs = kosaraju_scc(&graph);
+    for (c, members) in sccs.iter().enumerate() {
+        for m in members {
+            comp[m.index()] = c;
+        }
+    }
+    let mut leaves = vec![false; sccs.len()];
+    let mut entered = vec![false; sccs.len()];
+    for (i, ((f, t), _)) in edges.iter().enumerate() {
+        if !kept[i] {
+            continue;
+        }
+        let (cf, ct) = (comp[*f as usize], comp[*t as usize]);
+        if cf != ct {
+            leaves[cf] = true;
+        }
+        entered[ct] = true;
+    }
+    let mut knots: Vec<Vec<u32>> = sccs
+        .iter()
+        .enumerate()
+        .filter(|&(c, _)| !leaves[c] && entered[c])
+        .map(|(_, m)| {
+            let mut v: Vec<u32> = m.iter().map(|n| n.index() as u32).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    knots.sort();
+    knots
+}

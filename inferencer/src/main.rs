@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod args;
 mod infer_cli;
 mod top_cli;
+mod waitfor_cli;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -20,6 +21,7 @@ use scalpel_inferencer::record::{
 };
 use scalpel_model::read::{read_dir, TraceDir};
 use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
+use waitfor_cli::{run_waitfor, WaitforArgs};
 
 /// Records the synchronization events of programs and inspects the traces.
 #[derive(Parser, Debug)]
@@ -49,6 +51,9 @@ enum Command {
     /// Draw a flame graph of off-CPU time: every blocking call by its stack, optionally with
     /// the waker's stack, per thread or for one task type.
     Flame(FlameArgs),
+    /// Find where the waiting ends: the wait-for graph between thread groups, disk, network,
+    /// scheduler and timers, with waits passed down chains of waiters, and its knots.
+    Waitfor(WaitforArgs),
 }
 
 #[derive(Args, Debug)]
@@ -118,6 +123,7 @@ enum Job {
     Top(TopArgs),
     Report(ReportArgs),
     Flame(FlameArgs),
+    Waitfor(WaitforArgs),
 }
 
 /// Converts the command line into the library's option structs.
@@ -156,6 +162,7 @@ fn job(cli: Cli) -> Result<Job> {
         Command::Top(a) => Job::Top(a),
         Command::Report(a) => Job::Report(a),
         Command::Flame(a) => Job::Flame(a),
+        Command::Waitfor(a) => Job::Waitfor(a),
     })
 }
 
@@ -236,6 +243,10 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Flame(a) => {
             keep_freed_memory();
             run_flame(&a).map(|_| ExitCode::SUCCESS)
+        }
+        Job::Waitfor(a) => {
+            keep_freed_memory();
+            run_waitfor(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;

@@ -95,7 +95,11 @@ pub(crate) struct FlameArgs {
 }
 
 /// Runs the pipeline (or reads what `infer` wrote) for a view.
-fn load(s: &SourceArgs, t: &mut Timings, spinner: &Spinner) -> Result<(Pipeline, Loaded)> {
+pub(crate) fn load(
+    s: &SourceArgs,
+    t: &mut Timings,
+    spinner: &Spinner,
+) -> Result<(Pipeline, Loaded)> {
     let pipeline = Pipeline::new(s.pipeline.options())?;
     let loaded = pipeline.load(&s.path, spinner, t)?;
     warn(&loaded.warnings, 10, "");
@@ -143,7 +147,7 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
 
 /// Where a view's file goes: the path given (whose directory must exist), or `name` beside the
 /// model (in `DIR/model` for a trace directory, created if needed).
-fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<PathBuf> {
+pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<PathBuf> {
     let out = match given {
         Some(p) => p.clone(),
         None if l.from.is_dir() => l.from.join("model").join(name),

@@ -17,7 +17,7 @@
 //! counts for the first knot its chain reaches, so the shares never add up past 100%.
 
 use ahash::AHashMap;
-use scalpel_model::graph::{Graph, LeafTypeId, ThreadId};
+use scalpel_model::graph::{Graph, LeafTypeId, OpName, ThreadId};
 
 use super::groups::Grouping;
 use super::knots::Found;
@@ -35,7 +35,7 @@ pub(super) struct Acc {
     pub cascaded: f64,
     pub idle: u64,
     kinds: AHashMap<BlockKind, u64>,
-    sites: AHashMap<(SiteKey, BlockKind), (u64, u64)>,
+    sites: AHashMap<(SiteKey, BlockKind, Option<OpName>), (u64, u64)>,
 }
 
 impl Acc {
@@ -196,7 +196,7 @@ pub(super) fn weigh<'g>(
             let a = acc.entry((from, to)).or_default();
             a.direct += len;
             *a.kinds.entry(w.kind).or_insert(0) += len;
-            let site = a.sites.entry((w.site, w.kind)).or_insert((0, 0));
+            let site = a.sites.entry((w.site, w.kind, w.op)).or_insert((0, 0));
             site.0 += len;
             site.1 += 1;
             nodes[from as usize].waited_ns += len;
@@ -235,7 +235,7 @@ pub(super) fn weigh<'g>(
             *a.kinds.entry(BlockKind::OffCpu).or_insert(0) += r.off;
             let site = a
                 .sites
-                .entry((SiteKey::End(r.ty), BlockKind::OffCpu))
+                .entry((SiteKey::End(r.ty), BlockKind::OffCpu, None))
                 .or_insert((0, 0));
             site.0 += r.off;
             site.1 += 1;
@@ -361,6 +361,37 @@ impl Built<'_> {
             })
     }
 
+    /// The heaviest [`SITES`] call sites of an edge, those that read the same (one call under
+    /// one stack, ending leaves of different types) merged.
+    fn sites(&self, a: &Acc) -> Vec<WaitSite> {
+        let mut merged: Vec<WaitSite> = Vec::new();
+        let mut keys: Vec<_> = a.sites.keys().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let &(ns, count) = &a.sites[key];
+            let (site, kind, call) = (self.site(key.0), key.1, key.2);
+            match merged
+                .iter_mut()
+                .find(|m| m.kind == kind && m.call == call && m.site == site)
+            {
+                Some(m) => {
+                    m.ns += ns;
+                    m.count += count;
+                }
+                None => merged.push(WaitSite {
+                    kind,
+                    call,
+                    site,
+                    ns,
+                    count,
+                }),
+            }
+        }
+        merged.sort_by(|x, y| y.ns.cmp(&x.ns).then(y.count.cmp(&x.count)));
+        merged.truncate(SITES);
+        merged
+    }
+
     /// The finished graph: nodes without edges dropped, edges heaviest first, knots by share.
     pub(super) fn finish(self, found: Found, explained: Vec<f64>, task: Option<String>) -> WaitFor {
         // Keep nodes with edges, in their order.
@@ -394,8 +425,7 @@ impl Built<'_> {
             let ((f, t), a) = &self.edges[i];
             let mut kinds: Vec<(BlockKind, u64)> = a.kinds.iter().map(|(&k, &v)| (k, v)).collect();
             kinds.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-            let mut sites: Vec<(&(SiteKey, BlockKind), &(u64, u64))> = a.sites.iter().collect();
-            sites.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
+            let sites = self.sites(a);
             edges.push(WaitEdge {
                 from: WaitNodeId(new_id[*f as usize]),
                 to: WaitNodeId(new_id[*t as usize]),
@@ -403,16 +433,7 @@ impl Built<'_> {
                 cascaded_ns: a.cascaded.round() as u64,
                 idle_ns: a.idle,
                 kinds,
-                sites: sites
-                    .into_iter()
-                    .take(SITES)
-                    .map(|(&(key, kind), &(ns, count))| WaitSite {
-                        kind,
-                        site: self.site(key),
-                        ns,
-                        count,
-                    })
-                    .collect(),
+                sites,
             });
         }
         let by_weight = |v: &mut Vec<WaitEdgeId>| v.sort_unstable();

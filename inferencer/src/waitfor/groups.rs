@@ -33,24 +33,37 @@ pub(super) struct Grouping {
     pub groups: Vec<Group>,
 }
 
-/// The name of thread `t`'s process: its title or the command's file name, digits masked and
-/// cut before a `(` (a client address).
+/// The name of thread `t`'s process: its title, or the command's file name and its first word
+/// that is neither an option nor an option's value (`replicated-store client`); digits masked
+/// and cut before a `(` (PostgreSQL's client address), so that a role's processes agree.
 fn process_label(g: &Graph, t: usize) -> String {
     let p = g
         .threads
         .get(t)
         .and_then(|t| g.processes.get(t.process.index()));
-    let raw = p
-        .and_then(|p| p.title.clone().or_else(|| p.cmdline.first().cloned()))
-        .map(|c| match c.split_once(' ') {
-            // A path's file name, but keep what a title says after it.
-            Some((cmd, rest)) if !cmd.ends_with(':') => {
-                format!("{} {rest}", cmd.rsplit('/').next().unwrap_or(cmd))
+    let raw = match p {
+        Some(p) => match (&p.title, p.cmdline.first()) {
+            (Some(title), _) => title.clone(),
+            (None, Some(cmd)) => {
+                let name = cmd.rsplit('/').next().unwrap_or(cmd).to_owned();
+                let word = p.cmdline.windows(2).find_map(|w| {
+                    let (before, arg) = (&w[0], &w[1]);
+                    let plain = !arg.is_empty()
+                        && arg
+                            .chars()
+                            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_')
+                        && !arg.starts_with('-');
+                    (plain && !before.starts_with('-')).then_some(arg)
+                });
+                match word {
+                    Some(w) => format!("{name} {w}"),
+                    None => name,
+                }
             }
-            _ if !c.contains(' ') => c.rsplit('/').next().unwrap_or(&c).to_owned(),
-            _ => c,
-        })
-        .unwrap_or_else(|| "process".to_owned());
+            (None, None) => "process".to_owned(),
+        },
+        None => "process".to_owned(),
+    };
     let cut = raw.split('(').next().unwrap_or(&raw);
     mask_digits(cut.trim())
 }
@@ -180,8 +193,9 @@ fn name_groups(
 ) {
     let base = |gr: &Group| {
         let (label, role) = &labels[gr.threads[0] as usize];
+        // A main thread is named after its command, cut to 15 bytes by the kernel.
         let first = label.split([' ', ':']).next().unwrap_or("");
-        if role.is_empty() || role == first || label.is_empty() {
+        if role.is_empty() || first.starts_with(role.as_str()) || label.is_empty() {
             label.clone()
         } else {
             format!("{label}: {role}")

@@ -114,7 +114,10 @@ pub struct WaitNode {
 pub struct WaitSite {
     /// The kind of wait.
     pub kind: BlockKind,
-    /// The call and its stack.
+    /// The call that waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<scalpel_model::graph::OpName>,
+    /// Where it was made: its function and stack.
     pub site: BoundaryInfo,
     /// Direct waiting time at this site on this edge.
     pub ns: u64,

@@ -13,7 +13,7 @@
 //! waits between leaves; clock jitter that makes two touch is clipped.
 
 use ahash::AHashMap;
-use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, NodeId, SiteId};
+use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, NodeId, OpName, SiteId};
 
 use super::Pseudo;
 use crate::rollup::BlockKind;
@@ -44,6 +44,8 @@ pub(super) struct Seg {
     pub target: Target,
     pub kind: BlockKind,
     pub site: SiteKey,
+    /// The call.
+    pub op: Option<OpName>,
     /// Whether it counts as a direct wait (its leaf is in the task asked for, or no task was).
     pub direct: bool,
 }
@@ -208,6 +210,7 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
                 target,
                 kind,
                 site: SiteKey::Inner(w.site),
+                op: Some(w.op),
                 direct: direct(leaf),
             });
         }
@@ -253,6 +256,7 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
             target: target.unwrap_or(Target::Pseudo(unwoken(kind))),
             kind,
             site: SiteKey::End(l.ty),
+            op: l.end_op,
             direct: direct(i),
         });
     }

@@ -60,17 +60,18 @@ fn inner(g: &mut Graph, leaf: u32, op: Op, at: u64, ns: u64, obj: Option<u32>) {
     });
 }
 
-/// A leaf of `ty` over `start..end` on `t`, then `block` ns in the call that ended it.
+/// A leaf of `ty` over `start..end` on `t`, then `block` ns in the call `op` that ended it.
 fn blocked(
     b: &mut GraphBuilder,
     t: ThreadId,
-    ty: LeafTypeId,
+    (ty, op): (LeafTypeId, Op),
     start: u64,
     end: u64,
     block: u64,
 ) -> (ThreadId, u32) {
     let mut l = Leaf::new(t, ty, start, end);
     l.block_ns = block;
+    l.end_op = Some(OpName(op as u8));
     b.push(t, l)
 }
 
@@ -80,9 +81,9 @@ fn chain() -> Graph {
     let wait = b.leaf_type("wait", Some(Op::CondWait));
     let signal = b.leaf_type("signal", Some(Op::CondSignal));
     let (ta, tb, tc) = (b.thread("a"), b.thread("b"), b.thread("c"));
-    blocked(&mut b, ta, wait, 0, 0, 100);
+    blocked(&mut b, ta, (wait, Op::CondWait), 0, 0, 100);
     let a1 = b.leaf(ta, signal, 100, 120);
-    blocked(&mut b, tb, wait, 0, 20, 30);
+    blocked(&mut b, tb, (wait, Op::CondWait), 0, 20, 30);
     let b1 = b.leaf(tb, signal, 50, 100);
     b.leaf(tb, signal, 100, 130);
     let c0 = b.leaf(tc, signal, 0, 50);
@@ -139,7 +140,7 @@ fn lock_waits_are_edges_to_the_holder_and_a_convoy_is_its_own_knot() {
     let work = b.leaf_type("work", Some(Op::ThreadExit));
     let join = b.leaf_type("join", Some(Op::ThreadJoin));
     let (main, w1, w2) = (b.thread("main"), b.thread("worker-1"), b.thread("worker-2"));
-    blocked(&mut b, main, join, 0, 1, 199);
+    blocked(&mut b, main, (join, Op::ThreadJoin), 0, 1, 199);
     let m1 = b.leaf(main, work, 200, 210);
     b.leaf(w1, work, 0, 100);
     let w2a = b.leaf(w2, work, 0, 200);
@@ -178,9 +179,9 @@ fn a_light_edge_back_to_the_feeders_is_trimmed() {
     let (h, s) = (b.thread("handler"), b.thread("syncer"));
     // The handler signals at 1 and waits to 1000; the syncer waits 0..50 for it, flushes
     // (an fsync inner wait 60..990), and signals at 1000.
-    let h0 = blocked(&mut b, h, signal, 0, 1, 999);
+    let h0 = blocked(&mut b, h, (signal, Op::CondWait), 0, 1, 999);
     let h1 = b.leaf(h, signal, 1000, 1010);
-    blocked(&mut b, s, wait, 0, 0, 50);
+    blocked(&mut b, s, (wait, Op::CondWait), 0, 0, 50);
     let s1 = b.leaf(s, signal, 50, 1000);
     b.edge(h0, s1, EdgeKind::Cond);
     b.edge(s1, h1, EdgeKind::Cond);

@@ -13,6 +13,7 @@
 //! waits between leaves; clock jitter that makes two touch is clipped.
 
 use ahash::AHashMap;
+use scalpel_model::format::Op;
 use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, NodeId, OpName, SiteId};
 
 use super::Pseudo;
@@ -164,12 +165,42 @@ fn waker(
     }
 }
 
-/// The pseudo-thread a wait of `kind` with no waker waited on.
-fn unwoken(kind: BlockKind) -> Pseudo {
-    match kind {
-        BlockKind::Sleep => Pseudo::Timer,
-        BlockKind::Io => Pseudo::Disk,
-        _ => Pseudo::Unknown,
+/// What time inside a call was spent waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Waits {
+    /// For another thread (or a peer): the waker says which.
+    Waker,
+    /// For a pseudo-thread, whatever the edges say.
+    On(Pseudo),
+    /// For nothing: the call signals, creates or describes (an unlock, a `cond_signal`, a
+    /// `pthread_create`); its time is the thread's own work in the kernel.
+    Nothing,
+}
+
+/// What a call spent its time waiting for; `inner`: it did not cut its leaf (so a read or a
+/// write was on a file or a terminal).
+fn waits(op: Option<Op>, inner: bool) -> Waits {
+    use Op::*;
+    let Some(op) = op else { return Waits::Nothing };
+    match op {
+        Sleep => Waits::On(Pseudo::Timer),
+        Fsync | Fdatasync | SyncFileRange | Msync | Syncfs | Sync | Dlopen => {
+            Waits::On(Pseudo::Disk)
+        }
+        Read | Readv | Pread | Recv | Recvfrom | Recvmsg | Write | Writev | Pwrite | Send
+        | Sendto | Sendmsg | Sendfile
+            if inner =>
+        {
+            Waits::On(Pseudo::Disk)
+        }
+        MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock | CondRelock | RwRdlock
+        | RwTryrdlock | RwTimedrdlock | RwClockrdlock | RwWrlock | RwTrywrlock | RwTimedwrlock
+        | RwClockwrlock | CondWait | CondTimedwait | CondClockwait | SemWait | SemTimedwait
+        | SemClockwait | SemTrywait | FutexWait | EpollWait | EpollPwait | EpollPwait2 | Poll
+        | Ppoll | Select | Pselect | Read | Readv | Pread | Recv | Recvfrom | Recvmsg | Write
+        | Writev | Pwrite | Send | Sendto | Sendmsg | Sendfile | Accept | Accept4 | Connect
+        | ThreadJoin => Waits::Waker,
+        _ => Waits::Nothing,
     }
 }
 
@@ -198,11 +229,11 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
             continue;
         };
         let kind = BlockKind::of(w.op.op());
-        let target = match kind {
-            BlockKind::Lock => holder(leaf, w.obj, w.ns),
-            _ => None,
-        }
-        .unwrap_or(Target::Pseudo(unwoken(kind)));
+        let target = match waits(w.op.op(), true) {
+            Waits::Nothing => continue,
+            Waits::On(p) => Target::Pseudo(p),
+            Waits::Waker => holder(leaf, w.obj, w.ns).unwrap_or(Target::Pseudo(Pseudo::Unknown)),
+        };
         if let Some(t) = out.get_mut(l.thread.index()) {
             t.waits.push(Seg {
                 start: w.at_ns,
@@ -236,24 +267,33 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
         if l.block_ns == 0 {
             continue;
         }
-        let kind = BlockKind::of(l.end_op.and_then(|o| o.op()));
+        let op = l.end_op.and_then(|o| o.op());
+        let kind = BlockKind::of(op);
         let end = l.end_ns + l.block_ns;
         let same = |j: usize| g.leaves.get(j).is_some_and(|n| n.thread == l.thread);
-        let mut target = same(i + 1)
-            .then(|| waker(g, &wakes, i, i + 1, end, false))
-            .flatten();
-        if target.is_none() && kind == BlockKind::Poll && same(i + 2) {
-            target = waker(g, &wakes, i, i + 2, end, true);
-        }
-        if target.is_none() && kind == BlockKind::Lock {
-            // Cut at locks: the acquisition ended this leaf; its waiter is the next leaf.
-            target =
-                holder(i + 1, l.end_obj, l.block_ns).or_else(|| holder(i, l.end_obj, l.block_ns));
-        }
+        let target = match waits(op, false) {
+            Waits::Nothing => continue,
+            Waits::On(p) => Target::Pseudo(p),
+            Waits::Waker => {
+                let mut target = same(i + 1)
+                    .then(|| waker(g, &wakes, i, i + 1, end, false))
+                    .flatten();
+                if target.is_none() && kind == BlockKind::Poll && same(i + 2) {
+                    target = waker(g, &wakes, i, i + 2, end, true);
+                }
+                if target.is_none() && kind == BlockKind::Lock {
+                    // Cut at locks: the acquisition ended this leaf; its waiter is the next
+                    // leaf (or this one, as the graph stage counts it).
+                    target = holder(i + 1, l.end_obj, l.block_ns)
+                        .or_else(|| holder(i, l.end_obj, l.block_ns));
+                }
+                target.unwrap_or(Target::Pseudo(Pseudo::Unknown))
+            }
+        };
         t.waits.push(Seg {
             start: l.end_ns,
             end,
-            target: target.unwrap_or(Target::Pseudo(unwoken(kind))),
+            target,
             kind,
             site: SiteKey::End(l.ty),
             op: l.end_op,

@@ -97,19 +97,26 @@ impl Step {
     }
 }
 
-/// Walks the chains under one direct wait of `root` on thread `first` over `[s, e]`: `visit` is
-/// called with (waiting thread, its wait's target, overlap start, end, fraction of the
-/// overlap that counts) and says whether to go on down that wait. Returns the steps taken.
-fn walk(
-    timelines: &[Timeline],
-    opts: &WaitForOptions,
+/// A direct wait of thread `root` on thread `first` over `[s, e]`.
+#[derive(Clone, Copy)]
+struct Direct {
     root: u32,
     first: u32,
     s: u64,
     e: u64,
+}
+
+/// Walks the chains under direct wait `d`: `visit` is called with (waiting thread, its wait's
+/// target, overlap start, end, fraction of the overlap that counts) and says whether to go on
+/// down that wait. Returns the steps taken (stopping once past `budget`).
+fn walk(
+    timelines: &[Timeline],
+    opts: &WaitForOptions,
+    d: Direct,
     budget: u64,
     mut visit: impl FnMut(u32, Target, u64, u64, f64) -> bool,
 ) -> u64 {
+    let Direct { root, first, s, e } = d;
     let depth = opts.max_depth.min(16) as u8;
     let mut path = [0u32; 16];
     path[0] = root;
@@ -211,10 +218,12 @@ pub(super) fn weigh<'g>(
                     steps += walk(
                         timelines,
                         opts,
-                        t as u32,
-                        b,
-                        w.start,
-                        w.end,
+                        Direct {
+                            root: t as u32,
+                            first: b,
+                            s: w.start,
+                            e: w.end,
+                        },
                         left,
                         |x, target, s, e, f| {
                             let key = (grouping.of[x as usize], node_of(grouping, target));
@@ -318,10 +327,12 @@ pub(super) fn explain(
             steps += walk(
                 timelines,
                 opts,
-                t as u32,
-                b,
-                w.start,
-                w.end,
+                Direct {
+                    root: t as u32,
+                    first: b,
+                    s: w.start,
+                    e: w.end,
+                },
                 left,
                 |_, target, s, e, f| {
                     let k = knot_of[node_of(grouping, target) as usize];

@@ -65,7 +65,22 @@ fn process_label(g: &Graph, t: usize) -> String {
         None => "process".to_owned(),
     };
     let cut = raw.split('(').next().unwrap_or(&raw);
-    mask_digits(cut.trim())
+    // A title's paths and options (nginx's `master process /usr/sbin/nginx -c …`) say nothing
+    // of the role.
+    let words: Vec<&str> = cut
+        .split_whitespace()
+        .enumerate()
+        .filter(|&(i, w)| i == 0 || !(w.starts_with('/') || w.starts_with('-')))
+        .map(|(_, w)| w)
+        .collect();
+    // Digits are masked after the command's own name (`apache2` stays).
+    let (first, rest) = words.split_first().map_or(("", &[][..]), |(f, r)| (*f, r));
+    let rest = mask_digits(&rest.join(" "));
+    if rest.is_empty() {
+        first.to_owned()
+    } else {
+        format!("{first} {rest}")
+    }
 }
 
 /// `s` with every run of digits replaced by `#`.

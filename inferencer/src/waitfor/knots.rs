@@ -12,10 +12,10 @@
 use petgraph::algo::kosaraju_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::cascade::Acc;
 use super::{Pseudo, WaitForOptions};
 
 /// The knots found, as node lists, and the edges (indices into the weighed edges) left out.
+/// Edges come in as (from, to, weight).
 #[derive(Debug, Default)]
 pub(super) struct Found {
     pub knots: Vec<Vec<u32>>,
@@ -28,7 +28,7 @@ pub(super) struct Found {
 /// Finds the knots of `edges` (on `nodes` nodes, of which the first `groups` are thread groups
 /// and the rest [`Pseudo::ALL`]).
 pub(super) fn find(
-    edges: &[((u32, u32), Acc)],
+    edges: &[(u32, u32, u64)],
     nodes: usize,
     groups: usize,
     total: u64,
@@ -45,12 +45,12 @@ pub(super) fn find(
     let mut found = Found::default();
     let mut kept: Vec<bool> = edges
         .iter()
-        .map(|((_, t), a)| *t != unknown && a.weight() >= floor.max(1))
+        .map(|&(_, t, w)| t != unknown && w >= floor.max(1))
         .collect();
     found.left_out = (0..edges.len()).filter(|&i| !kept[i]).collect();
     // Each round removes an edge, so this ends within the edge count.
     loop {
-        let knots = knots_of(edges, &kept, nodes);
+        let knots = knots_of(edges, &kept, nodes, &is_device);
         let mut trim: Option<usize> = None;
         for members in &knots {
             if members.len() < 2 {
@@ -59,22 +59,22 @@ pub(super) fn find(
             let inner: Vec<usize> = (0..edges.len())
                 .filter(|&i| {
                     kept[i] && {
-                        let (f, t) = edges[i].0;
+                        let (f, t, _) = edges[i];
                         members.contains(&f) && members.contains(&t)
                     }
                 })
                 .collect();
-            let weight: u64 = inner.iter().map(|&i| edges[i].1.weight()).sum();
+            let weight: u64 = inner.iter().map(|&i| edges[i].2).sum();
             let lightest = inner
                 .iter()
                 .copied()
                 .filter(|&i| {
-                    let (f, t) = edges[i].0;
+                    let (f, t, _) = edges[i];
                     f != t && !is_device(f)
                 })
-                .min_by_key(|&i| (edges[i].1.weight(), i));
+                .min_by_key(|&i| (edges[i].2, i));
             if let Some(i) = lightest {
-                if (edges[i].1.weight() as f64) < opts.trim * weight as f64 {
+                if (edges[i].2 as f64) < opts.trim * weight as f64 {
                     trim = Some(i);
                     break;
                 }
@@ -95,15 +95,23 @@ pub(super) fn find(
 }
 
 /// The strongly connected components of the kept edges that no kept edge leaves and some kept
-/// edge enters (or loops in), each sorted, in order of their first node.
-fn knots_of(edges: &[((u32, u32), Acc)], kept: &[bool], nodes: usize) -> Vec<Vec<u32>> {
+/// edge enters (or loops in), each sorted, in order of their first node. A device's idle edges
+/// close circles but neither make a component leak nor make one a knot: a device waits on all
+/// its users at once, and one that fed it a little from outside is not where anyone's waiting
+/// ends.
+fn knots_of(
+    edges: &[(u32, u32, u64)],
+    kept: &[bool],
+    nodes: usize,
+    is_device: &impl Fn(u32) -> bool,
+) -> Vec<Vec<u32>> {
     let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(nodes, edges.len());
     for _ in 0..nodes {
         graph.add_node(());
     }
-    for (i, ((f, t), _)) in edges.iter().enumerate() {
+    for (i, &(f, t, _)) in edges.iter().enumerate() {
         if kept[i] {
-            graph.add_edge(NodeIndex::new(*f as usize), NodeIndex::new(*t as usize), ());
+            graph.add_edge(NodeIndex::new(f as usize), NodeIndex::new(t as usize), ());
         }
     }
     let mut comp = vec![usize::MAX; nodes];
@@ -115,11 +123,14 @@ fn knots_of(edges: &[((u32, u32), Acc)], kept: &[bool], nodes: usize) -> Vec<Vec
     }
     let mut leaves = vec![false; sccs.len()];
     let mut entered = vec![false; sccs.len()];
-    for (i, ((f, t), _)) in edges.iter().enumerate() {
+    for (i, &(f, t, _)) in edges.iter().enumerate() {
         if !kept[i] {
             continue;
         }
-        let (cf, ct) = (comp[*f as usize], comp[*t as usize]);
+        let (cf, ct) = (comp[f as usize], comp[t as usize]);
+        if is_device(f) {
+            continue;
+        }
         if cf != ct {
             leaves[cf] = true;
         }

@@ -251,8 +251,13 @@ fn build(g: &Graph, keep: Option<&[bool]>, opts: &WaitForOptions, task: Option<S
     let timelines = waits::timelines(g, keep);
     let built = cascade::weigh(g, &grouping, &timelines, opts);
     let groups = grouping.groups.len();
+    let weights: Vec<(u32, u32, u64)> = built
+        .edges
+        .iter()
+        .map(|&((f, t), ref a)| (f, t, a.weight()))
+        .collect();
     let found = knots::find(
-        &built.edges,
+        &weights,
         built.nodes.len(),
         groups,
         built.total_wait_ns,

@@ -169,26 +169,38 @@ fn lock_waits_are_edges_to_the_holder_and_a_convoy_is_its_own_knot() {
     assert_eq!(w.knots[0].explained_ns, 199 + 90);
 }
 
-/// A handler waits on a syncer that waits on the disk and, briefly, on the handler: the light
-/// edge back to the handler is trimmed, and the syncer and the disk are the knot.
-#[test]
-fn a_light_edge_back_to_the_feeders_is_trimmed() {
+/// A handler waits on a syncer that waits on the disk (an fsync 60..990) and, briefly, on the
+/// handler (0..50). With `occasional`, a third thread runs to 3000 and fsyncs for 12 ns.
+fn syncer(occasional: bool) -> Graph {
     let mut b = GraphBuilder::new();
     let wait = b.leaf_type("wait", Some(Op::CondWait));
     let signal = b.leaf_type("signal", Some(Op::CondSignal));
     let (h, s) = (b.thread("handler"), b.thread("syncer"));
-    // The handler signals at 1 and waits to 1000; the syncer waits 0..50 for it, flushes
-    // (an fsync inner wait 60..990), and signals at 1000.
+    // The handler signals at 1 and waits to 1000; the syncer signals at 1000.
     let h0 = blocked(&mut b, h, (signal, Op::CondWait), 0, 1, 999);
     let h1 = b.leaf(h, signal, 1000, 1010);
     blocked(&mut b, s, (wait, Op::CondWait), 0, 0, 50);
     let s1 = b.leaf(s, signal, 50, 1000);
     b.edge(h0, s1, EdgeKind::Cond);
     b.edge(s1, h1, EdgeKind::Cond);
+    if occasional {
+        let x = b.thread("occasional");
+        b.leaf(x, signal, 0, 3000);
+    }
     let mut g = b.build();
     g.leaves[3].other_ns = 930;
     inner(&mut g, 3, Op::Fdatasync, 60, 930, None);
-    let w = build(&g, None, &WaitForOptions::default(), None);
+    if occasional {
+        g.leaves[4].other_ns = 12;
+        inner(&mut g, 4, Op::Fsync, 2000, 12, None);
+    }
+    g
+}
+
+/// The syncer and the disk are the knot; the light edge back to the handler is trimmed.
+#[test]
+fn a_light_edge_back_to_the_feeders_is_trimmed() {
+    let w = build(&syncer(false), None, &WaitForOptions::default(), None);
     assert_eq!(edge(&w, "handler", "syncer").direct_ns, 999);
     // The syncer's wait for the handler overlaps the handler's wait for the syncer: nothing
     // is passed back round the circle.
@@ -204,6 +216,18 @@ fn a_light_edge_back_to_the_feeders_is_trimmed() {
     let t = &w.edges[w.trimmed[0].index()];
     assert_eq!(w.nodes[t.from.index()].name, "process: syncer");
     assert_eq!(w.nodes[t.to.index()].name, "process: handler");
+}
+
+/// The disk's idle time is shared with a thread that used it a little: that edge neither
+/// makes the syncer's knot leak nor makes the occasional user a knot.
+#[test]
+fn a_device_idle_edge_to_an_occasional_user_does_not_move_the_knot() {
+    let w = build(&syncer(true), None, &WaitForOptions::default(), None);
+    // Idle 3000 − 942 ns, shared 930 : 12; the user's own 12 ns are under 1% of the waiting.
+    assert_eq!(edge(&w, "[disk]", "occasional").idle_ns, 2058 * 12 / 942);
+    assert_eq!(edge(&w, "[disk]", "syncer").idle_ns, 2058 * 930 / 942);
+    assert_eq!(w.knots.len(), 1, "{:?}", w.knots);
+    assert_eq!(names(&w, &w.knots[0]), ["syncer", "[disk]"]);
 }
 
 #[test]

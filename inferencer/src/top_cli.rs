@@ -17,6 +17,7 @@ use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
 use scalpel_inferencer::views::timings::write_timings;
+use scalpel_inferencer::waitfor::{wait_for, WaitForOptions};
 use scalpel_inferencer::Pipeline;
 
 use crate::args::PipelineArgs;
@@ -222,12 +223,16 @@ pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
         tasks: a.tasks,
         title: l.from.display().to_string(),
     };
+    let waits = t.phase("wait-for graph", &Spinner::new(), || {
+        wait_for(&l.graph, &l.model, &WaitForOptions::default())
+    });
     let file =
         std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
     let mut w = BufWriter::new(file);
     let svg_err = t
         .phase("writing the report", &Spinner::new(), || {
-            write_report(&mut w, &l.graph, &l.model, &r, &opts).and_then(|e| w.flush().map(|()| e))
+            write_report(&mut w, &l.graph, &l.model, &r, &waits, &opts)
+                .and_then(|e| w.flush().map(|()| e))
         })
         .with_context(|| format!("cannot write {}", out.display()))?;
     print_timings(a.source.pipeline.timings, &t);

@@ -12,6 +12,7 @@ use scalpel_inferencer::testgraph::GraphBuilder;
 use scalpel_inferencer::views::model::{fitted_dot, ModelDraw};
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::{csv, json, table, tree};
+use scalpel_inferencer::waitfor::{wait_for, WaitForOptions};
 use scalpel_inferencer::{Pipeline, PipelineOptions};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{EdgeKind, Graph, Leaf, OpName};
@@ -168,7 +169,8 @@ fn every_view_of_the_server_graph_matches_its_golden_file() {
         tasks: 5,
         title: "golden server".into(),
     };
-    write_report(&mut html, &graph, &model, &r, &opts).unwrap();
+    let waits = wait_for(&graph, &model, &WaitForOptions::default());
+    write_report(&mut html, &graph, &model, &r, &waits, &opts).unwrap();
     golden(
         "report.html",
         without_drawing(&String::from_utf8(html).unwrap()).as_bytes(),

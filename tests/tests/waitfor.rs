@@ -174,6 +174,23 @@ fn the_replicated_stores_knot_is_the_senders_flow_control_sleep() {
     let knot = s.lines().find(|l| l.starts_with("Knot 1:")).unwrap();
     assert!(knot.contains("[timer]"), "{s}");
     assert!(s.contains("flow_control_sleep"), "{s}");
+    // The report names it too.
+    let html = r.tmp.path().join("report.html");
+    let o = Command::new(scalpel())
+        .arg("report")
+        .arg(&r.dir)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("<h2>Where the waiting ends</h2>")
+        .expect("a knots section");
+    let knot = &page[at..];
+    assert!(knot.contains("<h3>Knot 1: [timer] &mdash;"), "{knot}");
+    assert!(knot.contains("flow_control_sleep"), "{knot}");
 }
 
 #[test]

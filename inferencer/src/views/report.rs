@@ -11,7 +11,9 @@ use super::graphviz::DrawError;
 use super::model::{model_svg, ModelDraw};
 use super::table::blocked_shares;
 use super::units::{bytes, duration, pct};
+use super::waitfor::{edge_name, knot_name, site_line};
 use crate::rollup::{off_cpu, top_view, Expanded, FlameOptions, Rollup, TaskRow, TopOptions};
+use crate::waitfor::{WaitEdgeId, WaitFor};
 
 /// What the report holds. `Default`: 5 drill-downs, no title.
 #[derive(Clone, Debug)]
@@ -216,12 +218,77 @@ fn off_cpu_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str)
     )
 }
 
+/// Knots listed in the report.
+const KNOTS: usize = 3;
+
+/// The wait-for graph's knots: where the waiting ends, with the edges inside and into each.
+fn knots(o: &mut impl Write, w: &WaitFor) -> io::Result<()> {
+    writeln!(o, "<h2>Where the waiting ends</h2>")?;
+    writeln!(
+        o,
+        "<p class=hint>The knots of the wait-for graph: thread groups (and the disk, network, \
+         scheduler or timers) that wait only on each other, so that nothing else can speed them \
+         up. A share is the part of all {} of waiting whose chain of waits (A waited on B while B \
+         waited on C…) ends there. <code>scalpel waitfor</code> prints the whole graph and \
+         draws it.</p>",
+        duration(w.total_wait_ns)
+    )?;
+    if w.knots.is_empty() {
+        return writeln!(
+            o,
+            "<p>No knot: every chain of waits ends outside the trace.</p>"
+        );
+    }
+    let rows = |o: &mut dyn Write, ids: &[WaitEdgeId]| -> io::Result<()> {
+        for id in ids {
+            let e = &w.edges[id.index()];
+            let site = e.sites.first().map_or_else(String::new, |s| {
+                format!("{} {}: {}", s.kind.name(), duration(s.ns), site_line(s))
+            });
+            writeln!(
+                o,
+                "<tr><td>{}</td><td class=num>{}</td><td class=num>{}</td><td class=num>{}</td>\
+                 <td class=num>{}</td><td>{}</td></tr>",
+                esc(&edge_name(w, e)),
+                duration(e.weight()),
+                duration(e.direct_ns),
+                duration(e.cascaded_ns),
+                duration(e.idle_ns),
+                esc(&site)
+            )?;
+        }
+        Ok(())
+    };
+    for (i, k) in w.knots.iter().take(KNOTS).enumerate() {
+        writeln!(
+            o,
+            "<h3>Knot {}: {} &mdash; {} of all waiting</h3>",
+            i + 1,
+            esc(&knot_name(w, k)),
+            pct(k.share)
+        )?;
+        writeln!(
+            o,
+            "<table><tr><th>waits on</th><th>weight</th><th>direct</th><th>passed on</th>\
+             <th>idle</th><th>the heaviest call</th></tr>"
+        )?;
+        rows(o, &k.inside)?;
+        if !k.into.is_empty() {
+            writeln!(o, "<tr><th colspan=6>waited on by</th></tr>")?;
+            rows(o, &k.into[..k.into.len().min(3)])?;
+        }
+        writeln!(o, "</table>")?;
+    }
+    Ok(())
+}
+
 /// Writes the report page; returns why it has no drawing if it has none.
 pub fn write_report(
     o: &mut impl Write,
     graph: &Graph,
     model: &Model,
     r: &Rollup,
+    waits: &WaitFor,
     opts: &ReportOptions,
 ) -> io::Result<Option<DrawError>> {
     writeln!(
@@ -309,6 +376,7 @@ pub fn write_report(
         writeln!(o, "</details>")?;
     }
     writeln!(o, "{LEGEND}")?;
+    knots(o, waits)?;
     writeln!(o, "<h2>Drill-down</h2>")?;
     let drilled = if recurring.is_empty() {
         &once

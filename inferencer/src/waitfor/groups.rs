@@ -198,6 +198,26 @@ pub(super) fn group_threads(g: &Graph) -> Grouping {
     Grouping { of, groups }
 }
 
+/// A function that names what a leaf type does: the first named frame of its end, then of its
+/// start, leaving out addresses in stripped code and the frames every thread has.
+fn role_function(t: &scalpel_model::graph::LeafType) -> Option<String> {
+    let generic = |f: &str| {
+        f.starts_with("[+")
+            || f.starts_with("start_thread")
+            || f.starts_with("clone")
+            || f.starts_with("__libc_start")
+            || f == "_start"
+            || f == "main"
+    };
+    [&t.end, &t.start].into_iter().find_map(|b| {
+        b.function
+            .iter()
+            .chain(&b.frames)
+            .find(|f| !generic(f))
+            .cloned()
+    })
+}
+
 /// Names each group `process: thread ×N`, with the role's busiest call when several groups
 /// would share a name, and `#k` when that does not tell them apart either.
 fn name_groups(
@@ -230,13 +250,15 @@ fn name_groups(
                     *w.entry(ty).or_insert(0) += ns;
                 }
             }
-            let busiest = w
-                .into_iter()
-                .max_by_key(|&(ty, ns)| (ns, std::cmp::Reverse(ty)))
-                .and_then(|(ty, _)| g.types.get(ty as usize));
-            if let Some(f) =
-                busiest.and_then(|t| t.end.function.clone().or(t.start.function.clone()))
-            {
+            // The busiest leaf type with a named function says what the role does (a
+            // stripped binary's addresses and the thread start say nothing).
+            let mut by_wall: Vec<(u32, u64)> = w.into_iter().collect();
+            by_wall.sort_unstable_by_key(|&(ty, ns)| (std::cmp::Reverse(ns), ty));
+            let named = by_wall
+                .iter()
+                .filter_map(|&(ty, _)| g.types.get(ty as usize))
+                .find_map(role_function);
+            if let Some(f) = named {
                 name = format!("{name} ({f})");
             }
         }

@@ -197,9 +197,11 @@ fn waits(op: Option<Op>, inner: bool) -> Waits {
         | RwTryrdlock | RwTimedrdlock | RwClockrdlock | RwWrlock | RwTrywrlock | RwTimedwrlock
         | RwClockwrlock | CondWait | CondTimedwait | CondClockwait | SemWait | SemTimedwait
         | SemClockwait | SemTrywait | FutexWait | EpollWait | EpollPwait | EpollPwait2 | Poll
-        | Ppoll | Select | Pselect | Read | Readv | Pread | Recv | Recvfrom | Recvmsg | Write
-        | Writev | Pwrite | Send | Sendto | Sendmsg | Sendfile | Accept | Accept4 | Connect
-        | ThreadJoin => Waits::Waker,
+        | Ppoll | Select | Pselect | Read | Readv | Pread | Recv | Recvfrom | Recvmsg | Accept
+        | Accept4 | Connect | ThreadJoin => Waits::Waker,
+        // A write that blocked waited for its reader to make room, which no edge shows (edges
+        // run from writes to reads).
+        Write | Writev | Pwrite | Send | Sendto | Sendmsg | Sendfile => Waits::On(Pseudo::Unknown),
         _ => Waits::Nothing,
     }
 }

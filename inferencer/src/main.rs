@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod args;
 mod infer_cli;
+mod timeline_cli;
 mod top_cli;
 mod waitfor_cli;
 
@@ -20,6 +21,7 @@ use scalpel_inferencer::record::{
     DEFAULT_DIR,
 };
 use scalpel_model::read::{read_dir, TraceDir};
+use timeline_cli::{run_timeline, TimelineArgs};
 use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
 use waitfor_cli::{run_waitfor, WaitforArgs};
 
@@ -54,6 +56,9 @@ enum Command {
     /// Find where the waiting ends: the wait-for graph between thread groups, disk, network,
     /// scheduler and timers, with waits passed down chains of waiters, and its knots.
     Waitfor(WaitforArgs),
+    /// Write a timeline Perfetto and chrome://tracing open: a track per thread, leaves and the
+    /// waits inside them, causal edges as arrows, task instances across threads.
+    Timeline(TimelineArgs),
 }
 
 #[derive(Args, Debug)]
@@ -124,6 +129,7 @@ enum Job {
     Report(ReportArgs),
     Flame(FlameArgs),
     Waitfor(WaitforArgs),
+    Timeline(TimelineArgs),
 }
 
 /// Converts the command line into the library's option structs.
@@ -163,6 +169,7 @@ fn job(cli: Cli) -> Result<Job> {
         Command::Report(a) => Job::Report(a),
         Command::Flame(a) => Job::Flame(a),
         Command::Waitfor(a) => Job::Waitfor(a),
+        Command::Timeline(a) => Job::Timeline(a),
     })
 }
 
@@ -247,6 +254,10 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Waitfor(a) => {
             keep_freed_memory();
             run_waitfor(&a).map(|_| ExitCode::SUCCESS)
+        }
+        Job::Timeline(a) => {
+            keep_freed_memory();
+            run_timeline(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;

@@ -7,10 +7,11 @@
 use std::path::PathBuf;
 
 use scalpel_inferencer::progress::Quiet;
-use scalpel_inferencer::rollup::{top_view, TopOptions};
+use scalpel_inferencer::rollup::{task_spans, top_view, TopOptions};
 use scalpel_inferencer::testgraph::GraphBuilder;
 use scalpel_inferencer::views::model::{fitted_dot, ModelDraw};
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
+use scalpel_inferencer::views::timeline::{write_timeline, TimelineOptions};
 use scalpel_inferencer::views::{csv, json, table, tree};
 use scalpel_inferencer::waitfor::{wait_for, WaitForOptions};
 use scalpel_inferencer::{Pipeline, PipelineOptions};
@@ -169,6 +170,18 @@ fn every_view_of_the_server_graph_matches_its_golden_file() {
         tasks: 5,
         title: "golden server".into(),
     };
+    let mut timeline = Vec::new();
+    let spans = task_spans(&graph, &model);
+    write_timeline(
+        &mut timeline,
+        &graph,
+        &model,
+        &spans,
+        &TimelineOptions::default(),
+    )
+    .unwrap();
+    golden("timeline.json", &timeline);
+
     let waits = wait_for(&graph, &model, &WaitForOptions::default());
     write_report(&mut html, &graph, &model, &r, &waits, &opts).unwrap();
     golden(

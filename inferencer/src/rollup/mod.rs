@@ -14,6 +14,7 @@ mod flame;
 mod instance;
 mod kinds;
 mod leaf;
+mod spans;
 mod stats;
 mod view;
 
@@ -27,6 +28,7 @@ pub use flame::{kind_tag, off_cpu, task_leaves, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};
 pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
+pub use spans::{task_spans, TaskSpan};
 pub use stats::{ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 
 use leaf::add_bytes;

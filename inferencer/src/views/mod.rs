@@ -3,7 +3,7 @@
 //!
 //! Scope: DOT and SVG drawings ([`graph`], [`model`]), the model tree ([`tree`]), the top-down
 //! table, CSV and JSON ([`table`], [`csv`], [`json`]), the HTML report ([`report`]), the files `scalpel infer`
-//! writes ([`outputs`]), the phase timings ([`timings`]), the wait-for graph ([`waitfor`]), and the units they share ([`units`]). Every writer takes an
+//! writes ([`outputs`]), the phase timings ([`timings`]), the wait-for graph ([`waitfor`]), the Perfetto timeline ([`timeline`]), and the units they share ([`units`]). Every writer takes an
 //! `impl io::Write` and returns a typed error. Non-goals: computing anything a stage could
 //! (views choose, order and format; the numbers come from `graph`, `mine` and `rollup`).
 
@@ -18,6 +18,7 @@ pub mod outputs;
 pub mod progress;
 pub mod report;
 pub mod table;
+pub mod timeline;
 pub mod timings;
 pub mod tree;
 pub mod units;

@@ -1,0 +1,58 @@
+//! Task instances as spans in time, with their critical paths: what a timeline draws for each
+//! occurrence of a task type (`scalpel timeline`).
+
+use scalpel_model::graph::{Graph, LeafId};
+use scalpel_model::task::{Model, TaskKind, TaskTypeId};
+
+use super::instance::Evaluator;
+use super::leaf::GraphIndex;
+
+/// One occurrence of a task type (not of a leaf type) over time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSpan {
+    /// Its type.
+    pub ty: TaskTypeId,
+    /// Its index among the type's occurrences.
+    pub occurrence: u32,
+    /// Its first leaf's start.
+    pub start_ns: u64,
+    /// Its last leaf's completion.
+    pub end_ns: u64,
+    /// Its first leaf (whose thread and process it is drawn under).
+    pub first_leaf: LeafId,
+    /// Its leaves.
+    pub leaves: u32,
+    /// The critical path's leaves, earliest first.
+    pub critical: Vec<LeafId>,
+}
+
+/// Every occurrence of every group and loop type of `model`, in type order.
+pub fn task_spans(g: &Graph, model: &Model) -> Vec<TaskSpan> {
+    let idx = GraphIndex::new(g);
+    let mut eval = Evaluator::new(g, &idx);
+    let mut out = Vec::new();
+    for (t, ty) in model.types.iter().enumerate() {
+        if ty.kind == TaskKind::Leaf {
+            continue;
+        }
+        for (i, o) in ty.occurrences.iter().enumerate() {
+            let (Some(&first), true) = (
+                o.leaves.first(),
+                o.leaves.iter().all(|l| l.index() < g.leaves.len()),
+            ) else {
+                continue;
+            };
+            let inst = eval.eval(&o.leaves);
+            out.push(TaskSpan {
+                ty: TaskTypeId(t as u32),
+                occurrence: i as u32,
+                start_ns: inst.start_ns,
+                end_ns: inst.end_ns,
+                first_leaf: first,
+                leaves: o.leaves.len() as u32,
+                critical: inst.path.iter().map(|p| LeafId(p.leaf)).collect(),
+            });
+        }
+    }
+    out
+}

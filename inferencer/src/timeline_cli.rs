@@ -33,7 +33,7 @@ fn seconds(s: &str) -> Result<u64, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if v.is_finite() && v >= 0.0 && v < 1e9 {
+    if (0.0..1e9).contains(&v) {
         Ok((v * 1e9).round() as u64)
     } else {
         Err(format!("{s} is not a time from 0 seconds on"))

@@ -208,15 +208,8 @@ echo "== scalpel top =="
 if [ -s "$WORK/request-task" ]; then
     "$SCALPEL" top "$OUT/model" --expand "$(cat "$WORK/request-task")" --limit 6 || status=1
 fi
-# Where the waiting ends (issue 26): the wait-for graph's knots, the first with its edges, and
-# the report's section naming it.
-echo "== scalpel waitfor =="
-"$SCALPEL" waitfor "$OUT/model" >"$WORK/waitfor.txt" || status=1
-grep '^Knot' "$WORK/waitfor.txt" | head -3
-sed -n '/^Knot 1:/,/^$/p' "$WORK/waitfor.txt" | grep -v '^        ' | head -12
-"$SCALPEL" report "$OUT/model" -o "$WORK/report.html" >/dev/null || status=1
-grep -q '<h3>Knot 1: ' "$WORK/report.html" \
-    || { echo "FAIL: the report names no knot" >&2; status=1; }
+# Where the waiting ends (issue 26): the knots, and the report naming the first.
+scripts/print-knots.sh "$SCALPEL" "$OUT/model" "$WORK" || status=1
 threads=$(find "$OUT" -name 't*.trace' | wc -l)
 echo "thread files: $threads"
 [ "$threads" -ge 16 ] || { echo "FAIL: expected the listener and worker threads" >&2; status=1; }

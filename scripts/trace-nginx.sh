@@ -103,13 +103,6 @@ python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name nginx \
     || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1
-# Where the waiting ends (issue 26): the wait-for graph's knots, the first with its edges, and
-# the report's section naming it.
-echo "== scalpel waitfor =="
-"$SCALPEL" waitfor "$OUT/model" >"$WORK/waitfor.txt" || status=1
-grep '^Knot' "$WORK/waitfor.txt" | head -3
-sed -n '/^Knot 1:/,/^$/p' "$WORK/waitfor.txt" | grep -v '^        ' | head -12
-"$SCALPEL" report "$OUT/model" -o "$WORK/report.html" >/dev/null || status=1
-grep -q '<h3>Knot 1: ' "$WORK/report.html" \
-    || { echo "FAIL: the report names no knot" >&2; status=1; }
+# Where the waiting ends (issue 26): the knots, and the report naming the first.
+scripts/print-knots.sh "$SCALPEL" "$OUT/model" "$WORK" || status=1
 exit $status

@@ -80,13 +80,6 @@ python3 "$PWD/scripts/pg-figures.py" "$OUT/model" || status=1
 tx=$(awk '/number of transactions actually processed/ { split($6, a, "/"); print a[1] }' "$WORK/pgbench.txt")
 python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send --needs recv --min-in-session 0.95 \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
-# Where the waiting ends (issue 26): the wait-for graph's knots, the first with its edges, and
-# the report's section naming it.
-echo "== scalpel waitfor =="
-"$SCALPEL" waitfor "$OUT/model" >"$WORK/waitfor.txt" || status=1
-grep '^Knot' "$WORK/waitfor.txt" | head -3
-sed -n '/^Knot 1:/,/^$/p' "$WORK/waitfor.txt" | grep -v '^        ' | head -12
-"$SCALPEL" report "$OUT/model" -o "$WORK/report.html" >/dev/null || status=1
-grep -q '<h3>Knot 1: ' "$WORK/report.html" \
-    || { echo "FAIL: the report names no knot" >&2; status=1; }
+# Where the waiting ends (issue 26): the knots, and the report naming the first.
+scripts/print-knots.sh "$SCALPEL" "$OUT/model" "$WORK" || status=1
 exit $status

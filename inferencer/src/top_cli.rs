@@ -181,10 +181,11 @@ pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let (_, l) = load(&a.source, &mut t, &spinner)?;
-    let task = match &a.task {
-        None => None,
-        Some(name) => Some(task_named(&l.model, name)?),
-    };
+    let task = a
+        .task
+        .as_deref()
+        .map(|name| task_named(&l.model, name))
+        .transpose()?;
     let opts = FlameOptions {
         waker: a.waker,
         task,

@@ -15,6 +15,7 @@
 //! returns and waits again counts as two waits), and writing (`crate::views::waitfor`).
 
 mod cascade;
+mod finish;
 mod groups;
 mod knots;
 mod waits;

@@ -42,6 +42,9 @@ pub(crate) struct WaitforArgs {
     /// Also draw the graph as SVG (Graphviz `dot`) into FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// One node per thread, instead of one per group of threads that play one role.
+    #[arg(long)]
+    pub by_thread: bool,
     /// Edges lighter than this percentage of all waiting are left out of the knot search.
     #[arg(long, value_name = "PCT", default_value = "1", value_parser = percent)]
     pub min_share: f64,
@@ -75,6 +78,7 @@ pub(crate) fn run_waitfor(a: &WaitforArgs) -> Result<()> {
         task,
         min_share: a.min_share,
         trim: a.trim,
+        groups: !a.by_thread,
         ..WaitForOptions::default()
     };
     let w = t.phase("wait-for graph", &spinner, || {

@@ -135,7 +135,9 @@ fn find(parent: &mut [u32], mut x: u32) -> u32 {
 }
 
 /// Groups the threads of `g`.
-pub(super) fn group_threads(g: &Graph) -> Grouping {
+/// Groups the threads of `g`; with `merge` off, each thread is a group of its own, named
+/// `process: thread (tid)`.
+pub(super) fn group_threads(g: &Graph, merge: bool) -> Grouping {
     let n = g.threads.len();
     // Leaf-type histograms, and each thread's busiest type by wall time (to name a role).
     let mut hist: Vec<AHashMap<u32, u64>> = vec![AHashMap::new(); n];
@@ -164,7 +166,7 @@ pub(super) fn group_threads(g: &Graph) -> Grouping {
         by_key.entry((label, role)).or_default().push(t as u32);
     }
     let mut parent: Vec<u32> = (0..n as u32).collect();
-    for members in by_key.values() {
+    for members in by_key.values().filter(|_| merge) {
         for (a, &x) in members.iter().enumerate() {
             for &y in &members[a + 1..] {
                 if members.len() > MAX_COMPARED
@@ -194,7 +196,15 @@ pub(super) fn group_threads(g: &Graph) -> Grouping {
         of[t] = of[r];
         groups[of[t] as usize].threads.push(t as u32);
     }
-    name_groups(g, &labels, &wall, &mut groups);
+    if merge {
+        name_groups(g, &labels, &wall, &mut groups);
+    } else {
+        for gr in &mut groups {
+            let t = gr.threads[0] as usize;
+            let info = &g.threads[t];
+            gr.name = format!("{}: {} ({})", labels[t].0, info.name, info.tid);
+        }
+    }
     Grouping { of, groups }
 }
 

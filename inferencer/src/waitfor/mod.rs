@@ -217,6 +217,9 @@ pub struct WaitForOptions {
     /// edge is never trimmed (it is light exactly when the device is the bottleneck).
     /// Default 0.10.
     pub trim: f64,
+    /// Threads that play one role are one node (see [`groups`]); off, every thread is a node.
+    /// Default on.
+    pub groups: bool,
     /// Waits followed from one direct wait, at most. Default 16.
     pub max_depth: usize,
     /// Cascade steps over the whole graph, at most (a bound on time for any input). Default
@@ -230,6 +233,7 @@ impl Default for WaitForOptions {
             task: None,
             min_share: 0.01,
             trim: 0.10,
+            groups: true,
             max_depth: 16,
             max_steps: 50_000_000,
         }
@@ -248,7 +252,7 @@ pub fn wait_for(g: &Graph, model: &Model, opts: &WaitForOptions) -> WaitFor {
 
 /// [`wait_for`] with the direct waits of the leaves `keep` marks (all when `None`).
 fn build(g: &Graph, keep: Option<&[bool]>, opts: &WaitForOptions, task: Option<String>) -> WaitFor {
-    let grouping = groups::group_threads(g);
+    let grouping = groups::group_threads(g, opts.groups);
     let timelines = waits::timelines(g, keep);
     let built = cascade::weigh(g, &grouping, &timelines, opts);
     let groups = grouping.groups.len();

@@ -246,13 +246,25 @@ fn threads_of_one_role_are_one_node_and_other_roles_are_not() {
         b.leaf(t, ty, 10, 20);
     }
     let g = b.build();
-    let gr = groups::group_threads(&g);
+    let gr = groups::group_threads(&g, true);
     let names: Vec<&str> = gr.groups.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(
         names,
         ["process: pool (x) ×2", "process: pool (y)", "process: main"]
     );
     assert_eq!(gr.of, [0, 0, 1, 2]);
+    // The thread view: one node per thread, named by its name and tid.
+    let alone = groups::group_threads(&g, false);
+    let names: Vec<&str> = alone.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "process: pool-1 (1)",
+            "process: pool-2 (2)",
+            "process: pool-3 (3)",
+            "process: main (4)"
+        ]
+    );
 }
 
 #[test]

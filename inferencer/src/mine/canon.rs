@@ -286,26 +286,42 @@ fn distinct(c: &[u32]) -> usize {
 }
 
 /// Colour refinement: split colours by the labelled colours of each unit's neighbours.
+///
+/// Each round's signatures (a unit's colour and its sorted neighbourhood) live in one flat
+/// buffer and are ranked by sorting unit indices: the same ranks as sorting the distinct
+/// signatures themselves, without a vector per unit (the search refines thousands of times).
 fn refine(start: &[u32], adj: &[Vec<Adj>], budget: &mut Budget) -> Vec<u32> {
+    let n = adj.len();
     let mut c = start.to_vec();
     let mut classes = distinct(&c);
+    let edges: usize = adj.iter().map(Vec::len).sum();
+    let mut flat: Vec<Adj> = Vec::with_capacity(edges);
+    let mut off = vec![0usize; n + 1];
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut next = vec![0u32; n];
     loop {
-        budget.work += adj.len() as u64 + adj.iter().map(|a| a.len() as u64).sum::<u64>();
-        let sigs: Vec<(u32, Vec<Adj>)> = adj
-            .iter()
-            .enumerate()
-            .map(|(i, nb)| {
-                let mut s: Vec<_> = nb
-                    .iter()
-                    .map(|&(d, k, mine, theirs, other)| (d, k, mine, theirs, c[other as usize]))
-                    .collect();
-                s.sort_unstable();
-                (c[i], s)
-            })
-            .collect();
-        let next = rank(&sigs);
-        let now = distinct(&next);
-        c = next;
+        budget.work += (n + edges) as u64;
+        flat.clear();
+        for (i, nb) in adj.iter().enumerate() {
+            let from = flat.len();
+            flat.extend(
+                nb.iter()
+                    .map(|&(d, k, mine, theirs, other)| (d, k, mine, theirs, c[other as usize])),
+            );
+            flat[from..].sort_unstable();
+            off[i + 1] = flat.len();
+        }
+        let sig = |i: u32| (c[i as usize], &flat[off[i as usize]..off[i as usize + 1]]);
+        order.sort_unstable_by(|&a, &b| sig(a).cmp(&sig(b)));
+        let mut rank = 0u32;
+        for w in 0..n {
+            if w > 0 && sig(order[w - 1]) != sig(order[w]) {
+                rank += 1;
+            }
+            next[order[w] as usize] = rank;
+        }
+        let now = if n == 0 { 0 } else { rank as usize + 1 };
+        std::mem::swap(&mut c, &mut next);
         if now == classes {
             return c;
         }

@@ -6,7 +6,11 @@
 //! out (wPerf does the same with 1%). A knot of several nodes then loses its lightest edge out
 //! of a thread group while that edge weighs less than [`WaitForOptions::trim`] of the knot's
 //! inner weight, and the knots are found again: a syncer that rarely waits for the handlers
-//! that feed it is the bottleneck with its disk, not with them. A node counts as a knot only
+//! that feed it is the bottleneck with its disk, not with them. Likewise a component with a
+//! circle inside whose edges out weigh less than `trim` of its inner weight loses them: a
+//! strict knot would otherwise be whatever bystander those light edges reach (Apache's
+//! workers and listener wait on each other and the clients for seconds, and on a shutdown
+//! thread for a few hundredths of that). A node counts as a knot only
 //! when something waits on it (an isolated thread is not a bottleneck).
 
 use petgraph::algo::kosaraju_scc;
@@ -48,8 +52,16 @@ pub(super) fn find(
         .map(|&(_, t, w)| t != unknown && w >= floor.max(1))
         .collect();
     found.left_out = (0..edges.len()).filter(|&i| !kept[i]).collect();
-    // Each round removes an edge, so this ends within the edge count.
+    // Each round removes at least one edge, so this ends within the edge count.
     loop {
+        if let Some(leaks) = light_leaks(edges, &kept, nodes, opts, &is_device) {
+            for i in leaks {
+                kept[i] = false;
+                found.trimmed.push(i);
+                found.left_out.push(i);
+            }
+            continue;
+        }
         let knots = knots_of(edges, &kept, nodes, &is_device);
         let mut trim: Option<usize> = None;
         for members in &knots {
@@ -94,17 +106,13 @@ pub(super) fn find(
     }
 }
 
-/// The strongly connected components of the kept edges that no kept edge leaves and some kept
-/// edge enters (or loops in), each sorted, in order of their first node. A device's idle edges
-/// close circles but neither make a component leak nor make one a knot: a device waits on all
-/// its users at once, and one that fed it a little from outside is not where anyone's waiting
-/// ends.
-fn knots_of(
+/// The strongly connected components of the kept edges: each node's component, and the
+/// components' members.
+fn components(
     edges: &[(u32, u32, u64)],
     kept: &[bool],
     nodes: usize,
-    is_device: &impl Fn(u32) -> bool,
-) -> Vec<Vec<u32>> {
+) -> (Vec<usize>, Vec<Vec<NodeIndex>>) {
     let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(nodes, edges.len());
     for _ in 0..nodes {
         graph.add_node(());
@@ -121,6 +129,59 @@ fn knots_of(
             comp[m.index()] = c;
         }
     }
+    (comp, sccs)
+}
+
+/// The edges leaving the first component that waits mostly on itself: one with a circle inside
+/// (its inner edges weigh something) whose edges out of it (a device's idle edges aside) weigh
+/// less than [`WaitForOptions::trim`] of its inner weight. Apache's workers, listener and
+/// clients wait on each other for seconds, and on the child's shutdown thread for a few
+/// hundredths of that: the shutdown is not where their waiting ends.
+fn light_leaks(
+    edges: &[(u32, u32, u64)],
+    kept: &[bool],
+    nodes: usize,
+    opts: &WaitForOptions,
+    is_device: &impl Fn(u32) -> bool,
+) -> Option<Vec<usize>> {
+    let (comp, sccs) = components(edges, kept, nodes);
+    let mut inner = vec![0u64; sccs.len()];
+    let mut out = vec![0u64; sccs.len()];
+    for (i, &(f, t, w)) in edges.iter().enumerate() {
+        if !kept[i] || is_device(f) {
+            continue;
+        }
+        let (cf, ct) = (comp[f as usize], comp[t as usize]);
+        if cf == ct {
+            inner[cf] += w;
+        } else {
+            out[cf] += w;
+        }
+    }
+    let c =
+        (0..sccs.len()).find(|&c| out[c] > 0 && (out[c] as f64) < opts.trim * inner[c] as f64)?;
+    Some(
+        (0..edges.len())
+            .filter(|&i| {
+                let (f, t, _) = edges[i];
+                kept[i] && !is_device(f) && comp[f as usize] == c && comp[t as usize] != c
+            })
+            .collect(),
+    )
+}
+
+/// The strongly connected components of the kept edges that no kept edge leaves and some kept
+/// edge enters (or loops in), each sorted, in order of their first node. A device's idle edges
+/// close circles but neither make a component leak nor make one a knot: a device waits on all
+/// its users at once, and one that fed it a little from outside is not where anyone's waiting
+/// ends.
+fn knots_of(
+    edges: &[(u32, u32, u64)],
+    kept: &[bool],
+    nodes: usize,
+    is_device: &impl Fn(u32) -> bool,
+) -> Vec<Vec<u32>> {
+    let (comp, sccs) = components(edges, kept, nodes);
     let mut leaves = vec![false; sccs.len()];
     let mut entered = vec![false; sccs.len()];
     for (i, &(f, t, _)) in edges.iter().enumerate() {

@@ -230,6 +230,51 @@ fn a_device_idle_edge_to_an_occasional_user_does_not_move_the_knot() {
     assert_eq!(names(&w, &w.knots[0]), ["syncer", "[disk]"]);
 }
 
+/// A and B wait on each other for 1000 ns each; A then waits 50 ns on C, which waits on
+/// nothing. Strictly, {A, B} leaks into C and C is the only knot; but C holds 2% of the waiting
+/// and the circle the rest, so the light edge out of the circle is trimmed.
+fn circle_and_bystander() -> Graph {
+    let mut b = GraphBuilder::new();
+    let wait = b.leaf_type("wait", Some(Op::CondWait));
+    let signal = b.leaf_type("signal", Some(Op::CondSignal));
+    let (ta, tb, tc) = (b.thread("a"), b.thread("b"), b.thread("c"));
+    blocked(&mut b, ta, (wait, Op::CondWait), 0, 0, 1000);
+    let a1 = blocked(&mut b, ta, (wait, Op::CondWait), 1000, 2000, 50);
+    let a2 = b.leaf(ta, signal, 2050, 2060);
+    let b0 = b.leaf(tb, signal, 0, 1000);
+    blocked(&mut b, tb, (wait, Op::CondWait), 1000, 1000, 1000);
+    let b2 = b.leaf(tb, signal, 2000, 2010);
+    let c0 = b.leaf(tc, signal, 0, 2050);
+    b.edge(b0, a1, EdgeKind::Cond);
+    b.edge(a1, b2, EdgeKind::Cond);
+    b.edge(c0, a2, EdgeKind::Cond);
+    b.build()
+}
+
+#[test]
+fn a_light_edge_out_of_a_circle_does_not_make_a_bystander_the_knot() {
+    let w = build(
+        &circle_and_bystander(),
+        None,
+        &WaitForOptions::default(),
+        None,
+    );
+    assert_eq!(edge(&w, "a", "b").direct_ns, 1000);
+    assert_eq!(edge(&w, "b", "a").direct_ns, 1000);
+    assert_eq!(edge(&w, "a", "c").direct_ns, 50);
+    assert_eq!(w.knots.len(), 1, "{:?}", w.knots);
+    assert_eq!(names(&w, &w.knots[0]), ["a", "b"]);
+    let t = &w.edges[w.trimmed[0].index()];
+    assert_eq!(w.nodes[t.to.index()].name, "process: c");
+    // With no trimming at all, the strict rule: C is the knot.
+    let strict = WaitForOptions {
+        trim: 0.0,
+        ..WaitForOptions::default()
+    };
+    let w = build(&circle_and_bystander(), None, &strict, None);
+    assert_eq!(names(&w, &w.knots[0]), ["c"]);
+}
+
 #[test]
 fn threads_of_one_role_are_one_node_and_other_roles_are_not() {
     let mut b = GraphBuilder::new();

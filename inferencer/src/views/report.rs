@@ -10,7 +10,7 @@ use super::flame::write_flame_svg;
 use super::graphviz::DrawError;
 use super::model::{model_svg, ModelDraw};
 use super::table::blocked_shares;
-use super::units::{bytes, duration, pct};
+use super::units::{bytes, count, duration, pct};
 use super::waitfor::{edge_name, knot_name, site_line};
 use crate::rollup::{off_cpu, top_view, Expanded, FlameOptions, Rollup, TaskRow, TopOptions};
 use crate::waitfor::{WaitEdgeId, WaitFor};
@@ -298,15 +298,26 @@ pub fn write_report(
     )?;
     writeln!(o, "<h1>Scalpel report: {}</h1>", esc(&opts.title))?;
     let view = top_view(graph, model, r, &TopOptions::default()).ok();
+    // Counted as `infer` counts them: groups and loops are task types, the rest leaf types.
+    let supers = model
+        .types
+        .iter()
+        .filter(|t| t.kind != scalpel_model::task::TaskKind::Leaf)
+        .count();
     if let Some(v) = &view {
         writeln!(
             o,
-            "<p>{} processes, {} threads, {} leaf tasks over {}; {} task types.</p>",
-            v.processes,
-            v.threads,
-            v.leaves,
+            "<p>{}, {}, {} over {}; {}, {}.</p>",
+            count(v.processes as u64, "process", "processes"),
+            count(v.threads as u64, "thread", "threads"),
+            count(v.leaves as u64, "leaf task", "leaf tasks"),
             duration(v.span_ns),
-            model.types.len()
+            count(
+                (model.types.len() - supers) as u64,
+                "leaf type",
+                "leaf types"
+            ),
+            count(supers as u64, "task type", "task types")
         )?;
     }
     // Steps seen once (start-up, shutdown) are left out of the drawing, as from the table: they

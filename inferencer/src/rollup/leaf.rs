@@ -79,6 +79,27 @@ impl GraphIndex {
     }
 }
 
+/// The holder of each contended lock acquisition, by the waiter's leaf, the lock and the time
+/// it waited (which is how an inner wait names the same acquisition).
+pub struct LockHolders(ahash::AHashMap<(LeafId, ObjId, u64), LeafId>);
+
+impl LockHolders {
+    /// Indexes `g`'s lock waits whose holder is known.
+    pub fn new(g: &Graph) -> Self {
+        LockHolders(
+            g.lock_waits
+                .iter()
+                .filter_map(|w| Some(((w.waiter, w.obj, w.wait_ns), w.holder?)))
+                .collect(),
+        )
+    }
+
+    /// The leaf whose release let `leaf` in after waiting `ns` for lock `obj`.
+    pub fn of(&self, leaf: LeafId, obj: Option<ObjId>, ns: u64) -> Option<LeafId> {
+        self.0.get(&(leaf, obj?, ns)).copied()
+    }
+}
+
 /// Bytes moved on one kind of channel.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ChannelBytes {

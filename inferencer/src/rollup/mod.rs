@@ -27,7 +27,7 @@ pub use blame::{Blame, STACK_FRAMES};
 pub use flame::{kind_tag, off_cpu, task_leaves, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};
-pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics};
+pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics, LockHolders};
 pub use spans::{task_spans, TaskSpan};
 pub use stats::{ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 

@@ -22,7 +22,7 @@ use std::io::{self, Write};
 use scalpel_model::graph::{Graph, LeafId};
 use scalpel_model::task::Model;
 
-use crate::rollup::{BlockKind, TaskSpan};
+use crate::rollup::{BlockKind, LockHolders, TaskSpan};
 
 /// What the timeline holds. `Default`: everything.
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,13 +127,7 @@ pub fn write_timeline(
             js(&t.name)
         )?;
     }
-    // Holders of lock waits, by (waiter, lock, time).
-    let mut holders = ahash::AHashMap::new();
-    for w in &g.lock_waits {
-        if let Some(h) = w.holder {
-            holders.insert((w.waiter, w.obj, w.wait_ns), h);
-        }
-    }
+    let holders = LockHolders::new(g);
     // Wakers: the source of the first wake-up edge into a thread's next leaf.
     let idx = crate::rollup::GraphIndex::new(g);
     let mut inner: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -169,10 +163,9 @@ pub fn write_timeline(
             let e = (w.at_ns + w.ns).clamp(s, inside_end);
             last = e;
             let kind = BlockKind::of(w.op.op());
-            let holder = w
-                .obj
-                .and_then(|obj| holders.get(&(LeafId(i as u32), obj, w.ns)))
-                .map(|&h| format!(",\"holder\":{}", js(&thread_label(g, h))))
+            let holder = holders
+                .of(LeafId(i as u32), w.obj, w.ns)
+                .map(|h| format!(",\"holder\":{}", js(&thread_label(g, h))))
                 .unwrap_or_default();
             sep(o)?;
             write!(

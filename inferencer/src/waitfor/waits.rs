@@ -12,12 +12,11 @@
 //! Segments of one thread never overlap: inner waits lie inside their leaf's span and ending
 //! waits between leaves; clock jitter that makes two touch is clipped.
 
-use ahash::AHashMap;
 use scalpel_model::format::Op;
-use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, NodeId, OpName, SiteId};
+use scalpel_model::graph::{EdgeKind, Graph, LeafId, LeafTypeId, NodeId, OpName, SiteId};
 
 use super::Pseudo;
-use crate::rollup::BlockKind;
+use crate::rollup::{BlockKind, LockHolders};
 
 /// What a wait waited on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,7 +121,7 @@ impl Wakes {
         Wakes { start, from }
     }
 
-    fn into(&self, leaf: usize) -> &[NodeId] {
+    fn to(&self, leaf: usize) -> &[NodeId] {
         &self.from[self.start[leaf] as usize..self.start[leaf + 1] as usize]
     }
 }
@@ -142,7 +141,7 @@ fn waker(
     let mut before: Option<(u64, u32)> = None;
     let mut after: Option<(u64, u32)> = None;
     let mut external = false;
-    for &f in wakes.into(next) {
+    for &f in wakes.to(next) {
         let Some(w) = g.leaf_of(f) else {
             external = true;
             continue;
@@ -210,19 +209,13 @@ fn waits(op: Option<Op>, inner: bool) -> Waits {
 pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
     let wakes = Wakes::new(g);
     let direct = |leaf: usize| keep.is_none_or(|k| k.get(leaf).copied().unwrap_or(false));
-    // Lock waits by (waiter, lock, time): the holder, whose release let the waiter in.
-    let mut holders: AHashMap<(u32, u32, u64), u32> = AHashMap::new();
-    for w in &g.lock_waits {
-        if let Some(h) = w.holder {
-            holders.insert((w.waiter.0, w.obj.get(), w.wait_ns), h.0);
-        }
-    }
+    // A lock wait waited on the holder whose release let it in (on another thread).
+    let holders = LockHolders::new(g);
     let holder =
         |leaf: usize, obj: Option<scalpel_model::graph::ObjId>, ns: u64| -> Option<Target> {
-            let o = obj?.get();
-            let h = *holders.get(&(leaf as u32, o, ns))?;
-            let ht = g.leaves.get(h as usize)?.thread;
-            (ht != g.leaves[leaf].thread).then_some(Target::Thread(ht.0))
+            let h = holders.of(LeafId(leaf as u32), obj, ns)?;
+            let ht = g.leaves.get(h.index())?.thread;
+            (ht != g.leaves.get(leaf)?.thread).then_some(Target::Thread(ht.0))
         };
     let mut out: Vec<Timeline> = (0..g.threads.len()).map(|_| Timeline::default()).collect();
     for w in &g.inner_waits {

@@ -10,14 +10,22 @@
 # loop, the agent and the naive recorder back to back; medians over repetitions are printed.
 # With valgrind installed, it also prints the instructions the agent adds per event.
 #
+# The `hot` section prints issue 25's figures: added core-ns per event, 1 and 2 threads, with
+# stacks off and with the default stacks, beside the agent named by AGENT_OLD (another build,
+# to compare two versions in the same repetitions) and LTTng-UST's pthread wrapper under an
+# `lttng` session (mutex loop; when lttng-tools and liblttng-ust1 are installed).
+#
 # Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default)
-#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent stacks cpu instr bytes)
+#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent hot stacks cpu instr bytes)
+#        AGENT_OLD=/tmp/old/libscalpel_agent.so SECTIONS=hot scripts/bench-agent.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ITERS=${ITERS:-200000}
 REPEAT=${REPEAT:-7}
-SECTIONS=${SECTIONS:-agent stacks cpu instr bytes}
+SECTIONS=${SECTIONS:-agent hot stacks cpu instr bytes}
+AGENT_OLD=${AGENT_OLD:-}
+LTTNG_WRAPPER=/usr/lib/x86_64-linux-gnu/liblttng-ust-pthread-wrapper.so.1
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 cargo build --release -q -p scalpel-agent -p scalpel-inferencer
 AGENT=$PWD/target/release/libscalpel_agent.so
@@ -47,6 +55,18 @@ run() {
             BENCH_DEPTH=$d rec --stacks all --stack-depth "$d" --stack-cache "$c" -- \
                 "$BENCH" "$mode" "$threads" "$ITERS" ;;
         naive) "$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t" ;;
+        # default — the agent as `record` runs it by default (stacks all, 32 deep, cache on).
+        default) rec -- "$BENCH" "$mode" "$threads" "$ITERS" ;;
+        # old:nostack, old:default — the same with the agent at AGENT_OLD.
+        old:nostack) SCALPEL_AGENT=$AGENT_OLD "$SCALPEL" record -o "$WORK/t" --stacks off -- \
+            "$BENCH" "$mode" "$threads" "$ITERS" 2>/dev/null ;;
+        old:default) SCALPEL_AGENT=$AGENT_OLD "$SCALPEL" record -o "$WORK/t" -- \
+            "$BENCH" "$mode" "$threads" "$ITERS" 2>/dev/null ;;
+        # lttng — LTTng-UST's pthread wrapper preloaded, the session `hot` made tracing only for
+        # the run (its consumer daemon would otherwise take CPU from the other variants).
+        lttng) lttng start >/dev/null 2>&1
+            LD_PRELOAD=$LTTNG_WRAPPER "$BENCH" "$mode" "$threads" "$ITERS"
+            lttng stop >/dev/null 2>&1 ;;
     esac | awk '{print $3}'
 }
 
@@ -76,6 +96,60 @@ for mode in mutex pipe; do
     done
 done
 
+fi
+
+# Issue 25's figures: the added core-ns per event of the agent with stacks off and with the
+# default stacks (and of AGENT_OLD and LTTng-UST when present), 1 and 2 threads, every variant
+# in every repetition, medians over repetitions.
+if want hot; then
+echo
+lttng_on=0
+if [ -e "$LTTNG_WRAPPER" ] && command -v lttng >/dev/null; then
+    lttng-sessiond --daemonize --quiet 2>/dev/null || true
+    if lttng create scalpel-bench --output="$WORK/lttng" >/dev/null 2>&1 \
+        && lttng enable-event -u 'lttng_ust_pthread:*' >/dev/null 2>&1; then
+        lttng_on=1
+    fi
+fi
+cols=(nostack:0 default)
+names=("off +ns" "default +ns")
+if [ -n "$AGENT_OLD" ]; then cols+=(old:nostack old:default); names+=("old off +ns" "old def +ns"); fi
+if [ $lttng_on = 1 ]; then cols+=(lttng); names+=("lttng +ns" "lttng/off"); fi
+echo "added core-ns per event: this agent with stacks off and default stacks${AGENT_OLD:+, the agent at AGENT_OLD}$([ $lttng_on = 1 ] && echo ', LTTng-UST pthread wrapper')"
+header=$(printf '%-6s %7s %10s' mode threads "base ns/ev")
+for n in "${names[@]}"; do header+=$(printf ' %12s' "$n"); done
+echo "$header"
+for mode in mutex pipe; do
+    for threads in 1 2; do
+        used=$(( threads < CORES ? threads : CORES ))
+        events=$(( threads * ITERS * 2 ))
+        : > "$WORK/hrows"
+        for _ in $(seq 1 "$REPEAT"); do
+            row=$(run "$mode" "$threads" base 2>/dev/null)
+            for c in "${cols[@]}"; do
+                if [ "$c" = lttng ] && [ "$mode" = pipe ]; then row+=" -"; continue; fi
+                row+=" $(run "$mode" "$threads" "$c" 2>/dev/null)"
+            done
+            echo "$row" >> "$WORK/hrows"
+        done
+        line=$(printf '%-6s %7d %10.1f' "$mode" "$threads" \
+            "$(awk -v u="$used" -v e="$events" '{print $1 * u / e}' "$WORK/hrows" | median)")
+        for i in "${!cols[@]}"; do
+            col=$((i + 2))
+            if [ "${cols[$i]}" = lttng ] && [ "$mode" = pipe ]; then line+=$(printf ' %12s' -); continue; fi
+            v=$(awk -v c="$col" -v u="$used" -v e="$events" '{print ($c - $1) * u / e}' "$WORK/hrows" | median)
+            line+=$(printf ' %12.1f' "$v")
+            if [ "${cols[$i]}" = lttng ]; then
+                # LTTng-UST's added cost over ours (stacks off), per repetition, then the median.
+                r=$(awk -v c="$col" '{d = $2 - $1; print ($c - $1) / (d > 0 ? d : 1)}' "$WORK/hrows" | median)
+                line+=$(printf ' %12.2f' "$r")
+            fi
+        done
+        if [ $lttng_on = 1 ] && [ "$mode" = pipe ]; then line+=$(printf ' %12s' -); fi
+        echo "$line"
+    done
+done
+if [ $lttng_on = 1 ]; then lttng destroy scalpel-bench >/dev/null 2>&1 || true; fi
 fi
 
 # The added cost of call stacks: every event DEPTH frames deep with DEPTH frames recorded, with

@@ -210,6 +210,26 @@ if [ -s "$WORK/request-task" ]; then
 fi
 # Where the waiting ends (issue 26): the knots, and the report naming the first.
 scripts/print-knots.sh "$SCALPEL" "$OUT/model" "$WORK" || status=1
+# With `RECORD_FLAGS=--sample 99` (as CI runs it): where the CPU went (issue 27), the five
+# functions with the most on-CPU samples and the request task's wall-clock graph in Chromium.
+if [[ " ${RECORD_FLAGS:-} " == *" --sample "* ]]; then
+    echo "== on-CPU samples: the five busiest functions (self) =="
+    "$SCALPEL" flame "$OUT/model" --on-cpu --folded | python3 -c '
+import sys, collections
+c = collections.Counter()
+for line in sys.stdin:
+    stack, n = line.rsplit(" ", 1)
+    c[stack.rsplit(";", 1)[-1]] += int(n)
+total = sum(c.values())
+for f, n in c.most_common(5):
+    print(f"{100 * n / total:6.1f}%  {f}")
+print(f"{total} samples")' || status=1
+    if [ -s "$WORK/request-task" ]; then
+        "$SCALPEL" flame "$OUT/model" --wall --task "$(cat "$WORK/request-task")" \
+            -o "$WORK/wall.svg" >/dev/null || status=1
+        scripts/check-flame-svg.sh "$WORK/wall.svg" || status=1
+    fi
+fi
 threads=$(find "$OUT" -name 't*.trace' | wc -l)
 echo "thread files: $threads"
 [ "$threads" -ge 16 ] || { echo "FAIL: expected the listener and worker threads" >&2; status=1; }

@@ -150,8 +150,23 @@ pub mod rec {
     pub const READY: u8 = 11;
     /// The process title as `/proc/self/cmdline` showed it at a point in time: clock ticks,
     /// then the NUL-separated text. Written by whichever thread noticed a change (processes
-    /// that rename themselves by overwriting argv); the latest one names the process.
+    /// that rename themselves by overwriting argv); the one held longest names the process.
     pub const TITLE: u8 = 12;
+    /// An on-CPU sample (`record --sample HZ`): `ticks:varint`, `period_ns:varint` (the
+    /// timer's period, thread CPU time), `overruns:varint` (expiries the kernel merged into this
+    /// one: the sample stands for `period_ns * (1 + overruns)`), `stack:varint` (a STACK id of
+    /// this file, 0 for none), `flags:u8` (see [`super::sample`]). A sample's stack starts at the
+    /// interrupted instruction, stored plus one so that, like every other frame, it reads as a
+    /// return address.
+    pub const SAMPLE: u8 = 13;
+}
+
+/// The flags of a SAMPLE record.
+pub mod sample {
+    /// The thread was inside the agent's own code when it was sampled.
+    pub const IN_AGENT: u8 = 1 << 0;
+    /// The sample was taken while the agent was writing and written just after.
+    pub const DEFERRED: u8 = 1 << 1;
 }
 
 /// The forms of a READY record's values.
@@ -578,6 +593,9 @@ pub const ENV_STACKS: &str = "SCALPEL_STACKS";
 /// Environment variable that turns on CPU times: `on` makes every event carry the thread's
 /// CPU time (one `clock_gettime(CLOCK_THREAD_CPUTIME_ID)` system call per event).
 pub const ENV_CPU_TIME: &str = "SCALPEL_CPU_TIME";
+/// Environment variable that turns on on-CPU samples: the rate, samples per second of each
+/// thread's CPU time (1 to 10000; absent or 0: off). See [`rec::SAMPLE`].
+pub const ENV_SAMPLE: &str = "SCALPEL_SAMPLE";
 
 /// Name of the table of shared counters (sequence numbers, stream offsets) in a trace directory.
 /// It is not a trace; readers ignore it.

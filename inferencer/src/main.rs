@@ -50,8 +50,9 @@ enum Command {
     Top(TopArgs),
     /// Write a one-page HTML report: the model drawing, the rollups and drill-downs.
     Report(ReportArgs),
-    /// Draw a flame graph of off-CPU time: every blocking call by its stack, optionally with
-    /// the waker's stack, per thread or for one task type.
+    /// Draw a flame graph: off-CPU time (every blocking call by its stack, optionally with the
+    /// waker's stack), on-CPU samples, or both as wall-clock time; per thread or process, for
+    /// everything or one task type.
     Flame(FlameArgs),
     /// Find where the waiting ends: the wait-for graph between thread groups, disk, network,
     /// scheduler and timers, with waits passed down chains of waiters, and its knots.
@@ -83,6 +84,12 @@ struct RecordArgs {
     /// calls not recorded).
     #[arg(long)]
     cpu_time: bool,
+    /// Also sample each thread's stack HZ times per second of its CPU time (1 to 10000; a
+    /// per-thread CPU-time timer and a signal handler, no root), for `scalpel flame --on-cpu`
+    /// and `--wall`. The kernel checks such timers at its scheduler tick (often 250 Hz), so a
+    /// higher rate gives samples at the tick rate, each standing for the periods it covers.
+    #[arg(long, value_name = "HZ", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    sample: Option<u32>,
     /// The command to record and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -145,6 +152,7 @@ fn job(cli: Cli) -> Result<Job> {
                 cache: a.stack_cache,
             },
             cpu_time: a.cpu_time,
+            sample_hz: a.sample,
         }),
         Command::Dump(a) if a.summary => Job::Summary(a.dir),
         Command::Dump(a) => Job::Dump {

@@ -3,15 +3,15 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::mine::task_named;
 use scalpel_inferencer::pipeline::Loaded;
 use scalpel_inferencer::progress::Timings;
-use scalpel_inferencer::rollup::{off_cpu, FlameOptions, Rollup};
+use scalpel_inferencer::rollup::{off_cpu, on_cpu, sample_period_ns, wall, FlameOptions, Rollup};
 use scalpel_inferencer::rollup::{top_view, TopOptions};
 use scalpel_inferencer::views::csv::write_csv;
-use scalpel_inferencer::views::flame::{write_flame_svg, write_folded};
+use scalpel_inferencer::views::flame::{write_flame_svg_as, write_folded_as, Weights};
 use scalpel_inferencer::views::json::write_top_json;
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
@@ -76,21 +76,33 @@ pub(crate) struct ReportArgs {
 pub(crate) struct FlameArgs {
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Off-CPU time: every blocking call, weighted by the time it blocked (the only kind so far;
-    /// on-CPU samples are not recorded yet).
-    #[arg(long, default_value_t = true)]
+    /// Off-CPU time: every blocking call, weighted by the time it blocked, in microseconds
+    /// (the default).
+    #[arg(long, group = "kind")]
     pub off_cpu: bool,
-    /// After each wait another thread ended, a `--` frame and the waker's stack ("off-wake").
-    #[arg(long)]
+    /// On-CPU time from the samples of `scalpel record --sample HZ`, in samples.
+    #[arg(long, group = "kind")]
+    pub on_cpu: bool,
+    /// Wall-clock time: on-CPU samples (innermost frame suffixed `_[c]`) and off-CPU waits
+    /// (`_[o]`, converted to samples at the sampling rate) in one graph.
+    #[arg(long, group = "kind")]
+    pub wall: bool,
+    /// After each wait another thread ended, a `--` frame and the waker's stack ("off-wake";
+    /// off-CPU graphs only).
+    #[arg(long, conflicts_with_all = ["on_cpu", "wall"])]
     pub waker: bool,
     /// Only the time inside the task type named NAME (all leaves of its occurrences, on every
     /// thread they ran on).
     #[arg(long, value_name = "NAME")]
     pub task: Option<String>,
-    /// Print the folded stacks (`frame;frame;… microseconds`) on stdout instead of an SVG.
+    /// One root frame per process (its threads added up) instead of process, then thread.
+    #[arg(long)]
+    pub per_process: bool,
+    /// Print the folded stacks (`frame;frame;… count`) on stdout instead of an SVG.
     #[arg(long)]
     pub folded: bool,
-    /// The SVG file to write [default: offcpu.svg beside the model, or in DIR/model].
+    /// The SVG file to write [default: offcpu.svg, oncpu.svg or wall.svg beside the model, or in
+    /// DIR/model].
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -189,26 +201,51 @@ pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
     let opts = FlameOptions {
         waker: a.waker,
         task,
+        per_process: a.per_process,
     };
-    let folded = t.phase("off-CPU stacks", &spinner, || {
-        off_cpu(&l.graph, &l.model, &opts)
+    let sampled = a.on_cpu || a.wall;
+    let unit = match sample_period_ns(&l.graph) {
+        Some(period_ns) if sampled => Weights::Samples { period_ns },
+        None if sampled => bail!(
+            "{}: the trace has no on-CPU samples (record with `scalpel record --sample 99 -- CMD` \
+             for --on-cpu and --wall)",
+            a.source.path.display()
+        ),
+        _ => Weights::Micros,
+    };
+    let (phase, file_name, kind) = if a.on_cpu {
+        ("on-CPU stacks", "oncpu.svg", "On-CPU time")
+    } else if a.wall {
+        ("wall-clock stacks", "wall.svg", "Wall-clock time")
+    } else {
+        ("off-CPU stacks", "offcpu.svg", "Off-CPU time")
+    };
+    let folded = t.phase(phase, &spinner, || {
+        if a.on_cpu {
+            on_cpu(&l.graph, &l.model, &opts)
+        } else if a.wall {
+            wall(&l.graph, &l.model, &opts)
+        } else {
+            off_cpu(&l.graph, &l.model, &opts)
+        }
     });
     if a.folded {
         let mut o = BufWriter::new(io::stdout().lock());
-        let r = broken_pipe_is_fine(write_folded(&mut o, &folded).and_then(|()| o.flush()));
+        let r =
+            broken_pipe_is_fine(write_folded_as(&mut o, &folded, unit).and_then(|()| o.flush()));
         print_timings(a.source.pipeline.timings, &t);
         return r;
     }
-    let out = output_path(a.output.as_ref(), &l, "offcpu.svg")?;
+    let out = output_path(a.output.as_ref(), &l, file_name)?;
     let title = match &a.task {
-        Some(name) => format!("Off-CPU time in {name}"),
-        None => "Off-CPU time".to_owned(),
+        Some(name) => format!("{kind} in {name}"),
+        None => kind.to_owned(),
     };
     let file =
         std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
     let mut w = BufWriter::new(file);
     t.phase("drawing the flame graph", &spinner, || {
-        write_flame_svg(&mut w, &folded, &title).and_then(|()| w.flush())
+        write_flame_svg_as(&mut w, &folded, &title, unit).and_then(|()| w.flush())
     })
     .with_context(|| format!("cannot write {}", out.display()))?;
     print_timings(a.source.pipeline.timings, &t);

@@ -354,6 +354,23 @@ pub struct InnerWait {
     pub site: SiteId,
 }
 
+/// An on-CPU sample (`scalpel record --sample HZ`): where a thread was when its CPU-time timer
+/// fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSample {
+    /// The thread.
+    pub thread: ThreadId,
+    /// When it was taken (CLOCK_MONOTONIC ns).
+    pub at_ns: u64,
+    /// The thread CPU time it stands for, ns: one or more periods of the timer.
+    pub weight_ns: u64,
+    /// Its stack, innermost frame first: the interrupted function, then its callers.
+    pub site: SiteId,
+    /// The thread was in the agent's own code (the cost of recording).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_agent: bool,
+}
+
 /// Inner calls shorter than this are folded into their leaf's totals only.
 pub const INNER_MIN_NS: u64 = 1_000;
 
@@ -488,6 +505,14 @@ pub struct Graph {
     /// The leaves that moved file or terminal bytes, sorted by leaf.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leaf_files: Vec<LeafFile>,
+    /// On-CPU samples, grouped by thread, in time order within a thread. Empty unless the trace
+    /// was recorded with `--sample`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<CpuSample>,
+    /// The sampling timer's period, ns of thread CPU time (0 without samples). A sample stands
+    /// for a whole number of periods: more than one when the kernel merged expiries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample_period_ns: u64,
     /// What did not pair up.
     pub unmatched: Unmatched,
 }
@@ -516,8 +541,26 @@ impl Graph {
             sites: Vec::new(),
             leaf_cpu_ns: Vec::new(),
             leaf_files: Vec::new(),
+            samples: Vec::new(),
+            sample_period_ns: 0,
             unmatched: Unmatched::default(),
         }
+    }
+
+    /// The leaf of `thread` that was running at `ns`: started by then, and its ending call not
+    /// yet returned. Leaves of a thread are in time order, so this is a binary search.
+    pub fn leaf_at(&self, thread: ThreadId, ns: u64) -> Option<LeafId> {
+        let t = self.threads.get(thread.index())?;
+        let first = t.first_leaf.index();
+        let leaves = self.leaves.get(first..first + t.leaves as usize)?;
+        let i = leaves
+            .partition_point(|l| l.start_ns <= ns)
+            .checked_sub(1)?;
+        let l = &leaves[i];
+        if ns > l.end_ns.saturating_add(l.block_ns) {
+            return None;
+        }
+        u32::try_from(first + i).ok().map(LeafId)
     }
 
     /// The CPU time of leaf `leaf`, when the trace has it.
@@ -574,4 +617,9 @@ impl Graph {
     pub fn leaf_ids(&self) -> impl ExactSizeIterator<Item = LeafId> + DoubleEndedIterator {
         (0..u32::try_from(self.leaves.len()).unwrap_or(u32::MAX)).map(LeafId)
     }
+}
+
+/// For `skip_serializing_if`: a zero that means "none".
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod edit;
+pub mod fuzzinput;
 pub mod fuzzrun;
 pub mod mutate;
 pub mod score;
@@ -239,4 +240,26 @@ pub fn processes_named<'a>(
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs `scalpel flame ARGS…`.
+pub fn flame(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(scalpel())
+        .arg("flame")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The folded lines `scalpel flame --folded` printed, as (stack, count); fails if it failed.
+pub fn folded(o: &Output) -> Vec<(String, u64)> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (s, n) = l.rsplit_once(' ').expect("`stack count`");
+            (s.to_owned(), n.parse().expect("a count"))
+        })
+        .collect()
 }

@@ -4,30 +4,8 @@
 
 use scalpel_e2e::score::infer_model;
 use scalpel_e2e::*;
-use std::process::{Command, Output};
 
 const MS: u64 = 1_000_000;
-
-fn flame(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(scalpel())
-        .arg("flame")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// The folded lines as (stack, microseconds).
-fn folded(o: &Output) -> Vec<(String, u64)> {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (s, n) = l.rsplit_once(' ').expect("`stack count`");
-            (s.to_owned(), n.parse().expect("a count"))
-        })
-        .collect()
-}
 
 /// Nanoseconds under stacks of `thread` whose wait frame (the last before any `--`) has `tag`.
 fn waited(lines: &[(String, u64)], thread: &str, tag: &str) -> u64 {

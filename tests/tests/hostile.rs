@@ -26,10 +26,21 @@ fn host_closing_every_descriptor_keeps_its_files_and_the_trace() {
 #[test]
 fn host_dup2_over_every_descriptor_keeps_recording() {
     let exe = build_c("hostile", "hostile", &[]);
-    let run = record(&exe, &["dupall"]).success();
-    assert!(run.stdout().contains("dupall ok"), "{}", run.stdout());
+    records_thread_and_exec_after(&exe, "dupall");
+}
+
+/// Runs `hostile MODE` and checks what came after its descriptor sweep was recorded: the
+/// thread's work and the exec'd child, with no thread or process left without files.
+fn records_thread_and_exec_after(exe: &std::path::Path, mode: &str) -> TraceDir {
+    let run = record(exe, &[mode]).success();
+    assert!(
+        run.stdout().contains(&format!("{mode} ok")),
+        "{}",
+        run.stdout()
+    );
     let t = run.load();
     assert_eq!(t.losses.threads_without_file, 0);
+    assert_eq!(t.losses.processes_without_dir, 0);
     assert_eq!(with_op(&t, Op::MutexLock).len(), 6_000);
     assert!(
         t.processes
@@ -37,6 +48,21 @@ fn host_dup2_over_every_descriptor_keeps_recording() {
             .any(|p| p.exe().is_some_and(|e| e.ends_with("true"))),
         "the exec'd child was recorded"
     );
+    t
+}
+
+/// The same through `syscall(2)`, as hosts that bypass libc's wrappers do: `SYS_dup2`,
+/// `SYS_dup3`, `SYS_close` and `SYS_close_range` over every descriptor number leave the agent's
+/// socket to the recorder alone (before, the thread and the exec'd child got no files).
+#[test]
+fn host_raw_close_and_dup_system_calls_keep_recording() {
+    let exe = build_c("hostile", "hostile", &[]);
+    let t = records_thread_and_exec_after(&exe, "rawclose");
+    // Recorded as the wrappers' calls are: each went through its hook (every close of 3..1023
+    // but the one of the agent's socket, which is left open unrecorded).
+    assert_eq!(with_op(&t, Op::Close).len(), 1_020);
+    assert_eq!(with_op(&t, Op::Dup2).len(), 509);
+    assert_eq!(with_op(&t, Op::Dup3).len(), 512);
 }
 
 #[test]

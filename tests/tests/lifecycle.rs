@@ -135,24 +135,25 @@ fn fork_exec_and_user_switch() {
     assert_eq!(child.event.aux, Some(u64::from(fork.file.header.pid)));
 }
 
-#[test]
-fn hooks_called_from_another_librarys_constructor() {
+/// Builds `tests/c/<lib>.c` as `lib<lib>.so` and `tests/c/<main>.c` linked with it.
+fn build_with_library(lib: &str, main: &str) -> std::path::PathBuf {
     let dir = target_dir().join("e2e-c");
     std::fs::create_dir_all(&dir).unwrap();
-    let lib = dir.join("libctorlib.so");
     assert!(Command::new("cc")
         .args(["-shared", "-fPIC", "-pthread", "-o"])
-        .arg(&lib)
-        .arg(c_dir().join("ctorlib.c"))
+        .arg(dir.join(format!("lib{lib}.so")))
+        .arg(c_dir().join(format!("{lib}.c")))
         .status()
         .unwrap()
         .success());
     let rpath = format!("-Wl,-rpath,{}", dir.display());
-    let exe = build_c(
-        "ctormain",
-        "ctormain",
-        &["-L", dir.to_str().unwrap(), "-lctorlib", &rpath],
-    );
+    let link = format!("-l{lib}");
+    build_c(main, main, &["-L", dir.to_str().unwrap(), &link, &rpath])
+}
+
+#[test]
+fn hooks_called_from_another_librarys_constructor() {
+    let exe = build_with_library("ctorlib", "ctormain");
     let run = record(&exe, &[]).success();
     assert!(run.stdout().contains("main read 1"));
     let t = run.load();
@@ -172,6 +173,41 @@ fn hooks_called_from_another_librarys_constructor() {
         .unwrap();
     assert_eq!(w.event.obj.unwrap().key, r.event.obj.unwrap().key);
     assert!(w.event.seq < r.event.seq);
+}
+
+/// Fork handlers registered before the agent's own (by another library's constructor) run
+/// while the agent marks the thread as forking; the parent's calls in them are recorded (before,
+/// all 10 passed through uncounted). Each child's release, made before the agent has given the
+/// child its files, passes through and is counted lost.
+#[test]
+fn fork_handlers_registered_before_the_agent_are_recorded_in_the_parent() {
+    let exe = build_with_library("atforklib", "atforkmain");
+    let run = record(&exe, &[]).success();
+    assert!(run.stdout().contains("forked 5"), "{}", run.stdout());
+    let t = run.load();
+    let forks = with_op(&t, Op::Fork);
+    assert_eq!(forks.len(), 5);
+    let parent = forks[0].file.header.pid;
+    let count = |op| {
+        with_op(&t, op)
+            .into_iter()
+            .filter(|e| e.file.header.pid == parent)
+            .count()
+    };
+    assert_eq!(count(Op::MutexLock), 6, "5 prepare handlers and main's own");
+    assert_eq!(
+        count(Op::MutexUnlock),
+        6,
+        "5 parent handlers and main's own"
+    );
+    // Each child's release, made before the child had its files, is counted lost there.
+    let children: Vec<u64> = t
+        .processes
+        .iter()
+        .filter(|p| p.pid != parent)
+        .map(|p| p.threads.iter().map(FileTrace::lost_events).sum())
+        .collect();
+    assert_eq!(children, vec![1; 5], "lost per child");
 }
 
 #[test]
@@ -382,4 +418,31 @@ fn names_given_after_start_survive_a_kill() {
         run.stderr()
     );
     assert_eq!(with_op(&t, Op::Raise).len(), 1);
+}
+
+/// A process that renames itself (by overwriting argv) is named by the title it held longest:
+/// `tests/c/retitle.c` serves as "retitle: serving requests" for 400 ms and shuts down as
+/// "retitle: shutting down" for 80 ms; nginx's workers and PostgreSQL's checkpointer do the same
+/// at shutdown.
+#[test]
+fn a_process_is_named_by_the_title_it_held_longest() {
+    let exe = build_c("retitle", "retitle", &[]);
+    // Arguments give the title room to be written in.
+    let run = record(&exe, &["0123456789012345678901234567890123456789"]).success();
+    let t = run.load();
+    let titles: Vec<String> = t
+        .processes
+        .iter()
+        .flat_map(|p| p.files().flat_map(|f| f.titles.iter()))
+        .map(|x| x.args.join(" "))
+        .collect();
+    assert!(
+        titles.iter().any(|x| x.contains("shutting down")),
+        "the last title was recorded: {titles:?}"
+    );
+    assert_eq!(
+        t.processes[0].title().as_deref(),
+        Some("retitle: serving requests"),
+        "{titles:?}"
+    );
 }

@@ -38,6 +38,10 @@ pub(crate) struct Config {
     pub env_cpu: PathBuf<32>,
     /// Every event carries the thread's CPU time.
     pub cpu_time: bool,
+    /// `SCALPEL_SAMPLE=...` if it was set.
+    pub env_sample: PathBuf<32>,
+    /// On-CPU samples per second of each thread's CPU time (0: off; see `sampler`).
+    pub sample_hz: u32,
     /// The incarnation number of this process's directory `<pid>.<incarnation>`.
     pub incarnation: u32,
     /// This process's id.
@@ -83,6 +87,8 @@ static G: Global = Global {
         stacks: crate::stackcfg::StackCfg::DEFAULT,
         env_cpu: PathBuf::new(),
         cpu_time: false,
+        env_sample: PathBuf::new(),
+        sample_hz: 0,
         incarnation: 0,
         pid: 0,
         tsc: false,

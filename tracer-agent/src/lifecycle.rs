@@ -57,6 +57,11 @@ pub(crate) extern "C" fn atfork_child() {
             aux: Some(parent),
             ..Ev::new(Op::ForkChild, t, t)
         });
+        // Fork handlers the host registered before ours ran in this child before this one.
+        let passed = tstate::take_child_passed();
+        if passed > 0 {
+            c.count_lost(passed);
+        }
     }
 }
 
@@ -64,4 +69,18 @@ pub(crate) extern "C" fn atfork_child() {
 /// noticed at its first hook: it gets its own process directory.
 pub(crate) fn child_without_handlers() {
     global::after_fork_child(setup::new_process);
+}
+
+/// The sampling signal's handler (see `sampler`): a sample for this thread's state, or the
+/// host's own delivery of the signal passed on to the host's action.
+pub(crate) extern "C" fn on_sample_signal(
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    uc: *mut libc::c_void,
+) {
+    let _errno = crate::sys::ErrnoGuard::save();
+    match crate::sampler::timer_overruns(info) {
+        Some(overruns) => tstate::on_sample(uc, overruns),
+        None => crate::sampler::forward(sig, info, uc),
+    }
 }

@@ -41,6 +41,16 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
         cfg.env_cpu.push(b"SCALPEL_CPU_TIME=").push(c);
         cfg.cpu_time = c == b"on" || c == b"1";
     }
+    if let Some(hz) = getenv(b"SCALPEL_SAMPLE\0").filter(|h| h.len() < 8) {
+        cfg.env_sample.push(b"SCALPEL_SAMPLE=").push(hz);
+        cfg.sample_hz = hz
+            .iter()
+            .try_fold(0u32, |v, &b| {
+                b.is_ascii_digit().then(|| v * 10 + u32::from(b - b'0'))
+            })
+            .unwrap_or(0)
+            .min(10_000);
+    }
     cfg.tsc = clock != Some(b"monotonic".as_slice()) && invariant_tsc();
     calibrate(cfg);
 

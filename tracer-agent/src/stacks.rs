@@ -71,6 +71,16 @@ impl Stacks {
         self.lo = lo as u64;
     }
 
+    /// This thread's stack as (top, lowest address); top 0 when unknown.
+    pub(crate) fn bounds(&self) -> (u64, u64) {
+        (self.top, self.lo)
+    }
+
+    /// The id of a stack given as frames (a sample's), defining it in the file if it is new.
+    pub(crate) fn intern_frames(&mut self, frames: &[u64], file: &mut File) -> Option<u64> {
+        self.intern(frames, file)
+    }
+
     /// Frees the rule cache (at thread exit).
     pub(crate) fn release(&mut self) {
         // SAFETY: the cache came from `unwind::new_cache` and is dropped from our state here.

@@ -2,8 +2,8 @@
 //! (`postgres: walwriter`, `nginx: worker process`), which `/proc/self/cmdline` then shows; the
 //! command line recorded at start is the parent's. So the agent reads the title again, at most
 //! every 1/16 s per process and about 2 ms after a fork, and records it (a TITLE record in the
-//! file of the thread that noticed) whenever it changed. Readers name a process by its latest
-//! title. Each thread checks at every 16th event, and a check is one relaxed load, a subtraction
+//! file of the thread that noticed) whenever it changed. Readers name a process by the title
+//! it held longest. Each thread checks at every 16th event, and a check is one relaxed load, a subtraction
 //! and a shift.
 
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -11,7 +11,7 @@
 
 use core::cell::Cell;
 use core::ptr::null_mut;
-use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
 
 use scalpel_format::format::{self, rec, ObjKind, Op};
 use scalpel_format::record::RawEvent;
@@ -19,6 +19,7 @@ use scalpel_format::wire::Enc;
 
 use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
+use crate::sampler::{Pending, ThreadSampler};
 use crate::stacks::Stacks;
 use crate::sys::{self, ErrnoGuard};
 use crate::writer::{self, File};
@@ -32,10 +33,13 @@ const OBJ_SLOTS: usize = 4096;
 /// The table is reset when it holds this many objects, keeping probes short.
 const OBJ_LIMIT: u32 = 3072;
 
+/// This thread's agent state in thread-local storage (`crate::tls`): every field is valid when
+/// zeroed, which is how each new thread finds it.
 struct Tls {
     state: Cell<*mut ThreadState>,
     busy: Cell<bool>,
-    /// How the thread is leaving: 0 start routine returned, 1 pthread_exit, 2 other.
+    /// How the thread is leaving, plus one: 1 start routine returned, 2 pthread_exit, 0 other
+    /// (the zeroed value).
     exit_how: Cell<u8>,
     /// Set from the fork prepare handler until the parent or child handler runs: other
     /// libraries' fork handlers then pass through, so a child never writes into the parent's
@@ -49,17 +53,23 @@ struct Tls {
     stack: Cell<(usize, usize)>,
 }
 
-thread_local! {
-    static TLS: Tls = const {
-        Tls {
-            state: Cell::new(null_mut()),
-            busy: Cell::new(false),
-            exit_how: Cell::new(2),
-            forking: Cell::new(false),
-            fork_spawn: Cell::new(0),
-            stack: Cell::new((0, 0)),
-        }
-    };
+const _: () = assert!(core::mem::size_of::<Tls>() <= crate::tls::BLOCK_BYTES);
+const _: () = assert!(core::mem::align_of::<Tls>() <= 16);
+
+/// The calling thread's [`Tls`], with the interface `thread_local!` gives (it never fails).
+struct TlsKey;
+
+static TLS: TlsKey = TlsKey;
+
+impl TlsKey {
+    #[inline(always)]
+    fn try_with<R>(&self, f: impl FnOnce(&Tls) -> R) -> Result<R, core::convert::Infallible> {
+        // SAFETY: the block is this thread's, large and aligned enough (asserted above), zeroed
+        // at thread start, and every field of `Tls` is valid when zeroed. Only this thread
+        // touches it (a signal handler on this thread runs to completion in between), and the
+        // reference does not outlive the call.
+        Ok(f(unsafe { &*(crate::tls::block() as *const Tls) }))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -85,8 +95,12 @@ pub(crate) struct ThreadState {
     last_cpu: u64,
     since_calib: u32,
     next_idx: u32,
+    /// The slot the last event's object took, plus one (0: none): consecutive events on one
+    /// object (a lock and its unlock) skip the hash probe.
+    last_slot: u32,
     objects: [ObjSlot; OBJ_SLOTS],
     stacks: Stacks,
+    sampler: ThreadSampler,
 }
 
 /// A recording thread: the configuration and its state. Obtained from [`enter_with`] (hooks call
@@ -111,7 +125,7 @@ pub(crate) fn enter_with(
 ) -> Option<Ctx> {
     TLS.try_with(|t| {
         let ts = t.state.get();
-        if ts == DEAD || t.forking.get() {
+        if ts == DEAD || (t.forking.get() && !in_forking_parent()) {
             return None;
         }
         if !ts.is_null() {
@@ -187,6 +201,8 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
     t.state.set(mem);
     // SAFETY: the key was created at init; the value is only read back by our destructor.
     unsafe { libc::pthread_setspecific(cfg.key, mem as *const libc::c_void) };
+    // SAFETY: our state, just published; its timer's handler reads it only through `TLS`.
+    unsafe { (*mem).sampler.start() };
     Some(Ctx { cfg, ts: mem })
 }
 
@@ -225,10 +241,22 @@ impl Ctx {
         st.write(self.cfg, ev);
         compiler_fence(Ordering::SeqCst);
         st.busy.store(false, Ordering::Relaxed);
+        if st.sampler.pending.set {
+            st.flush_sample(self.cfg);
+        }
     }
 }
 
 impl Ctx {
+    /// Counts `n` events of this thread lost (calls that passed through unrecorded).
+    pub(crate) fn count_lost(&self, n: u64) {
+        // SAFETY: as in `emit`; the header counter is atomic.
+        let st = unsafe { &*self.ts };
+        if st.tag == TAG {
+            st.file.add_lost(n);
+        }
+    }
+
     /// Records that this thread renamed itself (a THREAD_NAME record: clock, name), and puts the
     /// name in the file's header, so a thread killed before its clean exit keeps it too.
     pub(crate) fn renamed(&self, name: &[u8]) {
@@ -248,10 +276,133 @@ impl Ctx {
         st.file.set_name(name);
         compiler_fence(Ordering::SeqCst);
         st.busy.store(false, Ordering::Relaxed);
+        if st.sampler.pending.set {
+            st.flush_sample(self.cfg);
+        }
     }
 }
 
+/// From the sampling signal's handler: a sample of this thread taken at the interrupted context
+/// `uc`, standing for `1 + overruns` timer periods (see `sampler`). Written at once, or kept until the agent's
+/// write that it interrupted ends.
+pub(crate) fn on_sample(uc: *const libc::c_void, overruns: u64) {
+    let _ = TLS.try_with(|t| {
+        let ts = t.state.get();
+        if ts.is_null() || ts == DEAD || t.forking.get() {
+            return;
+        }
+        let Some(cfg) = global::config_if_ready() else {
+            return;
+        };
+        // SAFETY: a non-null, non-DEAD pointer is our state's mapping; the handler runs on the
+        // thread that owns it, which does not run meanwhile.
+        let st = unsafe { &mut *ts };
+        if st.tag != TAG {
+            return;
+        }
+        let ticks = global::now(cfg);
+        let bounds = st.stacks.bounds();
+        let depth = usize::from(cfg.stacks.depth);
+        if st.busy.load(Ordering::Relaxed) {
+            if st.sampler.pending.set {
+                st.file.count_lost();
+                return;
+            }
+            let mut p = st.sampler.pending;
+            st.sampler.take(uc, bounds, depth, true, &mut p);
+            p.ticks = ticks;
+            p.overruns = overruns;
+            p.flags |= scalpel_format::format::sample::DEFERRED;
+            p.set = true;
+            st.sampler.pending = p;
+            return;
+        }
+        // SAFETY: zeroed is an empty pending sample.
+        let mut p: Pending = unsafe { core::mem::zeroed() };
+        st.sampler.take(uc, bounds, depth, false, &mut p);
+        p.ticks = ticks;
+        p.overruns = overruns;
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        st.write_sample(&p);
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
+    });
+}
+
+/// Starts this thread's sampling timer if its recording started before sampling was installed
+/// (a hook called from another library's constructor, before ours).
+pub(crate) fn start_sampling() {
+    let _ = TLS.try_with(|t| {
+        let ts = t.state.get();
+        // SAFETY: as in `after_failed_exec`.
+        if !ts.is_null() && ts != DEAD && unsafe { (*ts).tag } == TAG {
+            // SAFETY: as above; `start` does nothing when the timer exists.
+            unsafe { (*ts).sampler.start() };
+        }
+    });
+}
+
+/// Before an exec on this thread: its sampling timer stops (see `sampler::before_exec`).
+pub(crate) fn before_exec() {
+    let _ = TLS.try_with(|t| {
+        let ts = t.state.get();
+        // SAFETY: as in `on_sample`; only the tag and the timer id are read.
+        let live = !ts.is_null() && ts != DEAD && unsafe { (*ts).tag } == TAG;
+        // SAFETY: a live state, as just checked.
+        crate::sampler::before_exec(live.then(|| unsafe { &(*ts).sampler }));
+    });
+}
+
+/// After an exec that failed: this thread's sampling timer runs again.
+pub(crate) fn after_failed_exec() {
+    let _ = TLS.try_with(|t| {
+        let ts = t.state.get();
+        // SAFETY: as in `before_exec`.
+        if !ts.is_null() && ts != DEAD && unsafe { (*ts).tag } == TAG {
+            // SAFETY: as above.
+            unsafe { (*ts).sampler.resume() };
+        }
+    });
+}
+
 impl ThreadState {
+    /// Writes the sample a write of ours held back (see `sampler`).
+    #[cold]
+    #[inline(never)]
+    fn flush_sample(&mut self, _cfg: &Config) {
+        if self.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        let p = self.sampler.pending;
+        self.write_sample(&p);
+        self.sampler.pending.set = false;
+        compiler_fence(Ordering::SeqCst);
+        self.busy.store(false, Ordering::Relaxed);
+    }
+
+    /// Writes a SAMPLE record (with its STACK record first, if the stack is new here).
+    fn write_sample(&mut self, p: &Pending) {
+        let stack = if p.len > 0 {
+            self.stacks
+                .intern_frames(&p.frames[..p.len], &mut self.file)
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let mut buf = [0u8; 40];
+        let mut e = Enc::new(&mut buf);
+        e.varint(p.ticks);
+        e.varint(crate::sampler::period_ns());
+        e.varint(p.overruns);
+        e.varint(stack);
+        e.u8(p.flags);
+        let n = e.len();
+        self.file.record(rec::SAMPLE, &buf[..n], &[]);
+    }
+
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>) {
         self.since_calib += 1;
         // Every 16th event of a thread looks at the clock for the title check.
@@ -269,6 +420,9 @@ impl ThreadState {
         // frame of the program is on the stack there.
         let stack = match ev.op {
             Op::ThreadStart | Op::ThreadExit => None,
+            // Checked here, not only in `capture`: a call into its large frame costs about 20
+            // instructions per event even when stacks are off.
+            _ if cfg.stacks.mode == crate::stackcfg::Mode::Off => None,
             _ => self.stacks.capture(&cfg.stacks, &mut self.file, ev.t0),
         };
         // Read after the call returned, so the call's own CPU time counts to the leaf it ends.
@@ -337,6 +491,21 @@ impl ThreadState {
     /// The table slot of an object, defining it in the file first if it is new here.
     #[inline]
     fn intern(&mut self, o: &Obj<'_>) -> Option<usize> {
+        if let Some(i) = self.last_slot.checked_sub(1).map(|i| i as usize) {
+            let s = &self.objects[i];
+            // A table reset zeroes `idx`, so a stale slot never matches.
+            if s.idx != 0 && s.key == o.key && s.kind == o.kind.code() {
+                return Some(i);
+            }
+        }
+        let i = self.intern_probe(o)?;
+        self.last_slot = i as u32 + 1;
+        Some(i)
+    }
+
+    /// [`ThreadState::intern`] past the last-object check: the hash probe, and the definition.
+    #[inline(never)]
+    fn intern_probe(&mut self, o: &Obj<'_>) -> Option<usize> {
         let mut i = (mix(o.kind.code(), o.key) as usize) & (OBJ_SLOTS - 1);
         loop {
             let s = &self.objects[i];
@@ -357,7 +526,7 @@ impl ThreadState {
                 s.idx = 0;
             }
             self.next_idx = 1;
-            return self.intern(o);
+            return self.intern_probe(o);
         }
         let idx = self.next_idx;
         let mut head = [0u8; 24];
@@ -388,7 +557,7 @@ fn mix(kind: u8, key: u64) -> u64 {
 
 /// Notes how the current thread is leaving (see `Tls::exit_how`).
 pub(crate) fn set_exit_how(how: u8) {
-    let _ = TLS.try_with(|t| t.exit_how.set(how));
+    let _ = TLS.try_with(|t| t.exit_how.set(how + 1));
 }
 
 /// Ends this thread's recording: called from the pthread key destructor with our state pointer.
@@ -400,7 +569,7 @@ pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
         }
         if let Some(cfg) = global::config_if_ready() {
             let ctx = Ctx { cfg, ts };
-            ev(&ctx, t.exit_how.get());
+            ev(&ctx, t.exit_how.get().checked_sub(1).unwrap_or(2));
             // A last calibration point: with the one the file starts with it spans the
             // thread's whole life, so the clock line the reader fits through all files gets its
             // slope from the length of the run, not from the few milliseconds in which threads
@@ -421,6 +590,8 @@ pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
                 }
             }
         }
+        // SAFETY: our live state; the timer goes before the state does.
+        unsafe { (*ts).sampler.stop() };
         t.state.set(DEAD);
         // SAFETY: `ts` was our live state; the thread is marked DEAD first, so nothing else
         // reaches it any more.
@@ -463,6 +634,33 @@ pub(crate) fn set_fork_spawn(key: u64) {
 /// Takes the spawn key of the fork that made this process (0 when unknown).
 pub(crate) fn take_fork_spawn() -> u64 {
     TLS.try_with(|t| t.fork_spawn.replace(0)).unwrap_or(0)
+}
+
+/// Whether this forking thread is the parent's: fork handlers the host registered before ours
+/// run while the thread is marked forking (their prepare handlers after ours, their parent
+/// handlers before ours), and the parent records their calls. A child, until our child handler
+/// has given it its own files, still holds the parent's (a pid differs from the one the
+/// configuration was made for), so its calls pass through. Only called while forking.
+/// A child's calls are counted, and the count goes to its first file as lost events
+/// ([`take_child_passed`]).
+#[cold]
+fn in_forking_parent() -> bool {
+    let Some(c) = global::config_if_ready() else {
+        return false;
+    };
+    if sys::sys(libc::SYS_getpid, 0, 0, 0) == c.pid as isize {
+        return true;
+    }
+    CHILD_PASSED.fetch_add(1, Ordering::Relaxed);
+    false
+}
+
+/// Calls a fork child made while its thread was still marked forking (see `in_forking_parent`).
+static CHILD_PASSED: AtomicU64 = AtomicU64::new(0);
+
+/// Takes the count of calls this fork child made before its files existed.
+pub(crate) fn take_child_passed() -> u64 {
+    CHILD_PASSED.swap(0, Ordering::Relaxed)
 }
 
 /// Marks (or unmarks) this thread as being inside fork.

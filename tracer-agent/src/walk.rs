@@ -71,6 +71,18 @@ impl Chain {
                 unwind::table()
             })
             .ok_or(WalkErr::Unavailable)?;
+        Chain::walk_with(table, s, depth, cache, strict)
+    }
+
+    /// [`Chain::walk`] with a table already in hand; never builds one (a signal handler must
+    /// not allocate).
+    pub(crate) fn walk_with(
+        table: &unwind::Table,
+        s: &Start,
+        depth: usize,
+        cache: &mut Cache,
+        strict: bool,
+    ) -> Result<Chain, WalkErr> {
         let mut c = Chain {
             addrs: [0; CHAIN],
             slots: [0; CHAIN],
@@ -143,6 +155,24 @@ impl Chain {
             .iter()
             .copied()
             .find(|&a| !unwind::in_agent(a))
+    }
+
+    /// Copies the frames beyond the agent's outermost one into `out` (for a sample taken while
+    /// the agent ran, perhaps inside a libc function it called); returns how many.
+    pub(crate) fn frames_beyond_agent(&self, out: &mut [u64; MAX_DEPTH]) -> usize {
+        let addrs = &self.addrs[..self.len];
+        let from = addrs
+            .iter()
+            .rposition(|&a| unwind::in_agent(a))
+            .map_or(0, |i| i + 1);
+        let mut n = 0;
+        for &a in &addrs[from..] {
+            if n < MAX_DEPTH {
+                out[n] = a;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Copies the program's frames (agent frames left out) into `out`; returns how many.

@@ -248,9 +248,14 @@ impl File {
     /// Counts an event lost because the thread was inside the agent when a signal handler made
     /// the call. Only touches an atomic, so it is safe from a handler interrupting our writes.
     pub(crate) fn count_lost(&self) {
+        self.add_lost(1);
+    }
+
+    /// Counts `n` events lost.
+    pub(crate) fn add_lost(&self, n: u64) {
         if !self.header.is_null() {
             self.header_u64(hdr::DROPPED)
-                .fetch_add(1, Ordering::Relaxed);
+                .fetch_add(n, Ordering::Relaxed);
         }
     }
 

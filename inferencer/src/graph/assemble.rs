@@ -5,8 +5,8 @@ use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::ObjKind;
 use scalpel_model::graph::{
-    Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo, OpName, ProcessId,
-    ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
+    CpuSample, Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo, OpName,
+    ProcessId, ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
 };
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
@@ -244,6 +244,31 @@ pub(super) fn assemble(
                 ns: w.dur,
                 site: SiteId(site),
             }));
+        let sites = table.thread_sites(
+            p,
+            file,
+            file.samples
+                .iter()
+                .map(|s| u32::try_from(s.stack).unwrap_or(0)),
+        );
+        let first = graph.samples.len();
+        graph
+            .samples
+            .extend(file.samples.iter().zip(sites).map(|(s, site)| CpuSample {
+                thread: ThreadId(thread),
+                at_ns: file.clock.ns(s.ticks),
+                weight_ns: s.weight_ns(),
+                site: SiteId(site),
+                in_agent: s.in_agent,
+            }));
+        graph.samples[first..].sort_by_key(|s| s.at_ns);
+        for s in &file.samples {
+            if s.period_ns > 0
+                && (graph.sample_period_ns == 0 || s.period_ns < graph.sample_period_ns)
+            {
+                graph.sample_period_ns = s.period_ns;
+            }
+        }
         weak.weak.append(&mut out.weak.weak);
         weak.head.append(&mut out.weak.head);
     }

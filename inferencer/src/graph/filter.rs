@@ -135,6 +135,15 @@ pub(super) fn apply(
             included && !exclude.iter().any(|f| f.matches(g, l, t0))
         })
         .collect();
+    // Samples go with the leaves they fell in (before the leaves are renumbered).
+    let samples = std::mem::take(&mut g.samples);
+    g.samples = samples
+        .into_iter()
+        .filter(|s| {
+            g.leaf_at(s.thread, s.at_ns)
+                .is_some_and(|l| keep[l.index()])
+        })
+        .collect();
     let mut new_id = vec![u32::MAX; keep.len()];
     let mut n = 0u32;
     for (i, k) in keep.iter().enumerate() {

@@ -42,13 +42,21 @@ pub struct Summary {
     pub stacks_missed: u64,
     /// Events carrying their thread's CPU time (`--cpu-time`).
     pub cpu_events: u64,
+    /// On-CPU samples (`--sample`).
+    pub samples: u64,
+    /// The thread CPU time they stand for, ns.
+    pub sampled_ns: u64,
+    /// Samples taken inside the agent.
+    pub samples_in_agent: u64,
+    /// Samples with no stack (a thread whose stack bounds are unknown).
+    pub samples_unstacked: u64,
     /// What no thread file holds: threads and processes the agent could not give a file.
     pub unrecorded: RecordingLosses,
     /// Readiness waits that listed what they reported (READY records).
     pub ready_lists: u64,
     /// The bytes of those records.
     pub ready_bytes: u64,
-    /// Processes that renamed themselves: pid and latest title.
+    /// Processes that renamed themselves: pid and the title held longest.
     pub titles: Vec<(u32, String)>,
 }
 
@@ -91,6 +99,10 @@ impl Summary {
             s.stacks += f.stacks.len() as u64;
             s.stacked_events += f.events.iter().filter(|e| e.stack.is_some()).count() as u64;
             s.cpu_events += f.events.iter().filter(|e| e.cpu_ns.is_some()).count() as u64;
+            s.samples += f.samples.len() as u64;
+            s.sampled_ns += f.samples.iter().map(|x| x.weight_ns()).sum::<u64>();
+            s.samples_in_agent += f.samples.iter().filter(|x| x.in_agent).count() as u64;
+            s.samples_unstacked += f.samples.iter().filter(|x| x.stack == 0).count() as u64;
             for r in f.events.iter().filter_map(|e| e.ready.as_deref()) {
                 s.ready_lists += 1;
                 s.ready_bytes += ready_record_len(r);
@@ -133,6 +145,17 @@ impl fmt::Display for Summary {
         }
         if self.cpu_events > 0 {
             writeln!(f, "cpu times:  {} events carry one", self.cpu_events)?;
+        }
+        if self.samples > 0 {
+            writeln!(
+                f,
+                "samples:    {} on-CPU samples for {:.1} ms of CPU; {} inside the agent, {} \
+                 without a stack",
+                self.samples,
+                self.sampled_ns as f64 / 1e6,
+                self.samples_in_agent,
+                self.samples_unstacked
+            )?;
         }
         if self.ready_lists > 0 {
             writeln!(

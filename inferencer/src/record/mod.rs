@@ -10,7 +10,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 
 use scalpel_model::broker::ENV_BROKER;
-use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_STACKS, SHARED_TABLE};
+use scalpel_model::format::SHARED_TABLE;
+use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_SAMPLE, ENV_STACKS};
 
 mod broker;
 mod child;
@@ -42,6 +43,10 @@ pub struct RecordOptions {
     /// time runnable but preempted (or in calls the agent does not record). It costs one system
     /// call per event. Default: `false`.
     pub cpu_time: bool,
+    /// On-CPU samples per second of each thread's CPU time, taken by a per-thread CPU-time
+    /// timer whose signal handler records the interrupted stack (no root needed). Default:
+    /// `None` (off).
+    pub sample_hz: Option<u32>,
 }
 
 impl Default for RecordOptions {
@@ -52,6 +57,7 @@ impl Default for RecordOptions {
             command: Vec::new(),
             stacks: StackOptions::default(),
             cpu_time: false,
+            sample_hz: None,
         }
     }
 }
@@ -329,6 +335,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     } else {
         command.env_remove(ENV_CPU_TIME);
     }
+    match opts.sample_hz {
+        Some(hz) => command.env(ENV_SAMPLE, hz.to_string()),
+        None => command.env_remove(ENV_SAMPLE),
+    };
     // Every file of the recording is made by the broker, owned by this user and closed to
     // everyone else; the command gets the socket to ask for them at a fixed descriptor.
     let (server, theirs) = broker::start(&dir).map_err(io_err(&dir, "start serving"))?;

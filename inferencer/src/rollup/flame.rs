@@ -10,7 +10,8 @@
 //! followed by a `--` frame and the waker's stack, innermost first, then the waker's thread: the
 //! "off-wake" graph of who woke this wait and from where.
 //!
-//! Non-goals: on-CPU samples (not recorded yet) and drawing (`crate::views::flame`).
+//! On-CPU samples and the wall-clock graph that joins both are in `super::samples`; drawing is
+//! a view (`crate::views::flame`).
 
 use std::collections::BTreeMap;
 
@@ -21,13 +22,16 @@ use scalpel_model::task::{Model, TaskTypeId};
 use super::kinds::BlockKind;
 use super::leaf::{end_kind, inner_times, GraphIndex};
 
-/// What the flame graph holds. `Default`: every leaf, no wakers.
+/// What the flame graph holds. `Default`: every leaf, no wakers, one root per thread.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlameOptions {
     /// Append the waker's stack to each wait another thread ended.
     pub waker: bool,
     /// Only the leaves of this task type's occurrences.
     pub task: Option<TaskTypeId>,
+    /// Root frames are the process alone, not the process and then the thread: the threads of
+    /// a process add up.
+    pub per_process: bool,
 }
 
 /// Folded stacks: frames from the root down, joined by `;`, and the nanoseconds spent there.
@@ -60,7 +64,7 @@ impl Folded {
             .sum()
     }
 
-    fn add(&mut self, frames: &[String], ns: u64) {
+    pub(super) fn add(&mut self, frames: &[String], ns: u64) {
         if ns > 0 {
             *self.stacks.entry(frames.join(";")).or_insert(0) += ns;
         }
@@ -73,12 +77,12 @@ pub fn kind_tag(kind: BlockKind) -> String {
 }
 
 /// A frame as folded stacks may hold it: no `;` (the separator), no line breaks.
-fn frame(s: &str) -> String {
+pub(super) fn frame(s: &str) -> String {
     s.replace(';', ":").replace(['\n', '\r'], " ")
 }
 
 /// The frames of a call site from the root down; its function alone if it has no stack.
-fn site_frames(site: &BoundaryInfo) -> Vec<String> {
+pub(super) fn site_frames(site: &BoundaryInfo) -> Vec<String> {
     if site.frames.is_empty() {
         return vec![frame(site.function.as_deref().unwrap_or("[no stack]"))];
     }
@@ -114,16 +118,18 @@ pub fn task_leaves(g: &Graph, model: &Model, t: TaskTypeId) -> Vec<bool> {
     keep
 }
 
-/// The off-CPU folded stacks of `g` (see the module docs).
-pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
-    let idx = GraphIndex::new(g);
-    let n = g.leaves.len();
-    let keep: Vec<bool> = match opts.task {
-        None => vec![true; n],
+/// The leaves `opts` selects: all of them, or those of its task.
+pub(super) fn selected(g: &Graph, model: &Model, opts: &FlameOptions) -> Vec<bool> {
+    match opts.task {
+        None => vec![true; g.leaves.len()],
         Some(t) => task_leaves(g, model, t),
-    };
-    let roots: Vec<[String; 2]> = g
-        .threads
+    }
+}
+
+/// Per thread, its root frames: its process's name (the title, or the command's file name),
+/// then the thread's name unless `per_process`.
+pub(super) fn thread_roots(g: &Graph, per_process: bool) -> Vec<Vec<String>> {
+    g.threads
         .iter()
         .map(|t| {
             let p = g.processes.get(t.process.index());
@@ -132,13 +138,27 @@ pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
                 .map(|c| c.rsplit('/').next().unwrap_or("").to_owned())
                 .filter(|c| !c.is_empty())
                 .unwrap_or_else(|| "process".to_owned());
-            [frame(&name), frame(&t.name)]
+            let mut r = vec![frame(&name)];
+            if !per_process {
+                r.push(frame(&t.name));
+            }
+            r
         })
-        .collect();
+        .collect()
+}
+
+/// The off-CPU folded stacks of `g` (see the module docs).
+pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
+    let idx = GraphIndex::new(g);
+    let n = g.leaves.len();
+    let keep = selected(g, model, opts);
+    let roots = thread_roots(g, opts.per_process);
+    let names: Vec<String> = g.threads.iter().map(|t| frame(&t.name)).collect();
     let root = |leaf: usize| -> Vec<String> {
         roots
             .get(g.leaves[leaf].thread.index())
-            .map_or_else(Vec::new, |r| r.to_vec())
+            .cloned()
+            .unwrap_or_default()
     };
     let end_site = |leaf: usize| -> Option<&BoundaryInfo> {
         g.types.get(g.leaves[leaf].ty.index()).map(|t| &t.end)
@@ -177,8 +197,8 @@ pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
                     if let Some(site) = end_site(w) {
                         s.extend(site_frames(site).into_iter().rev());
                     }
-                    if let Some(r) = roots.get(g.leaves[w].thread.index()) {
-                        s.push(r[1].clone());
+                    if let Some(name) = names.get(g.leaves[w].thread.index()) {
+                        s.push(name.clone());
                     }
                 }
             }

@@ -5,15 +5,18 @@
 //! critical paths, blocked time by kind with the call, stack and peer that explain it, bytes and
 //! bandwidth, and the rows of the top-down view ([`TopView`]). Non-goals: writing them (the
 //! table, CSV and report are in `crate::views`), wait-for-graph bottleneck analysis (planned on
-//! the same traces), and anything that needs the raw trace again. Off-CPU folded stacks are
-//! here ([`off_cpu`]); their drawing is a view.
+//! the same traces), and anything that needs the raw trace again. Folded stacks are here
+//! (off-CPU [`off_cpu`], on-CPU samples [`on_cpu`], both at once [`wall`]); their drawing is a
+//! view.
 
 mod behind;
 mod blame;
 mod flame;
+mod fold;
 mod instance;
 mod kinds;
 mod leaf;
+mod samples;
 mod spans;
 mod stats;
 mod view;
@@ -28,11 +31,12 @@ pub use flame::{kind_tag, off_cpu, task_leaves, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};
 pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics, LockHolders};
+pub use samples::{on_cpu, sample_period_ns, wall, AGENT_FRAME, OFF_CPU_SUFFIX, ON_CPU_SUFFIX};
 pub use spans::{task_spans, TaskSpan};
 pub use stats::{ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 
+use fold::type_stats;
 use leaf::add_bytes;
-use stats::type_stats;
 pub use view::{top_view, Expanded, TaskRow, TopError, TopOptions, TopView};
 
 /// The rollups of one model.

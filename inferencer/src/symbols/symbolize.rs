@@ -142,6 +142,12 @@ impl Symbolizer {
             .find(addr)
             .filter(|e| e.path.as_deref().is_some_and(|p| p.starts_with('/')))
         else {
+            // The kernel's pseudo-modules ([vdso], where clock_gettime runs) have no file to
+            // read symbols from; their name still says where the code was.
+            frame.function = map
+                .find(addr)
+                .and_then(|e| e.path.clone())
+                .filter(|p| p.starts_with('[') && p.ends_with(']'));
             frame.missing = Some(Missing::NoModule);
             return frame;
         };

@@ -6,13 +6,14 @@ use std::io::{self, Write};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{Model, TaskTypeId};
 
-use super::flame::write_flame_svg;
+use super::flame::{write_flame_svg, write_flame_svg_as, Weights};
 use super::graphviz::DrawError;
 use super::model::{model_svg, ModelDraw};
 use super::table::blocked_shares;
 use super::units::{bytes, count, duration, pct};
 use super::waitfor::{edge_name, knot_name, site_line};
-use crate::rollup::{off_cpu, top_view, Expanded, FlameOptions, Rollup, TaskRow, TopOptions};
+use crate::rollup::{off_cpu, sample_period_ns, top_view, wall, Expanded, FlameOptions};
+use crate::rollup::{Rollup, TaskRow, TopOptions};
 use crate::waitfor::{WaitEdgeId, WaitFor};
 
 /// What the report holds. `Default`: 5 drill-downs, no title.
@@ -189,10 +190,11 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
     Ok(())
 }
 
-/// The off-CPU flame graph of the task type named `name` (`scalpel flame --task`), as an image:
+/// The flame graph of the task type named `name` (`scalpel flame --task`), as an image: the
+/// wall-clock graph when the trace has on-CPU samples, else the off-CPU graph with wakers.
 /// inferno's SVG carries a script and element ids of its own, which several copies inline in
-/// one page would share.
-fn off_cpu_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str) -> io::Result<()> {
+/// one page would share, hence an image.
+fn flame_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str) -> io::Result<()> {
     use base64::Engine as _;
     let Some(t) = model.types.iter().position(|t| t.name == name) else {
         return Ok(());
@@ -200,19 +202,40 @@ fn off_cpu_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str)
     let opts = FlameOptions {
         waker: true,
         task: Some(TaskTypeId(t as u32)),
+        per_process: false,
     };
-    let folded = off_cpu(graph, model, &opts);
     let mut svg = Vec::new();
-    write_flame_svg(
-        &mut svg,
-        &folded,
-        &format!("Off-CPU time in {name}, with wakers"),
-    )?;
+    let (what, says) = match sample_period_ns(graph) {
+        Some(period_ns) => {
+            write_flame_svg_as(
+                &mut svg,
+                &wall(graph, model, &opts),
+                &format!("Wall-clock time in {name}"),
+                Weights::Samples { period_ns },
+            )?;
+            (
+                "wall-clock",
+                "Where its threads spent their time: on the CPU (frames ending <code>_[c]</code>) \
+                 and waiting (<code>_[o]</code>, coloured by kind of wait), in samples",
+            )
+        }
+        None => {
+            write_flame_svg(
+                &mut svg,
+                &off_cpu(graph, model, &opts),
+                &format!("Off-CPU time in {name}, with wakers"),
+            )?;
+            (
+                "off-CPU",
+                "Where its threads waited: off-CPU time by stack, the waker's stack above each \
+                 <code>--</code>. Record with <code>--sample 99</code> to see on-CPU time too",
+            )
+        }
+    };
     writeln!(
         o,
-        "<p>Where its threads waited (off-CPU time by stack, the waker's stack above each \
-         <code>--</code>; <code>scalpel flame --task</code> draws it alone):</p>\
-         <img class=flame alt=\"off-CPU flame graph of {}\" src=\"data:image/svg+xml;base64,{}\">",
+        "<p>{says}. <code>scalpel flame --task</code> draws it alone.</p>\
+         <img class=flame alt=\"{what} flame graph of {}\" src=\"data:image/svg+xml;base64,{}\">",
         esc(name),
         base64::engine::general_purpose::STANDARD.encode(&svg)
     )
@@ -402,7 +425,7 @@ pub fn write_report(
         };
         if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
             drill(o, &e)?;
-            off_cpu_picture(o, graph, model, &t.name)?;
+            flame_picture(o, graph, model, &t.name)?;
         }
     }
     writeln!(o, "</body></html>")?;

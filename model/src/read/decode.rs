@@ -10,8 +10,9 @@ use super::filetrace::FileTrace;
 use super::header::Header;
 use super::identity::Identity;
 use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, ThreadName, Title};
-use crate::format::{ready, rec, Op, MAX_STACK_FRAMES};
+use super::types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, Sample};
+use super::types::{ThreadName, Title};
+use crate::format::{ready, rec, sample, Op, MAX_STACK_FRAMES};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
@@ -51,6 +52,7 @@ pub(crate) fn rec_name(kind: u8) -> String {
         rec::EXE => "EXE",
         rec::READY => "READY",
         rec::TITLE => "TITLE",
+        rec::SAMPLE => "SAMPLE",
         _ => return format!("kind {kind}"),
     };
     s.to_string()
@@ -90,6 +92,7 @@ impl<'p, 's> State<'p, 's> {
                 titles: Vec::new(),
                 exe: None,
                 thread_names: Vec::new(),
+                samples: Vec::new(),
                 clock,
                 lost: 0,
                 unknown_records: 0,
@@ -180,6 +183,20 @@ impl<'p, 's> State<'p, 's> {
                     ticks,
                     ts_ns: 0,
                     name,
+                });
+            }
+            rec::SAMPLE => {
+                let ticks = d.varint()?;
+                let period_ns = d.varint()?;
+                let overruns = d.varint()?;
+                let stack = d.varint()?;
+                let flags = d.u8()?;
+                self.out.samples.push(Sample {
+                    ticks,
+                    period_ns,
+                    overruns,
+                    stack,
+                    in_agent: flags & sample::IN_AGENT != 0,
                 });
             }
             rec::LOST => self.out.lost = self.out.lost.saturating_add(d.varint()?),

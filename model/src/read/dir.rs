@@ -40,18 +40,53 @@ impl ProcessTrace {
         self.process.as_ref()?.cmdline.as_deref()
     }
 
-    /// The name the process gave itself last, when it differs from its command line: the
-    /// latest TITLE record of any of its files (a server that overwrites argv, such as
-    /// PostgreSQL's `postgres: walwriter`), its arguments joined by spaces and trimmed.
+    /// The name the process gave itself, when it differs from its command line: of the titles
+    /// its TITLE records show (a server that overwrites argv, such as PostgreSQL's `postgres:
+    /// walwriter`), the one it held longest, each held from its record to the next title or to
+    /// the last time any of its files shows; the earliest on a tie. The first title counts from
+    /// the process's start: servers retitle a process as soon as they fork it, and an idle one
+    /// (PostgreSQL's checkpointer) makes the calls that let the agent notice only much later. Not
+    /// simply the latest: nginx's workers and PostgreSQL's checkpointer retitle themselves as
+    /// they shut down. Arguments are joined by spaces and trimmed.
     pub fn title(&self) -> Option<String> {
-        let latest = self
+        let mut titles: Vec<(u64, String)> = self
             .files()
             .flat_map(|f| f.titles.iter())
-            .max_by_key(|t| t.ticks)?;
-        let text = latest.args.join(" ");
-        let text = text.trim();
+            .map(|t| (t.ticks, t.args.join(" ").trim().to_string()))
+            .collect();
+        // Stable: records of one instant keep their file order.
+        titles.sort_by_key(|t| t.0);
+        let end = self
+            .files()
+            .flat_map(|f| {
+                let events = f.events.last().map(|e| e.ticks);
+                let calibrations = f.calibrations.iter().map(|c| c.ticks);
+                calibrations.chain(events)
+            })
+            .chain(titles.iter().map(|t| t.0))
+            .max()?;
+        let start = self
+            .files()
+            .map(|f| f.header.clock0)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0);
+        // (title, ticks held, first seen), in order of first sight.
+        let mut held: Vec<(&str, u64, usize)> = Vec::new();
+        for (i, (at, text)) in titles.iter().enumerate() {
+            let until = titles.get(i + 1).map_or(end, |n| n.0).max(*at);
+            let at = if i == 0 { &start.min(*at) } else { at };
+            match held.iter_mut().find(|h| h.0 == text) {
+                Some(h) => h.1 += until - at,
+                None => held.push((text, until - at, i)),
+            }
+        }
+        let best = held
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))?
+            .0;
         let cmdline = self.cmdline().map(|c| c.join(" ")).unwrap_or_default();
-        (!text.is_empty() && text != cmdline.trim()).then(|| text.to_string())
+        (!best.is_empty() && best != cmdline.trim()).then(|| best.to_string())
     }
 
     /// The process file (if any), then the thread files.

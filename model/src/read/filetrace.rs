@@ -7,7 +7,7 @@ use super::clock::Clock;
 use super::error::ReadError;
 use super::header::Header;
 use super::maps::ModuleMap;
-use super::types::{Calibration, Event, ObjectDef, Ready, ThreadName, Title};
+use super::types::{Calibration, Event, ObjectDef, Ready, Sample, ThreadName, Title};
 
 /// Everything decoded from one file.
 #[derive(Debug)]
@@ -38,6 +38,8 @@ pub struct FileTrace {
     pub exe: Option<PathBuf>,
     /// THREAD_NAME records.
     pub thread_names: Vec<ThreadName>,
+    /// SAMPLE records (on-CPU samples), in file order.
+    pub samples: Vec<Sample>,
     /// The clock that turned this file's ticks into nanoseconds: its own calibration points, or
     /// after [`super::read_dir`] the line fitted over every TSC-clocked file of the trace.
     pub clock: Clock,

@@ -25,4 +25,5 @@ pub use filetrace::{FileSink, FileTrace};
 pub use header::{Header, MIN_HEADER_SIZE};
 pub use identity::{chan_name, obj_kind_name, put_varint, Endpoint, Identity};
 pub use maps::{MapEntry, ModuleMap};
-pub use types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, ThreadName, Title};
+pub use types::Title;
+pub use types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, Sample, ThreadName};

@@ -143,6 +143,30 @@ pub struct Title {
     pub args: Vec<String>,
 }
 
+/// A SAMPLE record: where a thread was when its CPU-time timer fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Clock ticks when it was taken.
+    pub ticks: u64,
+    /// The timer's period, ns of thread CPU time.
+    pub period_ns: u64,
+    /// Expiries the kernel merged into this one (CPU timers are checked at scheduler ticks).
+    pub overruns: u64,
+    /// Its stack (an id of this file's STACK records; 0: none). The first frame is the
+    /// interrupted instruction plus one.
+    pub stack: u64,
+    /// The thread was inside the agent's own code.
+    pub in_agent: bool,
+}
+
+impl Sample {
+    /// The thread CPU time it stands for, ns.
+    pub fn weight_ns(&self) -> u64 {
+        self.period_ns
+            .saturating_mul(self.overruns.saturating_add(1))
+    }
+}
+
 /// A THREAD_NAME record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadName {

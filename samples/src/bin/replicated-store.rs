@@ -25,6 +25,10 @@
 //!   With `--rpc async` (the default) the workers queue mutations faster than the link carries
 //!   them, so the senders stall together again and again and the link idles most of the time;
 //!   `--rpc sync` sends from the worker and waits for the ack, so the queue never fills.
+//! - The logs (`--log-dir`) go to `/dev/shm` when it exists. Why: each commit's fsync holds the
+//!   log lock, so on a disk whose fsync takes 4 ms the workers made only 233 commits/s (0.96
+//!   MB/s), never outpaced the link and the bug did not show (a CI run with 0 stalls). On tmpfs
+//!   the fsync is still a call the agent records, but the disk no longer decides the outcome.
 //!
 //! Ground truth (samples/README.md): `worker_task` (session thread: packet received →
 //! dispatched, for commits and acks), `local_commit` (worker: dequeued → mutation queued for the
@@ -69,6 +73,20 @@ struct Opts {
     log_dir: std::path::PathBuf,
 }
 
+/// Where the logs go unless `--log-dir` says otherwise: tmpfs when there is one (see the module
+/// docs: a slow disk's fsync would hide the flow-control bug), else the temporary directory.
+fn default_log_dir() -> std::path::PathBuf {
+    let shm = std::path::Path::new("/dev/shm");
+    // Writable for us: a file can be made there (and is removed at once).
+    let probe = shm.join(format!(".replicated-store-{}", std::process::id()));
+    if File::create(&probe).is_ok() {
+        let _ = std::fs::remove_file(&probe);
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         rpc_sync: false,
@@ -82,7 +100,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         flow_sleep: Duration::from_millis(1000),
         link_bps: 4_000_000,
         port: 0,
-        log_dir: std::env::temp_dir(),
+        log_dir: default_log_dir(),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {

@@ -11,13 +11,14 @@ use crate::global::{self, Config};
 use crate::lifecycle::enter;
 use crate::real;
 use crate::sys;
+use crate::tstate;
 
 extern "C" {
     static environ: *const *const c_char;
 }
 
 const STACK_ENTRIES: usize = 512;
-const OURS: [&[u8]; 7] = [
+const OURS: [&[u8]; 8] = [
     b"LD_PRELOAD=",
     b"SCALPEL_DIR=",
     b"SCALPEL_BROKER=",
@@ -25,6 +26,7 @@ const OURS: [&[u8]; 7] = [
     b"SCALPEL_CLOCK=",
     b"SCALPEL_STACKS=",
     b"SCALPEL_CPU_TIME=",
+    b"SCALPEL_SAMPLE=",
 ];
 
 fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
@@ -51,7 +53,8 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
             count += 1;
         }
     }
-    let need = count + 8;
+    // Our variables (as many as OURS names) and the closing null.
+    let need = count + OURS.len() + 1;
     let mut stack = [core::ptr::null::<c_char>(); STACK_ENTRIES];
     let mut mapped = None;
     let arr: &mut [*const c_char] = if need <= STACK_ENTRIES {
@@ -93,6 +96,7 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
         cfg.env_clock.c_bytes(),
         cfg.env_stacks.c_bytes(),
         cfg.env_cpu.c_bytes(),
+        cfg.env_sample.c_bytes(),
         preload.c_bytes(),
     ]
     .into_iter()
@@ -129,16 +133,27 @@ fn build_preload(cfg: &Config, old: &[u8], out: &mut sys::PathBuf<4096>) {
 
 /// Records the exec attempt, then the failure if the call returns.
 fn exec_event(call: impl FnOnce() -> c_int) -> c_int {
-    let Some(c) = enter() else { return call() };
+    let Some(c) = enter() else {
+        return sampled_exec(call);
+    };
     let t0 = c.now();
     c.emit(&Ev::new(Op::Exec, t0, t0));
-    let r = call();
+    let r = sampled_exec(call);
     let t1 = c.now();
     let res = sys_result(i64::from(r));
     c.emit(&Ev {
         result: Some(res),
         ..Ev::new(Op::Exec, t0, t1)
     });
+    r
+}
+
+/// Runs an exec with this thread's sampling timer stopped (a signal arriving in the new program
+/// before the agent is set up there would kill it), started again if the exec fails.
+fn sampled_exec(call: impl FnOnce() -> c_int) -> c_int {
+    tstate::before_exec();
+    let r = call();
+    tstate::after_failed_exec();
     r
 }
 

@@ -1,7 +1,7 @@
 //! Hooks that create, connect, duplicate and close descriptors, keeping the descriptor table
 //! current and recording where connections meet.
 
-use libc::{c_int, c_uint, sockaddr, socklen_t};
+use libc::{c_int, c_long, c_uint, sockaddr, socklen_t};
 use scalpel_format::format::{ChanKind, Op};
 
 use super::{enosys, sys_result};
@@ -97,26 +97,30 @@ pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
     let Some(f) = real!(close: F) else {
         return enosys();
     };
-    // The agent's own descriptors stay open: a host closing every descriptor it does not know
-    // about (daemons do) would otherwise cut the trace, or later have its own files written to.
+    // SAFETY: forwarding the caller's argument.
+    close_with(fd, || c_long::from(unsafe { f(fd) })) as c_int
+}
+
+/// A close made by `call` (the wrapper, or `syscall(SYS_close)`), recorded. The agent's own
+/// descriptors stay open: a host closing every descriptor it does not know about (daemons do)
+/// would otherwise cut the trace, or later have its own files written to.
+pub(super) fn close_with(fd: c_int, call: impl FnOnce() -> c_long) -> c_long {
     if crate::agentfd::is_agent(fd) {
         return 0;
     }
     let Some(c) = enter() else {
-        // SAFETY: forwarding the caller's argument.
-        let r = unsafe { f(fd) };
+        let r = call();
         fdtab::forget(fd);
         return r;
     };
     // Only a cached description: closing is no reason to look a descriptor up.
     let aux = fdtab::cached(fd).map(|i| i.chan_key).filter(|&k| k != 0);
     let t0 = c.now();
-    // SAFETY: forwarding the caller's argument.
-    let r = unsafe { f(fd) };
+    let r = call();
     let t1 = c.now();
     // Forgotten after the real close, so no other thread can describe the old file again.
     fdtab::forget(fd);
-    let res = sys_result(i64::from(r));
+    let res = sys_result(r);
     c.emit(&Ev {
         result: Some(res),
         fd: Some(fd),
@@ -126,7 +130,12 @@ pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
     r
 }
 
-fn dup_common(op: Op, old: c_int, new: Option<c_int>, call: impl FnOnce() -> c_int) -> c_int {
+pub(super) fn dup_common(
+    op: Op,
+    old: c_int,
+    new: Option<c_int>,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
     let Some(c) = enter() else {
         return super::open::fresh(call());
     };

@@ -20,6 +20,7 @@ pub mod io;
 pub mod names;
 pub mod open;
 pub mod poll;
+pub mod sigmask;
 pub mod signal;
 pub mod storage;
 pub mod sync;
@@ -76,18 +77,19 @@ pub fn pthread_acquire(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -
     r
 }
 
-/// A pthread-style operation that releases or notifies `o`.
+/// A pthread-style operation that releases or notifies `o`. These never block (an unlock, a
+/// signal or a broadcast at most wakes a waiter), so one clock read stands for the call: its
+/// duration is not worth a second one.
 #[inline(always)]
 pub fn pthread_release(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -> libc::c_int {
     let Some(c) = enter() else { return call() };
     let seq = c.seq(o.kind, o.key);
     let t0 = c.now();
     let r = call();
-    let t1 = c.now();
     c.emit(&Ev {
         obj: Some((o, Some(seq))),
         result: Some(pthread_result(r)),
-        ..Ev::new(op, t0, t1)
+        ..Ev::new(op, t0, t0)
     });
     r
 }

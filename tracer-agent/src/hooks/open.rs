@@ -92,47 +92,55 @@ macro_rules! fcntl_hook {
 fcntl_hook!(fcntl);
 fcntl_hook!(fcntl64);
 
-/// Closes (or marks close-on-exec) `first..=last` except the agent's own descriptors.
-fn close_range_around_agent(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    let Some(f) = real!(close_range: unsafe extern "C-unwind" fn(c_uint, c_uint, c_int) -> c_int)
-    else {
-        return enosys();
-    };
+/// Closes (or marks close-on-exec) `first..=last` except the agent's own descriptors, each
+/// sub-range through `call` (the wrapper, or `syscall(SYS_close_range)`).
+pub(super) fn close_range_around_agent(
+    first: c_uint,
+    last: c_uint,
+    flags: c_int,
+    call: impl Fn(c_uint, c_uint, c_int) -> c_int,
+) -> c_int {
     let mut ours = [0i32; 64];
     let n = agentfd::list(&mut ours);
     ours[..n].sort_unstable();
     let mut lo = first;
+    let mut r = 0;
     for &fd in &ours[..n] {
         let fd = fd as c_uint;
         if fd < lo || fd > last {
             continue;
         }
         if fd > lo {
-            // SAFETY: a plain forward of a sub-range.
-            let r = unsafe { f(lo, fd - 1, flags) };
+            r = call(lo, fd - 1, flags);
             if r != 0 {
                 return r;
             }
         }
         lo = fd + 1;
     }
-    if lo > last {
-        return 0;
+    if lo <= last {
+        r = call(lo, last, flags);
     }
-    // SAFETY: the rest of the range.
-    let r = unsafe { f(lo, last, flags) };
     if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
         fdtab::forget_range(first, last);
     }
     r
 }
 
+fn real_close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    match real!(close_range: unsafe extern "C-unwind" fn(c_uint, c_uint, c_int) -> c_int) {
+        // SAFETY: a plain forward of a sub-range of the caller's.
+        Some(f) => unsafe { f(first, last, flags) },
+        None => enosys(),
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C-unwind" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    close_range_around_agent(first, last, flags)
+    close_range_around_agent(first, last, flags, real_close_range)
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn closefrom(first: c_int) {
-    close_range_around_agent(first.max(0) as c_uint, c_uint::MAX, 0);
+    close_range_around_agent(first.max(0) as c_uint, c_uint::MAX, 0, real_close_range);
 }

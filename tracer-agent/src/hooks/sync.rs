@@ -1,7 +1,9 @@
-//! Hooks for pthread mutexes, condition variables, rwlocks, semaphores, raw futexes and sleeps.
+//! Hooks for pthread mutexes, condition variables, rwlocks, semaphores, raw futexes and sleeps,
+//! and `syscall(2)` (its futex, close and dup calls).
 
 use libc::{
-    c_int, c_long, clockid_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, sem_t, timespec,
+    c_int, c_long, c_uint, clockid_t, pthread_cond_t, pthread_mutex_t, pthread_rwlock_t, sem_t,
+    timespec,
 };
 use scalpel_format::format::{ObjKind, Op};
 
@@ -271,15 +273,15 @@ pub unsafe extern "C-unwind" fn sem_post(s: *mut sem_t) -> c_int {
     };
     let o = sync_obj(ObjKind::Sem, s);
     let seq = c.seq(o.kind, o.key);
+    // A post never blocks: one clock read, as for the pthread releases.
     let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(s) };
-    let t1 = c.now();
     let res = sys_result(i64::from(r));
     c.emit(&Ev {
         obj: Some((o, Some(seq))),
         result: Some(res),
-        ..Ev::new(Op::SemPost, t0, t1)
+        ..Ev::new(Op::SemPost, t0, t0)
     });
     r
 }
@@ -305,8 +307,39 @@ pub unsafe extern "C-unwind" fn syscall(
     };
     // SAFETY: forwarding all six argument registers, as the variadic original would read them.
     let call = || unsafe { f(n, a, b, cc, d, e, g) };
-    if n != libc::SYS_futex {
-        return call();
+    match n {
+        libc::SYS_futex => {}
+        // Descriptor calls made through syscall(2) get the care their wrappers get: the agent's
+        // socket to the recorder is neither closed nor replaced, and the call is recorded alike.
+        // The call itself stays the raw system call the caller made (glibc's `close` wrapper
+        // is a cancellation point, and its `close_range` may be missing where the kernel has it).
+        libc::SYS_close => return super::fd::close_with(a as c_int, call),
+        libc::SYS_close_range => {
+            let (first, last) = (a as c_uint, b as c_uint);
+            return c_long::from(super::open::close_range_around_agent(
+                first,
+                last,
+                cc as c_int,
+                // SAFETY: the caller's system call, on a sub-range of its range.
+                |lo, hi, fl| unsafe { f(n, c_long::from(lo), c_long::from(hi), c_long::from(fl)) }
+                    as c_int,
+            ));
+        }
+        libc::SYS_dup2 | libc::SYS_dup3 => {
+            crate::broker::make_way(b as c_int);
+            let op = if n == libc::SYS_dup2 {
+                Op::Dup2
+            } else {
+                Op::Dup3
+            };
+            return c_long::from(super::fd::dup_common(
+                op,
+                a as c_int,
+                Some(b as c_int),
+                || call() as c_int,
+            ));
+        }
+        _ => return call(),
     }
     let Some(c) = enter() else { return call() };
     let cmd = b & FUTEX_CMD_MASK;

@@ -1,6 +1,6 @@
 //! Fuzzes the trace file decoder: any input must decode or fail with an error, never panic.
 //!
-//! Run with `cargo fuzz run decode` from `model/` (needs a nightly compiler).
+//! Run with `cargo fuzz run decode` from `fuzz/`, or through `scripts/fuzz.sh`.
 
 #![no_main]
 

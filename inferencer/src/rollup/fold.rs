@@ -1,0 +1,351 @@
+//! Rollups per task type, computed: each type's stats folded from its instances one at a time.
+//! Why: holding every instance of a type at once (each with its critical path and the time
+//! charged behind each step) was the rollup's peak: 38 of the 63 MB of heap on nginx's trace,
+//! for its 20,000-instance request type.
+
+use ahash::AHashMap;
+use scalpel_model::graph::{Graph, LeafId, LeafTypeId};
+use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
+
+use super::instance::{Evaluator, Instance};
+use super::kinds::{BlockKind, KindTimes};
+use super::leaf::GraphIndex;
+use super::stats::{ratio, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
+
+/// Latencies of the occurrences evaluated so far (children are evaluated before their parents).
+pub(super) struct OccLatency {
+    /// Per group or loop type, by occurrence index.
+    pub(super) by_type: Vec<Vec<u64>>,
+    /// Per leaf.
+    pub(super) by_leaf: Vec<u64>,
+}
+
+impl OccLatency {
+    fn get(&self, model: &Model, r: OccRef) -> u64 {
+        let table = if model.types[r.ty.index()].kind == TaskKind::Leaf {
+            &self.by_leaf
+        } else {
+            &self.by_type[r.ty.index()]
+        };
+        table.get(r.index as usize).copied().unwrap_or(0)
+    }
+}
+
+/// Critical-path time by (leaf type, kind, the queued path leaf's type it was spent behind).
+type ContribKey = (LeafTypeId, Option<BlockKind>, Option<LeafTypeId>);
+
+/// [`TypeStats`] of the instances added so far.
+pub(super) struct TypeFold<'g> {
+    g: &'g Graph,
+    latencies: Vec<u64>,
+    first: Option<u64>,
+    last: u64,
+    total_ns: u64,
+    critical_ns: u64,
+    running_ns: u64,
+    blocked: KindTimes,
+    bytes_in: u64,
+    bytes_out: u64,
+    cpu_ns: Option<u64>,
+    contrib: AHashMap<ContribKey, u64>,
+}
+
+impl<'g> TypeFold<'g> {
+    pub(super) fn new(g: &'g Graph) -> Self {
+        TypeFold {
+            g,
+            latencies: Vec::new(),
+            first: None,
+            last: 0,
+            total_ns: 0,
+            critical_ns: 0,
+            running_ns: 0,
+            blocked: [0; BlockKind::ALL.len()],
+            bytes_in: 0,
+            bytes_out: 0,
+            cpu_ns: None,
+            contrib: AHashMap::new(),
+        }
+    }
+
+    pub(super) fn add(&mut self, i: &Instance) {
+        self.latencies.push(i.latency());
+        self.total_ns += i.latency();
+        self.first = Some(self.first.map_or(i.start_ns, |f| f.min(i.start_ns)));
+        self.last = self.last.max(i.end_ns);
+        self.bytes_in += i.bytes_in;
+        self.bytes_out += i.bytes_out;
+        if let Some(c) = i.cpu_ns {
+            self.cpu_ns = Some(self.cpu_ns.unwrap_or(0) + c);
+        }
+        for s in &i.path {
+            let lt = self.g.leaves[s.leaf as usize].ty;
+            self.critical_ns += s.total();
+            self.running_ns += s.running_ns;
+            *self.contrib.entry((lt, None, None)).or_default() += s.running_ns;
+            let mut charged = 0;
+            for b in &s.behind {
+                let by = self.g.leaves[b.leaf as usize].ty;
+                *self.contrib.entry((by, b.kind, Some(lt))).or_default() += b.ns;
+                charged += b.ns;
+            }
+            for k in BlockKind::ALL {
+                let ns = s.blocked[k.index()];
+                self.blocked[k.index()] += ns;
+                // Queued time its thread's earlier leaves explain is charged to them above.
+                let own = if k == BlockKind::Queued {
+                    ns.saturating_sub(charged)
+                } else {
+                    ns
+                };
+                if own > 0 {
+                    *self.contrib.entry((lt, Some(k), None)).or_default() += own;
+                }
+            }
+        }
+    }
+
+    /// The stats of type `t`, with its children's parts.
+    pub(super) fn finish(mut self, t: u32, children: Vec<ChildStats>) -> TypeStats {
+        let count = self.latencies.len() as u64;
+        let latency = Latency::of(&mut self.latencies);
+        let span_ns = self.last.saturating_sub(self.first.unwrap_or(0));
+        let per_s = |x: f64| {
+            if span_ns == 0 {
+                0.0
+            } else {
+                x * 1e9 / span_ns as f64
+            }
+        };
+        let mut contributors: Vec<Contributor> = self
+            .contrib
+            .into_iter()
+            .filter(|&(_, ns)| ns > 0)
+            .map(|((leaf_type, kind, while_queued), ns)| Contributor {
+                leaf_type,
+                kind,
+                while_queued,
+                ns,
+            })
+            .collect();
+        contributors.sort_by(|a, b| {
+            b.ns.cmp(&a.ns)
+                .then(a.leaf_type.cmp(&b.leaf_type))
+                .then(a.kind.cmp(&b.kind))
+                .then(a.while_queued.cmp(&b.while_queued))
+        });
+        contributors.truncate(CONTRIBUTORS);
+        TypeStats {
+            ty: TaskTypeId(t),
+            count,
+            latency,
+            total_ns: self.total_ns,
+            critical_ns: self.critical_ns,
+            span_ns,
+            per_second: per_s(count as f64),
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            bandwidth: per_s((self.bytes_in + self.bytes_out) as f64),
+            cpu_ns: self.cpu_ns,
+            running_ns: self.running_ns,
+            blocked: self.blocked,
+            contributors,
+            children,
+        }
+    }
+}
+
+/// The parts a group or loop type's children play in its occurrences added so far.
+pub(super) struct ChildFold<'m> {
+    model: &'m Model,
+    kids: &'m AHashMap<OccRef, Vec<OccRef>>,
+    t: u32,
+    /// Per child type: occurrences and their latencies added up.
+    lat: AHashMap<TaskTypeId, (u64, u64)>,
+    /// Per child type: the parent's critical-path time inside it.
+    crit: AHashMap<TaskTypeId, u64>,
+    total: u64,
+    total_crit: u64,
+}
+
+impl<'m> ChildFold<'m> {
+    /// For type `t`; `kids` are the direct children of every occurrence.
+    pub(super) fn new(model: &'m Model, t: u32, kids: &'m AHashMap<OccRef, Vec<OccRef>>) -> Self {
+        ChildFold {
+            model,
+            kids,
+            t,
+            lat: AHashMap::new(),
+            crit: AHashMap::new(),
+            total: 0,
+            total_crit: 0,
+        }
+    }
+
+    /// Adds occurrence `index` of the type, evaluated as `inst`.
+    pub(super) fn add(&mut self, index: usize, inst: &Instance, occ_latency: &OccLatency) {
+        let model = self.model;
+        let of = OccRef {
+            ty: TaskTypeId(self.t),
+            index: index as u32,
+        };
+        self.total += inst.latency();
+        let mut seen: Vec<OccRef> = self.kids.get(&of).cloned().unwrap_or_default();
+        seen.sort_unstable_by_key(|r| (r.ty, r.index));
+        seen.dedup();
+        // Which direct child holds each leaf: one pass over the children's leaves, not a walk
+        // up the hierarchy per leaf (a deep model made that quadratic in its depth).
+        let mut owner: AHashMap<LeafId, OccRef> = AHashMap::new();
+        for &r in &seen {
+            let ty = &model.types[r.ty.index()];
+            if ty.kind == TaskKind::Leaf {
+                owner.insert(LeafId(r.index), r);
+            } else if let Some(occ) = ty.occurrences.get(r.index as usize) {
+                for &l in &occ.leaves {
+                    owner.insert(l, r);
+                }
+            }
+        }
+        for r in seen {
+            let e = self.lat.entry(r.ty).or_default();
+            e.0 += 1;
+            e.1 += occ_latency.get(model, r);
+        }
+        for s in &inst.path {
+            if let Some(&r) = owner.get(&LeafId(s.leaf)) {
+                *self.crit.entry(r.ty).or_default() += s.total();
+                self.total_crit += s.total();
+            }
+        }
+    }
+
+    /// Each child type's part, in the model's order.
+    pub(super) fn finish(self) -> Vec<ChildStats> {
+        self.model.types[self.t as usize]
+            .children
+            .iter()
+            .map(|c| {
+                let (count, sum) = self.lat.get(&c.ty).copied().unwrap_or_default();
+                ChildStats {
+                    ty: c.ty,
+                    count,
+                    latency_share: ratio(sum, self.total),
+                    critical_share: ratio(
+                        self.crit.get(&c.ty).copied().unwrap_or(0),
+                        self.total_crit,
+                    ),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The direct children of every occurrence: child occurrences, and leaves that are direct
+/// parts (as references whose type is the leaf type and whose index is the leaf id).
+fn children_of(g: &Graph, model: &Model) -> AHashMap<OccRef, Vec<OccRef>> {
+    let mut kids: AHashMap<OccRef, Vec<OccRef>> = AHashMap::new();
+    for (t, ty) in model.types.iter().enumerate() {
+        for (i, o) in ty.occurrences.iter().enumerate() {
+            if let Some(p) = o.parent {
+                kids.entry(p).or_default().push(OccRef {
+                    ty: TaskTypeId(t as u32),
+                    index: i as u32,
+                });
+            }
+        }
+    }
+    for (l, p) in model.leaf_parent.iter().enumerate() {
+        if let (Some(p), Some(leaf)) = (p, g.leaves.get(l)) {
+            kids.entry(*p).or_default().push(OccRef {
+                ty: TaskTypeId(leaf.ty.0),
+                index: l as u32,
+            });
+        }
+    }
+    kids
+}
+
+/// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
+/// Every type's stats, and the stats of each type's top-level instances alone (for the types
+/// that have any, in model order): a task nested in another is already inside its parent's time,
+/// so the top-level table counts it only where it stands alone. Each instance is evaluated,
+/// folded into its type's stats and dropped ([`TypeFold`]).
+pub(super) fn type_stats(
+    g: &Graph,
+    model: &Model,
+    idx: &GraphIndex,
+) -> (Vec<TypeStats>, Vec<TypeStats>) {
+    let mut eval = Evaluator::new(g, idx);
+    let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
+    for (i, l) in g.leaves.iter().enumerate() {
+        if let Some(v) = by_leaf_type.get_mut(l.ty.index()) {
+            v.push(LeafId::at(i));
+        }
+    }
+    // Latency of every occurrence, for children's shares: group and loop occurrences by type
+    // and index, leaves (each the one occurrence of its leaf type) by leaf id in one table.
+    let mut occ_latency = OccLatency {
+        by_type: vec![Vec::new(); model.types.len()],
+        by_leaf: vec![0; g.leaves.len()],
+    };
+    let kids = children_of(g, model);
+    let mut order: Vec<usize> = (0..model.types.len()).collect();
+    order.sort_by_key(|&t| (model.types[t].level, t));
+    let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
+    let mut top: Vec<Option<TypeStats>> = vec![None; model.types.len()];
+    for t in order {
+        let ty = &model.types[t];
+        let leaf_type =
+            (ty.kind == TaskKind::Leaf).then(|| ty.leaf_type.unwrap_or(LeafTypeId::at(t)));
+        let mut all = TypeFold::new(g);
+        // The top-level instances alone, kept apart only once one is found nested.
+        let mut alone = (ty.top_level > 0).then(|| TypeFold::new(g));
+        let mut nested = false;
+        let mut fold = |inst: &Instance, at_top: bool| {
+            all.add(inst);
+            if let Some(a) = alone.as_mut() {
+                if at_top {
+                    a.add(inst);
+                } else {
+                    nested = true;
+                }
+            }
+        };
+        let children = match leaf_type {
+            Some(lt) => {
+                for &l in by_leaf_type.get(lt.index()).map_or(&[][..], Vec::as_slice) {
+                    let inst = eval.eval(&[l]);
+                    occ_latency.by_leaf[l.index()] = inst.latency();
+                    let at_top = model.leaf_parent.get(l.index()).is_none_or(Option::is_none);
+                    fold(&inst, at_top);
+                }
+                Vec::new()
+            }
+            None => {
+                let mut parts = ChildFold::new(model, t as u32, &kids);
+                let mut latencies = Vec::with_capacity(ty.occurrences.len());
+                for (i, o) in ty.occurrences.iter().enumerate() {
+                    let inst = eval.eval(&o.leaves);
+                    latencies.push(inst.latency());
+                    parts.add(i, &inst, &occ_latency);
+                    fold(&inst, o.parent.is_none());
+                }
+                occ_latency.by_type[t] = latencies;
+                parts.finish()
+            }
+        };
+        let all = all.finish(t as u32, children);
+        if let Some(alone) = alone {
+            top[t] = Some(if nested {
+                alone.finish(t as u32, Vec::new())
+            } else {
+                all.clone()
+            });
+        }
+        out[t] = Some(all);
+    }
+    (
+        out.into_iter().flatten().collect(),
+        top.into_iter().flatten().collect(),
+    )
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# What recording costs real servers: memcached under `memcaslap`, nginx under `ab -k` and Apache
+# under `ab -k`, each run untraced and under `scalpel record` in alternation (PAIRS pairs per
+# server, default 3), on 127.0.0.1. Prints each run's throughput, then per server the medians
+# and the traced/untraced ratio of the medians, and fails if a request failed.
+#
+# Usage: scripts/bench-servers.sh                 (PAIRS=3, SERVERS="memcached nginx apache")
+#        RECORD_FLAGS="--stacks off" scripts/bench-servers.sh
+# Needs memcached, libmemcached-tools, nginx-light, apache2 and apache2-utils.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PAIRS=${PAIRS:-3}
+SERVERS=${SERVERS:-memcached nginx apache}
+APACHE_REQUESTS=${APACHE_REQUESTS:-100000}
+NGINX_REQUESTS=${NGINX_REQUESTS:-100000}
+MEMCACHED_SECONDS=${MEMCACHED_SECONDS:-5}
+cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+SCALPEL=$PWD/target/release/scalpel
+WORK=$(mktemp -d /tmp/scalpel-servers.XXXXXX)
+SERVER_PID_FILE=""
+RECORD_PID=""
+cleanup() {
+    # Servers are stopped by their PID files only, never by name.
+    if [ -n "$SERVER_PID_FILE" ] && [ -s "$SERVER_PID_FILE" ]; then
+        kill -TERM "$(cat "$SERVER_PID_FILE")" 2>/dev/null || true
+    fi
+    if [ -n "$RECORD_PID" ]; then wait "$RECORD_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+chmod 755 "$WORK"
+ROOT=0; [ "$(id -u)" = 0 ] && ROOT=1
+
+mkdir -p "$WORK/htdocs"
+head -c 18000 /dev/urandom | base64 > "$WORK/htdocs/index.html"
+chmod 755 "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
+[ $ROOT = 1 ] && chown nobody "$WORK"
+
+# Runs CMD... untraced or traced (MODE), in the background; sets RECORD_PID for traced runs.
+launch() {
+    local mode=$1; shift
+    if [ "$mode" = traced ]; then
+        rm -rf "$WORK/trace"
+        "$SCALPEL" record -o "$WORK/trace" ${RECORD_FLAGS:-} -- "$@" 2>/dev/null &
+        RECORD_PID=$!
+    else
+        "$@" &
+        RECORD_PID=$!
+    fi
+}
+
+# Stops the server by its PID file and waits for it (and the recorder).
+stop() {
+    kill -TERM "$(cat "$SERVER_PID_FILE")"
+    wait "$RECORD_PID" 2>/dev/null || true
+    RECORD_PID=""
+    rm -f "$SERVER_PID_FILE"
+}
+
+wait_http() {
+    for _ in $(seq 1 100); do
+        if ab -q -n 1 "http://127.0.0.1:$1/index.html" >/dev/null 2>&1; then return; fi
+        sleep 0.1
+    done
+}
+
+# One ab run: prints requests per second. A failed request is reported with ab's own account of
+# it (connect, receive, length or exception) and marked in $WORK/failed; the run still counts.
+ab_load() {
+    local port=$1 n=$2
+    timeout 300 ab -k -n "$n" -c 16 "http://127.0.0.1:$port/index.html" > "$WORK/ab.txt" 2>&1
+    local failed
+    failed=$(awk '/Failed requests/ {print $3}' "$WORK/ab.txt")
+    if [ "$failed" != 0 ]; then
+        echo "FAIL: $failed failed requests: $(grep -A1 'Failed requests' "$WORK/ab.txt" | tail -1 | xargs)" >&2
+        echo "$failed" >> "$WORK/failed"
+    fi
+    awk '/Requests per second/ {print $4}' "$WORK/ab.txt"
+}
+
+run_memcached() {
+    local mode=$1 port=18311
+    SERVER_PID_FILE=$WORK/memcached.pid
+    local user=(); [ $ROOT = 1 ] && user=(-u nobody)
+    launch "$mode" /usr/bin/memcached -U 0 -l 127.0.0.1 -p $port -t 4 "${user[@]}" -P "$SERVER_PID_FILE"
+    for _ in $(seq 1 100); do
+        if [ -s "$SERVER_PID_FILE" ] && memcstat --servers="127.0.0.1:$port" >/dev/null 2>&1; then break; fi
+        sleep 0.1
+    done
+    timeout 120 memcaslap -s "127.0.0.1:$port" -t "${MEMCACHED_SECONDS}s" -c 16 -T 2 > "$WORK/load.txt" 2>&1
+    stop
+    awk '/^Run time/ {for (i = 1; i <= NF; i++) if ($i == "TPS:") print $(i + 1)}' "$WORK/load.txt" | tail -1
+}
+
+run_nginx() {
+    local mode=$1 port=18390
+    SERVER_PID_FILE=$WORK/nginx.pid
+    local user=""; [ $ROOT = 1 ] && user="user www-data;"
+    cat > "$WORK/nginx.conf" <<CONF
+$user
+daemon off;
+master_process on;
+worker_processes 1;
+pid $SERVER_PID_FILE;
+error_log $WORK/nginx-error.log;
+thread_pool default threads=4 max_queue=65536;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile off;
+    aio threads;
+    client_body_temp_path $WORK/body;
+    proxy_temp_path $WORK/proxy;
+    fastcgi_temp_path $WORK/fastcgi;
+    uwsgi_temp_path $WORK/uwsgi;
+    scgi_temp_path $WORK/scgi;
+    server { listen 127.0.0.1:$port; root $WORK/htdocs; }
+}
+CONF
+    launch "$mode" /usr/sbin/nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log"
+    wait_http $port
+    local rps; rps=$(ab_load $port "$NGINX_REQUESTS")
+    stop
+    echo "$rps"
+}
+
+run_apache() {
+    local mode=$1 port=18380 mods=/usr/lib/apache2/modules
+    SERVER_PID_FILE=$WORK/httpd.pid
+    local run_as=""; [ $ROOT = 1 ] && run_as=$'User www-data\nGroup www-data'
+    cat > "$WORK/httpd.conf" <<CONF
+ServerRoot "$WORK"
+ServerName localhost
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+LoadModule mime_module $mods/mod_mime.so
+LoadModule dir_module $mods/mod_dir.so
+Listen 127.0.0.1:$port
+PidFile "$SERVER_PID_FILE"
+ErrorLog "$WORK/httpd-error.log"
+DocumentRoot "$WORK/htdocs"
+TypesConfig /etc/mime.types
+$run_as
+StartServers 2
+ServerLimit 4
+ThreadsPerChild 16
+MaxRequestWorkers 64
+KeepAlive On
+MaxKeepAliveRequests 0
+<Directory "$WORK/htdocs">
+    Require all granted
+</Directory>
+CONF
+    launch "$mode" /usr/sbin/apache2 -f "$WORK/httpd.conf" -DFOREGROUND
+    wait_http $port
+    local rps; rps=$(ab_load $port "$APACHE_REQUESTS")
+    stop
+    echo "$rps"
+}
+
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+summary=""
+for server in $SERVERS; do
+    : > "$WORK/untraced"; : > "$WORK/traced"
+    for pair in $(seq "$PAIRS"); do
+        for mode in untraced traced; do
+            v=$("run_$server" "$mode")
+            echo "$server pair $pair $mode: $v per s"
+            if [ -z "$v" ]; then echo "FAIL: no throughput from $server ($mode)" >&2; echo 1 >> "$WORK/failed"; continue; fi
+            echo "$v" >> "$WORK/$mode"
+        done
+    done
+    u=$(median < "$WORK/untraced"); t=$(median < "$WORK/traced")
+    summary+=$(printf '%-10s %12.1f %12.1f %8.3f' "$server" "$u" "$t" "$(awk -v a="$t" -v b="$u" 'BEGIN {print a / b}')")$'\n'
+done
+printf '%-10s %12s %12s %8s\n' server "untraced/s" "traced/s" ratio
+printf '%s' "$summary"
+if [ -s "$WORK/failed" ]; then
+    echo "FAIL: runs with failed requests: $(wc -l < "$WORK/failed")" >&2
+    exit 1
+fi

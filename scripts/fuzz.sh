@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# cargo fuzz, for a fixed time per target: `decode` (one trace file's bytes through the decoder)
+# and `infer` (a fresh recording of the thread-pool sample with one file replaced by the input,
+# through what `scalpel dump`, `summary` and `infer` compute). libFuzzer stops a run at a panic,
+# an abort, 2 GiB of memory or 10 s for one input. Inputs that failed are written under
+# target/fuzz-failures/ (infer's as the trace directory they stand for, to keep in
+# tests/regressions/ once fixed, where the test command replays every directory through the
+# real `scalpel`; decode's as the file), and the script exits 1, as it does when a run fails
+# without leaving an input.
+# Installs cargo-fuzz when it is missing; when it cannot be installed, says "not run" and
+# exits 0. The stable compiler builds the targets (RUSTC_BOOTSTRAP lets it take the flags
+# cargo-fuzz passes), so no nightly toolchain is needed. No address sanitizer: the reader and the
+# pipeline are safe Rust, and without it `infer` runs about twice as many inputs (2.4 a second
+# here: each one symbolizes and mines a whole recording).
+#
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 120)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-120}
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "== installing cargo-fuzz =="
+    if ! cargo install -q --locked cargo-fuzz; then
+        echo "fuzz: not run: cargo-fuzz cannot be installed"
+        exit 0
+    fi
+fi
+cargo build --release -q -p scalpel-inferencer -p scalpel-agent -p scalpel-samples -p scalpel-e2e
+R=$PWD/target/release
+WORK=$(mktemp -d /tmp/scalpel-fuzz.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+# Without its debug sections: symbolizing from them (decompressing DWARF for every input) took
+# most of each `infer` input's time; the symbol table names the frames all the same.
+cp "$R/threadpool" "$WORK/threadpool"
+strip --strip-debug "$WORK/threadpool"
+"$R/scalpel" record -o "$WORK/trace" -- "$WORK/threadpool" --connections 2 --requests 5 2>/dev/null
+"$R/fuzz-input" seeds "$WORK/trace" "$WORK/corpus-infer"
+# The decoder's seeds are the trace files themselves (an infer input is a file-picking byte and
+# the file).
+mkdir -p "$WORK/corpus-decode"
+for f in "$WORK"/corpus-infer/*; do
+    tail -c +2 "$f" >"$WORK/corpus-decode/$(basename "$f")"
+done
+# Only for cargo-fuzz's builds: the flags it passes are unstable ones.
+fuzz() { (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz "$@"); }
+
+echo "== building the fuzz targets =="
+fuzz build -O -s none
+rm -rf target/fuzz-failures
+mkdir -p target/fuzz-failures
+failed=0
+for target in decode infer; do
+    echo "== cargo fuzz run $target, ${SECS} s =="
+    art="$WORK/artifacts-$target/"
+    mkdir -p "$art"
+    # -rss_limit_mb and -timeout: the bounds the mutation runs hold (2 GiB; 10 s is far past
+    # the intact trace's time). libFuzzer's log is kept; its last lines are printed.
+    log="$WORK/fuzz-$target.log"
+    status=0
+    SCALPEL_FUZZ_TRACE="$WORK/trace" fuzz run -O -s none "$target" "$WORK/corpus-$target" -- \
+        -max_total_time="$SECS" -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$art" \
+        -print_final_stats=1 >"$log" 2>&1 || status=$?
+    grep -v '^#[0-9]' "$log" | tail -n 12 || true
+    if [ "$status" != 0 ] && [ -z "$(ls -A "$art")" ]; then
+        echo "fuzz: cargo fuzz run $target failed (exit $status) without a failing input"
+        failed=1
+    fi
+    for a in "$art"*; do
+        [ -e "$a" ] || continue
+        failed=1
+        name=$(basename "$a")
+        echo "fuzz: $target failed on $name"
+        if [ "$target" = infer ]; then
+            "$R/fuzz-input" apply "$WORK/trace" "$a" "target/fuzz-failures/$target-$name"
+        else
+            cp "$a" "target/fuzz-failures/$target-$name"
+        fi
+    done
+done
+if [ "$failed" = 1 ]; then
+    echo "fuzz: failing inputs in target/fuzz-failures/"
+    exit 1
+fi
+echo "fuzz: decode and infer ran ${SECS} s each, no failure"

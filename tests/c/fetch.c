@@ -1,7 +1,8 @@
 /* fetch: an event loop whose next request is sometimes there before it waits (tests/tests/variants.rs).
  *
  *   client thread: 40 requests of 16 bytes on a socket pair, each answered with 1 byte; every
- *                  other time it sends two requests back to back before reading both replies.
+ *                  other time it sends two requests in one write (send_pair) before reading
+ *                  both replies, so both are there when the server wakes, whatever the timing.
  *   server (main): epoll_wait on its end; then reads requests (read_request) until the socket
  *                  would block, answering each (send_answer).
  *
@@ -31,6 +32,11 @@ static void must(int ok, const char *what) {
 static __attribute__((noinline)) ssize_t read_request(char *buf) { return read(sv[0], buf, 16); }
 static __attribute__((noinline)) void send_answer(void) { must(write(sv[0], "a", 1) == 1, "write"); }
 static __attribute__((noinline)) void send_request(const char *req) { must(write(sv[1], req, 16) == 16, "write"); }
+static __attribute__((noinline)) void send_pair(const char *req) {
+    char two[32];
+    for (int i = 0; i < 16; i++) two[i] = two[16 + i] = req[i];
+    must(write(sv[1], two, 32) == 32, "write");
+}
 static __attribute__((noinline)) void read_answer(void) {
     char c;
     must(read(sv[1], &c, 1) == 1, "read");
@@ -41,8 +47,7 @@ static void *client(void *arg) {
     const char req[16] = "request........";
     for (int i = 0; i < REQUESTS;) {
         if (i % 4 == 2 && i + 1 < REQUESTS) {
-            send_request(req);
-            send_request(req);
+            send_pair(req);
             read_answer();
             read_answer();
             i += 2;

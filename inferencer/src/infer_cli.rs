@@ -3,11 +3,10 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::views::graph::write_graph_summary;
-use scalpel_inferencer::views::outputs::{write_graph_files, write_model_files};
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_inferencer::views::{DrawOptions, ModelDraw, ViewError};
@@ -96,50 +95,32 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;
-    let built = t.phase("causal graph", &spinner, || pipeline.graph(&job.dir))?;
-    warn(&built.warnings, 10, " (see the summary file)");
-    let out = write_graph_files(&built, &job.out, &job.draw, &mut t, &spinner)
-        .with_context(|| format!("cannot write the outputs to {}", job.out.display()))?;
+    let step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
+    warn(&step.built.warnings, 10, " (see the summary file)");
     let mut o = io::stdout().lock();
+    let files = &step.files;
     let r = (|| -> io::Result<()> {
-        write_graph_summary(&mut o, &built)?;
-        writeln!(o, "wrote {}", out.json.display())?;
-        writeln!(o, "wrote {}", out.dot.display())?;
-        report_svg(&mut o, &out.svg)?;
-        writeln!(o, "wrote {}", out.summary.display())
+        write_graph_summary(&mut o, &step.built)?;
+        writeln!(o, "wrote {}", files.json.display())?;
+        writeln!(o, "wrote {}", files.dot.display())?;
+        report_svg(&mut o, &files.svg)?;
+        writeln!(o, "wrote {}", files.summary.display())
     })();
     broken_pipe_is_fine(r)?;
     if job.stage == Stage::Graph {
         print_timings(job.timings, &t);
         return Ok(());
     }
-    let mined = t.phase("mining", &spinner, || {
-        pipeline.model(&built.graph, &spinner)
-    });
-    warn(&mined.warnings, usize::MAX, "");
-    let r = t.phase("rollups", &spinner, || {
-        pipeline.rollup(&built.graph, &mined.model)
-    });
-    let draw = ModelDraw {
-        mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
-        ..job.model_draw.clone()
-    };
-    let out = write_model_files(
-        &mined.model,
-        &built.graph,
-        &job.out,
-        &draw,
-        &mut t,
-        &spinner,
-    )
-    .with_context(|| format!("cannot write the model to {}", job.out.display()))?;
+    let model = pipeline.infer_model(&step.built, &job.out, &job.model_draw, &mut t, &spinner)?;
+    warn(&model.mined.warnings, usize::MAX, "");
+    let files = &model.files;
     let r = (|| -> io::Result<()> {
-        let file = out.tree.display().to_string();
-        write_tree_head(&mut o, &mined.model, TREE_HEAD_LINES, &file)?;
-        writeln!(o, "wrote {}", out.json.display())?;
-        writeln!(o, "wrote {}", out.dot.display())?;
-        report_svg(&mut o, &out.svg)?;
-        writeln!(o, "wrote {}", out.tree.display())
+        let file = files.tree.display().to_string();
+        write_tree_head(&mut o, &model.mined.model, TREE_HEAD_LINES, &file)?;
+        writeln!(o, "wrote {}", files.json.display())?;
+        writeln!(o, "wrote {}", files.dot.display())?;
+        report_svg(&mut o, &files.svg)?;
+        writeln!(o, "wrote {}", files.tree.display())
     })();
     print_timings(job.timings, &t);
     broken_pipe_is_fine(r)

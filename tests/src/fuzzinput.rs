@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use scalpel_inferencer::inspect::{dump, DumpOptions, Summary};
 use scalpel_inferencer::progress::{Quiet, Timings};
 use scalpel_inferencer::views::graph::write_graph_summary;
-use scalpel_inferencer::views::outputs::{write_graph_files, write_model_files};
 use scalpel_inferencer::views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_inferencer::views::{DrawOptions, ModelDraw};
 use scalpel_inferencer::{Pipeline, PipelineOptions};
@@ -116,22 +115,22 @@ pub fn dump_summary_infer(dir: &Path, out: &Path) {
     let _ = dump(&trace, &DumpOptions::default(), &mut io::sink());
     let _ = Summary::of(&trace).to_string();
     drop(trace);
-    let Ok(built) = p.graph(dir) else { return };
     let mut t = Timings::new();
     let draw = DrawOptions { min_count: 1 };
-    let _ = write_graph_files(&built, out, &draw, &mut t, &Quiet);
-    let _ = write_graph_summary(&mut io::sink(), &built);
-    let mined = p.model(&built.graph, &Quiet);
-    let r = p.rollup(&built.graph, &mined.model);
+    let Ok(step) = p.infer_graph(dir, out, &draw, &mut t, &Quiet) else {
+        return;
+    };
+    let _ = write_graph_summary(&mut io::sink(), &step.built);
     let draw = ModelDraw {
         min_count: 1,
-        mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
         ..ModelDraw::default()
     };
-    let _ = write_model_files(&mined.model, &built.graph, out, &draw, &mut t, &Quiet);
+    let Ok(model) = p.infer_model(&step.built, out, &draw, &mut t, &Quiet) else {
+        return;
+    };
     let _ = write_tree_head(
         &mut io::sink(),
-        &mined.model,
+        &model.mined.model,
         TREE_HEAD_LINES,
         "model-tree.txt",
     );

@@ -84,6 +84,7 @@ pub enum MineWarning {
 }
 
 /// The model and what the user should hear about.
+#[derive(Debug)]
 pub struct Mined {
     /// The model.
     pub model: Model,

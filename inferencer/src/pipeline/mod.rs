@@ -6,6 +6,7 @@
 //! runs the stages through a [`Pipeline`]; no other code calls a stage's entry point with
 //! options of its own, so the stages run the same way whichever view asked for them.
 
+mod infer;
 mod load;
 mod memory;
 
@@ -19,6 +20,7 @@ use crate::mine::{MineOptions, MineWarning, Mined, NameOverrides, NamesError};
 use crate::progress::{Progress, Timings};
 use crate::rollup::Rollup;
 
+pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
 pub use memory::keep_freed_memory;
 

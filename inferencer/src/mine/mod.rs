@@ -20,6 +20,7 @@ mod acyclic;
 mod build;
 mod canon;
 mod canon_tree;
+mod cross;
 mod lookup;
 mod loops;
 mod names;
@@ -131,9 +132,11 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let mut rounds = 0u32;
     let mut banned: AHashSet<Rule> = AHashSet::new();
     let mut class_cache = canon::ClassCache::default();
+    let mut cross = cross::CrossEdges::new(&work);
+    let mut x = Vec::new();
     loop {
         rounds += 1;
-        let x = round::cross_edges(&mut work);
+        x = cross.update(&mut work, x);
         progress.status(&format!(
             "mining: round {rounds}, {} edges between {} rules' nodes",
             x.len(),
@@ -176,6 +179,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
         }
     }
     progress.done();
+    drop((cross, x));
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = class_cache.update(&work);
     let tree = tree::build(&work, &classes, &local, &causal, min_support);

@@ -3,7 +3,6 @@
 //! occurrences.
 
 use ahash::{AHashMap, AHashSet};
-use rayon::prelude::*;
 use scalpel_model::graph::EdgeKind;
 
 use super::runs::Partners;
@@ -37,29 +36,6 @@ pub(super) struct Proposal {
 pub(super) struct Proposals {
     pub rules: Vec<Rule>,
     pub list: Vec<Proposal>,
-}
-
-/// Drops edges that now lie inside one node and returns the rest between current nodes,
-/// sorted, without duplicates.
-pub(super) fn cross_edges(work: &mut Work) -> Vec<XEdge> {
-    let node_of = &work.node_of;
-    work.edges
-        .retain(|&(a, b, _)| node_of[a as usize] != node_of[b as usize]);
-    let port = &work.port;
-    let mut x: Vec<XEdge> = work
-        .edges
-        .par_iter()
-        .map(|&(a, b, kind)| XEdge {
-            u: node_of[a as usize],
-            v: node_of[b as usize],
-            kind,
-            pu: port[a as usize],
-            pv: port[b as usize],
-        })
-        .collect();
-    x.par_sort_unstable();
-    x.dedup();
-    x
 }
 
 /// Current nodes per symbol.

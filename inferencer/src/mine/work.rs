@@ -78,8 +78,11 @@ pub(super) struct Work {
     pub next: Vec<u32>,
     pub nodes: Vec<Node>,
     pub syms: Vec<Symbol>,
-    /// Leaf-level edges (from leaf, to leaf, kind index) not yet inside one node.
+    /// Leaf-level edges (from leaf, to leaf, kind index), those inside one node included.
     pub edges: Vec<(u32, u32, u8)>,
+    /// Leaves whose node or port changed since the edges between nodes were last computed
+    /// ([`super::cross::CrossEdges`]).
+    pub moved: Vec<u32>,
     /// Symbols of the leaf types: leaf type `t` is symbol `t`.
     pub leaf_types: u32,
 }
@@ -126,6 +129,7 @@ impl Work {
                 })
                 .collect(),
             edges,
+            moved: Vec::new(),
             leaf_types: n_types,
         }
     }
@@ -168,6 +172,7 @@ impl Work {
             for _ in 0..node.leaves {
                 self.node_of[at as usize] = id;
                 self.port[at as usize] += shift;
+                self.moved.push(at);
                 at = self.next[at as usize];
             }
             if j > 0 {

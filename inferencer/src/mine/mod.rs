@@ -132,7 +132,7 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let mut rounds = 0u32;
     let mut banned: AHashSet<Rule> = AHashSet::new();
     let mut class_cache = canon::ClassCache::default();
-    let mut cross = cross::CrossEdges::new(&work);
+    let mut cross = cross::CrossEdges::default();
     let mut x = Vec::new();
     loop {
         rounds += 1;

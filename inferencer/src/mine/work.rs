@@ -78,13 +78,37 @@ pub(super) struct Work {
     pub next: Vec<u32>,
     pub nodes: Vec<Node>,
     pub syms: Vec<Symbol>,
-    /// Leaf-level edges (from leaf, to leaf, kind index), those inside one node included.
+    /// Leaf-level edges (from leaf, to leaf, kind index); some may lie inside one node (they
+    /// are dropped whenever the edges between nodes are computed from scratch).
     pub edges: Vec<(u32, u32, u8)>,
     /// Leaves whose node or port changed since the edges between nodes were last computed
-    /// ([`super::cross::CrossEdges`]).
-    pub moved: Vec<u32>,
+    /// ([`super::cross::CrossEdges`]), or [`Moved::Many`] once they are an eighth of all.
+    pub moved: Moved,
     /// Symbols of the leaf types: leaf type `t` is symbol `t`.
     pub leaf_types: u32,
+}
+
+/// The leaves moved by contractions since the edges between nodes were last computed.
+#[derive(Debug)]
+pub(super) enum Moved {
+    /// These (a leaf may repeat).
+    Few(Vec<u32>),
+    /// At least an eighth of all leaves: the edges are best computed again from scratch, and
+    /// the list and the index it needs are not worth their memory.
+    Many,
+}
+
+impl Moved {
+    /// Notes that `leaf` moved, out of `all` leaves.
+    fn push(&mut self, leaf: u32, all: usize) {
+        if let Moved::Few(v) = self {
+            if v.len() < all / 8 {
+                v.push(leaf);
+            } else {
+                *self = Moved::Many;
+            }
+        }
+    }
 }
 
 /// Index of an edge kind in [`EdgeKind::ALL`].
@@ -129,7 +153,7 @@ impl Work {
                 })
                 .collect(),
             edges,
-            moved: Vec::new(),
+            moved: Moved::Few(Vec::new()),
             leaf_types: n_types,
         }
     }
@@ -172,7 +196,7 @@ impl Work {
             for _ in 0..node.leaves {
                 self.node_of[at as usize] = id;
                 self.port[at as usize] += shift;
-                self.moved.push(at);
+                self.moved.push(at, self.node_of.len());
                 at = self.next[at as usize];
             }
             if j > 0 {

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use scalpel_model::task::{Model, TaskKind};
+use scalpel_model::task::{Model, TaskKind, TaskType};
 
 /// The hierarchy as an indented tree: top-level types by count, each with its children.
 pub fn write_tree(w: &mut impl Write, model: &Model) -> io::Result<()> {
@@ -24,10 +24,14 @@ pub fn write_tree(w: &mut impl Write, model: &Model) -> io::Result<()> {
         .filter(|&t| model.types[t].top_level > 0 && model.types[t].kind != TaskKind::Leaf)
         .collect();
     top.sort_by_key(|&t| (std::cmp::Reverse(model.types[t].top_level), t));
+    let tree = Tree {
+        model,
+        iterations: model.types.iter().map(iteration_range).collect(),
+    };
     for t in top {
         let ty = &model.types[t];
         writeln!(w, "{} ×{} (top level: {})", ty.name, ty.count, ty.top_level)?;
-        children(w, model, t, 1, &mut vec![t])?;
+        tree.children(w, t, 1, &mut vec![t])?;
     }
     let loose: u64 = model
         .types
@@ -88,57 +92,62 @@ fn variants(w: &mut impl Write, model: &Model, t: usize, indent: usize) -> io::R
     Ok(())
 }
 
-/// A loop's iteration counts: `iterations 1–14, median 3`.
-fn iterations(w: &mut impl Write, model: &Model, t: usize, indent: usize) -> io::Result<()> {
-    let mut v: Vec<u32> = model.types[t]
-        .occurrences
-        .iter()
-        .filter_map(|o| o.iterations)
-        .collect();
-    if v.is_empty() {
-        return Ok(());
-    }
+/// A loop's fewest, most and median iterations, over its occurrences.
+fn iteration_range(ty: &TaskType) -> Option<(u32, u32, u32)> {
+    let mut v: Vec<u32> = ty.occurrences.iter().filter_map(|o| o.iterations).collect();
     v.sort_unstable();
-    writeln!(
-        w,
-        "{:w$}iterations {}–{}, median {}",
-        "",
-        v[0],
-        v[v.len() - 1],
-        v[(v.len() - 1) / 2],
-        w = indent * 2
-    )
+    Some((*v.first()?, *v.last()?, v[(v.len() - 1) / 2]))
 }
 
-fn children(
-    w: &mut impl Write,
-    model: &Model,
-    t: usize,
-    indent: usize,
-    path: &mut Vec<usize>,
-) -> io::Result<()> {
-    let ty = &model.types[t];
-    variants(w, model, t, indent)?;
-    iterations(w, model, t, indent)?;
-    for c in &ty.children {
-        let child = &model.types[c.ty.index()];
-        let per = c.count as f64 / ty.count.max(1) as f64;
-        writeln!(
-            w,
-            "{:w$}{} ×{:.3} per occurrence ({} in all)",
-            "",
-            child.name,
-            per,
-            c.count,
-            w = indent * 2
-        )?;
-        if !path.contains(&(c.ty.index())) {
-            path.push(c.ty.index());
-            children(w, model, c.ty.index(), indent + 1, path)?;
-            path.pop();
+/// The model, and what is worked out once per type although the tree may show a type under
+/// many parents (a loop of a million occurrences under a hundred of them was sorted a hundred
+/// times: 7.8 s of a 10M-event `infer`).
+struct Tree<'m> {
+    model: &'m Model,
+    /// Per type, [`iteration_range`].
+    iterations: Vec<Option<(u32, u32, u32)>>,
+}
+
+impl Tree<'_> {
+    fn children(
+        &self,
+        w: &mut impl Write,
+        t: usize,
+        indent: usize,
+        path: &mut Vec<usize>,
+    ) -> io::Result<()> {
+        let model = self.model;
+        let ty = &model.types[t];
+        variants(w, model, t, indent)?;
+        // A loop's iteration counts: `iterations 1–14, median 3`.
+        if let Some((least, most, median)) = self.iterations[t] {
+            writeln!(
+                w,
+                "{:w$}iterations {least}–{most}, median {median}",
+                "",
+                w = indent * 2
+            )?;
         }
+        for c in &ty.children {
+            let child = &model.types[c.ty.index()];
+            let per = c.count as f64 / ty.count.max(1) as f64;
+            writeln!(
+                w,
+                "{:w$}{} ×{:.3} per occurrence ({} in all)",
+                "",
+                child.name,
+                per,
+                c.count,
+                w = indent * 2
+            )?;
+            if !path.contains(&(c.ty.index())) {
+                path.push(c.ty.index());
+                self.children(w, c.ty.index(), indent + 1, path)?;
+                path.pop();
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Lines of the tree `scalpel infer` prints; the whole tree is in `model-tree.txt`.

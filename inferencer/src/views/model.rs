@@ -57,9 +57,10 @@ pub fn fitted_dot(
     graph: &Graph,
     draw: &ModelDraw,
 ) -> Result<(String, (usize, usize)), DrawError> {
-    // Every leaf's chain of occurrences, once for all the depths tried.
+    // Every leaf's chain of occurrences and their trie, once for all the depths tried.
     let chains = chains(model, graph);
-    let (mut dot_text, mut size) = dot_of_chains(model, graph, draw, &chains)?;
+    let paths = Paths::new(model, &chains, draw.task.as_deref())?;
+    let (mut dot_text, mut size) = dot_of_paths(model, graph, draw, &paths);
     // Unless told what to draw, draw fewer levels until the picture is one a reader (and
     // Graphviz, whose layout time grows fast with nested boxes) can take in.
     if draw.depth.is_none() && draw.task.is_none() {
@@ -74,7 +75,7 @@ pub fn fitted_dot(
             while lo <= hi {
                 let mid = lo + (hi - lo) / 2;
                 d.depth = Some(mid);
-                let drawn = dot_of_chains(model, graph, &d, &chains)?;
+                let drawn = dot_of_paths(model, graph, &d, &paths);
                 if too_big(&drawn.0, drawn.1) {
                     hi = mid - 1;
                 } else {
@@ -89,14 +90,14 @@ pub fn fitted_dot(
                 }
                 None => {
                     d.depth = Some(2);
-                    dot_of_chains(model, graph, &d, &chains)?
+                    dot_of_paths(model, graph, &d, &paths)
                 }
             };
         }
         // Then leave out the rarest nodes.
         while too_big(&dot_text, size) && d.min_count < graph.leaves.len() as u64 {
             d.min_count = (d.min_count * 2).max(2);
-            (dot_text, size) = dot_of_chains(model, graph, &d, &chains)?;
+            (dot_text, size) = dot_of_paths(model, graph, &d, &paths);
         }
     }
     Ok((dot_text, size))
@@ -226,68 +227,120 @@ pub fn model_dot(
     graph: &Graph,
     draw: &ModelDraw,
 ) -> Result<(String, (usize, usize)), DrawError> {
-    dot_of_chains(model, graph, draw, &chains(model, graph))
+    let chains = chains(model, graph);
+    let paths = Paths::new(model, &chains, draw.task.as_deref())?;
+    Ok(dot_of_paths(model, graph, draw, &paths))
 }
 
-/// [`model_dot`] with each leaf's chain of occurrences given.
-fn dot_of_chains(
+/// Every leaf's drawn path (its chain of types from the focus, or from the top, down to the
+/// leaf) in a trie, at full depth: a drawing of fewer levels cuts each path at a depth, and a
+/// path's first `d` types lead to the same trie node, with the same occurrences, however deep
+/// the rest goes, so one trie serves every depth `fitted_dot` tries.
+struct Paths<'c> {
+    chains: &'c [Vec<OccRef>],
+    /// Where each leaf's drawn path starts in its chain (`None`: not drawn).
+    starts: Vec<Option<usize>>,
+    trie: Trie,
+    /// Each leaf's trie node at full depth.
+    ends: Vec<Option<usize>>,
+    /// Each trie node's depth (the root's is 0).
+    depth: Vec<usize>,
+    /// The longest drawn path.
+    deepest: usize,
+}
+
+impl<'c> Paths<'c> {
+    /// The paths of `chains` from the task named `focus`, or from the top.
+    fn new(
+        model: &Model,
+        chains: &'c [Vec<OccRef>],
+        focus: Option<&str>,
+    ) -> Result<Paths<'c>, DrawError> {
+        let focus = match focus {
+            None => None,
+            Some(name) => Some(crate::mine::task_named(model, name)?.0),
+        };
+        let starts: Vec<Option<usize>> = chains
+            .iter()
+            .map(|c| match focus {
+                None => Some(0),
+                Some(f) => c.iter().position(|r| r.ty.0 == f),
+            })
+            .collect();
+        // Occurrences per trie node (a map keyed by every prefix cost a copy of it per leaf and
+        // level: quadratic in the model's depth).
+        let mut trie = Trie::default();
+        let mut depth = vec![0];
+        let mut ends: Vec<Option<usize>> = vec![None; chains.len()];
+        for ((chain, start), end) in chains.iter().zip(&starts).zip(&mut ends) {
+            let Some(start) = *start else { continue };
+            let mut node = 0;
+            for (k, r) in chain[start..].iter().enumerate() {
+                node = trie.child(node, r.ty.0);
+                if depth.len() < trie.up.len() {
+                    depth.push(k + 1);
+                }
+                trie.occs[node].insert((r.ty.0, r.index));
+            }
+            *end = (node != 0).then_some(node);
+        }
+        let deepest = depth.iter().copied().max().unwrap_or(0);
+        Ok(Paths {
+            chains,
+            starts,
+            trie,
+            ends,
+            depth,
+            deepest,
+        })
+    }
+
+    /// Each trie node's ancestor at depth `d` (itself when not deeper). Nodes are made after
+    /// their parents, so one pass in order does it.
+    fn cut_at(&self, d: Option<usize>) -> Vec<usize> {
+        let mut at: Vec<usize> = (0..self.depth.len()).collect();
+        if let Some(d) = d {
+            for n in 1..at.len() {
+                if self.depth[n] > d {
+                    at[n] = at[self.trie.up[n].0];
+                }
+            }
+        }
+        at
+    }
+
+    /// The depth of the deepest node on both paths to `a` and `b`.
+    fn common_depth(&self, mut a: usize, mut b: usize) -> usize {
+        while self.depth[a] > self.depth[b] {
+            a = self.trie.up[a].0;
+        }
+        while self.depth[b] > self.depth[a] {
+            b = self.trie.up[b].0;
+        }
+        while a != b {
+            (a, b) = (self.trie.up[a].0, self.trie.up[b].0);
+        }
+        self.depth[a]
+    }
+}
+
+/// [`model_dot`] of the given paths.
+fn dot_of_paths(
     model: &Model,
     graph: &Graph,
     draw: &ModelDraw,
-    chains: &[Vec<OccRef>],
-) -> Result<(String, (usize, usize)), DrawError> {
-    let focus = match &draw.task {
-        None => None,
-        Some(name) => Some(crate::mine::task_named(model, name)?.0),
-    };
+    paths: &Paths,
+) -> (String, (usize, usize)) {
+    let (trie, chains, starts) = (&paths.trie, paths.chains, &paths.starts);
     let depth = draw.depth.map(|d| d.max(1) as usize);
-    // The drawn part of every leaf's chain (None: not drawn): start and length.
-    // The drawn part of each leaf's chain (from `start`), and its types.
-    let starts: Vec<Option<usize>> = chains
-        .iter()
-        .map(|c| match focus {
-            None => Some(0),
-            Some(f) => c.iter().position(|r| r.ty.0 == f),
-        })
-        .collect();
-    let paths: Vec<Option<Vec<u32>>> = chains
-        .iter()
-        .zip(&starts)
-        .map(|(c, &start)| {
-            let mut c = &c[start?..];
-            if let Some(d) = depth {
-                c = &c[..c.len().min(d)];
-            }
-            (!c.is_empty()).then(|| c.iter().map(|r| r.ty.0).collect())
-        })
-        .collect();
-    // Occurrences per drawn path and per cluster prefix, in a trie of the paths (a map keyed by
-    // every prefix cost a copy of it per leaf and level: quadratic in the model's depth).
-    let mut trie = Trie::default();
-    let mut ends: Vec<Option<usize>> = vec![None; paths.len()];
-    for (((p, chain), start), end) in paths.iter().zip(chains).zip(&starts).zip(&mut ends) {
-        let (Some(path), Some(start)) = (p, *start) else {
-            continue;
-        };
-        let mut node = 0;
-        for (k, &ty) in path.iter().enumerate() {
-            node = trie.child(node, ty);
-            let r = chain[start + k];
-            trie.occs[node].insert((r.ty.0, r.index));
-        }
-        *end = Some(node);
-    }
+    // Each leaf's trie node, its path cut at the depth drawn.
+    let cut = paths.cut_at(depth);
+    let ends: Vec<Option<usize>> = paths.ends.iter().map(|e| e.map(|n| cut[n])).collect();
     let drawn_nodes: AHashSet<usize> = ends
         .iter()
         .flatten()
         .copied()
         .filter(|&n| trie.occs[n].len() as u64 >= draw.min_count)
-        .collect();
-    let drawn: AHashSet<&Vec<u32>> = paths
-        .iter()
-        .zip(&ends)
-        .filter(|(_, e)| e.is_some_and(|n| drawn_nodes.contains(&n)))
-        .filter_map(|(p, _)| p.as_ref())
         .collect();
     // A box is drawn only around drawn nodes: with the rare nodes left out, a model of many
     // small tasks drew hundreds of empty boxes and a blank picture.
@@ -367,7 +420,8 @@ fn dot_of_chains(
             open += 1;
             stack.push((node, true));
         }
-        stack.extend(kids.into_iter().rev().map(|c| (c, false)));
+        let kids = kids.into_iter().filter(|&c| cut[c] == c);
+        stack.extend(kids.rev().map(|c| (c, false)));
     }
     // Edges between drawn paths, counted by trie node (a string key per edge cost more than the
     // rest of the drawing), then named.
@@ -381,13 +435,9 @@ fn dot_of_chains(
         if na == nb || !drawn_nodes.contains(&na) || !drawn_nodes.contains(&nb) {
             continue;
         }
-        let (Some(Some(a)), Some(Some(b))) = (paths.get(e.from.index()), paths.get(e.to.index()))
-        else {
-            continue;
-        };
         // Within a task's box, only edges inside one occurrence of it: one request's reply
         // leaf leading to the next request's first leaf is not part of the request's shape.
-        let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let common = paths.common_depth(na, nb);
         if common > 0 {
             let (sa, sb) = (starts[e.from.index()], starts[e.to.index()]);
             let at = |l: NodeId, s: Option<usize>| chains[l.index()][s.unwrap_or(0) + common - 1];
@@ -411,12 +461,7 @@ fn dot_of_chains(
     let weights: Vec<u64> = edges.iter().map(|(_, n)| *n).collect();
     let keep = budget::heaviest(&weights, budget::edge_budget(boxes(&out)));
     let n_edges = keep.len();
-    let deepest = chains
-        .iter()
-        .zip(&starts)
-        .filter_map(|(c, s)| s.map(|s| (c.len() - s) as u32))
-        .max()
-        .unwrap_or(0);
+    let deepest = paths.deepest as u32;
     let cuts = [
         draw.depth
             .filter(|&d| d < deepest)
@@ -441,5 +486,5 @@ fn dot_of_chains(
         );
     }
     let _ = writeln!(out, "}}");
-    Ok((out, (drawn.len(), n_edges)))
+    (out, (drawn_nodes.len(), n_edges))
 }

@@ -496,17 +496,14 @@ fn finish_edges(
     graph.edges = edges;
 }
 
-/// Merges sorted `b` into sorted `a` (duplicates kept), from the back, using `a`'s spare room.
-fn merge_into(a: &mut Vec<Edge>, b: &[Edge]) {
-    let n = a.len();
-    let filler = Edge {
-        from: NodeId(0),
-        to: NodeId(0),
-        kind: EdgeKind::Program,
-        obj: None,
-    };
-    a.resize(n + b.len(), filler);
-    let (mut i, mut j, mut k) = (n, b.len(), a.len());
+/// Merges sorted `b` into sorted `a` (duplicates kept), from the back in `a`'s own buffer, grown
+/// exactly: `a` may be as long as all the edges, and must neither double nor be copied whole
+/// into a second list. Also the miner's (`mine::cross`).
+pub(crate) fn merge_into<T: Ord + Copy>(a: &mut Vec<T>, b: &[T]) {
+    let (mut i, mut j) = (a.len(), b.len());
+    a.reserve_exact(j);
+    a.extend_from_slice(b);
+    let mut k = a.len();
     while j > 0 {
         k -= 1;
         if i > 0 && a[i - 1] > b[j - 1] {

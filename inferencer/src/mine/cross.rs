@@ -12,6 +12,7 @@
 use rayon::prelude::*;
 
 use super::work::{Moved, Work, XEdge, NONE};
+use crate::graph::merge_into;
 
 /// The edges at each leaf, to find the moved ones by: built the first time few leaves moved
 /// (rounds that move most leaves map every edge and need no index).
@@ -113,27 +114,9 @@ impl CrossEdges {
     }
 }
 
-/// The union of two sorted lists without duplicates, sorted, without duplicates. Merged from
-/// the back into `a`'s own buffer, so that a second list as long as all the edges is never held.
+/// The union of two sorted lists without duplicates, sorted, without duplicates.
 fn merge(mut a: Vec<XEdge>, b: Vec<XEdge>) -> Vec<XEdge> {
-    let (mut i, mut j) = (a.len(), b.len());
-    if j == 0 {
-        return a;
-    }
-    // Exactly: a list as long as all the edges must not double.
-    a.reserve_exact(j);
-    a.extend_from_slice(&b);
-    let mut k = a.len();
-    while j > 0 {
-        k -= 1;
-        if i > 0 && a[i - 1] > b[j - 1] {
-            a[k] = a[i - 1];
-            i -= 1;
-        } else {
-            a[k] = b[j - 1];
-            j -= 1;
-        }
-    }
+    merge_into(&mut a, &b);
     a.dedup();
     a
 }

@@ -159,6 +159,15 @@ pub mod rec {
     /// interrupted instruction, stored plus one so that, like every other frame, it reads as a
     /// return address.
     pub const SAMPLE: u8 = 13;
+    /// An uncontended mutex acquisition and the release that followed it with no other record
+    /// of the thread in between: two events in one record. The payload is an EVENT payload
+    /// whose `op` is the acquisition (`mutex_lock` or `mutex_trylock`, result 0, no duration),
+    /// `dt`, `obj`, `seq` and `stack` are the acquisition's, `duration` is the ticks from the
+    /// acquisition to the `mutex_unlock` (result 0), `aux` is the unlock's sequence number
+    /// minus the acquisition's (at least 1) and `aux2` the unlock's stack id. The next record's
+    /// time delta and the object's next sequence delta count from the unlock. See
+    /// [`crate::record::RawEvent::split_held`].
+    pub const HELD: u8 = 14;
 }
 
 /// The flags of a SAMPLE record.

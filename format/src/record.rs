@@ -1,6 +1,6 @@
 //! Field-level encoding of records shared by the agent (no allocation) and the reader.
 
-use crate::format::{field, field2, rec};
+use crate::format::{field, field2, rec, Op};
 use crate::wire::{Dec, DecError, Enc};
 
 /// The fields of one event as stored, before any per-file context (object table, clock) is
@@ -107,12 +107,19 @@ impl RawEvent {
     /// for the largest event. This is the agent's hot path.
     #[inline]
     pub fn encode_fast(&self, out: &mut [u8; MAX_EVENT_RECORD]) -> usize {
+        self.encode_fast_as(rec::EVENT, out)
+    }
+
+    /// [`RawEvent::encode_fast`] with another record kind that shares the EVENT payload
+    /// ([`rec::HELD`]).
+    #[inline]
+    pub fn encode_fast_as(&self, kind: u8, out: &mut [u8; MAX_EVENT_RECORD]) -> usize {
         let p = out.as_mut_ptr();
         let mut mask = 0u8;
         // SAFETY: at most 5 fixed bytes and 11 varints of at most 10 bytes each are written, and
         // MAX_EVENT_RECORD is 115 bytes, so every write is inside `out`.
         unsafe {
-            *p = rec::EVENT;
+            *p = kind;
             *p.add(2) = self.op;
             let mut at = 4;
             at += put_varint(p.add(at), self.dt);
@@ -191,6 +198,113 @@ impl RawEvent {
     }
 }
 
+/// An uncontended mutex acquisition and the unlock that followed it, as one [`rec::HELD`]
+/// record holds them. Deltas count as they would for the two events written one after the
+/// other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldPair {
+    /// The acquisition's operation code: [`Op::MutexLock`] or [`Op::MutexTrylock`].
+    pub op: u8,
+    /// Clock ticks from the previous event of the file to the acquisition.
+    pub dt: u64,
+    /// Clock ticks from the acquisition to the unlock.
+    pub hold: u64,
+    /// Per-file object index of the mutex.
+    pub obj: u64,
+    /// The acquisition's sequence number minus the object's previous one in this file.
+    pub seq_delta: i64,
+    /// The unlock's sequence number minus the acquisition's (at least 1).
+    pub unlock_seq_delta: u64,
+    /// The acquisition's stack id.
+    pub lock_stack: Option<u64>,
+    /// The unlock's stack id.
+    pub unlock_stack: Option<u64>,
+}
+
+impl HeldPair {
+    /// The record's payload as the event fields it shares with EVENT.
+    pub fn raw(&self) -> RawEvent {
+        RawEvent {
+            op: self.op,
+            dt: self.dt,
+            dur: self.hold,
+            obj: Some(self.obj),
+            seq_delta: Some(self.seq_delta),
+            aux: Some(self.unlock_seq_delta),
+            aux2: self.unlock_stack,
+            stack: self.lock_stack,
+            ..RawEvent::default()
+        }
+    }
+
+    /// Encodes the whole HELD record into `out` and returns its length: the same bytes as
+    /// `self.raw().encode_fast_as(rec::HELD, out)`, without building the event first. The
+    /// agent's hot path for an uncontended lock and its unlock.
+    #[inline]
+    pub fn encode_fast(&self, out: &mut [u8; MAX_EVENT_RECORD]) -> usize {
+        let p = out.as_mut_ptr();
+        let mut mask = field::OBJ | field::SEQ | field::AUX;
+        // SAFETY: 4 fixed bytes and at most 8 varints of at most 10 bytes each are written, and
+        // MAX_EVENT_RECORD is 115 bytes, so every write is inside `out`.
+        unsafe {
+            *p = rec::HELD;
+            *p.add(2) = self.op;
+            let mut at = 4;
+            at += put_varint(p.add(at), self.dt);
+            at += put_varint(p.add(at), self.hold);
+            at += put_varint(p.add(at), self.obj);
+            at += put_varint(p.add(at), crate::wire::zigzag(self.seq_delta));
+            at += put_varint(p.add(at), self.unlock_seq_delta);
+            if let Some(v) = self.unlock_stack {
+                mask |= field::AUX2;
+                at += put_varint(p.add(at), v);
+            }
+            if let Some(v) = self.lock_stack {
+                mask |= field::STACK;
+                at += put_varint(p.add(at), v);
+            }
+            *p.add(3) = mask;
+            *p.add(1) = (at - 2).to_le_bytes()[0];
+            at
+        }
+    }
+}
+
+impl RawEvent {
+    /// The two events a [`rec::HELD`] payload stands for: the acquisition, then the unlock.
+    /// None when the payload is not one the agent writes (an operation other than
+    /// `mutex_lock` or `mutex_trylock`, or no object, sequence or unlock sequence delta of at
+    /// least 1).
+    pub fn split_held(&self) -> Option<(RawEvent, RawEvent)> {
+        let held_op = matches!(Op::from_u8(self.op), Some(Op::MutexLock | Op::MutexTrylock));
+        let seq = self
+            .aux
+            .and_then(|d| i64::try_from(d).ok())
+            .filter(|&d| d >= 1)?;
+        if !held_op || self.obj.is_none() || self.seq_delta.is_none() {
+            return None;
+        }
+        let lock = RawEvent {
+            dur: 0,
+            result: Some(0),
+            aux: None,
+            aux2: None,
+            ..*self
+        };
+        let unlock = RawEvent {
+            op: Op::MutexUnlock as u8,
+            dt: self.dur,
+            dur: 0,
+            obj: self.obj,
+            seq_delta: Some(seq),
+            result: Some(0),
+            stack: self.aux2,
+            ..RawEvent::default()
+        };
+        Some((lock, unlock))
+    }
+}
+
 /// Writes a record with a length prefix: kind, varint length, then what `body` writes. The body is
 /// first written into `scratch` to learn its length.
 pub fn encode_with_len(
@@ -252,6 +366,98 @@ unsafe fn put_varint(p: *mut u8, mut v: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pair() -> HeldPair {
+        HeldPair {
+            op: Op::MutexLock as u8,
+            dt: 1234,
+            hold: 88,
+            obj: 3,
+            seq_delta: -7,
+            unlock_seq_delta: 2,
+            lock_stack: Some(9),
+            unlock_stack: Some(300),
+        }
+    }
+
+    #[test]
+    fn a_held_record_gives_back_the_lock_and_the_unlock() {
+        for p in [
+            pair(),
+            HeldPair {
+                lock_stack: None,
+                unlock_stack: None,
+                ..pair()
+            },
+            HeldPair {
+                op: Op::MutexTrylock as u8,
+                dt: u64::MAX,
+                hold: 1 << 40,
+                ..pair()
+            },
+        ] {
+            let mut fast = [0u8; MAX_EVENT_RECORD];
+            let n = p.encode_fast(&mut fast);
+            let mut slow = [0u8; MAX_EVENT_RECORD];
+            let m = p.raw().encode_fast_as(rec::HELD, &mut slow);
+            assert_eq!(fast[..n], slow[..m]);
+            let back = RawEvent::decode_payload(&mut Dec::new(&fast[2..n])).unwrap();
+            let (lock, unlock) = back.split_held().expect("a HELD payload");
+            let want_lock = RawEvent {
+                op: p.op,
+                dt: p.dt,
+                obj: Some(p.obj),
+                seq_delta: Some(p.seq_delta),
+                result: Some(0),
+                stack: p.lock_stack,
+                ..RawEvent::default()
+            };
+            let want_unlock = RawEvent {
+                op: Op::MutexUnlock as u8,
+                dt: p.hold,
+                obj: Some(p.obj),
+                seq_delta: Some(2),
+                result: Some(0),
+                stack: p.unlock_stack,
+                ..RawEvent::default()
+            };
+            assert_eq!((lock, unlock), (want_lock, want_unlock));
+            // Smaller than the two EVENT records it stands for.
+            let mut one = [0u8; MAX_EVENT_RECORD];
+            assert!(n < lock.encode_fast(&mut one) + unlock.encode_fast(&mut one));
+        }
+    }
+
+    #[test]
+    fn a_held_payload_the_agent_never_writes_is_refused() {
+        let raw = pair().raw();
+        for bad in [
+            RawEvent {
+                aux: Some(0),
+                ..raw
+            },
+            RawEvent {
+                aux: Some(u64::MAX),
+                ..raw
+            },
+            RawEvent { aux: None, ..raw },
+            RawEvent { obj: None, ..raw },
+            RawEvent {
+                seq_delta: None,
+                ..raw
+            },
+            RawEvent {
+                op: Op::MutexTimedlock as u8,
+                ..raw
+            },
+            RawEvent {
+                op: Op::MutexUnlock as u8,
+                ..raw
+            },
+        ] {
+            assert!(bad.split_held().is_none(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn fast_encoding_matches_the_checked_one() {

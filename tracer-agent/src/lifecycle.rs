@@ -21,8 +21,20 @@ pub(crate) fn config() -> Option<&'static Config> {
 /// The recording context of this thread, or None when this call must pass through untraced:
 /// recording is off, the thread already finished, or we are inside the agent itself. A thread's
 /// first call starts its recording (and the first call of all sets up the process).
+///
+/// An uncontended lock the thread recorded last is committed here (see `Ctx::emit_held`), so a
+/// call that blocks, or never returns, leaves it in the trace.
 #[inline]
 pub(crate) fn enter() -> Option<Ctx> {
+    let c = enter_holding()?;
+    c.commit_held();
+    Some(c)
+}
+
+/// [`enter`] without committing the held lock: for the mutex unlock, which may share its
+/// record.
+#[inline]
+pub(crate) fn enter_holding() -> Option<Ctx> {
     tstate::enter_with(config, child_without_handlers)
 }
 

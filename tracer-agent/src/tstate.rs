@@ -24,6 +24,9 @@ use crate::stacks::Stacks;
 use crate::sys::{self, ErrnoGuard};
 use crate::writer::{self, File};
 
+mod held;
+use held::HeldLock;
+
 /// Marks a thread whose recording has ended (exited, or its file could not be created).
 const DEAD: *mut ThreadState = core::ptr::dangling_mut();
 /// Marks a live [`ThreadState`].
@@ -101,6 +104,8 @@ pub(crate) struct ThreadState {
     objects: [ObjSlot; OBJ_SLOTS],
     stacks: Stacks,
     sampler: ThreadSampler,
+    /// The uncontended lock not yet written, if any.
+    held: HeldLock,
 }
 
 /// A recording thread: the configuration and its state. Obtained from [`enter_with`] (hooks call
@@ -222,6 +227,46 @@ impl Ctx {
     /// Records an event.
     #[inline]
     pub(crate) fn emit(&self, ev: &Ev<'_>) {
+        self.emit_as(ev, false);
+    }
+
+    /// Records an uncontended lock (result 0, one clock reading). Its record waits: when the
+    /// thread's next event is the unlock of the same mutex, one HELD record stands for both.
+    /// Any other event of the thread, and the entry of every hook but the mutex unlock's,
+    /// writes it first ([`Ctx::commit_held`]). So a crash loses it only before the thread's
+    /// next intercepted call; a lock the thread holds while it blocks in one is always written.
+    #[inline]
+    pub(crate) fn emit_held(&self, ev: &Ev<'_>) {
+        self.emit_as(ev, true);
+    }
+
+    /// Writes the lock [`Ctx::emit_held`] kept back, if any.
+    #[inline]
+    pub(crate) fn commit_held(&self) {
+        // SAFETY: `ts` is this thread's live state; a read of our own flag (see `emit` for why
+        // the writes need `busy`).
+        if unsafe { (*self.ts).held.on } {
+            self.commit_held_now();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn commit_held_now(&self) {
+        // SAFETY: as in `emit`.
+        let st = unsafe { &mut *self.ts };
+        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        st.write_held();
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    fn emit_as(&self, ev: &Ev<'_>, hold: bool) {
         // SAFETY: `ts` is this thread's live state. A load then a store is enough for `busy`: the
         // only other code that can run on this thread in between is a signal handler, which
         // finishes before we resume.
@@ -238,7 +283,7 @@ impl Ctx {
         compiler_fence(Ordering::SeqCst);
         // Writing the record touches memory only (and raw syscalls when a window is remapped),
         // so errno needs no saving here.
-        st.write(self.cfg, ev);
+        st.write(self.cfg, ev, hold);
         compiler_fence(Ordering::SeqCst);
         st.busy.store(false, Ordering::Relaxed);
         if st.sampler.pending.set {
@@ -403,18 +448,18 @@ impl ThreadState {
         self.file.record(rec::SAMPLE, &buf[..n], &[]);
     }
 
-    fn write(&mut self, cfg: &Config, ev: &Ev<'_>) {
+    fn write(&mut self, cfg: &Config, ev: &Ev<'_>, hold: bool) {
         self.since_calib += 1;
-        // Every 16th event of a thread looks at the clock for the title check.
-        if self.since_calib & 15 == 0 {
-            self.check_title(cfg, ev.t0);
+        // A lock kept back goes out with its unlock in one record, or alone before anything
+        // else.
+        if self.held.on {
+            if ev.op == Op::MutexUnlock && self.write_pair(cfg, ev) {
+                return;
+            }
+            self.write_held();
         }
-        if self.since_calib >= format::CALIBRATION_EVERY {
-            self.since_calib = 0;
-            let mut buf = [0u8; 24];
-            let n = writer::calibration(cfg, &mut buf);
-            self.file.record(rec::CALIBRATION, &buf[..n], &[]);
-            crate::modules::check(&mut self.file, ev.t0);
+        if hold && self.hold(cfg, ev) {
+            return;
         }
         // A thread's start and exit are recorded from our trampoline and key destructor: no
         // frame of the program is on the stack there.
@@ -465,6 +510,33 @@ impl ThreadState {
             if let Some((slot, seq)) = seq_slot {
                 self.objects[slot].last_seq = seq;
             }
+        }
+        self.after_write(cfg, ev.t0);
+    }
+
+    /// The stack of an event, when stacks are on.
+    #[inline]
+    fn stack(&mut self, cfg: &Config, ticks: u64) -> Option<u64> {
+        if cfg.stacks.mode == crate::stackcfg::Mode::Off {
+            return None;
+        }
+        self.stacks.capture(&cfg.stacks, &mut self.file, ticks)
+    }
+
+    /// What follows an event every so often: the title check (every 16th event) and a
+    /// calibration point (see `format::CALIBRATION_EVERY`) with a look at the loaded modules.
+    #[inline]
+    fn after_write(&mut self, cfg: &Config, ticks: u64) {
+        // Every 16th event of a thread looks at the clock for the title check.
+        if self.since_calib & 15 == 0 {
+            self.check_title(cfg, ticks);
+        }
+        if self.since_calib >= format::CALIBRATION_EVERY {
+            self.since_calib = 0;
+            let mut buf = [0u8; 24];
+            let n = writer::calibration(cfg, &mut buf);
+            self.file.record(rec::CALIBRATION, &buf[..n], &[]);
+            crate::modules::check(&mut self.file, ticks);
         }
     }
 

@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use scalpel_format::broker::{Request, RequestKind};
 use scalpel_format::format::{self, hdr};
-use scalpel_format::record::{RawEvent, MAX_EVENT_RECORD};
+use scalpel_format::record::{HeldPair, RawEvent, MAX_EVENT_RECORD};
 use scalpel_format::wire::Enc;
 
 use crate::global::Config;
@@ -278,6 +278,23 @@ impl File {
             return false;
         };
         let n = ev.encode_fast(buf);
+        self.commit(n);
+        true
+    }
+
+    /// Writes one HELD record (two events: a lock and its unlock); false if it was dropped
+    /// (counted as two).
+    #[inline]
+    pub(crate) fn held(&mut self, pair: &HeldPair) -> bool {
+        let Some(buf) = self.space(MAX_EVENT_RECORD) else {
+            self.drop_event();
+            self.drop_event();
+            return false;
+        };
+        let Ok(buf) = <&mut [u8; MAX_EVENT_RECORD]>::try_from(buf) else {
+            return false;
+        };
+        let n = pair.encode_fast(buf);
         self.commit(n);
         true
     }

@@ -53,6 +53,7 @@ pub(crate) fn rec_name(kind: u8) -> String {
         rec::READY => "READY",
         rec::TITLE => "TITLE",
         rec::SAMPLE => "SAMPLE",
+        rec::HELD => "HELD",
         _ => return format!("kind {kind}"),
     };
     s.to_string()
@@ -96,6 +97,7 @@ impl<'p, 's> State<'p, 's> {
                 clock,
                 lost: 0,
                 unknown_records: 0,
+                held_records: 0,
                 warnings: Vec::new(),
             },
         }
@@ -128,6 +130,19 @@ impl<'p, 's> State<'p, 's> {
         match kind {
             rec::READY => self.ready(&mut d, at, after_event)?,
             rec::EVENT => self.event(RawEvent::decode_payload(&mut d)?, at),
+            rec::HELD => match RawEvent::decode_payload(&mut d)?.split_held() {
+                Some((lock, unlock)) => {
+                    self.out.held_records += 1;
+                    self.event(lock, at);
+                    self.event(unlock, at);
+                }
+                None => self.inconsistent(
+                    at,
+                    "a HELD record that is not a mutex_lock or mutex_trylock with an object, a \
+                     sequence delta and an unlock sequence delta of at least 1; ignored"
+                        .into(),
+                ),
+            },
             rec::OBJECT => {
                 let index = d.varint()?;
                 let kind = d.u8()?;

@@ -47,6 +47,8 @@ pub struct FileTrace {
     pub lost: u64,
     /// Records of kinds this reader does not know (skipped).
     pub unknown_records: u64,
+    /// HELD records read (each gave two of `events`: an uncontended mutex lock and its unlock).
+    pub held_records: u64,
     /// Problems found; decoding stopped at a [`ReadError::Damaged`] one.
     pub warnings: Vec<ReadError>,
 }

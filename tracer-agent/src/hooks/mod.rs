@@ -82,7 +82,18 @@ pub fn pthread_acquire(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -
 /// duration is not worth a second one.
 #[inline(always)]
 pub fn pthread_release(op: Op, o: Obj<'_>, call: impl FnOnce() -> libc::c_int) -> libc::c_int {
-    let Some(c) = enter() else { return call() };
+    pthread_release_with(enter(), op, o, call)
+}
+
+/// [`pthread_release`] in the context `c` the caller entered with.
+#[inline(always)]
+pub(crate) fn pthread_release_with(
+    c: Option<crate::tstate::Ctx>,
+    op: Op,
+    o: Obj<'_>,
+    call: impl FnOnce() -> libc::c_int,
+) -> libc::c_int {
+    let Some(c) = c else { return call() };
     let seq = c.seq(o.kind, o.key);
     let t0 = c.now();
     let r = call();

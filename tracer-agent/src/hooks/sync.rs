@@ -7,9 +7,12 @@ use libc::{
 };
 use scalpel_format::format::{ObjKind, Op};
 
-use super::{enosys, pthread_acquire, pthread_release, pthread_result, sys_acquire, sys_result};
+use super::{
+    enosys, pthread_acquire, pthread_release, pthread_release_with, pthread_result, sys_acquire,
+    sys_result,
+};
 use crate::event::Ev;
-use crate::lifecycle::enter;
+use crate::lifecycle::{enter, enter_holding};
 use crate::pshared::{futex_obj, sync_obj};
 use crate::real;
 
@@ -21,20 +24,101 @@ type RwClockFn =
 type CondFn = unsafe extern "C-unwind" fn(*mut pthread_cond_t) -> c_int;
 type SemFn = unsafe extern "C-unwind" fn(*mut sem_t) -> c_int;
 
-macro_rules! mutex_hook {
-    ($name:ident, $op:expr, $side:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C-unwind" fn $name(m: *mut pthread_mutex_t) -> c_int {
-            let Some(f) = real!($name: MutexFn) else { return libc::ENOSYS };
-            // SAFETY: forwarding the caller's argument to the real function.
-            $side($op, sync_obj(ObjKind::Mutex, m), || unsafe { f(m) })
-        }
+/// An uncontended acquisition is recorded with one clock reading and may share a record with
+/// its unlock (`Ctx::emit_held`). Whether it is uncontended is asked of the lock itself: a
+/// `trylock` first, and the blocking call only when the mutex was busy (`EBUSY`). For every
+/// mutex type that is what `pthread_mutex_lock` would have done: a free mutex is taken, a
+/// recursive one the caller owns is counted up, and a busy one (an error-checking mutex the
+/// caller owns included) goes to the real lock, which waits or returns its own error; a
+/// robust mutex's `EOWNERDEAD` from `trylock` is an acquisition as it would be from `lock`.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    let Some(f) = real!(pthread_mutex_lock: MutexFn) else {
+        return libc::ENOSYS;
     };
+    let Some(c) = enter() else {
+        // SAFETY: forwarding the caller's argument.
+        return unsafe { f(m) };
+    };
+    let o = sync_obj(ObjKind::Mutex, m);
+    let t0 = c.now();
+    if let Some(try_lock) = real!(pthread_mutex_trylock: MutexFn) {
+        // SAFETY: forwarding the caller's argument.
+        let r = unsafe { try_lock(m) };
+        if r == 0 {
+            let seq = c.seq(o.kind, o.key);
+            c.emit_held(&Ev {
+                obj: Some((o, Some(seq))),
+                result: Some(0),
+                ..Ev::new(Op::MutexLock, t0, t0)
+            });
+            return 0;
+        }
+        if r != libc::EBUSY {
+            let seq = (r == libc::EOWNERDEAD).then(|| c.seq(o.kind, o.key));
+            c.emit(&Ev {
+                obj: Some((o, seq)),
+                result: Some(pthread_result(r)),
+                ..Ev::new(Op::MutexLock, t0, t0)
+            });
+            return r;
+        }
+    }
+    // SAFETY: forwarding the caller's argument.
+    let r = unsafe { f(m) };
+    let t1 = c.now();
+    let seq = (r == 0).then(|| c.seq(o.kind, o.key));
+    c.emit(&Ev {
+        obj: Some((o, seq)),
+        result: Some(pthread_result(r)),
+        ..Ev::new(Op::MutexLock, t0, t1)
+    });
+    r
 }
 
-mutex_hook!(pthread_mutex_lock, Op::MutexLock, pthread_acquire);
-mutex_hook!(pthread_mutex_trylock, Op::MutexTrylock, pthread_acquire);
-mutex_hook!(pthread_mutex_unlock, Op::MutexUnlock, pthread_release);
+/// A trylock never blocks: one clock reading stands for it, and a success may share a record
+/// with its unlock.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    let Some(f) = real!(pthread_mutex_trylock: MutexFn) else {
+        return libc::ENOSYS;
+    };
+    let Some(c) = enter() else {
+        // SAFETY: forwarding the caller's argument.
+        return unsafe { f(m) };
+    };
+    let o = sync_obj(ObjKind::Mutex, m);
+    let t0 = c.now();
+    // SAFETY: forwarding the caller's argument.
+    let r = unsafe { f(m) };
+    let seq = (r == 0).then(|| c.seq(o.kind, o.key));
+    let ev = Ev {
+        obj: Some((o, seq)),
+        result: Some(pthread_result(r)),
+        ..Ev::new(Op::MutexTrylock, t0, t0)
+    };
+    if r == 0 {
+        c.emit_held(&ev);
+    } else {
+        c.emit(&ev);
+    }
+    r
+}
+
+/// The unlock enters without committing a held lock: it may be that lock's other half.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    let Some(f) = real!(pthread_mutex_unlock: MutexFn) else {
+        return libc::ENOSYS;
+    };
+    // SAFETY: forwarding the caller's argument.
+    pthread_release_with(
+        enter_holding(),
+        Op::MutexUnlock,
+        sync_obj(ObjKind::Mutex, m),
+        || unsafe { f(m) },
+    )
+}
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pthread_mutex_timedlock(

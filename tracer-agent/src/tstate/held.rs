@@ -1,0 +1,127 @@
+//! An uncontended mutex lock kept back for the unlock that may follow it: both then go into
+//! one HELD record (`scalpel_format::record::HeldPair`), half the bytes of two events and one
+//! encoding instead of two. The lock is written alone as soon as anything else of the thread
+//! is, or when a hook other than the mutex unlock is entered (`Ctx::commit_held`).
+
+use scalpel_format::record::{HeldPair, RawEvent};
+
+use super::ThreadState;
+use crate::event::Ev;
+use crate::global::Config;
+
+/// An uncontended lock recorded but not yet written (see `Ctx::emit_held`): the unlock that
+/// may follow writes both as one HELD record. Valid when zeroed (`on` false).
+#[derive(Clone, Copy)]
+pub(super) struct HeldLock {
+    pub(super) on: bool,
+    op: u8,
+    /// The object's table slot.
+    slot: u32,
+    /// The lock's clock reading and sequence number.
+    t0: u64,
+    seq: u64,
+    /// The lock record's fields, its deltas against the bases before it (`stack` 0 for none:
+    /// stack ids start at 1).
+    obj: u64,
+    dt: u64,
+    seq_delta: i64,
+    stack: u64,
+}
+
+impl HeldLock {
+    /// The lock record.
+    #[inline]
+    fn raw(&self) -> RawEvent {
+        RawEvent {
+            op: self.op,
+            dt: self.dt,
+            obj: Some(self.obj),
+            seq_delta: Some(self.seq_delta),
+            result: Some(0),
+            stack: (self.stack != 0).then_some(self.stack),
+            ..RawEvent::default()
+        }
+    }
+}
+
+impl ThreadState {
+    /// Keeps back an uncontended lock (result 0, no duration, a sequence number) for the
+    /// unlock that may follow; false when `ev` is not one (or CPU times are on: the HELD record
+    /// has no room for them), and the caller writes it as usual.
+    #[inline]
+    pub(super) fn hold(&mut self, cfg: &Config, ev: &Ev<'_>) -> bool {
+        let Some((o, Some(seq))) = ev.obj else {
+            return false;
+        };
+        if cfg.cpu_time || ev.t1 != ev.t0 || ev.result != Some(0) {
+            return false;
+        }
+        let stack = self.stack(cfg, ev.t0);
+        let Some(slot) = self.intern(&o) else {
+            self.file.drop_event();
+            return true;
+        };
+        let s = &self.objects[slot];
+        self.held = HeldLock {
+            on: true,
+            op: ev.op as u8,
+            slot: slot as u32,
+            t0: ev.t0,
+            seq,
+            obj: u64::from(s.idx),
+            dt: ev.t0.saturating_sub(self.last_ticks),
+            seq_delta: seq as i64 - s.last_seq as i64,
+            stack: stack.unwrap_or(0),
+        };
+        true
+    }
+
+    /// Writes the lock kept back and `ev`, its unlock, as one HELD record; false, with nothing
+    /// written, when `ev` is not that unlock (another object, a failure, or no sequence number
+    /// after the lock's).
+    #[inline]
+    pub(super) fn write_pair(&mut self, cfg: &Config, ev: &Ev<'_>) -> bool {
+        let h = self.held;
+        let Some((o, Some(seq))) = ev.obj else {
+            return false;
+        };
+        // Nothing was written since the lock, so its slot still names its object.
+        let s = &self.objects[h.slot as usize];
+        if s.key != o.key || s.kind != o.kind.code() || ev.result != Some(0) || seq <= h.seq {
+            return false;
+        }
+        let unlock_stack = self.stack(cfg, ev.t0);
+        let pair = HeldPair {
+            op: h.op,
+            dt: h.dt,
+            hold: ev.t0.saturating_sub(self.last_ticks.max(h.t0)),
+            obj: h.obj,
+            seq_delta: h.seq_delta,
+            unlock_seq_delta: seq - h.seq,
+            lock_stack: (h.stack != 0).then_some(h.stack),
+            unlock_stack,
+        };
+        self.held.on = false;
+        if self.file.held(&pair) {
+            self.last_ticks = self.last_ticks.max(h.t0).max(ev.t0);
+            self.objects[h.slot as usize].last_seq = seq;
+        }
+        self.after_write(cfg, ev.t0);
+        true
+    }
+
+    /// Writes the lock kept back by `Ctx::emit_held`, if any, as an EVENT record.
+    pub(super) fn write_held(&mut self) {
+        if !self.held.on {
+            return;
+        }
+        let h = self.held;
+        self.held.on = false;
+        // Its table slot still names its object: the table is reset only while interning an
+        // event's object, and every event but its own unlock writes it first.
+        if self.file.event(&h.raw()) {
+            self.last_ticks = self.last_ticks.max(h.t0);
+            self.objects[h.slot as usize].last_seq = h.seq;
+        }
+    }
+}

@@ -4,8 +4,12 @@
 # server, default 3), on 127.0.0.1. Prints each run's throughput, then per server the medians
 # and the traced/untraced ratio of the medians, and fails if a request failed.
 #
+# With AGENT_OLD (another build of the agent), each repetition also runs the server under that
+# agent, so two versions are compared in the same run.
+#
 # Usage: scripts/bench-servers.sh                 (PAIRS=3, SERVERS="memcached nginx apache")
 #        RECORD_FLAGS="--stacks off" scripts/bench-servers.sh
+#        AGENT_OLD=/tmp/old/libscalpel_agent.so SERVERS=memcached scripts/bench-servers.sh
 # Needs memcached, libmemcached-tools, nginx-light, apache2 and apache2-utils.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +19,8 @@ SERVERS=${SERVERS:-memcached nginx apache}
 APACHE_REQUESTS=${APACHE_REQUESTS:-100000}
 NGINX_REQUESTS=${NGINX_REQUESTS:-100000}
 MEMCACHED_SECONDS=${MEMCACHED_SECONDS:-5}
+AGENT_OLD=${AGENT_OLD:-}
+MODES="untraced traced"; [ -n "$AGENT_OLD" ] && MODES="untraced traced old"
 cargo build --release -q -p scalpel-agent -p scalpel-inferencer
 SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-servers.XXXXXX)
@@ -37,12 +43,15 @@ head -c 18000 /dev/urandom | base64 > "$WORK/htdocs/index.html"
 chmod 755 "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
 [ $ROOT = 1 ] && chown nobody "$WORK"
 
-# Runs CMD... untraced or traced (MODE), in the background; sets RECORD_PID for traced runs.
+# Runs CMD... untraced, traced, or traced by AGENT_OLD (MODE: untraced, traced, old), in the
+# background; sets RECORD_PID.
 launch() {
     local mode=$1; shift
-    if [ "$mode" = traced ]; then
+    if [ "$mode" = traced ] || [ "$mode" = old ]; then
         rm -rf "$WORK/trace"
-        "$SCALPEL" record -o "$WORK/trace" ${RECORD_FLAGS:-} -- "$@" 2>/dev/null &
+        local agent=$PWD/target/release/libscalpel_agent.so
+        [ "$mode" = old ] && agent=$AGENT_OLD
+        SCALPEL_AGENT=$agent "$SCALPEL" record -o "$WORK/trace" ${RECORD_FLAGS:-} -- "$@" 2>/dev/null &
         RECORD_PID=$!
     else
         "$@" &
@@ -163,9 +172,9 @@ median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 
 summary=""
 for server in $SERVERS; do
-    : > "$WORK/untraced"; : > "$WORK/traced"
+    : > "$WORK/untraced"; : > "$WORK/traced"; : > "$WORK/old"
     for pair in $(seq "$PAIRS"); do
-        for mode in untraced traced; do
+        for mode in $MODES; do
             v=$("run_$server" "$mode")
             echo "$server pair $pair $mode: $v per s"
             if [ -z "$v" ]; then echo "FAIL: no throughput from $server ($mode)" >&2; echo 1 >> "$WORK/failed"; continue; fi
@@ -173,9 +182,16 @@ for server in $SERVERS; do
         done
     done
     u=$(median < "$WORK/untraced"); t=$(median < "$WORK/traced")
-    summary+=$(printf '%-10s %12.1f %12.1f %8.3f' "$server" "$u" "$t" "$(awk -v a="$t" -v b="$u" 'BEGIN {print a / b}')")$'\n'
+    line=$(printf '%-10s %12.1f %12.1f %8.3f' "$server" "$u" "$t" "$(awk -v a="$t" -v b="$u" 'BEGIN {print a / b}')")
+    if [ -n "$AGENT_OLD" ]; then
+        o=$(median < "$WORK/old")
+        line+=$(printf ' %12.1f %8.3f' "$o" "$(awk -v a="$o" -v b="$u" 'BEGIN {print a / b}')")
+    fi
+    summary+=$line$'\n'
 done
-printf '%-10s %12s %12s %8s\n' server "untraced/s" "traced/s" ratio
+header=$(printf '%-10s %12s %12s %8s' server "untraced/s" "traced/s" ratio)
+[ -n "$AGENT_OLD" ] && header+=$(printf ' %12s %8s' "old/s" "old ratio")
+echo "$header"
 printf '%s' "$summary"
 if [ -s "$WORK/failed" ]; then
     echo "FAIL: runs with failed requests: $(wc -l < "$WORK/failed")" >&2

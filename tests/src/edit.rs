@@ -25,6 +25,15 @@ pub fn rewrite_events(path: &Path, mut edit: impl FnMut(&mut RawEvent)) -> usize
         }
         let len = d.varint().unwrap() as usize;
         let payload = d.bytes(len).unwrap();
+        // A HELD record is two events: each is edited and written as an EVENT of its own.
+        if kind == rec::HELD {
+            let held = RawEvent::decode_payload(&mut Dec::new(payload)).unwrap();
+            let (lock, unlock) = held.split_held().expect("a HELD record the agent wrote");
+            for before in [lock, unlock] {
+                changed += usize::from(edit_one(before, &mut edit, &mut out));
+            }
+            continue;
+        }
         if kind != rec::EVENT {
             let mut head = [0u8; 10];
             let mut e = Enc::new(&mut head);
@@ -36,17 +45,22 @@ pub fn rewrite_events(path: &Path, mut edit: impl FnMut(&mut RawEvent)) -> usize
             continue;
         }
         let before = RawEvent::decode_payload(&mut Dec::new(payload)).unwrap();
-        let mut ev = before;
-        edit(&mut ev);
-        changed += usize::from(ev != before);
-        let mut buf = [0u8; MAX_EVENT_RECORD];
-        let mut e = Enc::new(&mut buf);
-        ev.encode_record(&mut e);
-        let n = e.len();
-        out.extend_from_slice(&buf[..n]);
+        changed += usize::from(edit_one(before, &mut edit, &mut out));
     }
     let committed = (out.len() - HEADER_SIZE) as u64;
     out[hdr::COMMITTED..hdr::COMMITTED + 8].copy_from_slice(&committed.to_le_bytes());
     std::fs::write(path, out).unwrap();
     changed
+}
+
+/// Applies `edit` to one event and appends it to `out` as an EVENT record; whether it changed.
+fn edit_one(before: RawEvent, edit: &mut impl FnMut(&mut RawEvent), out: &mut Vec<u8>) -> bool {
+    let mut ev = before;
+    edit(&mut ev);
+    let mut buf = [0u8; MAX_EVENT_RECORD];
+    let mut e = Enc::new(&mut buf);
+    ev.encode_record(&mut e);
+    let n = e.len();
+    out.extend_from_slice(&buf[..n]);
+    ev != before
 }

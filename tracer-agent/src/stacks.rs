@@ -27,9 +27,14 @@ use crate::writer::File;
 
 const DEDUP_SLOTS: usize = 4096;
 const DEDUP_LIMIT: u32 = 3072;
-const RECENT: usize = 64;
+/// Entries of the stack cache. A server's worker meets hundreds of distinct stacks in steady
+/// state (memcached: about 430 per thread), many at the same stack pointer (one capture point
+/// reached from many call sites at one depth), and every miss is a DWARF walk: with 64 entries
+/// of 4 ways, walks took 3–9% of traced memcached's CPU; with 512 of 16, none. Each entry is
+/// about 1.2 KiB of the thread's state, touched only when used.
+const RECENT: usize = 512;
 /// Entries per set of the stack cache.
-const WAYS: usize = 4;
+const WAYS: usize = 16;
 const SAMPLE_SLOTS: usize = 256;
 
 #[derive(Clone, Copy)]

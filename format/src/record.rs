@@ -111,8 +111,9 @@ impl RawEvent {
     }
 
     /// [`RawEvent::encode_fast`] with another record kind that shares the EVENT payload
-    /// ([`rec::HELD`]).
-    #[inline]
+    /// ([`rec::HELD`]). Always inlined, as [`RawEvent::encode_fast`] was before it: a call
+    /// would make the caller store every field for it.
+    #[inline(always)]
     pub fn encode_fast_as(&self, kind: u8, out: &mut [u8; MAX_EVENT_RECORD]) -> usize {
         let p = out.as_mut_ptr();
         let mut mask = 0u8;

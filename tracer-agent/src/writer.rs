@@ -268,7 +268,9 @@ impl File {
     }
 
     /// Writes one event record; false if it was dropped.
-    #[inline]
+    // Always inlined: the event's fields then stay in registers instead of being stored for
+    // the call (25 instructions per event when it was not).
+    #[inline(always)]
     pub(crate) fn event(&mut self, ev: &RawEvent) -> bool {
         let Some(buf) = self.space(MAX_EVENT_RECORD) else {
             self.drop_event();

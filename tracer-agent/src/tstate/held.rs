@@ -110,7 +110,9 @@ impl ThreadState {
         true
     }
 
-    /// Writes the lock kept back by `Ctx::emit_held`, if any, as an EVENT record.
+    /// Writes the lock kept back by `Ctx::emit_held`, if any, as an EVENT record. Out of line:
+    /// the common case is its unlock coming next.
+    #[inline(never)]
     pub(super) fn write_held(&mut self) {
         if !self.held.on {
             return;

@@ -203,6 +203,37 @@ pub fn record_flags(
     Run { tmp, dir, out }
 }
 
+/// Runs `prog args…` under `scalpel record`, waits for the first line it prints (its pid),
+/// waits `settle` more for it to reach where it blocks, then SIGKILLs it. Returns the run,
+/// whose status is the recorder's.
+pub fn record_then_kill(prog: &Path, args: &[&str], settle: std::time::Duration) -> Run {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("trace");
+    let mut child = Command::new(scalpel())
+        .arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(prog)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scalpel runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid: i32 = line.trim().parse().expect("pid line");
+    std::thread::sleep(settle);
+    // SAFETY: sending a signal to the target we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = child.wait_with_output().unwrap();
+    Run { tmp, dir, out }
+}
+
 /// Every event of the trace with its file.
 pub fn all_events(t: &TraceDir) -> Vec<EventRef<'_>> {
     t.events_by_time()

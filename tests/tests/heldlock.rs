@@ -125,34 +125,12 @@ fn uncontended_pairs_read_back_as_their_calls() {
 
 #[test]
 fn a_lock_held_across_a_blocking_call_survives_sigkill() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     let exe = build_c("heldlock", "heldlock", &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("trace");
-    let mut child = Command::new(scalpel())
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
-        .arg(&exe)
-        .arg("hang")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let pid: i32 = line.trim().parse().expect("pid line");
-    // The program printed its pid just before it takes the lock and blocks in read: give the
+    // The program prints its pid just before it takes the lock and blocks in read: give the
     // read time to begin.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    // SAFETY: sending a signal to the target we started.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(128 + 9));
+    let run = record_then_kill(&exe, &["hang"], std::time::Duration::from_millis(200));
+    assert_eq!(run.out.status.code(), Some(128 + 9));
+    let dir = &run.dir;
     let t = read_dir(&dir).unwrap();
     let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -249,35 +249,14 @@ fn signal_handlers_calling_hooks() {
 
 #[test]
 fn sigkill_leaves_parseable_traces() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let exe = build_c("sigkill", "sigkill", &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("trace");
-    let mut child = Command::new(scalpel())
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
-        .arg(&exe)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let pid: i32 = line.trim().parse().expect("pid line");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    // SAFETY: sending a signal to the target we started.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    let out = child.wait_with_output().unwrap();
+    let run = record_then_kill(&exe, &[], std::time::Duration::from_millis(300));
     assert_eq!(
-        out.status.code(),
+        run.out.status.code(),
         Some(128 + 9),
         "record passes the signal death through"
     );
+    let dir = &run.dir;
     let t = read_dir(&dir).unwrap();
     let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
     assert!(warnings.is_empty(), "{warnings:?}");

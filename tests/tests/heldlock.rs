@@ -130,7 +130,7 @@ fn a_lock_held_across_a_blocking_call_survives_sigkill() {
     // read time to begin.
     let run = record_then_kill(&exe, &["hang"], std::time::Duration::from_millis(200));
     assert_eq!(run.out.status.code(), Some(128 + 9));
-    let dir = &run.dir;
+    let dir = run.dir.clone();
     let t = read_dir(&dir).unwrap();
     let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -256,7 +256,7 @@ fn sigkill_leaves_parseable_traces() {
         Some(128 + 9),
         "record passes the signal death through"
     );
-    let dir = &run.dir;
+    let dir = run.dir.clone();
     let t = read_dir(&dir).unwrap();
     let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -116,8 +116,11 @@ pub(super) fn name_types(
         by_name.entry(ty.name.clone()).or_default().push(i);
     }
     for group in by_name.into_values().filter(|g| g.len() > 1) {
+        let main = dominant(&group, types);
         for (i, suffix) in group.iter().zip(suffixes(&group, &keys)) {
-            types[*i].name = format!("{} #{suffix}", types[*i].name);
+            if Some(*i) != main {
+                types[*i].name = format!("{} #{suffix}", types[*i].name);
+            }
         }
     }
     let mut used = AHashSet::new();
@@ -133,6 +136,27 @@ pub(super) fn name_types(
         .filter(|(from, _)| !used.contains(from))
         .map(|(from, _)| from.clone())
         .collect()
+}
+
+/// How many times more often than every other type of its name a type must occur to keep the
+/// bare name.
+const DOMINANT: u64 = 10;
+
+/// The type of a group sharing one name that keeps the name bare: the one that occurs at least
+/// [`DOMINANT`] times as often as each of the others. A rare type of the same name (a variant
+/// seen a few times in one recording and not in the next) then leaves the main type's name as
+/// it is from one recording to the next, instead of giving it a suffix in some recordings only.
+/// Types of comparable counts all keep their suffixes: which one is larger may change.
+fn dominant(group: &[usize], types: &[TaskType]) -> Option<usize> {
+    let &top = group
+        .iter()
+        .max_by_key(|&&i| (types[i].count, std::cmp::Reverse(i)))?;
+    group
+        .iter()
+        .filter(|&&i| i != top)
+        .map(|&i| types[i].count)
+        .all(|c| c.saturating_mul(DOMINANT) <= types[top].count)
+        .then_some(top)
 }
 
 fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(LeafTypeId) -> String) -> String {
@@ -496,4 +520,35 @@ fn suffixes(group: &[usize], keys: &[u64]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ty(count: u64) -> TaskType {
+        TaskType {
+            name: "tcp read in loop".into(),
+            kind: TaskKind::Leaf,
+            level: 0,
+            leaf_type: None,
+            count,
+            top_level: count,
+            children: Vec::new(),
+            edges: Vec::new(),
+            variants: Vec::new(),
+            occurrences: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_a_type_ten_times_as_common_as_the_rest_keeps_a_bare_name() {
+        let types = [ty(1000), ty(3), ty(100)];
+        assert_eq!(dominant(&[0, 1, 2], &types), Some(0));
+        let types = [ty(1000), ty(101), ty(3)];
+        assert_eq!(dominant(&[0, 1, 2], &types), None);
+        // Equal counts: neither.
+        let types = [ty(5), ty(5)];
+        assert_eq!(dominant(&[0, 1], &types), None);
+    }
 }

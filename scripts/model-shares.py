@@ -26,9 +26,9 @@ one body must have collapsed into one loop).
 
 Usage: model-shares.py MODEL_DIR REQUESTS --marker OP[:FRAME] [--needs OP]... [--conn-desc SUBSTR] [...]"""
 import argparse
-import json
 import sys
 from collections import Counter
+import stored
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("model_dir")
@@ -50,8 +50,8 @@ ap.add_argument("--names-out", default=None)
 ap.add_argument("--same-names", default=None)
 args = ap.parse_args()
 
-graph = json.load(open(f"{args.model_dir}/graph.json"))
-model = json.load(open(f"{args.model_dir}/model.json"))
+graph = stored.load(args.model_dir, "graph")
+model = stored.load(args.model_dir, "model")
 leaves, ltypes, objects = graph["leaves"], graph["types"], graph["objects"]
 types = model["types"]
 op, _, frame = args.marker.partition(":")

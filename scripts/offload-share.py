@@ -8,13 +8,13 @@ completion woke; the task type that holds an offload is the smallest occurrence 
 its leaves.
 
 Usage: offload-share.py MODEL_DIR NAME   (MODEL_DIR holds graph.json and model.json)"""
-import json
 import sys
 from collections import Counter, defaultdict
+import stored
 
 out, name = sys.argv[1], sys.argv[2]
-graph = json.load(open(f"{out}/graph.json"))
-model = json.load(open(f"{out}/model.json"))
+graph = stored.load(out, "graph")
+model = stored.load(out, "model")
 objects, leaves = graph["objects"], graph["leaves"]
 nleaves = len(leaves)
 

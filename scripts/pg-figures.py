@@ -5,12 +5,12 @@ their stacks), the titles the processes gave themselves, and whether the backend
 ProcSleep (row lock waits, woken by a latch's signal) have their waker.
 
 Usage: pg-figures.py MODEL_DIR   (MODEL_DIR holds graph.json)"""
-import json
 import sys
 from collections import Counter
+import stored
 
 out = sys.argv[1]
-g = json.load(open(f"{out}/graph.json"))
+g = stored.load(out, "graph")
 leaves, types, sites = g["leaves"], g["types"], g["sites"]
 status = 0
 

@@ -147,8 +147,10 @@ if [ -n "${TYPES_SVG:-}" ]; then cp "$OUT/model/types.svg" "$TYPES_SVG"; fi
 python3 - "$OUT/model" "$complete" "$WORK/request-task" <<'PY' || status=1
 import json, sys
 out, requests, name_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-model = json.load(open(f"{out}/model.json"))
-graph = json.load(open(f"{out}/graph.json"))
+sys.path.insert(0, "scripts")
+import stored
+model = stored.load(out, "model")
+graph = stored.load(out, "graph")
 types, leaves = graph["types"], graph["leaves"]
 def role(l):
     t = types[leaves[l]["type"]]

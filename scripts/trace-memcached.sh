@@ -68,7 +68,9 @@ scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 python3 - "$OUT/model" <<'PY' || status=1
 import json, sys
 out = sys.argv[1]
-g = json.load(open(f"{out}/graph.json"))
+sys.path.insert(0, "scripts")
+import stored
+g = stored.load(out, "graph")
 leaves, objects = g["leaves"], g["objects"]
 hand = [e for e in g["edges"] if e["kind"] == "handoff"]
 def notify_read(leaf):

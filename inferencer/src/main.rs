@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod args;
+mod export_cli;
 mod infer_cli;
 mod timeline_cli;
 mod top_cli;
@@ -13,6 +14,7 @@ mod waitfor_cli;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use export_cli::{run_export, ExportArgs};
 use infer_cli::{run_infer, InferArgs, InferJob};
 use scalpel_inferencer::inspect::{dump, parse_op, DumpOptions, Summary};
 use scalpel_inferencer::pipeline::keep_freed_memory;
@@ -60,6 +62,9 @@ enum Command {
     /// Write a timeline Perfetto and chrome://tracing open: a track per thread, leaves and the
     /// waits inside them, causal edges as arrows, task instances across threads.
     Timeline(TimelineArgs),
+    /// Write the stored graph or model as JSON for other tools: the whole document with every
+    /// table inline, or one table (leaves, edges, occurrences, …) as JSON Lines.
+    Export(ExportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -137,6 +142,7 @@ enum Job {
     Flame(FlameArgs),
     Waitfor(WaitforArgs),
     Timeline(TimelineArgs),
+    Export(ExportArgs),
 }
 
 /// Converts the command line into the library's option structs.
@@ -178,6 +184,7 @@ fn job(cli: Cli) -> Result<Job> {
         Command::Flame(a) => Job::Flame(a),
         Command::Waitfor(a) => Job::Waitfor(a),
         Command::Timeline(a) => Job::Timeline(a),
+        Command::Export(a) => Job::Export(a),
     })
 }
 
@@ -266,6 +273,10 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Timeline(a) => {
             keep_freed_memory();
             run_timeline(&a).map(|_| ExitCode::SUCCESS)
+        }
+        Job::Export(a) => {
+            keep_freed_memory();
+            run_export(&a).map(|_| ExitCode::SUCCESS)
         }
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;

@@ -209,7 +209,9 @@ fn record_forwards_sigterm_and_still_summarizes() {
 }
 
 /// A graph.json or model.json edited to name a leaf, node or object that does not exist is
-/// refused with the file, the table, the entry and the bad value; nothing panics.
+/// refused with the file, the table, the entry and the bad value; nothing panics. The edits are
+/// made on the complete documents `scalpel export` writes, which the readers take in place of
+/// the stored pair.
 #[test]
 fn top_and_report_refuse_a_graph_whose_indices_name_nothing() {
     let tmp = tempfile::tempdir().unwrap();
@@ -222,9 +224,14 @@ fn top_and_report_refuse_a_graph_whose_indices_name_nothing() {
     let ok = scalpel(&["top", model_dir], None);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
 
+    let export = |table: &str| {
+        let out = scalpel(&["export", model_dir, "--table", table], None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
     let graph_path = out_dir.join("graph.json");
     let original = fs::read(&graph_path).unwrap();
-    let mut g: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let mut g = export("graph");
     assert!(
         !g["edges"].as_array().unwrap().is_empty(),
         "the fixture has edges"
@@ -245,7 +252,7 @@ fn top_and_report_refuse_a_graph_whose_indices_name_nothing() {
 
     fs::write(&graph_path, &original).unwrap();
     let model_path = out_dir.join("model.json");
-    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&model_path).unwrap()).unwrap();
+    let mut m = export("model");
     let parents = m["leaf_parent"].as_array_mut().unwrap();
     parents[0] = serde_json::json!({"type": 77_777, "index": 0});
     fs::write(&model_path, serde_json::to_vec(&m).unwrap()).unwrap();
@@ -314,4 +321,100 @@ fn empty_commands_empty_filters_and_missing_directories_are_refused() {
         "{err}"
     );
     assert!(!tmp.path().join("no").exists(), "no directory was made");
+}
+
+/// `scalpel export`: each table's rows as JSON Lines with their ids, the complete documents, a
+/// graph without a model, and refusals that name what is wrong. A damaged `graph.bin` is refused
+/// by the views with the file and offset.
+#[test]
+fn export_writes_the_stored_tables_and_refuses_what_does_not_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    common::build(tmp.path());
+    let trace = tmp.path().to_str().unwrap();
+    let out_dir = tmp.path().join("out");
+    let dir = out_dir.to_str().unwrap();
+    let out = scalpel(&["infer", trace, "-o", dir], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = |args: &[&str]| {
+        let mut all = vec!["export", dir];
+        all.extend_from_slice(args);
+        scalpel(&all, None)
+    };
+    let graph: serde_json::Value =
+        serde_json::from_slice(&run(&["--table", "graph"]).stdout).unwrap();
+    assert_eq!(graph["schema"], "scalpel-graph/2");
+    let leaves = graph["leaves"].as_array().unwrap();
+    assert!(!leaves.is_empty());
+    let lines = text(&run(&["--table", "leaves"]).stdout);
+    assert_eq!(lines.lines().count(), leaves.len());
+    for (i, line) in lines.lines().enumerate() {
+        let mut row: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["id"], i);
+        row.as_object_mut().unwrap().remove("id");
+        assert_eq!(row, leaves[i], "leaf {i}");
+    }
+    let model: serde_json::Value =
+        serde_json::from_slice(&run(&["--table", "model"]).stdout).unwrap();
+    let occurrences: usize = model["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["occurrences"].as_array().map_or(0, Vec::len))
+        .sum();
+    let rows = text(&run(&["--table", "occurrences"]).stdout);
+    assert_eq!(rows.lines().count(), occurrences);
+    let parents: Vec<serde_json::Value> =
+        serde_json::from_slice(&run(&["--table", "leaf-parent", "--format", "json"]).stdout)
+            .unwrap();
+    assert_eq!(parents.len(), leaves.len());
+
+    // Into a file, and the refusals.
+    let file = tmp.path().join("edges.jsonl");
+    let out = run(&["--table", "edges", "-o", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let edges = graph["edges"].as_array().unwrap().len();
+    assert_eq!(fs::read_to_string(&file).unwrap().lines().count(), edges);
+    let err = text(&run(&["--table", "model", "--format", "jsonl"]).stderr);
+    assert!(err.contains("one document"), "{err}");
+    let err = text(&run(&["--table", "nodes"]).stderr);
+    assert!(
+        err.contains("invalid value 'nodes'") && err.contains("leaves"),
+        "{err}"
+    );
+    let missing = tmp.path().join("no/such/dir/x.json");
+    let err = text(&run(&["-o", missing.to_str().unwrap()]).stderr);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!tmp.path().join("no").exists());
+
+    // A graph alone (`infer --stage graph`) exports its own tables and not the model's.
+    let graph_dir = tmp.path().join("graph-only");
+    let g = graph_dir.to_str().unwrap();
+    let out = scalpel(&["infer", trace, "-o", g, "--stage", "graph"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = scalpel(&["export", g, "--table", "leaves"], None);
+    assert_eq!(text(&out.stdout).lines().count(), leaves.len());
+    let out = scalpel(&["export", g, "--table", "occurrences"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("model's"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A damaged binary table: every view names the file and what is wrong, without a panic.
+    let bin = out_dir.join("graph.bin");
+    let mut bytes = fs::read(&bin).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    fs::write(&bin, &bytes).unwrap();
+    for cmd in ["top", "export"] {
+        let out = scalpel(&[cmd, dir], None);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        assert!(
+            err.contains("graph.bin does not belong to") && err.contains("checksum"),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }

@@ -134,8 +134,12 @@ impl OpName {
     }
 }
 
+/// In JSON an operation is its name; in the binary tables (postcard, not human-readable) its code.
 impl Serialize for OpName {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !s.is_human_readable() {
+            return s.serialize_u8(self.0);
+        }
         match self.op() {
             Some(op) => s.serialize_str(op.name()),
             None => s.serialize_str(&self.name()),
@@ -145,6 +149,9 @@ impl Serialize for OpName {
 
 impl<'de> Deserialize<'de> for OpName {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if !d.is_human_readable() {
+            return u8::deserialize(d).map(OpName);
+        }
         let name = String::deserialize(d)?;
         if let Some(op) = Op::ALL.iter().find(|op| op.name() == name) {
             return Ok(OpName(*op as u8));

@@ -1,7 +1,7 @@
 //! Scalpel's trace reader and the types the analysis shares: a reader that turns a trace
 //! directory into typed events ([`read`]), a writer for tests and tools ([`write`](mod@write)), the causal
-//! graph's types ([`graph`]), the task model's ([`task`]), typed indices into both ([`ids`]) and
-//! their checks ([`check`]).
+//! graph's types ([`graph`]), the task model's ([`task`]), typed indices into both ([`ids`]),
+//! their checks ([`check`]) and how both are stored on disk ([`store`]).
 //! The file layout and encoders live in `scalpel-format`, re-exported here as [`format`](mod@format),
 //! [`wire`] and [`record`].
 //!
@@ -20,6 +20,7 @@ pub mod check;
 pub mod graph;
 pub mod ids;
 pub mod read;
+pub mod store;
 pub mod task;
 pub mod write;
 

@@ -117,7 +117,27 @@ pub struct TaskType {
     pub variants: Vec<Variant>,
     /// Occurrences, ordered by their first leaf. Empty for a leaf type: its occurrences are
     /// its leaves (occurrence index = leaf id), whose parents are in [`Model::leaf_parent`].
+    /// Absent from `model.json` (they are in `model.bin`).
+    #[serde(default)]
     pub occurrences: Vec<Occurrence>,
+}
+
+impl TaskType {
+    /// This type with no occurrences (everything else cloned).
+    pub fn without_occurrences(&self) -> TaskType {
+        TaskType {
+            name: self.name.clone(),
+            kind: self.kind,
+            level: self.level,
+            leaf_type: self.leaf_type,
+            count: self.count,
+            top_level: self.top_level,
+            children: self.children.clone(),
+            edges: self.edges.clone(),
+            variants: self.variants.clone(),
+            occurrences: Vec::new(),
+        }
+    }
 }
 
 /// Settings the model was mined with.

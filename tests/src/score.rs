@@ -71,13 +71,11 @@ pub fn infer_model(dir: &Path, out: &Path, extra: &[&str]) -> (Model, Graph) {
     load_model(out)
 }
 
-/// Reads `model.json` and `graph.json` from an output directory.
+/// Reads `model.json` and `graph.json` (with their binary tables) from an output directory.
 pub fn load_model(out: &Path) -> (Model, Graph) {
-    let read =
-        |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
     (
-        serde_json::from_str(&read("model.json")).expect("model.json has the schema"),
-        serde_json::from_str(&read("graph.json")).expect("graph.json has the schema"),
+        scalpel_model::store::read_model(&out.join("model.json")).unwrap_or_else(|e| panic!("{e}")),
+        scalpel_model::store::read_graph(&out.join("graph.json")).unwrap_or_else(|e| panic!("{e}")),
     )
 }
 

@@ -26,8 +26,7 @@ fn a_wake_on_a_word_nobody_waits_on_does_not_cut() {
     let out = run.tmp.path().join("graph");
     let o = infer_output(&run.dir, &out, &["--stage", "graph"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
-    let g: Graph = serde_json::from_str(&text).unwrap();
+    let g: Graph = scalpel_model::store::read_graph(&out.join("graph.json")).unwrap();
     let op = |o: &Option<scalpel_model::graph::OpName>| o.and_then(|o| o.op());
     let worker = g.threads.iter().position(|th| th.tid != th.pid).unwrap() as u32;
     let rounds = g

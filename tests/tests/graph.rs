@@ -75,8 +75,7 @@ fn infer(dir: &Path, out: &Path, extra: &[&str]) -> Output {
 }
 
 fn load_graph(out: &Path) -> Graph {
-    let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
-    serde_json::from_str(&text).expect("graph.json has the graph schema")
+    scalpel_model::store::read_graph(&out.join("graph.json")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The call that ended (`end`) or started a leaf, named the way the truth names calls.
@@ -258,9 +257,9 @@ fn output_is_byte_identical_with_one_and_two_threads() {
         let o = infer(&run.dir, &out, &["--threads", threads]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let read = |f: &str| std::fs::read(out.join(f)).unwrap();
-        outs.push((read("graph.json"), read("types.dot")));
+        outs.push((read("graph.json"), read("graph.bin"), read("types.dot")));
     }
-    assert!(outs[0].0.len() > 10_000);
+    assert!(outs[0].0.len() > 1_000 && outs[0].1.len() > 10_000);
     assert!(outs[0] == outs[1], "1 and 2 threads differ");
     assert!(outs[1] == outs[2], "two runs differ");
 }

@@ -201,11 +201,12 @@ fn model_is_byte_identical_with_one_and_two_threads() {
         let read = |f: &str| std::fs::read(out.join(f)).unwrap();
         outs.push((
             read("model.json"),
+            read("model.bin"),
             read("model.dot"),
             read("model-tree.txt"),
         ));
     }
-    assert!(outs[0].0.len() > 10_000);
+    assert!(outs[0].0.len() > 1_000 && outs[0].1.len() > 10_000);
     assert!(outs[0] == outs[1], "1 and 2 threads differ");
     assert!(outs[1] == outs[2], "two runs differ");
 }
@@ -265,11 +266,26 @@ fn names_can_be_overridden_and_bad_options_are_named() {
 #[test]
 fn model_json_follows_the_checked_in_schema() {
     let s = stages();
-    let validator = common::model_schema();
-    let (model, errors) = common::model_json_errors(&validator, &s.out);
+    let (model, complete, errors) = common::model_json_errors(&s.out);
     assert!(errors.is_empty(), "{errors:#?}");
-    // And the schema is strict: a misspelt field is an error.
-    let mut bad = model.clone();
-    bad["mining"]["min_suport"] = serde_json::json!(5);
-    assert!(!validator.is_valid(&bad));
+    // model.json holds no occurrence; the export holds them all.
+    assert!(model["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t.get("occurrences").is_none()));
+    assert!(complete["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| { t["occurrences"].as_array().is_some_and(|o| !o.is_empty()) }));
+    // And the schemas are strict: a misspelt field is an error.
+    for (version, doc) in [(2, &model), (1, &complete)] {
+        let mut bad = doc.clone();
+        bad["mining"]["min_suport"] = serde_json::json!(5);
+        assert!(
+            !common::model_schema(version).is_valid(&bad),
+            "schema {version}"
+        );
+    }
 }

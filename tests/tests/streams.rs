@@ -17,8 +17,7 @@ const ROUNDS: usize = 20;
 fn data_edges(dir: &Path, out: &Path) -> Vec<(String, bool)> {
     let o = infer_output(dir, out, &["--stage", "graph"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
-    let g: Graph = serde_json::from_str(&text).unwrap();
+    let g: Graph = scalpel_model::store::read_graph(&out.join("graph.json")).unwrap();
     let thread = |leaf: u32| &g.threads[g.leaves[leaf as usize].thread.index()].name;
     let mut edges: Vec<(u32, String, bool)> = g
         .edges
@@ -117,8 +116,7 @@ fn threads_using_a_descriptor_first_at_once_all_record_their_writes() {
     let out = run.tmp.path().join("graph");
     let o = infer_output(&run.dir, &out, &["--stage", "graph"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
-    let g: Graph = serde_json::from_str(&text).unwrap();
+    let g: Graph = scalpel_model::store::read_graph(&out.join("graph.json")).unwrap();
     assert_eq!(g.unmatched.external_bytes_in, 0);
     let streams = g
         .edges
@@ -164,8 +162,7 @@ fn a_reader_robbed_of_the_bytes_it_was_woken_for_takes_the_next() {
     let out = run.tmp.path().join("graph");
     let o = infer_output(&run.dir, &out, &["--stage", "graph"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join("graph.json")).unwrap();
-    let g: Graph = serde_json::from_str(&text).unwrap();
+    let g: Graph = scalpel_model::store::read_graph(&out.join("graph.json")).unwrap();
     let name = |leaf: u32| {
         g.threads[g.leaves[leaf as usize].thread.index()]
             .name

@@ -1,12 +1,13 @@
 //! Finding the graph and model that `scalpel top`, `scalpel report` and later views work on: a
-//! `model.json` (with the `graph.json` it names), a directory `scalpel infer` wrote, or a trace
+//! `model.json` (with the `graph.json` it names, and the binary tables beside both), a directory `scalpel infer` wrote, or a trace
 //! directory, which is inferred on the spot with the options given.
 
 use std::path::{Path, PathBuf};
 
 use scalpel_model::check::Invalid;
-use scalpel_model::graph::{Graph, GRAPH_SCHEMA};
-use scalpel_model::task::{Model, MODEL_SCHEMA};
+use scalpel_model::graph::Graph;
+use scalpel_model::store::{read_graph, read_model, StoreError};
+use scalpel_model::task::Model;
 
 use super::{Pipeline, PipelineError, Warning};
 use crate::progress::{Progress, Timings};
@@ -14,34 +15,9 @@ use crate::progress::{Progress, Timings};
 /// Why the inputs could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// A file could not be read.
-    #[error("cannot read {}: {source}", .path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A file is not the JSON it should be.
-    #[error("{} is not a valid {what}: {source}", .path.display())]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// What it should hold.
-        what: &'static str,
-        /// The parser's complaint, with line and column.
-        source: serde_json::Error,
-    },
-    /// A file has another schema version.
-    #[error("{} has schema {found:?}, expected {expected:?}", .path.display())]
-    Schema {
-        /// The file.
-        path: PathBuf,
-        /// Its schema.
-        found: String,
-        /// Ours.
-        expected: &'static str,
-    },
+    /// A stored graph or model could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// The model and the graph do not belong together.
     #[error("{} refers to {model} leaves but {} has {graph}", .model_path.display(), .graph_path.display())]
     Mismatch {
@@ -94,21 +70,6 @@ pub struct Loaded {
     pub warnings: Vec<Warning>,
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(
-    path: &Path,
-    what: &'static str,
-) -> Result<T, SourceError> {
-    let text = std::fs::read(path).map_err(|source| SourceError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    serde_json::from_slice(&text).map_err(|source| SourceError::Json {
-        path: path.to_path_buf(),
-        what,
-        source,
-    })
-}
-
 /// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (inferred
 /// with `opts`, which a model already inferred refuses when they ask for anything but defaults).
 pub(super) fn load(
@@ -130,28 +91,14 @@ pub(super) fn load(
                 options: opts.infer_only.clone(),
             });
         }
-        let model: Model = t.phase("reading model.json", progress, || {
-            read_json(&model_path, "model (model.json)")
+        let model: Model = t.phase("reading model.json and model.bin", progress, || {
+            read_model(&model_path)
         })?;
-        if model.schema != MODEL_SCHEMA {
-            return Err(SourceError::Schema {
-                path: model_path,
-                found: model.schema,
-                expected: MODEL_SCHEMA,
-            });
-        }
         let base = model_path.parent().unwrap_or(Path::new("."));
         let graph_path = base.join(&model.graph);
-        let graph: Graph = t.phase("reading graph.json", progress, || {
-            read_json(&graph_path, "causal graph (graph.json)")
+        let graph: Graph = t.phase("reading graph.json and graph.bin", progress, || {
+            read_graph(&graph_path)
         })?;
-        if graph.schema != GRAPH_SCHEMA {
-            return Err(SourceError::Schema {
-                path: graph_path,
-                found: graph.schema,
-                expected: GRAPH_SCHEMA,
-            });
-        }
         if model.leaves != graph.leaves.len() as u64
             || model.leaf_parent.len() != graph.leaves.len()
         {

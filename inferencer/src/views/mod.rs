@@ -3,12 +3,14 @@
 //!
 //! Scope: DOT and SVG drawings ([`graph`], [`model`]), the model tree ([`tree`]), the top-down
 //! table, CSV and JSON ([`table`], [`csv`], [`json`]), the HTML report ([`report`]), the files `scalpel infer`
-//! writes ([`outputs`]), the phase timings ([`timings`]), the wait-for graph ([`waitfor`]), the Perfetto timeline ([`timeline`]), and the units they share ([`units`]). Every writer takes an
+//! writes ([`outputs`]), the phase timings ([`timings`]), the wait-for graph ([`waitfor`]), the Perfetto timeline ([`timeline`]), the
+//! stored tables in JSON ([`export`]), and the units they share ([`units`]). Every writer takes an
 //! `impl io::Write` and returns a typed error. Non-goals: computing anything a stage could
 //! (views choose, order and format; the numbers come from `graph`, `mine` and `rollup`).
 
 pub mod budget;
 pub mod csv;
+pub mod export;
 pub mod flame;
 pub mod graph;
 pub mod graphviz;

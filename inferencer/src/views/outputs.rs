@@ -1,12 +1,13 @@
-//! The files `scalpel infer` writes: `graph.json`, `types.dot`, `types.svg` and
-//! `graph-summary.txt` for the graph; `model.json`, `model.dot`, `model.svg` and
-//! `model-tree.txt` for the model.
+//! The files `scalpel infer` writes: `graph.json` (with its bulk tables in `graph.bin`),
+//! `types.dot`, `types.svg` and `graph-summary.txt` for the graph; `model.json` (with
+//! `model.bin`), `model.dot`, `model.svg` and `model-tree.txt` for the model.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use scalpel_model::graph::Graph;
+use scalpel_model::store::{encode_graph, encode_model, GRAPH_TABLES, MODEL_TABLES};
 use scalpel_model::task::Model;
 
 use super::graph::{write_graph_summary, write_type_dot, DrawOptions};
@@ -20,7 +21,7 @@ use crate::progress::{Progress, Timings};
 /// The graph files written, and why the SVG is missing if it is.
 #[derive(Debug)]
 pub struct GraphFiles {
-    /// `graph.json`.
+    /// `graph.json` (its tables are in `graph.bin` beside it).
     pub json: PathBuf,
     /// `types.dot`.
     pub dot: PathBuf,
@@ -33,7 +34,7 @@ pub struct GraphFiles {
 /// The model files written, and why the SVG is missing if it is.
 #[derive(Debug)]
 pub struct ModelFiles {
-    /// `model.json`.
+    /// `model.json` (its occurrences are in `model.bin` beside it).
     pub json: PathBuf,
     /// `model.dot`.
     pub dot: PathBuf,
@@ -57,12 +58,20 @@ pub fn write_file(
     w.flush().map_err(io)
 }
 
-/// Writes `value` as one line of JSON into `path`.
-pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), ViewError> {
-    write_file(path, |w| {
-        serde_json::to_writer(&mut *w, value).map_err(std::io::Error::other)?;
-        w.write_all(b"\n")
-    })
+/// Writes a stored graph or model: its JSON file `json` and its tables beside it, as `encode`
+/// makes them.
+fn write_stored(
+    json: &Path,
+    tables: &str,
+    encode: impl FnOnce() -> std::io::Result<(Vec<u8>, Vec<u8>)>,
+) -> Result<(), ViewError> {
+    let (text, bin) = encode().map_err(|source| ViewError::Io {
+        path: json.to_path_buf(),
+        source,
+    })?;
+    let bin_path = json.with_file_name(tables);
+    write_file(&bin_path, |w| w.write_all(&bin))?;
+    write_file(json, |w| w.write_all(&text))
 }
 
 fn create_dir(dir: &Path) -> Result<(), ViewError> {
@@ -88,8 +97,8 @@ pub fn write_graph_files(
 ) -> Result<GraphFiles, ViewError> {
     create_dir(dir)?;
     let json = dir.join("graph.json");
-    t.phase("writing graph.json", progress, || {
-        write_json(&json, &built.graph)
+    t.phase("writing graph.json and graph.bin", progress, || {
+        write_stored(&json, GRAPH_TABLES, || encode_graph(&built.graph))
     })?;
     let mut dot_text = Vec::new();
     t.phase("drawing types.dot", progress, || {
@@ -129,7 +138,9 @@ pub fn write_model_files(
         fitted_dot(model, graph, draw)
     })?;
     let json = dir.join("model.json");
-    t.phase("writing model.json", progress, || write_json(&json, model))?;
+    t.phase("writing model.json and model.bin", progress, || {
+        write_stored(&json, MODEL_TABLES, || encode_model(model))
+    })?;
     let dot = dir.join("model.dot");
     write_file(&dot, |w| w.write_all(dot_text.as_bytes()))?;
     let svg = t.phase("laying out model.svg (Graphviz)", progress, || {

@@ -1,0 +1,527 @@
+//! How a graph and a model are kept on disk: a JSON file for what people and scripts read
+//! (`graph.json`, `model.json`: processes, threads, types, locks, the task hierarchy) and a binary
+//! file beside each for the bulk tables (`graph.bin`: leaves, edges, lock waits, inner waits,
+//! samples; `model.bin`: every type's occurrences and each leaf's parent).
+//!
+//! Why two files: the bulk tables are a few dozen bytes a leaf, and in JSON they made
+//! `graph.json` and `model.json` ten times the trace they came from (226 MB and 124 MB for a
+//! 22 MB nginx trace), slow to write and to read back, and no person reads them. The binary file
+//! is [postcard](https://docs.rs/postcard) (serde's compact varint format, which the design
+//! named), with leaf times and occurrence leaf ids stored as differences so that most fit a byte
+//! or two. Postcard rather than Parquet or Arrow: readers outside Rust get the same rows as JSON
+//! Lines from `scalpel export`, and the format crate's rule of few dependencies holds.
+//!
+//! A binary file is laid out as: 8 bytes of magic (`SCALPELB`), then each table as a postcard
+//! string (its name) followed by its postcard rows, in a fixed order. The JSON file names the
+//! binary file, says how many rows each table has and carries the binary file's length and
+//! FNV-1a checksum, so a binary file from another run is refused, not misread.
+//!
+//! The complete documents (`scalpel-graph/2`, `scalpel-model/1`: every table inline, as
+//! [`Graph`] and [`Model`] serialize) are what `scalpel export` writes, and are read too.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::graph::{
+    BoundaryInfo, External, Graph, LeafFile, LeafType, LockInfo, LockWait, ObjectInfo, ProcessInfo,
+    ThreadInfo, Unmatched, GRAPH_SCHEMA,
+};
+use crate::task::{MiningInfo, Model, OccRef, TaskType, TypeEdge, MODEL_SCHEMA};
+
+mod rows;
+
+use rows::{EdgeRow, InnerWaitRow, Rows, SampleRow};
+
+/// Schema of `graph.json` as `scalpel infer` writes it: the graph less its bulk tables.
+pub const GRAPH_FILE_SCHEMA: &str = "scalpel-graph/3";
+/// Schema of `model.json` as `scalpel infer` writes it: the model less its occurrences.
+pub const MODEL_FILE_SCHEMA: &str = "scalpel-model/2";
+/// The binary file beside `graph.json`.
+pub const GRAPH_TABLES: &str = "graph.bin";
+/// The binary file beside `model.json`.
+pub const MODEL_TABLES: &str = "model.bin";
+
+const MAGIC: &[u8; 8] = b"SCALPELB";
+
+/// Why a stored graph or model could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A JSON file is not the document it should be.
+    #[error("{} is not a valid {what}: {source}", .path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What it should hold.
+        what: &'static str,
+        /// The parser's complaint, with line and column.
+        source: serde_json::Error,
+    },
+    /// A JSON file has a schema this reader does not know.
+    #[error("{} has schema {found:?}, expected {expected}", .path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema.
+        found: String,
+        /// What this reader takes.
+        expected: String,
+    },
+    /// A binary file is not the one its JSON file names (another run's, or damaged).
+    #[error(
+        "{} does not belong to {}: {what} (write both again with `scalpel infer`)",
+        .path.display(), .json.display()
+    )]
+    Stale {
+        /// The binary file.
+        path: PathBuf,
+        /// The JSON file naming it.
+        json: PathBuf,
+        /// What differs.
+        what: String,
+    },
+    /// A binary file could not be decoded.
+    #[error("{} at offset {offset}: expected {expected}: {reason}", .path.display())]
+    Decode {
+        /// The binary file.
+        path: PathBuf,
+        /// Where the table or value that failed starts.
+        offset: usize,
+        /// What should have been there.
+        expected: String,
+        /// The decoder's complaint.
+        reason: String,
+    },
+}
+
+/// The binary file a JSON file names, and what it must hold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TablesFile {
+    /// The file, relative to the JSON file.
+    pub file: String,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// FNV-1a (64 bits) of its bytes, as 16 hex digits.
+    pub fnv1a: String,
+    /// Rows per table.
+    pub rows: BTreeMap<String, u64>,
+}
+
+/// `graph.json`: the graph less its bulk tables (see [`Graph`] for each field).
+#[derive(Debug, Serialize, Deserialize)]
+struct GraphHead {
+    schema: String,
+    processes: Vec<ProcessInfo>,
+    threads: Vec<ThreadInfo>,
+    objects: Vec<ObjectInfo>,
+    types: Vec<LeafType>,
+    externals: Vec<External>,
+    locks: Vec<LockInfo>,
+    sites: Vec<BoundaryInfo>,
+    sample_period_ns: u64,
+    unmatched: Unmatched,
+    tables: TablesFile,
+}
+
+/// `model.json`: the model less its occurrences and leaf parents (see [`Model`]). Its types are
+/// written as JSON values without their `occurrences` and read back as task types with none.
+#[derive(Debug, Serialize, Deserialize)]
+struct ModelHead<T> {
+    schema: String,
+    graph: String,
+    leaves: u64,
+    mining: MiningInfo,
+    types: Vec<T>,
+    top_edges: Vec<TypeEdge>,
+    tables: TablesFile,
+}
+
+/// Only the schema of a JSON document, to choose how to read the rest.
+#[derive(Deserialize)]
+struct SchemaOnly {
+    schema: String,
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Writes the tables into a buffer: magic, then per table its name and rows.
+struct TableWriter {
+    buf: Vec<u8>,
+    rows: BTreeMap<String, u64>,
+}
+
+impl TableWriter {
+    fn new() -> Self {
+        TableWriter {
+            buf: MAGIC.to_vec(),
+            rows: BTreeMap::new(),
+        }
+    }
+
+    fn table<T: Serialize>(&mut self, name: &str, rows: u64, value: &T) -> std::io::Result<()> {
+        let err = |e: postcard::Error| std::io::Error::other(format!("table {name}: {e}"));
+        let buf = std::mem::take(&mut self.buf);
+        let buf = postcard::to_extend(name, buf).map_err(err)?;
+        self.buf = postcard::to_extend(value, buf).map_err(err)?;
+        self.rows.insert(name.to_owned(), rows);
+        Ok(())
+    }
+
+    /// The bytes, and what the JSON file says of them.
+    fn finish(self, file: &str) -> (Vec<u8>, TablesFile) {
+        let info = TablesFile {
+            file: file.to_owned(),
+            bytes: self.buf.len() as u64,
+            fnv1a: fnv1a(&self.buf),
+            rows: self.rows,
+        };
+        (self.buf, info)
+    }
+}
+
+/// Reads the tables back in the order they were written, checking each name and row count.
+struct TableReader<'a> {
+    path: &'a Path,
+    bytes: &'a [u8],
+    at: usize,
+    info: &'a TablesFile,
+}
+
+impl<'a> TableReader<'a> {
+    fn new(
+        path: &'a Path,
+        json: &Path,
+        bytes: &'a [u8],
+        info: &'a TablesFile,
+    ) -> Result<Self, StoreError> {
+        let stale = |what: String| StoreError::Stale {
+            path: path.to_path_buf(),
+            json: json.to_path_buf(),
+            what,
+        };
+        if bytes.len() as u64 != info.bytes {
+            return Err(stale(format!(
+                "it has {} bytes, the JSON file says {}",
+                bytes.len(),
+                info.bytes
+            )));
+        }
+        let sum = fnv1a(bytes);
+        if sum != info.fnv1a {
+            return Err(stale(format!(
+                "its checksum is {sum}, the JSON file says {}",
+                info.fnv1a
+            )));
+        }
+        if !bytes.starts_with(MAGIC) {
+            return Err(StoreError::Decode {
+                path: path.to_path_buf(),
+                offset: 0,
+                expected: "the magic bytes SCALPELB".to_owned(),
+                reason: "they differ".to_owned(),
+            });
+        }
+        Ok(TableReader {
+            path,
+            bytes,
+            at: MAGIC.len(),
+            info,
+        })
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(&mut self, expected: &str) -> Result<T, StoreError> {
+        let rest = &self.bytes[self.at..];
+        let (value, left) =
+            postcard::take_from_bytes::<T>(rest).map_err(|e| StoreError::Decode {
+                path: self.path.to_path_buf(),
+                offset: self.at,
+                expected: expected.to_owned(),
+                reason: e.to_string(),
+            })?;
+        self.at += rest.len() - left.len();
+        Ok(value)
+    }
+
+    /// The next table, which must be `name` with as many rows as the JSON file says (`len`
+    /// counts them in what was decoded).
+    fn table<T: serde::de::DeserializeOwned>(
+        &mut self,
+        name: &str,
+        len: impl Fn(&T) -> u64,
+    ) -> Result<T, StoreError> {
+        let start = self.at;
+        let found: String = self.decode(&format!("the name of table {name}"))?;
+        let bad = |reason: String| StoreError::Decode {
+            path: self.path.to_path_buf(),
+            offset: start,
+            expected: format!("table {name}"),
+            reason,
+        };
+        if found != name {
+            return Err(bad(format!("found table {found:?}")));
+        }
+        let value: T = self.decode(&format!("the rows of table {name}"))?;
+        let want = self.info.rows.get(name).copied().unwrap_or(0);
+        if len(&value) != want {
+            return Err(bad(format!(
+                "{} rows, the JSON file says {want}",
+                len(&value)
+            )));
+        }
+        Ok(value)
+    }
+
+    fn finish(self) -> Result<(), StoreError> {
+        if self.at == self.bytes.len() {
+            return Ok(());
+        }
+        Err(StoreError::Decode {
+            path: self.path.to_path_buf(),
+            offset: self.at,
+            expected: "the end of the file".to_owned(),
+            reason: format!("{} more bytes", self.bytes.len() - self.at),
+        })
+    }
+}
+
+/// The rows of a table read as a vector. (It takes `&Vec` because it is passed where a
+/// `Fn(&Vec<T>)` is expected, which a slice parameter would not fit.)
+#[allow(clippy::ptr_arg)]
+fn len<T>(v: &Vec<T>) -> u64 {
+    v.len() as u64
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, StoreError> {
+    std::fs::read(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+    what: &'static str,
+) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|source| StoreError::Json {
+        path: path.to_path_buf(),
+        what,
+        source,
+    })
+}
+
+fn schema_of(path: &Path, bytes: &[u8], what: &'static str) -> Result<String, StoreError> {
+    parse::<SchemaOnly>(path, bytes, what).map(|s| s.schema)
+}
+
+/// The two files of `graph`: `graph.json`'s text (one line) and `graph.bin`'s bytes.
+pub fn encode_graph(graph: &Graph) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut w = TableWriter::new();
+    let n = |v: usize| v as u64;
+    w.table(
+        "leaves",
+        n(graph.leaves.len()),
+        &rows::LeafRows(&graph.leaves),
+    )?;
+    w.table(
+        "edges",
+        n(graph.edges.len()),
+        &Rows(&graph.edges, EdgeRow::of),
+    )?;
+    w.table("lock_waits", n(graph.lock_waits.len()), &graph.lock_waits)?;
+    let inner = Rows(&graph.inner_waits, InnerWaitRow::of);
+    w.table("inner_waits", n(graph.inner_waits.len()), &inner)?;
+    w.table(
+        "leaf_cpu_ns",
+        n(graph.leaf_cpu_ns.len()),
+        &graph.leaf_cpu_ns,
+    )?;
+    w.table("leaf_files", n(graph.leaf_files.len()), &graph.leaf_files)?;
+    let samples = Rows(&graph.samples, SampleRow::of);
+    w.table("samples", n(graph.samples.len()), &samples)?;
+    let (bin, tables) = w.finish(GRAPH_TABLES);
+    let head = GraphHead {
+        schema: GRAPH_FILE_SCHEMA.to_owned(),
+        processes: graph.processes.clone(),
+        threads: graph.threads.clone(),
+        objects: graph.objects.clone(),
+        types: graph.types.clone(),
+        externals: graph.externals.clone(),
+        locks: graph.locks.clone(),
+        sites: graph.sites.clone(),
+        sample_period_ns: graph.sample_period_ns,
+        unmatched: graph.unmatched.clone(),
+        tables,
+    };
+    let mut json = serde_json::to_vec(&head).map_err(std::io::Error::other)?;
+    json.push(b'\n');
+    Ok((json, bin))
+}
+
+/// A task type as `model.json` shows it: without its occurrences.
+fn head_type(t: &TaskType) -> serde_json::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(t.without_occurrences())?;
+    if let Some(o) = v.as_object_mut() {
+        o.remove("occurrences");
+    }
+    Ok(v)
+}
+
+/// The two files of `model`: `model.json`'s text (one line) and `model.bin`'s bytes.
+pub fn encode_model(model: &Model) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut w = TableWriter::new();
+    let occurrences: u64 = model.types.iter().map(|t| t.occurrences.len() as u64).sum();
+    w.table(
+        "occurrences",
+        occurrences,
+        &rows::OccurrenceRows(&model.types),
+    )?;
+    w.table(
+        "leaf_parent",
+        model.leaf_parent.len() as u64,
+        &model.leaf_parent,
+    )?;
+    let (bin, tables) = w.finish(MODEL_TABLES);
+    let head = ModelHead {
+        schema: MODEL_FILE_SCHEMA.to_owned(),
+        graph: model.graph.clone(),
+        leaves: model.leaves,
+        mining: model.mining.clone(),
+        types: model
+            .types
+            .iter()
+            .map(head_type)
+            .collect::<Result<_, _>>()
+            .map_err(std::io::Error::other)?,
+        top_edges: model.top_edges.clone(),
+        tables,
+    };
+    let mut json = serde_json::to_vec(&head).map_err(std::io::Error::other)?;
+    json.push(b'\n');
+    Ok((json, bin))
+}
+
+/// Reads the graph stored at `path` (a `graph.json` as `scalpel infer` writes it, with the
+/// `graph.bin` it names, or a complete graph as `scalpel export` writes it).
+pub fn read_graph(path: &Path) -> Result<Graph, StoreError> {
+    const WHAT: &str = "causal graph (graph.json)";
+    let bytes = read_bytes(path)?;
+    let schema = schema_of(path, &bytes, WHAT)?;
+    if schema == GRAPH_SCHEMA {
+        return parse(path, &bytes, WHAT);
+    }
+    if schema != GRAPH_FILE_SCHEMA {
+        return Err(StoreError::Schema {
+            path: path.to_path_buf(),
+            found: schema,
+            expected: format!("{GRAPH_FILE_SCHEMA} or {GRAPH_SCHEMA}"),
+        });
+    }
+    let head: GraphHead = parse(path, &bytes, WHAT)?;
+    let bin_path = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&head.tables.file);
+    let bin = read_bytes(&bin_path)?;
+    let mut r = TableReader::new(&bin_path, path, &bin, &head.tables)?;
+    let leaves = r.table("leaves", |v: &rows::Leaves| v.0.len() as u64)?.0;
+    let edges = EdgeRow::edges(r.table("edges", len::<EdgeRow>)?);
+    let lock_waits: Vec<LockWait> = r.table("lock_waits", len)?;
+    let inner_waits: Vec<InnerWaitRow> = r.table("inner_waits", len)?;
+    let leaf_cpu_ns: Vec<Option<u64>> = r.table("leaf_cpu_ns", len)?;
+    let leaf_files: Vec<LeafFile> = r.table("leaf_files", len)?;
+    let samples: Vec<SampleRow> = r.table("samples", len)?;
+    r.finish()?;
+    Ok(Graph {
+        schema: GRAPH_SCHEMA.to_owned(),
+        processes: head.processes,
+        threads: head.threads,
+        objects: head.objects,
+        types: head.types,
+        leaves,
+        externals: head.externals,
+        edges,
+        locks: head.locks,
+        lock_waits,
+        inner_waits: inner_waits.into_iter().map(InnerWaitRow::wait).collect(),
+        sites: head.sites,
+        leaf_cpu_ns,
+        leaf_files,
+        samples: samples.into_iter().map(SampleRow::sample).collect(),
+        sample_period_ns: head.sample_period_ns,
+        unmatched: head.unmatched,
+    })
+}
+
+/// Reads the model stored at `path` (a `model.json` as `scalpel infer` writes it, with the
+/// `model.bin` it names, or a complete model as `scalpel export` writes it).
+pub fn read_model(path: &Path) -> Result<Model, StoreError> {
+    const WHAT: &str = "model (model.json)";
+    let bytes = read_bytes(path)?;
+    let schema = schema_of(path, &bytes, WHAT)?;
+    if schema == MODEL_SCHEMA {
+        return parse(path, &bytes, WHAT);
+    }
+    if schema != MODEL_FILE_SCHEMA {
+        return Err(StoreError::Schema {
+            path: path.to_path_buf(),
+            found: schema,
+            expected: format!("{MODEL_FILE_SCHEMA} or {MODEL_SCHEMA}"),
+        });
+    }
+    let mut head: ModelHead<TaskType> = parse(path, &bytes, WHAT)?;
+    let bin_path = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&head.tables.file);
+    let bin = read_bytes(&bin_path)?;
+    let mut r = TableReader::new(&bin_path, path, &bin, &head.tables)?;
+    let types = head.types.len();
+    let occurrences = r
+        .table("occurrences", |v: &rows::Occurrences| {
+            v.0.iter().map(|o| o.len() as u64).sum()
+        })?
+        .0;
+    if occurrences.len() != types {
+        return Err(StoreError::Decode {
+            path: bin_path,
+            offset: MAGIC.len(),
+            expected: format!("occurrences of {types} task types"),
+            reason: format!("found {}", occurrences.len()),
+        });
+    }
+    let leaf_parent: Vec<Option<OccRef>> = r.table("leaf_parent", len)?;
+    r.finish()?;
+    for (t, occ) in head.types.iter_mut().zip(occurrences) {
+        t.occurrences = occ;
+    }
+    Ok(Model {
+        schema: MODEL_SCHEMA.to_owned(),
+        graph: head.graph,
+        leaves: head.leaves,
+        mining: head.mining,
+        types: head.types,
+        top_edges: head.top_edges,
+        leaf_parent,
+    })
+}
+
+#[cfg(test)]
+mod tests;

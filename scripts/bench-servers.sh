@@ -138,6 +138,11 @@ run_apache() {
     local mode=$1 port=18380 mods=/usr/lib/apache2/modules
     SERVER_PID_FILE=$WORK/httpd.pid
     local run_as=""; [ $ROOT = 1 ] && run_as=$'User www-data\nGroup www-data'
+    # 32 workers per child, twice ab's 16 connections: with 16, a child that happens to hold all
+    # of ab's keep-alive connections has no idle worker when a connection's next request comes
+    # (the worker that served it is not idle yet), and the event MPM closes the connection
+    # unanswered, which ab counts as a "Length" failure. Untraced runs did it too (1 run in 24);
+    # a traced worker's longer way back to idle only made it likelier.
     cat > "$WORK/httpd.conf" <<CONF
 ServerRoot "$WORK"
 ServerName localhost
@@ -153,8 +158,8 @@ TypesConfig /etc/mime.types
 $run_as
 StartServers 2
 ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
+ThreadsPerChild 32
+MaxRequestWorkers 128
 KeepAlive On
 MaxKeepAliveRequests 0
 <Directory "$WORK/htdocs">

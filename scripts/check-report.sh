@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Checks an HTML report as a reader sees it, in headless Chromium at 1400 and at 800 px wide:
-# the DOM holds the drawing, the tables and the legend; no text is smaller than 9 px (HTML text by
+# the DOM holds the drawing, the tables and the legend; the drawing's zoom works (its "fit" button
+# makes the whole drawing fit its box, "+" makes it larger, "100%" brings back the size it loaded
+# at); no text is smaller than 9 px (HTML text by
 # its computed size, the drawing's labels by their rendered height, what sits in closed
 # <details> left out); each NAME given with --visible can be read without opening anything; and a
 # screenshot at each width is not blank (kept in /tmp, out of the repository).
@@ -45,7 +47,22 @@ cat >> "$PROBE" <<EOF
   });
   var seen = document.body.innerText;
   var hidden = $names.filter(function (n) { return seen.indexOf(n) < 0; });
-  document.body.setAttribute('data-probe', JSON.stringify({html: html, svg: svg, hidden: hidden}));
+  // The zoom, after the sizes above were measured at the size the drawing loads at.
+  var zoom = null, box = document.getElementById('model'), pic = box && box.querySelector('svg');
+  var button = function (k) { document.querySelector('#zoom button[data-z=' + k + ']').click(); };
+  if (pic && document.getElementById('zoom')) {
+    var w = function () { return pic.getBoundingClientRect().width; };
+    var h = function () { return pic.getBoundingClientRect().height; };
+    var start = w();
+    button('fit');
+    var fit = {w: w(), h: h()};
+    button('in');
+    var bigger = w();
+    button('one');
+    zoom = {start: start, fit: fit, bigger: bigger, back: w(),
+            box: {w: box.clientWidth, h: box.clientHeight}};
+  }
+  document.body.setAttribute('data-probe', JSON.stringify({html: html, svg: svg, hidden: hidden, zoom: zoom}));
 })();
 </script>
 EOF
@@ -69,10 +86,21 @@ if p["svg"] < 9:
     bad.append(f"drawing labels {p['svg']:.1f} px high")
 if p["hidden"]:
     bad.append("not visible without opening anything: " + ", ".join(p["hidden"]))
+z = p.get("zoom")
+if z is None:
+    bad.append("no drawing with zoom buttons")
+else:
+    if z["fit"]["w"] > z["box"]["w"] + 1 or z["fit"]["h"] > z["box"]["h"] + 1:
+        bad.append(f"'fit' left the drawing {z['fit']['w']:.0f}x{z['fit']['h']:.0f} px in a box of {z['box']['w']}x{z['box']['h']}")
+    if not z["bigger"] > z["fit"]["w"] * 1.2:
+        bad.append(f"'+' did not enlarge the drawing ({z['fit']['w']:.0f} -> {z['bigger']:.0f} px)")
+    if abs(z["back"] - z["start"]) > 1:
+        bad.append(f"'100%' gave {z['back']:.0f} px, the drawing loaded at {z['start']:.0f}")
 if bad:
     sys.exit(f"check-report: at {width} px: " + "; ".join(bad))
 svg = "none" if p["svg"] >= 1e9 else f"{p['svg']:.1f} px"
-print(f"check-report: at {width} px the smallest text is {p['html']:.0f} px, the smallest label {svg}")
+print(f"check-report: at {width} px the smallest text is {p['html']:.0f} px, the smallest label {svg}; "
+      f"zoom: {z['start']:.0f} px wide, fit {z['fit']['w']:.0f}, + {z['bigger']:.0f}, 100% {z['back']:.0f}")
 PY
     SHOT=/tmp/scalpel-report-$width.png
     rm -f "$SHOT"

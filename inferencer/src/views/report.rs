@@ -1,5 +1,6 @@
 //! `scalpel report`: one self-contained HTML page with the model drawing, the rollup table and
-//! a drill-down for the top tasks. No scripts and no external files: it opens anywhere.
+//! a drill-down for the top tasks. No external files, and only small inline scripts (the
+//! drawing's pan and zoom), so it opens anywhere and reads without them.
 
 use std::io::{self, Write};
 
@@ -45,10 +46,35 @@ const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;colo
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;\
 text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left;\
 white-space:normal}th{background:#eee}\
-.svg{overflow:auto;max-height:85vh;border:1px solid #ccc;cursor:zoom-out}\
-.svg svg{width:auto;max-width:none;height:auto}.svg.fit{cursor:zoom-in}.svg.fit svg{width:100%}\
+.svg{overflow:auto;max-height:85vh;border:1px solid #ccc;cursor:grab}.svg.drag{cursor:grabbing}\
+.svg svg{max-width:none}.zoom{margin:4px 0}.zoom button{font-size:14px;min-width:3em;margin-right:4px}\
+.zoom span{color:#555;margin-left:6px}\
 pre{background:#f6f6f6;padding:6px;\
 margin:2px 0 8px 2em;font-size:85%}img.flame{max-width:100%;border:1px solid #ccc}dl{font-size:90%}.hint{color:#555;font-size:90%}dt{font-weight:bold}dd{margin:0 0 4px 1.5em}.bar{display:inline-block;height:10px;background:#c44}";
+
+/// The drawing's pan and zoom: the SVG is resized (so labels stay sharp) about a point that
+/// stays where it is, and the box scrolls; at load it shows the topmost node at full size.
+const ZOOM_SCRIPT: &str = "(function(){var d=document.getElementById('model'),\
+s=d.querySelector('svg'),l=document.querySelector('#zoom span');if(!s)return;\
+var r0=s.getBoundingClientRect(),w0=r0.width,h0=r0.height,z=1;\
+function set(n,cx,cy){n=Math.max(0.05,Math.min(4,n));var x=(d.scrollLeft+cx)/z,\
+y=(d.scrollTop+cy)/z;z=n;s.style.width=w0*z+'px';s.style.height=h0*z+'px';\
+d.scrollLeft=x*z-cx;d.scrollTop=y*z-cy;l.textContent=Math.round(z*100)+'%';}\
+function mid(n){set(n,d.clientWidth/2,d.clientHeight/2);}\
+document.querySelectorAll('#zoom button').forEach(function(b){b.onclick=function(){\
+var k=b.getAttribute('data-z');if(k=='in')mid(z*1.25);else if(k=='out')mid(z/1.25);\
+else if(k=='one')mid(1);else{set(Math.min(d.clientWidth/w0,d.clientHeight/h0,1),0,0);\
+d.scrollLeft=0;d.scrollTop=0;}};});\
+d.addEventListener('wheel',function(e){if(!e.ctrlKey&&!e.metaKey)return;e.preventDefault();\
+var b=d.getBoundingClientRect();set(z*Math.pow(1.002,-e.deltaY),e.clientX-b.left,e.clientY-b.top);},\
+{passive:false});var p=null;d.addEventListener('mousedown',function(e){\
+p={x:e.clientX,y:e.clientY,l:d.scrollLeft,t:d.scrollTop};d.classList.add('drag');e.preventDefault();});\
+window.addEventListener('mousemove',function(e){if(p){d.scrollLeft=p.l-(e.clientX-p.x);\
+d.scrollTop=p.t-(e.clientY-p.y);}});window.addEventListener('mouseup',function(){p=null;\
+d.classList.remove('drag');});var b=d.getBoundingClientRect(),t=null;\
+d.querySelectorAll('g.node').forEach(function(n){var r=n.getBoundingClientRect();\
+if(!t||r.top<t.top)t=r;});if(t){d.scrollLeft=t.left-b.left+t.width/2-d.clientWidth/2;\
+d.scrollTop=t.top-b.top-20;}})();";
 
 fn task_cells(r: &TaskRow) -> String {
     format!(
@@ -368,16 +394,15 @@ pub fn write_report(
             let body = text.find("<svg").map_or(&text[..], |i| &text[i..]);
             // At its own size, so that every label can be read, scrolled to its topmost node
             // (Graphviz centres narrow rows in a wide drawing, so its top left is often empty);
-            // a click fits it to the page for an overview, another brings it back.
+            // dragged to pan, zoomed with the buttons or Ctrl and the wheel about the pointer.
             writeln!(
                 o,
-                "<p class=hint>Scroll in the drawing to move around; click it to fit it to the \
-                 page, and again to read it.</p>\
-                 <div class=svg id=model onclick=\"this.classList.toggle('fit')\">{body}</div>\
-                 <script>(function(){{var d=document.getElementById('model'),b=d.getBoundingClientRect(),\
-                 t=null;d.querySelectorAll('g.node').forEach(function(n){{var r=n.getBoundingClientRect();\
-                 if(!t||r.top<t.top)t=r;}});if(t){{d.scrollLeft=t.left-b.left+t.width/2-d.clientWidth/2;\
-                 d.scrollTop=t.top-b.top-20;}}}})();</script>"
+                "<p class=hint>Drag the drawing to move around; zoom with the buttons, or with \
+                 Ctrl and the mouse wheel; <b>fit</b> shows all of it.</p>\
+                 <div class=zoom id=zoom><button data-z=out title=\"zoom out\">&minus;</button>\
+                 <button data-z=in title=\"zoom in\">+</button><button data-z=fit>fit</button>\
+                 <button data-z=one>100%</button><span>100%</span></div>\
+                 <div class=svg id=model>{body}</div><script>{ZOOM_SCRIPT}</script>"
             )?;
             None
         }

@@ -31,8 +31,12 @@ use crate::graph::{
 use crate::task::{MiningInfo, Model, OccRef, TaskType, TypeEdge, MODEL_SCHEMA};
 
 mod rows;
+mod tables;
 
 use rows::{EdgeRow, InnerWaitRow, Rows, SampleRow};
+#[cfg(test)]
+use tables::fnv1a;
+use tables::{len, TableReader, TableWriter, MAGIC};
 
 /// Schema of `graph.json` as `scalpel infer` writes it: the graph less its bulk tables.
 pub const GRAPH_FILE_SCHEMA: &str = "scalpel-graph/3";
@@ -42,8 +46,6 @@ pub const MODEL_FILE_SCHEMA: &str = "scalpel-model/2";
 pub const GRAPH_TABLES: &str = "graph.bin";
 /// The binary file beside `model.json`.
 pub const MODEL_TABLES: &str = "model.bin";
-
-const MAGIC: &[u8; 8] = b"SCALPELB";
 
 /// Why a stored graph or model could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -151,163 +153,6 @@ struct SchemaOnly {
     schema: String,
 }
 
-/// FNV-1a, 64 bits.
-fn fnv1a(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
-/// Writes the tables into a buffer: magic, then per table its name and rows.
-struct TableWriter {
-    buf: Vec<u8>,
-    rows: BTreeMap<String, u64>,
-}
-
-impl TableWriter {
-    fn new() -> Self {
-        TableWriter {
-            buf: MAGIC.to_vec(),
-            rows: BTreeMap::new(),
-        }
-    }
-
-    fn table<T: Serialize>(&mut self, name: &str, rows: u64, value: &T) -> std::io::Result<()> {
-        let err = |e: postcard::Error| std::io::Error::other(format!("table {name}: {e}"));
-        let buf = std::mem::take(&mut self.buf);
-        let buf = postcard::to_extend(name, buf).map_err(err)?;
-        self.buf = postcard::to_extend(value, buf).map_err(err)?;
-        self.rows.insert(name.to_owned(), rows);
-        Ok(())
-    }
-
-    /// The bytes, and what the JSON file says of them.
-    fn finish(self, file: &str) -> (Vec<u8>, TablesFile) {
-        let info = TablesFile {
-            file: file.to_owned(),
-            bytes: self.buf.len() as u64,
-            fnv1a: fnv1a(&self.buf),
-            rows: self.rows,
-        };
-        (self.buf, info)
-    }
-}
-
-/// Reads the tables back in the order they were written, checking each name and row count.
-struct TableReader<'a> {
-    path: &'a Path,
-    bytes: &'a [u8],
-    at: usize,
-    info: &'a TablesFile,
-}
-
-impl<'a> TableReader<'a> {
-    fn new(
-        path: &'a Path,
-        json: &Path,
-        bytes: &'a [u8],
-        info: &'a TablesFile,
-    ) -> Result<Self, StoreError> {
-        let stale = |what: String| StoreError::Stale {
-            path: path.to_path_buf(),
-            json: json.to_path_buf(),
-            what,
-        };
-        if bytes.len() as u64 != info.bytes {
-            return Err(stale(format!(
-                "it has {} bytes, the JSON file says {}",
-                bytes.len(),
-                info.bytes
-            )));
-        }
-        let sum = fnv1a(bytes);
-        if sum != info.fnv1a {
-            return Err(stale(format!(
-                "its checksum is {sum}, the JSON file says {}",
-                info.fnv1a
-            )));
-        }
-        if !bytes.starts_with(MAGIC) {
-            return Err(StoreError::Decode {
-                path: path.to_path_buf(),
-                offset: 0,
-                expected: "the magic bytes SCALPELB".to_owned(),
-                reason: "they differ".to_owned(),
-            });
-        }
-        Ok(TableReader {
-            path,
-            bytes,
-            at: MAGIC.len(),
-            info,
-        })
-    }
-
-    fn decode<T: serde::de::DeserializeOwned>(&mut self, expected: &str) -> Result<T, StoreError> {
-        let rest = &self.bytes[self.at..];
-        let (value, left) =
-            postcard::take_from_bytes::<T>(rest).map_err(|e| StoreError::Decode {
-                path: self.path.to_path_buf(),
-                offset: self.at,
-                expected: expected.to_owned(),
-                reason: e.to_string(),
-            })?;
-        self.at += rest.len() - left.len();
-        Ok(value)
-    }
-
-    /// The next table, which must be `name` with as many rows as the JSON file says (`len`
-    /// counts them in what was decoded).
-    fn table<T: serde::de::DeserializeOwned>(
-        &mut self,
-        name: &str,
-        len: impl Fn(&T) -> u64,
-    ) -> Result<T, StoreError> {
-        let start = self.at;
-        let found: String = self.decode(&format!("the name of table {name}"))?;
-        let bad = |reason: String| StoreError::Decode {
-            path: self.path.to_path_buf(),
-            offset: start,
-            expected: format!("table {name}"),
-            reason,
-        };
-        if found != name {
-            return Err(bad(format!("found table {found:?}")));
-        }
-        let value: T = self.decode(&format!("the rows of table {name}"))?;
-        let want = self.info.rows.get(name).copied().unwrap_or(0);
-        if len(&value) != want {
-            return Err(bad(format!(
-                "{} rows, the JSON file says {want}",
-                len(&value)
-            )));
-        }
-        Ok(value)
-    }
-
-    fn finish(self) -> Result<(), StoreError> {
-        if self.at == self.bytes.len() {
-            return Ok(());
-        }
-        Err(StoreError::Decode {
-            path: self.path.to_path_buf(),
-            offset: self.at,
-            expected: "the end of the file".to_owned(),
-            reason: format!("{} more bytes", self.bytes.len() - self.at),
-        })
-    }
-}
-
-/// The rows of a table read as a vector. (It takes `&Vec` because it is passed where a
-/// `Fn(&Vec<T>)` is expected, which a slice parameter would not fit.)
-#[allow(clippy::ptr_arg)]
-fn len<T>(v: &Vec<T>) -> u64 {
-    v.len() as u64
-}
-
 fn read_bytes(path: &Path) -> Result<Vec<u8>, StoreError> {
     std::fs::read(path).map_err(|source| StoreError::Io {
         path: path.to_path_buf(),
@@ -327,8 +172,42 @@ fn parse<T: serde::de::DeserializeOwned>(
     })
 }
 
-fn schema_of(path: &Path, bytes: &[u8], what: &'static str) -> Result<String, StoreError> {
-    parse::<SchemaOnly>(path, bytes, what).map(|s| s.schema)
+/// What a stored JSON file turned out to be.
+enum Stored<C, H> {
+    /// A complete document, every table inline.
+    Complete(C),
+    /// A file whose tables are beside it: its head, and the binary file's path and bytes.
+    Split(H, PathBuf, Vec<u8>),
+}
+
+/// Reads the JSON file at `path`: a complete document of schema `complete`, or a head of schema
+/// `split` and the binary file it names (`tables` finds where).
+fn open<C: serde::de::DeserializeOwned, H: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &'static str,
+    complete: &str,
+    split: &str,
+    tables: impl Fn(&H) -> &TablesFile,
+) -> Result<Stored<C, H>, StoreError> {
+    let bytes = read_bytes(path)?;
+    let schema = parse::<SchemaOnly>(path, &bytes, what)?.schema;
+    if schema == complete {
+        return parse(path, &bytes, what).map(Stored::Complete);
+    }
+    if schema != split {
+        return Err(StoreError::Schema {
+            path: path.to_path_buf(),
+            found: schema,
+            expected: format!("{split} or {complete}"),
+        });
+    }
+    let head: H = parse(path, &bytes, what)?;
+    let bin_path = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(&tables(&head).file);
+    let bin = read_bytes(&bin_path)?;
+    Ok(Stored::Split(head, bin_path, bin))
 }
 
 /// The two files of `graph`: `graph.json`'s text (one line) and `graph.bin`'s bytes.
@@ -422,24 +301,16 @@ pub fn encode_model(model: &Model) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
 /// `graph.bin` it names, or a complete graph as `scalpel export` writes it).
 pub fn read_graph(path: &Path) -> Result<Graph, StoreError> {
     const WHAT: &str = "causal graph (graph.json)";
-    let bytes = read_bytes(path)?;
-    let schema = schema_of(path, &bytes, WHAT)?;
-    if schema == GRAPH_SCHEMA {
-        return parse(path, &bytes, WHAT);
-    }
-    if schema != GRAPH_FILE_SCHEMA {
-        return Err(StoreError::Schema {
-            path: path.to_path_buf(),
-            found: schema,
-            expected: format!("{GRAPH_FILE_SCHEMA} or {GRAPH_SCHEMA}"),
-        });
-    }
-    let head: GraphHead = parse(path, &bytes, WHAT)?;
-    let bin_path = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(&head.tables.file);
-    let bin = read_bytes(&bin_path)?;
+    let (head, bin_path, bin): (GraphHead, _, _) = match open(
+        path,
+        WHAT,
+        GRAPH_SCHEMA,
+        GRAPH_FILE_SCHEMA,
+        |h: &GraphHead| &h.tables,
+    )? {
+        Stored::Complete(graph) => return Ok(graph),
+        Stored::Split(head, bin_path, bin) => (head, bin_path, bin),
+    };
     let mut r = TableReader::new(&bin_path, path, &bin, &head.tables)?;
     let leaves = r.table("leaves", |v: &rows::Leaves| v.0.len() as u64)?.0;
     let edges = EdgeRow::edges(r.table("edges", len::<EdgeRow>)?);
@@ -474,24 +345,16 @@ pub fn read_graph(path: &Path) -> Result<Graph, StoreError> {
 /// `model.bin` it names, or a complete model as `scalpel export` writes it).
 pub fn read_model(path: &Path) -> Result<Model, StoreError> {
     const WHAT: &str = "model (model.json)";
-    let bytes = read_bytes(path)?;
-    let schema = schema_of(path, &bytes, WHAT)?;
-    if schema == MODEL_SCHEMA {
-        return parse(path, &bytes, WHAT);
-    }
-    if schema != MODEL_FILE_SCHEMA {
-        return Err(StoreError::Schema {
-            path: path.to_path_buf(),
-            found: schema,
-            expected: format!("{MODEL_FILE_SCHEMA} or {MODEL_SCHEMA}"),
-        });
-    }
-    let mut head: ModelHead<TaskType> = parse(path, &bytes, WHAT)?;
-    let bin_path = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(&head.tables.file);
-    let bin = read_bytes(&bin_path)?;
+    let (mut head, bin_path, bin): (ModelHead<TaskType>, _, _) = match open(
+        path,
+        WHAT,
+        MODEL_SCHEMA,
+        MODEL_FILE_SCHEMA,
+        |h: &ModelHead<TaskType>| &h.tables,
+    )? {
+        Stored::Complete(model) => return Ok(model),
+        Stored::Split(head, bin_path, bin) => (head, bin_path, bin),
+    };
     let mut r = TableReader::new(&bin_path, path, &bin, &head.tables)?;
     let types = head.types.len();
     let occurrences = r

@@ -208,18 +208,24 @@ fn record_forwards_sigterm_and_still_summarizes() {
     );
 }
 
+/// The hand-built trace in a new temporary directory, inferred into its `out`.
+fn inferred() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    common::build(tmp.path());
+    let out_dir = tmp.path().join("out");
+    let (trace, out) = (tmp.path().to_str().unwrap(), out_dir.to_str().unwrap());
+    let o = scalpel(&["infer", trace, "-o", out], None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    (tmp, out_dir)
+}
+
 /// A graph.json or model.json edited to name a leaf, node or object that does not exist is
 /// refused with the file, the table, the entry and the bad value; nothing panics. The edits are
 /// made on the complete documents `scalpel export` writes, which the readers take in place of
 /// the stored pair.
 #[test]
 fn top_and_report_refuse_a_graph_whose_indices_name_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    common::build(tmp.path());
-    let trace = tmp.path().to_str().unwrap();
-    let out_dir = tmp.path().join("out");
-    let out = scalpel(&["infer", trace, "-o", out_dir.to_str().unwrap()], None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (_tmp, out_dir) = inferred();
     let model_dir = out_dir.to_str().unwrap();
     let ok = scalpel(&["top", model_dir], None);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
@@ -328,13 +334,9 @@ fn empty_commands_empty_filters_and_missing_directories_are_refused() {
 /// by the views with the file and offset.
 #[test]
 fn export_writes_the_stored_tables_and_refuses_what_does_not_fit() {
-    let tmp = tempfile::tempdir().unwrap();
-    common::build(tmp.path());
+    let (tmp, out_dir) = inferred();
     let trace = tmp.path().to_str().unwrap();
-    let out_dir = tmp.path().join("out");
     let dir = out_dir.to_str().unwrap();
-    let out = scalpel(&["infer", trace, "-o", dir], None);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let run = |args: &[&str]| {
         let mut all = vec!["export", dir];
         all.extend_from_slice(args);

@@ -93,44 +93,60 @@ pub(super) struct Leaves(pub(super) Vec<Leaf>);
 
 impl<'de> Deserialize<'de> for Leaves {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Leaves;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a sequence of leaves")
+        let step = |(start, event): &mut (u64, u32), r: LeafRow| {
+            let start_ns = start.wrapping_add(unsigned(r.start));
+            let start_event = event.wrapping_add(unsigned32(r.start_event));
+            let end_event = start_event.wrapping_add(unsigned32(r.events));
+            (*start, *event) = (start_ns, end_event);
+            Leaf {
+                thread: ThreadId(r.thread),
+                ty: LeafTypeId(r.ty),
+                start_ns,
+                end_ns: start_ns.wrapping_add(unsigned(r.len)),
+                block_ns: r.block_ns,
+                start_op: r.start_op.map(OpName),
+                end_op: r.end_op.map(OpName),
+                end_obj: r.end_obj,
+                bytes_in: r.bytes_in,
+                bytes_out: r.bytes_out,
+                lock_ns: r.lock_ns,
+                sleep_ns: r.sleep_ns,
+                other_ns: r.other_ns,
+                start_event,
+                end_event,
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Leaves, A::Error> {
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(RESERVE_AT_MOST));
-                let (mut start, mut event) = (0u64, 0u32);
-                while let Some(r) = seq.next_element::<LeafRow>()? {
-                    let start_ns = start.wrapping_add(unsigned(r.start));
-                    let start_event = event.wrapping_add(unsigned32(r.start_event));
-                    let end_event = start_event.wrapping_add(unsigned32(r.events));
-                    out.push(Leaf {
-                        thread: ThreadId(r.thread),
-                        ty: LeafTypeId(r.ty),
-                        start_ns,
-                        end_ns: start_ns.wrapping_add(unsigned(r.len)),
-                        block_ns: r.block_ns,
-                        start_op: r.start_op.map(OpName),
-                        end_op: r.end_op.map(OpName),
-                        end_obj: r.end_obj,
-                        bytes_in: r.bytes_in,
-                        bytes_out: r.bytes_out,
-                        lock_ns: r.lock_ns,
-                        sleep_ns: r.sleep_ns,
-                        other_ns: r.other_ns,
-                        start_event,
-                        end_event,
-                    });
-                    start = start_ns;
-                    event = end_event;
-                }
-                Ok(Leaves(out))
-            }
-        }
-        d.deserialize_seq(V)
+        };
+        decode_seq(d, "a sequence of leaves", step).map(Leaves)
     }
+}
+
+/// Rows `R` decoded one at a time into `T`s, each through `step` with the state the row before
+/// left (rows stored as differences), without holding the rows themselves.
+fn decode_seq<'de, D, R, T, S, F>(d: D, what: &'static str, step: F) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    R: Deserialize<'de>,
+    S: Default,
+    F: FnMut(&mut S, R) -> T,
+{
+    struct V<R, S, F>(&'static str, F, std::marker::PhantomData<(R, S)>);
+    impl<'de, R: Deserialize<'de>, T, S: Default, F: FnMut(&mut S, R) -> T> Visitor<'de>
+        for V<R, S, F>
+    {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(RESERVE_AT_MOST));
+            let mut state = S::default();
+            while let Some(r) = seq.next_element::<R>()? {
+                out.push((self.1)(&mut state, r));
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(V(what, step, std::marker::PhantomData))
 }
 
 /// An occurrence's leaf ids: the first, then each one's difference from the one before.
@@ -152,23 +168,11 @@ struct OwnedLeafIds(Vec<LeafId>);
 
 impl<'de> Deserialize<'de> for OwnedLeafIds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = OwnedLeafIds;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a sequence of leaf id differences")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OwnedLeafIds, A::Error> {
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(RESERVE_AT_MOST));
-                let mut prev = 0u32;
-                while let Some(d) = seq.next_element::<i32>()? {
-                    prev = prev.wrapping_add(unsigned32(d));
-                    out.push(LeafId(prev));
-                }
-                Ok(OwnedLeafIds(out))
-            }
-        }
-        d.deserialize_seq(V)
+        let step = |prev: &mut u32, diff: i32| {
+            *prev = prev.wrapping_add(unsigned32(diff));
+            LeafId(*prev)
+        };
+        decode_seq(d, "a sequence of leaf id differences", step).map(OwnedLeafIds)
     }
 }
 

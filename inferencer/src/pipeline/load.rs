@@ -1,6 +1,7 @@
 //! Finding the graph and model that `scalpel top`, `scalpel report` and later views work on: a
-//! `model.json` (with the `graph.json` it names, and the binary tables beside both), a directory `scalpel infer` wrote, or a trace
-//! directory, which is inferred on the spot with the options given.
+//! `model.json` (with the `graph.json` it names, and the binary tables beside both), a
+//! directory `scalpel infer` wrote, or a trace directory, which is inferred on the spot with the
+//! options given.
 
 use std::path::{Path, PathBuf};
 

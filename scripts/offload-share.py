@@ -5,7 +5,8 @@ thread (a `ready` or `eventfd` edge) rather than the eventfd's external sink, an
 offloads one task type holds. An offload is the pool leaf that ends at the eventfd write, the
 leaf that handed it the job (a `cond` edge into it when the pool thread waited, a `queue` edge when it found the job queued) and the leaf its
 completion woke; the task type that holds an offload is the smallest occurrence holding all of
-its leaves.
+its leaves. Fails when under 95% of the completions reach a worker leaf, or when one task type
+holds under 95% of the offloads (the offload is one task).
 
 Usage: offload-share.py MODEL_DIR NAME   (MODEL_DIR holds graph.json and model.json)"""
 import sys
@@ -68,6 +69,12 @@ if offloads:
     print(f"{name}: offloads: {len(offloads)} ({with_hand} with the hand-off to the pool seen); "
           f"held by {len([t for t in holders if t is not None])} task types, none for "
           f"{holders[None]}; the most: {n} ({n / len(offloads):.1%}) in '{label}'")
+status = 0
 if share < 0.95:
     print(f"FAIL: under 95% of the eventfd completions reach a worker leaf", file=sys.stderr)
-    sys.exit(1)
+    status = 1
+if offloads and n < 0.95 * len(offloads):
+    print(f"FAIL: one task type holds {n / len(offloads):.1%} of the offloads, under 95%",
+          file=sys.stderr)
+    status = 1
+sys.exit(status)

@@ -99,7 +99,7 @@ python3 "$PWD/scripts/offload-share.py" "$OUT/model" nginx || status=1
 # the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
 # recording wrote).
 python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name nginx \
-    --marker writev --needs recv --min-in-session 0.8 --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} \
+    --marker writev --needs recv --min-share 0.9 --min-top 0.9 --max-types 10 --min-in-session 0.95 --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} \
     || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1

@@ -186,8 +186,11 @@ pub mod ready {
     /// poll and select: the key of each ready descriptor's incoming stream (the STREAM object
     /// key its reads use); descriptors with no stream are left out.
     pub const STREAM_KEYS: u8 = 2;
-    /// The most values one record lists; the rest are only counted in `reported`.
-    pub const MAX_LISTED: usize = 8;
+    /// The most values one record lists; the rest are only counted in `reported`. An event
+    /// loop reports every connection that sent something in one wait (nginx under 32 clients:
+    /// 32 or 33 descriptors in a third of its waits), and what matters (a thread pool's
+    /// eventfd) can come anywhere in that list.
+    pub const MAX_LISTED: usize = 64;
 }
 
 /// Optional event fields, present when their bit is set in the event's field mask, encoded in

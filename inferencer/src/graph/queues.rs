@@ -13,7 +13,9 @@
 //! taken. A take that did not wait gets an edge (kind `queue`) from the leaf that ended at the
 //! item's signal to the leaf in which the taker popped it (the one open when it took the lock),
 //! as a wait's `cond` edge goes to the leaf the wait started; a take that waited already has
-//! its `cond` edge.
+//! its `cond` edge, unless that edge credits it with an item another take got: with several
+//! takers, a signal wakes one waiter while a taker that did not wait pops the item, and the
+//! waiter pops the next one. Its `cond` edge then comes from the signal of the item it popped.
 //!
 //! What it assumes: the queue is FIFO; one signal per item put (a `cond_broadcast` puts
 //! nothing: it is usually a shutdown); the taker takes one item per critical section. A stack
@@ -149,8 +151,20 @@ impl Tracker {
     }
 }
 
-/// The `queue` edges of every queue: (from leaf, to leaf, the condition).
-pub(super) fn edges(mut sections: Vec<Section>, graph: &Graph) -> Vec<(u32, u32, u32)> {
+/// One take from a queue: the leaf that ended at the item's signal, the leaf the taker popped
+/// it in, the condition, and whether the taker waited on the condition first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Take {
+    pub from: u32,
+    pub to: u32,
+    pub cond: u32,
+    pub waited: bool,
+}
+
+/// Every take of every queue by another thread than the item's producer, in the FIFO pairing
+/// (see the module docs). A take that did not wait becomes a `queue` edge; one that waited
+/// already has its wakeup's `cond` edge, which [`super::queue_edges`] checks against it.
+pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     sections.sort_by_key(|s| (s.obj, s.order));
     let mut out = Vec::new();
@@ -184,8 +198,13 @@ pub(super) fn edges(mut sections: Vec<Section>, graph: &Graph) -> Vec<(u32, u32,
                 let Some(t) = thread(s.leaf) else { continue };
                 if at.contains(&(t.0, s.stack)) {
                     if let Some(from) = items.pop_front() {
-                        if s.waited != Some(c) && thread(from) != Some(t) {
-                            out.push((from, s.leaf, c));
+                        if thread(from) != Some(t) {
+                            out.push(Take {
+                                from,
+                                to: s.leaf,
+                                cond: c,
+                                waited: s.waited == Some(c),
+                            });
                         }
                     }
                 }

@@ -29,6 +29,14 @@
  *      pthread_kill #j or kill #j -> the sleeper's ppoll #k that the signal ended.
  *   4. storage: a writer thread writes 4 KiB to a temporary file and fdatasyncs it N/10 times
  *      (no edge: the tests check that the time shows as an `io` wait at its call site).
+ *   5. a stolen wakeup (nginx's thread pool, where a pool thread that did not wait can pop the
+ *      job whose signal woke another): a poster puts N jobs onto a queue under a mutex and
+ *      signals "has jobs" once per job. Taker A waits whenever the queue is empty; taker B is
+ *      let go once per round and blocks on the mutex while the poster holds it, so that it pops
+ *      the job whose signal woke A. A then pops the round's second job (odd rounds) or waits
+ *      again (even rounds). Edges, per job: "cond" from the poster's cond_signal #s that put it
+ *      -> the taker's last cond_wait before it popped it, when the taker waited; "queue" from
+ *      that signal -> the call that began the leaf it popped it in (B's sem_wait), when not.
  *
  * Ordinals ("n") count every call of an op by one thread, in call order, from 0, whatever the
  * call returned. Edge lines are written by the main thread once everything is joined. */
@@ -38,6 +46,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +359,135 @@ static void *syncer(void *arg) {
     return NULL;
 }
 
+/* ---- 5. A pool of takers: a wakeup's job popped by a taker that did not wait. ---- */
+
+/* The waiter (taker A) waits on "has jobs" whenever the queue is empty. The thief (taker B) is
+ * let go by the poster once per round and then takes the queue's mutex, which the poster holds,
+ * so it blocks on the mutex before A is woken: when the poster unlocks, B (first in the mutex's
+ * queue) pops the job whose signal woke A. In odd rounds the poster puts a second job, which A
+ * pops after its wait; in even rounds A finds the queue empty and waits again. */
+static pthread_mutex_t p_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t p_jobs = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t p_took = PTHREAD_COND_INITIALIZER;
+static int *p_ring, p_head, p_count, p_jobs_all;
+static int a_waiting, b_waiting;    /* under p_lock: A (B) is inside its cond_wait */
+static volatile int b_arriving;     /* B is about to lock p_lock (set by B, cleared as it pops) */
+static sem_t a_go, b_go;
+
+/* Per job: the poster's signal ordinal that put it; the taker that popped it, whether it
+ * waited, and the call that began the leaf it popped it in (its last cond_wait when it
+ * waited). */
+struct job {
+    int64_t put_n;
+    int tid, waited;
+    const char *began;
+    int64_t began_n;
+};
+static struct job *jobs;
+static int poster_tid;
+static int rewaits; /* wakeups that found the queue empty again (under p_lock) */
+
+static void p_put(int64_t *signals) {
+    int k = p_jobs_all++;
+    p_ring[(p_head + p_count) % (items + 2)] = k;
+    p_count++;
+    jobs[k].put_n = (*signals)++;
+    pthread_cond_signal(&p_jobs);
+}
+
+static void *poster(void *arg) {
+    (void)arg;
+    poster_tid = gettid_();
+    int64_t signals = 0;
+    /* Round 0: B waits alone for the first job, so that its lock site is a dequeue site. */
+    if (sem_post(&b_go)) fail("sem_post");
+    for (;;) {
+        pthread_mutex_lock(&p_lock);
+        if (b_waiting) break;
+        pthread_mutex_unlock(&p_lock);
+        usleep(50);
+    }
+    p_put(&signals);
+    pthread_mutex_unlock(&p_lock);
+    if (sem_post(&a_go)) fail("sem_post");
+    for (int round = 1; p_jobs_all < items; round++) {
+        /* A back in its wait and the queue empty. */
+        pthread_mutex_lock(&p_lock);
+        if (!a_waiting || p_count) {
+            pthread_mutex_unlock(&p_lock);
+            usleep(50);
+            continue;
+        }
+        if (!b_waiting) {
+            /* B is at (or on its way to) its sem_wait: let it go, and let it block on p_lock. */
+            if (!b_arriving && sem_post(&b_go)) fail("sem_post");
+            while (!b_arriving) sched_yield();
+            usleep(300);
+        }
+        /* (B lost an earlier race and waits too: the job goes to whichever the signal wakes.) */
+        p_put(&signals);
+        if (round % 2 == 1 && p_jobs_all < items) p_put(&signals);
+        usleep(300); /* A, woken, is blocked on p_lock behind B */
+        pthread_mutex_unlock(&p_lock);
+    }
+    /* One "stop" job each (a taker stops after popping one), once every job is popped and B is
+     * not on its way to the queue (it is waiting on it, or at its sem_wait). */
+    for (;;) {
+        pthread_mutex_lock(&p_lock);
+        if (!p_count && !b_arriving) break;
+        pthread_mutex_unlock(&p_lock);
+        usleep(50);
+    }
+    p_put(&signals);
+    p_put(&signals);
+    if (!b_waiting && sem_post(&b_go)) fail("sem_post");
+    pthread_mutex_unlock(&p_lock);
+    return NULL;
+}
+
+static void *taker(void *arg) {
+    int thief = arg != NULL;
+    int tid = gettid_();
+    int64_t waits = 0, sem_waits = 0, tooks = 0;
+    /* The call that began the leaf open now. */
+    const char *began = "thread_start";
+    int64_t began_n = 0;
+    if (!thief) {
+        while (sem_wait(&a_go)) if (errno != EINTR) fail("sem_wait");
+        began = "sem_wait", began_n = sem_waits++;
+    }
+    for (;;) {
+        if (thief) {
+            while (sem_wait(&b_go)) if (errno != EINTR) fail("sem_wait");
+            began = "sem_wait", began_n = sem_waits++;
+            b_arriving = 1;
+        }
+        pthread_mutex_lock(&p_lock);
+        int waited = 0;
+        while (p_count == 0) {
+            if (waited) rewaits++;
+            int64_t n = waits++;
+            *(thief ? &b_waiting : &a_waiting) = 1;
+            pthread_cond_wait(&p_jobs, &p_lock);
+            *(thief ? &b_waiting : &a_waiting) = 0;
+            began = "cond_wait", began_n = n, waited = 1;
+        }
+        int k = p_ring[p_head];
+        p_head = (p_head + 1) % (items + 2);
+        p_count--;
+        struct job *j = &jobs[k];
+        j->tid = tid;
+        j->waited = waited;
+        j->began = began;
+        j->began_n = began_n;
+        if (thief) b_arriving = 0;
+        pthread_cond_signal(&p_took);
+        began = "cond_signal", began_n = tooks++;
+        pthread_mutex_unlock(&p_lock);
+        if (k >= items) return NULL;
+    }
+}
+
 int wakeups_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--items") && i + 1 < argc) {
@@ -369,7 +507,9 @@ int wakeups_main(int argc, char **argv) {
 
     q_ring = calloc((size_t)items, sizeof *q_ring);
     takes = calloc((size_t)items, sizeof *takes);
-    if (!q_ring || !takes) fail("calloc");
+    p_ring = calloc((size_t)items + 2, sizeof *p_ring);
+    jobs = calloc((size_t)items + 2, sizeof *jobs);
+    if (!q_ring || !takes || !p_ring || !jobs) fail("calloc");
 
     /* Every thread but the sleeper (inside ppoll) blocks SIGUSR1 and SIGUSR2; threads inherit
      * the mask. */
@@ -388,6 +528,7 @@ int wakeups_main(int argc, char **argv) {
     if (pipe(sleep_pipe)) fail("pipe");
 
     pthread_t loop, pool[POOL], producer, consumers[2], noise, signal_thread, sync_thread;
+    pthread_t post_thread, takers[2];
     if (pthread_create(&sleeper_thread, NULL, sleeper, NULL)) fail("pthread_create");
     if (pthread_create(&signal_thread, NULL, signaller, NULL)) fail("pthread_create");
     if (pthread_create(&sync_thread, NULL, syncer, NULL)) fail("pthread_create");
@@ -398,7 +539,13 @@ int wakeups_main(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         if (pthread_create(&consumers[i], NULL, q_consumer, NULL)) fail("pthread_create");
     if (pthread_create(&producer, NULL, q_producer, NULL)) fail("pthread_create");
+    if (sem_init(&a_go, 0, 0) || sem_init(&b_go, 0, 0)) fail("sem_init");
+    if (pthread_create(&takers[0], NULL, taker, NULL)) fail("pthread_create");
+    if (pthread_create(&takers[1], NULL, taker, &b_go)) fail("pthread_create");
+    if (pthread_create(&post_thread, NULL, poster, NULL)) fail("pthread_create");
     pthread_join(loop, NULL);
+    pthread_join(post_thread, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(takers[i], NULL);
     for (int i = 0; i < POOL; i++) pthread_join(pool[i], NULL);
     pthread_join(producer, NULL);
     for (int i = 0; i < 2; i++) pthread_join(consumers[i], NULL);
@@ -436,7 +583,16 @@ int wakeups_main(int argc, char **argv) {
         truth_edge("queue", (struct truth_at){pid, producer_tid, "cond_signal", t->put_n},
                    (struct truth_at){pid, t->tid, "cond_signal", t->signal_n - 1});
     }
-    printf("wakeups: %d jobs, %d queue items (%d taken without waiting)\n", items, items,
-           unwaited);
+    int pool_waited = 0;
+    for (int k = 0; k < items + 2; k++) {
+        struct job *j = &jobs[k];
+        pool_waited += j->waited;
+        truth_edge(j->waited ? "cond" : "queue",
+                   (struct truth_at){pid, poster_tid, "cond_signal", j->put_n},
+                   (struct truth_at){pid, j->tid, j->began, j->began_n});
+    }
+    printf("wakeups: %d jobs, %d queue items (%d taken without waiting), %d pool jobs (%d after a "
+           "wait, %d wakeups found the queue empty)\n",
+           items, items, unwaited, items + 2, pool_waited, rewaits);
     return 0;
 }

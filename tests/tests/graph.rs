@@ -121,10 +121,31 @@ fn score(
     kind: EdgeKind,
     truth: &BTreeSet<(Call, Call)>,
 ) -> (f64, f64, usize, usize) {
-    let found: BTreeSet<(Call, Call)> = g
+    score_into(g, namer, kind, truth, None)
+}
+
+/// [`score`] over the edges that end on the threads `to` ((pid, tid)) only, when given: for a
+/// kind the truth lists for one part of a sample.
+fn score_into(
+    g: &Graph,
+    namer: &Namer,
+    kind: EdgeKind,
+    truth: &BTreeSet<(Call, Call)>,
+    to: Option<&BTreeSet<(u32, u32)>>,
+) -> (f64, f64, usize, usize) {
+    let ends_in = |leaf: u32| {
+        to.is_none_or(|set| {
+            let t = &g.threads[g.leaves[leaf as usize].thread.index()];
+            set.contains(&(t.pid, t.tid))
+        })
+    };
+    let edges: Vec<_> = g
         .edges
         .iter()
-        .filter(|e| e.kind == kind)
+        .filter(|e| e.kind == kind && ends_in(e.to.0))
+        .collect();
+    let found: BTreeSet<(Call, Call)> = edges
+        .iter()
         .filter_map(|e| {
             Some((
                 namer.name(g, e.from.0, true)?,
@@ -142,7 +163,7 @@ fn score(
             truth.difference(&found).take(5).collect::<Vec<_>>()
         );
     }
-    let n_found = g.edges.iter().filter(|e| e.kind == kind).count();
+    let n_found = edges.len();
     let hits = found.intersection(truth).count();
     let precision = if n_found == 0 {
         1.0
@@ -503,8 +524,11 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
 /// epoll reports and nobody reads reaches the event loop's wait, exactly, and no eventfd write
 /// is left to an external sink; items of a flooded queue taken without waiting reach the leaf
 /// that works on them, exactly, and the statistics-lock noise thread stays unlinked; a signal
-/// reaches the wait it ended (pthread_kill and a process-directed kill); and every fdatasync is a
-/// wait inside its leaf with the call site that made it.
+/// reaches the wait it ended (pthread_kill and a process-directed kill); every job of a pool of
+/// three takers reaches the taker that popped it, as a `cond` edge when it waited (from the
+/// signal of the job it popped, even when another taker popped the job whose signal woke it)
+/// and a `queue` edge when it did not; and every fdatasync is a wait inside its leaf with the
+/// call site that made it.
 #[test]
 fn readiness_and_queue_edges_match_the_truth_exactly() {
     let truth_path =
@@ -530,12 +554,23 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
     );
     let mut report = String::new();
     let mut perfect = true;
-    for (name, kind) in [
-        ("ready", EdgeKind::Ready),
-        ("queue", EdgeKind::Queue),
-        ("signal", EdgeKind::Signal),
+    // The pool of takers' wakeups: the only `cond` edges the truth lists, scored over the edges
+    // into the takers' threads (the other parts' waits have cond edges of their own).
+    let poster: BTreeSet<u32> = truth.edges["cond"].iter().map(|(f, _)| f.1).collect();
+    assert_eq!(poster.len(), 1, "one poster: {poster:?}");
+    let takers: BTreeSet<(u32, u32)> = truth.edges["cond"]
+        .iter()
+        .chain(&truth.edges["queue"])
+        .filter(|(from, _)| poster.contains(&from.1))
+        .map(|(_, to)| (to.0, to.1))
+        .collect();
+    for (name, kind, only) in [
+        ("ready", EdgeKind::Ready, None),
+        ("queue", EdgeKind::Queue, None),
+        ("signal", EdgeKind::Signal, None),
+        ("cond", EdgeKind::Cond, Some(&takers)),
     ] {
-        let (p, r, found, n) = score(&g, &namer, kind, &truth.edges[name]);
+        let (p, r, found, n) = score_into(&g, &namer, kind, &truth.edges[name], only);
         report += &format!("{name}: precision {p:.3} recall {r:.3} ({found} found, {n} true)\n");
         perfect &= p == 1.0 && r == 1.0;
     }

@@ -205,8 +205,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     land_handoffs(&graph, &mut edges);
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
-    let queued = queue_edges(&graph, &mut edges, asm.sections);
-    edges.extend(queued);
+    queues::add_edges(&graph, &mut edges, asm.sections);
     eventloop::land_completions(&graph, &conns, &mut edges);
     let mut weak = handoff_weak(&graph, &edges, asm.weak);
     eventloop::weaken(&graph, &conns, &mut weak);
@@ -324,67 +323,6 @@ fn land_handoffs(graph: &Graph, edges: &mut [Edge]) {
         });
         if let Some(n) = landing {
             e.to = n;
-        }
-    }
-}
-
-/// The queue edges (see [`queues`]), except where the item is a connection whose hand-off edge
-/// already leaves the same leaf for the taker's thread: the hand-off says where the connection
-/// was first used (Apache's listener pushes accepted sockets onto its workers' queue), and a
-/// second edge between the same pair of threads would only split the task by whether the
-/// worker waited.
-fn queue_edges(graph: &Graph, edges: &mut [Edge], sections: Vec<queues::Section>) -> Vec<Edge> {
-    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
-    let handed: ahash::AHashSet<(NodeId, Option<ThreadId>)> = edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Handoff)
-        .map(|e| (e.from, thread(e.to)))
-        .collect();
-    let takes = queues::takes(sections, graph);
-    redirect_wakeups(edges, &takes);
-    takes
-        .into_iter()
-        .filter(|t| !t.waited)
-        .map(|t| Edge {
-            from: NodeId(t.from),
-            to: NodeId(t.to),
-            kind: EdgeKind::Queue,
-            obj: Some(ObjId::new(t.cond)),
-        })
-        .filter(|e| !handed.contains(&(e.from, thread(e.to))))
-        .collect()
-}
-
-/// A waiter's `cond` edge names the signal that woke it; with several takers that need not be
-/// the signal of the item it popped. When the waking signal's item went to another take (one
-/// that did not wait popped it first), the edge is moved to come from the signal of the item the
-/// waiter popped, so that each item's hand-off is one edge. nginx's thread pool (4 threads, one
-/// signal per task): without this, 2,638 of 20,001 tasks had two pool threads linked to one
-/// posting, and the other task none.
-fn redirect_wakeups(edges: &mut [Edge], takes: &[queues::Take]) {
-    let popped: AHashMap<(u32, u32), u32> = takes
-        .iter()
-        .filter(|t| t.waited)
-        .map(|t| ((t.to, t.cond), t.from))
-        .collect();
-    if popped.is_empty() {
-        return;
-    }
-    // Per item's signal, the takes that popped it.
-    let mut takers: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for t in takes {
-        takers.entry(t.from).or_default().push(t.to);
-    }
-    for e in edges.iter_mut().filter(|e| e.kind == EdgeKind::Cond) {
-        let Some(c) = e.obj else { continue };
-        let Some(&item) = popped.get(&(e.to.0, c.index() as u32)) else {
-            continue;
-        };
-        let went_elsewhere = takers
-            .get(&e.from.0)
-            .is_some_and(|to| !to.contains(&e.to.0));
-        if item != e.from.0 && went_elsewhere {
-            e.from = NodeId(item);
         }
     }
 }

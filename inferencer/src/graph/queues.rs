@@ -26,7 +26,7 @@
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
-use scalpel_model::graph::Graph;
+use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId, ObjId, ThreadId};
 use std::collections::VecDeque;
 
 /// A mutex critical section that may put or take (global indices after assembly).
@@ -218,4 +218,83 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
     }
     out.sort_unstable();
     out
+}
+
+/// Adds the queue edges to `edges` and matches the waiters' `cond` edges to the items they
+/// popped ([`match_wakeups`]). No `queue` edge is added where the item is a connection whose
+/// hand-off edge already leaves the same leaf for the taker's thread: the hand-off says where
+/// the connection was first used (Apache's listener pushes accepted sockets onto its workers'
+/// queue), and a second edge between the same pair of threads would only split the task by
+/// whether the worker waited.
+pub(super) fn add_edges(graph: &Graph, edges: &mut Vec<Edge>, sections: Vec<Section>) {
+    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
+    let handed: AHashSet<(NodeId, Option<ThreadId>)> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Handoff)
+        .map(|e| (e.from, thread(e.to)))
+        .collect();
+    let takes = takes(sections, graph);
+    match_wakeups(graph, edges, &takes);
+    let queued: Vec<Edge> = takes
+        .into_iter()
+        .filter(|t| !t.waited)
+        .map(|t| Edge {
+            from: NodeId(t.from),
+            to: NodeId(t.to),
+            kind: EdgeKind::Queue,
+            obj: Some(ObjId::new(t.cond)),
+        })
+        .filter(|e| !handed.contains(&(e.from, thread(e.to))))
+        .collect();
+    edges.extend(queued);
+}
+
+/// A waiter's `cond` edge names the signal that woke it; with several takers that need not be
+/// the signal of the item it popped: a taker that did not wait can pop the item first. Then the
+/// waiter either pops the next item, and its edge is moved to come from that item's signal, or
+/// finds the queue empty and waits again, and its edge is dropped (it did no work). So each
+/// item's hand-off is one edge. nginx's thread pool (4 threads, one signal per task): without
+/// this, 2,638 of 20,001 tasks had two pool threads linked to one posting, and another task
+/// none.
+fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
+    let popped: AHashMap<(u32, u32), u32> = takes
+        .iter()
+        .filter(|t| t.waited)
+        .map(|t| ((t.to, t.cond), t.from))
+        .collect();
+    if popped.is_empty() {
+        return;
+    }
+    // Per item's signal, the takes that popped it.
+    let mut takers: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    for t in takes {
+        takers.entry(t.from).or_default().push(t.to);
+    }
+    let rewaits = |e: &Edge| {
+        graph.leaves.get(e.to.index()).is_some_and(|l| {
+            l.end_obj == e.obj
+                && matches!(
+                    l.end_op.and_then(|o| o.op()),
+                    Some(Op::CondWait | Op::CondTimedwait | Op::CondClockwait)
+                )
+        })
+    };
+    edges.retain_mut(|e| {
+        let Some(c) = e.obj.filter(|_| e.kind == EdgeKind::Cond) else {
+            return true;
+        };
+        let went_elsewhere = takers
+            .get(&e.from.0)
+            .is_some_and(|to| !to.contains(&e.to.0));
+        if !went_elsewhere {
+            return true;
+        }
+        match popped.get(&(e.to.0, c.index() as u32)) {
+            Some(&item) => {
+                e.from = NodeId(item);
+                true
+            }
+            None => !rewaits(e),
+        }
+    });
 }

@@ -164,8 +164,9 @@ pub(super) fn connections(bounds: &[Bound], out: &mut GroupOut) {
 /// listener hands sockets to a worker pool; the queue between them is often taken without any
 /// wait (a worker that finds it non-empty), so no notification edge shows the hand-off.
 ///
-/// A connection key (both endpoints) comes back when the client reuses its port: each use
-/// belongs to the latest accept of its key before it (Apache under `ab -n 5000`: 401
+/// A connection key (both endpoints) comes back when the client reuses its port, and another
+/// process of the server may accept it (Apache's event MPM runs two): each use belongs to the
+/// latest accept of its key in its own process before it (Apache under `ab -n 5000`: 401
 /// connections had no hand-off while only a key's first accept was kept).
 pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &mut GroupOut) {
     let is_accept = |b: &Bound| matches!(Op::from_u8(b.op), Some(Op::Accept | Op::Accept4));
@@ -201,9 +202,6 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
         let Some(accepts) = accepted.get(&key).filter(|_| key != 0) else {
             continue;
         };
-        if process(b.leaf) != process(accepts[0].1) {
-            continue;
-        }
         // A read starts the leaf after the call; the leaf that reached the call is before it.
         let ending = if reads {
             b.leaf.checked_sub(1)
@@ -218,8 +216,10 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
             continue;
         };
         let at = graph.leaves[leaf as usize].end_ns;
-        // The latest accept of the key at or before the use.
-        let Some(which) = accepts.partition_point(|a| a.0 <= at).checked_sub(1) else {
+        // The latest accept of the key in the use's process at or before the use.
+        let here = process(b.leaf);
+        let before = accepts.partition_point(|a| a.0 <= at);
+        let Some(which) = (0..before).rev().find(|&i| process(accepts[i].1) == here) else {
             continue;
         };
         let e = first.entry((key, which)).or_insert((at, leaf, b.obj));

@@ -8,7 +8,10 @@
 //! calls on it, both directions counted as one) are grouped by connection; a connection whose
 //! most frequent member type occurs twice or more becomes a session occurrence, typed by that
 //! member type, and a session type is kept when it has `--min-support` occurrences. A connection
-//! that carried one request and its lingering close (Apache without keep-alive) is no session. Occurrences that touch two connections
+//! that carried one request and its lingering close (Apache without keep-alive) is no session.
+//! A client that reuses its port makes one pair of endpoints name several connections in turn;
+//! where connections are handed from the accepting thread to another, each hand-off of the key
+//! starts a new connection. Occurrences that touch two connections
 //! (a proxy's request, a replicated commit that also talks to a backup) stay top-level.
 //! Edges between the members of one session become the session type's; the top-level edges are
 //! counted again between what is now top-level.
@@ -46,8 +49,29 @@ pub(super) fn build_sessions(graph: &Graph, built: &mut Built, min_support: u32)
         let o: ObjId = graph.leaves.get(l.index())?.end_obj?;
         conn_of_obj.get(o.index()).copied().flatten()
     };
+    // A client that reuses its port makes one key name several connections: each hand-off of a
+    // connection to another thread starts a new one (when it was handed off at all).
+    let mut handed: AHashMap<u32, Vec<u64>> = AHashMap::new();
+    for e in graph.edges.iter().filter(|e| e.kind == EdgeKind::Handoff) {
+        let conn = e
+            .obj
+            .and_then(|o| conn_of_obj.get(o.index()).copied().flatten());
+        if let (Some(c), Some(l)) = (conn, graph.leaves.get(e.from.index())) {
+            handed.entry(c).or_default().push(l.start_ns);
+        }
+    }
+    for v in handed.values_mut() {
+        v.sort_unstable();
+    }
+    // (Connection, how many of its hand-offs came at or before `at`).
+    let instance = |conn: u32, at: u64| -> (u32, u32) {
+        let n = handed
+            .get(&conn)
+            .map_or(0, |v| v.partition_point(|&t| t <= at) as u32);
+        (conn, n)
+    };
     // Top-level group and loop occurrences on exactly one connection, per connection.
-    let mut by_conn: BTreeMap<u32, Vec<(LeafId, OccRef)>> = BTreeMap::new();
+    let mut by_conn: BTreeMap<(u32, u32), Vec<(LeafId, OccRef)>> = BTreeMap::new();
     for (t, ty) in built.types.iter().enumerate() {
         if ty.kind == TaskKind::Leaf {
             continue;
@@ -63,7 +87,19 @@ pub(super) fn build_sessions(graph: &Graph, built: &mut Built, min_support: u32)
                     ty: TaskTypeId::at(t),
                     index: i as u32,
                 };
-                by_conn.entry(first).or_default().push((o.leaves[0], r));
+                // Its last moment: an occurrence may begin before its connection's hand-off
+                // (the accept itself), never end before it.
+                let at = o
+                    .leaves
+                    .iter()
+                    .filter_map(|l| graph.leaves.get(l.index()))
+                    .map(|l| l.end_ns)
+                    .max()
+                    .unwrap_or(0);
+                by_conn
+                    .entry(instance(first, at))
+                    .or_default()
+                    .push((o.leaves[0], r));
             }
         }
     }

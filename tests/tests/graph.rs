@@ -525,7 +525,7 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
 /// is left to an external sink; items of a flooded queue taken without waiting reach the leaf
 /// that works on them, exactly, and the statistics-lock noise thread stays unlinked; a signal
 /// reaches the wait it ended (pthread_kill and a process-directed kill); every job of a pool of
-/// three takers reaches the taker that popped it, as a `cond` edge when it waited (from the
+/// two takers (a waiter and a thief) reaches the taker that popped it, as a `cond` edge when it waited (from the
 /// signal of the job it popped, even when another taker popped the job whose signal woke it)
 /// and a `queue` edge when it did not; and every fdatasync is a wait inside its leaf with the
 /// call site that made it.

@@ -345,13 +345,7 @@ fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
         let Some(takers) = handed.get(&e.from) else {
             return true;
         };
-        let woken = &graph.leaves[e.to.index()];
-        let rewaits = woken.end_obj == e.obj
-            && matches!(
-                woken.end_op.and_then(|o| o.op()),
-                Some(Op::CondWait | Op::CondTimedwait | Op::CondClockwait)
-            );
-        !rewaits || takers.contains(&e.to)
+        !queues::waits_again(graph, e) || takers.contains(&e.to)
     });
 }
 

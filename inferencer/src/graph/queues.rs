@@ -163,7 +163,7 @@ pub(super) struct Take {
 
 /// Every take of every queue by another thread than the item's producer, in the FIFO pairing
 /// (see the module docs). A take that did not wait becomes a `queue` edge; one that waited
-/// already has its wakeup's `cond` edge, which [`super::queue_edges`] checks against it.
+/// already has its wakeup's `cond` edge, which [`add_edges`] checks against it.
 pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     sections.sort_by_key(|s| (s.obj, s.order));
@@ -270,15 +270,6 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
     for t in takes {
         takers.entry(t.from).or_default().push(t.to);
     }
-    let rewaits = |e: &Edge| {
-        graph.leaves.get(e.to.index()).is_some_and(|l| {
-            l.end_obj == e.obj
-                && matches!(
-                    l.end_op.and_then(|o| o.op()),
-                    Some(Op::CondWait | Op::CondTimedwait | Op::CondClockwait)
-                )
-        })
-    };
     edges.retain_mut(|e| {
         let Some(c) = e.obj.filter(|_| e.kind == EdgeKind::Cond) else {
             return true;
@@ -294,7 +285,19 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
                 e.from = NodeId(item);
                 true
             }
-            None => !rewaits(e),
+            None => !waits_again(graph, e),
         }
     });
+}
+
+/// Whether the leaf a `cond` edge woke only waited again on the same condition: the wakeup
+/// found nothing to do (its item went to another taker).
+pub(super) fn waits_again(graph: &Graph, e: &Edge) -> bool {
+    graph.leaves.get(e.to.index()).is_some_and(|l| {
+        l.end_obj == e.obj
+            && matches!(
+                l.end_op.and_then(|o| o.op()),
+                Some(Op::CondWait | Op::CondTimedwait | Op::CondClockwait)
+            )
+    })
 }

@@ -159,11 +159,13 @@ for leaf, l in enumerate(leaves):
     cover[c[-1]["type"] if c else leaf_model_type[l["type"]]] += 1
 total = sum(cover.values())
 need, acc = 0, 0
-for _, n in cover.most_common():
+covering = []
+for t, n in cover.most_common():
     if acc >= 0.95 * total:
         break
     acc += n
     need += 1
+    covering.append((t, n))
 # Every type's leaves (nested ones too), for the names that matter.
 held_leaves = Counter()
 for i, t in enumerate(types):
@@ -185,6 +187,10 @@ print(f"{args.name}: {need} task types cover 95% of {total} leaves; {len(types)}
       f"{len(names)} hold at least 1% of the leaves")
 for n in names:
     print(f"    {n}")
+print(f"{args.name}: the types that cover 95% of the leaves (leaves under each, top-level count):")
+for t, n in covering:
+    print(f"  {n:8} {n / total:6.1%}  {types[t]['top_level'] if 'top_level' in types[t] else '-':>6}  "
+          f"{types[t]['name']}")
 if args.min_share is not None and share < args.min_share:
     print(f"FAIL: the request task covers {share:.1%} of requests, under {args.min_share:.0%}",
           file=sys.stderr)

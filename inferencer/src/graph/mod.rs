@@ -209,6 +209,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     eventloop::land_completions(&graph, &conns, &mut edges);
     let mut weak = handoff_weak(&graph, &edges, asm.weak);
     eventloop::weaken(&graph, &conns, &mut weak);
+    eventloop::split_handoffs(&graph, &edges, &mut weak);
     program_edges(&graph, &weak, &mut edges);
     retype::new_work_types(&mut graph, &weak);
     naming::name_types(&mut graph, &asm.obj_kinds, &opts.skip);

@@ -110,3 +110,63 @@ fn a_task_in_varying_context_is_the_top_level_task() {
         );
     }
 }
+
+/// A worker reads a request (0, no edge but program order: its bytes came from outside) and
+/// posts it (1) to a pool thread (2, woken by a `cond` edge). Once, a post follows another step
+/// (3) instead of a read. The read and its offload are one task every other time: a task that
+/// stands alone once is not "found elsewhere", and its wrapper is no context to dissolve
+/// (nginx's request, a receive joined to its offload 19,967 times, was dissolved for one
+/// offload that stood alone).
+#[test]
+fn one_stray_occurrence_does_not_dissolve_a_task() {
+    let (mut worker, mut pool) = (Vec::new(), Vec::new());
+    let mut edges = Vec::new();
+    let requests = 40u32;
+    for r in 0..requests {
+        let (w, p) = (worker.len() as u32, pool.len() as u32);
+        let first = if r == 7 { 3 } else { 0 };
+        worker.extend([first, 1]);
+        pool.push(2);
+        let into_post = if first == 3 {
+            EdgeKind::ProgramWeak
+        } else {
+            EdgeKind::Program
+        };
+        edges.push(((0, w), (0, w + 1), into_post));
+        edges.push(((0, w + 1), (1, p), EdgeKind::Cond));
+        if r + 1 < requests {
+            edges.push(((0, w + 1), (0, w + 2), EdgeKind::ProgramWeak));
+            edges.push(((1, p), (1, p + 1), EdgeKind::ProgramWeak));
+        }
+    }
+    let g = graph(&[worker, pool], &edges);
+    let model = mine(
+        &g,
+        "graph.json",
+        &MineOptions::default(),
+        &crate::progress::Quiet,
+    )
+    .model;
+    let leaf_types = |t: &scalpel_model::task::TaskType| {
+        let mut v: Vec<u32> = t
+            .occurrences
+            .first()
+            .map_or(&[][..], |o| &o.leaves)
+            .iter()
+            .map(|&l| g.leaves[l].ty.0)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let summary: Vec<_> = model
+        .types
+        .iter()
+        .map(|t| (t.name.as_str(), t.count, t.top_level, leaf_types(t)))
+        .collect();
+    let request = model
+        .types
+        .iter()
+        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2])
+        .unwrap_or_else(|| panic!("no task of read, post and offload: {summary:?}"));
+    assert_eq!(request.top_level, u64::from(requests - 1), "{summary:?}");
+}

@@ -188,9 +188,11 @@ print(f"{args.name}: {need} task types cover 95% of {total} leaves; {len(types)}
 for n in names:
     print(f"    {n}")
 print(f"{args.name}: the types that cover 95% of the leaves (leaves under each, top-level count):")
-for t, n in covering:
+for t, n in covering[:20]:
     print(f"  {n:8} {n / total:6.1%}  {types[t]['top_level'] if 'top_level' in types[t] else '-':>6}  "
           f"{types[t]['name']}")
+if len(covering) > 20:
+    print(f"  … and {len(covering) - 20} more types")
 if args.min_share is not None and share < args.min_share:
     print(f"FAIL: the request task covers {share:.1%} of requests, under {args.min_share:.0%}",
           file=sys.stderr)

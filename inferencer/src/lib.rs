@@ -2,8 +2,8 @@
 //! the pipeline that turns a trace into a task model and its views.
 //!
 //! The modules follow the pipeline (see `docs/ARCHITECTURE.md`), each importing only those
-//! before it: [`record`] runs a program under the agent; [`symbols`] and [`progress`] serve the
-//! stages; the stages [`graph`] (leaf tasks and causal edges), [`mine`] (the task hierarchy)
+//! before it: [`record`] runs a program under the agent; [`symbols`], [`progress`] and
+//! [`memory`] (the allocator's policy) serve the stages; the stages [`graph`] (leaf tasks and causal edges), [`mine`] (the task hierarchy)
 //! and [`rollup`] (where time and bytes went) compute; [`views`] write what people and tools
 //! read; [`inspect`] shows a trace as recorded (`dump`, `summary`); and [`pipeline`] is the one
 //! driver that runs the stages for every subcommand (`scripts/check-modules.py` checks the
@@ -11,6 +11,7 @@
 
 pub mod graph;
 pub mod inspect;
+pub mod memory;
 pub mod mine;
 pub mod pipeline;
 pub mod progress;

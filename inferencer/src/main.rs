@@ -17,7 +17,6 @@ use clap::{Args, Parser, Subcommand};
 use export_cli::{run_export, ExportArgs};
 use infer_cli::{run_infer, InferArgs, InferJob};
 use scalpel_inferencer::inspect::{dump, parse_op, DumpOptions, Summary};
-use scalpel_inferencer::pipeline::keep_freed_memory;
 use scalpel_inferencer::record::{
     parse_depth, record, signal_name, Outcome, RecordOptions, StackCache, StackMode, StackOptions,
     DEFAULT_DIR,
@@ -250,34 +249,13 @@ fn chain(e: &anyhow::Error) -> String {
 fn run(job: Job) -> Result<ExitCode> {
     match job {
         Job::Record(opts) => Ok(run_record(&opts)),
-        Job::Infer(job) => {
-            keep_freed_memory();
-            run_infer(&job).map(|_| ExitCode::SUCCESS)
-        }
-        Job::Top(a) => {
-            keep_freed_memory();
-            run_top(&a).map(|_| ExitCode::SUCCESS)
-        }
-        Job::Report(a) => {
-            keep_freed_memory();
-            run_report(&a).map(|_| ExitCode::SUCCESS)
-        }
-        Job::Flame(a) => {
-            keep_freed_memory();
-            run_flame(&a).map(|_| ExitCode::SUCCESS)
-        }
-        Job::Waitfor(a) => {
-            keep_freed_memory();
-            run_waitfor(&a).map(|_| ExitCode::SUCCESS)
-        }
-        Job::Timeline(a) => {
-            keep_freed_memory();
-            run_timeline(&a).map(|_| ExitCode::SUCCESS)
-        }
-        Job::Export(a) => {
-            keep_freed_memory();
-            run_export(&a).map(|_| ExitCode::SUCCESS)
-        }
+        Job::Infer(job) => run_infer(&job).map(|_| ExitCode::SUCCESS),
+        Job::Top(a) => run_top(&a).map(|_| ExitCode::SUCCESS),
+        Job::Report(a) => run_report(&a).map(|_| ExitCode::SUCCESS),
+        Job::Flame(a) => run_flame(&a).map(|_| ExitCode::SUCCESS),
+        Job::Waitfor(a) => run_waitfor(&a).map(|_| ExitCode::SUCCESS),
+        Job::Timeline(a) => run_timeline(&a).map(|_| ExitCode::SUCCESS),
+        Job::Export(a) => run_export(&a).map(|_| ExitCode::SUCCESS),
         Job::Dump { dir, opts } => {
             let trace = load(&dir)?;
             let mut out = BufWriter::new(io::stdout().lock());

@@ -19,12 +19,35 @@ impl Progress for Quiet {
     fn done(&self) {}
 }
 
-/// How long each phase of a run took, in the order they ran (`--timings`).
+/// How long each phase of a run took, in the order they ran, and the memory held after each
+/// (`--timings`).
 #[derive(Debug)]
 pub struct Timings {
     started: std::time::Instant,
-    /// Each phase's name and wall-clock time.
-    pub phases: Vec<(&'static str, std::time::Duration)>,
+    /// Each phase, in the order they ran.
+    pub phases: Vec<PhaseTime>,
+}
+
+/// One phase of a run.
+#[derive(Clone, Debug)]
+pub struct PhaseTime {
+    /// Its name (`causal graph`, `mining`, …).
+    pub name: &'static str,
+    /// Its wall-clock time.
+    pub time: std::time::Duration,
+    /// The process's resident set when it ended and its peak resident set so far, in bytes
+    /// (`None` where Linux's procfs cannot tell). The peak is never reset: resetting it would
+    /// also reset what `getrusage` and `time -f %M` report for the whole run.
+    pub memory: Option<Memory>,
+}
+
+/// A process's resident set (`VmRSS`) and its peak so far (`VmHWM`), in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memory {
+    /// Resident now.
+    pub rss: u64,
+    /// The most ever resident.
+    pub peak: u64,
 }
 
 impl Default for Timings {
@@ -42,7 +65,8 @@ impl Timings {
         }
     }
 
-    /// Runs `f` as the phase `name`, telling `progress` which phase runs, and records its time.
+    /// Runs `f` as the phase `name`, telling `progress` which phase runs, and records its time
+    /// and the memory after it.
     pub fn phase<T>(
         &mut self,
         name: &'static str,
@@ -52,7 +76,12 @@ impl Timings {
         progress.status(name);
         let t = std::time::Instant::now();
         let out = f();
-        self.phases.push((name, t.elapsed()));
+        let time = t.elapsed();
+        self.phases.push(PhaseTime {
+            name,
+            time,
+            memory: memory(),
+        });
         progress.done();
         out
     }
@@ -61,4 +90,28 @@ impl Timings {
     pub fn total(&self) -> std::time::Duration {
         self.started.elapsed()
     }
+
+    /// The peak resident set of the run so far, when the last phase could tell it.
+    pub fn peak_rss(&self) -> Option<u64> {
+        self.phases.last().and_then(|p| p.memory).map(|m| m.peak)
+    }
+}
+
+/// The process's memory now, from `/proc/self/status`.
+fn memory() -> Option<Memory> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .map(|k| k * 1024)
+    };
+    Some(Memory {
+        rss: kib("VmRSS:")?,
+        peak: kib("VmHWM:")?,
+    })
 }

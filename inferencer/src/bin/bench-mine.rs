@@ -148,7 +148,6 @@ fn main() {
             std::process::exit(2);
         }
     };
-    scalpel_inferencer::pipeline::keep_freed_memory();
     let (graph, truth) = generate(target);
     let t0 = Instant::now();
     let mined = mine(&graph, "graph.json", &MineOptions::default(), &Quiet);

@@ -11,7 +11,7 @@ use scalpel_model::graph::{
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
 use super::event::{ObjName, NO_OBJ};
-use super::leaves::{Bound, LockAgg, LockEv, ThreadOut};
+use super::leaves::{Bound, LockAcquire, LockAgg, LockRelease, ThreadOut};
 use super::queues::Section;
 use super::ready::{Close, Ctl, ReadyWait};
 use super::sink::ThreadSink;
@@ -19,14 +19,21 @@ use super::types::TypeTable;
 use super::weak::WeakOrder;
 use crate::symbols::{ModuleWarning, SkipList};
 
+/// A thread whose leaves array held at least this many leaves (about 8 MiB) gives its freed
+/// arrays back as soon as they are copied; smaller ones are left to the allocator, so that a
+/// trace of many small threads does not walk the heap once per thread.
+const RELEASE_LEAVES: usize = 1 << 16;
+
 /// The graph's nodes and what the matchers need, all with global indices.
 pub(super) struct Assembled {
     /// Processes, threads, objects, types and leaves filled in; no edges yet.
     pub graph: Graph,
     /// Every cut kept for matching.
     pub bounds: Vec<Bound>,
-    /// Every kept lock event, with durations in nanoseconds.
-    pub locks: Vec<LockEv>,
+    /// Every lock release.
+    pub releases: Vec<LockRelease>,
+    /// Every kept lock acquisition, with durations in nanoseconds.
+    pub acquires: Vec<LockAcquire>,
     /// Per-thread acquisition totals per lock (global objects, nanoseconds).
     pub lock_aggs: Vec<(u32, LockAgg)>,
     /// Per leaf: whether program order out of it is weak, and whether only by the loop-head
@@ -80,7 +87,7 @@ pub(super) fn assemble(
             w.dur = clock.dur_ns(w.dur);
         }
         out.inner.retain(|w| w.dur >= INNER_MIN_NS);
-        for k in &mut out.locks {
+        for k in &mut out.acquires {
             k.dur = clock.dur_ns(k.dur);
         }
         for c in &mut out.ctls {
@@ -96,7 +103,10 @@ pub(super) fn assemble(
             a.max = clock.dur_ns(a.max);
         }
     });
-    let total: usize = outs.iter().map(|(_, _, o)| o.leaves.len()).sum();
+    // Every array sized once: grown by doubling, each would leave its old blocks resident
+    // (see `crate::memory`), a third of the stage's peak on a 1.77M-event recording.
+    let sum = |f: fn(&ThreadOut) -> usize| outs.iter().map(|(_, _, o)| f(o)).sum::<usize>();
+    let total = sum(|o| o.leaves.len());
     let ids = dir.identities();
     let mut graph = Graph {
         processes: dir
@@ -119,18 +129,24 @@ pub(super) fn assemble(
     };
     // CPU times are kept per leaf only when some thread recorded them.
     let any_cpu = outs.iter().any(|(_, _, o)| !o.cpu.is_empty());
+    graph.inner_waits.reserve_exact(sum(|o| o.inner.len()));
+    graph.leaf_files.reserve_exact(sum(|o| o.files.len()));
+    if any_cpu {
+        graph.leaf_cpu_ns.reserve_exact(total);
+    }
     let mut obj_index: AHashMap<ObjName, u32> = AHashMap::new();
     let mut obj_kinds = Vec::new();
     let mut obj_channel = Vec::new();
     let mut stream_by_key = AHashMap::new();
-    let mut ready = Vec::new();
-    let mut ctls = Vec::new();
-    let mut closes = Vec::new();
-    let mut sections = Vec::new();
+    let mut ready = Vec::with_capacity(sum(|o| o.ready.len()));
+    let mut ctls = Vec::with_capacity(sum(|o| o.ctls.len()));
+    let mut closes = Vec::with_capacity(sum(|o| o.closes.len()));
+    let mut sections = Vec::with_capacity(sum(|o| o.sections.len()));
     let mut table = TypeTable::new(skip);
-    let mut bounds = Vec::new();
-    let mut locks = Vec::new();
-    let mut lock_aggs = Vec::new();
+    let mut bounds = Vec::with_capacity(sum(|o| o.bounds.len()));
+    let mut releases = Vec::with_capacity(sum(|o| o.releases.len()));
+    let mut acquires = Vec::with_capacity(sum(|o| o.acquires.len()));
+    let mut lock_aggs = Vec::with_capacity(sum(|o| o.lock_aggs.len()));
     let mut weak = WeakOrder {
         weak: Vec::with_capacity(total),
         head: Vec::with_capacity(total),
@@ -194,18 +210,29 @@ pub(super) fn assemble(
             leaf: LeafId(f.leaf.0 + base),
             ..*f
         }));
-        for mut l in out.leaves.drain(..) {
+        let big = out.leaves.capacity() >= RELEASE_LEAVES;
+        for mut l in std::mem::take(&mut out.leaves) {
             l.thread = ThreadId(thread);
             l.ty = LeafTypeId(types[l.ty.index()]);
             l.end_obj = l.end_obj.map(|o| ObjId::new(global(o.get())));
             graph.leaves.push(l);
+        }
+        // The largest array goes back before the others are copied.
+        if big {
+            crate::memory::release_freed_memory();
         }
         bounds.extend(out.bounds.iter().map(|b| Bound {
             obj: global(b.obj),
             leaf: b.leaf + base,
             ..*b
         }));
-        locks.extend(out.locks.iter().map(|k| LockEv {
+        releases.extend(out.releases.drain(..).map(|k| LockRelease {
+            obj: global(k.obj),
+            leaf: k.leaf + base,
+            ..k
+        }));
+        out.releases = Vec::new();
+        acquires.extend(out.acquires.iter().map(|k| LockAcquire {
             obj: global(k.obj),
             leaf: k.leaf + base,
             ..*k
@@ -216,16 +243,15 @@ pub(super) fn assemble(
             ..w
         }));
         closes.append(&mut out.closes);
-        sections.extend(out.sections.drain(..).map(|s| {
+        // Renumbered in place: a section's signal list moves, it is not copied.
+        sections.extend(out.sections.drain(..).map(|mut s| {
+            for (c, l) in &mut s.signals {
+                (*c, *l) = (global(*c), *l + base);
+            }
             Section {
                 obj: global(s.obj),
                 leaf: s.leaf + base,
                 waited: s.waited.map(global),
-                signals: s
-                    .signals
-                    .iter()
-                    .map(|&(c, l)| (global(c), l + base))
-                    .collect(),
                 ..s
             }
         }));
@@ -271,6 +297,12 @@ pub(super) fn assemble(
         }
         weak.weak.append(&mut out.weak.weak);
         weak.head.append(&mut out.weak.head);
+        // The thread's arrays are copied: give them back now rather than hold every thread's
+        // beside the graph's (see `crate::memory`).
+        drop(out);
+        if big {
+            crate::memory::release_freed_memory();
+        }
     }
     graph.types = std::mem::take(&mut table.types);
     graph.sites = std::mem::take(&mut table.sites);
@@ -280,7 +312,8 @@ pub(super) fn assemble(
     Assembled {
         graph,
         bounds,
-        locks,
+        releases,
+        acquires,
         lock_aggs,
         weak,
         obj_kinds,

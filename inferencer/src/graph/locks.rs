@@ -7,16 +7,19 @@ use scalpel_model::graph::{LeafId, LockInfo, LockWait, ObjId};
 use rayon::prelude::*;
 
 use super::event::NO_OBJ;
-use super::leaves::{LockAgg, LockEv};
+use super::leaves::{LockAcquire, LockAgg, LockRelease};
 
 /// An acquisition that waited at least this long counts as contended. An uncontended lock
 /// returns in tens of nanoseconds; a contended one sleeps in the kernel for microseconds.
 pub(super) const CONTENDED_NS: u64 = 1_000;
 
-/// Contention per lock and the contended acquisitions, from the kept lock events (releases and
-/// long acquisitions) and every thread's acquisition totals.
+/// Contention per lock and the contended acquisitions, from the lock releases, the long
+/// acquisitions and every thread's acquisition totals. A contended acquisition's holder is the
+/// lock's last release before it (in sequence order; a release of the same sequence number
+/// comes after).
 pub(super) fn contention(
-    mut locks: Vec<LockEv>,
+    mut releases: Vec<LockRelease>,
+    mut acquires: Vec<LockAcquire>,
     mut aggs: Vec<(u32, LockAgg)>,
 ) -> (Vec<LockInfo>, Vec<LockWait>) {
     aggs.retain(|a| a.0 != NO_OBJ);
@@ -39,28 +42,27 @@ pub(super) fn contention(
             }),
         }
     }
-    locks.retain(|k| k.obj != NO_OBJ);
-    locks.par_sort_unstable_by_key(|k| (k.obj, k.seq, !k.acquire, k.leaf));
-    let mut waits = Vec::new();
-    for group in locks.chunk_by(|a, b| a.obj == b.obj) {
-        let obj = ObjId::new(group[0].obj);
-        let mut holder: Option<LeafId> = None;
-        let mut contended = 0;
+    releases.retain(|k| k.obj != NO_OBJ);
+    releases.par_sort_unstable_by_key(|k| (k.obj, k.seq, k.leaf));
+    acquires.retain(|k| k.obj != NO_OBJ && k.dur >= CONTENDED_NS);
+    acquires.par_sort_unstable_by_key(|k| (k.obj, k.seq, k.leaf));
+    let mut waits = Vec::with_capacity(acquires.len());
+    for group in acquires.chunk_by(|a, b| a.obj == b.obj) {
+        let obj = group[0].obj;
+        let lo = releases.partition_point(|r| r.obj < obj);
+        let hi = lo + releases[lo..].partition_point(|r| r.obj == obj);
+        let lock = &releases[lo..hi];
         for k in group {
-            if !k.acquire {
-                holder = Some(LeafId(k.leaf));
-            } else if k.dur >= CONTENDED_NS {
-                contended += 1;
-                waits.push(LockWait {
-                    obj,
-                    waiter: LeafId(k.leaf),
-                    holder,
-                    wait_ns: k.dur,
-                });
-            }
+            let before = lock.partition_point(|r| r.seq < k.seq);
+            waits.push(LockWait {
+                obj: ObjId::new(obj),
+                waiter: LeafId(k.leaf),
+                holder: before.checked_sub(1).map(|i| LeafId(lock[i].leaf)),
+                wait_ns: k.dur,
+            });
         }
-        if let Ok(i) = infos.binary_search_by_key(&obj, |i| i.obj) {
-            infos[i].contended = contended;
+        if let Ok(i) = infos.binary_search_by_key(&ObjId::new(obj), |i| i.obj) {
+            infos[i].contended = group.len() as u64;
         }
     }
     (infos, waits)

@@ -142,6 +142,8 @@ pub struct Built {
 /// Builds the causal graph of the trace in `dir`.
 pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
     let (mut trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
+    // Reading grew every thread's arrays by doubling; the blocks they left are garbage.
+    crate::memory::release_freed_memory();
     let words = futexlocks::lock_words(&sinks);
     futexlocks::recut(&trace, &mut sinks, words, opts.lock_cuts);
     let mut warnings: Vec<GraphWarning> = trace
@@ -214,7 +216,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     retype::new_work_types(&mut graph, &weak);
     naming::name_types(&mut graph, &asm.obj_kinds, &opts.skip);
     types::disambiguate(&mut graph.types, &opts.skip);
-    let (locks, waits) = locks::contention(asm.locks, asm.lock_aggs);
+    let (locks, waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
     graph.locks = locks;
     graph.lock_waits = waits;
     let before = graph.leaves.len();

@@ -183,6 +183,8 @@ pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn 
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = class_cache.update(&work);
     let tree = tree::build(&work, &classes, &local, &causal, min_support);
+    // Freed before the model is built, so that its occurrences reuse the memory.
+    drop((classes, class_cache, local, causal));
     let mut built = build::build(graph, &work, &tree);
     sessions::build_sessions(graph, &mut built, min_support);
     let mut types = built.types;

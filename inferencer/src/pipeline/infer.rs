@@ -86,6 +86,8 @@ impl Pipeline {
         progress: &dyn Progress,
     ) -> Result<ModelStep, InferError> {
         let graph = &built.graph;
+        // The graph's files are written: their buffers go back before the miner's arrays come.
+        crate::memory::release_freed_memory();
         let mined = t.phase("mining", progress, || self.model(graph, progress));
         let r = t.phase("rollups", progress, || self.rollup(graph, &mined.model));
         let draw = ModelDraw {

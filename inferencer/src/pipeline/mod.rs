@@ -8,7 +8,6 @@
 
 mod infer;
 mod load;
-mod memory;
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +21,6 @@ use crate::rollup::Rollup;
 
 pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
-pub use memory::keep_freed_memory;
 
 /// How the stages run. `Default`: the stages' own defaults, no names file, a worker per core.
 #[derive(Clone, Debug, Default)]
@@ -93,10 +91,12 @@ impl Pipeline {
 
     /// The graph stage: the causal graph of the trace in `dir`.
     pub fn graph(&self, dir: &Path) -> Result<Built, PipelineError> {
-        build_graph(dir, &self.opts.graph).map_err(|source| PipelineError::Graph {
+        let built = build_graph(dir, &self.opts.graph).map_err(|source| PipelineError::Graph {
             dir: dir.to_path_buf(),
             source,
-        })
+        });
+        crate::memory::release_freed_memory();
+        built
     }
 
     /// The miner: the task model of `graph`, whose file is `graph.json` beside the model's.

@@ -254,3 +254,57 @@ fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::format::Op;
+    use scalpel_model::graph::{EdgeKind, Leaf, OpName};
+
+    use super::split_handoffs;
+    use crate::testgraph::GraphBuilder;
+
+    /// An epoll loop's wakeup: it accepts A and pushes it, pushes B, accepts C and pushes it,
+    /// returns to the wait; a later wakeup pushes D and writes a reply itself. Each push is the
+    /// end of its event's work (weak out of it), the accept after a push keeps its strong edge
+    /// into the push of its connection, and a push followed by the thread's own write stays
+    /// strong.
+    #[test]
+    fn each_handoff_of_a_wakeup_ends_its_event() {
+        use Op::*;
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let (listener, worker) = (b.thread("listener"), b.thread("worker"));
+        let steps = [
+            (EpollWait, Accept4),
+            (Accept4, CondSignal),
+            (CondSignal, CondSignal),
+            (CondSignal, Accept4),
+            (Accept4, CondSignal),
+            (CondSignal, EpollWait),
+            (EpollWait, CondSignal),
+            (CondSignal, Write),
+        ];
+        for (i, (from, to)) in steps.into_iter().enumerate() {
+            let t = 1_000 * i as u64;
+            let mut l = Leaf::new(listener, ty, t, t + 10);
+            l.start_op = Some(OpName(from as u8));
+            l.end_op = Some(OpName(to as u8));
+            b.push(listener, l);
+        }
+        for (k, push) in [1u32, 2, 4, 6].into_iter().enumerate() {
+            let t = 1_000 * u64::from(push) + 500;
+            let w = b.leaf(worker, ty, t, t + 10);
+            b.edge((listener, push), w, EdgeKind::Cond);
+            assert_eq!(w.1, k as u32);
+        }
+        let g = b.build();
+        // The accept rule made the edge out of the accept after a push weak.
+        let mut weak = vec![false; g.leaves.len()];
+        weak[3] = true;
+        split_handoffs(&g, &g.edges, &mut weak);
+        assert_eq!(
+            &weak[..steps.len() - 1],
+            &[false, true, true, false, true, false, false]
+        );
+    }
+}

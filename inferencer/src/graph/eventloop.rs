@@ -24,7 +24,8 @@
 //!   Program order chained them (`push → push → push → epoll_wait`), and a task built on it
 //!   took as many shapes as there were batch sizes and orders (an Apache recording: 16 types
 //!   for 95% of the leaves, run to run 11 to 16). So the program edge out of a leaf that hands
-//!   an item to another thread (a `cond` or `queue` edge out of it) is weak when the next leaf
+//!   an item to another thread (a `cond`, `queue` or `handoff` edge out of it: a connection
+//!   handed over with no wakeup and no queue edge of its own) is weak when the next leaf
 //!   ends at another hand-off, an accept or a dispatch wait: what follows is the next event's
 //!   work, or the return to the wait. An accept reached that way is reached as straight from
 //!   the wait as one right after it, so its own edge keeps its strength (see `weak`). A next
@@ -143,13 +144,14 @@ pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
     }
 }
 
-/// Marks weak the program edges of epoll threads out of a hand-off to another thread into a
+/// Marks weak the program edges of epoll threads out of a hand-off to another thread (`cond`,
+/// `queue` or `handoff` edge) into a
 /// leaf that ends at the next hand-off, an accept or a dispatch wait (see the module docs).
 pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], weak: &mut [bool]) {
     let n = graph.leaves.len();
     let mut posts = vec![false; n];
     for e in edges {
-        if !matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue) {
+        if !matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue | EdgeKind::Handoff) {
             continue;
         }
         let (Some(a), Some(b)) = (
@@ -294,7 +296,13 @@ mod tests {
         for (k, push) in [1u32, 2, 4, 6].into_iter().enumerate() {
             let t = 1_000 * u64::from(push) + 500;
             let w = b.leaf(worker, ty, t, t + 10);
-            b.edge((listener, push), w, EdgeKind::Cond);
+            // C's connection is handed over with no wakeup: a hand-off edge alone.
+            let kind = if push == 4 {
+                EdgeKind::Handoff
+            } else {
+                EdgeKind::Cond
+            };
+            b.edge((listener, push), w, kind);
             assert_eq!(w.1, k as u32);
         }
         let g = b.build();

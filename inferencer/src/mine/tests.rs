@@ -1,7 +1,7 @@
 //! The miner on small hand-built graphs, for rules that recorded programs show only by chance.
 
 use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, ThreadId};
-use scalpel_model::task::TaskKind;
+use scalpel_model::task::{Model, TaskKind, TaskType};
 
 use super::{mine, MineOptions};
 use crate::testgraph::GraphBuilder;
@@ -28,6 +28,30 @@ fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
         b.edge(at(a), at(z), kind);
     }
     b.build()
+}
+
+/// The model mined from `g` with the default options.
+fn mined(g: &Graph) -> Model {
+    mine(
+        g,
+        "graph.json",
+        &MineOptions::default(),
+        &crate::progress::Quiet,
+    )
+    .model
+}
+
+/// The leaf types of a task type's first occurrence, sorted.
+fn first_leaf_types(g: &Graph, t: &TaskType) -> Vec<LeafTypeId> {
+    let mut v: Vec<LeafTypeId> = t
+        .occurrences
+        .first()
+        .map_or(&[][..], |o| &o.leaves)
+        .iter()
+        .map(|&l| g.leaves[l].ty)
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// A listener (accept 0, push 1) hands each request to a worker (read 2, write 3). After the
@@ -70,24 +94,8 @@ fn a_task_in_varying_context_is_the_top_level_task() {
         }
     }
     let g = graph(&[listener, worker], &edges);
-    let model = mine(
-        &g,
-        "graph.json",
-        &MineOptions::default(),
-        &crate::progress::Quiet,
-    )
-    .model;
-    let leaf_types = |t: &scalpel_model::task::TaskType| {
-        let mut v: Vec<LeafTypeId> = t
-            .occurrences
-            .first()
-            .map_or(&[][..], |o| &o.leaves)
-            .iter()
-            .map(|&l| g.leaves[l].ty)
-            .collect();
-        v.sort_unstable();
-        v
-    };
+    let model = mined(&g);
+    let leaf_types = |t: &TaskType| first_leaf_types(&g, t);
     let request = model
         .types
         .iter()
@@ -140,24 +148,8 @@ fn one_stray_occurrence_does_not_dissolve_a_task() {
         }
     }
     let g = graph(&[worker, pool], &edges);
-    let model = mine(
-        &g,
-        "graph.json",
-        &MineOptions::default(),
-        &crate::progress::Quiet,
-    )
-    .model;
-    let leaf_types = |t: &scalpel_model::task::TaskType| {
-        let mut v: Vec<u32> = t
-            .occurrences
-            .first()
-            .map_or(&[][..], |o| &o.leaves)
-            .iter()
-            .map(|&l| g.leaves[l].ty.0)
-            .collect();
-        v.sort_unstable();
-        v
-    };
+    let model = mined(&g);
+    let leaf_types = |t: &TaskType| first_leaf_types(&g, t);
     let summary: Vec<_> = model
         .types
         .iter()
@@ -166,7 +158,7 @@ fn one_stray_occurrence_does_not_dissolve_a_task() {
     let request = model
         .types
         .iter()
-        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2])
+        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2].map(LeafTypeId))
         .unwrap_or_else(|| panic!("no task of read, post and offload: {summary:?}"));
     assert_eq!(request.top_level, u64::from(requests - 1), "{summary:?}");
 }

@@ -431,10 +431,11 @@ static void *poster(void *arg) {
         pthread_mutex_unlock(&p_lock);
     }
     /* One "stop" job each (a taker stops after popping one), once every job is popped and B is
-     * not on its way to the queue (it is waiting on it, or at its sem_wait). */
+     * not on its way to the queue (it is waiting on it, or at its sem_wait). B keeps
+     * `b_arriving` set while it waits when A popped the jobs it was let go for. */
     for (;;) {
         pthread_mutex_lock(&p_lock);
-        if (!p_count && !b_arriving) break;
+        if (!p_count && (!b_arriving || b_waiting)) break;
         pthread_mutex_unlock(&p_lock);
         usleep(50);
     }

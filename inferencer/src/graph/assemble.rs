@@ -231,7 +231,6 @@ pub(super) fn assemble(
             leaf: k.leaf + base,
             ..k
         }));
-        out.releases = Vec::new();
         acquires.extend(out.acquires.iter().map(|k| LockAcquire {
             obj: global(k.obj),
             leaf: k.leaf + base,

@@ -119,12 +119,14 @@ pub(super) fn conns(
     c
 }
 
+/// Whether `op` is an epoll wait.
+fn is_epoll_wait(op: Option<Op>) -> bool {
+    matches!(op, Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2))
+}
+
 /// Whether a leaf began at the return of an epoll wait.
 fn after_epoll(graph: &Graph, i: usize) -> bool {
-    matches!(
-        graph.leaves[i].start_op.and_then(|o| o.op()),
-        Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2)
-    )
+    is_epoll_wait(graph.leaves[i].start_op.and_then(|o| o.op()))
 }
 
 /// Marks weak the program edges of epoll threads that go on to another connection.
@@ -145,8 +147,8 @@ pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
 }
 
 /// Marks weak the program edges of epoll threads out of a hand-off to another thread (`cond`,
-/// `queue` or `handoff` edge) into a
-/// leaf that ends at the next hand-off, an accept or a dispatch wait (see the module docs).
+/// `queue` or `handoff` edge) into a leaf that ends at the next hand-off, an accept or an epoll
+/// wait (see the module docs).
 pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], weak: &mut [bool]) {
     let n = graph.leaves.len();
     let mut posts = vec![false; n];
@@ -172,12 +174,7 @@ pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], weak: &mut [bool]) {
             continue;
         }
         let accept = matches!(ends(i + 1), Some(Op::Accept | Op::Accept4));
-        let next_work = posts[i + 1]
-            || accept
-            || matches!(
-                ends(i + 1),
-                Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2)
-            );
+        let next_work = posts[i + 1] || accept || is_epoll_wait(ends(i + 1));
         if !next_work {
             continue;
         }

@@ -95,7 +95,7 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;
-    let step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
+    let mut step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
     warn(&step.built.warnings, 10, " (see the summary file)");
     let mut o = io::stdout().lock();
     let files = &step.files;
@@ -111,7 +111,7 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
         print_timings(job.timings, &t);
         return Ok(());
     }
-    let model = pipeline.infer_model(&step.built, &job.out, &job.model_draw, &mut t, &spinner)?;
+    let model = pipeline.infer_model(&mut step, &job.out, &job.model_draw, &mut t, &spinner)?;
     warn(&model.mined.warnings, usize::MAX, "");
     let files = &model.files;
     let r = (|| -> io::Result<()> {

@@ -2,11 +2,12 @@
 //! between them.
 
 use ahash::{AHashMap, AHashSet};
-use scalpel_model::graph::{EdgeKind, Graph, LeafId, LeafTypeId};
+use scalpel_model::graph::{EdgeKind, LeafId, LeafTypeId};
 use scalpel_model::task::{
     ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge, Variant,
 };
 
+use super::input::MineInput;
 use super::tree::Tree;
 use super::work::{Rule, Work, NONE};
 
@@ -47,7 +48,7 @@ fn levels(work: &Work, tree: &Tree) -> Vec<u32> {
 }
 
 /// Builds the types.
-pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
+pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
     let n_leaf_types = graph.types.len() as u32;
     let level = levels(work, tree);
     // Super classes in (level, class) order after the leaf types.
@@ -181,7 +182,7 @@ pub(super) fn build(graph: &Graph, work: &Work, tree: &Tree) -> Built {
 /// node's extra leaf types (its leaves less its innermost core's), the distinct ones most
 /// frequent first, and each node's variant index.
 fn variants_of(
-    graph: &Graph,
+    graph: &MineInput<'_>,
     work: &Work,
     tree: &Tree,
     list: &[(u32, u32)],
@@ -303,7 +304,7 @@ fn children(
 /// children holding them), or between top-level types.
 fn edges(
     types: &mut [TaskType],
-    graph: &Graph,
+    graph: &MineInput<'_>,
     work: &Work,
     tree: &Tree,
     occ_of: &[OccRef],
@@ -318,7 +319,7 @@ fn edges(
     }
     let mut at: AHashMap<(u32, u32, u32, EdgeKind), u64> = AHashMap::new();
     let n_leaves = graph.leaves.len() as u32;
-    for e in &graph.edges {
+    for e in graph.edges.iter() {
         let (mut a, mut b) = (e.from.0, e.to.0);
         if a >= n_leaves || b >= n_leaves || a == b {
             continue;

@@ -21,6 +21,7 @@ mod build;
 mod canon;
 mod canon_tree;
 mod cross;
+mod input;
 mod lookup;
 mod loops;
 mod names;
@@ -41,6 +42,7 @@ use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 use crate::progress::Progress;
 
 pub use canon::SEARCH_LEAVES;
+pub use input::{MineInput, MineLeaf};
 pub use lookup::{closest_names, task_named, NoSuchTask};
 pub use names::{NameOverrides, NamesError};
 
@@ -108,6 +110,16 @@ fn pattern_kind(k: EdgeKind) -> EdgeKind {
 /// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
 /// ids refer to.
 pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn Progress) -> Mined {
+    mine_input(&MineInput::of(graph), graph_file, opts, progress)
+}
+
+/// [`mine`] on what the miner reads of a graph (see [`MineInput`]).
+pub fn mine_input(
+    graph: &MineInput<'_>,
+    graph_file: &str,
+    opts: &MineOptions,
+    progress: &dyn Progress,
+) -> Mined {
     let min_support = opts.min_support.max(2);
     let n_leaves = graph.leaves.len() as u32;
     let mut edges: Vec<(u32, u32, u8)> = graph

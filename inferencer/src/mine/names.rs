@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::EdgeKind;
-use scalpel_model::graph::{Graph, LeafTypeId};
+use scalpel_model::graph::LeafTypeId;
+
+use super::input::MineInput;
 use scalpel_model::task::{OccRef, TaskKind, TaskType, TaskTypeId};
 
 /// The name override file could not be used.
@@ -73,7 +75,7 @@ impl NameOverrides {
 /// Names every type; returns the overrides that matched no type.
 pub(super) fn name_types(
     types: &mut [TaskType],
-    graph: &Graph,
+    graph: &MineInput<'_>,
     leaf_parent: &[Option<OccRef>],
     overrides: &NameOverrides,
 ) -> Vec<String> {
@@ -159,7 +161,11 @@ fn dominant(group: &[usize], types: &[TaskType]) -> Option<usize> {
         .then_some(top)
 }
 
-fn group_name(ty: &TaskType, graph: &Graph, leaf_name: &dyn Fn(LeafTypeId) -> String) -> String {
+fn group_name(
+    ty: &TaskType,
+    graph: &MineInput<'_>,
+    leaf_name: &dyn Fn(LeafTypeId) -> String,
+) -> String {
     // A type with variants is named by its core: the occurrences with nothing added, when
     // there are any (extra steps' time would otherwise pick the dominant leaf, run by run).
     let bare = ty
@@ -246,7 +252,11 @@ impl Fnv {
 }
 
 /// Each type's content key (see the module docs), children before parents.
-fn content_keys(types: &[TaskType], graph: &Graph, leaf_parent: &[Option<OccRef>]) -> Vec<u64> {
+fn content_keys(
+    types: &[TaskType],
+    graph: &MineInput<'_>,
+    leaf_parent: &[Option<OccRef>],
+) -> Vec<u64> {
     let mut keys = vec![0u64; types.len()];
     let mut order: Vec<usize> = (0..types.len()).collect();
     order.sort_by_key(|&i| (types[i].level, i));
@@ -315,7 +325,7 @@ struct OutEdges {
 }
 
 impl OutEdges {
-    fn new(graph: &Graph) -> OutEdges {
+    fn new(graph: &MineInput<'_>) -> OutEdges {
         let n = graph.leaves.len() as u32;
         let mut list: Vec<(u32, u32, EdgeKind)> = graph
             .edges
@@ -346,7 +356,7 @@ impl OutEdges {
 /// What a group type's key is computed from.
 struct Parts<'a> {
     types: &'a [TaskType],
-    graph: &'a Graph,
+    graph: &'a MineInput<'a>,
     leaf_parent: &'a [Option<OccRef>],
     leaf_model_type: &'a AHashMap<LeafTypeId, usize>,
     keys: &'a [u64],

@@ -19,7 +19,9 @@
 use std::collections::BTreeMap;
 
 use ahash::AHashMap;
-use scalpel_model::graph::{EdgeKind, Graph, LeafId, ObjId};
+use scalpel_model::graph::{EdgeKind, LeafId, ObjId};
+
+use super::input::MineInput;
 use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge};
 
 use super::build::Built;
@@ -33,7 +35,7 @@ fn connection(desc: &str) -> Option<(String, String)> {
 }
 
 /// Builds the sessions of `built` (see the module docs).
-pub(super) fn build_sessions(graph: &Graph, built: &mut Built, min_support: u32) {
+pub(super) fn build_sessions(graph: &MineInput<'_>, built: &mut Built, min_support: u32) {
     // Connection number of each object (by first appearance in object order).
     let mut conn_ids: BTreeMap<(String, String), u32> = BTreeMap::new();
     let conn_of_obj: Vec<Option<u32>> = graph
@@ -225,7 +227,7 @@ pub(super) fn build_sessions(graph: &Graph, built: &mut Built, min_support: u32)
     let roots: Vec<OccRef> = (0..n_leaves).map(root_of).collect();
     let mut inside: BTreeMap<(TaskTypeId, TaskTypeId, TaskTypeId, EdgeKind), u64> = BTreeMap::new();
     let mut top: BTreeMap<(TaskTypeId, TaskTypeId, EdgeKind), u64> = BTreeMap::new();
-    for e in &graph.edges {
+    for e in graph.edges.iter() {
         let (a, b) = (e.from.0 as usize, e.to.0 as usize);
         if a >= n_leaves || b >= n_leaves || a == b {
             continue;

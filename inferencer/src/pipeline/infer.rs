@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use scalpel_model::graph::Graph;
+use scalpel_model::store::{read_graph, StoreError};
+
 use super::{Pipeline, PipelineError};
 use crate::graph::Built;
+use crate::mine::MineInput;
 use crate::mine::Mined;
 use crate::progress::{Progress, Timings};
 use crate::views::outputs::{write_graph_files, write_model_files, GraphFiles, ModelFiles};
@@ -24,6 +28,14 @@ pub enum InferError {
         dir: PathBuf,
         /// Why.
         source: ViewError,
+    },
+    /// The graph, let go while mining, could not be read back from its files.
+    #[error("cannot read the graph back from {}: {source}", .file.display())]
+    GraphBack {
+        /// `graph.json`.
+        file: PathBuf,
+        /// Why.
+        source: StoreError,
     },
     /// The model's files could not be written.
     #[error("cannot write the model to {}: {source}", .dir.display())]
@@ -74,21 +86,49 @@ impl Pipeline {
         Ok(GraphStep { built, files })
     }
 
-    /// The miner and the rollups on `built`'s graph, the model's files written into `out`: the
+    /// The miner and the rollups on `step`'s graph, the model's files written into `out`: the
     /// drawing labels tasks with their mean latency from the rollups, whatever `draw` holds for
-    /// it. Phases timed in `t`: `mining`, `rollups`, then the files'.
+    /// it. Phases timed in `t`: `mining` (with reading the graph back), `rollups`, then the
+    /// files'.
+    ///
+    /// The miner reads a third of the graph (see [`MineInput`]), so the graph is let go while it
+    /// runs and read back from the `graph.json` and `graph.bin` just written: mining set the
+    /// peak memory of the whole run, with the graph and the miner's arrays resident together.
     pub fn infer_model(
         &self,
-        built: &Built,
+        step: &mut GraphStep,
         out: &Path,
         draw: &ModelDraw,
         t: &mut Timings,
         progress: &dyn Progress,
     ) -> Result<ModelStep, InferError> {
-        let graph = &built.graph;
-        // The graph's files are written: their buffers go back before the miner's arrays come.
-        crate::memory::release_freed_memory();
-        let mined = t.phase("mining", progress, || self.model(graph, progress));
+        let graph = std::mem::replace(
+            &mut step.built.graph,
+            Graph::new(Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+        );
+        let mined = t.phase("mining", progress, || {
+            let input = MineInput::from_graph(graph);
+            // The graph's files are written and the graph let go: its memory goes back before
+            // the miner's arrays come.
+            crate::memory::release_freed_memory();
+            let mined = self.mine_input(&input, progress);
+            drop(input);
+            crate::memory::release_freed_memory();
+            mined
+        });
+        let json = &step.files.json;
+        step.built.graph = t
+            .phase("reading graph.json and graph.bin", progress, || {
+                let graph = read_graph(json);
+                // The file's bytes and the decoder's growing arrays.
+                crate::memory::release_freed_memory();
+                graph
+            })
+            .map_err(|source| InferError::GraphBack {
+                file: json.clone(),
+                source,
+            })?;
+        let graph = &step.built.graph;
         let r = t.phase("rollups", progress, || self.rollup(graph, &mined.model));
         let draw = ModelDraw {
             mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),

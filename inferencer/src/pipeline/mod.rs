@@ -15,7 +15,7 @@ use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
 use crate::graph::{build_graph, Built, GraphError, GraphOptions, GraphWarning};
-use crate::mine::{MineOptions, MineWarning, Mined, NameOverrides, NamesError};
+use crate::mine::{MineInput, MineOptions, MineWarning, Mined, NameOverrides, NamesError};
 use crate::progress::{Progress, Timings};
 use crate::rollup::Rollup;
 
@@ -102,6 +102,11 @@ impl Pipeline {
     /// The miner: the task model of `graph`, whose file is `graph.json` beside the model's.
     pub fn model(&self, graph: &Graph, progress: &dyn Progress) -> Mined {
         crate::mine::mine(graph, "graph.json", &self.opts.mine, progress)
+    }
+
+    /// The miner on what it reads of a graph.
+    pub fn mine_input(&self, input: &MineInput<'_>, progress: &dyn Progress) -> Mined {
+        crate::mine::mine_input(input, "graph.json", &self.opts.mine, progress)
     }
 
     /// The rollups of `model`, mined from `graph`.

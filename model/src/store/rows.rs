@@ -143,6 +143,9 @@ where
             while let Some(r) = seq.next_element::<R>()? {
                 out.push((self.1)(&mut state, r));
             }
+            // Grown by doubling from a cautious start: the slack would stay allocated for as
+            // long as the table lives.
+            out.shrink_to_fit();
             Ok(out)
         }
     }
@@ -285,7 +288,8 @@ impl EdgeRow {
     /// The edges of `rows`, in order.
     pub(super) fn edges(rows: Vec<EdgeRow>) -> Vec<Edge> {
         let mut from = 0u32;
-        rows.into_iter()
+        let mut edges = rows
+            .into_iter()
             .map(|r| {
                 from = from.wrapping_add(unsigned32(r.from));
                 Edge {
@@ -295,7 +299,10 @@ impl EdgeRow {
                     obj: r.obj,
                 }
             })
-            .collect()
+            .collect::<Vec<Edge>>();
+        // Decoded by doubling, and collected in place: the slack would stay with the graph.
+        edges.shrink_to_fit();
+        edges
     }
 }
 

@@ -135,6 +135,7 @@ impl Pipeline {
             ..draw.clone()
         };
         drop(r);
+        crate::memory::release_freed_memory();
         let files =
             write_model_files(&mined.model, graph, out, &draw, t, progress).map_err(|source| {
                 InferError::ModelFiles {

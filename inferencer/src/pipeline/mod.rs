@@ -76,8 +76,10 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Reads the names file and starts the worker threads (once per process).
+    /// Sets the allocator policy ([`crate::memory::set_policy`]), reads the names file and
+    /// starts the worker threads (once per process).
     pub fn new(mut opts: PipelineOptions) -> Result<Pipeline, PipelineError> {
+        crate::memory::set_policy();
         if let Some(n) = opts.threads {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(usize::from(n))

@@ -192,6 +192,8 @@ pub fn mine_input(
     }
     progress.done();
     drop((cross, x));
+    // Only the rounds read the leaf-level edges (the tree and the model read the graph's).
+    work.edges = Vec::new();
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = class_cache.update(&work);
     let tree = tree::build(&work, &classes, &local, &causal, min_support);

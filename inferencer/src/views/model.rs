@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use ahash::AHashSet;
-use scalpel_model::graph::{EdgeKind, Graph, NodeId};
+use scalpel_model::graph::{EdgeKind, Graph};
 use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 
 use super::budget;
@@ -58,8 +58,7 @@ pub fn fitted_dot(
     draw: &ModelDraw,
 ) -> Result<(String, (usize, usize)), DrawError> {
     // Every leaf's chain of occurrences and their trie, once for all the depths tried.
-    let chains = Chains::of(model, graph);
-    let paths = Paths::new(model, &chains, draw.task.as_deref())?;
+    let paths = Paths::new(Chains { model, graph }, draw.task.as_deref())?;
     let (mut dot_text, mut size) = dot_of_paths(model, graph, draw, &paths);
     // Unless told what to draw, draw fewer levels until the picture is one a reader (and
     // Graphviz, whose layout time grows fast with nested boxes) can take in.
@@ -125,53 +124,41 @@ pub fn model_svg(model: &Model, graph: &Graph, draw: &ModelDraw) -> Result<Vec<u
     svg_of(dot_text, size)
 }
 
-/// Each leaf's chain of containing occurrences, from the top down (the leaf itself last), all
-/// in one array: a vector per leaf cost more than the references it held (64 bytes a leaf, 44
-/// MiB on a 1.77M-event nginx recording).
-struct Chains {
-    /// Where each leaf's chain starts in `refs`, and where the last one ends.
-    start: Vec<u32>,
-    refs: Vec<OccRef>,
+/// Each leaf's chain of containing occurrences, from the top down (the leaf itself last), walked
+/// when needed: kept for every leaf, the chains took 44 MiB on a 1.77M-event nginx recording
+/// as a vector per leaf, and 30 MiB in one array.
+#[derive(Clone, Copy)]
+struct Chains<'m> {
+    model: &'m Model,
+    graph: &'m Graph,
 }
 
-impl Chains {
-    fn of(model: &Model, graph: &Graph) -> Chains {
-        let mut start = Vec::with_capacity(graph.leaves.len() + 1);
-        let mut refs = Vec::with_capacity(graph.leaves.len() * 2);
-        start.push(0);
-        for (l, leaf) in graph.leaves.iter().enumerate() {
-            let first = refs.len();
-            refs.push(OccRef {
-                ty: TaskTypeId(leaf.ty.0),
-                index: l as u32,
-            });
-            let mut at = model.leaf_parent.get(l).copied().flatten();
-            while let Some(r) = at {
-                refs.push(r);
-                at = model
-                    .types
-                    .get(r.ty.index())
-                    .and_then(|t| t.occurrences.get(r.index as usize))
-                    .and_then(|o| o.parent);
-            }
-            refs[first..].reverse();
-            start.push(refs.len() as u32);
-        }
-        refs.shrink_to_fit();
-        Chains { start, refs }
-    }
-
+impl Chains<'_> {
     fn len(&self) -> usize {
-        self.start.len() - 1
+        self.graph.leaves.len()
     }
 
-    /// Leaf `l`'s chain.
-    fn get(&self, l: usize) -> &[OccRef] {
-        &self.refs[self.start[l] as usize..self.start[l + 1] as usize]
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &[OccRef]> {
-        (0..self.len()).map(|l| self.get(l))
+    /// Leaf `l`'s chain, into `buf`.
+    fn fill(&self, l: usize, buf: &mut Vec<OccRef>) {
+        buf.clear();
+        let Some(leaf) = self.graph.leaves.get(l) else {
+            return;
+        };
+        buf.push(OccRef {
+            ty: TaskTypeId(leaf.ty.0),
+            index: l as u32,
+        });
+        let mut at = self.model.leaf_parent.get(l).copied().flatten();
+        while let Some(r) = at {
+            buf.push(r);
+            at = self
+                .model
+                .types
+                .get(r.ty.index())
+                .and_then(|t| t.occurrences.get(r.index as usize))
+                .and_then(|o| o.parent);
+        }
+        buf.reverse();
     }
 }
 
@@ -183,8 +170,8 @@ struct Trie {
     children: ahash::AHashMap<(usize, u32), usize>,
     /// Each node's children: (type, node).
     kids: Vec<Vec<(u32, usize)>>,
-    /// Occurrences through each node: (type, index).
-    occs: Vec<AHashSet<(u32, u32)>>,
+    /// Occurrences through each node.
+    occs: Vec<u64>,
 }
 
 impl Trie {
@@ -192,7 +179,7 @@ impl Trie {
         if self.up.is_empty() {
             self.up.push((0, u32::MAX));
             self.kids.push(Vec::new());
-            self.occs.push(AHashSet::new());
+            self.occs.push(0);
         }
         let next = self.up.len();
         let c = *self.children.entry((node, ty)).or_insert(next);
@@ -200,7 +187,7 @@ impl Trie {
             self.up.push((node, ty));
             self.kids.push(Vec::new());
             self.kids[node].push((ty, c));
-            self.occs.push(AHashSet::new());
+            self.occs.push(0);
         }
         c
     }
@@ -251,8 +238,7 @@ pub fn model_dot(
     graph: &Graph,
     draw: &ModelDraw,
 ) -> Result<(String, (usize, usize)), DrawError> {
-    let chains = Chains::of(model, graph);
-    let paths = Paths::new(model, &chains, draw.task.as_deref())?;
+    let paths = Paths::new(Chains { model, graph }, draw.task.as_deref())?;
     Ok(dot_of_paths(model, graph, draw, &paths))
 }
 
@@ -260,8 +246,8 @@ pub fn model_dot(
 /// leaf) in a trie, at full depth: a drawing of fewer levels cuts each path at a depth, and a
 /// path's first `d` types lead to the same trie node, with the same occurrences, however deep
 /// the rest goes, so one trie serves every depth `fitted_dot` tries.
-struct Paths<'c> {
-    chains: &'c Chains,
+struct Paths<'m> {
+    chains: Chains<'m>,
     /// Where each leaf's drawn path starts in its chain (`None`: not drawn).
     starts: Vec<Option<u32>>,
     trie: Trie,
@@ -273,38 +259,56 @@ struct Paths<'c> {
     deepest: usize,
 }
 
-impl<'c> Paths<'c> {
+impl<'m> Paths<'m> {
     /// The paths of `chains` from the task named `focus`, or from the top.
-    fn new(model: &Model, chains: &'c Chains, focus: Option<&str>) -> Result<Paths<'c>, DrawError> {
+    fn new(chains: Chains<'m>, focus: Option<&str>) -> Result<Paths<'m>, DrawError> {
+        let model = chains.model;
         let focus = match focus {
             None => None,
             Some(name) => Some(crate::mine::task_named(model, name)?.0),
         };
-        let starts: Vec<Option<u32>> = chains
-            .iter()
-            .map(|c| match focus {
-                None => Some(0),
-                Some(f) => c.iter().position(|r| r.ty.0 == f).map(|p| p as u32),
-            })
-            .collect();
+        // An occurrence lies on the chains of all its leaves, always at the same trie node: it
+        // is counted there from the first of them (by its number among all occurrences).
+        let mut base = Vec::with_capacity(model.types.len());
+        let mut n = 0usize;
+        for t in &model.types {
+            base.push(n);
+            n += t.occurrences.len();
+        }
+        let mut counted = vec![false; n];
         // Occurrences per trie node (a map keyed by every prefix cost a copy of it per leaf and
         // level: quadratic in the model's depth).
         let mut trie = Trie::default();
         let mut depth = vec![0];
+        let mut starts: Vec<Option<u32>> = vec![None; chains.len()];
         let mut ends: Vec<Option<u32>> = vec![None; chains.len()];
-        for ((chain, start), end) in chains.iter().zip(&starts).zip(&mut ends) {
-            let Some(start) = start.map(|s| s as usize) else {
+        let mut chain = Vec::new();
+        for l in 0..chains.len() {
+            chains.fill(l, &mut chain);
+            let start = match focus {
+                None => Some(0),
+                Some(f) => chain.iter().position(|r| r.ty.0 == f),
+            };
+            let Some(start) = start else {
                 continue;
             };
+            starts[l] = Some(start as u32);
             let mut node = 0;
-            for (k, r) in chain[start..].iter().enumerate() {
+            let last = chain.len() - 1;
+            for (k, r) in chain.iter().enumerate().skip(start) {
                 node = trie.child(node, r.ty.0);
                 if depth.len() < trie.up.len() {
-                    depth.push(k + 1);
+                    depth.push(k - start + 1);
                 }
-                trie.occs[node].insert((r.ty.0, r.index));
+                // The last is the leaf itself (index = leaf id), on this chain alone.
+                let first_time = k == last
+                    || base
+                        .get(r.ty.index())
+                        .and_then(|b| counted.get_mut(b + r.index as usize))
+                        .is_some_and(|c| !std::mem::replace(c, true));
+                trie.occs[node] += u64::from(first_time);
             }
-            *end = (node != 0).then_some(node as u32);
+            ends[l] = (node != 0).then_some(node as u32);
         }
         let deepest = depth.iter().copied().max().unwrap_or(0);
         Ok(Paths {
@@ -367,7 +371,7 @@ fn dot_of_paths(
     };
     let drawn_nodes: AHashSet<usize> = (0..paths.ends.len())
         .filter_map(end_of)
-        .filter(|&n| trie.occs[n].len() as u64 >= draw.min_count)
+        .filter(|&n| trie.occs[n] >= draw.min_count)
         .collect();
     // A box is drawn only around drawn nodes: with the rare nodes left out, a model of many
     // small tasks drew hundreds of empty boxes and a blank picture.
@@ -413,7 +417,7 @@ fn dot_of_paths(
             continue;
         }
         let path = trie.path(node);
-        let count = trie.occs[node].len();
+        let count = trie.occs[node];
         let t = *path.last().unwrap_or(&0) as usize;
         let ty = &model.types[t];
         let indent = 2 * (open + 1);
@@ -454,6 +458,7 @@ fn dot_of_paths(
     // rest of the drawing), then named.
     let mut by_node: ahash::AHashMap<(usize, usize, bool, &'static str), u64> =
         ahash::AHashMap::new();
+    let (mut chain_a, mut chain_b) = (Vec::new(), Vec::new());
     for e in &graph.edges {
         let (Some(na), Some(nb)) = (end_of(e.from.index()), end_of(e.to.index())) else {
             continue;
@@ -466,10 +471,11 @@ fn dot_of_paths(
         let common = paths.common_depth(na, nb);
         if common > 0 {
             let (sa, sb) = (starts[e.from.index()], starts[e.to.index()]);
-            let at = |l: NodeId, s: Option<u32>| {
-                chains.get(l.index())[s.unwrap_or(0) as usize + common - 1]
-            };
-            if at(e.from, sa) != at(e.to, sb) {
+            chains.fill(e.from.index(), &mut chain_a);
+            chains.fill(e.to.index(), &mut chain_b);
+            let at =
+                |c: &[OccRef], s: Option<u32>| c.get(s.unwrap_or(0) as usize + common - 1).copied();
+            if at(&chain_a, sa) != at(&chain_b, sb) {
                 continue;
             }
         }

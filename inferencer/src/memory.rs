@@ -35,3 +35,77 @@ pub fn release_freed_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// The size of a block whose pages [`move_into`] gives back as it goes.
+const MOVE_RELEASE_BYTES: usize = 1 << 20;
+
+/// Appends `from`'s items to `to`, each through `f`, giving `from`'s memory back to the system
+/// as it is copied: appending a large array to another otherwise holds both at once (a thread
+/// holding 63% of the leaves made the graph stage's peak that way, 38 MiB of leaves copied
+/// while still resident, on a 1.77M-event nginx recording). `to` should have room reserved.
+pub fn move_into<T, U>(to: &mut Vec<U>, from: Vec<T>, mut f: impl FnMut(T) -> U) {
+    let bytes = std::mem::size_of_val(from.as_slice());
+    if bytes < MOVE_RELEASE_BYTES {
+        to.extend(from.into_iter().map(f));
+        return;
+    }
+    // SAFETY: sysconf only reads a system constant.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let per = (MOVE_RELEASE_BYTES / std::mem::size_of::<T>()).max(1);
+    let start = from.as_ptr() as usize;
+    // Only whole pages inside the buffer, from the first one that starts in it.
+    let mut released = start.next_multiple_of(page);
+    let mut items = from.into_iter();
+    loop {
+        to.extend(items.by_ref().take(per).map(&mut f));
+        let next = items.as_slice().as_ptr() as usize;
+        let upto = next - next % page;
+        if upto > released {
+            // SAFETY: [released, upto) is whole pages inside `items`' buffer, below its first
+            // item not yet moved out: the items there were moved out, and nothing reads that
+            // memory again (the iterator drops only the items it still holds, then frees the
+            // buffer). MADV_DONTNEED only drops the pages' contents; the mapping stays, and a
+            // page touched again (by the allocator, once the buffer is freed) reads as zeros.
+            unsafe {
+                libc::madvise(
+                    released as *mut libc::c_void,
+                    upto - released,
+                    libc::MADV_DONTNEED,
+                );
+            }
+            released = upto;
+        }
+        if items.len() == 0 {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::move_into;
+
+    #[test]
+    fn moved_items_arrive_in_order_through_the_map() {
+        // Large enough to be given back page by page, of a type that owns memory, so that an
+        // item dropped twice or read after its page was dropped would show.
+        let n = 3 * (super::MOVE_RELEASE_BYTES / std::mem::size_of::<String>()) + 17;
+        let from: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let mut to = vec!["first".to_owned()];
+        to.reserve(n);
+        move_into(&mut to, from, |s| s + "!");
+        assert_eq!(to.len(), n + 1);
+        assert_eq!(to[0], "first");
+        for (i, s) in to[1..].iter().enumerate() {
+            assert_eq!(*s, format!("{i}!"));
+        }
+    }
+
+    #[test]
+    fn small_and_empty_arrays_are_copied_whole() {
+        let mut to: Vec<u64> = Vec::new();
+        move_into(&mut to, Vec::<u32>::new(), u64::from);
+        move_into(&mut to, vec![1u32, 2, 3], u64::from);
+        assert_eq!(to, [1, 2, 3]);
+    }
+}

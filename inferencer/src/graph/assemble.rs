@@ -17,6 +17,7 @@ use super::ready::{Close, Ctl, ReadyWait};
 use super::sink::ThreadSink;
 use super::types::TypeTable;
 use super::weak::WeakOrder;
+use crate::memory::move_into;
 use crate::symbols::{ModuleWarning, SkipList};
 
 /// A thread whose leaves array held at least this many leaves (about 8 MiB) gives its freed
@@ -211,26 +212,29 @@ pub(super) fn assemble(
             ..*f
         }));
         let big = out.leaves.capacity() >= RELEASE_LEAVES;
-        for mut l in std::mem::take(&mut out.leaves) {
+        let leaves = std::mem::take(&mut out.leaves);
+        move_into(&mut graph.leaves, leaves, |mut l| {
             l.thread = ThreadId(thread);
             l.ty = LeafTypeId(types[l.ty.index()]);
             l.end_obj = l.end_obj.map(|o| ObjId::new(global(o.get())));
-            graph.leaves.push(l);
-        }
+            l
+        });
         // The largest array goes back before the others are copied.
         if big {
             crate::memory::release_freed_memory();
         }
-        bounds.extend(out.bounds.iter().map(|b| Bound {
+        move_into(&mut bounds, std::mem::take(&mut out.bounds), |b| Bound {
             obj: global(b.obj),
             leaf: b.leaf + base,
-            ..*b
-        }));
-        releases.extend(out.releases.drain(..).map(|k| LockRelease {
-            obj: global(k.obj),
-            leaf: k.leaf + base,
-            ..k
-        }));
+            ..b
+        });
+        move_into(&mut releases, std::mem::take(&mut out.releases), |k| {
+            LockRelease {
+                obj: global(k.obj),
+                leaf: k.leaf + base,
+                ..k
+            }
+        });
         acquires.extend(out.acquires.iter().map(|k| LockAcquire {
             obj: global(k.obj),
             leaf: k.leaf + base,
@@ -243,7 +247,7 @@ pub(super) fn assemble(
         }));
         closes.append(&mut out.closes);
         // Renumbered in place: a section's signal list moves, it is not copied.
-        sections.extend(out.sections.drain(..).map(|mut s| {
+        move_into(&mut sections, std::mem::take(&mut out.sections), |mut s| {
             for (c, l) in &mut s.signals {
                 (*c, *l) = (global(*c), *l + base);
             }
@@ -253,7 +257,7 @@ pub(super) fn assemble(
                 waited: s.waited.map(global),
                 ..s
             }
-        }));
+        });
         ctls.extend(out.ctls.iter().map(|c| Ctl {
             obj: global(c.obj),
             ..*c

@@ -19,6 +19,7 @@
 pub mod check;
 pub mod graph;
 pub mod ids;
+mod leaflist;
 pub mod read;
 pub mod store;
 pub mod task;

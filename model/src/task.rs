@@ -10,8 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{EdgeKind, LeafId, LeafTypeId};
+use crate::graph::{EdgeKind, LeafTypeId};
 pub use crate::ids::TaskTypeId;
+pub use crate::leaflist::LeafList;
 
 /// Version tag of the model JSON. Bumped on any incompatible change.
 pub const MODEL_SCHEMA: &str = "scalpel-model/1";
@@ -69,7 +70,7 @@ pub struct OccRef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Occurrence {
     /// Its leaf instances, ascending.
-    pub leaves: Vec<LeafId>,
+    pub leaves: LeafList,
     /// The occurrence it is part of; `None` at the top level.
     pub parent: Option<OccRef>,
     /// For a loop: its iterations.

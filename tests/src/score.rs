@@ -228,9 +228,18 @@ pub fn score_nested(
         for (mt, mty) in model.types.iter().enumerate() {
             let mut matched = vec![false; members.len()];
             let mut good = 0usize;
-            let occs: Vec<&Vec<LeafId>> = match mty.leaf_type {
-                Some(lt) => by_type.get(lt.index()).into_iter().flatten().collect(),
-                None => mty.occurrences.iter().map(|o| &o.leaves).collect(),
+            let occs: Vec<&[LeafId]> = match mty.leaf_type {
+                Some(lt) => by_type
+                    .get(lt.index())
+                    .into_iter()
+                    .flatten()
+                    .map(Vec::as_slice)
+                    .collect(),
+                None => mty
+                    .occurrences
+                    .iter()
+                    .map(|o| o.leaves.as_slice())
+                    .collect(),
             };
             for leaves in occs.iter().copied() {
                 let mut hit: Option<usize> = None;

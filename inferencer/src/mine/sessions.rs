@@ -178,7 +178,7 @@ pub(super) fn build_sessions(graph: &MineInput<'_>, built: &mut Built, min_suppo
                 session_of.insert(r, me);
             }
             occurrences.push(Occurrence {
-                leaves,
+                leaves: leaves.into(),
                 parent: None,
                 iterations: None,
                 variant: None,

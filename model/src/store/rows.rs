@@ -230,7 +230,7 @@ impl<'de> Deserialize<'de> for OwnedTypeOccurrences {
         Ok(OwnedTypeOccurrences(
             rows.into_iter()
                 .map(|r| Occurrence {
-                    leaves: r.leaves.0,
+                    leaves: r.leaves.0.into(),
                     parent: r.parent,
                     iterations: r.iterations,
                     variant: r.variant,

@@ -159,9 +159,8 @@ impl<'a> Evaluator<'a> {
             let pred = self
                 .idx
                 .preds(cur.1)
-                .iter()
-                .filter(|&&(f, _)| f != cur.1 && self.mark[f as usize] == self.stamp)
-                .map(|&(f, _)| (self.completion(f), f))
+                .filter(|&(f, _)| f != cur.1 && self.mark[f as usize] == self.stamp)
+                .map(|(f, _)| (self.completion(f), f))
                 .filter(|&(c, _)| c <= cur.0)
                 .max();
             match pred {

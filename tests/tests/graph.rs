@@ -2,7 +2,7 @@
 //! (`samples/TRUTH.md`): every true edge found, no false one, none from mutex order.
 
 use scalpel_e2e::*;
-use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::graph::{EdgeKind, Graph, NodeId, ObjId, OpName};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -609,4 +609,45 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
             "fdatasync site {site:?}"
         );
     }
+}
+
+#[test]
+fn semaphores_used_as_a_lock_give_no_edges_and_cut_no_leaf() {
+    let run = record(&build_c("semlock", "semlock", &[]), &[]).success();
+    let out = run.tmp.path().join("graph");
+    let o = infer(&run.dir, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    let thread = |l: NodeId| g.threads[g.leaves[l.index()].thread.index()].name.as_str();
+    let kind = |o: ObjId| g.objects[o.get() as usize].kind.as_str();
+    // Every semaphore edge is a completion, from a worker to the client: none is a hand-over
+    // of the lock between two workers.
+    let sem: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Sem).collect();
+    assert_eq!(sem.len(), 4 * 200, "one completion edge per request");
+    for e in &sem {
+        assert!(thread(e.from).starts_with("worker"), "{e:?}");
+        assert_eq!(thread(e.to), "client", "{e:?}");
+    }
+    // The workers' own semaphores are the lock's: in the lock table, with their waits.
+    let waits: Vec<_> = g.locks.iter().filter(|l| kind(l.obj) == "sem").collect();
+    assert!(
+        !waits.is_empty(),
+        "the hand-over semaphores are locks: {:?}",
+        g.locks
+    );
+    assert!(
+        waits.iter().map(|l| l.contended).sum::<u64>() > 0,
+        "{waits:?}"
+    );
+    // A request is one leaf, from the read of the request to the completion's post, whether
+    // or not its worker waited for the lock on the way.
+    let op = |o: Option<OpName>| o.map(OpName::name).unwrap_or_default();
+    let mut requests = 0;
+    for (i, l) in g.leaves.iter().enumerate() {
+        if thread(NodeId(i as u32)).starts_with("worker") && op(l.start_op) == "read" {
+            assert_eq!(op(l.end_op), "sem_post", "leaf {i}: {l:?}");
+            requests += 1;
+        }
+    }
+    assert_eq!(requests, 4 * 200);
 }

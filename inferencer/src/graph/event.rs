@@ -85,6 +85,19 @@ impl LocalObj {
     }
 }
 
+/// Whether `op` is a semaphore's post or a wait on one.
+pub(super) fn sem_op(op: u8) -> bool {
+    matches!(
+        Op::from_u8(op),
+        Some(Op::SemPost | Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait)
+    )
+}
+
+/// Whether `op` can be lock traffic on an object used as a lock (see [`super::futexlocks`]).
+pub(super) fn lock_op(op: u8) -> bool {
+    op == Op::FutexWait as u8 || op == Op::FutexWake as u8 || sem_op(op)
+}
+
 /// Whether `op` sends a signal.
 pub(super) fn sends(op: Op) -> bool {
     matches!(

@@ -1,4 +1,4 @@
-//! Futex words used as locks: their waits and wakes are lock traffic, not cuts.
+//! Futex words and semaphores used as locks: their waits and wakes are lock traffic, not cuts.
 //!
 //! Rust's `std::sync::Mutex` (and any futex lock outside glibc, whose own lock calls the agent
 //! sees as `pthread_mutex_*`) reaches the kernel only when contended: a locker waits on the word
@@ -14,8 +14,20 @@
 //! replicated-store sender, once in 800 sends, made its send a leaf type of its own). Such a
 //! wake can have no edge, so it is no cut either.
 //!
+//! A semaphore is a lock in the same sense when it passes the turn from one piece of work to
+//! another that was already under way: its posts and successful waits sit inside tasks, the
+//! thread carrying on with the same work on both sides (strong program edges; see
+//! [`super::weak`]). PostgreSQL's per-backend semaphores are that: a backend waiting
+//! for a lightweight lock sleeps on its own semaphore in the middle of a statement, and the
+//! backend releasing the lock posts it in the middle of its own (a WAL flush, mostly), so each
+//! post joined two unrelated statements, and each combination of joins made a task type (112 of
+//! them covered 95% of the leaves). A semaphore that hands work over keeps its edges: its waiter
+//! waits for new work (the producer/consumer of the `handoff` sample), or its poster goes back
+//! for more right after posting (a pool's worker posting a client's completion, the `tasks`
+//! sample's ping-pong).
+//!
 //! Files are cut as they are decoded, so the few files that touched a lock word are decoded
-//! again with the words known. Traces without futex locks (C programs) pay nothing.
+//! again with the words known. Traces without futex locks or semaphores pay nothing.
 
 use std::sync::Arc;
 
@@ -24,7 +36,7 @@ use rayon::prelude::*;
 use scalpel_model::format::Op;
 use scalpel_model::read::{read_file_streaming, FileSink, ProcessSinks, TraceDir};
 
-use super::event::{ObjName, HAS_X, NO_OBJ};
+use super::event::{lock_op, sem_op, ObjName, HAS_X, NO_OBJ};
 use super::leaves::Bound;
 use super::sink::ThreadSink;
 
@@ -36,32 +48,96 @@ pub(super) fn waits_like_a_lock(b: &Bound) -> bool {
     b.flags & HAS_X != 0 && b.x == LOCKED_WITH_WAITERS
 }
 
-/// The name of every futex word all of whose waits (if any) expected 2.
+/// Whether a semaphore call sits inside a task: a successful wait starts leaf `b.leaf` and the
+/// program edge into it is strong (the waiter was not waiting for new work); a post ends leaf
+/// `b.leaf`, and the edges out of it and out of the next leaf are strong (the poster carries
+/// on, rather than going back for work once it has posted, as a worker that posts a client's
+/// completion does).
+fn inside_a_task(b: &Bound, weak: &[bool]) -> bool {
+    let strong = |i: Option<usize>| i.and_then(|i| weak.get(i)).is_some_and(|&w| !w);
+    let l = b.leaf as usize;
+    if b.op == Op::SemPost as u8 {
+        strong(Some(l)) && strong(Some(l + 1))
+    } else {
+        strong(l.checked_sub(1))
+    }
+}
+
+/// Fewest successful waits on a semaphore taken as a lock: a semaphore posted and waited on once
+/// (a child process telling its parent it is done, in the middle of both) says too little of how
+/// it is used, and keeps its edge.
+const LOCK_WAITS: u32 = 3;
+
+/// A semaphore's posts and successful waits, and how many of each sat inside a task.
+#[derive(Default)]
+struct SemCalls {
+    posts: u32,
+    posts_inside: u32,
+    waits: u32,
+    waits_inside: u32,
+}
+
+impl SemCalls {
+    /// Waited on at least [`LOCK_WAITS`] times, and at least three in four of its posts and of
+    /// its waits inside a task. Not every one: the weak edges are a guess at where a thread goes
+    /// back for work, and one PostgreSQL recording had 6% of its semaphore posts and 0.1% of its
+    /// waits next to one (the `handoff` sample's waits, the `tasks` sample's ping-pong replies
+    /// and a pool's completions sit at one every time).
+    fn like_a_lock(&self) -> bool {
+        let most = |part: u32, all: u32| u64::from(part) * 4 >= u64::from(all) * 3;
+        self.waits >= LOCK_WAITS
+            && most(self.waits_inside, self.waits)
+            && most(self.posts_inside, self.posts)
+    }
+}
+
+/// The name of every futex word all of whose waits (if any) expected 2, and of every semaphore
+/// used as a lock ([`SemCalls::like_a_lock`]).
 pub(super) fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName> {
     // Per word: whether every wait so far expected 2.
     let mut words: AHashMap<ObjName, bool> = AHashMap::new();
+    let mut sems: AHashMap<ObjName, SemCalls> = AHashMap::new();
     for (pi, out) in sinks.iter().enumerate().flat_map(|(pi, p)| {
         p.threads
             .iter()
             .filter_map(move |s| s.out.as_ref().map(|o| (pi, o)))
     }) {
         for b in &out.bounds {
-            let wait = b.op == Op::FutexWait as u8;
-            if !(wait || b.op == Op::FutexWake as u8) || b.obj == NO_OBJ {
+            if b.obj == NO_OBJ || !lock_op(b.op) {
                 continue;
             }
             let Some(o) = out.objs.get(b.obj as usize) else {
                 continue;
             };
+            if sem_op(b.op) {
+                let post = b.op == Op::SemPost as u8;
+                if !post && b.res != 0 {
+                    continue;
+                }
+                let s = sems.entry(o.name(pi)).or_default();
+                let inside = u32::from(inside_a_task(b, &out.weak.weak));
+                if post {
+                    s.posts += 1;
+                    s.posts_inside += inside;
+                } else {
+                    s.waits += 1;
+                    s.waits_inside += inside;
+                }
+                continue;
+            }
             let lock = words.entry(o.name(pi)).or_insert(true);
-            if wait {
+            if b.op == Op::FutexWait as u8 {
                 *lock &= waits_like_a_lock(b);
             }
         }
     }
+    let sems = sems
+        .into_iter()
+        .filter_map(|(k, c)| c.like_a_lock().then_some(k));
     words
         .into_iter()
         .filter_map(|(k, lock)| lock.then_some(k))
+        .chain(sems)
         .collect()
 }
 
@@ -79,7 +155,7 @@ pub(super) fn recut(
     let touches = |pi: usize, s: &ThreadSink| {
         s.out.as_ref().is_some_and(|out| {
             out.bounds.iter().any(|b| {
-                (b.op == Op::FutexWait as u8 || b.op == Op::FutexWake as u8)
+                lock_op(b.op)
                     && out
                         .objs
                         .get(b.obj as usize)

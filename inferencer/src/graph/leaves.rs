@@ -361,15 +361,20 @@ impl Cutter {
     }
 
     /// Takes the next event of the thread; `o` is its object. `lock_word`: the object is a
-    /// futex word used as a lock (see [`super::futexlocks`]), so its waits and wakes are lock
-    /// acquisitions and releases, not cuts.
+    /// futex word or a semaphore used as a lock (see [`super::futexlocks`]), so its waits and
+    /// wakes (posts) are lock acquisitions and releases, not cuts.
     pub(super) fn feed(&mut self, e: &Ev, o: Option<&LocalObj>, lock_word: bool) {
         let at = self.n;
         self.n = self.n.saturating_add(1);
         let op = Op::from_u8(e.op);
         let cls = match op {
             Some(Op::FutexWait) if lock_word => Class::LockAcquire,
-            Some(Op::FutexWake) if lock_word => Class::LockRelease,
+            Some(Op::FutexWake | Op::SemPost) if lock_word => Class::LockRelease,
+            Some(Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait)
+                if lock_word =>
+            {
+                Class::LockAcquire
+            }
             _ => class(op, e, o),
         };
         let ret = e.ticks.saturating_add(e.dur);

@@ -19,7 +19,7 @@ pub(super) struct ThreadSink {
     by_file_index: Vec<u32>,
     objs: Vec<LocalObj>,
     cut: Cutter,
-    /// Futex words used as locks (see [`super::futexlocks`]).
+    /// Futex words and semaphores used as locks (see [`super::futexlocks`]).
     lock_words: Option<Arc<AHashSet<ObjName>>>,
     /// The index of the file's process, which names its process-scoped objects.
     process: usize,
@@ -183,10 +183,10 @@ impl FileSink for ThreadSink {
         }
         self.last_obj = obj;
         let o = self.objs.get(obj as usize);
-        // Only futex calls can be lock traffic; other events skip the lookup.
-        let futex = matches!(e.op, Some(Op::FutexWait | Op::FutexWake));
+        // Only futex and semaphore calls can be lock traffic; other events skip the lookup.
+        let traffic = e.op.is_some_and(|op| super::event::lock_op(op as u8));
         let lock_word = match (&self.lock_words, o) {
-            (Some(words), Some(o)) if futex => words.contains(&o.name(self.process)),
+            (Some(words), Some(o)) if traffic => words.contains(&o.name(self.process)),
             _ => false,
         };
         self.cut.feed(&ev, o, lock_word);

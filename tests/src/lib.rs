@@ -4,8 +4,10 @@
 //! The agent and the `scalpel` binary are taken from the same target directory as the running
 //! test; the README's test command builds the workspace before testing.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub mod edit;
 pub mod fuzzinput;
@@ -197,10 +199,57 @@ pub fn record_flags(
         .args(flags)
         .arg("--")
         .arg(prog)
-        .args(args);
+        .args(args)
+        .stdin(Stdio::null());
     adjust(&mut cmd);
-    let out = cmd.output().expect("scalpel runs");
+    let out = output_within(cmd, prog, RECORD_TIMEOUT);
     Run { tmp, dir, out }
+}
+
+/// How long a recorded test program may run: a sample that hangs (a lost wakeup in the sample,
+/// or a deadlock the agent caused) fails its test instead of hanging the whole test run.
+pub const RECORD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `cmd.output()`, run in a process group of its own that is killed, with a panic naming
+/// `prog`, when it has not exited within `limit`.
+pub fn output_within(mut cmd: Command, prog: &Path, limit: Duration) -> Output {
+    use std::os::unix::process::CommandExt;
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("scalpel runs");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waits for scalpel") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let group = i32::try_from(child.id()).expect("pid fits");
+            // SAFETY: kill(2) on the process group this function made (the recorder and the
+            // program it runs), which nothing else shares.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            let _ = child.wait();
+            panic!(
+                "{} did not finish within {limit:?} under scalpel record; killed",
+                prog.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().expect("stdout read"),
+        stderr: err.join().expect("stderr read"),
+    }
 }
 
 /// Runs `prog args…` under `scalpel record`, waits for the first line it prints (its pid),
@@ -293,4 +342,33 @@ pub fn folded(o: &Output) -> Vec<(String, u64)> {
             (s.to_owned(), n.parse().expect("a count"))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_past_its_time_is_killed_and_named() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("60");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            output_within(cmd, Path::new("sleep"), Duration::from_millis(300))
+        }));
+        let msg = r
+            .expect_err("killed")
+            .downcast::<String>()
+            .expect("a message");
+        assert!(msg.contains("sleep did not finish within"), "{msg}");
+    }
+
+    #[test]
+    fn a_program_in_time_gives_its_output() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let o = output_within(cmd, Path::new("sh"), RECORD_TIMEOUT);
+        assert_eq!(o.status.code(), Some(3));
+        assert_eq!(o.stdout, b"out\n");
+        assert_eq!(o.stderr, b"err\n");
+    }
 }

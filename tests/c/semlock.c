@@ -9,8 +9,8 @@
  * the queue by posting that semaphore. So every post and wait on a `wake` semaphore sits in the
  * middle of a request (lock order, no cause), while `done` carries each reply to the client.
  *
- * Prints the number of hand-overs and exits 2 when there were fewer than 10 (the lock was never
- * contended enough to test anything). */
+ * Prints the number of hand-overs and exits 2 when a worker was handed the lock fewer than
+ * ROUNDS / 4 times (the lock was not contended enough to test anything). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <semaphore.h>
@@ -25,7 +25,7 @@
 static int req[WORKERS][2];
 static sem_t wake[WORKERS], done;
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static int held, queue[WORKERS], queued, handovers;
+static int held, queue[WORKERS], queued, handovers, handed[WORKERS];
 static volatile uint64_t sink;
 
 static void must(int ok, const char *what) {
@@ -64,6 +64,7 @@ static void lock_release(void) {
     for (int i = 1; i < queued; i++) queue[i - 1] = queue[i];
     queued--;
     handovers++;
+    handed[next]++;
     pthread_mutex_unlock(&m);
     must(sem_post(&wake[next]) == 0, "sem_post wake");
 }
@@ -78,7 +79,10 @@ static void *worker(void *arg) {
         must(read(req[me][0], &c, 1) == 1, "read request");
         spin(200);
         lock_acquire(me);
-        spin(50000);
+        /* Long enough, asleep, that the other workers (sent their requests at the same time)
+         * arrive and queue: every worker waits on its semaphore in most rounds. */
+        usleep(300);
+        spin(2000);
         lock_release();
         spin(200);
         must(sem_post(&done) == 0, "sem_post done");
@@ -96,12 +100,19 @@ int main(void) {
         must(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i) == 0, "pthread_create");
     }
     for (int r = 0; r < ROUNDS; r++) {
-        for (int i = 0; i < WORKERS; i++) must(write(req[i][1], "x", 1) == 1, "write request");
+        /* Each round starts with another worker, so that each is handed the lock as often. */
+        for (int k = 0; k < WORKERS; k++) {
+            int i = (r + k) % WORKERS;
+            must(write(req[i][1], "x", 1) == 1, "write request");
+        }
         for (int i = 0; i < WORKERS; i++)
             while (sem_wait(&done) != 0) {
             }
     }
     for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
-    printf("handovers %d\n", handovers);
-    return handovers < 10 ? 2 : 0;
+    int fewest = ROUNDS;
+    for (int i = 0; i < WORKERS; i++)
+        if (handed[i] < fewest) fewest = handed[i];
+    printf("handovers %d fewest %d\n", handovers, fewest);
+    return fewest < ROUNDS / 4 ? 2 : 0;
 }

@@ -612,6 +612,65 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
 }
 
 #[test]
+fn latches_set_to_hand_a_lock_over_give_no_edges_and_cut_no_leaf() {
+    let run = record(&build_c("latch", "latch", &[]), &[]).success();
+    let handovers = run.printed("handovers", "handovers");
+    let flushes = run.printed("handovers", "flushes");
+    assert!(handovers >= 200, "{}", run.stdout());
+    let out = run.tmp.path().join("graph");
+    let o = infer(&run.dir, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let g = load_graph(&out);
+    let thread = |l: u32| g.threads[g.leaves[l as usize].thread.index()].name.as_str();
+    let worker = |l: u32| thread(l).starts_with("worker");
+    // A kill that hands the lock to a worker waiting on its latch in the middle of a request
+    // is lock order: no edge. Those that set the flusher's latch (it waits for work at the
+    // head of its loop) keep theirs, one per kill.
+    let signals: Vec<_> = g
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Signal)
+        .collect();
+    for e in &signals {
+        assert!(worker(e.from.0), "{e:?}");
+        assert_eq!(thread(e.to.0), "flusher", "{e:?}");
+    }
+    assert_eq!(signals.len() as u64, flushes);
+    // A request is one leaf, from the read of the request to the reply, unless its worker set
+    // the flusher's latch on the way: the hand-over's kill and the wait cut nothing.
+    let op = |o: Option<OpName>| o.map(OpName::name).unwrap_or_default();
+    let mut requests = 0;
+    for (i, l) in g.leaves.iter().enumerate() {
+        if !worker(i as u32) {
+            continue;
+        }
+        assert!(
+            op(l.start_op) != "epoll_wait" && op(l.end_op) != "epoll_wait",
+            "leaf {i}: {l:?}"
+        );
+        if op(l.start_op) == "recv" {
+            requests += 1;
+        }
+    }
+    assert_eq!(requests, 4 * 200);
+    // The waits are lock time inside their requests.
+    let waited: u64 = g
+        .leaves
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| worker(*i as u32))
+        .map(|(_, l)| l.lock_ns)
+        .sum();
+    assert!(waited > 0);
+    assert!(
+        g.inner_waits
+            .iter()
+            .any(|w| w.op.name() == "epoll_wait" && worker(w.leaf.0)),
+        "no latch wait inside a worker's leaf"
+    );
+}
+
+#[test]
 fn semaphores_used_as_a_lock_give_no_edges_and_cut_no_leaf() {
     let run = record(&build_c("semlock", "semlock", &[]), &[]).success();
     let out = run.tmp.path().join("graph");

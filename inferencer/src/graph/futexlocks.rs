@@ -37,6 +37,7 @@ use scalpel_model::format::Op;
 use scalpel_model::read::{read_file_streaming, FileSink, ProcessSinks, TraceDir};
 
 use super::event::{lock_op, sem_op, ObjName, HAS_X, NO_OBJ};
+use super::latches::Uncut;
 use super::leaves::Bound;
 use super::sink::ThreadSink;
 
@@ -141,15 +142,17 @@ pub(super) fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName
         .collect()
 }
 
-/// Cuts again, with `words` known, every thread file that waited on or woke one of them. A file
-/// that cannot be read again, or reads differently (it grew), keeps its first cut.
+/// Cuts again, with `words` and the latch wake-ups known (see [`super::latches`]), every
+/// thread file that waited on or woke one of the words or made a latch wake-up. A file that
+/// cannot be read again, or reads differently (it grew), keeps its first cut.
 pub(super) fn recut(
     trace: &TraceDir,
     sinks: &mut [ProcessSinks<ThreadSink>],
     words: AHashSet<ObjName>,
+    mut uncut: Uncut,
     lock_cuts: bool,
 ) {
-    if words.is_empty() {
+    if words.is_empty() && uncut.is_empty() {
         return;
     }
     let touches = |pi: usize, s: &ThreadSink| {
@@ -166,17 +169,18 @@ pub(super) fn recut(
     let mut jobs = Vec::new();
     for (pi, p) in sinks.iter().enumerate() {
         for (fi, s) in p.threads.iter().enumerate() {
-            if touches(pi, s) {
-                jobs.push((pi, fi, s.events));
+            let latch = uncut.remove(&(pi, fi)).unwrap_or_default();
+            if !latch.is_empty() || touches(pi, s) {
+                jobs.push((pi, fi, s.events, latch));
             }
         }
     }
     let words = Arc::new(words);
     let redone: Vec<(usize, usize, ThreadSink)> = jobs
         .into_par_iter()
-        .filter_map(|(pi, fi, events)| {
+        .filter_map(|(pi, fi, events, latch)| {
             let file = trace.processes.get(pi)?.threads.get(fi)?;
-            let mut sink = ThreadSink::with_lock_words(Arc::clone(&words), pi, lock_cuts);
+            let mut sink = ThreadSink::with_lock_words(Arc::clone(&words), pi, lock_cuts, latch);
             read_file_streaming(&file.path, &mut sink).ok()?;
             (sink.events == events).then(|| {
                 sink.finish(file);

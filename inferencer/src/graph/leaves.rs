@@ -34,6 +34,9 @@ pub(super) enum Class {
     LockRelease,
     /// A sleep.
     Sleep,
+    /// A latch wait that a lock's release ended (see [`super::latches`]): time counted as
+    /// lock wait, with no lock table row (the latch is no lock object).
+    LatchWait,
     /// Anything else: time counted in the leaf; file I/O bytes counted too.
     Other,
 }
@@ -263,6 +266,13 @@ pub(super) struct Cutter {
     open_file: (u64, u64),
     /// The thread's mutex sections, for queue hand-offs.
     queues: Tracker,
+    /// Events (indices in file order, sorted) that are latch wake-ups: no cut.
+    latch: Vec<u32>,
+    /// The next of `latch` to come.
+    latch_next: usize,
+    /// The last event was a latch wait: the READY record after it lists nothing a leaf
+    /// started with.
+    latch_ready: bool,
 }
 
 impl Cutter {
@@ -281,7 +291,16 @@ impl Cutter {
             cpu_last: None,
             open_file: (0, 0),
             queues: Tracker::default(),
+            latch: Vec::new(),
+            latch_next: 0,
+            latch_ready: false,
         }
+    }
+
+    /// The events (indices in file order, sorted) that are latch wake-ups and cut nothing.
+    pub(super) fn latch_wakeups(&mut self, events: Vec<u32>) {
+        self.latch = events;
+        self.latch_next = 0;
     }
 
     /// Closes the open leaf; `e` is the call that ends it, if one does.
@@ -367,7 +386,17 @@ impl Cutter {
         let at = self.n;
         self.n = self.n.saturating_add(1);
         let op = Op::from_u8(e.op);
+        let latch = self.latch.get(self.latch_next) == Some(&at);
+        if latch {
+            self.latch_next += 1;
+        }
+        self.latch_ready = false;
         let cls = match op {
+            Some(op) if latch && sends(op) => Class::Other,
+            Some(_) if latch => {
+                self.latch_ready = true;
+                Class::LatchWait
+            }
             Some(Op::FutexWait) if lock_word => Class::LockAcquire,
             Some(Op::FutexWake | Op::SemPost) if lock_word => Class::LockRelease,
             Some(Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait)
@@ -441,6 +470,12 @@ impl Cutter {
                 }
                 self.inner(e);
             }
+            Class::LatchWait => {
+                if let Some((leaf, _)) = self.cur.as_mut() {
+                    leaf.lock_ns += e.dur;
+                }
+                self.inner(e);
+            }
             Class::Other => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
                     leaf.other_ns += e.dur;
@@ -483,7 +518,7 @@ impl Cutter {
     /// What the readiness wait just fed reported, on epoll instance `epoll` (0: poll, select).
     pub(super) fn ready(&mut self, r: &Ready, epoll: u64) {
         // The wait cut the thread: the open leaf is the one it started.
-        if self.cur.is_some() && !r.values.is_empty() {
+        if self.cur.is_some() && !r.values.is_empty() && !self.latch_ready {
             self.out.ready.push(ReadyWait {
                 leaf: self.out.leaves.len() as u32,
                 epoll,

@@ -15,6 +15,7 @@ mod event;
 mod eventloop;
 mod filter;
 mod futexlocks;
+mod latches;
 mod leaves;
 mod locks;
 mod naming;
@@ -145,7 +146,8 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     // Reading grew every thread's arrays by doubling; the blocks they left are garbage.
     crate::memory::release_freed_memory();
     let words = futexlocks::lock_words(&sinks);
-    futexlocks::recut(&trace, &mut sinks, words, opts.lock_cuts);
+    let uncut = latches::latch_wakeups(&trace, &sinks);
+    futexlocks::recut(&trace, &mut sinks, words, uncut, opts.lock_cuts);
     let mut warnings: Vec<GraphWarning> = trace
         .take_warnings()
         .into_iter()

@@ -26,7 +26,7 @@ pub(super) const ENTERED_WITHIN_NS: u64 = 10_000_000;
 
 /// Whether a leaf started by `op` began at the return of a call a signal can end: a
 /// dequeue-like wait (see `weak`), a readiness wait, an accept or a join.
-fn blocking(op: Op) -> bool {
+pub(super) fn blocking(op: Op) -> bool {
     use Op::*;
     dequeue_like(op)
         || matches!(

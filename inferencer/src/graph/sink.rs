@@ -72,15 +72,20 @@ impl ThreadSink {
     }
 
     /// A sink for a file of process `process` that treats the futex words in `lock_words` as
-    /// locks.
+    /// locks, and the events at `latch` (indices in file order, sorted) as latch wake-ups (see
+    /// [`super::latches`]).
     pub(super) fn with_lock_words(
         lock_words: Arc<AHashSet<ObjName>>,
         process: usize,
         lock_cuts: bool,
+        latch: Vec<u32>,
     ) -> Self {
+        let mut cut = Cutter::new(lock_cuts);
+        cut.latch_wakeups(latch);
         ThreadSink {
             lock_words: Some(lock_words),
             process,
+            cut,
             ..ThreadSink::new(lock_cuts)
         }
     }

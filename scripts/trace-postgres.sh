@@ -3,9 +3,11 @@
 # `scalpel record` while pgbench loads it (`pgbench -i -s 5`, then `pgbench -c 8 -j 2 -T 5`),
 # then builds the causal graph and prints the figures of the hand-offs issue: the WAL flushes on
 # the commit path as storage waits (fdatasync with XLogFlush in its stack), the titles the
-# server's processes gave themselves (walwriter, checkpointer, background writer, backends), and
-# how many row-lock sleeps in ProcSleep have their waker (a latch's signal). pgbench itself is
-# not traced.
+# server's processes gave themselves (walwriter, checkpointer, background writer, backends), the
+# row-lock sleeps in ProcSleep (lock time inside their statements; those that cut one must have
+# their waker, a latch's signal), and the figures of "one request, one task type", failing under
+# its targets (90% of the statements in the request task, 90% of those top-level or in a
+# session, at most 10 types for 95% of the leaves). pgbench itself is not traced.
 #
 # Usage: scripts/trace-postgres.sh [TRACE_DIR]     (default: target/postgres-trace)
 # Needs postgresql (installed with apt-get when missing and run as root). PostgreSQL refuses to
@@ -78,7 +80,8 @@ python3 "$PWD/scripts/pg-figures.py" "$OUT/model" || status=1
 # the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
 # recording wrote).
 tx=$(awk '/number of transactions actually processed/ { split($6, a, "/"); print a[1] }' "$WORK/pgbench.txt")
-python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send --needs recv --min-in-session 0.95 \
+python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send --needs recv \
+    --min-share 0.9 --min-top 0.9 --max-types 10 --min-in-session 0.95 \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 # Where the waiting ends (issue 26): the knots, and the report naming the first.
 scripts/print-knots.sh "$SCALPEL" "$OUT/model" "$WORK" || status=1

@@ -173,3 +173,17 @@ pub struct Model {
     /// part of no task.
     pub leaf_parent: Vec<Option<OccRef>>,
 }
+
+impl Model {
+    /// Each type's first number when all occurrences are numbered in one sequence (type by type,
+    /// then by index), and how many there are in all: for arrays indexed by occurrence.
+    pub fn occurrence_bases(&self) -> (Vec<usize>, usize) {
+        let mut base = Vec::with_capacity(self.types.len());
+        let mut n = 0usize;
+        for ty in &self.types {
+            base.push(n);
+            n += ty.occurrences.len();
+        }
+        (base, n)
+    }
+}

@@ -245,8 +245,8 @@ impl<'m> ChildFold<'m> {
 /// the leaf id), in one array. A map from each occurrence to a vector of its children took 45
 /// MiB on a 1.77M-event nginx recording; this takes a quarter.
 pub(super) struct Children {
-    /// Per type: the global number of its first occurrence.
-    base: Vec<u32>,
+    /// Per type: the global number of its first occurrence ([`Model::occurrence_bases`]).
+    base: Vec<usize>,
     /// Per occurrence (by global number): where its children start in `kids`, and where the
     /// last one's end.
     start: Vec<u32>,
@@ -255,16 +255,11 @@ pub(super) struct Children {
 
 impl Children {
     pub(super) fn of(g: &Graph, model: &Model) -> Children {
-        let mut base = Vec::with_capacity(model.types.len());
-        let mut n = 0u32;
-        for ty in &model.types {
-            base.push(n);
-            n += ty.occurrences.len() as u32;
-        }
+        let (base, n) = model.occurrence_bases();
         let global = |p: OccRef| -> Option<usize> {
             let ty = model.types.get(p.ty.index())?;
             ((p.index as usize) < ty.occurrences.len())
-                .then(|| (base[p.ty.index()] + p.index) as usize)
+                .then(|| base[p.ty.index()] + p.index as usize)
         };
         // Every (parent, child) in the order the children are listed: occurrences by type and
         // index, then leaves by id.
@@ -292,13 +287,13 @@ impl Children {
                 });
             occs.chain(leaves)
         };
-        let mut start = vec![0u32; n as usize + 1];
+        let mut start = vec![0u32; n + 1];
         for (p, _) in pairs() {
             if let Some(at) = global(p) {
                 start[at + 1] += 1;
             }
         }
-        for i in 0..n as usize {
+        for i in 0..n {
             start[i + 1] += start[i];
         }
         let mut fill = start.clone();
@@ -306,7 +301,7 @@ impl Children {
             ty: TaskTypeId(0),
             index: 0,
         };
-        let mut kids = vec![none; start[n as usize] as usize];
+        let mut kids = vec![none; start[n] as usize];
         for (p, child) in pairs() {
             if let Some(at) = global(p) {
                 kids[fill[at] as usize] = child;
@@ -326,11 +321,11 @@ impl Children {
             .base
             .get(t + 1)
             .copied()
-            .unwrap_or(self.start.len() as u32 - 1);
-        if of.index >= end - base {
+            .unwrap_or(self.start.len() - 1);
+        if of.index as usize >= end - base {
             return &[];
         }
-        let at = (base + of.index) as usize;
+        let at = base + of.index as usize;
         &self.kids[self.start[at] as usize..self.start[at + 1] as usize]
     }
 }

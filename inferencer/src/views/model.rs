@@ -269,12 +269,7 @@ impl<'m> Paths<'m> {
         };
         // An occurrence lies on the chains of all its leaves, always at the same trie node: it
         // is counted there from the first of them (by its number among all occurrences).
-        let mut base = Vec::with_capacity(model.types.len());
-        let mut n = 0usize;
-        for t in &model.types {
-            base.push(n);
-            n += t.occurrences.len();
-        }
+        let (base, n) = model.occurrence_bases();
         let mut counted = vec![false; n];
         // Occurrences per trie node (a map keyed by every prefix cost a copy of it per leaf and
         // level: quadratic in the model's depth).

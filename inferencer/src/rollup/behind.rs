@@ -37,7 +37,8 @@ fn overlap(a: u64, b: u64, from: u64, to: u64) -> u64 {
 /// Charges the gap `from..to`, in which `leaf` waited for its thread, to the thread's earlier
 /// leaves, appending to `out` (at most `to - from` in all). Idle waits (the
 /// thread waiting for new work) and time no leaf covers stay uncharged: that is the thread
-/// waking up, not work in the way.
+/// waking up, not work in the way. Returns the time left unexamined when the walk stopped at
+/// [`MAX_BEHIND`] leaves.
 pub(super) fn charge(
     g: &Graph,
     idx: &GraphIndex,
@@ -45,18 +46,24 @@ pub(super) fn charge(
     from: u64,
     to: u64,
     out: &mut Vec<Behind>,
-) {
+) -> u64 {
     let thread = g.leaves[leaf as usize].thread;
     let mut left = to.saturating_sub(from);
     let mut p = leaf;
     let mut walked = 0;
-    while left > 0 && p > 0 && walked < MAX_BEHIND {
+    // The earliest time the walk has looked at.
+    let mut reached = to;
+    while left > 0 && p > 0 {
+        if walked == MAX_BEHIND {
+            return reached.saturating_sub(from).min(left);
+        }
         p -= 1;
         walked += 1;
         let l = &g.leaves[p as usize];
         if l.thread != thread || l.end_ns + l.block_ns <= from {
             break;
         }
+        reached = l.start_ns.max(from);
         let mut add = |kind: Option<BlockKind>, ns: u64| {
             let ns = ns.min(left);
             if ns > 0 {
@@ -89,4 +96,5 @@ pub(super) fn charge(
             break;
         }
     }
+    0
 }

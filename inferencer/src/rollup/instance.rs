@@ -13,6 +13,14 @@
 //! inner waits in proportion, plus [`BlockKind::Queued`] when it started later than its
 //! predecessor completed (its thread was busy elsewhere or not yet scheduled). Queued time is
 //! further charged to what the thread was busy with ([`super::behind`]).
+//!
+//! A leaf with no predecessor inside the instance steps back to the instance's previous leaf on
+//! its own thread, when there is one: a session's requests on one connection are joined only
+//! through the thread's waits for the next request, which belong to no request and so to no
+//! session either. The gap between them is the thread's own time outside the instance: what it
+//! did for other work is queued (and charged as above), and its waits for new work are
+//! [`BlockKind::Idle`], the client's turn. Without this step the path of a PostgreSQL session
+//! was its last statement alone (under 1 ms of a 4 s session).
 
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Graph, LeafId};
@@ -152,8 +160,9 @@ impl<'a> Evaluator<'a> {
                 cpu_ns = Some(cpu_ns.unwrap_or(0) + c);
             }
         }
-        // Walk back from the leaf that completed last.
-        let mut chain = vec![last.1];
+        // Walk back from the leaf that completed last. Each link says whether it is a step back
+        // along the leaf's own thread over a gap (no edge inside the instance).
+        let mut chain = vec![(last.1, false)];
         let mut cur = last;
         while chain.len() < leaves.len() {
             let pred = self
@@ -163,24 +172,27 @@ impl<'a> Evaluator<'a> {
                 .map(|(f, _)| (self.completion(f), f))
                 .filter(|&(c, _)| c <= cur.0)
                 .max();
-            match pred {
-                Some(p) => {
-                    chain.push(p.1);
-                    cur = p;
-                }
-                None => break,
-            }
+            let (p, gap) = match pred {
+                Some(p) => (p, false),
+                None => match self.earlier_on_thread(leaves, cur) {
+                    Some(p) => (p, true),
+                    None => break,
+                },
+            };
+            chain.last_mut().expect("the chain starts with a leaf").1 = gap;
+            chain.push((p.1, false));
+            cur = p;
         }
         chain.reverse();
         let mut path = Vec::with_capacity(chain.len());
         let mut enabled = None;
-        for &l in &chain {
+        for &(l, gap) in &chain {
             let done = self.completion(l);
-            path.push(self.step(l, enabled, done));
+            path.push(self.step(l, enabled, done, gap));
             enabled = Some(done);
         }
         Instance {
-            start_ns: start.min(g.leaves[chain[0] as usize].start_ns),
+            start_ns: start.min(g.leaves[chain[0].0 as usize].start_ns),
             end_ns: last.0.max(start),
             path,
             bytes_in,
@@ -189,9 +201,21 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// The instance's previous leaf on the thread of `cur` (a leaf and its completion), when it
+    /// completed by `cur`'s completion. `leaves` is ascending, and a thread's leaves are
+    /// numbered consecutively, so it is the one before `cur` when on the same thread.
+    fn earlier_on_thread(&self, leaves: &[LeafId], cur: (u64, u32)) -> Option<(u64, u32)> {
+        let i = leaves.binary_search(&LeafId(cur.1)).ok()?;
+        let p = leaves.get(i.checked_sub(1)?)?.0;
+        let thread = |l: u32| self.g.leaves[l as usize].thread;
+        let c = self.completion(p);
+        (thread(p) == thread(cur.1) && c <= cur.0).then_some((c, p))
+    }
+
     /// The share of leaf `l` on a path: from `enabled` (its predecessor's completion; its own
-    /// start for the first leaf) to `done`.
-    fn step(&self, l: u32, enabled: Option<u64>, done: u64) -> PathStep {
+    /// start for the first leaf) to `done`. `gap`: the predecessor is the instance's previous
+    /// leaf on the same thread, reached over a gap with no edge (see the module's notes).
+    fn step(&self, l: u32, enabled: Option<u64>, done: u64, gap: bool) -> PathStep {
         let leaf = &self.g.leaves[l as usize];
         let own = done.saturating_sub(leaf.start_ns);
         let share = done.saturating_sub(enabled.unwrap_or(leaf.start_ns));
@@ -219,7 +243,15 @@ impl<'a> Evaluator<'a> {
         let mut behind = Vec::new();
         if queued > 0 {
             let from = done - share;
-            charge(self.g, self.idx, l, from, from + queued, &mut behind);
+            let unseen = charge(self.g, self.idx, l, from, from + queued, &mut behind);
+            if gap {
+                // Over a gap on its own thread, what no other work of the thread explains is
+                // the thread waiting for new work (and waking up from it).
+                let charged: u64 = behind.iter().map(|b| b.ns).sum();
+                let idle = queued.saturating_sub(charged + unseen);
+                blocked[BlockKind::Queued.index()] -= idle;
+                blocked[BlockKind::Idle.index()] += idle;
+            }
         }
         let accounted: u64 = blocked.iter().sum();
         PathStep {

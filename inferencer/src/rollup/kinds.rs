@@ -34,7 +34,8 @@ pub enum BlockKind {
     /// with other work, or not yet scheduled.
     Queued,
     /// Waiting for new work: the call after which the thread started something unrelated.
-    /// Counted per leaf, never inside a task.
+    /// Counted per leaf, and on a task's path only between two of its leaves on one thread
+    /// that nothing inside the task joins (a session's requests, see `instance`).
     Idle,
 }
 

@@ -177,3 +177,34 @@ fn percentiles_are_nearest_rank() {
     assert_eq!((l.p50_ns, l.p90_ns, l.p99_ns), (50, 90, 99));
     assert_eq!(Latency::of(&mut []), Latency::default());
 }
+
+#[test]
+fn a_session_steps_back_over_its_threads_gaps_as_idle_and_queued_time() {
+    // One thread: leaf 0 (a request, its 2 ns reply written by 12), leaf 1 (other work, 12..20,
+    // then 24 ns waiting for new work in epoll: the program edge out of it is weak), leaf 2 (the
+    // next request, 44..50). The instance {0, 2} has no edge between its leaves.
+    let mut b = GraphBuilder::new();
+    b.leaf_type("a", None);
+    let t = b.thread("t0");
+    b.push(t, leaf(0, 0, 10, 2, Op::Write));
+    b.push(t, leaf(0, 12, 20, 24, Op::EpollWait));
+    b.push(t, leaf(0, 44, 50, 0, Op::ThreadExit));
+    b.edge((t, 0), (t, 1), EdgeKind::Program);
+    b.edge((t, 1), (t, 2), EdgeKind::ProgramWeak);
+    let g = b.build();
+    let idx = GraphIndex::new(&g);
+    let i = Evaluator::new(&g, &idx).eval(&[0, 2].map(LeafId));
+    let path: Vec<u32> = i.path.iter().map(|s| s.leaf).collect();
+    assert_eq!(path, [0, 2]);
+    assert_eq!(i.latency(), 50);
+    let s = &i.path[1];
+    // 12..44: leaf 1's 8 ns of running are work in the way (queued, charged to it); its wait
+    // for new work is the thread's idle time.
+    assert_eq!(s.blocked[BlockKind::Queued.index()], 8);
+    assert_eq!(s.blocked[BlockKind::Idle.index()], 24);
+    let charged: Vec<(u32, Option<BlockKind>, u64)> =
+        s.behind.iter().map(|b| (b.leaf, b.kind, b.ns)).collect();
+    assert_eq!(charged, [(1, None, 8)]);
+    assert_eq!(s.running_ns, 6);
+    assert_eq!(i.path[0].total() + s.total(), i.latency());
+}

@@ -668,6 +668,22 @@ fn latches_set_to_hand_a_lock_over_give_no_edges_and_cut_no_leaf() {
             .any(|w| w.op.name() == "epoll_wait" && worker(w.leaf.0)),
         "no latch wait inside a worker's leaf"
     );
+    // Each such wait names the worker whose kill ended it as the lock's holder.
+    let held: Vec<_> = g
+        .lock_waits
+        .iter()
+        .filter(|w| g.objects[w.obj.get() as usize].kind == "epoll")
+        .collect();
+    assert!(
+        held.len() as u64 >= handovers / 2,
+        "{} of {handovers}",
+        held.len()
+    );
+    for w in held {
+        let h = w.holder.expect("a latch wait's holder");
+        assert!(worker(w.waiter.0) && worker(h.0), "{w:?}");
+        assert_ne!(thread(w.waiter.0), thread(h.0), "{w:?}");
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use scalpel_model::graph::{
 use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
 
 use super::event::{ObjName, NO_OBJ};
-use super::leaves::{Bound, LockAcquire, LockAgg, LockRelease, ThreadOut};
+use super::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease, ThreadOut};
 use super::queues::Section;
 use super::ready::{Close, Ctl, ReadyWait};
 use super::sink::ThreadSink;
@@ -54,6 +54,9 @@ pub(super) struct Assembled {
     pub closes: Vec<Close>,
     /// Mutex sections that may put into or take from a queue (global objects and leaves).
     pub sections: Vec<Section>,
+    /// The latch wake-ups' calls by (process index, file index, event index), with global
+    /// leaves and objects and durations in nanoseconds.
+    pub latch: AHashMap<(usize, usize, u32), LatchCall>,
     /// Stream key → global object, for the stream keys poll and select report.
     pub stream_by_key: AHashMap<u64, u32>,
 }
@@ -90,6 +93,9 @@ pub(super) fn assemble(
         out.inner.retain(|w| w.dur >= INNER_MIN_NS);
         for k in &mut out.acquires {
             k.dur = clock.dur_ns(k.dur);
+        }
+        for c in &mut out.latch {
+            c.dur = clock.dur_ns(c.dur);
         }
         for c in &mut out.ctls {
             c.at = clock.ns(c.at);
@@ -143,6 +149,7 @@ pub(super) fn assemble(
     let mut ctls = Vec::with_capacity(sum(|o| o.ctls.len()));
     let mut closes = Vec::with_capacity(sum(|o| o.closes.len()));
     let mut sections = Vec::with_capacity(sum(|o| o.sections.len()));
+    let mut latch = AHashMap::new();
     let mut table = TypeTable::new(skip);
     let mut bounds = Vec::with_capacity(sum(|o| o.bounds.len()));
     let mut releases = Vec::with_capacity(sum(|o| o.releases.len()));
@@ -258,6 +265,14 @@ pub(super) fn assemble(
                 ..s
             }
         });
+        latch.extend(out.latch.iter().map(|c| {
+            let call = LatchCall {
+                leaf: c.leaf + base,
+                obj: global(c.obj),
+                ..*c
+            };
+            ((pi, fi, c.event), call)
+        }));
         ctls.extend(out.ctls.iter().map(|c| Ctl {
             obj: global(c.obj),
             ..*c
@@ -327,5 +342,6 @@ pub(super) fn assemble(
         closes,
         sections,
         stream_by_key,
+        latch,
     }
 }

@@ -9,7 +9,8 @@
 //! and the `signal` edge joined two unrelated statements, so the waiting update and the
 //! releasing commit came out as types of their own (about 16% of the statements of a pgbench
 //! run). The wait is lock time inside its leaf instead, and the send an ordinary call, with no
-//! edge, as for any lock: lock order is not causal.
+//! edge, as for any lock: lock order is not causal. The send's leaf is kept as the lock's
+//! holder of the wait (a row of the graph's lock waits), as a mutex's last release is.
 //!
 //! The rule, over the first cut of every file (before any edge is known):
 //! - A *latch* is an epoll instance waited on at least [`LATCH_WAITS`] times, at least three in
@@ -31,10 +32,12 @@
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::graph::{LeafId, LockWait, ObjId};
 use scalpel_model::read::{Clock, ProcessSinks, TraceDir};
 
 use super::event::{reads_bytes, ObjName, HAS_X, NO_OBJ};
-use super::leaves::{Bound, ThreadOut};
+use super::leaves::{Bound, LatchCall, ThreadOut};
+use super::locks::CONTENDED_NS;
 use super::signals::{blocking, ENTERED_WITHIN_NS};
 use super::sink::ThreadSink;
 
@@ -43,6 +46,19 @@ const LATCH_WAITS: u32 = 3;
 
 /// Per file (process index, file index): the events, in file order, that cut nothing.
 pub(super) type Uncut = AHashMap<(usize, usize), Vec<u32>>;
+
+/// An event of a file: (process index, file index, event index).
+pub(super) type FileEvent = (usize, usize, u32);
+
+/// The latch wake-ups of a trace.
+#[derive(Default)]
+pub(super) struct Latches {
+    /// The events that cut nothing, per file.
+    pub uncut: Uncut,
+    /// Each latch wait, with the send that ended it (the last one sent before it returned):
+    /// the lock's holder.
+    pub pairs: Vec<(FileEvent, FileEvent)>,
+}
 
 /// One thread file's first cut, with what finds its signals' targets.
 struct Thread<'a> {
@@ -59,12 +75,12 @@ struct Thread<'a> {
     mid_sends: AHashSet<u32>,
 }
 
-/// A signal sent: its thread (index into the threads), its event, and whether it was sent
-/// from inside a task.
-type Sent = (usize, u32, bool);
+/// A signal sent: when, its thread (index into the threads), its event, and whether it was
+/// sent from inside a task.
+type Sent = (u64, usize, u32, bool);
 
 /// The latch wake-ups of the trace: for each file, the sends and waits that cut nothing.
-pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]) -> Uncut {
+pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]) -> Latches {
     let mut threads = Vec::new();
     for (pi, p) in sinks.iter().enumerate() {
         let Some(proc_trace) = trace.processes.get(pi) else {
@@ -87,7 +103,7 @@ pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]
         }
     }
     if !threads.iter().any(|t| t.out.bounds.iter().any(signal_send)) {
-        return Uncut::new();
+        return Latches::default();
     }
     // Per epoll instance: waits, and waits in the middle of a request.
     let mut waits: AHashMap<ObjName, (u32, u32)> = AHashMap::new();
@@ -167,27 +183,58 @@ pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]
             landed
                 .entry((ti, leaf))
                 .or_default()
-                .push((si, sent.end_event, inside));
+                .push((at, si, sent.end_event, inside));
         }
     }
-    let mut uncut = Uncut::new();
+    let mut out = Latches::default();
     for ((ti, leaf), sends) in landed {
-        if !sends.iter().all(|s| s.2) {
+        let waiter = &threads[ti];
+        let (Some(l), Some(last)) = (waiter.out.leaves.get(leaf as usize), sends.iter().max())
+        else {
+            continue;
+        };
+        if !sends.iter().all(|s| s.3) {
             continue;
         }
-        let waiter = &threads[ti];
-        if let Some(l) = waiter.out.leaves.get(leaf as usize) {
-            uncut.entry(waiter.file).or_default().push(l.start_event);
-        }
-        for (si, event, _) in sends {
-            uncut.entry(threads[si].file).or_default().push(event);
+        let (pi, fi) = waiter.file;
+        out.uncut
+            .entry(waiter.file)
+            .or_default()
+            .push(l.start_event);
+        let (spi, sfi) = threads[last.1].file;
+        out.pairs
+            .push(((pi, fi, l.start_event), (spi, sfi, last.2)));
+        for &(_, si, event, _) in &sends {
+            out.uncut.entry(threads[si].file).or_default().push(event);
         }
     }
-    for events in uncut.values_mut() {
+    for events in out.uncut.values_mut() {
         events.sort_unstable();
         events.dedup();
     }
-    uncut
+    out.pairs.sort_unstable();
+    out
+}
+
+/// The lock waits of the latch wake-ups (see [`Latches::pairs`]) once the trace is assembled:
+/// the waiting leaf, the latch (its epoll instance), the leaf whose send ended the wait, and
+/// the time inside it; waits shorter than a contended lock's are left out, as for locks.
+pub(super) fn lock_waits(
+    pairs: &[(FileEvent, FileEvent)],
+    calls: &AHashMap<FileEvent, LatchCall>,
+) -> Vec<LockWait> {
+    pairs
+        .iter()
+        .filter_map(|(w, s)| {
+            let (wait, send) = (calls.get(w)?, calls.get(s)?);
+            (wait.obj != NO_OBJ && wait.dur >= CONTENDED_NS).then(|| LockWait {
+                obj: ObjId::new(wait.obj),
+                waiter: LeafId(wait.leaf),
+                holder: Some(LeafId(send.leaf)),
+                wait_ns: wait.dur,
+            })
+        })
+        .collect()
 }
 
 /// Whether `b` is a signal sent to a process or thread (`pthread_kill`'s handle and `raise`

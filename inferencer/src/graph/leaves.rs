@@ -140,6 +140,20 @@ pub(super) struct LockRelease {
     pub leaf: u32,
 }
 
+/// A call of a latch wake-up kept inside its leaf (see [`super::latches`]): which event it was,
+/// so that the wait can name the send that ended it as its lock's holder.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LatchCall {
+    /// The event's index in its file.
+    pub event: u32,
+    /// The leaf it is inside (thread-local, then global).
+    pub leaf: u32,
+    /// Its object (file-local, then global), or [`NO_OBJ`].
+    pub obj: u32,
+    /// Time inside the call, ticks until assembly.
+    pub dur: u64,
+}
+
 /// A mutex or rwlock acquisition that may have waited long enough to count as contended.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LockAcquire {
@@ -216,6 +230,8 @@ pub(super) struct ThreadOut {
     pub lock_aggs: Vec<(u32, LockAgg)>,
     /// Inner calls that took time.
     pub inner: Vec<InnerEv>,
+    /// The latch wake-ups' calls, in file order.
+    pub latch: Vec<LatchCall>,
     /// Per leaf, its CPU time in ns; empty when no event of the thread carried CPU time, else
     /// as long as `leaves` (`None` for leaves without it at both ends).
     pub cpu: Vec<Option<u64>>,
@@ -389,6 +405,12 @@ impl Cutter {
         let latch = self.latch.get(self.latch_next) == Some(&at);
         if latch {
             self.latch_next += 1;
+            self.out.latch.push(LatchCall {
+                event: at,
+                leaf: self.out.leaves.len() as u32,
+                obj: e.obj,
+                dur: e.dur,
+            });
         }
         self.latch_ready = false;
         let cls = match op {

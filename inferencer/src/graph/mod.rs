@@ -146,8 +146,8 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     // Reading grew every thread's arrays by doubling; the blocks they left are garbage.
     crate::memory::release_freed_memory();
     let words = futexlocks::lock_words(&sinks);
-    let uncut = latches::latch_wakeups(&trace, &sinks);
-    futexlocks::recut(&trace, &mut sinks, words, uncut, opts.lock_cuts);
+    let latched = latches::latch_wakeups(&trace, &sinks);
+    futexlocks::recut(&trace, &mut sinks, words, latched.uncut, opts.lock_cuts);
     let mut warnings: Vec<GraphWarning> = trace
         .take_warnings()
         .into_iter()
@@ -218,7 +218,8 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     retype::new_work_types(&mut graph, &weak);
     naming::name_types(&mut graph, &asm.obj_kinds, &opts.skip);
     types::disambiguate(&mut graph.types, &opts.skip);
-    let (locks, waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
+    let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
+    waits.extend(latches::lock_waits(&latched.pairs, &asm.latch));
     graph.locks = locks;
     graph.lock_waits = waits;
     let before = graph.leaves.len();

@@ -101,7 +101,7 @@ pub(super) fn blame(g: &Graph, idx: &GraphIndex) -> Vec<Blame> {
         let Some(l) = g.leaves.get(w.leaf.index()) else {
             continue;
         };
-        let kind = BlockKind::of(w.op.op());
+        let kind = BlockKind::inside(w.op.op());
         let peer = w
             .obj
             .and_then(|o| holders.get(&(w.leaf, o)))

@@ -171,7 +171,7 @@ pub fn off_cpu(g: &Graph, model: &Model, opts: &FlameOptions) -> Folded {
         if !keep.get(leaf).copied().unwrap_or(false) {
             continue;
         }
-        let kind = BlockKind::of(w.op.op());
+        let kind = BlockKind::inside(w.op.op());
         let mut s = root(leaf);
         if let Some(site) = g.sites.get(w.site.index()) {
             s.extend(site_frames(site));

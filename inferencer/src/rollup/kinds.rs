@@ -101,6 +101,22 @@ impl BlockKind {
         }
     }
 
+    /// The kind of time inside `op` when the call did not cut its leaf (an inner wait). A wait
+    /// that cuts wherever it can hand work over (a semaphore, futex or epoll wait) is inside a
+    /// leaf only as a lock's traffic (a futex word, a semaphore or a latch used as a lock: see
+    /// the graph stage's `futexlocks` and `latches`), which the leaf counts as lock time: its
+    /// inner wait is lock time too.
+    pub fn inside(op: Option<Op>) -> BlockKind {
+        use Op::*;
+        match op {
+            Some(
+                SemWait | SemTimedwait | SemClockwait | SemTrywait | FutexWait | EpollWait
+                | EpollPwait | EpollPwait2,
+            ) => BlockKind::Lock,
+            _ => BlockKind::of(op),
+        }
+    }
+
     /// Index in [`BlockKind::ALL`] (the declaration order, which `ALL` follows).
     pub fn index(self) -> usize {
         self as usize

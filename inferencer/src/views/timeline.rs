@@ -162,7 +162,7 @@ pub fn write_timeline(
             let s = w.at_ns.clamp(last, inside_end);
             let e = (w.at_ns + w.ns).clamp(s, inside_end);
             last = e;
-            let kind = BlockKind::of(w.op.op());
+            let kind = BlockKind::inside(w.op.op());
             let holder = holders
                 .of(LeafId(i as u32), w.obj, w.ns)
                 .map(|h| format!(",\"holder\":{}", js(&thread_label(g, h))))

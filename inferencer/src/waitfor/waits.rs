@@ -223,7 +223,7 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
         let Some(l) = g.leaves.get(leaf) else {
             continue;
         };
-        let kind = BlockKind::of(w.op.op());
+        let kind = BlockKind::inside(w.op.op());
         let target = match waits(w.op.op(), true) {
             Waits::Nothing => continue,
             Waits::On(p) => Target::Pseudo(p),

@@ -171,9 +171,19 @@ fn says_nothing(f: &str, skip: &SkipList) -> bool {
         || f.starts_with("std::rt::")
 }
 
+/// A type with fewer than this share of its name group's largest count (1 in `RARE_SHARE`)
+/// never lengthens another type's name.
+const RARE_SHARE: u64 = 100;
+
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
 /// the naming one that tells them apart (thread entry and runtime frames never do).
+///
+/// A rare type does not rename the common ones: when the types of a group that hold at least
+/// 1/[`RARE_SHARE`] of its largest one's leaves all have one caller, only the rare types with
+/// another caller are named after it. Otherwise one stray leaf (a PostgreSQL backend that
+/// waited once in the middle of a `COPY`) renamed the type of 50,000 waits in one recording and
+/// not in the next, and names must stay the same from one recording of a program to the next.
 pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
@@ -212,7 +222,25 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
             if distinct.len() < 2 {
                 continue;
             }
+            let most = group.iter().map(|&i| types[i].count).max().unwrap_or(0);
+            let common = |i: usize| types[i].count.saturating_mul(RARE_SHARE) >= most;
+            let mut common_callers: Vec<&Option<String>> = group
+                .iter()
+                .zip(&callers)
+                .filter(|(&i, _)| common(i))
+                .map(|(_, c)| c)
+                .collect();
+            common_callers.sort_unstable();
+            common_callers.dedup();
+            // The common types' one caller, when they agree: they keep the name.
+            let keep = match common_callers.as_slice() {
+                [one] => Some((*one).clone()),
+                _ => None,
+            };
             for (&i, c) in group.iter().zip(callers) {
+                if keep.as_ref().is_some_and(|k| *k == c) {
+                    continue;
+                }
                 if let Some(c) = c {
                     types[i].name = format!("{} < {}", types[i].name, short_name(&c));
                     changed = true;
@@ -222,5 +250,52 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
         if !changed {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A type named `wait`, ending at a stack `wait < callers…`, with `count` leaves.
+    fn ty(callers: &[&str], count: u64) -> LeafType {
+        let mut frames = vec!["wait".to_string()];
+        frames.extend(callers.iter().map(|c| c.to_string()));
+        LeafType {
+            name: "wait".to_string(),
+            start: BoundaryInfo {
+                op: None,
+                function: None,
+                frames: Vec::new(),
+            },
+            end: BoundaryInfo {
+                op: None,
+                function: Some("wait".to_string()),
+                frames,
+            },
+            count,
+        }
+    }
+
+    fn names(types: &[LeafType]) -> Vec<&str> {
+        types.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_rare_type_is_named_after_its_caller_without_renaming_the_common_ones() {
+        let skip = SkipList::default();
+        // The same two common types, with and without a rare one from elsewhere.
+        let common = || vec![ty(&["read", "serve"], 50_000), ty(&["read", "serve"], 900)];
+        let mut alone = common();
+        disambiguate(&mut alone, &skip);
+        let mut with_rare = common();
+        with_rare.push(ty(&["copy", "load"], 1));
+        disambiguate(&mut with_rare, &skip);
+        assert_eq!(names(&alone), ["wait", "wait"]);
+        assert_eq!(names(&with_rare), ["wait", "wait", "wait < copy"]);
+        // Common types with different callers are all named after them, as before.
+        let mut two = vec![ty(&["read", "serve"], 50_000), ty(&["write", "flush"], 600)];
+        disambiguate(&mut two, &skip);
+        assert_eq!(names(&two), ["wait < read", "wait < write"]);
     }
 }

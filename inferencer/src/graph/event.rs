@@ -106,6 +106,18 @@ pub(super) fn sends(op: Op) -> bool {
     )
 }
 
+/// Whether `op` is an epoll wait.
+pub(super) fn is_epoll_wait(op: Option<Op>) -> bool {
+    matches!(op, Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2))
+}
+
+/// Whether `op` waits for descriptors to be ready (epoll, poll, select) or accepts one: where
+/// a thread dispatches to the work it was told of.
+pub(super) fn dispatches(op: Op) -> bool {
+    use Op::*;
+    is_epoll_wait(Some(op)) || matches!(op, Poll | Ppoll | Select | Pselect | Accept | Accept4)
+}
+
 /// Whether `op` reads (true) or writes (false) bytes; `None` for other operations.
 pub(super) fn reads_bytes(op: Op) -> Option<bool> {
     match op {

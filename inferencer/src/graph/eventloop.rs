@@ -36,7 +36,7 @@ use ahash::AHashMap;
 use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
 
-use super::event::{reads_bytes, HAS_X};
+use super::event::{is_epoll_wait, reads_bytes, HAS_X};
 use super::leaves::Bound;
 
 /// How far past a wait a completion's connection is looked for, in leaves.
@@ -117,11 +117,6 @@ pub(super) fn conns(
         }
     }
     c
-}
-
-/// Whether `op` is an epoll wait.
-fn is_epoll_wait(op: Option<Op>) -> bool {
-    matches!(op, Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2))
 }
 
 /// Whether a leaf began at the return of an epoll wait.

@@ -35,7 +35,7 @@ use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::graph::{LeafId, LockWait, ObjId};
 use scalpel_model::read::{Clock, ProcessSinks, TraceDir};
 
-use super::event::{reads_bytes, ObjName, HAS_X, NO_OBJ};
+use super::event::{dispatches, is_epoll_wait, reads_bytes, ObjName, HAS_X, NO_OBJ};
 use super::leaves::{Bound, LatchCall, ThreadOut};
 use super::locks::CONTENDED_NS;
 use super::signals::{blocking, ENTERED_WITHIN_NS};
@@ -249,11 +249,7 @@ fn signal_send(b: &Bound) -> bool {
 
 /// Whether `b` is an epoll wait (its object is the instance).
 fn epoll_wait(b: &Bound) -> bool {
-    b.obj != NO_OBJ
-        && matches!(
-            Op::from_u8(b.op),
-            Some(Op::EpollWait | Op::EpollPwait | Op::EpollPwait2)
-        )
+    b.obj != NO_OBJ && is_epoll_wait(Op::from_u8(b.op))
 }
 
 /// The first leaf of `t` started by a blocking call after `at`, entered by
@@ -349,18 +345,5 @@ impl Recent {
 
 /// Whether `b` dispatches: a readiness wait or an accept.
 fn dispatch(b: &Bound) -> bool {
-    matches!(
-        Op::from_u8(b.op),
-        Some(
-            Op::EpollWait
-                | Op::EpollPwait
-                | Op::EpollPwait2
-                | Op::Poll
-                | Op::Ppoll
-                | Op::Select
-                | Op::Pselect
-                | Op::Accept
-                | Op::Accept4
-        )
-    )
+    Op::from_u8(b.op).is_some_and(dispatches)
 }

@@ -35,7 +35,8 @@ pub(super) enum Class {
     /// A sleep.
     Sleep,
     /// A latch wait that a lock's release ended (see [`super::latches`]): time counted as
-    /// lock wait, with no lock table row (the latch is no lock object).
+    /// lock wait. Its holder (the send) is known only across files: its lock wait row is
+    /// added after assembly, and the lock table has no row for the latch.
     LatchWait,
     /// Anything else: time counted in the leaf; file I/O bytes counted too.
     Other,

@@ -17,7 +17,7 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId, ThreadId};
 
-use super::event::{sends, HAS_X};
+use super::event::{dispatches, sends, HAS_X};
 use super::leaves::Bound;
 use super::weak::dequeue_like;
 
@@ -27,21 +27,7 @@ pub(super) const ENTERED_WITHIN_NS: u64 = 10_000_000;
 /// Whether a leaf started by `op` began at the return of a call a signal can end: a
 /// dequeue-like wait (see `weak`), a readiness wait, an accept or a join.
 pub(super) fn blocking(op: Op) -> bool {
-    use Op::*;
-    dequeue_like(op)
-        || matches!(
-            op,
-            EpollWait
-                | EpollPwait
-                | EpollPwait2
-                | Poll
-                | Ppoll
-                | Select
-                | Pselect
-                | Accept
-                | Accept4
-                | ThreadJoin
-        )
+    dequeue_like(op) || dispatches(op) || op == Op::ThreadJoin
 }
 
 /// The signal edges of the whole trace, given the edges matched so far.

@@ -449,7 +449,9 @@ ops! {
     Select = 55, "select", None;
     /// `pselect` returned (aux = nfds).
     Pselect = 56, "pselect", None;
-    /// `read` returned (obj = incoming stream, offset = stream offset of the first byte).
+    /// `read` returned (obj = incoming stream, offset = stream offset of the first byte). On a
+    /// pipe or socket the offset orders it and there is no sequence number; an eventfd, file
+    /// or terminal has one (the same for every transfer below).
     Read = 60, "read", Acquire;
     /// `readv` returned.
     Readv = 61, "readv", Acquire;

@@ -125,6 +125,44 @@ fn every_family_is_recorded() {
             "no stream of channel kind {c} in {chans:?}"
         );
     }
+    // A transfer on a byte stream is ordered by its offset alone (one atomic operation per
+    // call in the agent); an eventfd's also carries a sequence number, since its reads take
+    // every write before them whatever the byte counts say.
+    let mut moved: BTreeSet<(u8, bool, bool)> = BTreeSet::new();
+    for e in all_events(&t) {
+        let transfer = e.event.op.is_some_and(|op| {
+            matches!(
+                op,
+                Op::Read
+                    | Op::Readv
+                    | Op::Recv
+                    | Op::Recvfrom
+                    | Op::Recvmsg
+                    | Op::Write
+                    | Op::Writev
+                    | Op::Send
+                    | Op::Sendto
+                    | Op::Sendmsg
+                    | Op::Sendfile
+            )
+        });
+        let Some(o) = e.event.obj.filter(|_| transfer && e.event.result > Some(0)) else {
+            continue;
+        };
+        if let Some(Identity::Stream { chan, .. }) = ids.get(&(ObjKind::Stream.code(), o.key)) {
+            moved.insert((*chan, e.event.offset.is_some(), e.event.seq.is_some()));
+        }
+    }
+    for c in [ChanKind::Pipe, ChanKind::Unix, ChanKind::Tcp] {
+        assert!(moved.contains(&(c.code(), true, false)), "{c:?}: {moved:?}");
+        assert!(
+            !moved.iter().any(|m| m.0 == c.code() && (m.2 || !m.1)),
+            "{c:?}: {moved:?}"
+        );
+    }
+    let eventfd = ChanKind::Eventfd.code();
+    assert!(moved.contains(&(eventfd, true, true)), "{moved:?}");
+    assert!(!moved.iter().any(|m| m.0 == eventfd && !m.2), "{moved:?}");
     // Connect and accept meet at the same endpoint object, connect numbered first.
     let connects = with_op(&t, Op::Connect);
     let accepts = with_op(&t, Op::Accept);

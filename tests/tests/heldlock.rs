@@ -41,7 +41,9 @@ fn uncontended_pairs_read_back_as_their_calls() {
 
     // 1000 pairs, then the trylock pair, then the pair around a pipe write: lock and unlock
     // alternate, each a sequence number after the last, every one succeeded, the locks taken
-    // without waiting.
+    // without waiting. An uncontended lock reserves its unlock's number with its own; the lock
+    // before the pipe write was written alone (the write came between), so its unlock took a
+    // fresh number and the reserved one is a gap.
     let m = on(&events, many);
     assert_eq!(m.len(), 2 * 1002, "events on the busy-looped mutex");
     for (i, e) in m.iter().enumerate() {
@@ -53,7 +55,8 @@ fn uncontended_pairs_read_back_as_their_calls() {
             Op::MutexLock
         };
         assert_eq!(op_of(e), Some(want), "event {i}");
-        assert_eq!(e.seq, Some(i as u64 + 1), "event {i}");
+        let seq = if i == 2003 { 2005 } else { i as u64 + 1 };
+        assert_eq!(e.seq, Some(seq), "event {i}");
         assert_eq!(e.result, Some(0), "event {i}");
         assert_eq!(
             e.dur_ticks, 0,

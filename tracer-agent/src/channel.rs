@@ -126,6 +126,14 @@ impl Info {
     pub(crate) fn has_offsets(&self) -> bool {
         self.offsets
     }
+
+    /// Whether readers order this channel's transfers by sequence number: where bytes have no
+    /// positions, and on an eventfd, whose read takes every write made before it whatever the
+    /// byte counts say. Byte streams are matched by offset alone.
+    #[inline]
+    pub(crate) fn needs_seq(&self) -> bool {
+        !self.offsets || self.chan == ChanKind::Eventfd.code()
+    }
 }
 
 /// Which side of a connection a socket is, when the hook that made it knows.

@@ -121,11 +121,12 @@ impl Table {
         }
     }
 
-    /// Takes the next sequence number of an object. Numbers start at 1.
+    /// Takes the next `n` sequence numbers of an object (`n` ≥ 1); returns the first. Numbers
+    /// start at 1. Readers only order by them, so one reserved and never used is harmless.
     #[inline]
-    pub(crate) fn next_seq(&self, kind: u8, key: u64) -> u64 {
+    pub(crate) fn next_seqs(&self, kind: u8, key: u64, n: u64) -> u64 {
         let slot = &self.seq[(mix(kind, key) as usize) & (SEQ_SLOTS - 1)];
-        slot.next.fetch_add(1, Ordering::AcqRel) + 1
+        slot.next.fetch_add(n, Ordering::AcqRel) + 1
     }
 
     /// The counters of a stream, claiming a slot on first use; None when the table is full.

@@ -43,11 +43,10 @@ struct Dedup {
     id: u64,
 }
 
-/// A remembered walk: where it started (the capture's stack pointer, as an offset below the
-/// top), its whole chain of return addresses with the slots they were read from, and its id.
+/// A remembered walk: its whole chain of return addresses with the slots they were read from,
+/// its call site and its id. Where it started is in `Stacks::tags`.
 #[derive(Clone, Copy)]
 struct Recent {
-    sp_off: u64,
     site: u64,
     id: u64,
     chain: Chain,
@@ -64,6 +63,10 @@ pub(crate) struct Stacks {
     mismatched: u32,
     victim: usize,
     dedup: [Dedup; DEDUP_SLOTS],
+    /// Where each remembered walk started: the capture's stack pointer as an offset below the
+    /// top (never 0; 0 marks an empty entry). Apart from the walks themselves, so that looking
+    /// through a set reads two cache lines instead of sixteen entries of a kilobyte each.
+    tags: [u64; RECENT],
     recent: [Recent; RECENT],
     sample: [u32; SAMPLE_SLOTS],
 }
@@ -122,13 +125,13 @@ impl Stacks {
         // The cache: the same capture stack pointer and every slot of a remembered chain still
         // holding its return address means the same stack, without unwinding anything.
         let sp_off = top - sp;
-        let base = (mix(sp_off) as usize) & (RECENT - 1) & !(WAYS - 1);
+        let base = set_of(sp_off);
         let mut hit = None;
         if cfg.cache != CacheMode::Off {
-            hit = (base..base + WAYS).find(|&i| {
-                let r = &self.recent[i];
-                r.sp_off == sp_off && r.chain.holds(&start)
-            });
+            // A set fills from its first way and never empties, so the first empty way ends it.
+            hit = (base..base + WAYS)
+                .take_while(|&i| self.tags[i] != 0)
+                .find(|&i| self.tags[i] == sp_off && self.recent[i].chain.holds_from(top));
             if let Some(i) = hit {
                 if !self.sampled(cfg, self.recent[i].site) {
                     return None;
@@ -138,13 +141,30 @@ impl Stacks {
                 }
             }
         }
+        self.walk(cfg, file, ticks, &start, hit)
+    }
+
+    /// [`Stacks::capture`] without a cache hit (or checking one): walks from `start`, in the
+    /// frame of `capture`, which stays live below this call. Apart so that the hit path keeps a
+    /// small frame: the walk's buffers take kilobytes.
+    #[inline(never)]
+    fn walk(
+        &mut self,
+        cfg: &StackCfg,
+        file: &mut File,
+        ticks: u64,
+        start: &Start,
+        hit: Option<usize>,
+    ) -> Option<u64> {
+        let sp_off = start.top - start.sp;
+        let base = set_of(sp_off);
         if self.cache.is_null() {
             self.cache = unwind::new_cache();
         }
         // SAFETY: our own cache, created above or earlier, used by this thread only.
         let cache = unsafe { self.cache.as_mut()? };
         let depth = usize::from(cfg.depth);
-        let w = match Chain::walk(&start, depth, cache, true) {
+        let w = match Chain::walk(start, depth, cache, true) {
             Ok(w) => w,
             Err(WalkErr::Unavailable) => {
                 file.stack_missed();
@@ -155,7 +175,7 @@ impl Stacks {
                 // symbolizer needs it before this event) and walk again with the new table.
                 unwind::refresh();
                 crate::modules::check(file, ticks);
-                match Chain::walk(&start, depth, cache, false) {
+                match Chain::walk(start, depth, cache, false) {
                     Ok(w) => w,
                     Err(_) => {
                         file.stack_missed();
@@ -182,16 +202,19 @@ impl Stacks {
         let n = w.frames(&mut frames);
         let id = self.intern(&frames[..n], file)?;
         if cfg.cache != CacheMode::Off && w.exact {
-            // Round robin within the set: one capture point often serves several call sites
-            // (a lock and an unlock through the same hook path), which must not evict each other.
-            self.victim = (self.victim + 1) % WAYS;
-            let i = base + self.victim;
-            self.recent[i] = Recent {
-                sp_off,
-                site,
-                id,
-                chain: w,
+            // The set's first empty way, so that the stacks met first (in a loop, the ones met
+            // most) are found after the fewest comparisons; in a full set, round robin: one
+            // capture point often serves several call sites (a lock and an unlock through the
+            // same hook path), which must not evict each other.
+            let i = match (base..base + WAYS).find(|&i| self.tags[i] == 0) {
+                Some(i) => i,
+                None => {
+                    self.victim = (self.victim + 1) % WAYS;
+                    base + self.victim
+                }
             };
+            self.tags[i] = sp_off;
+            self.recent[i] = Recent { site, id, chain: w };
         }
         Some(id)
     }
@@ -253,6 +276,14 @@ impl Stacks {
         self.dedup_used += 1;
         Some(id)
     }
+}
+
+/// The first entry of the stack cache's set for captures `sp_off` bytes below the stack top.
+/// Capture depths differ by whole stack frames (multiples of 16 bytes), so the low bits
+/// folded with the next ones spread them; no multiplication on the hit path.
+#[inline]
+fn set_of(sp_off: u64) -> usize {
+    (((sp_off >> 4) ^ (sp_off >> 9)) as usize * WAYS) & (RECENT - 1)
 }
 
 #[inline]

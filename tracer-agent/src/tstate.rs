@@ -221,7 +221,32 @@ impl Ctx {
     /// Takes the next sequence number of an object.
     #[inline]
     pub(crate) fn seq(&self, kind: ObjKind, key: u64) -> u64 {
-        global::table(self.cfg).next_seq(kind.code(), key)
+        global::table(self.cfg).next_seqs(kind.code(), key, 1)
+    }
+
+    /// Takes the next two sequence numbers of a mutex just acquired without waiting; returns
+    /// the first, the lock's. The second is its unlock's, should that come next and share the
+    /// lock's record ([`Ctx::unlock_seq`]): one atomic operation on the shared table for both.
+    #[inline]
+    pub(crate) fn seq_pair(&self, kind: ObjKind, key: u64) -> u64 {
+        global::table(self.cfg).next_seqs(kind.code(), key, 2)
+    }
+
+    /// The sequence number of a mutex unlock: the one its lock reserved ([`Ctx::seq_pair`])
+    /// when that lock is still kept back, else the next one.
+    ///
+    /// Why the reserved number is right: it was taken before the lock returned, so before this
+    /// unlock, and every later acquisition of the mutex takes its number after this unlock,
+    /// hence a larger one; while the lock was held no other thread could acquire the mutex and
+    /// take one between them.
+    #[inline]
+    pub(crate) fn unlock_seq(&self, kind: ObjKind, key: u64) -> u64 {
+        // SAFETY: `ts` is this thread's live state; a read of our own fields. A signal handler
+        // that writes the kept-back lock in between leaves the reserved number just as right.
+        match unsafe { (*self.ts).reserved_unlock_seq(kind, key) } {
+            Some(seq) => seq,
+            None => self.seq(kind, key),
+        }
     }
 
     /// Records an event.
@@ -235,6 +260,8 @@ impl Ctx {
     /// Any other event of the thread, and the entry of every hook but the mutex unlock's,
     /// writes it first ([`Ctx::commit_held`]). So a crash loses it only before the thread's
     /// next intercepted call; a lock the thread holds while it blocks in one is always written.
+    ///
+    /// The lock's sequence number must come from [`Ctx::seq_pair`]: its unlock takes the next.
     #[inline]
     pub(crate) fn emit_held(&self, ev: &Ev<'_>) {
         self.emit_as(ev, true);

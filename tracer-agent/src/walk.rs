@@ -136,12 +136,32 @@ impl Chain {
         self.len += 1;
     }
 
-    /// Whether every slot of the chain still holds its return address.
+    /// Whether every slot of an exact chain still holds its return address, for a capture at
+    /// the same distance below the stack top `top` as the walk that found the chain.
+    ///
+    /// No bounds check is needed: an exact chain read every slot within `[sp, top - 8]` of its
+    /// walk, so each slot's offset below the top lies between 8 and that walk's `top - sp`,
+    /// and the same offsets from a capture as far below the (current) top fall within the
+    /// current `[sp, top - 8]`, which the caller has checked lies in this thread's live stack.
     #[inline]
-    pub(crate) fn holds(&self, s: &Start) -> bool {
-        self.len > 0
-            && (0..self.len)
-                .all(|i| s.read(s.top - u64::from(self.slots[i])) == Some(self.addrs[i]))
+    pub(crate) fn holds_from(&self, top: u64) -> bool {
+        let n = self.len.min(CHAIN);
+        let (slots, addrs) = (&self.slots[..n], &self.addrs[..n]);
+        let read = |off: u32| {
+            // SAFETY: within the live stack, as said above (the chain is exact and the caller
+            // matched its capture's offset below the top).
+            unsafe { (top.wrapping_sub(u64::from(off)) as *const u64).read() }
+        };
+        // The innermost slot first: it tells apart the walks that share a starting point (a
+        // lock's and an unlock's through the same hook path); the rest without branches.
+        if n == 0 || read(slots[0]) != addrs[0] {
+            return false;
+        }
+        let diff = slots[1..]
+            .iter()
+            .zip(&addrs[1..])
+            .fold(0, |d, (&off, &a)| d | (read(off) ^ a));
+        diff == 0
     }
 
     /// Whether two walks found the same chain.

@@ -44,7 +44,7 @@ use crate::symbols::ModuleWarning;
 
 pub use filter::{Filter, FilterError};
 
-use event::{HAS_SEQ, NO_OBJ};
+use event::{HAS_SEQ, HAS_X, NO_OBJ};
 use leaves::Bound;
 use notify::GroupOut;
 use sink::ThreadSink;
@@ -252,7 +252,9 @@ fn notification_edges(
     let mut conns = GroupOut::default();
     streams::connections(&bounds, &mut conns);
     streams::handoffs(&bounds, channels, graph, &mut conns);
-    bounds.retain(|b| b.obj != NO_OBJ && b.flags & HAS_SEQ != 0);
+    // A byte stream's transfers carry an offset and, from agents since issue 25, no sequence
+    // number: `streams::stream` orders them by offset and time.
+    bounds.retain(|b| b.obj != NO_OBJ && b.flags & (HAS_SEQ | HAS_X) != 0);
     bounds.par_sort_unstable_by_key(|b| (b.obj, b.seq, b.leaf));
     let groups: Vec<&[Bound]> = bounds.chunk_by(|a, b| a.obj == b.obj).collect();
     let leaves = &graph.leaves;

@@ -31,10 +31,15 @@ fn input(
     let slot = info.and_then(|i| i.rx_slot(c.cfg));
     // A peek leaves the bytes in the socket: they are consumed (and numbered) by a later read.
     let moved = res > 0 && flags & libc::MSG_PEEK == 0;
+    let slot = slot.filter(|_| moved);
+    // One atomic operation per call on a byte stream (its offset); an eventfd also takes a
+    // sequence number, a file or terminal only that.
     let offset = slot
-        .filter(|_| moved && info.is_some_and(|i| i.has_offsets()))
+        .filter(|_| info.is_some_and(|i| i.has_offsets()))
         .map(|s| s.received(res as u64));
-    let seq = slot.filter(|_| moved).map(|s| s.next_seq());
+    let seq = slot
+        .filter(|_| info.is_some_and(|i| i.needs_seq()))
+        .map(|s| s.next_seq());
     let obj = stream.map(|o| (o, seq));
     c.emit(&Ev {
         obj,
@@ -48,8 +53,11 @@ fn input(
     r
 }
 
-/// Records an outgoing transfer on `fd`. The sequence number is taken before the call so that it
-/// is lower than that of any read the written bytes cause.
+/// Records an outgoing transfer on `fd`. Where bytes have positions the offset is reserved once
+/// the call returns (the byte count is known only then). Where readers need a sequence number
+/// (`Info::needs_seq`) it is taken before the call, so that it is lower than that of any read
+/// the written bytes cause. A byte stream thus costs one atomic operation per call: readers
+/// match its bytes by offset and need no sequence number there.
 #[inline(always)]
 fn output(
     op: Op,
@@ -62,13 +70,16 @@ fn output(
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.tx());
     let slot = info.and_then(|i| i.tx_slot(c.cfg));
-    let seq = slot.map(|s| s.next_seq());
+    let offsets = info.is_some_and(|i| i.has_offsets());
+    let seq = slot
+        .filter(|_| info.is_some_and(|i| i.needs_seq()))
+        .map(|s| s.next_seq());
     let t0 = c.now();
     let r = call();
     let t1 = c.now();
     let res = sys_result(r as i64);
     let offset = slot
-        .filter(|_| res > 0 && info.is_some_and(|i| i.has_offsets()))
+        .filter(|_| res > 0 && offsets)
         .map(|s| s.sent(res as u64));
     let obj = stream.map(|o| (o, seq));
     c.emit(&Ev {

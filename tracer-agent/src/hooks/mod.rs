@@ -94,7 +94,8 @@ pub(crate) fn pthread_release_with(
     call: impl FnOnce() -> libc::c_int,
 ) -> libc::c_int {
     let Some(c) = c else { return call() };
-    let seq = c.seq(o.kind, o.key);
+    // A mutex unlock entered holding its lock back uses the number that lock reserved.
+    let seq = c.unlock_seq(o.kind, o.key);
     let t0 = c.now();
     let r = call();
     c.emit(&Ev {

@@ -46,7 +46,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
         // SAFETY: forwarding the caller's argument.
         let r = unsafe { try_lock(m) };
         if r == 0 {
-            let seq = c.seq(o.kind, o.key);
+            let seq = c.seq_pair(o.kind, o.key);
             c.emit_held(&Ev {
                 obj: Some((o, Some(seq))),
                 result: Some(0),
@@ -91,7 +91,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -
     let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(m) };
-    let seq = (r == 0).then(|| c.seq(o.kind, o.key));
+    let seq = (r == 0).then(|| c.seq_pair(o.kind, o.key));
     let ev = Ev {
         obj: Some((o, seq)),
         result: Some(pthread_result(r)),

@@ -3,6 +3,7 @@
 //! encoding instead of two. The lock is written alone as soon as anything else of the thread
 //! is, or when a hook other than the mutex unlock is entered (`Ctx::commit_held`).
 
+use scalpel_format::format::ObjKind;
 use scalpel_format::record::{HeldPair, RawEvent};
 
 use super::ThreadState;
@@ -45,6 +46,18 @@ impl HeldLock {
 }
 
 impl ThreadState {
+    /// The unlock's sequence number reserved with the kept-back lock, when that lock is of the
+    /// object `(kind, key)` (see `Ctx::unlock_seq`).
+    #[inline]
+    pub(super) fn reserved_unlock_seq(&self, kind: ObjKind, key: u64) -> Option<u64> {
+        let h = &self.held;
+        if !h.on {
+            return None;
+        }
+        let s = self.objects.get(h.slot as usize)?;
+        (s.key == key && s.kind == kind.code()).then_some(h.seq + 1)
+    }
+
     /// Keeps back an uncontended lock (result 0, no duration, a sequence number) for the
     /// unlock that may follow; false when `ev` is not one (or CPU times are on: the HELD record
     /// has no room for them), and the caller writes it as usual.

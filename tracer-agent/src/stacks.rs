@@ -44,12 +44,31 @@ struct Dedup {
 }
 
 /// A remembered walk: its whole chain of return addresses with the slots they were read from,
-/// its call site and its id. Where it started is in `Stacks::tags`.
+/// and its id. Where it started is in `Stacks::tags`, its call site in `Stacks::sites`.
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Recent {
-    site: u64,
+    /// First, on the cache line that the check of the chain reads first (see `Chain`).
     id: u64,
     chain: Chain,
+}
+
+/// A remembered walk's call site: a return address and its slot, as an offset below the top.
+#[derive(Clone, Copy)]
+struct Site {
+    addr: u64,
+    slot: u32,
+}
+
+impl Site {
+    /// Whether the slot still holds the address, for a capture as far below the top as the
+    /// walk that found it (see `Chain::holds_from`, whose chain holds this slot).
+    #[inline]
+    fn holds_from(&self, top: u64) -> bool {
+        // SAFETY: the slot is one of an exact chain's, within the live stack for a capture at
+        // the walk's distance below the top (see `Chain::holds_from`).
+        unsafe { (top.wrapping_sub(u64::from(self.slot)) as *const u64).read() == self.addr }
+    }
 }
 
 /// One thread's stack state. Valid when zeroed; lives inside the thread's mmap'd state.
@@ -67,6 +86,12 @@ pub(crate) struct Stacks {
     /// top (never 0; 0 marks an empty entry). Apart from the walks themselves, so that looking
     /// through a set reads two cache lines instead of sixteen entries of a kilobyte each.
     tags: [u64; RECENT],
+    /// Each remembered walk's call site (its first return address into the program) and the
+    /// stack slot it was read from: checked before the rest of the chain, since the walks that
+    /// share a set and a starting point usually differ there first (one hook reached from many
+    /// call sites at one depth: memcached's workers lock from dozens). The agent's own frames,
+    /// the chain's first slots, are the same for all of them.
+    sites: [Site; RECENT],
     recent: [Recent; RECENT],
     sample: [u32; SAMPLE_SLOTS],
 }
@@ -131,9 +156,13 @@ impl Stacks {
             // A set fills from its first way and never empties, so the first empty way ends it.
             hit = (base..base + WAYS)
                 .take_while(|&i| self.tags[i] != 0)
-                .find(|&i| self.tags[i] == sp_off && self.recent[i].chain.holds_from(top));
+                .find(|&i| {
+                    self.tags[i] == sp_off
+                        && self.sites[i].holds_from(top)
+                        && self.recent[i].chain.holds_from(top)
+                });
             if let Some(i) = hit {
-                if !self.sampled(cfg, self.recent[i].site) {
+                if !self.sampled(cfg, self.sites[i].addr) {
                     return None;
                 }
                 if cfg.cache == CacheMode::On {
@@ -184,11 +213,11 @@ impl Stacks {
                 }
             }
         };
-        let Some(site) = w.site() else {
+        let Some(site) = w.site_slot() else {
             file.stack_missed();
             return None;
         };
-        if hit.is_none() && !self.sampled(cfg, site) {
+        if hit.is_none() && !self.sampled(cfg, site.0) {
             return None;
         }
         if let Some(i) = hit {
@@ -214,7 +243,11 @@ impl Stacks {
                 }
             };
             self.tags[i] = sp_off;
-            self.recent[i] = Recent { site, id, chain: w };
+            self.sites[i] = Site {
+                addr: site.0,
+                slot: site.1,
+            };
+            self.recent[i] = Recent { id, chain: w };
         }
         Some(id)
     }

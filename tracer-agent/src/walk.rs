@@ -45,14 +45,20 @@ impl Start {
 
 /// The return addresses of a walk, agent frames included, innermost first, with their slots as
 /// offsets below the stack top. Valid when zeroed (empty).
+///
+/// Laid out for the stack cache's check, which reads the length, then the slots, then the
+/// addresses, each from its start: a chain of 20 links spans five cache lines this way (six
+/// with the length after the arrays). After a system call most of them have to come from
+/// memory again, which makes a check cost more than its instructions on a busy server.
 #[derive(Clone, Copy)]
+#[repr(C)]
 pub(crate) struct Chain {
-    addrs: [u64; CHAIN],
-    slots: [u32; CHAIN],
     len: usize,
     /// Every return address was read from the slot just below its caller's stack pointer, and
     /// every frame lies in a known module: the chain can be checked again from its slots.
     pub exact: bool,
+    slots: [u32; CHAIN],
+    addrs: [u64; CHAIN],
 }
 
 impl Chain {
@@ -169,12 +175,13 @@ impl Chain {
         self.addrs[..self.len] == other.addrs[..other.len]
     }
 
-    /// The call site: the first return address into the program.
-    pub(crate) fn site(&self) -> Option<u64> {
-        self.addrs[..self.len]
+    /// The call site: the first return address into the program, and its slot as an offset
+    /// below the stack top.
+    pub(crate) fn site_slot(&self) -> Option<(u64, u32)> {
+        let i = self.addrs[..self.len]
             .iter()
-            .copied()
-            .find(|&a| !unwind::in_agent(a))
+            .position(|&a| !unwind::in_agent(a))?;
+        Some((self.addrs[i], self.slots[i]))
     }
 
     /// Copies the frames beyond the agent's outermost one into `out` (for a sample taken while

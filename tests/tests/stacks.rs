@@ -291,3 +291,50 @@ fn corrupt_or_missing_module_gives_a_warning_and_addresses() {
     assert!(out.contains("in a deleted module"), "{out}");
     assert!(out.contains("at ctor_four"), "{out}");
 }
+
+/// `tests/c/sites.c`: twelve call sites of one function lock their own mutexes at the same stack
+/// depth, fifty rounds. Their stacks share a set of the agent's stack cache and the same
+/// agent frames; the cache must give each site its own stack, every round the same, and agree
+/// with full walks.
+#[test]
+fn call_sites_at_one_depth_keep_their_own_stacks() {
+    let exe = build_c("sites", "sites", NO_FP);
+    let run = record_stacks(&exe, &[], &[]);
+    let t = run.load();
+    let main = t
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .find(|f| f.header.tid == f.header.pid)
+        .expect("the main thread's file");
+    let mut firsts = Vec::new();
+    for j in 0..12 {
+        let addr = run.printed(&format!("site{j}"), "addr");
+        let stacks: Vec<Option<u64>> = main
+            .events
+            .iter()
+            .filter(|e| e.op == Some(Op::MutexLock) && e.obj.is_some_and(|o| o.key == addr))
+            .map(|e| e.stack)
+            .collect();
+        assert_eq!(stacks.len(), 50, "site {j}: locks");
+        assert!(stacks[0].is_some(), "site {j}: no stack");
+        assert!(
+            stacks.iter().all(|s| *s == stacks[0]),
+            "site {j}: the stack changed between rounds: {stacks:?}"
+        );
+        firsts.push(stacks[0]);
+    }
+    let distinct: std::collections::BTreeSet<_> = firsts.iter().collect();
+    assert_eq!(distinct.len(), 12, "sites sharing a stack: {firsts:?}");
+
+    let t = record_stacks(&exe, &[], &["--stack-cache", "check"]).load();
+    let files = t.processes.iter().flat_map(|p| p.threads.iter());
+    let (checked, wrong) = files.fold((0, 0), |(c, w), f| {
+        (c + f.header.stack_checked, w + f.header.stack_mismatched)
+    });
+    assert!(checked >= 12 * 49, "only {checked} cache hits were checked");
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {checked} cached stacks differed from a full walk"
+    );
+}

@@ -25,6 +25,7 @@ NGINX_REQUESTS=${NGINX_REQUESTS:-100000}
 MEMCACHED_SECONDS=${MEMCACHED_SECONDS:-5}
 AGENT_OLD=${AGENT_OLD:-}
 MODES="untraced traced"; [ -n "$AGENT_OLD" ] && MODES="untraced traced old"
+[ -x /usr/bin/time ] || { echo "bench-servers: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
 cargo build --release -q -p scalpel-agent -p scalpel-inferencer
 SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-servers.XXXXXX)

@@ -22,7 +22,7 @@ use scalpel_format::wire::{zigzag, Enc};
 
 use crate::stackcfg::{CacheMode, Mode, StackCfg, MAX_DEPTH};
 use crate::unwind::{self, Cache};
-use crate::walk::{Chain, Start, WalkErr};
+use crate::walk::{read_slot, Chain, Start, WalkErr};
 use crate::writer::File;
 
 const DEDUP_SLOTS: usize = 4096;
@@ -62,12 +62,12 @@ struct Site {
 
 impl Site {
     /// Whether the slot still holds the address, for a capture as far below the top as the
-    /// walk that found it (see `Chain::holds_from`, whose chain holds this slot).
+    /// walk that found it.
     #[inline]
     fn holds_from(&self, top: u64) -> bool {
-        // SAFETY: the slot is one of an exact chain's, within the live stack for a capture at
-        // the walk's distance below the top (see `Chain::holds_from`).
-        unsafe { (top.wrapping_sub(u64::from(self.slot)) as *const u64).read() == self.addr }
+        // SAFETY: the slot is one of an exact chain's (only exact chains are remembered) and
+        // the caller matched the capture's distance below the top (see `read_slot`).
+        unsafe { read_slot(top, self.slot) == self.addr }
     }
 }
 

@@ -26,6 +26,21 @@ pub(crate) enum WalkErr {
     Unavailable,
 }
 
+/// Reads the stack word `off` bytes below the stack top `top`.
+///
+/// # Safety
+/// `off` must be a slot of an exact chain (see [`Chain::exact`]) and the capture's stack pointer
+/// as far below `top` as that chain's walk started, with `[sp, top)` checked to lie in this
+/// thread's live stack. No bounds check is needed then: an exact chain read every slot within
+/// `[sp, top - 8]` of its walk, so each slot's offset below the top lies between 8 and that
+/// walk's `top - sp`, and the same offsets from a capture as far below the (current) top fall
+/// within the current `[sp, top - 8]`.
+#[inline(always)]
+pub(crate) unsafe fn read_slot(top: u64, off: u32) -> u64 {
+    // SAFETY: inside the live stack, by the caller's contract above.
+    unsafe { (top.wrapping_sub(u64::from(off)) as *const u64).read() }
+}
+
 /// Registers at the capture point and the top of the thread's stack.
 pub(crate) struct Start {
     pub pc: u64,
@@ -143,31 +158,19 @@ impl Chain {
     }
 
     /// Whether every slot of an exact chain still holds its return address, for a capture at
-    /// the same distance below the stack top `top` as the walk that found the chain.
-    ///
-    /// No bounds check is needed: an exact chain read every slot within `[sp, top - 8]` of its
-    /// walk, so each slot's offset below the top lies between 8 and that walk's `top - sp`,
-    /// and the same offsets from a capture as far below the (current) top fall within the
-    /// current `[sp, top - 8]`, which the caller has checked lies in this thread's live stack.
+    /// the same distance below the stack top `top` as the walk that found the chain (see
+    /// [`read_slot`] for why no bounds check is needed).
     #[inline]
     pub(crate) fn holds_from(&self, top: u64) -> bool {
         let n = self.len.min(CHAIN);
-        let (slots, addrs) = (&self.slots[..n], &self.addrs[..n]);
-        let read = |off: u32| {
-            // SAFETY: within the live stack, as said above (the chain is exact and the caller
-            // matched its capture's offset below the top).
-            unsafe { (top.wrapping_sub(u64::from(off)) as *const u64).read() }
-        };
-        // The innermost slot first: it tells apart the walks that share a starting point (a
-        // lock's and an unlock's through the same hook path); the rest without branches.
-        if n == 0 || read(slots[0]) != addrs[0] {
-            return false;
-        }
-        let diff = slots[1..]
+        // Without a branch per link: the stack cache checks the call site first, which tells
+        // apart the chains that share a starting point.
+        let diff = self.slots[..n]
             .iter()
-            .zip(&addrs[1..])
-            .fold(0, |d, (&off, &a)| d | (read(off) ^ a));
-        diff == 0
+            .zip(&self.addrs[..n])
+            // SAFETY: an exact chain's slot, for a capture as far below the top (see above).
+            .fold(0, |d, (&off, &a)| d | (unsafe { read_slot(top, off) } ^ a));
+        n > 0 && diff == 0
     }
 
     /// Whether two walks found the same chain.

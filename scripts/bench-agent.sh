@@ -11,9 +11,10 @@
 # With valgrind installed, it also prints the instructions the agent adds per event.
 #
 # The `hot` section prints issue 25's figures: added core-ns per event, 1 and 2 threads, with
-# stacks off and with the default stacks, beside the agent named by AGENT_OLD (another build,
-# to compare two versions in the same repetitions) and LTTng-UST's pthread wrapper under an
-# `lttng` session (mutex loop; when lttng-tools and liblttng-ust1 are installed).
+# stacks off, with the default stacks and with `--locks count`, beside the agent named by
+# AGENT_OLD (another build, to compare two versions in the same repetitions) and LTTng-UST's
+# pthread wrapper under an `lttng` session (mutex loop; when lttng-tools and liblttng-ust1 are
+# installed).
 #
 # Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default)
 #        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent hot stacks cpu instr bytes)
@@ -55,6 +56,8 @@ run() {
             BENCH_DEPTH=$d rec --stacks all --stack-depth "$d" --stack-cache "$c" -- \
                 "$BENCH" "$mode" "$threads" "$ITERS" ;;
         naive) "$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t" ;;
+        # count — the default stacks with uncontended mutex pairs counted (`--locks count`).
+        count) rec --locks count -- "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # default — the agent as `record` runs it by default (stacks all, 32 deep, cache on).
         default) rec -- "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # old:nostack, old:default — the same with the agent at AGENT_OLD.
@@ -111,8 +114,8 @@ if [ -e "$LTTNG_WRAPPER" ] && command -v lttng >/dev/null; then
         lttng_on=1
     fi
 fi
-cols=(nostack:0 default)
-names=("off +ns" "default +ns")
+cols=(nostack:0 default count)
+names=("off +ns" "default +ns" "count +ns")
 if [ -n "$AGENT_OLD" ]; then cols+=(old:nostack old:default); names+=("old off +ns" "old def +ns"); fi
 if [ $lttng_on = 1 ]; then cols+=(lttng); names+=("lttng +ns" "lttng/off"); fi
 echo "added core-ns per event: this agent with stacks off and default stacks${AGENT_OLD:+, the agent at AGENT_OLD}$([ $lttng_on = 1 ] && echo ', LTTng-UST pthread wrapper')"

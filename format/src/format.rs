@@ -391,6 +391,10 @@ ops! {
     CondUnlock = 6, "cond_unlock", Release;
     /// Synthesized: a condition wait re-acquired its mutex (obj = the mutex); the wait precedes.
     CondRelock = 7, "cond_relock", Acquire;
+    /// Synthesized under `SCALPEL_LOCKS=count`: `aux` uncontended lock+unlock pairs of the
+    /// mutex `obj`, made since the thread's previous record and recorded only as this count
+    /// (no times, no sequence numbers, no stacks). See [`ENV_LOCKS`].
+    MutexCounted = 8, "mutex_counted", None;
     /// `pthread_cond_wait` returned (obj = the cond; a sequence number only when it returned 0).
     CondWait = 10, "cond_wait", Acquire;
     /// `pthread_cond_timedwait` returned.
@@ -607,6 +611,12 @@ pub const ENV_STACKS: &str = "SCALPEL_STACKS";
 /// Environment variable that turns on CPU times: `on` makes every event carry the thread's
 /// CPU time (one `clock_gettime(CLOCK_THREAD_CPUTIME_ID)` system call per event).
 pub const ENV_CPU_TIME: &str = "SCALPEL_CPU_TIME";
+/// Environment variable choosing how uncontended mutex acquisitions are recorded: `record`
+/// (the default: every lock and unlock is an event) or `count` (a `pthread_mutex_lock` that
+/// finds a private mutex free, and its unlock when that finds no waiter, are only counted, per
+/// mutex and leaf, in [`Op::MutexCounted`] events; a mutex ever waited on with a condition
+/// variable is always recorded, as are robust, priority and process-shared ones).
+pub const ENV_LOCKS: &str = "SCALPEL_LOCKS";
 /// Environment variable that turns on on-CPU samples: the rate, samples per second of each
 /// thread's CPU time (1 to 10000; absent or 0: off). See [`rec::SAMPLE`].
 pub const ENV_SAMPLE: &str = "SCALPEL_SAMPLE";

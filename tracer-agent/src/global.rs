@@ -40,6 +40,11 @@ pub(crate) struct Config {
     pub cpu_time: bool,
     /// `SCALPEL_SAMPLE=...` if it was set.
     pub env_sample: PathBuf<32>,
+    /// `SCALPEL_LOCKS=...` if it was set.
+    pub env_locks: PathBuf<32>,
+    /// Uncontended mutex pairs are counted, not recorded (`SCALPEL_LOCKS=count`; see
+    /// `tstate::counted`).
+    pub count_locks: bool,
     /// On-CPU samples per second of each thread's CPU time (0: off; see `sampler`).
     pub sample_hz: u32,
     /// The incarnation number of this process's directory `<pid>.<incarnation>`.
@@ -88,6 +93,8 @@ static G: Global = Global {
         env_cpu: PathBuf::new(),
         cpu_time: false,
         env_sample: PathBuf::new(),
+        env_locks: PathBuf::new(),
+        count_locks: false,
         sample_hz: 0,
         incarnation: 0,
         pid: 0,

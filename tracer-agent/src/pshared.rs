@@ -40,19 +40,7 @@ fn flag(_kind: ObjKind) -> Option<(usize, u32)> {
 
 /// Whether the object of `kind` at `p` was initialised process-shared.
 fn is_shared<T>(kind: ObjKind, p: *const T) -> bool {
-    let Some((off, bits)) = flag(kind) else {
-        return false;
-    };
-    let at = (p as usize).wrapping_add(off);
-    if p.is_null() || at % 4 != 0 {
-        return false;
-    }
-    // SAFETY: `p` is the object the program is passing to the libc call being hooked, so it is
-    // live and at least as large as its type (every offset above is inside it), and the word is
-    // aligned. glibc changes these words only with atomics, and the flag bits never change after
-    // initialisation; a relaxed atomic load reads them without tearing.
-    let word = unsafe { AtomicU32::from_ptr(at as *mut u32) }.load(Ordering::Relaxed);
-    word & bits != 0
+    flag(kind).is_some_and(|(off, bits)| word(p, off).is_some_and(|w| w & bits != 0))
 }
 
 /// The object of `kind` at `p`, carrying the shared identity when glibc marked it shared.
@@ -67,6 +55,56 @@ pub(crate) fn sync_obj<T>(kind: ObjKind, p: *const T) -> Obj<'static> {
     } else {
         o
     }
+}
+
+/// glibc's mutex words that `SCALPEL_LOCKS=count` reads (layouts as for [`flag`]): the lock
+/// word `__data.__lock` at offset 0 (0 free, 1 taken, 2 taken with waiters possible, for every
+/// mutex type without the robust, priority or shared bits) and the type word `__data.__kind`
+/// at 16, whose bits 16, 32, 64 and 128 are robust, priority inheritance, priority protection
+/// and process-shared.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+mod mutex_words {
+    pub(super) const LOCK: Option<usize> = Some(0);
+    pub(super) const KIND: usize = 16;
+    pub(super) const SPECIAL: u32 = 16 | 32 | 64 | 128;
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64")))]
+mod mutex_words {
+    pub(super) const LOCK: Option<usize> = None;
+    pub(super) const KIND: usize = 16;
+    pub(super) const SPECIAL: u32 = !0;
+}
+
+/// The 32-bit word at byte `off` of the object at `p`, None when null or not aligned.
+#[inline]
+fn word<T>(p: *const T, off: usize) -> Option<u32> {
+    let at = (p as usize).wrapping_add(off);
+    if p.is_null() || !at.is_multiple_of(4) {
+        return None;
+    }
+    // SAFETY: `p` is the object the program is passing to the libc call being hooked, so it is
+    // live and at least as large as its type (every offset used here is inside it), and the
+    // word is aligned. glibc changes these words only with atomics (the flag bits never after
+    // initialisation); a relaxed atomic load reads them without tearing.
+    Some(unsafe { AtomicU32::from_ptr(at as *mut u32) }.load(Ordering::Relaxed))
+}
+
+/// Whether a mutex may be counted rather than recorded: a private mutex of one of the four
+/// plain types (normal, recursive, error-checking, adaptive), whose lock word says whether
+/// anyone waits.
+#[inline]
+pub(crate) fn mutex_countable(m: *const libc::pthread_mutex_t) -> bool {
+    mutex_words::LOCK.is_some()
+        && word(m, mutex_words::KIND).is_some_and(|k| k & mutex_words::SPECIAL == 0)
+}
+
+/// Whether a countable mutex that this thread holds has a waiter (or had one that has not yet
+/// taken it): its lock word is 2. Read just before the unlock, so a thread that starts waiting
+/// after this read is not seen (see `tstate::counted`).
+#[inline]
+pub(crate) fn mutex_has_waiters(m: *const libc::pthread_mutex_t) -> bool {
+    mutex_words::LOCK.is_some_and(|off| word(m, off).is_some_and(|w| w > 1))
 }
 
 /// The futex word at `addr`: shared unless the call said `FUTEX_PRIVATE_FLAG`.

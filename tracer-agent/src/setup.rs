@@ -41,6 +41,10 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
         cfg.env_cpu.push(b"SCALPEL_CPU_TIME=").push(c);
         cfg.cpu_time = c == b"on" || c == b"1";
     }
+    if let Some(l) = getenv(b"SCALPEL_LOCKS\0").filter(|l| l.len() < 16) {
+        cfg.env_locks.push(b"SCALPEL_LOCKS=").push(l);
+        cfg.count_locks = l == b"count";
+    }
     if let Some(hz) = getenv(b"SCALPEL_SAMPLE\0").filter(|h| h.len() < 8) {
         cfg.env_sample.push(b"SCALPEL_SAMPLE=").push(hz);
         cfg.sample_hz = hz

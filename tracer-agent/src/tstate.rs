@@ -24,6 +24,7 @@ use crate::stacks::Stacks;
 use crate::sys::{self, ErrnoGuard};
 use crate::writer::{self, File};
 
+mod counted;
 mod held;
 use held::HeldLock;
 
@@ -106,6 +107,8 @@ pub(crate) struct ThreadState {
     sampler: ThreadSampler,
     /// The uncontended lock not yet written, if any.
     held: HeldLock,
+    /// Counted mutex pairs (`SCALPEL_LOCKS=count`).
+    counted: counted::Counted,
 }
 
 /// A recording thread: the configuration and its state. Obtained from [`enter_with`] (hooks call
@@ -477,6 +480,14 @@ impl ThreadState {
 
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>, hold: bool) {
         self.since_calib += 1;
+        // Counted pairs go out every 256th record, before the thread's exit or exec (and when
+        // their table fills, and at process exit): often enough that a crash loses few, rarely
+        // enough to cost nothing.
+        if (self.since_calib & 255 == 0 || matches!(ev.op, Op::ThreadExit | Op::Exec))
+            && self.counted.pending()
+        {
+            self.write_counts(ev.t0);
+        }
         // A lock kept back goes out with its unlock in one record, or alone before anything
         // else.
         if self.held.on {
@@ -681,6 +692,9 @@ pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
                 if st.tag == TAG && !st.busy.load(Ordering::Relaxed) {
                     st.busy.store(true, Ordering::Relaxed);
                     compiler_fence(Ordering::SeqCst);
+                    if st.counted.pending() {
+                        st.write_counts(global::now(cfg));
+                    }
                     let mut buf = [0u8; 24];
                     let n = writer::calibration(cfg, &mut buf);
                     st.file.record(rec::CALIBRATION, &buf[..n], &[]);

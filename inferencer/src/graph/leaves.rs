@@ -32,6 +32,8 @@ pub(super) enum Class {
     LockAcquire,
     /// A mutex or rwlock release.
     LockRelease,
+    /// Uncontended mutex pairs counted by the agent (`x` of them): acquisitions, nothing else.
+    LockCount,
     /// A sleep.
     Sleep,
     /// A latch wait that a lock's release ended (see [`super::latches`]): time counted as
@@ -61,6 +63,7 @@ pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
         | RwTryrdlock | RwTimedrdlock | RwClockrdlock | RwWrlock | RwTrywrlock | RwTimedwrlock
         | RwClockwrlock => Class::LockAcquire,
         MutexUnlock | CondUnlock | RwUnlock => Class::LockRelease,
+        MutexCounted => Class::LockCount,
         Sleep => Class::Sleep,
         CondWait | CondTimedwait | CondClockwait | CondSignal | CondBroadcast | SemWait
         | SemTimedwait | SemClockwait | SemTrywait | SemPost | FutexWait | FutexWake
@@ -430,7 +433,12 @@ impl Cutter {
             _ => class(op, e, o),
         };
         let ret = e.ticks.saturating_add(e.dur);
-        if self.cur.is_none() && !matches!(cls, Class::Start | Class::Cut | Class::End) {
+        if self.cur.is_none()
+            && !matches!(
+                cls,
+                Class::Start | Class::Cut | Class::End | Class::LockCount
+            )
+        {
             // Opened at this call's entry: the CPU time before it, when known.
             self.cur = Some((open(e.ticks, None, at), 0));
             self.cpu_open = self.cpu_last.or(e.cpu);
@@ -492,6 +500,11 @@ impl Cutter {
                     leaf.sleep_ns += e.dur;
                 }
                 self.inner(e);
+            }
+            Class::LockCount => {
+                if e.obj != NO_OBJ && e.flags & HAS_X != 0 {
+                    self.lock_aggs.entry(e.obj).or_default().count += e.x;
+                }
             }
             Class::LatchWait => {
                 if let Some((leaf, _)) = self.cur.as_mut() {

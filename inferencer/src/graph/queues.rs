@@ -47,6 +47,9 @@ pub(super) struct Section {
     pub signals: Vec<(u32, u32)>,
 }
 
+/// The call site of a section whose lock was counted, not recorded (see `Tracker::feed`).
+const UNKNOWN_SITE: u32 = u32::MAX;
+
 /// A mutex one thread holds.
 struct Held {
     obj: u32,
@@ -87,6 +90,11 @@ impl Tracker {
         use Op::*;
         match s.op {
             MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock if s.res == 0 => {
+                for x in self.sections.iter_mut().rev().take(4) {
+                    if x.obj == s.obj && x.stack == UNKNOWN_SITE {
+                        x.stack = s.stack;
+                    }
+                }
                 self.held.push(Held {
                     obj: s.obj,
                     leaf: s.open_leaf,
@@ -95,7 +103,22 @@ impl Tracker {
                     signals: Vec::new(),
                 });
             }
-            CondUnlock => self.in_wait = Some(s.obj),
+            CondUnlock => {
+                self.in_wait = Some(s.obj);
+                if !self.held.iter().any(|h| h.obj == s.obj) {
+                    // Its lock was not recorded: counted (`record --locks count`) before this
+                    // wait made the mutex a condition's. The section is known from here; its
+                    // lock's call site is taken to be that of the thread's next lock of the
+                    // mutex (a consumer's loop locks at one site), until then unknown.
+                    self.held.push(Held {
+                        obj: s.obj,
+                        leaf: s.open_leaf,
+                        stack: UNKNOWN_SITE,
+                        waited: None,
+                        signals: Vec::new(),
+                    });
+                }
+            }
             CondRelock => {
                 if let Some(h) = self.held.iter_mut().rev().find(|h| h.obj == s.obj) {
                     h.leaf = s.open_leaf;

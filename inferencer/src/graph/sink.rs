@@ -45,6 +45,7 @@ fn sat_i32(v: i64) -> i32 {
 fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
     match op? {
         Op::FutexWait => e.aux2,
+        Op::MutexCounted => e.aux,
         Op::Poll | Op::Ppoll | Op::Select | Op::Pselect => e.aux,
         Op::Accept | Op::Accept4 | Op::Connect => e.aux,
         // Its own handle, which `pthread_kill` names.

@@ -18,7 +18,7 @@ extern "C" {
 }
 
 const STACK_ENTRIES: usize = 512;
-const OURS: [&[u8]; 8] = [
+const OURS: [&[u8]; 9] = [
     b"LD_PRELOAD=",
     b"SCALPEL_DIR=",
     b"SCALPEL_BROKER=",
@@ -27,6 +27,7 @@ const OURS: [&[u8]; 8] = [
     b"SCALPEL_STACKS=",
     b"SCALPEL_CPU_TIME=",
     b"SCALPEL_SAMPLE=",
+    b"SCALPEL_LOCKS=",
 ];
 
 fn starts_with(s: *const c_char, prefix: &[u8]) -> bool {
@@ -97,6 +98,7 @@ fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) 
         cfg.env_stacks.c_bytes(),
         cfg.env_cpu.c_bytes(),
         cfg.env_sample.c_bytes(),
+        cfg.env_locks.c_bytes(),
         preload.c_bytes(),
     ]
     .into_iter()

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::event::Ev;
 use crate::lifecycle::{enter, enter_holding};
-use crate::pshared::{futex_obj, sync_obj};
+use crate::pshared::{futex_obj, mutex_countable, mutex_has_waiters, sync_obj};
 use crate::real;
 
 type MutexFn = unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int;
@@ -41,11 +41,16 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
         return unsafe { f(m) };
     };
     let o = sync_obj(ObjKind::Mutex, m);
-    let t0 = c.now();
     if let Some(try_lock) = real!(pthread_mutex_trylock: MutexFn) {
         // SAFETY: forwarding the caller's argument.
         let r = unsafe { try_lock(m) };
         if r == 0 {
+            // Under `SCALPEL_LOCKS=count`, only counted (see `tstate::counted`).
+            if c.cfg.count_locks && mutex_countable(m) && c.count_lock(o.key) {
+                return 0;
+            }
+            // Read once the lock is taken: the number below orders it, the clock only dates it.
+            let t0 = c.now();
             let seq = c.seq_pair(o.kind, o.key);
             c.emit_held(&Ev {
                 obj: Some((o, Some(seq))),
@@ -55,6 +60,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
             return 0;
         }
         if r != libc::EBUSY {
+            let t0 = c.now();
             let seq = (r == libc::EOWNERDEAD).then(|| c.seq(o.kind, o.key));
             c.emit(&Ev {
                 obj: Some((o, seq)),
@@ -64,6 +70,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
             return r;
         }
     }
+    let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(m) };
     let t1 = c.now();
@@ -76,8 +83,8 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
     r
 }
 
-/// A trylock never blocks: one clock reading stands for it, and a success may share a record
-/// with its unlock.
+/// A trylock never blocks: one clock reading (after it) stands for it, and a success may share
+/// a record with its unlock.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
     let Some(f) = real!(pthread_mutex_trylock: MutexFn) else {
@@ -88,9 +95,13 @@ pub unsafe extern "C-unwind" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -
         return unsafe { f(m) };
     };
     let o = sync_obj(ObjKind::Mutex, m);
-    let t0 = c.now();
     // SAFETY: forwarding the caller's argument.
     let r = unsafe { f(m) };
+    // A success is an uncontended acquisition, counted as the lock's would be.
+    if r == 0 && c.cfg.count_locks && mutex_countable(m) && c.count_lock(o.key) {
+        return 0;
+    }
+    let t0 = c.now();
     let seq = (r == 0).then(|| c.seq_pair(o.kind, o.key));
     let ev = Ev {
         obj: Some((o, seq)),
@@ -111,13 +122,17 @@ pub unsafe extern "C-unwind" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) ->
     let Some(f) = real!(pthread_mutex_unlock: MutexFn) else {
         return libc::ENOSYS;
     };
+    let c = enter_holding();
+    // The other half of a counted pair passes through, unless a thread waits: the contention
+    // analysis needs the release it waited for.
+    if c.is_some_and(|c| c.count_unlock(m as u64)) && !mutex_has_waiters(m) {
+        // SAFETY: forwarding the caller's argument.
+        return unsafe { f(m) };
+    }
     // SAFETY: forwarding the caller's argument.
-    pthread_release_with(
-        enter_holding(),
-        Op::MutexUnlock,
-        sync_obj(ObjKind::Mutex, m),
-        || unsafe { f(m) },
-    )
+    pthread_release_with(c, Op::MutexUnlock, sync_obj(ObjKind::Mutex, m), || unsafe {
+        f(m)
+    })
 }
 
 #[no_mangle]
@@ -163,6 +178,7 @@ fn cond_wait(
     let Some(c) = enter() else { return call() };
     let mo = sync_obj(ObjKind::Mutex, m);
     let co = sync_obj(ObjKind::Cond, cv);
+    c.cond_wait_on(mo.key);
     let unlock_seq = c.seq(ObjKind::Mutex, mo.key);
     let t0 = c.now();
     c.emit(&Ev {

@@ -1,0 +1,202 @@
+//! Uncontended mutex pairs counted instead of recorded (`SCALPEL_LOCKS=count`).
+//!
+//! Why: on a server most hooked calls are locks that nobody waits for (memcached's worker takes
+//! about ten per request), and recording each one with its time, sequence number and stack is
+//! what the agent costs there. In this mode a `pthread_mutex_lock` that finds a countable mutex
+//! free reads no clock, takes no sequence number and walks no stack: the thread notes the mutex
+//! as held, and its unlock, when the lock word shows no waiter, adds one to the thread's count
+//! for that mutex and passes through. The counts go out as `mutex_counted` events just before
+//! the thread's next record, so they land in the leaf where the pairs happened.
+//!
+//! What stays recorded: every acquisition that waited (the real lock ran), every unlock that
+//! found a waiter (the contention analysis names the holder by it), condition waits and their
+//! mutexes' every section (a mutex ever waited on with a condition variable is the queue
+//! analysis's), and robust, priority and process-shared mutexes. What is lost: the uncontended
+//! sections' times, order and stacks, so `--cut-at-locks` cannot cut at them. A waiter that
+//! starts waiting between the holder's look at the lock word and its unlock is the one case
+//! where a contended acquisition has no recorded release before it.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use scalpel_format::format::{ObjKind, Op};
+use scalpel_format::record::RawEvent;
+
+use super::{Ctx, ThreadState, TAG};
+use crate::event::Obj;
+use crate::global::{self, Config};
+
+/// Mutexes ever waited on with a condition variable, one bit per address hash. A collision
+/// only makes another mutex recorded in full.
+static COND_MUTEXES: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// The word and bit of a mutex in [`COND_MUTEXES`].
+#[inline]
+fn cond_bit(key: u64) -> (usize, u64) {
+    let h = (key >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52;
+    ((h >> 6) as usize, 1 << (h & 63))
+}
+
+/// Marks the mutex of a condition wait: its sections are recorded from now on.
+#[inline]
+fn mark_cond_mutex(key: u64) {
+    let (w, b) = cond_bit(key);
+    // Read first: the bit is set once and then only read, so its line stays shared.
+    if COND_MUTEXES[w].load(Ordering::Relaxed) & b == 0 {
+        COND_MUTEXES[w].fetch_or(b, Ordering::Relaxed);
+    }
+}
+
+/// Whether a mutex was ever waited on with a condition variable.
+#[inline]
+fn is_cond_mutex(key: u64) -> bool {
+    let (w, b) = cond_bit(key);
+    COND_MUTEXES[w].load(Ordering::Relaxed) & b != 0
+}
+
+/// Counted locks a thread may hold at once; a deeper one is recorded.
+const HELD: usize = 8;
+/// Distinct mutexes counted between two records of a thread; one more writes the counts out.
+const COUNTS: usize = 16;
+
+/// A thread's counted locks and counts. Valid when zeroed.
+#[derive(Clone, Copy)]
+pub(super) struct Counted {
+    /// The counted locks this thread holds, innermost last.
+    held: [u64; HELD],
+    n_held: u8,
+    /// Mutexes and their pair counts since the thread's last record.
+    keys: [u64; COUNTS],
+    counts: [u64; COUNTS],
+    n: u8,
+}
+
+impl Counted {
+    /// Whether counts wait to be written.
+    #[inline]
+    pub(super) fn pending(&self) -> bool {
+        self.n != 0
+    }
+}
+
+impl ThreadState {
+    /// Writes the counts as `mutex_counted` events at `ticks`: the time of the record that
+    /// follows them (or now, when the table is full).
+    #[inline(never)]
+    pub(super) fn write_counts(&mut self, ticks: u64) {
+        let c = self.counted;
+        self.counted.n = 0;
+        for i in 0..usize::from(c.n) {
+            let Some(slot) = self.intern(&Obj::key(ObjKind::Mutex, c.keys[i])) else {
+                self.file.drop_event();
+                continue;
+            };
+            let raw = RawEvent {
+                op: Op::MutexCounted as u8,
+                dt: ticks.saturating_sub(self.last_ticks),
+                obj: Some(u64::from(self.objects[slot].idx)),
+                aux: Some(c.counts[i]),
+                ..RawEvent::default()
+            };
+            if self.file.event(&raw) {
+                self.last_ticks = self.last_ticks.max(ticks);
+            }
+        }
+    }
+
+    /// Adds one pair of the mutex `key` to the counts, writing them out first when full.
+    #[inline]
+    fn add_count(&mut self, cfg: &Config, key: u64) {
+        let n = usize::from(self.counted.n);
+        if let Some(i) = self.counted.keys[..n].iter().position(|&k| k == key) {
+            self.counted.counts[i] += 1;
+            return;
+        }
+        if n == COUNTS {
+            self.write_counts(global::now(cfg));
+        }
+        let c = &mut self.counted;
+        let n = usize::from(c.n);
+        c.keys[n] = key;
+        c.counts[n] = 1;
+        c.n += 1;
+    }
+}
+
+impl Ctx {
+    /// Runs `f` on this thread's state under its `busy` flag (a signal handler's hook then
+    /// passes through instead of seeing a half-made change); None when the state is not live.
+    #[inline(always)]
+    fn with_state<R>(&self, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+        // SAFETY: `ts` is this thread's live state (as in `Ctx::emit`).
+        let st = unsafe { &mut *self.ts };
+        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
+            return None;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        let r = f(st);
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
+        Some(r)
+    }
+
+    /// Notes an uncontended lock of the countable mutex `key` as counted; false when it must
+    /// be recorded (the mode is off, the mutex is a condition's, or too many are held).
+    #[inline]
+    pub(crate) fn count_lock(&self, key: u64) -> bool {
+        if !self.cfg.count_locks || is_cond_mutex(key) {
+            return false;
+        }
+        self.with_state(|st| {
+            let c = &mut st.counted;
+            let n = usize::from(c.n_held);
+            if n == HELD {
+                return false;
+            }
+            c.held[n] = key;
+            c.n_held += 1;
+            true
+        })
+        .unwrap_or(false)
+    }
+
+    /// At an unlock of `key`: if its lock was counted, forgets it and counts the pair; true
+    /// then.
+    #[inline]
+    pub(crate) fn count_unlock(&self, key: u64) -> bool {
+        if !self.cfg.count_locks {
+            return false;
+        }
+        self.with_state(|st| {
+            let c = &mut st.counted;
+            let n = usize::from(c.n_held);
+            let Some(i) = c.held[..n].iter().rposition(|&k| k == key) else {
+                return false;
+            };
+            c.held.copy_within(i + 1..n, i);
+            c.n_held -= 1;
+            st.add_count(self.cfg, key);
+            true
+        })
+        .unwrap_or(false)
+    }
+
+    /// At a condition wait with the mutex `key`: marks it, and forgets a counted lock of it
+    /// (the wait's release and re-acquisition are recorded, and so is the unlock after them).
+    #[inline]
+    pub(crate) fn cond_wait_on(&self, key: u64) {
+        if !self.cfg.count_locks {
+            return;
+        }
+        mark_cond_mutex(key);
+        self.with_state(|st| {
+            let c = &mut st.counted;
+            let n = usize::from(c.n_held);
+            if let Some(i) = c.held[..n].iter().rposition(|&k| k == key) {
+                c.held.copy_within(i + 1..n, i);
+                c.n_held -= 1;
+                st.add_count(self.cfg, key);
+            }
+        });
+    }
+}

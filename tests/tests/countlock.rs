@@ -174,14 +174,9 @@ fn counting_keeps_the_lock_table_the_holder_and_the_handoffs() {
         assert!(holder.is_some_and(|h| h != waiter), "holder {holder:?}");
         assert!(wait > 10_000_000, "waited {wait} ns");
     }
-    // Every item the producer signalled reached the consumer when recorded in full. Counted,
-    // the consumer's first section (its lock counted before its first wait made the mutex a
-    // condition's) is known only from the wait on, and one hand-off is still lost there (its
-    // cause is not found yet; issue 25's note): all the others are kept.
+    // Every item the producer signalled reached the consumer in both modes. Counted, the
+    // consumer's first section (its lock counted before its first wait made the mutex a
+    // condition's) is known from the wait on, at the call site of its next lock.
     assert_eq!(handoffs(&full.graph), 200, "recorded in full");
-    assert!(
-        handoffs(&count.graph) >= 199,
-        "counted: {}",
-        handoffs(&count.graph)
-    );
+    assert_eq!(handoffs(&count.graph), 200, "counted");
 }

@@ -480,13 +480,8 @@ impl ThreadState {
 
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>, hold: bool) {
         self.since_calib += 1;
-        // Counted pairs go out every 256th record, before the thread's exit or exec (and when
-        // their table fills, and at process exit): often enough that a crash loses few, rarely
-        // enough to cost nothing.
-        if (self.since_calib & 255 == 0 || matches!(ev.op, Op::ThreadExit | Op::Exec))
-            && self.counted.pending()
-        {
-            self.write_counts(ev.t0);
+        if self.counted.pending() {
+            self.counts_due(ev);
         }
         // A lock kept back goes out with its unlock in one record, or alone before anything
         // else.

@@ -22,7 +22,7 @@ use scalpel_format::format::{ObjKind, Op};
 use scalpel_format::record::RawEvent;
 
 use super::{Ctx, ThreadState, TAG};
-use crate::event::Obj;
+use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
 
 /// Mutexes ever waited on with a condition variable, one bit per address hash. A collision
@@ -79,6 +79,17 @@ impl Counted {
 }
 
 impl ThreadState {
+    /// Before the record of `ev`, with counts pending: they go out every 256th record, before
+    /// the thread's exit or exec (and when their table fills, and at process exit): often
+    /// enough that a crash loses few, rarely enough to cost nothing. Out of line: the default
+    /// mode never gets here, and the record path stays small.
+    #[inline(never)]
+    pub(super) fn counts_due(&mut self, ev: &Ev<'_>) {
+        if self.since_calib & 255 == 0 || matches!(ev.op, Op::ThreadExit | Op::Exec) {
+            self.write_counts(ev.t0);
+        }
+    }
+
     /// Writes the counts as `mutex_counted` events at `ticks`: the time of the record that
     /// follows them (or now, when the table is full).
     #[inline(never)]

@@ -9,7 +9,9 @@
 # own cost, steadier.
 #
 # With AGENT_OLD (another build of the agent), each repetition also runs the server under that
-# agent, so two versions are compared in the same run.
+# agent, so two versions are compared in the same run; OLD_FLAGS, when set, replaces
+# RECORD_FLAGS for it (the same agent with two sets of flags: AGENT_OLD=target/release/
+# libscalpel_agent.so RECORD_FLAGS="--locks count" OLD_FLAGS="").
 #
 # Usage: scripts/bench-servers.sh                 (PAIRS=3, SERVERS="memcached nginx apache")
 #        RECORD_FLAGS="--stacks off" scripts/bench-servers.sh
@@ -59,9 +61,10 @@ launch() {
     local timed=(/usr/bin/time -o "$WORK/cpu" -f "%U %S")
     if [ "$mode" = traced ] || [ "$mode" = old ]; then
         rm -rf "$WORK/trace"
-        local agent=$PWD/target/release/libscalpel_agent.so
-        [ "$mode" = old ] && agent=$AGENT_OLD
-        SCALPEL_AGENT=$agent "$SCALPEL" record -o "$WORK/trace" ${RECORD_FLAGS:-} -- "${timed[@]}" "$@" 2>/dev/null &
+        local agent=$PWD/target/release/libscalpel_agent.so flags=${RECORD_FLAGS:-}
+        if [ "$mode" = old ]; then agent=$AGENT_OLD; flags=${OLD_FLAGS-$flags}; fi
+        # shellcheck disable=SC2086 # the flags are words
+        SCALPEL_AGENT=$agent "$SCALPEL" record -o "$WORK/trace" $flags -- "${timed[@]}" "$@" 2>/dev/null &
         RECORD_PID=$!
     else
         "${timed[@]}" "$@" &

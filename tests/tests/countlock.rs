@@ -2,7 +2,7 @@
 //! recorded. The same program is recorded in both modes; the lock table's acquisitions, the
 //! contended acquisition's holder and the queue's hand-off edges must come out the same.
 
-use scalpel_e2e::score::infer_model;
+use scalpel_e2e::score::{infer_model, infer_output};
 use scalpel_e2e::*;
 use scalpel_model::graph::{EdgeKind, Graph};
 
@@ -150,6 +150,15 @@ fn uncontended_pairs_are_counted_and_everything_else_recorded() {
     let lock = on_hot(&main[0], Op::MutexLock).expect("the waiting lock");
     assert!(lock.dur_ns > 10_000_000, "{lock:?}");
     assert!(unlock.seq.unwrap() < lock.seq.unwrap());
+    // `--cut-at-locks` says it cannot cut at counted pairs (and `--strict` still passes).
+    let out = infer_output(
+        &r.run.dir,
+        &r.run.tmp.path().join("cut"),
+        &["--cut-at-locks", "--strict"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("were counted, not recorded"), "{err}");
 }
 
 #[test]

@@ -226,6 +226,8 @@ pub(super) struct ThreadOut {
     pub weak: WeakOrder,
     /// Cuts with an object or a spawn/exit meaning.
     pub bounds: Vec<Bound>,
+    /// Uncontended mutex pairs the agent counted instead of recording (`record --locks count`).
+    pub counted_pairs: u64,
     /// Lock releases.
     pub releases: Vec<LockRelease>,
     /// Lock acquisitions that may have been contended.
@@ -504,6 +506,7 @@ impl Cutter {
             Class::LockCount => {
                 if e.obj != NO_OBJ && e.flags & HAS_X != 0 {
                     self.lock_aggs.entry(e.obj).or_default().count += e.x;
+                    self.out.counted_pairs += e.x;
                 }
             }
             Class::LatchWait => {

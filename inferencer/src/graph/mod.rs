@@ -113,6 +113,19 @@ pub enum GraphWarning {
     /// A module whose frames cannot be symbolized.
     #[error(transparent)]
     Module(ModuleWarning),
+    /// `--cut-at-locks` on a trace whose uncontended mutex pairs were counted, not recorded:
+    /// there is no call to cut at for them. Not data loss (`--strict` passes).
+    #[error(
+        "{}: {pairs} uncontended mutex lock+unlock pair(s) were counted, not recorded \
+         (`scalpel record --locks count`): --cut-at-locks cuts only at the recorded ones",
+        .path.display()
+    )]
+    CountedLocks {
+        /// The trace directory.
+        path: PathBuf,
+        /// Pairs counted.
+        pairs: u64,
+    },
     /// Threads or processes the agent could not give a file: their events are missing.
     #[error("{}: the recording lost {losses}", .path.display())]
     Unrecorded {
@@ -178,6 +191,17 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         .flat_map(|p| p.threads.iter())
         .map(|s| s.events)
         .sum();
+    let counted: u64 = sinks
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter_map(|s| s.out.as_ref().map(|o| o.counted_pairs))
+        .sum();
+    if opts.lock_cuts && counted > 0 {
+        warnings.push(GraphWarning::CountedLocks {
+            path: trace.path.clone(),
+            pairs: counted,
+        });
+    }
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
     let mut graph = asm.graph;

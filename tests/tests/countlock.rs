@@ -18,6 +18,9 @@ struct Keys {
     queue: u64,
     robust: u64,
     hot: u64,
+    nested: u64,
+    /// The producer's looks at the queue before its first item.
+    checks: u64,
 }
 
 fn recorded(flags: &[&str]) -> Recorded {
@@ -30,6 +33,8 @@ fn recorded(flags: &[&str]) -> Recorded {
         queue: key("queue"),
         robust: key("robust"),
         hot: key("hot"),
+        nested: key("nested"),
+        checks: run.printed("checks", "checks"),
     };
     assert!(
         run.stdout().contains("counter 4000 own 3000 3000\n"),
@@ -119,7 +124,7 @@ fn uncontended_pairs_are_counted_and_everything_else_recorded() {
     assert_eq!(acquisitions(&on(&t, k.stats)), 4000);
     // The queue's mutex is a condition's: recorded from the first wait on.
     let queue = on(&t, k.queue);
-    assert_eq!(acquisitions(&queue), 400);
+    assert_eq!(acquisitions(&queue), 400 + k.checks);
     assert!(
         queue
             .iter()
@@ -132,6 +137,12 @@ fn uncontended_pairs_are_counted_and_everything_else_recorded() {
     let robust = on(&t, k.robust);
     assert!(robust.iter().all(|e| e.op != Some(Op::MutexCounted)));
     assert_eq!(acquisitions(&robust), 10);
+    // A recursive mutex nested deeper than the counted locks a thread tracks: the inner ones
+    // are recorded, and every acquisition is there once.
+    let nested = on(&t, k.nested);
+    assert_eq!(acquisitions(&nested), 1200);
+    assert!(nested.iter().any(|e| e.op == Some(Op::MutexLock)));
+    assert!(nested.iter().any(|e| e.op == Some(Op::MutexCounted)));
     // The holder of `hot` took it without waiting (counted), but a thread waited when it let
     // go: that unlock is recorded, with a number before the waiter's.
     let files = thread_files(&t);
@@ -175,8 +186,9 @@ fn counting_keeps_the_lock_table_the_holder_and_the_handoffs() {
             .iter()
             .filter(|e| e.op == Some(Op::CondRelock))
             .count() as u64;
-        assert_eq!(table(&r.graph, k.queue), 400 + relocks);
+        assert_eq!(table(&r.graph, k.queue), 400 + k.checks + relocks);
         assert_eq!(table(&r.graph, k.robust), 10);
+        assert_eq!(table(&r.graph, k.nested), 1200);
         // The holder is the thread that slept holding `hot`, not the waiter.
         let (holder, wait) = hot_wait(r);
         let waiter = r.run.load().processes[0].threads[0].header.tid;

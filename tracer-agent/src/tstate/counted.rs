@@ -4,9 +4,10 @@
 //! about ten per request), and recording each one with its time, sequence number and stack is
 //! what the agent costs there. In this mode a `pthread_mutex_lock` that finds a countable mutex
 //! free reads no clock, takes no sequence number and walks no stack: the thread notes the mutex
-//! as held, and its unlock, when the lock word shows no waiter, adds one to the thread's count
-//! for that mutex and passes through. The counts go out as `mutex_counted` events just before
-//! the thread's next record, so they land in the leaf where the pairs happened.
+//! as held and adds one to its count for that mutex; the unlock, when the lock word shows no
+//! waiter, passes through. The counts go out as `mutex_counted` events, per mutex, every 256
+//! records of the thread, before its exit or exec, when 16 mutexes have counts, and at process
+//! exit (the exiting thread's): per thread and mutex, not per leaf.
 //!
 //! What stays recorded: every acquisition that waited (the real lock ran), every unlock that
 //! found a waiter (the contention analysis names the holder by it), condition waits and their
@@ -151,8 +152,10 @@ impl Ctx {
         Some(r)
     }
 
-    /// Notes an uncontended lock of the countable mutex `key` as counted; false when it must
-    /// be recorded (the mode is off, the mutex is a condition's, or too many are held).
+    /// Counts an uncontended lock of the countable mutex `key` and notes it held, for its
+    /// unlock; false when it must be recorded (the mode is off, the mutex is a condition's, or
+    /// too many are held). Counted here, not at the unlock, so that the counts stay exact
+    /// whichever of a recursive mutex's nested unlocks finds which entry.
     #[inline]
     pub(crate) fn count_lock(&self, key: u64) -> bool {
         if !self.cfg.count_locks || is_cond_mutex(key) {
@@ -166,13 +169,13 @@ impl Ctx {
             }
             c.held[n] = key;
             c.n_held += 1;
+            st.add_count(self.cfg, key);
             true
         })
         .unwrap_or(false)
     }
 
-    /// At an unlock of `key`: if its lock was counted, forgets it and counts the pair; true
-    /// then.
+    /// At an unlock of `key`: if its lock was counted, forgets it; true then.
     #[inline]
     pub(crate) fn count_unlock(&self, key: u64) -> bool {
         if !self.cfg.count_locks {
@@ -186,7 +189,6 @@ impl Ctx {
             };
             c.held.copy_within(i + 1..n, i);
             c.n_held -= 1;
-            st.add_count(self.cfg, key);
             true
         })
         .unwrap_or(false)
@@ -206,7 +208,6 @@ impl Ctx {
             if let Some(i) = c.held[..n].iter().rposition(|&k| k == key) {
                 c.held.copy_within(i + 1..n, i);
                 c.n_held -= 1;
-                st.add_count(self.cfg, key);
             }
         });
     }

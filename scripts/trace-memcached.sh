@@ -7,6 +7,7 @@
 # when the client pleases), the delay it measures, and the top-down view. Fails under the
 # targets of "one request, one task type" (95% of the requests in the request task, 90% of those
 # top-level or in a session, 95% in a session, at most 10 types for 95% of the leaves).
+# RECORD_FLAGS adds `scalpel record` flags (e.g. `--locks count`).
 #
 # Usage: scripts/trace-memcached.sh [TRACE_DIR]     (default: target/memcached-trace)
 # Needs memcached and libmemcached-tools (installed with apt-get when missing and run as root).
@@ -41,7 +42,8 @@ USER_ARGS=()
 # As root, memcached drops to `nobody` before it writes its PID file.
 if [ "$(id -u)" = 0 ]; then USER_ARGS=(-u nobody); chown nobody "$WORK"; fi
 rm -rf "$OUT"
-"$SCALPEL" record -o "$OUT" -- /usr/bin/memcached -U 0 -l 127.0.0.1 -p "$PORT" -t 4 \
+# shellcheck disable=SC2086 # the flags are words
+"$SCALPEL" record -o "$OUT" ${RECORD_FLAGS:-} -- /usr/bin/memcached -U 0 -l 127.0.0.1 -p "$PORT" -t 4 \
     "${USER_ARGS[@]}" -P "$WORK/memcached.pid" &
 RECORD_PID=$!
 for _ in $(seq 1 100); do

@@ -283,16 +283,25 @@ impl Ctx {
     #[cold]
     #[inline(never)]
     fn commit_held_now(&self) {
-        // SAFETY: as in `emit`.
+        self.with_state(ThreadState::write_held);
+    }
+
+    /// Runs `f` on this thread's state under its `busy` flag (a signal handler's hook then
+    /// passes through instead of seeing a half-made change); None when the state is not live
+    /// or already busy.
+    #[inline(always)]
+    fn with_state<R>(&self, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+        // SAFETY: `ts` is this thread's live state (as in `emit`).
         let st = unsafe { &mut *self.ts };
         if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
-            return;
+            return None;
         }
         st.busy.store(true, Ordering::Relaxed);
         compiler_fence(Ordering::SeqCst);
-        st.write_held();
+        let r = f(st);
         compiler_fence(Ordering::SeqCst);
         st.busy.store(false, Ordering::Relaxed);
+        Some(r)
     }
 
     #[inline(always)]

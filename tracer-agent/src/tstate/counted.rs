@@ -22,7 +22,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use scalpel_format::format::{ObjKind, Op};
 use scalpel_format::record::RawEvent;
 
-use super::{Ctx, ThreadState, TAG};
+use super::{Ctx, ThreadState};
 use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
 
@@ -76,6 +76,18 @@ impl Counted {
     #[inline]
     pub(super) fn pending(&self) -> bool {
         self.n != 0
+    }
+
+    /// Forgets the innermost counted lock of `key`; false when there is none.
+    #[inline]
+    fn forget(&mut self, key: u64) -> bool {
+        let n = usize::from(self.n_held);
+        let Some(i) = self.held[..n].iter().rposition(|&k| k == key) else {
+            return false;
+        };
+        self.held.copy_within(i + 1..n, i);
+        self.n_held -= 1;
+        true
     }
 }
 
@@ -135,23 +147,6 @@ impl ThreadState {
 }
 
 impl Ctx {
-    /// Runs `f` on this thread's state under its `busy` flag (a signal handler's hook then
-    /// passes through instead of seeing a half-made change); None when the state is not live.
-    #[inline(always)]
-    fn with_state<R>(&self, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-        // SAFETY: `ts` is this thread's live state (as in `Ctx::emit`).
-        let st = unsafe { &mut *self.ts };
-        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
-            return None;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        core::sync::atomic::compiler_fence(Ordering::SeqCst);
-        let r = f(st);
-        core::sync::atomic::compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-        Some(r)
-    }
-
     /// Counts an uncontended lock of the countable mutex `key` and notes it held, for its
     /// unlock; false when it must be recorded (the mode is off, the mutex is a condition's, or
     /// too many are held). Counted here, not at the unlock, so that the counts stay exact
@@ -178,37 +173,19 @@ impl Ctx {
     /// At an unlock of `key`: if its lock was counted, forgets it; true then.
     #[inline]
     pub(crate) fn count_unlock(&self, key: u64) -> bool {
-        if !self.cfg.count_locks {
-            return false;
-        }
-        self.with_state(|st| {
-            let c = &mut st.counted;
-            let n = usize::from(c.n_held);
-            let Some(i) = c.held[..n].iter().rposition(|&k| k == key) else {
-                return false;
-            };
-            c.held.copy_within(i + 1..n, i);
-            c.n_held -= 1;
-            true
-        })
-        .unwrap_or(false)
+        self.cfg.count_locks
+            && self
+                .with_state(|st| st.counted.forget(key))
+                .unwrap_or(false)
     }
 
     /// At a condition wait with the mutex `key`: marks it, and forgets a counted lock of it
     /// (the wait's release and re-acquisition are recorded, and so is the unlock after them).
     #[inline]
     pub(crate) fn cond_wait_on(&self, key: u64) {
-        if !self.cfg.count_locks {
-            return;
+        if self.cfg.count_locks {
+            mark_cond_mutex(key);
+            self.count_unlock(key);
         }
-        mark_cond_mutex(key);
-        self.with_state(|st| {
-            let c = &mut st.counted;
-            let n = usize::from(c.n_held);
-            if let Some(i) = c.held[..n].iter().rposition(|&k| k == key) {
-                c.held.copy_within(i + 1..n, i);
-                c.n_held -= 1;
-            }
-        });
     }
 }

@@ -240,8 +240,9 @@ impl HeldPair {
 
     /// Encodes the whole HELD record into `out` and returns its length: the same bytes as
     /// `self.raw().encode_fast_as(rec::HELD, out)`, without building the event first. The
-    /// agent's hot path for an uncontended lock and its unlock.
-    #[inline]
+    /// agent's hot path for an uncontended lock and its unlock. Always inlined, as
+    /// [`RawEvent::encode_fast_as`] is.
+    #[inline(always)]
     pub fn encode_fast(&self, out: &mut [u8; MAX_EVENT_RECORD]) -> usize {
         let p = out.as_mut_ptr();
         let mut mask = field::OBJ | field::SEQ | field::AUX;
@@ -352,6 +353,21 @@ pub fn stable_hash(parts: &[&[u8]]) -> u64 {
 /// `p` must be valid for writing 10 bytes.
 #[inline(always)]
 unsafe fn put_varint(p: *mut u8, mut v: u64) -> usize {
+    // Most fields fit one or two bytes (clock deltas of microseconds, table indexes, results):
+    // written without the loop's per-byte branch.
+    if v < 0x80 {
+        // SAFETY: the caller's 10 bytes.
+        unsafe { *p = v.to_le_bytes()[0] };
+        return 1;
+    }
+    if v < 0x4000 {
+        // SAFETY: the caller's 10 bytes.
+        unsafe {
+            *p = v.to_le_bytes()[0] | 0x80;
+            *p.add(1) = (v >> 7).to_le_bytes()[0];
+        }
+        return 2;
+    }
     let mut i = 0;
     while v >= 0x80 {
         // SAFETY: i < 9 here, inside the caller's 10 bytes.
@@ -510,6 +526,41 @@ mod tests {
         };
         let mut a = [0u8; MAX_EVENT_RECORD];
         assert_eq!(largest.encode_fast(&mut a), MAX_EVENT_RECORD);
+    }
+
+    #[test]
+    fn fast_varints_match_the_checked_ones_at_every_length_boundary() {
+        // Around 1, 2 and 3 bytes (the fast path's two shortcuts and its loop) and the longest.
+        let values = [
+            0,
+            1,
+            0x7f,
+            0x80,
+            0x81,
+            0x3fff,
+            0x4000,
+            0x1f_ffff,
+            0x20_0000,
+            u64::MAX,
+        ];
+        for &v in &values {
+            let ev = RawEvent {
+                op: 3,
+                dt: v,
+                dur: v,
+                obj: Some(v),
+                offset: Some(v),
+                stack: Some(v),
+                ..RawEvent::default()
+            };
+            let mut a = [0u8; MAX_EVENT_RECORD];
+            let n = ev.encode_fast(&mut a);
+            let mut b = [0u8; MAX_EVENT_RECORD];
+            let mut e = Enc::new(&mut b);
+            ev.encode_record(&mut e);
+            let m = e.len();
+            assert_eq!(&a[..n], &b[..m], "value {v:#x}");
+        }
     }
 
     #[test]

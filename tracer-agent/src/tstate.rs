@@ -252,6 +252,82 @@ impl Ctx {
         }
     }
 
+    /// [`Ctx::emit_held`] of an uncontended acquisition `op` of `o` at `t0` with sequence
+    /// number `seq` (from [`Ctx::seq_pair`]), written without building the event.
+    #[inline(always)]
+    pub(crate) fn hold_lock(&self, op: Op, o: Obj<'_>, t0: u64, seq: u64) {
+        if self.cfg.cpu_time {
+            // The HELD record has no room for CPU times.
+            self.emit_held(&Ev {
+                obj: Some((o, Some(seq))),
+                result: Some(0),
+                ..Ev::new(op, t0, t0)
+            });
+            return;
+        }
+        // SAFETY: `ts` is this thread's live state (as in `emit_as`, whose guard this is).
+        let st = unsafe { &mut *self.ts };
+        if st.tag != TAG {
+            return;
+        }
+        if st.busy.load(Ordering::Relaxed) {
+            st.file.count_lost();
+            return;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        st.since_calib += 1;
+        if st.counted.pending() {
+            st.counts_due(op, t0);
+        }
+        if st.held.on {
+            st.write_held();
+        }
+        st.hold_at(self.cfg, op, &o, t0, seq);
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
+        if st.sampler.pending.set {
+            st.flush_sample(self.cfg);
+        }
+    }
+
+    /// When this thread keeps back a lock of the mutex `key` ([`Ctx::emit_held`]), the
+    /// sequence number that lock reserved for its unlock ([`Ctx::unlock_seq`]), which
+    /// [`Ctx::unlock_kept`] may then record.
+    #[inline(always)]
+    pub(crate) fn held_unlock_seq(&self, key: u64) -> Option<u64> {
+        // SAFETY: `ts` is this thread's live state; a read of our own fields (a signal handler
+        // that writes the lock in between is seen by `unlock_kept`, which checks again, and
+        // leaves the reserved number just as right).
+        let st = unsafe { &*self.ts };
+        (st.tag == TAG && st.holds_back(key)).then(|| st.held_seq() + 1)
+    }
+
+    /// Records the unlock at `t0`, with result `r`, of the mutex `key` whose lock is kept back:
+    /// both in one HELD record, as [`Ctx::emit`] would write them, without building the event.
+    /// False, with nothing written, when that is not what happened (a failed unlock, the lock
+    /// written meanwhile, the state busy): the caller then emits the unlock as usual.
+    #[inline(always)]
+    pub(crate) fn unlock_kept(&self, key: u64, t0: u64, r: libc::c_int) -> bool {
+        if r != 0 {
+            return false;
+        }
+        // SAFETY: `ts` is this thread's live state (as in `emit_as`, whose guard this is).
+        let st = unsafe { &mut *self.ts };
+        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
+            return false;
+        }
+        st.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        let done = st.unlock_pair(self.cfg, key, t0);
+        compiler_fence(Ordering::SeqCst);
+        st.busy.store(false, Ordering::Relaxed);
+        if st.sampler.pending.set {
+            st.flush_sample(self.cfg);
+        }
+        done
+    }
+
     /// Records an event.
     #[inline]
     pub(crate) fn emit(&self, ev: &Ev<'_>) {
@@ -490,7 +566,7 @@ impl ThreadState {
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>, hold: bool) {
         self.since_calib += 1;
         if self.counted.pending() {
-            self.counts_due(ev);
+            self.counts_due(ev.op, ev.t0);
         }
         // A lock kept back goes out with its unlock in one record, or alone before anything
         // else.
@@ -567,7 +643,7 @@ impl ThreadState {
 
     /// What follows an event every so often: the title check (every 16th event) and a
     /// calibration point (see `format::CALIBRATION_EVERY`) with a look at the loaded modules.
-    #[inline]
+    #[inline(always)]
     fn after_write(&mut self, cfg: &Config, ticks: u64) {
         // Every 16th event of a thread looks at the clock for the title check.
         if self.since_calib & 15 == 0 {

@@ -167,7 +167,7 @@ impl File {
     }
 
     /// Space for `n` bytes at the current position, remapping the window when needed.
-    #[inline]
+    #[inline(always)]
     fn space(&mut self, n: usize) -> Option<&mut [u8]> {
         let end = self.win_off + self.win_len as u64;
         if (self.window.is_null() || self.pos + n as u64 > end) && !self.remap(n) {
@@ -286,7 +286,7 @@ impl File {
 
     /// Writes one HELD record (two events: a lock and its unlock); false if it was dropped
     /// (counted as two).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn held(&mut self, pair: &HeldPair) -> bool {
         let Some(buf) = self.space(MAX_EVENT_RECORD) else {
             self.drop_event();

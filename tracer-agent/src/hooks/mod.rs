@@ -98,12 +98,25 @@ pub(crate) fn pthread_release_with(
     let seq = c.unlock_seq(o.kind, o.key);
     let t0 = c.now();
     let r = call();
+    release_event(&c, op, (o, seq), t0, r);
+    r
+}
+
+/// Records a release of `o` with sequence number `seq` (taken before it), made at `t0` with
+/// result `r` (pthread style).
+#[inline(always)]
+pub(crate) fn release_event(
+    c: &crate::tstate::Ctx,
+    op: Op,
+    (o, seq): (Obj<'_>, u64),
+    t0: u64,
+    r: libc::c_int,
+) {
     c.emit(&Ev {
         obj: Some((o, Some(seq))),
         result: Some(pthread_result(r)),
         ..Ev::new(op, t0, t0)
     });
-    r
 }
 
 /// A libc-style (−1 and errno) operation that acquires `o` when it succeeds.

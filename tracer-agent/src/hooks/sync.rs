@@ -8,8 +8,8 @@ use libc::{
 use scalpel_format::format::{ObjKind, Op};
 
 use super::{
-    enosys, pthread_acquire, pthread_release, pthread_release_with, pthread_result, sys_acquire,
-    sys_result,
+    enosys, pthread_acquire, pthread_release, pthread_release_with, pthread_result, release_event,
+    sys_acquire, sys_result,
 };
 use crate::event::Ev;
 use crate::lifecycle::{enter, enter_holding};
@@ -52,11 +52,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
             // Read once the lock is taken: the number below orders it, the clock only dates it.
             let t0 = c.now();
             let seq = c.seq_pair(o.kind, o.key);
-            c.emit_held(&Ev {
-                obj: Some((o, Some(seq))),
-                result: Some(0),
-                ..Ev::new(Op::MutexLock, t0, t0)
-            });
+            c.hold_lock(Op::MutexLock, o, t0, seq);
             return 0;
         }
         if r != libc::EBUSY {
@@ -102,16 +98,15 @@ pub unsafe extern "C-unwind" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -
         return 0;
     }
     let t0 = c.now();
-    let seq = (r == 0).then(|| c.seq_pair(o.kind, o.key));
-    let ev = Ev {
-        obj: Some((o, seq)),
-        result: Some(pthread_result(r)),
-        ..Ev::new(Op::MutexTrylock, t0, t0)
-    };
     if r == 0 {
-        c.emit_held(&ev);
+        let seq = c.seq_pair(o.kind, o.key);
+        c.hold_lock(Op::MutexTrylock, o, t0, seq);
     } else {
-        c.emit(&ev);
+        c.emit(&Ev {
+            obj: Some((o, None)),
+            result: Some(pthread_result(r)),
+            ..Ev::new(Op::MutexTrylock, t0, t0)
+        });
     }
     r
 }
@@ -122,17 +117,35 @@ pub unsafe extern "C-unwind" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) ->
     let Some(f) = real!(pthread_mutex_unlock: MutexFn) else {
         return libc::ENOSYS;
     };
-    let c = enter_holding();
+    let Some(c) = enter_holding() else {
+        // SAFETY: forwarding the caller's argument.
+        return unsafe { f(m) };
+    };
+    let key = m as u64;
     // The other half of a counted pair passes through, unless a thread waits: the contention
     // analysis needs the release it waited for.
-    if c.is_some_and(|c| c.count_unlock(m as u64)) && !mutex_has_waiters(m) {
+    if c.count_unlock(key) && !mutex_has_waiters(m) {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(m) };
     }
+    // The other half of a lock kept back: one record for both, written without an event.
+    if let Some(seq) = c.held_unlock_seq(key) {
+        let t0 = c.now();
+        // SAFETY: forwarding the caller's argument.
+        let r = unsafe { f(m) };
+        if !c.unlock_kept(key, t0, r) {
+            let o = sync_obj(ObjKind::Mutex, m);
+            release_event(&c, Op::MutexUnlock, (o, seq), t0, r);
+        }
+        return r;
+    }
     // SAFETY: forwarding the caller's argument.
-    pthread_release_with(c, Op::MutexUnlock, sync_obj(ObjKind::Mutex, m), || unsafe {
-        f(m)
-    })
+    pthread_release_with(
+        Some(c),
+        Op::MutexUnlock,
+        sync_obj(ObjKind::Mutex, m),
+        || unsafe { f(m) },
+    )
 }
 
 #[no_mangle]

@@ -23,7 +23,7 @@ use scalpel_format::format::{ObjKind, Op};
 use scalpel_format::record::RawEvent;
 
 use super::{Ctx, ThreadState};
-use crate::event::{Ev, Obj};
+use crate::event::Obj;
 use crate::global::{self, Config};
 
 /// Mutexes ever waited on with a condition variable, one bit per address hash. A collision
@@ -97,9 +97,9 @@ impl ThreadState {
     /// enough that a crash loses few, rarely enough to cost nothing. Out of line: the default
     /// mode never gets here, and the record path stays small.
     #[inline(never)]
-    pub(super) fn counts_due(&mut self, ev: &Ev<'_>) {
-        if self.since_calib & 255 == 0 || matches!(ev.op, Op::ThreadExit | Op::Exec) {
-            self.write_counts(ev.t0);
+    pub(super) fn counts_due(&mut self, op: Op, ticks: u64) {
+        if self.since_calib & 255 == 0 || matches!(op, Op::ThreadExit | Op::Exec) {
+            self.write_counts(ticks);
         }
     }
 

@@ -3,11 +3,11 @@
 //! encoding instead of two. The lock is written alone as soon as anything else of the thread
 //! is, or when a hook other than the mutex unlock is entered (`Ctx::commit_held`).
 
-use scalpel_format::format::ObjKind;
+use scalpel_format::format::{ObjKind, Op};
 use scalpel_format::record::{HeldPair, RawEvent};
 
 use super::ThreadState;
-use crate::event::Ev;
+use crate::event::{Ev, Obj};
 use crate::global::Config;
 
 /// An uncontended lock recorded but not yet written (see `Ctx::emit_held`): the unlock that
@@ -69,24 +69,31 @@ impl ThreadState {
         if cfg.cpu_time || ev.t1 != ev.t0 || ev.result != Some(0) {
             return false;
         }
-        let stack = self.stack(cfg, ev.t0);
-        let Some(slot) = self.intern(&o) else {
+        self.hold_at(cfg, ev.op, &o, ev.t0, seq);
+        true
+    }
+
+    /// [`ThreadState::hold`] of an uncontended lock `op` of `o` at `t0` with sequence number
+    /// `seq`, CPU times off.
+    #[inline(always)]
+    pub(super) fn hold_at(&mut self, cfg: &Config, op: Op, o: &Obj<'_>, t0: u64, seq: u64) {
+        let stack = self.stack(cfg, t0);
+        let Some(slot) = self.intern(o) else {
             self.file.drop_event();
-            return true;
+            return;
         };
         let s = &self.objects[slot];
         self.held = HeldLock {
             on: true,
-            op: ev.op as u8,
+            op: op as u8,
             slot: slot as u32,
-            t0: ev.t0,
+            t0,
             seq,
             obj: u64::from(s.idx),
-            dt: ev.t0.saturating_sub(self.last_ticks),
+            dt: t0.saturating_sub(self.last_ticks),
             seq_delta: seq as i64 - s.last_seq as i64,
             stack: stack.unwrap_or(0),
         };
-        true
     }
 
     /// Writes the lock kept back and `ev`, its unlock, as one HELD record; false, with nothing
@@ -94,20 +101,61 @@ impl ThreadState {
     /// after the lock's).
     #[inline]
     pub(super) fn write_pair(&mut self, cfg: &Config, ev: &Ev<'_>) -> bool {
-        let h = self.held;
         let Some((o, Some(seq))) = ev.obj else {
             return false;
         };
+        ev.result == Some(0) && self.write_pair_at(cfg, o.kind, o.key, seq, ev.t0)
+    }
+
+    /// The sequence number of the lock kept back (or of the last one).
+    #[inline(always)]
+    pub(super) fn held_seq(&self) -> u64 {
+        self.held.seq
+    }
+
+    /// Whether the lock kept back is the mutex `key`'s.
+    #[inline(always)]
+    pub(super) fn holds_back(&self, key: u64) -> bool {
         // Nothing was written since the lock, so its slot still names its object.
-        let s = &self.objects[h.slot as usize];
-        if s.key != o.key || s.kind != o.kind.code() || ev.result != Some(0) || seq <= h.seq {
+        self.held.on
+            && self
+                .objects
+                .get(self.held.slot as usize)
+                .is_some_and(|s| s.key == key && s.kind == ObjKind::Mutex.code())
+    }
+
+    /// The successful unlock, at `t0`, of the mutex `key` whose lock is kept back, straight from
+    /// its hook (see `Ctx::unlock_kept`): what `write` does for it, without the event. False,
+    /// with nothing written, when the lock kept back is not that mutex's.
+    #[inline(always)]
+    pub(super) fn unlock_pair(&mut self, cfg: &Config, key: u64, t0: u64) -> bool {
+        if !self.holds_back(key) {
             return false;
         }
-        let unlock_stack = self.stack(cfg, ev.t0);
+        self.since_calib += 1;
+        if self.counted.pending() {
+            self.counts_due(Op::MutexUnlock, t0);
+        }
+        // The number its lock reserved (see `Ctx::unlock_seq`).
+        let seq = self.held.seq + 1;
+        self.write_pair_at(cfg, ObjKind::Mutex, key, seq, t0)
+    }
+
+    /// [`ThreadState::write_pair`] of an unlock of `(kind, key)` with sequence number `seq` at
+    /// `t0` that succeeded.
+    #[inline(always)]
+    fn write_pair_at(&mut self, cfg: &Config, kind: ObjKind, key: u64, seq: u64, t0: u64) -> bool {
+        let h = self.held;
+        // Nothing was written since the lock, so its slot still names its object.
+        let s = &self.objects[h.slot as usize];
+        if s.key != key || s.kind != kind.code() || seq <= h.seq {
+            return false;
+        }
+        let unlock_stack = self.stack(cfg, t0);
         let pair = HeldPair {
             op: h.op,
             dt: h.dt,
-            hold: ev.t0.saturating_sub(self.last_ticks.max(h.t0)),
+            hold: t0.saturating_sub(self.last_ticks.max(h.t0)),
             obj: h.obj,
             seq_delta: h.seq_delta,
             unlock_seq_delta: seq - h.seq,
@@ -116,10 +164,10 @@ impl ThreadState {
         };
         self.held.on = false;
         if self.file.held(&pair) {
-            self.last_ticks = self.last_ticks.max(h.t0).max(ev.t0);
+            self.last_ticks = self.last_ticks.max(h.t0).max(t0);
             self.objects[h.slot as usize].last_seq = seq;
         }
-        self.after_write(cfg, ev.t0);
+        self.after_write(cfg, t0);
         true
     }
 

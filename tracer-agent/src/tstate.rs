@@ -111,6 +111,40 @@ pub(crate) struct ThreadState {
     counted: counted::Counted,
 }
 
+/// Runs `$body` with `$st` bound to the thread state of the context `$c` under the state's
+/// `busy` flag, then writes a sample that a write of ours held back; Some of the body's value,
+/// or None (an event lost and counted) when the state is busy: a signal handler's hook
+/// interrupted ours. None too, counting nothing, in a fork child returning into a hook that
+/// its parent entered (its state is wiped). A load then a store is enough for `busy`: the only
+/// other code that can run on this thread in between is a signal handler, which finishes
+/// before we resume. A macro, not a function taking a closure, so that the body is always
+/// inlined: the hot paths depend on it.
+macro_rules! guarded {
+    ($c:expr, $st:ident => $body:expr) => {{
+        let c: &Ctx = $c;
+        // SAFETY: `ts` is this thread's live state (see `Ctx`).
+        let $st = unsafe { &mut *c.ts };
+        if $st.tag != TAG {
+            None
+        } else if $st.busy.load(Ordering::Relaxed) {
+            $st.file.count_lost();
+            None
+        } else {
+            $st.busy.store(true, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            // Writing touches memory only (and raw syscalls when a window is remapped), so
+            // errno needs no saving here.
+            let r = $body;
+            compiler_fence(Ordering::SeqCst);
+            $st.busy.store(false, Ordering::Relaxed);
+            if $st.sampler.pending.set {
+                $st.flush_sample(c.cfg);
+            }
+            Some(r)
+        }
+    }};
+}
+
 /// A recording thread: the configuration and its state. Obtained from [`enter_with`] (hooks call
 /// `lifecycle::enter`).
 #[derive(Clone, Copy)]
@@ -265,30 +299,16 @@ impl Ctx {
             });
             return;
         }
-        // SAFETY: `ts` is this thread's live state (as in `emit_as`, whose guard this is).
-        let st = unsafe { &mut *self.ts };
-        if st.tag != TAG {
-            return;
-        }
-        if st.busy.load(Ordering::Relaxed) {
-            st.file.count_lost();
-            return;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        st.since_calib += 1;
-        if st.counted.pending() {
-            st.counts_due(op, t0);
-        }
-        if st.held.on {
-            st.write_held();
-        }
-        st.hold_at(self.cfg, op, &o, t0, seq);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-        if st.sampler.pending.set {
-            st.flush_sample(self.cfg);
-        }
+        guarded!(self, st => {
+            st.since_calib += 1;
+            if st.counted.pending() {
+                st.counts_due(op, t0);
+            }
+            if st.held.on {
+                st.write_held();
+            }
+            st.hold_at(self.cfg, op, &o, t0, seq);
+        });
     }
 
     /// When this thread keeps back a lock of the mutex `key` ([`Ctx::emit_held`]), the
@@ -305,27 +325,13 @@ impl Ctx {
 
     /// Records the unlock at `t0`, with result `r`, of the mutex `key` whose lock is kept back:
     /// both in one HELD record, as [`Ctx::emit`] would write them, without building the event.
-    /// False, with nothing written, when that is not what happened (a failed unlock, the lock
-    /// written meanwhile, the state busy): the caller then emits the unlock as usual.
+    /// False, with nothing written or counted, when that is not what happened (a failed unlock,
+    /// or the lock written meanwhile by a signal handler's hook): the caller then emits the
+    /// unlock as usual.
     #[inline(always)]
     pub(crate) fn unlock_kept(&self, key: u64, t0: u64, r: libc::c_int) -> bool {
-        if r != 0 {
-            return false;
-        }
-        // SAFETY: `ts` is this thread's live state (as in `emit_as`, whose guard this is).
-        let st = unsafe { &mut *self.ts };
-        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
-            return false;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        let done = st.unlock_pair(self.cfg, key, t0);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-        if st.sampler.pending.set {
-            st.flush_sample(self.cfg);
-        }
-        done
+        // Not written (the state busy, or wiped) is done with too: `emit` would do the same.
+        r == 0 && guarded!(self, st => st.unlock_pair(self.cfg, key, t0)).unwrap_or(true)
     }
 
     /// Records an event.
@@ -405,56 +411,12 @@ impl Ctx {
             aux2,
             ..Ev::new(op, t0, t1)
         };
-        // SAFETY: as in `emit_as`.
-        let st = unsafe { &mut *self.ts };
-        if st.tag != TAG {
-            return;
-        }
-        if st.busy.load(Ordering::Relaxed) {
-            st.file.count_lost();
-            return;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        st.write_inline(self.cfg, &ev, false);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-        if st.sampler.pending.set {
-            st.flush_sample(self.cfg);
-        }
+        guarded!(self, st => st.write_inline(self.cfg, &ev, false));
     }
 
     #[inline(always)]
     fn emit_as(&self, ev: &Ev<'_>, hold: bool) {
-        self.guarded(|st, cfg| st.write(cfg, ev, hold));
-    }
-
-    /// Runs `f` on this thread's state under its `busy` flag, counting the event lost when the
-    /// state is busy (a signal handler's hook inside ours), then writes a sample it held back.
-    #[inline(always)]
-    fn guarded(&self, f: impl FnOnce(&mut ThreadState, &Config)) {
-        // SAFETY: `ts` is this thread's live state. A load then a store is enough for `busy`: the
-        // only other code that can run on this thread in between is a signal handler, which
-        // finishes before we resume.
-        let st = unsafe { &mut *self.ts };
-        // A fork child returning into a hook that its parent entered has a wiped state.
-        if st.tag != TAG {
-            return;
-        }
-        if st.busy.load(Ordering::Relaxed) {
-            st.file.count_lost();
-            return;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        // Writing the record touches memory only (and raw syscalls when a window is remapped),
-        // so errno needs no saving here.
-        f(st, self.cfg);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-        if st.sampler.pending.set {
-            st.flush_sample(self.cfg);
-        }
+        guarded!(self, st => st.write(self.cfg, ev, hold));
     }
 }
 

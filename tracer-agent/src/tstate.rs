@@ -320,7 +320,10 @@ impl Ctx {
         // that writes the lock in between is seen by `unlock_kept`, which checks again, and
         // leaves the reserved number just as right).
         let st = unsafe { &*self.ts };
-        (st.tag == TAG && st.holds_back(key)).then(|| st.held_seq() + 1)
+        if st.tag != TAG {
+            return None;
+        }
+        st.reserved_unlock_seq(ObjKind::Mutex, key)
     }
 
     /// Records the unlock at `t0`, with result `r`, of the mutex `key` whose lock is kept back:

@@ -50,12 +50,18 @@ impl ThreadState {
     /// object `(kind, key)` (see `Ctx::unlock_seq`).
     #[inline]
     pub(super) fn reserved_unlock_seq(&self, kind: ObjKind, key: u64) -> Option<u64> {
-        let h = &self.held;
-        if !h.on {
-            return None;
-        }
-        let s = self.objects.get(h.slot as usize)?;
-        (s.key == key && s.kind == kind.code()).then_some(h.seq + 1)
+        self.holds_back(kind, key).then_some(self.held.seq + 1)
+    }
+
+    /// Whether a lock is kept back and is of the object `(kind, key)`. Nothing was written
+    /// since the lock, so its table slot still names its object.
+    #[inline(always)]
+    fn holds_back(&self, kind: ObjKind, key: u64) -> bool {
+        self.held.on
+            && self
+                .objects
+                .get(self.held.slot as usize)
+                .is_some_and(|s| s.key == key && s.kind == kind.code())
     }
 
     /// Keeps back an uncontended lock (result 0, no duration, a sequence number) for the
@@ -107,29 +113,12 @@ impl ThreadState {
         ev.result == Some(0) && self.write_pair_at(cfg, o.kind, o.key, seq, ev.t0)
     }
 
-    /// The sequence number of the lock kept back (or of the last one).
-    #[inline(always)]
-    pub(super) fn held_seq(&self) -> u64 {
-        self.held.seq
-    }
-
-    /// Whether the lock kept back is the mutex `key`'s.
-    #[inline(always)]
-    pub(super) fn holds_back(&self, key: u64) -> bool {
-        // Nothing was written since the lock, so its slot still names its object.
-        self.held.on
-            && self
-                .objects
-                .get(self.held.slot as usize)
-                .is_some_and(|s| s.key == key && s.kind == ObjKind::Mutex.code())
-    }
-
     /// The successful unlock, at `t0`, of the mutex `key` whose lock is kept back, straight from
     /// its hook (see `Ctx::unlock_kept`): what `write` does for it, without the event. False,
     /// with nothing written, when the lock kept back is not that mutex's.
     #[inline(always)]
     pub(super) fn unlock_pair(&mut self, cfg: &Config, key: u64, t0: u64) -> bool {
-        if !self.holds_back(key) {
+        if !self.holds_back(ObjKind::Mutex, key) {
             return false;
         }
         self.since_calib += 1;

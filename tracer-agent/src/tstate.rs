@@ -407,32 +407,12 @@ impl Ctx {
         Some(r)
     }
 
-    /// Records a transfer of bytes (`Read` … `Sendfile`) on `fd` that returned `result`: every
-    /// read and write hook's event, with one copy of the writing code specialized for it (a
-    /// third fewer instructions per event than the shared one).
-    #[allow(clippy::too_many_arguments)]
+    /// [`Ctx::emit`] for a transfer of bytes (`Read` … `Sendfile`): every read and write hook's
+    /// event, with its own copy of the writing code, inlined where the event's fields are known
+    /// (a quarter fewer instructions per event than the shared copy, for 45 KB of code).
     #[inline(always)]
-    pub(crate) fn emit_transfer(
-        &self,
-        op: Op,
-        (t0, t1): (u64, u64),
-        obj: Option<(Obj<'_>, Option<u64>)>,
-        result: i64,
-        fd: i32,
-        offset: Option<u64>,
-        aux: Option<u64>,
-        aux2: Option<u64>,
-    ) {
-        let ev = Ev {
-            obj,
-            result: Some(result),
-            fd: Some(fd),
-            offset,
-            aux,
-            aux2,
-            ..Ev::new(op, t0, t1)
-        };
-        guarded!(self, st => st.write_inline(self.cfg, &ev, false));
+    pub(crate) fn emit_transfer(&self, ev: &Ev<'_>) {
+        guarded!(self, st => st.write_inline(self.cfg, ev, false));
     }
 
     #[inline(always)]

@@ -7,6 +7,7 @@ use libc::{c_int, c_void, iovec, msghdr, size_t, sockaddr, socklen_t, ssize_t};
 use scalpel_format::format::Op;
 
 use super::{enosys, sys_result};
+use crate::event::Ev;
 use crate::fdtab;
 use crate::lifecycle::enter;
 use crate::real;
@@ -40,8 +41,15 @@ fn input(
         .filter(|_| info.is_some_and(|i| i.needs_seq()))
         .map(|s| s.next_seq());
     let obj = stream.map(|o| (o, seq));
-    let flags = (flags != 0).then_some(flags as u32 as u64);
-    c.emit_transfer(op, (t0, t1), obj, res, fd, offset, aux, flags);
+    c.emit_transfer(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        offset,
+        aux,
+        aux2: (flags != 0).then_some(flags as u32 as u64),
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 
@@ -74,8 +82,15 @@ fn output(
         .filter(|_| res > 0 && offsets)
         .map(|s| s.sent(res as u64));
     let obj = stream.map(|o| (o, seq));
-    let flags = (flags != 0).then_some(flags as u32 as u64);
-    c.emit_transfer(op, (t0, t1), obj, res, fd, offset, aux, flags);
+    c.emit_transfer(&Ev {
+        obj,
+        result: Some(res),
+        fd: Some(fd),
+        offset,
+        aux,
+        aux2: (flags != 0).then_some(flags as u32 as u64),
+        ..Ev::new(op, t0, t1)
+    });
     r
 }
 

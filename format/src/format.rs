@@ -76,6 +76,23 @@ pub mod hdr {
     pub const EXE: usize = 128;
     /// Length of the executable path field.
     pub const EXE_LEN: usize = 256;
+    /// `u64` the state of the counts table below (`SCALPEL_LOCKS=count`): the table's
+    /// generation in the high 32 bits (how many times it was written out as
+    /// [`super::Op::MutexCounted`] events, which carry it in `aux2`), its entries in the low 32.
+    /// Zero in files that have no table.
+    pub const COUNTS_STATE: usize = 384;
+    /// `[u64; COUNT_SLOTS]` the mutexes (keys) of the counts table: uncontended pairs counted
+    /// since the table was last written out. Kept in the header so that counts a thread had not
+    /// written out when it was killed, or when another thread ended the process, are still read:
+    /// an entry whose key has no `mutex_counted` event of the table's generation in the file is
+    /// read as one at the file's last event.
+    pub const COUNT_KEYS: usize = 392;
+    /// `[u64; COUNT_SLOTS]` the pair count of each key of [`COUNT_KEYS`].
+    pub const COUNT_VALUES: usize = COUNT_KEYS + 8 * COUNT_SLOTS;
+    /// Entries of the counts table.
+    pub const COUNT_SLOTS: usize = 16;
+    /// Where the counts table ends: files whose header is shorter have none.
+    pub const COUNTS_END: usize = COUNT_VALUES + 8 * COUNT_SLOTS;
 }
 
 /// Header flag bits.
@@ -392,8 +409,9 @@ ops! {
     /// Synthesized: a condition wait re-acquired its mutex (obj = the mutex); the wait precedes.
     CondRelock = 7, "cond_relock", Acquire;
     /// Synthesized under `SCALPEL_LOCKS=count`: `aux` uncontended lock+unlock pairs of the
-    /// mutex `obj`, made since the thread's previous record and recorded only as this count
-    /// (no times, no sequence numbers, no stacks). See [`ENV_LOCKS`].
+    /// mutex `obj`, made since the thread's counts were last written out and recorded only as
+    /// this count (no times, no sequence numbers, no stacks); `aux2` the generation of the
+    /// header's counts table they were written from ([`hdr::COUNTS_STATE`]). See [`ENV_LOCKS`].
     MutexCounted = 8, "mutex_counted", None;
     /// `pthread_cond_wait` returned (obj = the cond; a sequence number only when it returned 0).
     CondWait = 10, "cond_wait", Acquire;

@@ -201,3 +201,35 @@ fn counting_keeps_the_lock_table_the_holder_and_the_handoffs() {
     assert_eq!(handoffs(&full.graph), 200, "recorded in full");
     assert_eq!(handoffs(&count.graph), 200, "counted");
 }
+
+/// Counts a thread had not written out when the process ended: the worker's, still blocked
+/// when main calls exit(3), and both threads' when main SIGKILLs the process. The reader takes
+/// them from the thread files' headers, once each: the trace and the lock table have every
+/// pair.
+#[test]
+fn counts_not_written_out_are_read_from_the_header() {
+    let exe = build_c("countexit", "countexit", &[]);
+    for how in ["exit", "kill"] {
+        let run = record_flags(&exe, &["--locks", "count"], &[how], |_| {});
+        assert_eq!(
+            run.out.status.success(),
+            how == "exit",
+            "{how}: {:?}\n{}",
+            run.out.status,
+            run.stderr()
+        );
+        let worker = run.printed("mutexes", "worker");
+        let main = run.printed("mutexes", "main");
+        let t = run.load();
+        let (w, m) = (on(&t, worker), on(&t, main));
+        assert!(
+            w.iter().chain(&m).all(|e| e.op == Some(Op::MutexCounted)),
+            "{how}: {w:#?} {m:#?}"
+        );
+        assert_eq!(acquisitions(&w), 1000, "{how}: {w:#?}");
+        assert_eq!(acquisitions(&m), 700, "{how}: {m:#?}");
+        let (_, graph) = infer_model(&run.dir, &run.tmp.path().join("model"), &[]);
+        assert_eq!(table(&graph, worker), 1000, "{how}");
+        assert_eq!(table(&graph, main), 700, "{how}");
+    }
+}

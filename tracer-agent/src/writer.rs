@@ -148,6 +148,70 @@ impl File {
         unsafe { &*(self.header.add(at) as *const AtomicU64) }
     }
 
+    /// Whether the file has its header page (not so when the file could not be created).
+    #[inline]
+    pub(crate) fn has_header(&self) -> bool {
+        !self.header.is_null()
+    }
+
+    /// The counts table's entry holding `key`, among its first `n` (see `hdr::COUNT_KEYS`).
+    /// Only this thread writes the table; the reader reads it once the thread is gone, so
+    /// plain (relaxed) loads and stores do, and the state word is stored last.
+    #[inline]
+    pub(crate) fn count_find(&self, n: usize, key: u64) -> Option<usize> {
+        if self.header.is_null() {
+            return None;
+        }
+        (0..n.min(hdr::COUNT_SLOTS)).find(|&i| {
+            self.header_u64(hdr::COUNT_KEYS + 8 * i)
+                .load(Ordering::Relaxed)
+                == key
+        })
+    }
+
+    /// Adds one to the count of entry `i` of the counts table.
+    #[inline]
+    pub(crate) fn count_bump(&self, i: usize) {
+        if !self.header.is_null() && i < hdr::COUNT_SLOTS {
+            let c = self.header_u64(hdr::COUNT_VALUES + 8 * i);
+            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Puts `key` with a count of 1 in entry `n` of the counts table, then publishes the
+    /// table as `n + 1` entries of generation `gen`.
+    pub(crate) fn count_put(&self, n: usize, key: u64, gen: u32) {
+        if !self.header.is_null() && n < hdr::COUNT_SLOTS {
+            self.header_u64(hdr::COUNT_KEYS + 8 * n)
+                .store(key, Ordering::Relaxed);
+            self.header_u64(hdr::COUNT_VALUES + 8 * n)
+                .store(1, Ordering::Relaxed);
+            self.count_state(gen, n + 1);
+        }
+    }
+
+    /// Entry `i` of the counts table: (key, count).
+    pub(crate) fn count_entry(&self, i: usize) -> (u64, u64) {
+        if self.header.is_null() || i >= hdr::COUNT_SLOTS {
+            return (0, 0);
+        }
+        (
+            self.header_u64(hdr::COUNT_KEYS + 8 * i)
+                .load(Ordering::Relaxed),
+            self.header_u64(hdr::COUNT_VALUES + 8 * i)
+                .load(Ordering::Relaxed),
+        )
+    }
+
+    /// Publishes the counts table's state: `n` entries of generation `gen`, in one store, so
+    /// that a thread killed at any point leaves a table the reader counts exactly once.
+    pub(crate) fn count_state(&self, gen: u32, n: usize) {
+        if !self.header.is_null() {
+            self.header_u64(hdr::COUNTS_STATE)
+                .store(u64::from(gen) << 32 | n as u64, Ordering::Release);
+        }
+    }
+
     /// Publishes the stack cache's self-check counters (see `hdr::STACK_CHECKED`).
     pub(crate) fn stack_check(&self, checked: u32, mismatched: u32) {
         if !self.header.is_null() {

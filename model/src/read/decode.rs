@@ -1,7 +1,7 @@
 //! Record payload decoding: applies each record to the per-file state (object table, sequence
 //! numbers, clock) and fills in a [`FileTrace`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::clock::Clock;
@@ -12,7 +12,7 @@ use super::identity::Identity;
 use super::maps::ModuleMap;
 use super::types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, Sample};
 use super::types::{ThreadName, Title};
-use crate::format::{ready, rec, sample, Op, MAX_STACK_FRAMES};
+use crate::format::{hdr, ready, rec, sample, ObjKind, Op, MAX_STACK_FRAMES};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
@@ -34,6 +34,9 @@ pub(crate) struct State<'p, 's> {
     warned_index0: bool,
     /// The last record applied was an event (a READY record belongs to it).
     after_event: bool,
+    /// Mutexes with a `mutex_counted` event from the header's counts table as it is now (its
+    /// generation): their entries in the table were written out already.
+    counted_now: HashSet<u64>,
     pub(crate) out: FileTrace,
 }
 
@@ -79,6 +82,7 @@ impl<'p, 's> State<'p, 's> {
             first_undefined: 0,
             warned_index0: false,
             after_event: false,
+            counted_now: HashSet::new(),
             out: FileTrace {
                 path: path.to_path_buf(),
                 header,
@@ -327,6 +331,13 @@ impl<'p, 's> State<'p, 's> {
             }
             None => (None, None),
         };
+        if raw.op == Op::MutexCounted as u8
+            && raw.aux2 == Some(u64::from(self.out.header.counts_gen()))
+        {
+            if let Some(o) = &obj {
+                self.counted_now.insert(o.key);
+            }
+        }
         let event = Event {
             op: Op::from_u8(raw.op),
             op_code: raw.op,
@@ -349,6 +360,80 @@ impl<'p, 's> State<'p, 's> {
         match self.sink.as_mut() {
             Some(sink) => sink.event(&event),
             None => self.out.events.push(event),
+        }
+    }
+
+    /// The counts the header's table holds that no `mutex_counted` event of the file wrote out
+    /// (see [`hdr::COUNT_KEYS`]: the thread was killed, or another thread ended the process,
+    /// before it wrote them): read as `mutex_counted` events at the file's last time, `at` the
+    /// end of its records.
+    pub(crate) fn header_counts(&mut self, at: u64) {
+        let claimed = self.out.header.counts_len();
+        if self.out.header.counts.is_empty() {
+            return;
+        }
+        if claimed as usize > hdr::COUNT_SLOTS {
+            self.inconsistent(
+                hdr::COUNTS_STATE as u64,
+                format!(
+                    "the counts table says it holds {claimed} entries, more than its {} slots; \
+                     reading those",
+                    hdr::COUNT_SLOTS
+                ),
+            );
+        }
+        let gen = u64::from(self.out.header.counts_gen());
+        let pending: Vec<(u64, u64)> = self
+            .out
+            .header
+            .counts
+            .iter()
+            .copied()
+            .filter(|&(key, count)| key != 0 && count != 0 && !self.counted_now.contains(&key))
+            .collect();
+        let mutex = ObjKind::Mutex.code();
+        for (key, count) in pending {
+            // The mutex's latest definition in this file, or a new one (its pairs were all
+            // counted, so no event named it).
+            let known = self
+                .table
+                .iter()
+                .filter(|(_, &(kind, k, _))| kind == mutex && k == key)
+                .map(|(&i, _)| i)
+                .max();
+            let index = match known {
+                Some(i) => i,
+                None => {
+                    let Some(i) = self
+                        .table
+                        .keys()
+                        .max()
+                        .map_or(Some(1), |m| m.checked_add(1))
+                    else {
+                        continue;
+                    };
+                    self.table.insert(i, (mutex, key, 0));
+                    let def = ObjectDef {
+                        index: i,
+                        kind: mutex,
+                        key,
+                        identity: Identity::None,
+                    };
+                    if let Some(sink) = self.sink.as_mut() {
+                        sink.object(&def);
+                    }
+                    self.out.objects.push(def);
+                    i
+                }
+            };
+            let raw = RawEvent {
+                op: Op::MutexCounted as u8,
+                obj: Some(index),
+                aux: Some(count),
+                aux2: Some(gen),
+                ..RawEvent::default()
+            };
+            self.event(raw, at);
         }
     }
 

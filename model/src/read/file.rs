@@ -373,6 +373,7 @@ fn decode_from(
         );
     }
     st.out.decoded_len = pos as u64;
+    st.header_counts((start + pos) as u64);
     let missed = st.out.header.stacks_missed;
     if missed > 0 && st.out.stacks.is_empty() {
         // Not a loss of events, but the thread's calls cannot be placed in its code at all.

@@ -53,6 +53,11 @@ pub struct Header {
     pub thread_name: Vec<u8>,
     /// Executable path (possibly truncated), NUL padding removed.
     pub exe: Vec<u8>,
+    /// The counts table's state word (see [`hdr::COUNTS_STATE`]); 0 without a table.
+    pub counts_state: u64,
+    /// The counts table's (key, count) entries in use, as many as the state word says (at most
+    /// [`hdr::COUNT_SLOTS`]); empty when the header is too short to hold the table.
+    pub counts: Vec<(u64, u64)>,
 }
 
 /// [`HEADER_SIZE`] as the header stores it.
@@ -88,6 +93,8 @@ impl Default for Header {
             stacks_missed: 0,
             thread_name: Vec::new(),
             exe: Vec::new(),
+            counts_state: 0,
+            counts: Vec::new(),
         }
     }
 }
@@ -140,6 +147,16 @@ impl Header {
         String::from_utf8_lossy(&self.thread_name).into_owned()
     }
 
+    /// The counts table's generation (see [`hdr::COUNTS_STATE`]).
+    pub fn counts_gen(&self) -> u32 {
+        u32::try_from(self.counts_state >> 32).unwrap_or(0)
+    }
+
+    /// The counts table's entries in use, as its state word says (not bounded by the table).
+    pub fn counts_len(&self) -> u32 {
+        u32::try_from(self.counts_state & u64::from(u32::MAX)).unwrap_or(0)
+    }
+
     /// Decodes the header at the start of `bytes`. `path` only names the file in errors.
     pub fn decode(path: &Path, bytes: &[u8]) -> Result<Header, ReadError> {
         let short = |expected: usize| ReadError::ShortHeader {
@@ -179,6 +196,13 @@ impl Header {
         }
         let u32_at = |at| u32::from_le_bytes(le(bytes, at));
         let u64_at = |at| u64::from_le_bytes(le(bytes, at));
+        let counts_state = if usize::from(header_size) >= hdr::COUNTS_END {
+            u64_at(hdr::COUNTS_STATE)
+        } else {
+            0
+        };
+        let counts_used = usize::try_from(counts_state & u64::from(u32::MAX))
+            .map_or(hdr::COUNT_SLOTS, |n| n.min(hdr::COUNT_SLOTS));
         Ok(Header {
             version,
             header_size,
@@ -201,6 +225,19 @@ impl Header {
             stacks_missed: u64_at(hdr::STACKS_MISSED),
             thread_name: text(bytes, hdr::THREAD_NAME, hdr::THREAD_NAME_LEN),
             exe: text(bytes, hdr::EXE, hdr::EXE_LEN),
+            counts_state,
+            counts: if usize::from(header_size) >= hdr::COUNTS_END {
+                (0..counts_used)
+                    .map(|i| {
+                        (
+                            u64_at(hdr::COUNT_KEYS + 8 * i),
+                            u64_at(hdr::COUNT_VALUES + 8 * i),
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -208,6 +245,7 @@ impl Header {
     /// their fields are truncated.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; usize::from(self.header_size).max(MIN_HEADER_SIZE)];
+        let has_counts = b.len() >= hdr::COUNTS_END;
         let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
         put(hdr::MAGIC, &MAGIC);
         put(hdr::VERSION, &self.version.to_le_bytes());
@@ -232,6 +270,13 @@ impl Header {
         let name = &self.thread_name[..self.thread_name.len().min(hdr::THREAD_NAME_LEN)];
         put(hdr::THREAD_NAME, name);
         put(hdr::EXE, &self.exe[..self.exe.len().min(hdr::EXE_LEN)]);
+        if has_counts {
+            put(hdr::COUNTS_STATE, &self.counts_state.to_le_bytes());
+            for (i, &(key, count)) in self.counts.iter().take(hdr::COUNT_SLOTS).enumerate() {
+                put(hdr::COUNT_KEYS + 8 * i, &key.to_le_bytes());
+                put(hdr::COUNT_VALUES + 8 * i, &count.to_le_bytes());
+            }
+        }
         b
     }
 }

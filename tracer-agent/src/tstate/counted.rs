@@ -5,9 +5,11 @@
 //! what the agent costs there. In this mode a `pthread_mutex_lock` that finds a countable mutex
 //! free reads no clock, takes no sequence number and walks no stack: the thread notes the mutex
 //! as held and adds one to its count for that mutex; the unlock, when the lock word shows no
-//! waiter, passes through. The counts go out as `mutex_counted` events, per mutex, every 256
-//! records of the thread, before its exit or exec, when 16 mutexes have counts, and at process
-//! exit (the exiting thread's): per thread and mutex, not per leaf.
+//! waiter, passes through. The counts are kept in the thread file's header and go out as
+//! `mutex_counted` events, per mutex, every 256 records of the thread, before its exit or exec,
+//! when 16 mutexes have counts, and at process exit (the exiting thread's): per thread and
+//! mutex, not per leaf. Those a thread has not written out when it is killed, or when another
+//! thread ends the process, the reader takes from the header.
 //!
 //! What stays recorded: every acquisition that waited (the real lock ran), every unlock that
 //! found a waiter (the contention analysis names the holder by it), condition waits and their
@@ -19,7 +21,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use scalpel_format::format::{ObjKind, Op};
+use scalpel_format::format::{hdr, ObjKind, Op};
 use scalpel_format::record::RawEvent;
 
 use super::{Ctx, ThreadState};
@@ -56,19 +58,23 @@ fn is_cond_mutex(key: u64) -> bool {
 
 /// Counted locks a thread may hold at once; a deeper one is recorded.
 const HELD: usize = 8;
-/// Distinct mutexes counted between two records of a thread; one more writes the counts out.
-const COUNTS: usize = 16;
+/// Distinct mutexes counted between two writes of the counts; one more writes them out.
+const COUNTS: usize = hdr::COUNT_SLOTS;
 
-/// A thread's counted locks and counts. Valid when zeroed.
+/// A thread's counted locks, and the size of its counts table. Valid when zeroed.
+///
+/// The counts themselves are in the thread file's header (`hdr::COUNT_KEYS`), where the reader
+/// finds those not yet written out if the thread never gets to write them: killed, or still
+/// running when another thread ends the process.
 #[derive(Clone, Copy)]
 pub(super) struct Counted {
     /// The counted locks this thread holds, innermost last.
     held: [u64; HELD],
     n_held: u8,
-    /// Mutexes and their pair counts since the thread's last record.
-    keys: [u64; COUNTS],
-    counts: [u64; COUNTS],
+    /// Entries of the counts table in use (the header's state word says the same).
     n: u8,
+    /// The counts table's generation: how many times it was written out.
+    gen: u32,
 }
 
 impl Counted {
@@ -103,14 +109,17 @@ impl ThreadState {
         }
     }
 
-    /// Writes the counts as `mutex_counted` events at `ticks`: the time of the record that
-    /// follows them (or now, when the table is full).
+    /// Writes the counts as `mutex_counted` events at `ticks` (the time of the record that
+    /// follows them, or now when the table is full), each with the table's generation, then
+    /// empties the table and moves to the next generation. Killed half way, the thread leaves
+    /// the table as it was, and the reader takes from it only the mutexes whose event of this
+    /// generation is not in the file.
     #[inline(never)]
     pub(super) fn write_counts(&mut self, ticks: u64) {
-        let c = self.counted;
-        self.counted.n = 0;
-        for i in 0..usize::from(c.n) {
-            let Some(slot) = self.intern(&Obj::key(ObjKind::Mutex, c.keys[i])) else {
+        let Counted { n, gen, .. } = self.counted;
+        for i in 0..usize::from(n) {
+            let (key, count) = self.file.count_entry(i);
+            let Some(slot) = self.intern(&Obj::key(ObjKind::Mutex, key)) else {
                 self.file.drop_event();
                 continue;
             };
@@ -118,31 +127,34 @@ impl ThreadState {
                 op: Op::MutexCounted as u8,
                 dt: ticks.saturating_sub(self.last_ticks),
                 obj: Some(u64::from(self.objects[slot].idx)),
-                aux: Some(c.counts[i]),
+                aux: Some(count),
+                aux2: Some(u64::from(gen)),
                 ..RawEvent::default()
             };
             if self.file.event(&raw) {
                 self.last_ticks = self.last_ticks.max(ticks);
             }
         }
+        let gen = gen.wrapping_add(1);
+        self.file.count_state(gen, 0);
+        self.counted.n = 0;
+        self.counted.gen = gen;
     }
 
     /// Adds one pair of the mutex `key` to the counts, writing them out first when full.
     #[inline]
     fn add_count(&mut self, cfg: &Config, key: u64) {
         let n = usize::from(self.counted.n);
-        if let Some(i) = self.counted.keys[..n].iter().position(|&k| k == key) {
-            self.counted.counts[i] += 1;
+        if let Some(i) = self.file.count_find(n, key) {
+            self.file.count_bump(i);
             return;
         }
         if n == COUNTS {
             self.write_counts(global::now(cfg));
         }
-        let c = &mut self.counted;
-        let n = usize::from(c.n);
-        c.keys[n] = key;
-        c.counts[n] = 1;
-        c.n += 1;
+        let n = usize::from(self.counted.n);
+        self.file.count_put(n, key, self.counted.gen);
+        self.counted.n += 1;
     }
 }
 
@@ -157,6 +169,10 @@ impl Ctx {
             return false;
         }
         self.with_state(|st| {
+            // Without a header there is no table to count in.
+            if !st.file.has_header() {
+                return false;
+            }
             let c = &mut st.counted;
             let n = usize::from(c.n_held);
             if n == HELD {

@@ -5,13 +5,14 @@
 //! pointer and two flags, with const initializers and no destructors, so touching it never
 //! allocates or registers anything.
 //!
-//! This module starts a thread's recording at its first event and ends it in the pthread-key
-//! destructor; what needs the process setup (initializing on first use, a fork child's new
-//! directory) is handed in by `lifecycle`, which sits above both.
+//! This module starts a thread's recording at its first event and writes its events; `ending`
+//! ends it in the pthread-key destructor, and `samples` writes its on-CPU samples. What needs
+//! the process setup (initializing on first use, a fork child's new directory) is handed in by
+//! `lifecycle`, which sits above both.
 
 use core::cell::Cell;
 use core::ptr::null_mut;
-use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 
 use scalpel_format::format::{self, rec, ObjKind, Op};
 use scalpel_format::record::RawEvent;
@@ -19,14 +20,23 @@ use scalpel_format::wire::Enc;
 
 use crate::event::{Ev, Obj};
 use crate::global::{self, Config};
-use crate::sampler::{Pending, ThreadSampler};
+use crate::sampler::ThreadSampler;
 use crate::stacks::Stacks;
 use crate::sys::{self, ErrnoGuard};
 use crate::writer::{self, File};
 
 mod counted;
+mod ending;
 mod held;
+mod samples;
+use ending::in_forking_parent;
 use held::HeldLock;
+
+pub(crate) use ending::{
+    finish_thread, forget_after_fork, set_exit_how, set_fork_spawn, set_forking, set_stack,
+    take_child_passed, take_fork_spawn, thread_dtor,
+};
+pub(crate) use samples::{after_failed_exec, before_exec, on_sample, start_sampling};
 
 /// Marks a thread whose recording has ended (exited, or its file could not be created).
 const DEAD: *mut ThreadState = core::ptr::dangling_mut();
@@ -456,127 +466,7 @@ impl Ctx {
     }
 }
 
-/// From the sampling signal's handler: a sample of this thread taken at the interrupted context
-/// `uc`, standing for `1 + overruns` timer periods (see `sampler`). Written at once, or kept until the agent's
-/// write that it interrupted ends.
-pub(crate) fn on_sample(uc: *const libc::c_void, overruns: u64) {
-    let _ = TLS.try_with(|t| {
-        let ts = t.state.get();
-        if ts.is_null() || ts == DEAD || t.forking.get() {
-            return;
-        }
-        let Some(cfg) = global::config_if_ready() else {
-            return;
-        };
-        // SAFETY: a non-null, non-DEAD pointer is our state's mapping; the handler runs on the
-        // thread that owns it, which does not run meanwhile.
-        let st = unsafe { &mut *ts };
-        if st.tag != TAG {
-            return;
-        }
-        let ticks = global::now(cfg);
-        let bounds = st.stacks.bounds();
-        let depth = usize::from(cfg.stacks.depth);
-        if st.busy.load(Ordering::Relaxed) {
-            if st.sampler.pending.set {
-                st.file.count_lost();
-                return;
-            }
-            let mut p = st.sampler.pending;
-            st.sampler.take(uc, bounds, depth, true, &mut p);
-            p.ticks = ticks;
-            p.overruns = overruns;
-            p.flags |= scalpel_format::format::sample::DEFERRED;
-            p.set = true;
-            st.sampler.pending = p;
-            return;
-        }
-        // SAFETY: zeroed is an empty pending sample.
-        let mut p: Pending = unsafe { core::mem::zeroed() };
-        st.sampler.take(uc, bounds, depth, false, &mut p);
-        p.ticks = ticks;
-        p.overruns = overruns;
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        st.write_sample(&p);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-    });
-}
-
-/// Starts this thread's sampling timer if its recording started before sampling was installed
-/// (a hook called from another library's constructor, before ours).
-pub(crate) fn start_sampling() {
-    let _ = TLS.try_with(|t| {
-        let ts = t.state.get();
-        // SAFETY: as in `after_failed_exec`.
-        if !ts.is_null() && ts != DEAD && unsafe { (*ts).tag } == TAG {
-            // SAFETY: as above; `start` does nothing when the timer exists.
-            unsafe { (*ts).sampler.start() };
-        }
-    });
-}
-
-/// Before an exec on this thread: its sampling timer stops (see `sampler::before_exec`).
-pub(crate) fn before_exec() {
-    let _ = TLS.try_with(|t| {
-        let ts = t.state.get();
-        // SAFETY: as in `on_sample`; only the tag and the timer id are read.
-        let live = !ts.is_null() && ts != DEAD && unsafe { (*ts).tag } == TAG;
-        // SAFETY: a live state, as just checked.
-        crate::sampler::before_exec(live.then(|| unsafe { &(*ts).sampler }));
-    });
-}
-
-/// After an exec that failed: this thread's sampling timer runs again.
-pub(crate) fn after_failed_exec() {
-    let _ = TLS.try_with(|t| {
-        let ts = t.state.get();
-        // SAFETY: as in `before_exec`.
-        if !ts.is_null() && ts != DEAD && unsafe { (*ts).tag } == TAG {
-            // SAFETY: as above.
-            unsafe { (*ts).sampler.resume() };
-        }
-    });
-}
-
 impl ThreadState {
-    /// Writes the sample a write of ours held back (see `sampler`).
-    #[cold]
-    #[inline(never)]
-    fn flush_sample(&mut self, _cfg: &Config) {
-        if self.busy.load(Ordering::Relaxed) {
-            return;
-        }
-        self.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        let p = self.sampler.pending;
-        self.write_sample(&p);
-        self.sampler.pending.set = false;
-        compiler_fence(Ordering::SeqCst);
-        self.busy.store(false, Ordering::Relaxed);
-    }
-
-    /// Writes a SAMPLE record (with its STACK record first, if the stack is new here).
-    fn write_sample(&mut self, p: &Pending) {
-        let stack = if p.len > 0 {
-            self.stacks
-                .intern_frames(&p.frames[..p.len], &mut self.file)
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        let mut buf = [0u8; 40];
-        let mut e = Enc::new(&mut buf);
-        e.varint(p.ticks);
-        e.varint(crate::sampler::period_ns());
-        e.varint(p.overruns);
-        e.varint(stack);
-        e.u8(p.flags);
-        let n = e.len();
-        self.file.record(rec::SAMPLE, &buf[..n], &[]);
-    }
-
     /// Writes an event (see `write_inline`); the one copy most hooks share.
     #[inline(never)]
     fn write(&mut self, cfg: &Config, ev: &Ev<'_>, hold: bool) {
@@ -768,137 +658,4 @@ impl ThreadState {
 fn mix(kind: u8, key: u64) -> u64 {
     let h = (key ^ u64::from(kind)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     h ^ (h >> 29)
-}
-
-/// Notes how the current thread is leaving (see `Tls::exit_how`).
-pub(crate) fn set_exit_how(how: u8) {
-    let _ = TLS.try_with(|t| t.exit_how.set(how + 1));
-}
-
-/// Ends this thread's recording: called from the pthread key destructor with our state pointer.
-pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
-    let _ = TLS.try_with(|t| {
-        let ts = t.state.get();
-        if ts.is_null() || ts == DEAD {
-            return;
-        }
-        if let Some(cfg) = global::config_if_ready() {
-            let ctx = Ctx { cfg, ts };
-            ev(&ctx, t.exit_how.get().checked_sub(1).unwrap_or(2));
-            // A last calibration point: with the one the file starts with it spans the
-            // thread's whole life, so the clock line the reader fits through all files gets its
-            // slope from the length of the run, not from the few milliseconds in which threads
-            // start. (A slope off by 10 ppm moved a 2-second trace by microseconds against
-            // CLOCK_MONOTONIC.)
-            // SAFETY: `ts` is this thread's live state; `busy` guards against a signal handler
-            // writing to the same file, as in `Ctx::emit`.
-            unsafe {
-                let st = &mut *ts;
-                if st.tag == TAG && !st.busy.load(Ordering::Relaxed) {
-                    st.busy.store(true, Ordering::Relaxed);
-                    compiler_fence(Ordering::SeqCst);
-                    if st.counted.pending() {
-                        st.write_counts(global::now(cfg));
-                    }
-                    let mut buf = [0u8; 24];
-                    let n = writer::calibration(cfg, &mut buf);
-                    st.file.record(rec::CALIBRATION, &buf[..n], &[]);
-                    compiler_fence(Ordering::SeqCst);
-                    st.busy.store(false, Ordering::Relaxed);
-                }
-            }
-        }
-        // SAFETY: our live state; the timer goes before the state does.
-        unsafe { (*ts).sampler.stop() };
-        t.state.set(DEAD);
-        // SAFETY: `ts` was our live state; the thread is marked DEAD first, so nothing else
-        // reaches it any more.
-        unsafe {
-            (*ts).busy.store(true, Ordering::Relaxed);
-            (*ts).file.close();
-            (*ts).stacks.release();
-            sys::munmap(ts.cast(), core::mem::size_of::<ThreadState>());
-        }
-    });
-}
-
-/// The pthread-key destructor (registered by `setup::configure`): runs in an exiting thread
-/// whatever the way it exits (return, `pthread_exit`, cancellation), records the exit and closes
-/// the trace.
-pub(crate) extern "C" fn thread_dtor(_state: *mut libc::c_void) {
-    finish_thread(|c, how| {
-        let t = c.now();
-        // SAFETY: pthread_self has no preconditions.
-        let me = unsafe { libc::pthread_self() } as u64;
-        let seq = c.seq(ObjKind::Thread, me);
-        c.emit(&Ev {
-            obj: Some((Obj::key(ObjKind::Thread, me), Some(seq))),
-            aux: Some(u64::from(how)),
-            ..Ev::new(Op::ThreadExit, t, t)
-        });
-    });
-}
-
-/// Notes this thread's stack bounds (from the thread trampoline, before its first event).
-pub(crate) fn set_stack(top: usize, lo: usize) {
-    let _ = TLS.try_with(|t| t.stack.set((top, lo)));
-}
-
-/// Sets the spawn key of the fork this thread is about to make (0 when done).
-pub(crate) fn set_fork_spawn(key: u64) {
-    let _ = TLS.try_with(|t| t.fork_spawn.set(key));
-}
-
-/// Takes the spawn key of the fork that made this process (0 when unknown).
-pub(crate) fn take_fork_spawn() -> u64 {
-    TLS.try_with(|t| t.fork_spawn.replace(0)).unwrap_or(0)
-}
-
-/// Whether this forking thread is the parent's: fork handlers the host registered before ours
-/// run while the thread is marked forking (their prepare handlers after ours, their parent
-/// handlers before ours), and the parent records their calls. A child, until our child handler
-/// has given it its own files, still holds the parent's (a pid differs from the one the
-/// configuration was made for), so its calls pass through. Only called while forking.
-/// A child's calls are counted, and the count goes to its first file as lost events
-/// ([`take_child_passed`]).
-#[cold]
-fn in_forking_parent() -> bool {
-    let Some(c) = global::config_if_ready() else {
-        return false;
-    };
-    if sys::sys(libc::SYS_getpid, 0, 0, 0) == c.pid as isize {
-        return true;
-    }
-    CHILD_PASSED.fetch_add(1, Ordering::Relaxed);
-    false
-}
-
-/// Calls a fork child made while its thread was still marked forking (see `in_forking_parent`).
-static CHILD_PASSED: AtomicU64 = AtomicU64::new(0);
-
-/// Takes the count of calls this fork child made before its files existed.
-pub(crate) fn take_child_passed() -> u64 {
-    CHILD_PASSED.swap(0, Ordering::Relaxed)
-}
-
-/// Marks (or unmarks) this thread as being inside fork.
-pub(crate) fn set_forking(on: bool) {
-    let _ = TLS.try_with(|t| t.forking.set(on));
-}
-
-/// In a forked child: forget the parent's open file without writing to it.
-pub(crate) fn forget_after_fork() {
-    let _ = TLS.try_with(|t| {
-        let ts = t.state.get();
-        // Unpublish first: a signal handler must not find the old state.
-        t.state.set(null_mut());
-        if !ts.is_null() && ts != DEAD {
-            // SAFETY: the child's copy of our state (already zeroed where MADV_WIPEONFORK
-            // worked). It is left mapped, tagged dead, so a hook its parent was inside when it
-            // forked finds nothing to write to (the file holds no descriptor to close).
-            unsafe { (*ts).tag = 0 };
-        }
-        t.busy.set(false);
-        t.forking.set(false);
-    });
 }

@@ -53,8 +53,8 @@ chmod 755 "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
 # Runs CMD... untraced, traced, or traced by AGENT_OLD (MODE: untraced, traced, old), in the
 # background under /usr/bin/time, which writes the CPU seconds of the server's processes (user,
 # system) to $WORK/cpu; sets RECORD_PID. Traced, time runs under the recorder, so that the
-# recorder's own work after the server exits (its summary reads the whole trace: 5.6 s of CPU
-# after a 5 s memcached run) is not counted.
+# recorder's own work after the server exits (its summary decodes the whole trace: 0.6 s after
+# a 5 s memcached run) is not counted.
 launch() {
     local mode=$1; shift
     rm -f "$WORK/cpu"

@@ -280,8 +280,11 @@ fn run(job: Job) -> Result<ExitCode> {
             }
         }
         Job::Summary(dir) => {
-            let trace = load(&dir)?;
-            match writeln!(io::stdout().lock(), "{}", Summary::of(&trace)) {
+            let (summary, trace) = Summary::read(&dir).context("cannot read the trace")?;
+            for w in trace.all_warnings() {
+                say!("scalpel: warning: {w}");
+            }
+            match writeln!(io::stdout().lock(), "{summary}") {
                 Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
                     Err(e).context("cannot write the summary")
                 }
@@ -319,8 +322,8 @@ fn run_record(opts: &RecordOptions) -> ExitCode {
         Outcome::Exited(0) => {}
         Outcome::Exited(c) => say!("scalpel: `{cmd}` exited with status {c}"),
     }
-    match read_dir(&rec.dir) {
-        Ok(trace) => {
+    match Summary::read(&rec.dir) {
+        Ok((summary, trace)) => {
             const SHOWN: usize = 10;
             let warnings: Vec<_> = trace.all_warnings().collect();
             for w in warnings.iter().take(SHOWN) {
@@ -330,7 +333,7 @@ fn run_record(opts: &RecordOptions) -> ExitCode {
                 say!("scalpel: ... and {} more warnings", warnings.len() - SHOWN);
             }
             say!("scalpel: recorded");
-            for line in Summary::of(&trace).to_string().lines() {
+            for line in summary.to_string().lines() {
                 say!("  {line}");
             }
         }

@@ -130,6 +130,8 @@ fn summary_and_warnings() {
             && w.offset() == Some(4096 + 7)));
     let s = Summary::of(&trace);
     assert_eq!((s.processes, s.threads, s.events, s.warnings), (2, 3, 6, 2));
+    let (streamed, _) = Summary::read(tmp.path()).unwrap();
+    assert_eq!(streamed, s);
     let text = s.to_string();
     assert!(text.contains("events:     6"), "{text}");
 }

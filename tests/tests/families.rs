@@ -2,6 +2,7 @@
 //! format promises (objects, results, descriptors, channels).
 
 use scalpel_e2e::*;
+use scalpel_inferencer::inspect::Summary;
 use scalpel_model::format::{ChanKind, ObjKind};
 use std::collections::BTreeSet;
 
@@ -218,5 +219,20 @@ fn every_family_is_recorded() {
             .iter()
             .any(|e| e.path.as_deref().is_some_and(|p| p.contains("libm.so"))))),
         "libm missing from every module map after dlopen"
+    );
+}
+
+/// The summary `scalpel record` prints counts the events as they are decoded, keeping none: it
+/// must say what the summary of the loaded trace says.
+#[test]
+fn the_streamed_summary_is_the_loaded_ones() {
+    let exe = build_c("families", "families", &[]);
+    let run = record(&exe, &[]).success();
+    let (streamed, _) = Summary::read(&run.dir).expect("the trace reads");
+    let loaded = Summary::of(&run.load());
+    assert_eq!(streamed, loaded);
+    assert!(
+        loaded.events > 0 && loaded.stacked_events > 0 && loaded.ready_lists > 0,
+        "{loaded:?}"
     );
 }

@@ -1,10 +1,12 @@
 //! The short summary of a trace directory that `scalpel record` and `scalpel summary` print.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use scalpel_model::format::FileKind;
-use scalpel_model::read::{Ready, RecordingLosses, TraceDir};
+use scalpel_model::read::{
+    read_dir_with, Event, FileSink, ReadError, Ready, RecordingLosses, TraceDir,
+};
 use scalpel_model::wire::varint_len;
 
 use crate::views::units::bytes;
@@ -72,8 +74,60 @@ fn ready_record_len(r: &Ready) -> u64 {
     (1 + varint_len(payload as u64) + payload) as u64
 }
 
+/// What the summary counts of a file's events: kept from a loaded file's events, or counted
+/// as a streamed file is decoded (see [`Summary::read`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct EventCounts {
+    events: u64,
+    stacked: u64,
+    cpu: u64,
+    ready_lists: u64,
+    ready_bytes: u64,
+}
+
+impl FileSink for EventCounts {
+    fn event(&mut self, e: &Event) {
+        self.events += 1;
+        self.stacked += u64::from(e.stack.is_some());
+        self.cpu += u64::from(e.cpu_ns.is_some());
+        if let Some(r) = e.ready.as_deref() {
+            self.ready(r);
+        }
+    }
+
+    fn ready(&mut self, r: &Ready) {
+        self.ready_lists += 1;
+        self.ready_bytes += ready_record_len(r);
+    }
+}
+
 impl Summary {
-    /// Summarizes `trace`.
+    /// Reads the trace directory `dir` and summarizes it, counting the events as they are
+    /// decoded instead of keeping them: a summary must not need memory in proportion to the
+    /// trace (`scalpel record` prints one after every recording; keeping a 5-second memcached
+    /// trace's 17.5 million events took 3.9 GB). Returns the trace read, without its events,
+    /// for its warnings.
+    pub fn read(dir: &Path) -> Result<(Summary, TraceDir), ReadError> {
+        let (trace, sinks) = read_dir_with(dir, |_| EventCounts::default())?;
+        let mut s = Summary::of(&trace);
+        for c in sinks
+            .iter()
+            .flat_map(|p| p.process.iter().chain(&p.threads))
+        {
+            s.add(c);
+        }
+        Ok((s, trace))
+    }
+
+    fn add(&mut self, c: &EventCounts) {
+        self.events += c.events;
+        self.stacked_events += c.stacked;
+        self.cpu_events += c.cpu;
+        self.ready_lists += c.ready_lists;
+        self.ready_bytes += c.ready_bytes;
+    }
+
+    /// Summarizes `trace`, with the events its files hold.
     pub fn of(trace: &TraceDir) -> Summary {
         let mut s = Summary {
             dir: trace.path.clone(),
@@ -91,22 +145,18 @@ impl Summary {
             if f.kind() == Some(FileKind::Thread) {
                 s.threads += 1;
             }
-            s.events += f.events.len() as u64;
+            let mut counts = EventCounts::default();
+            f.events.iter().for_each(|e| counts.event(e));
+            s.add(&counts);
             s.bytes += u64::from(f.header.header_size) + f.decoded_len;
             s.disk_bytes += f.file_len;
             s.lost = s.lost.saturating_add(f.lost);
             s.dropped = s.dropped.saturating_add(f.header.dropped);
             s.stacks += f.stacks.len() as u64;
-            s.stacked_events += f.events.iter().filter(|e| e.stack.is_some()).count() as u64;
-            s.cpu_events += f.events.iter().filter(|e| e.cpu_ns.is_some()).count() as u64;
             s.samples += f.samples.len() as u64;
             s.sampled_ns += f.samples.iter().map(|x| x.weight_ns()).sum::<u64>();
             s.samples_in_agent += f.samples.iter().filter(|x| x.in_agent).count() as u64;
             s.samples_unstacked += f.samples.iter().filter(|x| x.stack == 0).count() as u64;
-            for r in f.events.iter().filter_map(|e| e.ready.as_deref()) {
-                s.ready_lists += 1;
-                s.ready_bytes += ready_record_len(r);
-            }
             s.stack_checked += u64::from(f.header.stack_checked);
             s.stack_mismatched += u64::from(f.header.stack_mismatched);
             s.stacks_missed = s.stacks_missed.saturating_add(f.header.stacks_missed);

@@ -11,7 +11,9 @@
 # With valgrind installed, it also prints the instructions the agent adds per event.
 #
 # The `hot` section prints issue 25's figures: added core-ns per event, 1 and 2 threads, with
-# stacks off, with the default stacks and with `--locks count`, beside the agent named by
+# stacks off, with the default stacks and with `--locks count`, beside the floor (a preloaded
+# library that only reads the clock and stores a few bytes per call, scripts/bench/floor-shim.c),
+# the agent named by
 # AGENT_OLD (another build, to compare two versions in the same repetitions) and LTTng-UST's
 # pthread wrapper under an `lttng` session (mutex loop; when lttng-tools and liblttng-ust1 are
 # installed).
@@ -35,6 +37,8 @@ WORK=$(mktemp -d /tmp/scalpel-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 BENCH=$WORK/agent-bench
 cc -O2 -fomit-frame-pointer -pthread -o "$BENCH" scripts/bench/agent-bench.c
+FLOOR=$WORK/floor-shim.so
+cc -O2 -fPIC -shared -o "$FLOOR" scripts/bench/floor-shim.c -ldl
 CORES=$(nproc)
 
 # The agent runs only under `scalpel record`, which hands it its files; its summary (stderr) is
@@ -56,6 +60,8 @@ run() {
             BENCH_DEPTH=$d rec --stacks all --stack-depth "$d" --stack-cache "$c" -- \
                 "$BENCH" "$mode" "$threads" "$ITERS" ;;
         naive) "$BENCH" "$mode" "$threads" "$ITERS" naive "$WORK/t" ;;
+        # floor — the least a recorder must do (scripts/bench/floor-shim.c), preloaded alone.
+        floor) LD_PRELOAD=$FLOOR "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # count — the default stacks with uncontended mutex pairs counted (`--locks count`).
         count) rec --locks count -- "$BENCH" "$mode" "$threads" "$ITERS" ;;
         # default — the agent as `record` runs it by default (stacks all, 32 deep, cache on).
@@ -114,8 +120,8 @@ if [ -e "$LTTNG_WRAPPER" ] && command -v lttng >/dev/null; then
         lttng_on=1
     fi
 fi
-cols=(nostack:0 default count)
-names=("off +ns" "default +ns" "count +ns")
+cols=(nostack:0 default count floor)
+names=("off +ns" "default +ns" "count +ns" "floor +ns")
 if [ -n "$AGENT_OLD" ]; then cols+=(old:nostack old:default); names+=("old off +ns" "old def +ns"); fi
 if [ $lttng_on = 1 ]; then cols+=(lttng); names+=("lttng +ns" "lttng/off"); fi
 echo "added core-ns per event: this agent with stacks off and default stacks${AGENT_OLD:+, the agent at AGENT_OLD}$([ $lttng_on = 1 ] && echo ', LTTng-UST pthread wrapper')"

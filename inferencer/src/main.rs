@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use export_cli::{run_export, ExportArgs};
 use infer_cli::{run_infer, InferArgs, InferJob};
-use scalpel_inferencer::inspect::{dump, parse_op, DumpOptions, Summary};
+use scalpel_inferencer::inspect::{dump, parse_op, DumpDir, DumpOptions, Summary};
 use scalpel_inferencer::record::{
     parse_depth, record, signal_name, LockMode, Outcome, RecordOptions, StackCache, StackMode,
     StackOptions, DEFAULT_DIR,
@@ -264,9 +264,20 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Timeline(a) => run_timeline(&a).map(|_| ExitCode::SUCCESS),
         Job::Export(a) => run_export(&a).map(|_| ExitCode::SUCCESS),
         Job::Dump { dir, opts } => {
-            let trace = load(&dir)?;
             let mut out = BufWriter::new(io::stdout().lock());
-            let r = dump(&trace, &opts, &mut out).and_then(|s| out.flush().map(|_| s));
+            // Per thread, the events are decoded again as they are printed, never all held;
+            // merged by time, they are (see `DumpDir`).
+            let r = if opts.merged {
+                let trace = load(&dir)?;
+                dump(&trace, &opts, &mut out)
+            } else {
+                let d = DumpDir::read(&dir).context("cannot read the trace")?;
+                for w in d.trace().all_warnings() {
+                    say!("scalpel: warning: {w}");
+                }
+                d.write(&opts, &mut out)
+            };
+            let r = r.and_then(|s| out.flush().map(|_| s));
             match r {
                 // `scalpel dump | head` is fine.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),

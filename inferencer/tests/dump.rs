@@ -2,17 +2,27 @@
 
 mod common;
 
-use scalpel_inferencer::inspect::{dump, parse_op, DumpOptions, Summary};
+use scalpel_inferencer::inspect::{dump, parse_op, DumpDir, DumpOptions, Summary};
 use scalpel_model::format::Op;
 use scalpel_model::read::{read_dir, ReadError};
 
+/// The dump of the built trace; per thread, also read without keeping the events
+/// (`DumpDir`, what `scalpel dump` does), which must print the same.
 fn run(opts: &DumpOptions) -> String {
     let tmp = tempfile::tempdir().unwrap();
     common::build(tmp.path());
     let trace = read_dir(tmp.path()).unwrap();
     let mut out = Vec::new();
-    dump(&trace, opts, &mut out).unwrap();
-    String::from_utf8(out).unwrap()
+    let stats = dump(&trace, opts, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    if !opts.merged {
+        let mut streamed = Vec::new();
+        let d = DumpDir::read(tmp.path()).unwrap();
+        let streamed_stats = d.write(opts, &mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), out, "{opts:?}");
+        assert_eq!(streamed_stats, stats, "{opts:?}");
+    }
+    out
 }
 
 fn lines(opts: DumpOptions) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! format promises (objects, results, descriptors, channels).
 
 use scalpel_e2e::*;
-use scalpel_inferencer::inspect::Summary;
+use scalpel_inferencer::inspect::{dump, DumpDir, DumpOptions, Summary};
 use scalpel_model::format::{ChanKind, ObjKind};
 use std::collections::BTreeSet;
 
@@ -235,4 +235,42 @@ fn the_streamed_summary_is_the_loaded_ones() {
         loaded.events > 0 && loaded.stacked_events > 0 && loaded.ready_lists > 0,
         "{loaded:?}"
     );
+}
+
+/// `scalpel dump` per thread decodes each file again as it prints it, keeping no events: the
+/// same text as the dump of the loaded trace, stacks and filters included.
+#[test]
+fn the_streamed_dump_is_the_loaded_ones() {
+    let exe = build_c("families", "families", &[]);
+    let run = record(&exe, &[]).success();
+    let trace = run.load();
+    let streamed = DumpDir::read(&run.dir).expect("the trace reads");
+    let options = [
+        DumpOptions::default(),
+        DumpOptions {
+            ops: vec![Op::EpollWait, Op::Write],
+            ..DumpOptions::default()
+        },
+        DumpOptions {
+            object: Some("pipe".into()),
+            limit: Some(5),
+            ..DumpOptions::default()
+        },
+    ];
+    for opts in options {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let sa = dump(&trace, &opts, &mut a).expect("dumps");
+        let sb = streamed.write(&opts, &mut b).expect("dumps");
+        assert_eq!(
+            String::from_utf8_lossy(&b),
+            String::from_utf8_lossy(&a),
+            "{opts:?}"
+        );
+        assert_eq!(
+            (sb.events, sb.truncated),
+            (sa.events, sa.truncated),
+            "{opts:?}"
+        );
+        assert!(sa.events > 0, "{opts:?}");
+    }
 }

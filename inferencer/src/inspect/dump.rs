@@ -75,13 +75,13 @@ pub fn parse_op(name: &str) -> Result<Op, DumpError> {
 }
 
 /// The object filter, parsed once.
-struct ObjectFilter {
+pub(super) struct ObjectFilter {
     text: String,
     keys: Vec<u64>,
 }
 
 impl ObjectFilter {
-    fn new(s: &str) -> Self {
+    pub(super) fn new(s: &str) -> Self {
         let lower = s.trim().to_ascii_lowercase();
         let hex = lower.strip_prefix("0x").unwrap_or(&lower);
         let keys = [u64::from_str_radix(hex, 16).ok(), lower.parse().ok()];
@@ -101,18 +101,18 @@ impl ObjectFilter {
 }
 
 /// Applies the options' filters.
-struct Filter<'o> {
-    opts: &'o DumpOptions,
-    object: Option<ObjectFilter>,
+pub(super) struct Filter<'o> {
+    pub(super) opts: &'o DumpOptions,
+    pub(super) object: Option<ObjectFilter>,
 }
 
 impl Filter<'_> {
-    fn file(&self, p: &ProcessTrace, f: &FileTrace) -> bool {
+    pub(super) fn file(&self, p: &ProcessTrace, f: &FileTrace) -> bool {
         (self.opts.pids.is_empty() || self.opts.pids.contains(&p.pid))
             && (self.opts.tids.is_empty() || self.opts.tids.contains(&f.header.tid))
     }
 
-    fn event(&self, e: &Event, ids: &Identities<'_>) -> bool {
+    pub(super) fn event(&self, e: &Event, ids: &Identities<'_>) -> bool {
         (self.opts.ops.is_empty() || e.op.is_some_and(|op| self.opts.ops.contains(&op)))
             && match &self.object {
                 Some(o) => o.matches(e, ids),
@@ -120,7 +120,7 @@ impl Filter<'_> {
             }
     }
 
-    fn is_active(&self) -> bool {
+    pub(super) fn is_active(&self) -> bool {
         let o = self.opts;
         !(o.pids.is_empty() && o.tids.is_empty() && o.ops.is_empty() && o.object.is_none())
     }

@@ -128,6 +128,16 @@ pub fn event_line(
 
 /// A thread's heading in grouped output.
 pub fn thread_heading(process: &ProcessTrace, file: &FileTrace, shown: usize) -> String {
+    heading(process, file, file.events.len(), shown)
+}
+
+/// [`thread_heading`] for a file of `total` events, read without keeping them.
+pub(super) fn heading(
+    process: &ProcessTrace,
+    file: &FileTrace,
+    total: usize,
+    shown: usize,
+) -> String {
     let mut s = format!("== pid {}", process.pid);
     if process.incarnation != 0 {
         let _ = write!(s, " (incarnation {})", process.incarnation);
@@ -145,7 +155,6 @@ pub fn thread_heading(process: &ProcessTrace, file: &FileTrace, shown: usize) ->
     if let Some(exe) = process.exe() {
         let _ = write!(s, " exe {}", exe.display());
     }
-    let total = file.events.len();
     let _ = write!(s, ": {total} events");
     if shown != total {
         let _ = write!(s, " ({shown} shown)");

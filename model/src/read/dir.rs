@@ -382,14 +382,14 @@ pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
 /// own sink (made by `new_sink`, files in parallel) instead of keeping it, so that a caller can
 /// reduce a large trace as it is decoded. The files' event lists stay empty; once this returns,
 /// every file's [`FileTrace::clock`] is the trace-wide one.
-pub fn read_dir_with<S: FileSink>(
+pub fn read_dir_with<S: FileSink + Send>(
     path: impl AsRef<Path>,
     new_sink: impl Fn(&Path) -> S + Sync,
 ) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
     read_dir_inner(path.as_ref(), Some(&new_sink))
 }
 
-fn read_dir_inner<S: FileSink>(
+fn read_dir_inner<S: FileSink + Send>(
     path: &Path,
     streaming: Option<&(dyn Fn(&Path) -> S + Sync)>,
 ) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {

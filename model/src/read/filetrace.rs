@@ -54,8 +54,8 @@ pub struct FileTrace {
 }
 
 /// A consumer of one file's records as they are decoded, for [`super::read_file_streaming`] and
-/// [`super::read_dir_with`].
-pub trait FileSink: Send {
+/// [`super::read_dir_with`] (which decodes files in parallel, so its sinks must also be `Send`).
+pub trait FileSink {
     /// One event, in file order. Its `ts_ns` and `dur_ns` are 0: the clock is known only at the
     /// end of the file (and for a directory, once every file is read). Convert its ticks later
     /// with [`FileTrace::clock`].

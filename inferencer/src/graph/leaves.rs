@@ -505,8 +505,10 @@ impl Cutter {
             }
             Class::LockCount => {
                 if e.obj != NO_OBJ && e.flags & HAS_X != 0 {
-                    self.lock_aggs.entry(e.obj).or_default().count += e.x;
-                    self.out.counted_pairs += e.x;
+                    // Saturating: a damaged count must not wrap the lock table's sums.
+                    let a = self.lock_aggs.entry(e.obj).or_default();
+                    a.count = a.count.saturating_add(e.x);
+                    self.out.counted_pairs = self.out.counted_pairs.saturating_add(e.x);
                 }
             }
             Class::LatchWait => {

@@ -29,7 +29,7 @@ pub(super) fn contention(
         let obj = ObjId::new(obj);
         match infos.last_mut() {
             Some(i) if i.obj == obj => {
-                i.acquisitions += a.count;
+                i.acquisitions = i.acquisitions.saturating_add(a.count);
                 i.wait_ns += a.wait;
                 i.max_wait_ns = i.max_wait_ns.max(a.max);
             }

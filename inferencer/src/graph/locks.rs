@@ -30,7 +30,7 @@ pub(super) fn contention(
         match infos.last_mut() {
             Some(i) if i.obj == obj => {
                 i.acquisitions = i.acquisitions.saturating_add(a.count);
-                i.wait_ns += a.wait;
+                i.wait_ns = i.wait_ns.saturating_add(a.wait);
                 i.max_wait_ns = i.max_wait_ns.max(a.max);
             }
             _ => infos.push(LockInfo {

@@ -195,7 +195,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         .iter()
         .flat_map(|p| p.threads.iter())
         .filter_map(|s| s.out.as_ref().map(|o| o.counted_pairs))
-        .sum();
+        .fold(0, u64::saturating_add);
     if opts.lock_cuts && counted > 0 {
         warnings.push(GraphWarning::CountedLocks {
             path: trace.path.clone(),

@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod args;
@@ -16,12 +16,11 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use export_cli::{run_export, ExportArgs};
 use infer_cli::{run_infer, InferArgs, InferJob};
-use scalpel_inferencer::inspect::{dump, parse_op, DumpDir, DumpOptions, Summary};
+use scalpel_inferencer::inspect::{parse_op, DumpDir, DumpOptions, Summary};
 use scalpel_inferencer::record::{
     parse_depth, record, signal_name, LockMode, Outcome, RecordOptions, StackCache, StackMode,
     StackOptions, DEFAULT_DIR,
 };
-use scalpel_model::read::{read_dir, TraceDir};
 use timeline_cli::{run_timeline, TimelineArgs};
 use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
 use waitfor_cli::{run_waitfor, WaitforArgs};
@@ -265,19 +264,14 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Export(a) => run_export(&a).map(|_| ExitCode::SUCCESS),
         Job::Dump { dir, opts } => {
             let mut out = BufWriter::new(io::stdout().lock());
-            // Per thread, the events are decoded again as they are printed, never all held;
-            // merged by time, they are (see `DumpDir`).
-            let r = if opts.merged {
-                let trace = load(&dir)?;
-                dump(&trace, &opts, &mut out)
-            } else {
-                let d = DumpDir::read(&dir).context("cannot read the trace")?;
-                for w in d.trace().all_warnings() {
-                    say!("scalpel: warning: {w}");
-                }
-                d.write(&opts, &mut out)
-            };
-            let r = r.and_then(|s| out.flush().map(|_| s));
+            // The events are decoded again as they are printed, never all held (`DumpDir`).
+            let d = DumpDir::read(&dir).context("cannot read the trace")?;
+            for w in d.trace().all_warnings() {
+                say!("scalpel: warning: {w}");
+            }
+            let r = d
+                .write(&opts, &mut out)
+                .and_then(|s| out.flush().map(|_| s));
             match r {
                 // `scalpel dump | head` is fine.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
@@ -303,15 +297,6 @@ fn run(job: Job) -> Result<ExitCode> {
             }
         }
     }
-}
-
-/// Reads a trace directory and reports its warnings on stderr.
-fn load(dir: &Path) -> Result<TraceDir> {
-    let trace = read_dir(dir).context("cannot read the trace")?;
-    for w in trace.all_warnings() {
-        say!("scalpel: warning: {w}");
-    }
-    Ok(trace)
 }
 
 /// Records, prints the summary on stderr and returns the command's exit status.

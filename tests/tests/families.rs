@@ -237,8 +237,9 @@ fn the_streamed_summary_is_the_loaded_ones() {
     );
 }
 
-/// `scalpel dump` per thread decodes each file again as it prints it, keeping no events: the
-/// same text as the dump of the loaded trace, stacks and filters included.
+/// `scalpel dump` decodes each file again as it prints it (merged by time, every file at
+/// once), keeping no events: the same text as the dump of the loaded trace, stacks and filters
+/// included.
 #[test]
 fn the_streamed_dump_is_the_loaded_ones() {
     let exe = build_c("families", "families", &[]);
@@ -254,6 +255,16 @@ fn the_streamed_dump_is_the_loaded_ones() {
         DumpOptions {
             object: Some("pipe".into()),
             limit: Some(5),
+            ..DumpOptions::default()
+        },
+        DumpOptions {
+            merged: true,
+            ..DumpOptions::default()
+        },
+        DumpOptions {
+            merged: true,
+            ops: vec![Op::EpollWait, Op::Read, Op::Write],
+            limit: Some(40),
             ..DumpOptions::default()
         },
     ];

@@ -3,6 +3,7 @@
 
 mod dump;
 mod events;
+mod merged;
 mod stacks;
 mod streamed;
 mod summary;

@@ -1,8 +1,9 @@
-//! `scalpel dump` per thread without loading the trace's events: a first read keeps each file's
-//! objects, stacks and clock and counts its events; each thread's events are then decoded again
-//! as they are printed. Memory follows a file's objects and stacks, not the trace: a loaded
-//! 5-second memcached trace (17.5 million events) took 3.7 GB. Merged by time, a dump needs
-//! every event at once and loads the trace ([`super::dump`]).
+//! `scalpel dump` without loading the trace's events: a first read keeps each file's objects,
+//! stacks and clock and counts its events; the events are then decoded again as they are
+//! printed, per thread one file after another, or merged by time from every file at once (each
+//! file's events are in time order, so a merge of the files' streams is the trace's order).
+//! Memory follows the files' objects and stacks, not the trace: a loaded 5-second memcached
+//! trace (17.5 million events) took 3.7 GB.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -18,11 +19,15 @@ use super::events::{event_line, heading, Identities};
 use super::stacks::write_stack;
 use crate::symbols::Symbolizer;
 
-/// What the first read keeps of a file's events: how many, and the earliest clock reading.
+/// What the first read keeps of a file's events: how many, the earliest clock reading, and
+/// whether the readings ever went back (only a damaged file's can: each event's reading adds
+/// a delta to the one before).
 #[derive(Clone, Copy, Debug, Default)]
-struct Tally {
-    events: usize,
+pub(super) struct Tally {
+    pub(super) events: usize,
     first_ticks: Option<u64>,
+    last_ticks: u64,
+    pub(super) went_back: bool,
 }
 
 /// The first read's sink: tallies a file's events and drops them.
@@ -33,14 +38,17 @@ struct Tallying {
 
 impl FileSink for Tallying {
     fn event(&mut self, e: &Event) {
-        self.tally.events += 1;
-        self.tally.first_ticks = Some(self.tally.first_ticks.map_or(e.ticks, |t| t.min(e.ticks)));
+        let t = &mut self.tally;
+        t.events += 1;
+        t.first_ticks = Some(t.first_ticks.map_or(e.ticks, |f| f.min(e.ticks)));
+        t.went_back |= e.ticks < t.last_ticks;
+        t.last_ticks = e.ticks;
     }
 }
 
 /// A trace directory read for a dump, without its events.
 pub struct DumpDir {
-    trace: TraceDir,
+    pub(super) trace: TraceDir,
     tallies: HashMap<PathBuf, Tally>,
 }
 
@@ -64,10 +72,31 @@ impl DumpDir {
         &self.trace
     }
 
-    /// Writes the events selected by `opts`, grouped per thread, to `out`: the same text as
-    /// [`super::dump`] of the loaded trace (`opts.merged` is not looked at). A file that can no
-    /// longer be read is an error of kind `Other` naming it.
+    /// Writes the events selected by `opts` to `out`: the same text as [`super::dump`] of the
+    /// loaded trace. A file that can no longer be read is an error of kind `Other` naming it.
     pub fn write(&self, opts: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpStats> {
+        if opts.merged {
+            self.write_merged(opts, out)
+        } else {
+            self.write_grouped(opts, out)
+        }
+    }
+
+    pub(super) fn tally(&self, f: &FileTrace) -> Tally {
+        self.tallies.get(&f.path).copied().unwrap_or_default()
+    }
+
+    /// The time of the trace's first event, which a dump's times are relative to (the clock
+    /// is monotonic, so it is the first reading's time).
+    pub(super) fn first_ts(&self) -> u64 {
+        self.trace
+            .files()
+            .filter_map(|(_, f)| self.tally(f).first_ticks.map(|t| f.clock.ns(t)))
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn write_grouped(&self, opts: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpStats> {
         let filter = Filter {
             opts,
             object: opts.object.as_deref().map(ObjectFilter::new),
@@ -75,15 +104,7 @@ impl DumpDir {
         // Whether events are selected one by one, so each file needs a count before its heading.
         let picks = !opts.ops.is_empty() || opts.object.is_some();
         let ids = self.trace.identities();
-        let tally = |f: &FileTrace| self.tallies.get(&f.path).copied().unwrap_or_default();
-        // Times are relative to the trace's first event; the clock is monotonic, so it is the
-        // first reading's time.
-        let first = self
-            .trace
-            .files()
-            .filter_map(|(_, f)| tally(f).first_ticks.map(|t| f.clock.ns(t)))
-            .min()
-            .unwrap_or(0);
+        let first = self.first_ts();
         let limit = opts.limit.unwrap_or(usize::MAX);
         let mut stats = DumpStats::default();
         let mut sym = Symbolizer::new();
@@ -91,7 +112,7 @@ impl DumpDir {
             if !filter.file(p, f) {
                 continue;
             }
-            let total = tally(f).events;
+            let total = self.tally(f).events;
             let shown = if picks {
                 let mut c = Counting {
                     filter: &filter,
@@ -144,7 +165,7 @@ impl DumpDir {
 }
 
 /// Decodes `f` again into `sink`.
-fn reread(f: &FileTrace, sink: &mut dyn FileSink) -> io::Result<()> {
+pub(super) fn reread(f: &FileTrace, sink: &mut dyn FileSink) -> io::Result<()> {
     read_file_streaming(&f.path, sink)
         .map(|_| ())
         .map_err(io::Error::other)

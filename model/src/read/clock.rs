@@ -134,6 +134,12 @@ impl Clock {
         }
     }
 
+    /// Whether [`Clock::ns`] never decreases as ticks grow: true unless calibration points
+    /// (damaged ones) go back in time, so that events in tick order are in time order.
+    pub fn is_monotonic(&self) -> bool {
+        !self.tsc || self.points.windows(2).all(|w| w[1].1 >= w[0].1)
+    }
+
     /// Nanoseconds in a duration of `ticks`.
     pub fn dur_ns(&self, ticks: u64) -> u64 {
         if !self.tsc {

@@ -294,7 +294,11 @@ fn on_cpu_samples_agree_with_perf_on_the_top_functions() {
             Some((w.collect::<Vec<_>>().join(" "), pct))
         })
         .collect();
-    let r = record_flags(&exe, &["--sample", HZ], &["1500"], |_| {}).success();
+    // Four times perf's run: a thread's CPU-time timer fires only at the kernel's tick (250 Hz
+    // on some hosts, whatever the rate asked for), so at the same length our side would have a
+    // quarter of perf's samples, and a share's sampling error (about 2% at 35% of 500 samples)
+    // would come near the bound. The shares do not depend on the length.
+    let r = record_flags(&exe, &["--sample", HZ], &["6000"], |_| {}).success();
     let ours = self_shares(&folded(&flame(&[
         r.dir.as_os_str(),
         "--on-cpu".as_ref(),

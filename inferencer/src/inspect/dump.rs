@@ -75,13 +75,13 @@ pub fn parse_op(name: &str) -> Result<Op, DumpError> {
 }
 
 /// The object filter, parsed once.
-pub(super) struct ObjectFilter {
+struct ObjectFilter {
     text: String,
     keys: Vec<u64>,
 }
 
 impl ObjectFilter {
-    pub(super) fn new(s: &str) -> Self {
+    fn new(s: &str) -> Self {
         let lower = s.trim().to_ascii_lowercase();
         let hex = lower.strip_prefix("0x").unwrap_or(&lower);
         let keys = [u64::from_str_radix(hex, 16).ok(), lower.parse().ok()];
@@ -102,11 +102,19 @@ impl ObjectFilter {
 
 /// Applies the options' filters.
 pub(super) struct Filter<'o> {
-    pub(super) opts: &'o DumpOptions,
-    pub(super) object: Option<ObjectFilter>,
+    opts: &'o DumpOptions,
+    object: Option<ObjectFilter>,
 }
 
-impl Filter<'_> {
+impl<'o> Filter<'o> {
+    /// The filters `opts` asks for.
+    pub(super) fn new(opts: &'o DumpOptions) -> Self {
+        Filter {
+            opts,
+            object: opts.object.as_deref().map(ObjectFilter::new),
+        }
+    }
+
     pub(super) fn file(&self, p: &ProcessTrace, f: &FileTrace) -> bool {
         (self.opts.pids.is_empty() || self.opts.pids.contains(&p.pid))
             && (self.opts.tids.is_empty() || self.opts.tids.contains(&f.header.tid))
@@ -140,10 +148,7 @@ pub struct DumpStats {
 /// Writes the events of `trace` selected by `opts` to `out`. Times are relative to the earliest
 /// event of the whole trace. The output depends only on the trace and the options.
 pub fn dump(trace: &TraceDir, opts: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpStats> {
-    let filter = Filter {
-        opts,
-        object: opts.object.as_deref().map(ObjectFilter::new),
-    };
+    let filter = Filter::new(opts);
     let ids = trace.identities();
     let first = trace.first_ts().unwrap_or(0);
     let limit = opts.limit.unwrap_or(usize::MAX);

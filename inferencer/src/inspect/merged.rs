@@ -9,7 +9,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use scalpel_model::read::{Event, FileSink, FileTrace, ProcessTrace, Ready};
 
-use super::dump::{dump, DumpOptions, DumpStats, Filter, ObjectFilter};
+use super::dump::{dump, DumpOptions, DumpStats, Filter};
 use super::events::{event_line, Identities};
 use super::stacks::write_stack;
 use super::streamed::{reread, DumpDir};
@@ -35,10 +35,7 @@ impl DumpDir {
                 scalpel_model::read::read_dir(&self.trace.path).map_err(io::Error::other)?;
             return dump(&trace, opts, out);
         }
-        let filter = Filter {
-            opts,
-            object: opts.object.as_deref().map(ObjectFilter::new),
-        };
+        let filter = Filter::new(opts);
         let ids = self.trace.identities();
         let first = self.first_ts();
         let limit = opts.limit.unwrap_or(usize::MAX);
@@ -220,8 +217,7 @@ impl FileSink for Chunking<'_> {
         self.last_kept = self.filter.event(e, self.ids);
         if self.last_kept {
             let mut e = e.clone();
-            e.ts_ns = self.f.clock.ns(e.ticks);
-            e.dur_ns = self.f.clock.dur_ns(e.dur_ticks);
+            self.f.clock.time(&mut e);
             self.chunk.push(e);
         }
     }

@@ -14,7 +14,7 @@ use scalpel_model::read::{
     TraceDir,
 };
 
-use super::dump::{DumpOptions, DumpStats, Filter, ObjectFilter};
+use super::dump::{DumpOptions, DumpStats, Filter};
 use super::events::{event_line, heading, Identities};
 use super::stacks::write_stack;
 use crate::symbols::Symbolizer;
@@ -97,10 +97,7 @@ impl DumpDir {
     }
 
     fn write_grouped(&self, opts: &DumpOptions, out: &mut dyn Write) -> io::Result<DumpStats> {
-        let filter = Filter {
-            opts,
-            object: opts.object.as_deref().map(ObjectFilter::new),
-        };
+        let filter = Filter::new(opts);
         // Whether events are selected one by one, so each file needs a count before its heading.
         let picks = !opts.ops.is_empty() || opts.object.is_some();
         let ids = self.trace.identities();
@@ -241,8 +238,7 @@ impl FileSink for Printing<'_, '_> {
         self.left -= 1;
         self.stats.events += 1;
         let mut e = e.clone();
-        e.ts_ns = self.f.clock.ns(e.ticks);
-        e.dur_ns = self.f.clock.dur_ns(e.dur_ticks);
+        self.f.clock.time(&mut e);
         self.pending = Some(e);
     }
 

@@ -1,7 +1,7 @@
 //! Conversion of clock ticks to CLOCK_MONOTONIC nanoseconds with a file's calibration points.
 
 use super::header::Header;
-use super::types::Calibration;
+use super::types::{Calibration, Event};
 
 const NS_PER_SEC: u64 = 1_000_000_000;
 /// The last segment's slope is trusted for extrapolation only when it spans more than this.
@@ -132,6 +132,12 @@ impl Clock {
             }
             (None, None) => ticks,
         }
+    }
+
+    /// Sets an event's nanosecond time and duration from its ticks.
+    pub fn time(&self, e: &mut Event) {
+        e.ts_ns = self.ns(e.ticks);
+        e.dur_ns = self.dur_ns(e.dur_ticks);
     }
 
     /// Whether [`Clock::ns`] never decreases as ticks grow: true unless calibration points

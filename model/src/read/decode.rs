@@ -467,8 +467,7 @@ impl FileTrace {
     pub fn apply_clock(&mut self, clock: &Clock) {
         self.clock = clock.clone();
         for e in &mut self.events {
-            e.ts_ns = clock.ns(e.ticks);
-            e.dur_ns = clock.dur_ns(e.dur_ticks);
+            clock.time(e);
         }
         for m in &mut self.maps {
             m.ts_ns = clock.ns(m.ticks);

@@ -11,8 +11,7 @@ use scalpel_format::record::stable_hash;
 use scalpel_format::wire::Enc;
 
 use crate::event::Obj;
-use crate::global::{self, Config};
-use crate::shared::StreamSlot;
+use crate::shared::{StreamSlot, Table};
 
 const IDENT: usize = 64;
 
@@ -84,6 +83,12 @@ pub(crate) struct Info {
     tx_len: u8,
     rx_ident: [u8; IDENT],
     rx_len: u8,
+    /// The shared counters of each direction, found once when the descriptor is described
+    /// ([`Info::bind`]): a slot, once claimed, keeps its key for the life of the table, and the
+    /// table keeps its address in this process and its fork children, so the pointer stays
+    /// right. Null when the direction has no stream or the table had no room for it.
+    tx_slot: *const StreamSlot,
+    rx_slot: *const StreamSlot,
 }
 
 impl Info {
@@ -105,20 +110,31 @@ impl Info {
         })
     }
 
+    /// Finds the shared counters of both directions (once, after the keys are set): a hash
+    /// and a probe of the shared table that every transfer would otherwise repeat.
+    pub(crate) fn bind(&mut self, table: &'static Table) {
+        let find = |key: u64| {
+            (key != 0)
+                .then(|| table.stream(key))
+                .flatten()
+                .map_or(core::ptr::null(), |s| s as *const StreamSlot)
+        };
+        self.tx_slot = find(self.tx_key);
+        self.rx_slot = find(self.rx_key);
+    }
+
     /// The shared counters of the outgoing stream.
     #[inline]
-    pub(crate) fn tx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
-        (self.tx_key != 0)
-            .then(|| global::table(cfg).stream(self.tx_key))
-            .flatten()
+    pub(crate) fn tx_slot(&self) -> Option<&'static StreamSlot> {
+        // SAFETY: null, or a slot of the shared table, which is never unmapped (see `tx_slot`).
+        unsafe { self.tx_slot.as_ref() }
     }
 
     /// The shared counters of the incoming stream.
     #[inline]
-    pub(crate) fn rx_slot(&self, cfg: &Config) -> Option<&'static StreamSlot> {
-        (self.rx_key != 0)
-            .then(|| global::table(cfg).stream(self.rx_key))
-            .flatten()
+    pub(crate) fn rx_slot(&self) -> Option<&'static StreamSlot> {
+        // SAFETY: as in `tx_slot`.
+        unsafe { self.rx_slot.as_ref() }
     }
 
     /// Whether byte offsets mean anything on this channel (not for files or terminals).
@@ -197,6 +213,8 @@ pub(crate) fn none(info: &mut Info, kind: ChanKind) {
     info.tx_key = 0;
     info.rx_key = 0;
     info.offsets = false;
+    info.tx_slot = core::ptr::null();
+    info.rx_slot = core::ptr::null();
 }
 
 /// Fills a connection named by one anchor endpoint that both ends know (a unix connection is

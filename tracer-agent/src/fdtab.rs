@@ -26,27 +26,36 @@ struct Entry {
 static TABLE: AtomicPtr<Entry> = AtomicPtr::new(core::ptr::null_mut());
 
 fn table() -> Option<&'static [Entry]> {
-    let mut p = TABLE.load(Ordering::Acquire);
+    let p = TABLE.load(Ordering::Acquire);
     if p.is_null() {
-        let n = MAX_FD * core::mem::size_of::<Entry>();
-        let m = sys::mmap_anon(n)? as *mut Entry;
-        match TABLE.compare_exchange(
-            core::ptr::null_mut(),
-            m,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => p = m,
-            Err(other) => {
-                sys::munmap(m.cast(), n);
-                p = other;
-            }
-        }
+        return map_table();
     }
     // SAFETY: the mapping holds MAX_FD zeroed entries (a valid UNKNOWN state) and is never freed.
     Some(unsafe { core::slice::from_raw_parts(p, MAX_FD) })
 }
 
+/// Maps the table on first use (another thread may win the race; its mapping is then used).
+#[cold]
+fn map_table() -> Option<&'static [Entry]> {
+    let n = MAX_FD * core::mem::size_of::<Entry>();
+    let m = sys::mmap_anon(n)? as *mut Entry;
+    let p = match TABLE.compare_exchange(
+        core::ptr::null_mut(),
+        m,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => m,
+        Err(other) => {
+            sys::munmap(m.cast(), n);
+            other
+        }
+    };
+    // SAFETY: as in `table`.
+    Some(unsafe { core::slice::from_raw_parts(p, MAX_FD) })
+}
+
+#[inline(always)]
 fn entry(fd: i32) -> Option<&'static Entry> {
     if fd < 0 || fd as usize >= MAX_FD {
         return None;
@@ -65,9 +74,22 @@ pub(crate) fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info>
     Some(unsafe { &*e.info.get() })
 }
 
-/// The cached description of `fd`, resolving it now if needed.
+/// The cached description of `fd`, resolving it now if needed. Inlined into every transfer
+/// hook: the usual case is a load and a compare.
+#[inline(always)]
 pub(crate) fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
     let e = entry(fd)?;
+    if e.state.load(Ordering::Acquire) == RESOLVED {
+        // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
+        return Some(unsafe { &*e.info.get() });
+    }
+    get_slow(cfg, fd, e)
+}
+
+/// [`get`] for a descriptor not yet described here, or being described by another thread.
+#[cold]
+#[inline(never)]
+fn get_slow(cfg: &Config, fd: i32, e: &'static Entry) -> Option<&'static Info> {
     match e.state.load(Ordering::Acquire) {
         // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
         RESOLVED => Some(unsafe { &*e.info.get() }),
@@ -170,10 +192,17 @@ pub(crate) fn set_local(cfg: &Config, fd: i32, kind: ChanKind) {
     let info = unsafe { &mut *e.info.get() };
     let me = Endpoint::local(cfg.pid, global::next_local(cfg));
     channel::fill(info, kind, me, me, kind == ChanKind::Eventfd);
+    info.bind(global::table(cfg));
     e.state.store(RESOLVED, Ordering::Release);
 }
 
 fn resolve(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
+    describe(cfg, fd, info, role);
+    info.bind(global::table(cfg));
+}
+
+/// What `fd` is (its channel's kind and stream keys), from the kernel.
+fn describe(cfg: &Config, fd: i32, info: &mut Info, role: Role) {
     // SAFETY: zeroed is a valid `stat`.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     if sys::fstat(fd, &mut st) < 0 {

@@ -133,6 +133,14 @@ pub(crate) fn munmap(addr: *mut u8, len: usize) -> isize {
     sys(libc::SYS_munmap, addr as usize, len, 0)
 }
 
+/// Raw `pwrite`: `len` bytes from `buf` at file offset `off`.
+pub(crate) fn pwrite(fd: i32, buf: *const u8, len: usize, off: u64) -> isize {
+    syscall6(
+        libc::SYS_pwrite64,
+        [fd as usize, buf as usize, len, off as usize, 0, 0],
+    )
+}
+
 /// Reserves file blocks so that later stores through a shared mapping cannot fault on a full
 /// disk (a store into a hole the filesystem cannot fill raises SIGBUS).
 pub(crate) fn fallocate(fd: i32, off: u64, len: u64) -> isize {

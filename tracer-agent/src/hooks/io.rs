@@ -28,7 +28,7 @@ fn input(
     let res = sys_result(r as i64);
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.rx());
-    let slot = info.and_then(|i| i.rx_slot(c.cfg));
+    let slot = info.and_then(|i| i.rx_slot());
     // A peek leaves the bytes in the socket: they are consumed (and numbered) by a later read.
     let moved = res > 0 && flags & libc::MSG_PEEK == 0;
     let slot = slot.filter(|_| moved);
@@ -69,7 +69,7 @@ fn output(
     let Some(c) = enter() else { return call() };
     let info = fdtab::get(c.cfg, fd);
     let stream = info.and_then(|i| i.tx());
-    let slot = info.and_then(|i| i.tx_slot(c.cfg));
+    let slot = info.and_then(|i| i.tx_slot());
     let offsets = info.is_some_and(|i| i.has_offsets());
     let seq = slot
         .filter(|_| info.is_some_and(|i| i.needs_seq()))

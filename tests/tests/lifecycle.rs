@@ -6,6 +6,44 @@ use scalpel_e2e::*;
 use scalpel_model::format::state;
 use std::process::Command;
 
+/// One thread writes 300,000 one-byte records into a pipe: about 4 MB of trace, so its file goes
+/// through windows of every size (16 KiB doubling to 1 MiB, then several of 1 MiB), each with
+/// zeros written ahead of it before it is mapped. Every write is in the trace, with the byte
+/// offsets 0, 1, 2, … in order: zeros written ahead never land on a record.
+#[test]
+fn records_survive_every_window_and_the_zeros_written_ahead() {
+    let exe = build_c("bytestorm", "bytestorm", &[]);
+    let run = record(&exe, &["300000"]).success();
+    assert!(
+        run.stdout().contains("read 300000 bytes"),
+        "{}",
+        run.stdout()
+    );
+    let t = run.load();
+    let warnings: Vec<String> = t.all_warnings().map(|w| w.to_string()).collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let writer = thread_files(&t)
+        .into_iter()
+        .max_by_key(|f| f.events.len())
+        .unwrap();
+    assert!(
+        writer.decoded_len > 3 << 20,
+        "{} bytes of trace",
+        writer.decoded_len
+    );
+    let offsets: Vec<u64> = writer
+        .events
+        .iter()
+        .filter(|e| e.op == Some(Op::Write))
+        .map(|e| e.offset.unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 300_000);
+    assert!(
+        offsets.iter().enumerate().all(|(i, &o)| o == i as u64),
+        "write offsets are 0, 1, 2, ..."
+    );
+}
+
 #[test]
 fn eight_threads_hundred_thousand_ops_lose_nothing() {
     let exe = build_c("stress", "stress", &[]);

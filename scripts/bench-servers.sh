@@ -200,15 +200,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 summary=""
 for server in $SERVERS; do
     for mode in $MODES; do : > "$WORK/$mode"; : > "$WORK/$mode.cpu"; done
+    : > "$WORK/pairs"
     for pair in $(seq "$PAIRS"); do
+        row=""
         for mode in $MODES; do
             v=$("run_$server" "$mode")
-            if [ -z "$v" ]; then echo "FAIL: no throughput from $server ($mode)" >&2; echo 1 >> "$WORK/failed"; continue; fi
+            if [ -z "$v" ]; then echo "FAIL: no throughput from $server ($mode)" >&2; echo 1 >> "$WORK/failed"; row+=" -"; continue; fi
             read -r rate cpu <<< "$v"
             echo "$server pair $pair $mode: $rate per s, $cpu us CPU per request"
             echo "$rate" >> "$WORK/$mode"
             echo "$cpu" >> "$WORK/$mode.cpu"
+            row+=" $rate"
         done
+        [[ "$row" != *" -"* ]] && echo "$row" >> "$WORK/pairs"
     done
     u=$(median < "$WORK/untraced"); t=$(median < "$WORK/traced")
     uc=$(median < "$WORK/untraced.cpu"); tc=$(median < "$WORK/traced.cpu")
@@ -218,12 +222,21 @@ for server in $SERVERS; do
         o=$(median < "$WORK/old"); oc=$(median < "$WORK/old.cpu")
         line+=$(printf ' %12.1f %8s %9.1f %8s' "$o" "$(ratio "$o" "$u")" "$oc" "$(ratio "$oc" "$uc")")
     fi
+    # The median of each pair's own ratio: the machine's speed drifts between pairs (untraced
+    # runs of one server moved 20% within one run here), and a ratio taken within a pair, of
+    # runs made a minute apart, leaves most of that drift out.
+    line+=$(printf ' %10s' "$(awk '{printf "%.4f\n", $2 / $1}' "$WORK/pairs" | median)")
+    if [ -n "$AGENT_OLD" ]; then
+        line+=$(printf ' %10s' "$(awk '{printf "%.4f\n", $3 / $1}' "$WORK/pairs" | median)")
+    fi
     summary+=$line$'\n'
 done
 header=$(printf '%-10s %12s %12s %8s %9s %9s %8s' server "untraced/s" "traced/s" ratio \
     "cpu us" "traced" "ratio")
 [ -n "$AGENT_OLD" ] && header+=$(printf ' %12s %8s %9s %8s' "old/s" "ratio" "old us" "ratio")
-echo "(cpu us: microseconds of the server's CPU per request, untraced and traced)"
+header+=$(printf ' %10s' "pair ratio")
+[ -n "$AGENT_OLD" ] && header+=$(printf ' %10s' "old pair")
+echo "(cpu us: microseconds of the server's CPU per request, untraced and traced; pair ratio: the median over pairs of traced/untraced throughput within the pair)"
 echo "$header"
 printf '%s' "$summary"
 if [ -s "$WORK/failed" ]; then

@@ -155,6 +155,19 @@ pub(crate) fn ftruncate(fd: i32, len: u64) -> isize {
     sys(libc::SYS_ftruncate, fd as usize, len as usize, 0)
 }
 
+/// Whether `fd` is a file on tmpfs (where its pages live in memory from `fallocate` on).
+pub(crate) fn on_tmpfs(fd: i32) -> bool {
+    // SAFETY: zeroed is a valid statfs.
+    let mut st: libc::statfs = unsafe { core::mem::zeroed() };
+    sys(
+        libc::SYS_fstatfs,
+        fd as usize,
+        &mut st as *mut libc::statfs as usize,
+        0,
+    ) == 0
+        && st.f_type == libc::TMPFS_MAGIC
+}
+
 /// `fstat` into a caller-provided buffer.
 pub(crate) fn fstat(fd: i32, st: &mut libc::stat) -> isize {
     sys(

@@ -45,6 +45,9 @@ pub(crate) struct File {
     pos: u64,
     /// Length of the next window (see [`WINDOW`]).
     next_len: usize,
+    /// Whether zeros are written ahead of each window ([`zero_ahead`]): not on tmpfs, whose
+    /// `fallocate` already put the pages in memory.
+    zero_ahead: bool,
     broken: bool,
     dropped: u64,
 }
@@ -143,6 +146,7 @@ impl File {
             win_len: 0,
             pos: format::HEADER_SIZE as u64,
             next_len: FIRST_WINDOW,
+            zero_ahead: !sys::on_tmpfs(fd),
             broken: false,
             dropped: 0,
         };
@@ -293,7 +297,9 @@ impl File {
             sys::munmap(self.window, self.win_len);
             self.window = core::ptr::null_mut();
         }
-        zero_ahead(fd, self.pos, start + len as u64);
+        if self.zero_ahead {
+            zero_ahead(fd, self.pos, start + len as u64);
+        }
         let r = sys::mmap(
             0,
             len,

@@ -8,12 +8,13 @@
 # its files (an agent from before the broker finds SCALPEL_DIR there and opens its own).
 #
 # Usage: scripts/bench/cmp-agent.sh OLD/libscalpel_agent.so NEW/libscalpel_agent.so
+#        WORK_DIR=/dev/shm scripts/bench/cmp-agent.sh OLD NEW   (the traces on another file system)
 set -euo pipefail
 OLD=$1; NEW=$2
 SCALPEL=${SCALPEL:-$(cd "$(dirname "$0")/../.." && pwd)/target/release/scalpel}
 # rec AGENT STACKS CMD...: CMD recorded with that agent; the summary (stderr) dropped.
 rec() { local a=$1 st=$2; shift 2; SCALPEL_AGENT=$a "$SCALPEL" record -o "$W/t" --stacks "$st" -- "$@"; }
-W=$(mktemp -d /tmp/cmp-agent.XXXXXX); trap 'rm -rf "$W"' EXIT
+W=$(mktemp -d "${WORK_DIR:-/tmp}/cmp-agent.XXXXXX"); trap 'rm -rf "$W"' EXIT
 B=$W/bench; cc -O2 -fomit-frame-pointer -pthread -o "$B" "$(dirname "$0")/agent-bench.c"
 count() { rm -rf "$W/t"; "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'; }
 cg="valgrind --tool=callgrind --callgrind-out-file=/dev/null"

@@ -18,15 +18,22 @@
 # pthread wrapper under an `lttng` session (mutex loop; when lttng-tools and liblttng-ust1 are
 # installed).
 #
-# Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default)
-#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent hot stacks cpu instr bytes)
+# The `relay` section is a server's many workers in miniature (agent-bench.c's relay mode): 64
+# threads pass one token round a ring of pipes, and the one holding it locks and unlocks a
+# mutex from 8 call sites at 8 stack depths, then passes it on: 18 events a turn, each thread's
+# agent state as cold as the 63 other turns left it. Prints the turn's time untraced and the
+# wall ns the agent adds per event (one thread runs at a time, so wall time is the cost).
+#
+# Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default; RELAY_TURNS=1000)
+#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent hot relay stacks cpu instr bytes)
 #        AGENT_OLD=/tmp/old/libscalpel_agent.so SECTIONS=hot scripts/bench-agent.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ITERS=${ITERS:-200000}
 REPEAT=${REPEAT:-7}
-SECTIONS=${SECTIONS:-agent hot stacks cpu instr bytes}
+SECTIONS=${SECTIONS:-agent hot relay stacks cpu instr bytes}
+RELAY_TURNS=${RELAY_TURNS:-1000}
 AGENT_OLD=${AGENT_OLD:-}
 LTTNG_WRAPPER=/usr/lib/x86_64-linux-gnu/liblttng-ust-pthread-wrapper.so.1
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
@@ -159,6 +166,32 @@ for mode in mutex pipe; do
     done
 done
 if [ $lttng_on = 1 ]; then lttng destroy scalpel-bench >/dev/null 2>&1 || true; fi
+fi
+
+# A server's workers in miniature (see the top): wall ns added per event, 64 threads.
+if want relay; then
+echo
+cols=(nostack:0 default count)
+names=("off +ns" "default +ns" "count +ns")
+if [ -n "$AGENT_OLD" ]; then cols+=(old:nostack old:default); names+=("old off +ns" "old def +ns"); fi
+echo "relay: 64 threads, one token, 18 events a turn; wall ns added per event"
+header=$(printf '%-6s %7s %12s' mode threads "base us/turn")
+for n in "${names[@]}"; do header+=$(printf ' %12s' "$n"); done
+echo "$header"
+: > "$WORK/rrows"
+for _ in $(seq 1 "$REPEAT"); do
+    row=$(ITERS=$RELAY_TURNS run relay 64 base 2>/dev/null)
+    for c in "${cols[@]}"; do row+=" $(ITERS=$RELAY_TURNS run relay 64 "$c" 2>/dev/null)"; done
+    echo "$row" >> "$WORK/rrows"
+done
+turns=$(( 64 * RELAY_TURNS ))
+events=$(( turns * 18 ))
+line=$(printf '%-6s %7d %12.2f' relay 64 "$(awk -v t="$turns" '{print $1 / t / 1000}' "$WORK/rrows" | median)")
+for i in "${!cols[@]}"; do
+    col=$((i + 2))
+    line+=$(printf ' %12.1f' "$(awk -v c="$col" -v e="$events" '{print ($c - $1) / e}' "$WORK/rrows" | median)")
+done
+echo "$line"
 fi
 
 # The added cost of call stacks: every event DEPTH frames deep with DEPTH frames recorded, with

@@ -1,6 +1,11 @@
 /* The agent benchmark's workload: THREADS threads each run ITERS iterations of
  *   mutex: lock + unlock of a thread-private mutex (2 intercepted events), or
- *   pipe:  write 1 byte + read it back on a thread-private pipe (2 intercepted events),
+ *   pipe:  write 1 byte + read it back on a thread-private pipe (2 intercepted events), or
+ *   relay: a turn of a server's worker (2 + 2 * SITES events): the threads pass one token
+ *          round a ring of pipes, so one runs at a time and each finds its caches as the
+ *          others left them, as a server's many workers do; the thread holding the token
+ *          locks and unlocks a mutex from SITES (BENCH_SITES, default 8) call sites, each at
+ *          another stack depth, then passes the token on (a write) and waits for it (a read).
  * optionally through a naive recorder (the Scalpel paper's baseline): every event takes one global
  * mutex, finds the thread's FILE* in a shared map, and fwrites a 24-byte record.
  * With BENCH_DEPTH=D in the environment, each thread first descends D nested calls (no frame
@@ -18,7 +23,9 @@
 #include <unistd.h>
 
 static long iters;
-static int mode_pipe, naive;
+static int mode_pipe, mode_relay, naive;
+static int nthreads, sites = 8;
+static int ring[64][2];
 static pthread_barrier_t start;
 
 /* --- naive recorder ------------------------------------------------------------------------ */
@@ -79,6 +86,35 @@ static void loop(struct span *sp) {
 
 volatile int depth_sink;
 
+/* Locks and unlocks `m` `d` frames further down: each call site of the relay at its own depth. */
+__attribute__((noinline)) static void site(pthread_mutex_t *m, int d) {
+    if (d <= 0) {
+        pthread_mutex_lock(m);
+        depth_sink++;
+        pthread_mutex_unlock(m);
+    } else {
+        site(m, d - 1);
+    }
+    depth_sink += d;
+}
+
+/* One relay worker: `me` waits for the token on its pipe, works, passes it to the next. */
+static void relay(struct span *sp, int me) {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    char c = 'x';
+    int next = (me + 1) % nthreads;
+    pthread_barrier_wait(&start);
+    clock_gettime(CLOCK_MONOTONIC, &sp->a);
+    if (me == 0 && write(ring[next][1], &c, 1) != 1) abort();
+    for (long i = 0; i < iters; i++) {
+        if (read(ring[me][0], &c, 1) != 1) abort();
+        for (int k = 0; k < sites; k++) site(&m, 3 * k);
+        /* The last turn of the last thread keeps the token: no one waits for it. */
+        if (!(me == 0 && i == iters - 1) && write(ring[next][1], &c, 1) != 1) abort();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &sp->b);
+}
+
 /* Descends `d` frames, then runs the loop; the work after the call keeps it from being a tail call. */
 __attribute__((noinline)) static void descend(struct span *sp, int d) {
     if (d <= 0) loop(sp);
@@ -88,24 +124,33 @@ __attribute__((noinline)) static void descend(struct span *sp, int d) {
 
 static int depth;
 
+static struct span spans[64];
+
 static void *run(void *arg) {
-    descend(arg, depth);
+    struct span *sp = arg;
+    if (mode_relay) relay(sp, (int)(sp - spans));
+    else descend(sp, depth);
     return NULL;
 }
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: agent-bench mutex|pipe THREADS ITERS [naive DIR]\n");
+        fprintf(stderr, "usage: agent-bench mutex|pipe|relay THREADS ITERS [naive DIR]\n");
         return 2;
     }
     mode_pipe = strcmp(argv[1], "pipe") == 0;
+    mode_relay = strcmp(argv[1], "relay") == 0;
+    if (getenv("BENCH_SITES")) sites = atoi(getenv("BENCH_SITES"));
     int n = atoi(argv[2]);
     iters = atol(argv[3]);
     if (getenv("BENCH_DEPTH")) depth = atoi(getenv("BENCH_DEPTH"));
     if (argc > 5 && strcmp(argv[4], "naive") == 0) { naive = 1; naive_dir = argv[5]; }
     pthread_t t[64];
-    struct span sp[64];
+    struct span *sp = spans;
     if (n > 64) n = 64;
+    nthreads = n;
+    for (int i = 0; mode_relay && i < n; i++)
+        if (pipe(ring[i]) != 0) abort();
     pthread_barrier_init(&start, NULL, n);
     struct rusage before, after;
     getrusage(RUSAGE_SELF, &before);

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # What recording costs real servers: memcached under `memcaslap`, nginx under `ab -k` and Apache
 # under `ab -k`, each run untraced and under `scalpel record` in alternation (PAIRS pairs per
-# server, default 3), on 127.0.0.1. Prints each run's throughput and the CPU time the server
-# (every process of it, and the recorder) used per request, then per server the medians and the
-# traced/untraced ratios of the medians, and fails if a request failed. Throughput is what the
-# issue's targets are about, but on a 2-core machine it moves with the load generator's share
-# of the CPUs (two runs of the same agent differed by 10%); CPU time per request is the agent's
-# own cost, steadier.
+# server, default 3; the order within a pair rotates), on 127.0.0.1. Prints each run's
+# throughput and the CPU time the server (every process of it, and the recorder) used per
+# request, then per server the medians, the traced/untraced ratios of the medians and the median
+# of each pair's own ratio, and fails if a request failed. Throughput is what the issue's targets
+# are about, but on a 2-core machine it moves with the load generator's share of the CPUs (two
+# runs of the same agent differed by 10%); CPU time per request is the agent's own cost, steadier.
 #
 # With AGENT_OLD (another build of the agent), each repetition also runs the server under that
 # agent, so two versions are compared in the same run; OLD_FLAGS, when set, replaces
@@ -201,18 +201,25 @@ summary=""
 for server in $SERVERS; do
     for mode in $MODES; do : > "$WORK/$mode"; : > "$WORK/$mode.cpu"; done
     : > "$WORK/pairs"
+    read -r -a modes <<< "$MODES"
     for pair in $(seq "$PAIRS"); do
-        row=""
-        for mode in $MODES; do
+        # The order rotates from pair to pair: run one after the other, the same build twice
+        # came out 2-5% apart in 7 pairs of 9, the later one faster.
+        declare -A got=()
+        for k in "${!modes[@]}"; do
+            mode=${modes[$(( (k + pair - 1) % ${#modes[@]} ))]}
             v=$("run_$server" "$mode")
-            if [ -z "$v" ]; then echo "FAIL: no throughput from $server ($mode)" >&2; echo 1 >> "$WORK/failed"; row+=" -"; continue; fi
+            if [ -z "$v" ]; then echo "FAIL: no throughput from $server ($mode)" >&2; echo 1 >> "$WORK/failed"; got[$mode]=-; continue; fi
             read -r rate cpu <<< "$v"
             echo "$server pair $pair $mode: $rate per s, $cpu us CPU per request"
             echo "$rate" >> "$WORK/$mode"
             echo "$cpu" >> "$WORK/$mode.cpu"
-            row+=" $rate"
+            got[$mode]=$rate
         done
+        row=""
+        for mode in "${modes[@]}"; do row+=" ${got[$mode]}"; done
         [[ "$row" != *" -"* ]] && echo "$row" >> "$WORK/pairs"
+        unset got
     done
     u=$(median < "$WORK/untraced"); t=$(median < "$WORK/traced")
     uc=$(median < "$WORK/untraced.cpu"); tc=$(median < "$WORK/traced.cpu")

@@ -213,8 +213,6 @@ pub(crate) fn none(info: &mut Info, kind: ChanKind) {
     info.tx_key = 0;
     info.rx_key = 0;
     info.offsets = false;
-    info.tx_slot = core::ptr::null();
-    info.rx_slot = core::ptr::null();
 }
 
 /// Fills a connection named by one anchor endpoint that both ends know (a unix connection is

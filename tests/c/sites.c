@@ -3,12 +3,18 @@
  * agent's stack cache keeps all of them in one set, told apart only by the program's own
  * return addresses. Each site has its own mutex, which names the site in the trace.
  *
+ * With the argument "threads", THREADS threads instead visit every site once each, one thread
+ * after another and each in its own order: the stacks the first one met are the same for the
+ * others at the same depths below their stack tops.
+ *
  * Prints "site J ADDR" for every site. */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #define SITES 12
 #define ROUNDS 50
+#define THREADS 4
 
 static pthread_mutex_t m[SITES];
 
@@ -27,13 +33,30 @@ __attribute__((noinline)) static void at(int j) {
     }
 }
 
-int main(void) {
+static void *visit(void *arg) {
+    long t = (long)arg;
+    for (int j = 0; j < SITES; j++) {
+        at((int)((j + 5 * t) % SITES));
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
     for (int j = 0; j < SITES; j++) {
         pthread_mutex_init(&m[j], NULL);
     }
-    for (int r = 0; r < ROUNDS; r++) {
-        for (int j = 0; j < SITES; j++) {
-            at(j);
+    if (argc > 1 && strcmp(argv[1], "threads") == 0) {
+        for (long t = 0; t < THREADS; t++) {
+            pthread_t th;
+            if (pthread_create(&th, NULL, visit, (void *)t) != 0 || pthread_join(th, NULL) != 0) {
+                return 1;
+            }
+        }
+    } else {
+        for (int r = 0; r < ROUNDS; r++) {
+            for (int j = 0; j < SITES; j++) {
+                at(j);
+            }
         }
     }
     for (int j = 0; j < SITES; j++) {

@@ -338,3 +338,68 @@ fn call_sites_at_one_depth_keep_their_own_stacks() {
         "{wrong} of {checked} cached stacks differed from a full walk"
     );
 }
+
+/// Threads that run the same code meet the same stacks at the same depths below their stack
+/// tops: one thread's walks answer the next threads' captures (the stack cache is the
+/// process's), and every thread still gets its own, right stacks.
+#[test]
+fn threads_share_the_stack_cache_and_keep_their_stacks() {
+    let exe = build_c("sites", "sites", NO_FP);
+    let run = record_stacks(&exe, &["threads"], &[]);
+    let t = run.load();
+    let workers: Vec<_> = t
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter(|f| f.header.tid != f.header.pid)
+        .collect();
+    assert_eq!(workers.len(), 4, "worker threads");
+    let mut per_site = Vec::new();
+    for j in 0..12 {
+        let addr = run.printed(&format!("site{j}"), "addr");
+        let frames: Vec<&Vec<u64>> = workers
+            .iter()
+            .map(|f| {
+                let locks: Vec<_> = f
+                    .events
+                    .iter()
+                    .filter(|e| e.op == Some(Op::MutexLock) && e.obj.is_some_and(|o| o.key == addr))
+                    .collect();
+                assert_eq!(locks.len(), 1, "site {j}: locks in thread {}", f.header.tid);
+                let id = locks[0].stack.expect("a stack");
+                f.stacks
+                    .get(&id)
+                    .expect("the stack's id is defined in the thread's file")
+            })
+            .collect();
+        assert!(
+            frames.iter().all(|s| *s == frames[0]),
+            "site {j}: threads got different stacks: {frames:x?}"
+        );
+        per_site.push(frames[0].clone());
+    }
+    let distinct: std::collections::BTreeSet<_> = per_site.iter().collect();
+    assert_eq!(distinct.len(), 12, "sites sharing a stack: {per_site:x?}");
+
+    let t = record_stacks(&exe, &["threads"], &["--stack-cache", "check"]).load();
+    let mut workers: Vec<_> = t
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter(|f| f.header.tid != f.header.pid)
+        .collect();
+    workers.sort_by_key(|f| f.header.thread_index);
+    // Each thread meets each of its stacks once or, for the unlocks (a tail call from every
+    // site), twelve times. A cache of the thread's own would answer only those repeats; the
+    // process's answers every call of the threads after the first.
+    for f in &workers[1..] {
+        let with_stacks = f.events.iter().filter(|e| e.stack.is_some()).count() as u32;
+        assert_eq!(
+            f.header.stack_checked, with_stacks,
+            "thread {}: cache hits among its calls with stacks",
+            f.header.thread_index
+        );
+    }
+    let wrong: u32 = workers.iter().map(|f| f.header.stack_mismatched).sum();
+    assert_eq!(wrong, 0, "{wrong} cached stacks differed from a full walk");
+}

@@ -30,6 +30,7 @@ mod sampler;
 mod setup;
 mod shared;
 mod sock;
+mod stackcache;
 mod stackcfg;
 mod stacks;
 mod sys;

@@ -8,67 +8,32 @@
 //! the main thread (other threads get no stacks). A call made on a signal stack falls outside
 //! those bounds and gets no stack either.
 //!
-//! The stack cache: a previous walk that started at the same stack pointer left, for every
-//! frame (the agent's included), the stack slot its return address was read from. If every slot
-//! still holds the same address, the stack is the same (see `walk`) and nothing is unwound. This
-//! is exact whenever each frame's CFA is found from the stack pointer or from registers saved on
-//! the walked chain; `cache=check` re-walks every hit and counts disagreements in the file
-//! header, which is how it is measured.
+//! The stack cache (`stackcache`, one per process): a previous walk that started as far below
+//! its thread's stack top left, for every frame (the agent's included), the stack slot its
+//! return address was read from. If every slot still holds the same address, the stack is the
+//! same (see `walk`) and nothing is unwound. This is exact whenever each frame's CFA is found
+//! from the stack pointer or from registers saved on the walked chain; `cache=check` re-walks
+//! every hit and counts disagreements in the file header, which is how it is measured.
 
 use core::arch::asm;
 
 use scalpel_format::format::rec;
 use scalpel_format::wire::{zigzag, Enc};
 
+use crate::stackcache::{self, Hit};
 use crate::stackcfg::{CacheMode, Mode, StackCfg, MAX_DEPTH};
 use crate::unwind::{self, Cache};
-use crate::walk::{read_slot, Chain, Start, WalkErr};
+use crate::walk::{Chain, Start, WalkErr};
 use crate::writer::File;
 
 const DEDUP_SLOTS: usize = 4096;
 const DEDUP_LIMIT: u32 = 3072;
-/// Entries of the stack cache. A server's worker meets hundreds of distinct stacks in steady
-/// state (memcached: about 430 per thread), many at the same stack pointer (one capture point
-/// reached from many call sites at one depth), and every miss is a DWARF walk: with 64 entries
-/// of 4 ways, walks took 3–9% of traced memcached's CPU; with 512 of 16, none. Each entry is
-/// about 1.2 KiB of the thread's state, touched only when used.
-const RECENT: usize = 512;
-/// Entries per set of the stack cache.
-const WAYS: usize = 16;
 const SAMPLE_SLOTS: usize = 256;
 
 #[derive(Clone, Copy)]
 struct Dedup {
     hash: u64,
     id: u64,
-}
-
-/// A remembered walk: its whole chain of return addresses with the slots they were read from,
-/// and its id. Where it started is in `Stacks::tags`, its call site in `Stacks::sites`.
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct Recent {
-    /// First, on the cache line that the check of the chain reads first (see `Chain`).
-    id: u64,
-    chain: Chain,
-}
-
-/// A remembered walk's call site: a return address and its slot, as an offset below the top.
-#[derive(Clone, Copy)]
-struct Site {
-    addr: u64,
-    slot: u32,
-}
-
-impl Site {
-    /// Whether the slot still holds the address, for a capture as far below the top as the
-    /// walk that found it.
-    #[inline]
-    fn holds_from(&self, top: u64) -> bool {
-        // SAFETY: the slot is one of an exact chain's (only exact chains are remembered) and
-        // the caller matched the capture's distance below the top (see `read_slot`).
-        unsafe { read_slot(top, self.slot) == self.addr }
-    }
 }
 
 /// One thread's stack state. Valid when zeroed; lives inside the thread's mmap'd state.
@@ -82,17 +47,10 @@ pub(crate) struct Stacks {
     mismatched: u32,
     victim: usize,
     dedup: [Dedup; DEDUP_SLOTS],
-    /// Where each remembered walk started: the capture's stack pointer as an offset below the
-    /// top (never 0; 0 marks an empty entry). Apart from the walks themselves, so that looking
-    /// through a set reads two cache lines instead of sixteen entries of a kilobyte each.
-    tags: [u64; RECENT],
-    /// Each remembered walk's call site (its first return address into the program) and the
-    /// stack slot it was read from: checked before the rest of the chain, since the walks that
-    /// share a set and a starting point usually differ there first (one hook reached from many
-    /// call sites at one depth: memcached's workers lock from dozens). The agent's own frames,
-    /// the chain's first slots, are the same for all of them.
-    sites: [Site; RECENT],
-    recent: [Recent; RECENT],
+    /// This thread's stack id for each entry of the process's stack cache: the entry's version
+    /// in the high half, the id in the low half (0: none yet; ids of 2^32 and over are not
+    /// kept here, only found again by their frames).
+    ids: [u64; stackcache::ENTRIES],
     sample: [u32; SAMPLE_SLOTS],
 }
 
@@ -147,30 +105,45 @@ impl Stacks {
             return None;
         }
         let start = Start { pc, sp, bp, top };
-        // The cache: the same capture stack pointer and every slot of a remembered chain still
-        // holding its return address means the same stack, without unwinding anything.
-        let sp_off = top - sp;
-        let base = set_of(sp_off);
         let mut hit = None;
         if cfg.cache != CacheMode::Off {
-            // A set fills from its first way and never empties, so the first empty way ends it.
-            hit = (base..base + WAYS)
-                .take_while(|&i| self.tags[i] != 0)
-                .find(|&i| {
-                    self.tags[i] == sp_off
-                        && self.sites[i].holds_from(top)
-                        && self.recent[i].chain.holds_from(top)
-                });
-            if let Some(i) = hit {
-                if !self.sampled(cfg, self.sites[i].addr) {
+            hit = stackcache::lookup(top, top - sp);
+            if let Some(h) = hit {
+                if !self.sampled(cfg, h.site) {
                     return None;
                 }
                 if cfg.cache == CacheMode::On {
-                    return Some(self.recent[i].id);
+                    let m = self.ids[h.index];
+                    if m >> 32 == u64::from(h.version) {
+                        return Some(m & 0xffff_ffff);
+                    }
+                    // Remembered by another thread, or before this thread's ids were forgotten.
+                    if let Some(id) = self.adopt(&h, file) {
+                        return Some(id);
+                    }
                 }
             }
         }
         self.walk(cfg, file, ticks, &start, hit)
+    }
+
+    /// This thread's id for a cache hit it has no id for yet: the entry's frames interned (a
+    /// STACK record if they are new to this thread), without a walk. None when the entry
+    /// changed meanwhile or the record cannot be written.
+    #[inline(never)]
+    fn adopt(&mut self, h: &Hit, file: &mut File) -> Option<u64> {
+        let chain = stackcache::load(h)?;
+        let mut frames = [0u64; MAX_DEPTH];
+        let n = chain.frames(&mut frames);
+        let id = self.intern(&frames[..n], file)?;
+        self.remember_id(h.index, h.version, id);
+        Some(id)
+    }
+
+    fn remember_id(&mut self, index: usize, version: u32, id: u64) {
+        if let Ok(small) = u32::try_from(id) {
+            self.ids[index] = (u64::from(version) << 32) | u64::from(small);
+        }
     }
 
     /// [`Stacks::capture`] without a cache hit (or checking one): walks from `start`, in the
@@ -183,10 +156,9 @@ impl Stacks {
         file: &mut File,
         ticks: u64,
         start: &Start,
-        hit: Option<usize>,
+        hit: Option<Hit>,
     ) -> Option<u64> {
         let sp_off = start.top - start.sp;
-        let base = set_of(sp_off);
         if self.cache.is_null() {
             self.cache = unwind::new_cache();
         }
@@ -220,9 +192,12 @@ impl Stacks {
         if hit.is_none() && !self.sampled(cfg, site.0) {
             return None;
         }
-        if let Some(i) = hit {
+        // A hit whose entry changed since cannot be judged (nor answer again): only the others
+        // are counted, and are not remembered twice.
+        let remembered = hit.and_then(|h| Some((h, stackcache::load(&h)?)));
+        if let Some((_, chain)) = &remembered {
             self.checked = self.checked.wrapping_add(1);
-            if !self.recent[i].chain.same(&w) {
+            if !chain.same(&w) {
                 self.mismatched = self.mismatched.wrapping_add(1);
             }
             file.stack_check(self.checked, self.mismatched);
@@ -230,24 +205,12 @@ impl Stacks {
         let mut frames = [0u64; MAX_DEPTH];
         let n = w.frames(&mut frames);
         let id = self.intern(&frames[..n], file)?;
-        if cfg.cache != CacheMode::Off && w.exact {
-            // The set's first empty way, so that the stacks met first (in a loop, the ones met
-            // most) are found after the fewest comparisons; in a full set, round robin: one
-            // capture point often serves several call sites (a lock and an unlock through the
-            // same hook path), which must not evict each other.
-            let i = match (base..base + WAYS).find(|&i| self.tags[i] == 0) {
-                Some(i) => i,
-                None => {
-                    self.victim = (self.victim + 1) % WAYS;
-                    base + self.victim
-                }
-            };
-            self.tags[i] = sp_off;
-            self.sites[i] = Site {
-                addr: site.0,
-                slot: site.1,
-            };
-            self.recent[i] = Recent { id, chain: w };
+        if let Some((h, _)) = remembered {
+            self.remember_id(h.index, h.version, id);
+        } else if cfg.cache != CacheMode::Off && w.exact {
+            if let Some((i, version)) = stackcache::insert(sp_off, site, &w, &mut self.victim) {
+                self.remember_id(i, version, id);
+            }
         }
         Some(id)
     }
@@ -309,14 +272,6 @@ impl Stacks {
         self.dedup_used += 1;
         Some(id)
     }
-}
-
-/// The first entry of the stack cache's set for captures `sp_off` bytes below the stack top.
-/// Capture depths differ by whole stack frames (multiples of 16 bytes), so the low bits
-/// folded with the next ones spread them; no multiplication on the hit path.
-#[inline]
-fn set_of(sp_off: u64) -> usize {
-    (((sp_off >> 4) ^ (sp_off >> 9)) as usize * WAYS) & (RECENT - 1)
 }
 
 #[inline]

@@ -7,6 +7,8 @@
 //! when the walk starts at the same stack pointer in the same function, and every slot still
 //! holds the same address, a new walk would find the same chain.
 
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
 use framehop::x86_64::UnwindRegsX86_64;
 use framehop::{FrameAddress, Unwinder};
 
@@ -24,21 +26,6 @@ pub(crate) enum WalkErr {
     Stale,
     /// No module table (a dlclose is under way) or no frame of the program was reached.
     Unavailable,
-}
-
-/// Reads the stack word `off` bytes below the stack top `top`.
-///
-/// # Safety
-/// `off` must be a slot of an exact chain (see [`Chain::exact`]) and the capture's stack pointer
-/// as far below `top` as that chain's walk started, with `[sp, top)` checked to lie in this
-/// thread's live stack. No bounds check is needed then: an exact chain read every slot within
-/// `[sp, top - 8]` of its walk, so each slot's offset below the top lies between 8 and that
-/// walk's `top - sp`, and the same offsets from a capture as far below the (current) top fall
-/// within the current `[sp, top - 8]`.
-#[inline(always)]
-pub(crate) unsafe fn read_slot(top: u64, off: u32) -> u64 {
-    // SAFETY: inside the live stack, by the caller's contract above.
-    unsafe { (top.wrapping_sub(u64::from(off)) as *const u64).read() }
 }
 
 /// Registers at the capture point and the top of the thread's stack.
@@ -60,13 +47,7 @@ impl Start {
 
 /// The return addresses of a walk, agent frames included, innermost first, with their slots as
 /// offsets below the stack top. Valid when zeroed (empty).
-///
-/// Laid out for the stack cache's check, which reads the length, then the slots, then the
-/// addresses, each from its start: a chain of 20 links spans five cache lines this way (six
-/// with the length after the arrays). After a system call most of them have to come from
-/// memory again, which makes a check cost more than its instructions on a busy server.
 #[derive(Clone, Copy)]
-#[repr(C)]
 pub(crate) struct Chain {
     len: usize,
     /// Every return address was read from the slot just below its caller's stack pointer, and
@@ -157,22 +138,6 @@ impl Chain {
         self.len += 1;
     }
 
-    /// Whether every slot of an exact chain still holds its return address, for a capture at
-    /// the same distance below the stack top `top` as the walk that found the chain (see
-    /// [`read_slot`] for why no bounds check is needed).
-    #[inline]
-    pub(crate) fn holds_from(&self, top: u64) -> bool {
-        let n = self.len.min(CHAIN);
-        // Without a branch per link: the stack cache checks the call site first, which tells
-        // apart the chains that share a starting point.
-        let diff = self.slots[..n]
-            .iter()
-            .zip(&self.addrs[..n])
-            // SAFETY: an exact chain's slot, for a capture as far below the top (see above).
-            .fold(0, |d, (&off, &a)| d | (unsafe { read_slot(top, off) } ^ a));
-        n > 0 && diff == 0
-    }
-
     /// Whether two walks found the same chain.
     pub(crate) fn same(&self, other: &Chain) -> bool {
         self.addrs[..self.len] == other.addrs[..other.len]
@@ -216,4 +181,88 @@ impl Chain {
         }
         n
     }
+}
+
+/// A chain as the process-wide stack cache keeps it (see `stackcache`): the same links, in
+/// atomics, because other threads read it while one may be rewriting it. Laid out for the
+/// check, which reads the length, then the slots, then the addresses, each from its start.
+/// Readers find out afterwards whether it changed under them (the entry's version) and must
+/// not trust what they read before that, so every read here stays inside the reader's own live
+/// stack whatever the words hold. Valid when zeroed (empty).
+#[repr(C)]
+pub(crate) struct SharedChain {
+    len: AtomicU32,
+    /// Each slot's offset below the stack top, less 8 (see [`read_below`]).
+    slots: [AtomicU32; CHAIN],
+    addrs: [AtomicU64; CHAIN],
+}
+
+impl SharedChain {
+    /// An empty chain, for the cache's static table.
+    #[allow(clippy::declare_interior_mutable_const)]
+    pub(crate) const EMPTY: SharedChain = SharedChain {
+        len: AtomicU32::new(0),
+        slots: [const { AtomicU32::new(0) }; CHAIN],
+        addrs: [const { AtomicU64::new(0) }; CHAIN],
+    };
+
+    /// Copies an exact chain in (by the one thread that holds the entry for writing).
+    pub(crate) fn store(&self, c: &Chain) {
+        let n = c.len.min(CHAIN);
+        for k in 0..n {
+            self.slots[k].store(c.slots[k].wrapping_sub(8), Relaxed);
+            self.addrs[k].store(c.addrs[k], Relaxed);
+        }
+        self.len.store(n as u32, Relaxed);
+    }
+
+    /// A copy, exact as it was stored; the caller checks the entry's version afterwards.
+    pub(crate) fn load(&self) -> Chain {
+        let mut c = Chain {
+            len: 0,
+            exact: true,
+            slots: [0; CHAIN],
+            addrs: [0; CHAIN],
+        };
+        let n = (self.len.load(Relaxed) as usize).min(CHAIN);
+        for k in 0..n {
+            c.slots[k] = self.slots[k].load(Relaxed).wrapping_add(8);
+            c.addrs[k] = self.addrs[k].load(Relaxed);
+        }
+        c.len = n;
+        c
+    }
+
+    /// Whether every slot still holds its return address, for a capture whose live stack is
+    /// `[top - 8 - below, top)`, as far below the top as the walk that found the chain. Without
+    /// a branch per link: the cache checks the call site first, which tells apart the chains
+    /// that share a starting point. Each slot is bounded by `below` first: a chain being
+    /// rewritten may hold any offset, and the answer is then discarded, but the read must be of
+    /// this stack.
+    #[inline]
+    pub(crate) fn holds_below(&self, top: u64, below: u32) -> bool {
+        let n = (self.len.load(Relaxed) as usize).min(CHAIN);
+        let mut diff = 0;
+        for k in 0..n {
+            let off = self.slots[k].load(Relaxed).min(below);
+            // SAFETY: `off` is at most `below` (see above).
+            let v = unsafe { read_below(top, off) };
+            diff |= v ^ self.addrs[k].load(Relaxed);
+        }
+        n > 0 && diff == 0
+    }
+}
+
+/// Reads the stack word `8 + off` bytes below the stack top `top`, aligned or not (an offset
+/// stored less 8, so that one bound keeps any value within the stack). No other bounds check is
+/// needed: an exact chain read every slot within `[sp, top - 8]` of its walk, so each slot lies
+/// between 8 and that walk's `top - sp` below the top, and the same offsets from a capture as
+/// far below a top (this thread's or another's) fall within its `[sp, top)`.
+///
+/// # Safety
+/// `off <= top - 8 - sp` for a capture at `sp` whose `[sp, top)` is this thread's live stack.
+#[inline(always)]
+pub(crate) unsafe fn read_below(top: u64, off: u32) -> u64 {
+    // SAFETY: the eight bytes lie within [sp, top), by the caller's contract.
+    unsafe { (top.wrapping_sub(8 + u64::from(off)) as *const u64).read_unaligned() }
 }

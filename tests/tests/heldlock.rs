@@ -118,6 +118,16 @@ fn uncontended_pairs_read_back_as_their_calls() {
         "the contended lock waited {} ns",
         b[1].dur_ns
     );
+    // Its stack was taken before it waited, and is its own call site's.
+    assert!(b.iter().all(|e| e.stack.is_some()), "busy: {b:?}");
+    assert_ne!(
+        b[0].stack, b[1].stack,
+        "the trylock's and the lock's call sites"
+    );
+    assert_ne!(
+        b[1].stack, m[0].stack,
+        "the contended lock's and another lock's call sites"
+    );
 
     // Two events in one record for each lock and the unlock right after it: the 1000 pairs,
     // the trylock's, the inner lock's, and the recursive mutex's second lock with the first

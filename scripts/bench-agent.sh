@@ -25,14 +25,14 @@
 # wall ns the agent adds per event (one thread runs at a time, so wall time is the cost).
 #
 # Usage: scripts/bench-agent.sh            (ITERS=200000 REPEAT=7 by default; RELAY_TURNS=1000)
-#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent hot relay stacks cpu instr bytes)
+#        SECTIONS="cpu bytes" scripts/bench-agent.sh   (some of: agent hot relay stacks cpu instr misses bytes)
 #        AGENT_OLD=/tmp/old/libscalpel_agent.so SECTIONS=hot scripts/bench-agent.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ITERS=${ITERS:-200000}
 REPEAT=${REPEAT:-7}
-SECTIONS=${SECTIONS:-agent hot relay stacks cpu instr bytes}
+SECTIONS=${SECTIONS:-agent hot relay stacks cpu instr misses bytes}
 RELAY_TURNS=${RELAY_TURNS:-1000}
 AGENT_OLD=${AGENT_OLD:-}
 LTTNG_WRAPPER=/usr/lib/x86_64-linux-gnu/liblttng-ust-pthread-wrapper.so.1
@@ -270,6 +270,43 @@ if want instr && command -v valgrind >/dev/null; then
             awk -v m="$mode" -v c="$c" -v a1="$a1" -v a2="$a2" -v s1="$s1" -v s2="$s2" 'BEGIN {
                 printf "instructions added by depth-16 stacks per event (%s, cache %s): %.0f\n", m, c, ((s2 - s1) - (a2 - a1)) / 40000 }'
         done
+    done
+fi
+
+# The relay's cache misses, simulated by cachegrind (one simulated cache; valgrind runs the
+# threads one at a time): deterministic, unlike the relay's timings, which move by 10 ns an
+# event between runs. What it cannot show is lines moving between cores. Per event added to
+# the untraced relay: instructions, first-level data misses, last-level data misses. Two turn
+# counts, so that start-up cancels out.
+if want misses && command -v valgrind >/dev/null; then
+    sim() {
+        rm -rf "$WORK/t" && mkdir -p "$WORK/t"
+        "$@" 2>&1 >/dev/null | awk '
+            /I *refs:/ {gsub(",", "", $4); i = $4}
+            /D1 *misses:/ {gsub(",", "", $4); d = $4}
+            /LLd misses:/ {gsub(",", "", $4); l = $4}
+            END {print i, d, l}'
+    }
+    cgs="valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null"
+    variants=("untraced" "stacks off" "default")
+    [ -n "$AGENT_OLD" ] && variants+=("old off" "old default")
+    declare -A got=()
+    for v in "${variants[@]}"; do
+        for n in 100 200; do
+            case $v in
+                untraced) got[$v$n]=$(sim $cgs "$BENCH" relay 64 $n) ;;
+                "stacks off") got[$v$n]=$(sim "$SCALPEL" record -o "$WORK/t" --stacks off -- $cgs "$BENCH" relay 64 $n) ;;
+                default) got[$v$n]=$(sim "$SCALPEL" record -o "$WORK/t" -- $cgs "$BENCH" relay 64 $n) ;;
+                "old off") got[$v$n]=$(SCALPEL_AGENT=$AGENT_OLD sim "$SCALPEL" record -o "$WORK/t" --stacks off -- $cgs "$BENCH" relay 64 $n) ;;
+                "old default") got[$v$n]=$(SCALPEL_AGENT=$AGENT_OLD sim "$SCALPEL" record -o "$WORK/t" -- $cgs "$BENCH" relay 64 $n) ;;
+            esac
+        done
+    done
+    events=$(( 64 * 100 * 18 ))
+    echo "relay under cachegrind, added per event: instructions, D1 misses, LL data misses"
+    for v in "${variants[@]:1}"; do
+        echo "${got[untraced100]} ${got[untraced200]} ${got[${v}100]} ${got[${v}200]}" | awk -v v="$v" -v e="$events" '{
+            printf "%-12s %8.1f %8.2f %8.3f\n", v, (($10 - $7) - ($4 - $1)) / e, (($11 - $8) - ($5 - $2)) / e, (($12 - $9) - ($6 - $3)) / e }'
     done
 fi
 

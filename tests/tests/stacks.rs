@@ -403,3 +403,61 @@ fn threads_share_the_stack_cache_and_keep_their_stacks() {
     let wrong: u32 = workers.iter().map(|f| f.header.stack_mismatched).sum();
     assert_eq!(wrong, 0, "{wrong} cached stacks differed from a full walk");
 }
+
+/// More stacks at one depth than a set of the stack cache holds, met by four threads at once:
+/// entries are rewritten while other threads check them. Every call still gets its own site's
+/// stack, and every hit agrees with a full walk.
+#[test]
+fn threads_racing_through_one_cache_set_keep_their_stacks() {
+    let exe = build_c("stackrace", "stackrace", NO_FP);
+    let run = record_stacks(&exe, &[], &[]);
+    let t = run.load();
+    let workers: Vec<_> = t
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter(|f| f.header.tid != f.header.pid)
+        .collect();
+    assert_eq!(workers.len(), 4, "worker threads");
+    let mut per_site = Vec::new();
+    for j in 0..40 {
+        let addr = run.printed(&format!("site{j}"), "addr");
+        let mut seen: Vec<&Vec<u64>> = Vec::new();
+        for f in &workers {
+            for e in f
+                .events
+                .iter()
+                .filter(|e| e.op == Some(Op::MutexLock) && e.obj.is_some_and(|o| o.key == addr))
+            {
+                let id = e.stack.expect("a stack");
+                seen.push(
+                    f.stacks
+                        .get(&id)
+                        .expect("the stack's id is defined in the file"),
+                );
+            }
+        }
+        assert_eq!(seen.len(), 4 * 100, "site {j}: locks");
+        assert!(
+            seen.iter().all(|s| *s == seen[0]),
+            "site {j}: calls got different stacks"
+        );
+        per_site.push(seen[0].clone());
+    }
+    let distinct: std::collections::BTreeSet<_> = per_site.iter().collect();
+    assert_eq!(distinct.len(), 40, "sites sharing a stack");
+
+    let t = record_stacks(&exe, &[], &["--stack-cache", "check"]).load();
+    let (checked, wrong) = t
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .fold((0, 0), |(c, w), f| {
+            (c + f.header.stack_checked, w + f.header.stack_mismatched)
+        });
+    assert!(checked > 1000, "only {checked} cache hits were checked");
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {checked} cached stacks differed from a full walk"
+    );
+}

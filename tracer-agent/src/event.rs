@@ -56,8 +56,6 @@ pub(crate) struct Ev<'a> {
     pub aux2: Option<u64>,
     /// What a readiness wait reported (written as a READY record after the event).
     pub ready: Option<&'a Ready>,
-    /// The object's slot and the stack, found before the call (`Ctx::prepare_lock`).
-    pub prep: Option<crate::tstate::Prepared>,
 }
 
 /// The descriptors a readiness wait reported ready for input: the first
@@ -128,7 +126,6 @@ impl<'a> Ev<'a> {
             aux: None,
             aux2: None,
             ready: None,
-            prep: None,
         }
     }
 }

@@ -80,15 +80,9 @@ impl Stacks {
 
     /// The id of the current call stack, writing its STACK record first if it is new here.
     /// None when stacks are off, not wanted for this event, or cannot be taken. `ticks` is the
-    /// event's time, for the module map recorded when the walk meets a newly loaded module
-    /// (None: the clock is read then, for a capture made before the event's time is known).
+    /// event's time, for the module map recorded when the walk meets a newly loaded module.
     #[inline(never)]
-    pub(crate) fn capture(
-        &mut self,
-        cfg: &StackCfg,
-        file: &mut File,
-        ticks: Option<u64>,
-    ) -> Option<u64> {
+    pub(crate) fn capture(&mut self, cfg: &StackCfg, file: &mut File, ticks: u64) -> Option<u64> {
         if cfg.mode == Mode::Off || self.top == 0 {
             return None;
         }
@@ -160,7 +154,7 @@ impl Stacks {
         &mut self,
         cfg: &StackCfg,
         file: &mut File,
-        ticks: Option<u64>,
+        ticks: u64,
         start: &Start,
         hit: Option<Hit>,
     ) -> Option<u64> {
@@ -181,9 +175,6 @@ impl Stacks {
                 // A module loaded since the table was built: record the new module map (the
                 // symbolizer needs it before this event) and walk again with the new table.
                 unwind::refresh();
-                let ticks = ticks.unwrap_or_else(|| {
-                    crate::global::config_if_ready().map_or(0, crate::global::now)
-                });
                 crate::modules::check(file, ticks);
                 match Chain::walk(start, depth, cache, false) {
                     Ok(w) => w,

@@ -31,7 +31,6 @@ mod held;
 mod samples;
 use ending::in_forking_parent;
 use held::HeldLock;
-pub(crate) use held::Prepared;
 
 pub(crate) use ending::{
     finish_thread, forget_after_fork, set_exit_how, set_fork_spawn, set_forking, set_stack,
@@ -297,37 +296,10 @@ impl Ctx {
         }
     }
 
-    /// What the record of a lock of `o` about to be taken needs and can be found before (see
-    /// [`Prepared`]); None when the lock will not be kept back that way (CPU times on, uncontended
-    /// locks counted) or the state is busy (then [`Ctx::hold_lock`] finds it all itself).
-    #[inline(always)]
-    pub(crate) fn prepare_lock(&self, o: &Obj<'_>) -> Option<Prepared> {
-        if self.cfg.cpu_time || self.cfg.count_locks {
-            return None;
-        }
-        // `guarded!` spelled out: a busy state is not a lost event here (the lock's own record
-        // comes later and counts it if it is lost).
-        // SAFETY: `ts` is this thread's live state (as in `guarded!`).
-        let st = unsafe { &mut *self.ts };
-        if st.tag != TAG || st.busy.load(Ordering::Relaxed) {
-            return None;
-        }
-        st.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        let p = st.prepare_lock(self.cfg, o);
-        compiler_fence(Ordering::SeqCst);
-        st.busy.store(false, Ordering::Relaxed);
-        if st.sampler.pending.set {
-            st.flush_sample(self.cfg);
-        }
-        p
-    }
-
     /// [`Ctx::emit_held`] of an uncontended acquisition `op` of `o` at `t0` with sequence
-    /// number `seq` (from [`Ctx::seq_pair`]), written without building the event; `prep` from
-    /// [`Ctx::prepare_lock`] before the lock was taken, if it was called.
+    /// number `seq` (from [`Ctx::seq_pair`]), written without building the event.
     #[inline(always)]
-    pub(crate) fn hold_lock(&self, op: Op, o: Obj<'_>, t0: u64, seq: u64, prep: Option<Prepared>) {
+    pub(crate) fn hold_lock(&self, op: Op, o: Obj<'_>, t0: u64, seq: u64) {
         if self.cfg.cpu_time {
             // The HELD record has no room for CPU times.
             self.emit_held(&Ev {
@@ -345,7 +317,7 @@ impl Ctx {
             if st.held.on {
                 st.write_held();
             }
-            st.hold_at(self.cfg, op, &o, t0, seq, prep);
+            st.hold_at(self.cfg, op, &o, t0, seq);
         });
     }
 
@@ -524,19 +496,12 @@ impl ThreadState {
         }
         // A thread's start and exit are recorded from our trampoline and key destructor: no
         // frame of the program is on the stack there.
-        let prep = match ev.obj {
-            Some((o, _)) if ev.prep.is_some() => self.prepared_for(ev.prep, &o),
-            _ => None,
-        };
         let stack = match ev.op {
             Op::ThreadStart | Op::ThreadExit => None,
-            _ if prep.is_some() => prep.and_then(|p| (p.stack != 0).then_some(p.stack)),
             // Checked here, not only in `capture`: a call into its large frame costs about 20
             // instructions per event even when stacks are off.
             _ if cfg.stacks.mode == crate::stackcfg::Mode::Off => None,
-            _ => self
-                .stacks
-                .capture(&cfg.stacks, &mut self.file, Some(ev.t0)),
+            _ => self.stacks.capture(&cfg.stacks, &mut self.file, ev.t0),
         };
         // Read after the call returned, so the call's own CPU time counts to the leaf it ends.
         let cpu = cfg.cpu_time.then(sys::thread_cpu_ns);
@@ -555,7 +520,7 @@ impl ThreadState {
         };
         let mut seq_slot = None;
         if let Some((o, seq)) = ev.obj {
-            let Some(slot) = prep.map(|p| p.slot as usize).or_else(|| self.intern(&o)) else {
+            let Some(slot) = self.intern(&o) else {
                 self.file.drop_event();
                 return;
             };
@@ -588,8 +553,7 @@ impl ThreadState {
         if cfg.stacks.mode == crate::stackcfg::Mode::Off {
             return None;
         }
-        self.stacks
-            .capture(&cfg.stacks, &mut self.file, Some(ticks))
+        self.stacks.capture(&cfg.stacks, &mut self.file, ticks)
     }
 
     /// What follows an event every so often: the title check (every 16th event) and a

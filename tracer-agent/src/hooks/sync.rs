@@ -41,10 +41,6 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
         return unsafe { f(m) };
     };
     let o = sync_obj(ObjKind::Mutex, m);
-    // The stack and the object's slot before the lock is taken, whichever way it is: found
-    // after, they would lengthen the program's critical section, and every other thread's
-    // wait for it.
-    let prep = c.prepare_lock(&o);
     if let Some(try_lock) = real!(pthread_mutex_trylock: MutexFn) {
         // SAFETY: forwarding the caller's argument.
         let r = unsafe { try_lock(m) };
@@ -56,7 +52,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
             // Read once the lock is taken: the number below orders it, the clock only dates it.
             let t0 = c.now();
             let seq = c.seq_pair(o.kind, o.key);
-            c.hold_lock(Op::MutexLock, o, t0, seq, prep);
+            c.hold_lock(Op::MutexLock, o, t0, seq);
             return 0;
         }
         if r != libc::EBUSY {
@@ -65,7 +61,6 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
             c.emit(&Ev {
                 obj: Some((o, seq)),
                 result: Some(pthread_result(r)),
-                prep,
                 ..Ev::new(Op::MutexLock, t0, t0)
             });
             return r;
@@ -79,7 +74,6 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
     c.emit(&Ev {
         obj: Some((o, seq)),
         result: Some(pthread_result(r)),
-        prep,
         ..Ev::new(Op::MutexLock, t0, t1)
     });
     r
@@ -106,7 +100,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -
     let t0 = c.now();
     if r == 0 {
         let seq = c.seq_pair(o.kind, o.key);
-        c.hold_lock(Op::MutexTrylock, o, t0, seq, None);
+        c.hold_lock(Op::MutexTrylock, o, t0, seq);
     } else {
         c.emit(&Ev {
             obj: Some((o, None)),

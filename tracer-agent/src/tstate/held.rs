@@ -45,46 +45,7 @@ impl HeldLock {
     }
 }
 
-/// What an uncontended lock's record needs that the acquisition does not change: the object's
-/// table slot and the call's stack, found before the lock is taken (`Ctx::prepare_lock`), so
-/// that the time the program holds its lock does not grow by them.
-#[derive(Clone, Copy)]
-pub(crate) struct Prepared {
-    pub(super) slot: u32,
-    /// The stack id, 0 for none.
-    pub(super) stack: u64,
-}
-
 impl ThreadState {
-    /// [`Prepared`] for a lock of `o`: the lock kept back is written first (interning may reset
-    /// the table its slot points into), then the stack is taken and the object interned.
-    #[inline(always)]
-    pub(super) fn prepare_lock(&mut self, cfg: &Config, o: &Obj<'_>) -> Option<Prepared> {
-        if self.held.on {
-            self.write_held();
-        }
-        let stack = match cfg.stacks.mode {
-            crate::stackcfg::Mode::Off => None,
-            _ => self.stacks.capture(&cfg.stacks, &mut self.file, None),
-        };
-        let slot = self.intern(o)?;
-        Some(Prepared {
-            slot: slot as u32,
-            stack: stack.unwrap_or(0),
-        })
-    }
-
-    /// `prep` when its slot still names `o` (nothing but this thread's own hooks interns, so
-    /// it does, unless they reset the table since).
-    #[inline(always)]
-    pub(super) fn prepared_for(&self, prep: Option<Prepared>, o: &Obj<'_>) -> Option<Prepared> {
-        prep.filter(|p| {
-            self.objects
-                .get(p.slot as usize)
-                .is_some_and(|s| s.idx != 0 && s.key == o.key && s.kind == o.kind.code())
-        })
-    }
-
     /// The unlock's sequence number reserved with the kept-back lock, when that lock is of the
     /// object `(kind, key)` (see `Ctx::unlock_seq`).
     #[inline]
@@ -114,34 +75,18 @@ impl ThreadState {
         if cfg.cpu_time || ev.t1 != ev.t0 || ev.result != Some(0) {
             return false;
         }
-        self.hold_at(cfg, ev.op, &o, ev.t0, seq, None);
+        self.hold_at(cfg, ev.op, &o, ev.t0, seq);
         true
     }
 
     /// [`ThreadState::hold`] of an uncontended lock `op` of `o` at `t0` with sequence number
     /// `seq`, CPU times off.
-    /// With `prep`, its slot and stack, found before the lock was taken, are used when the slot
-    /// still names `o`.
     #[inline(always)]
-    pub(super) fn hold_at(
-        &mut self,
-        cfg: &Config,
-        op: Op,
-        o: &Obj<'_>,
-        t0: u64,
-        seq: u64,
-        prep: Option<Prepared>,
-    ) {
-        let (slot, stack) = match self.prepared_for(prep, o) {
-            Some(p) => (p.slot as usize, p.stack),
-            None => {
-                let stack = self.stack(cfg, t0);
-                let Some(slot) = self.intern(o) else {
-                    self.file.drop_event();
-                    return;
-                };
-                (slot, stack.unwrap_or(0))
-            }
+    pub(super) fn hold_at(&mut self, cfg: &Config, op: Op, o: &Obj<'_>, t0: u64, seq: u64) {
+        let stack = self.stack(cfg, t0);
+        let Some(slot) = self.intern(o) else {
+            self.file.drop_event();
+            return;
         };
         let s = &self.objects[slot];
         self.held = HeldLock {
@@ -153,7 +98,7 @@ impl ThreadState {
             obj: u64::from(s.idx),
             dt: t0.saturating_sub(self.last_ticks),
             seq_delta: seq as i64 - s.last_seq as i64,
-            stack,
+            stack: stack.unwrap_or(0),
         };
     }
 

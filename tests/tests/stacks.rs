@@ -11,7 +11,7 @@ use scalpel_e2e::{build_c, c_dir, record_with, target_dir, Run};
 use scalpel_inferencer::inspect::map_at;
 use scalpel_inferencer::symbols::Symbolizer;
 use scalpel_model::format::Op;
-use scalpel_model::read::TraceDir;
+use scalpel_model::read::{FileTrace, TraceDir};
 
 const NO_FP: &[&str] = &["-O2", "-fomit-frame-pointer", "-g"];
 
@@ -339,6 +339,57 @@ fn call_sites_at_one_depth_keep_their_own_stacks() {
     );
 }
 
+/// The files of a trace's threads other than the main one, in the order the threads started.
+fn workers(t: &TraceDir) -> Vec<&FileTrace> {
+    let mut w: Vec<&FileTrace> = t
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter(|f| f.header.tid != f.header.pid)
+        .collect();
+    w.sort_by_key(|f| f.header.thread_index);
+    w
+}
+
+/// The frames of every lock of the mutex at `addr` in the files `fs`, by their stack ids.
+fn lock_frames<'a>(fs: &[&'a FileTrace], addr: u64) -> Vec<&'a Vec<u64>> {
+    fs.iter()
+        .flat_map(|f| {
+            f.events
+                .iter()
+                .filter(move |e| {
+                    e.op == Some(Op::MutexLock) && e.obj.is_some_and(|o| o.key == addr)
+                })
+                .map(move |e| {
+                    let id = e.stack.expect("a stack");
+                    f.stacks
+                        .get(&id)
+                        .expect("the stack's id is defined in the file")
+                })
+        })
+        .collect()
+}
+
+/// Every site's locks have one stack, and no two sites share theirs; `locks` per site.
+fn one_stack_per_site(run: &Run, fs: &[&FileTrace], sites: usize, locks: usize) {
+    let mut per_site = Vec::new();
+    for j in 0..sites {
+        let frames = lock_frames(fs, run.printed(&format!("site{j}"), "addr"));
+        assert_eq!(frames.len(), locks, "site {j}: locks");
+        assert!(
+            frames.iter().all(|s| *s == frames[0]),
+            "site {j}: calls got different stacks: {frames:x?}"
+        );
+        per_site.push(frames[0]);
+    }
+    let distinct: std::collections::BTreeSet<_> = per_site.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        sites,
+        "sites sharing a stack: {per_site:x?}"
+    );
+}
+
 /// Threads that run the same code meet the same stacks at the same depths below their stack
 /// tops: one thread's walks answer the next threads' captures (the stack cache is the
 /// process's), and every thread still gets its own, right stacks.
@@ -347,52 +398,16 @@ fn threads_share_the_stack_cache_and_keep_their_stacks() {
     let exe = build_c("sites", "sites", NO_FP);
     let run = record_stacks(&exe, &["threads"], &[]);
     let t = run.load();
-    let workers: Vec<_> = t
-        .processes
-        .iter()
-        .flat_map(|p| p.threads.iter())
-        .filter(|f| f.header.tid != f.header.pid)
-        .collect();
-    assert_eq!(workers.len(), 4, "worker threads");
-    let mut per_site = Vec::new();
-    for j in 0..12 {
-        let addr = run.printed(&format!("site{j}"), "addr");
-        let frames: Vec<&Vec<u64>> = workers
-            .iter()
-            .map(|f| {
-                let locks: Vec<_> = f
-                    .events
-                    .iter()
-                    .filter(|e| e.op == Some(Op::MutexLock) && e.obj.is_some_and(|o| o.key == addr))
-                    .collect();
-                assert_eq!(locks.len(), 1, "site {j}: locks in thread {}", f.header.tid);
-                let id = locks[0].stack.expect("a stack");
-                f.stacks
-                    .get(&id)
-                    .expect("the stack's id is defined in the thread's file")
-            })
-            .collect();
-        assert!(
-            frames.iter().all(|s| *s == frames[0]),
-            "site {j}: threads got different stacks: {frames:x?}"
-        );
-        per_site.push(frames[0].clone());
-    }
-    let distinct: std::collections::BTreeSet<_> = per_site.iter().collect();
-    assert_eq!(distinct.len(), 12, "sites sharing a stack: {per_site:x?}");
+    let w = workers(&t);
+    assert_eq!(w.len(), 4, "worker threads");
+    one_stack_per_site(&run, &w, 12, 4);
 
     let t = record_stacks(&exe, &["threads"], &["--stack-cache", "check"]).load();
-    let mut workers: Vec<_> = t
-        .processes
-        .iter()
-        .flat_map(|p| p.threads.iter())
-        .filter(|f| f.header.tid != f.header.pid)
-        .collect();
-    workers.sort_by_key(|f| f.header.thread_index);
+    let w = workers(&t);
     // Each thread meets each of its stacks once or, for the unlocks (a tail call from every
     // site), twelve times. A cache of the thread's own would answer only those repeats; the
     // process's answers every call of the threads after the first.
-    for f in &workers[1..] {
+    for f in &w[1..] {
         let with_stacks = f.events.iter().filter(|e| e.stack.is_some()).count() as u32;
         assert_eq!(
             f.header.stack_checked, with_stacks,
@@ -400,7 +415,7 @@ fn threads_share_the_stack_cache_and_keep_their_stacks() {
             f.header.thread_index
         );
     }
-    let wrong: u32 = workers.iter().map(|f| f.header.stack_mismatched).sum();
+    let wrong: u32 = w.iter().map(|f| f.header.stack_mismatched).sum();
     assert_eq!(wrong, 0, "{wrong} cached stacks differed from a full walk");
 }
 
@@ -412,49 +427,14 @@ fn threads_racing_through_one_cache_set_keep_their_stacks() {
     let exe = build_c("stackrace", "stackrace", NO_FP);
     let run = record_stacks(&exe, &[], &[]);
     let t = run.load();
-    let workers: Vec<_> = t
-        .processes
-        .iter()
-        .flat_map(|p| p.threads.iter())
-        .filter(|f| f.header.tid != f.header.pid)
-        .collect();
-    assert_eq!(workers.len(), 4, "worker threads");
-    let mut per_site = Vec::new();
-    for j in 0..40 {
-        let addr = run.printed(&format!("site{j}"), "addr");
-        let mut seen: Vec<&Vec<u64>> = Vec::new();
-        for f in &workers {
-            for e in f
-                .events
-                .iter()
-                .filter(|e| e.op == Some(Op::MutexLock) && e.obj.is_some_and(|o| o.key == addr))
-            {
-                let id = e.stack.expect("a stack");
-                seen.push(
-                    f.stacks
-                        .get(&id)
-                        .expect("the stack's id is defined in the file"),
-                );
-            }
-        }
-        assert_eq!(seen.len(), 4 * 100, "site {j}: locks");
-        assert!(
-            seen.iter().all(|s| *s == seen[0]),
-            "site {j}: calls got different stacks"
-        );
-        per_site.push(seen[0].clone());
-    }
-    let distinct: std::collections::BTreeSet<_> = per_site.iter().collect();
-    assert_eq!(distinct.len(), 40, "sites sharing a stack");
+    let w = workers(&t);
+    assert_eq!(w.len(), 4, "worker threads");
+    one_stack_per_site(&run, &w, 40, 4 * 100);
 
     let t = record_stacks(&exe, &[], &["--stack-cache", "check"]).load();
-    let (checked, wrong) = t
-        .processes
-        .iter()
-        .flat_map(|p| p.threads.iter())
-        .fold((0, 0), |(c, w), f| {
-            (c + f.header.stack_checked, w + f.header.stack_mismatched)
-        });
+    let (checked, wrong) = workers(&t).iter().fold((0, 0), |(c, w), f| {
+        (c + f.header.stack_checked, w + f.header.stack_mismatched)
+    });
     assert!(checked > 1000, "only {checked} cache hits were checked");
     assert_eq!(
         wrong, 0,

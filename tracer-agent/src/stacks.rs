@@ -117,7 +117,7 @@ impl Stacks {
                     if m >> 32 == u64::from(h.version) {
                         return Some(m & 0xffff_ffff);
                     }
-                    // Remembered by another thread, or before this thread's ids were forgotten.
+                    // Remembered by another thread, or rewritten since this thread last met it.
                     if let Some(id) = self.adopt(&h, file) {
                         return Some(id);
                     }

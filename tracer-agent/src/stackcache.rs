@@ -21,7 +21,7 @@
 
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use crate::walk::{read_below, Chain, SharedChain};
+use crate::walk::{below_top, read_below, Chain, SharedChain};
 
 /// Entries of the cache. memcached's workers meet about 430 distinct stacks, Apache's a few
 /// hundred; each entry is about 1.2 KiB of the process's memory once written.
@@ -31,8 +31,8 @@ pub(crate) const ENTRIES: usize = 4096;
 const WAYS: usize = 16;
 
 /// A remembered walk's call site: the first return address into the program, and its slot as
-/// an offset below the top, less 8 (see `walk::read_below`). Checked before the rest of the chain: the chains that share a set
-/// and a starting point usually differ there first.
+/// `walk::below_top` gives it. Checked before the rest of the chain: the chains that share a
+/// set and a starting point usually differ there first.
 struct Site {
     addr: AtomicU64,
     slot: AtomicU32,
@@ -153,9 +153,7 @@ pub(crate) fn insert(
     // Readers that see any of the stores below also see the odd version (and discard).
     fence(Ordering::Release);
     t.sites[i].addr.store(site.0, Ordering::Relaxed);
-    t.sites[i]
-        .slot
-        .store(site.1.wrapping_sub(8), Ordering::Relaxed);
+    t.sites[i].slot.store(below_top(site.1), Ordering::Relaxed);
     t.chains[i].store(chain);
     // Never version 0: a thread's map of versions to ids is zero for entries it never used.
     let version = match writing.wrapping_add(1) {

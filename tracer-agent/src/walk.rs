@@ -210,7 +210,7 @@ impl SharedChain {
     pub(crate) fn store(&self, c: &Chain) {
         let n = c.len.min(CHAIN);
         for k in 0..n {
-            self.slots[k].store(c.slots[k].wrapping_sub(8), Relaxed);
+            self.slots[k].store(below_top(c.slots[k]), Relaxed);
             self.addrs[k].store(c.addrs[k], Relaxed);
         }
         self.len.store(n as u32, Relaxed);
@@ -253,10 +253,17 @@ impl SharedChain {
     }
 }
 
-/// Reads the stack word `8 + off` bytes below the stack top `top`, aligned or not (an offset
-/// stored less 8, so that one bound keeps any value within the stack). No other bounds check is
-/// needed: an exact chain read every slot within `[sp, top - 8]` of its walk, so each slot lies
-/// between 8 and that walk's `top - sp` below the top, and the same offsets from a capture as
+/// A slot's offset below the top as [`read_below`] takes it: less 8, so that one bound keeps
+/// any value within the stack.
+#[inline]
+pub(crate) fn below_top(slot: u32) -> u32 {
+    slot.wrapping_sub(8)
+}
+
+/// Reads the stack word `8 + off` bytes below the stack top `top`, aligned or not (`off` from
+/// [`below_top`]). No other bounds check is needed: an exact chain read every slot within
+/// `[sp, top - 8]` of its walk, so each slot lies between 8 and that walk's `top - sp` below
+/// the top, and the same offsets from a capture as
 /// far below a top (this thread's or another's) fall within its `[sp, top)`.
 ///
 /// # Safety

@@ -263,8 +263,8 @@ pub(crate) fn below_top(slot: u32) -> u32 {
 /// Reads the stack word `8 + off` bytes below the stack top `top`, aligned or not (`off` from
 /// [`below_top`]). No other bounds check is needed: an exact chain read every slot within
 /// `[sp, top - 8]` of its walk, so each slot lies between 8 and that walk's `top - sp` below
-/// the top, and the same offsets from a capture as
-/// far below a top (this thread's or another's) fall within its `[sp, top)`.
+/// the top, and the same offsets from a capture as far below a top (this thread's or
+/// another's) fall within its `[sp, top)`.
 ///
 /// # Safety
 /// `off <= top - 8 - sp` for a capture at `sp` whose `[sp, top)` is this thread's live stack.

@@ -441,3 +441,24 @@ fn threads_racing_through_one_cache_set_keep_their_stacks() {
         "{wrong} of {checked} cached stacks differed from a full walk"
     );
 }
+
+/// One call site reached from two callers in turn at the same depth: the captures there start
+/// at the same stack pointer and find the same return address at the site, and only a frame
+/// further out differs. Each lock and unlock keeps its own caller's stack, round after round:
+/// the thread's memo of its recent stacks (`cache=on`) checks every link, not only the site.
+#[test]
+fn one_site_from_two_callers_keeps_each_callers_stack() {
+    let exe = build_c("callers", "callers", NO_FP);
+    let t = record_stacks(&exe, &[], &[]).load();
+    for op in [Op::MutexLock, Op::MutexUnlock] {
+        let stacks = stacks_of(&t, op);
+        assert_eq!(stacks.len(), 100, "{op:?}: calls with stacks");
+        for (i, s) in stacks.iter().enumerate() {
+            let caller = if i % 2 == 0 { "caller_a" } else { "caller_b" };
+            assert!(
+                has_chain(s, &["site", caller, "main"]),
+                "{op:?} {i}: not from {caller}: {s:?}"
+            );
+        }
+    }
+}

@@ -32,6 +32,7 @@ mod shared;
 mod sock;
 mod stackcache;
 mod stackcfg;
+mod stackmemo;
 mod stacks;
 mod sys;
 mod title;

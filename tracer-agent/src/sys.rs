@@ -348,3 +348,15 @@ pub(crate) fn ftruncate_grow(fd: i32, len: u64) -> bool {
     }
     st.st_size as u64 >= len || ftruncate(fd, len) >= 0
 }
+
+/// Hints that the line at `p` will be read soon. Never faults, whatever `p` is.
+#[inline(always)]
+pub(crate) fn prefetch_read(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` only hints the cache; it does not fault on any address.
+    unsafe {
+        core::arch::asm!("prefetcht0 [{p}]", p = in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

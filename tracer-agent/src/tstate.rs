@@ -271,6 +271,14 @@ impl Ctx {
         global::table(self.cfg).next_seqs(kind.code(), key, 1)
     }
 
+    /// Starts loading the object table slot a lock hook will probe, so that its miss overlaps
+    /// the lock's own instead of following it.
+    #[inline(always)]
+    pub(crate) fn prefetch_obj(&self, kind: ObjKind, key: u64) {
+        // SAFETY: `ts` is this thread's live state; a read of our own fields.
+        unsafe { (*self.ts).prefetch_slot(kind, key) };
+    }
+
     /// Takes the next two sequence numbers of a mutex just acquired without waiting; returns
     /// the first, the lock's. The second is its unlock's, should that come next and share the
     /// lock's record ([`Ctx::unlock_seq`]): one atomic operation on the shared table for both.
@@ -606,6 +614,13 @@ impl ThreadState {
         let i = self.intern_probe(o)?;
         self.last_slot = i as u32 + 1;
         Some(i)
+    }
+
+    /// Starts loading the object table slot where `(kind, key)`'s probe begins.
+    #[inline(always)]
+    fn prefetch_slot(&self, kind: ObjKind, key: u64) {
+        let i = (mix(kind.code(), key) as usize) & (OBJ_SLOTS - 1);
+        crate::sys::prefetch_read(core::ptr::from_ref(&self.objects[i]).cast());
     }
 
     /// [`ThreadState::intern`] past the last-object check: the hash probe, and the definition.

@@ -444,8 +444,8 @@ fn threads_racing_through_one_cache_set_keep_their_stacks() {
 
 /// One call site reached from two callers in turn at the same depth: the captures there start
 /// at the same stack pointer and find the same return address at the site, and only a frame
-/// further out differs. Each lock and unlock keeps its own caller's stack, round after round:
-/// the thread's memo of its recent stacks (`cache=on`) checks every link, not only the site.
+/// further out differs. Each lock and unlock keeps its own caller's stack, round after round: a
+/// cache that trusted the site would not.
 #[test]
 fn one_site_from_two_callers_keeps_each_callers_stack() {
     let exe = build_c("callers", "callers", NO_FP);

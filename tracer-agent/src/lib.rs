@@ -32,7 +32,6 @@ mod shared;
 mod sock;
 mod stackcache;
 mod stackcfg;
-mod stackmemo;
 mod stacks;
 mod sys;
 mod title;

@@ -22,7 +22,6 @@ use scalpel_format::wire::{zigzag, Enc};
 
 use crate::stackcache::{self, Hit};
 use crate::stackcfg::{CacheMode, Mode, StackCfg, MAX_DEPTH};
-use crate::stackmemo::Memo;
 use crate::unwind::{self, Cache};
 use crate::walk::{Chain, Start, WalkErr};
 use crate::writer::File;
@@ -53,8 +52,6 @@ pub(crate) struct Stacks {
     /// kept here, only found again by their frames).
     ids: [u64; stackcache::ENTRIES],
     sample: [u32; SAMPLE_SLOTS],
-    /// The stacks this thread met last, checked before the shared cache (`cache=on` only).
-    memo: Memo,
 }
 
 impl Stacks {
@@ -63,7 +60,6 @@ impl Stacks {
     pub(crate) fn set_bounds(&mut self, top: usize, lo: usize) {
         self.top = top as u64 & !7;
         self.lo = lo as u64;
-        self.memo.clear();
     }
 
     /// This thread's stack as (top, lowest address); top 0 when unknown.
@@ -109,15 +105,9 @@ impl Stacks {
             return None;
         }
         let start = Start { pc, sp, bp, top };
-        let sp_off = top - sp;
         let mut hit = None;
-        if cfg.cache == CacheMode::On {
-            if let Some((id, site)) = self.memo.lookup(top, sp_off) {
-                return self.sampled(cfg, site).then_some(id);
-            }
-        }
         if cfg.cache != CacheMode::Off {
-            hit = stackcache::lookup(top, sp_off);
+            hit = stackcache::lookup(top, top - sp);
             if let Some(h) = hit {
                 if !self.sampled(cfg, h.site) {
                     return None;
@@ -125,12 +115,10 @@ impl Stacks {
                 if cfg.cache == CacheMode::On {
                     let m = self.ids[h.index];
                     if m >> 32 == u64::from(h.version) {
-                        let id = m & 0xffff_ffff;
-                        self.memo_hit(&h, sp_off, id);
-                        return Some(id);
+                        return Some(m & 0xffff_ffff);
                     }
                     // Remembered by another thread, or rewritten since this thread last met it.
-                    if let Some(id) = self.adopt(&h, sp_off, file) {
+                    if let Some(id) = self.adopt(&h, file) {
                         return Some(id);
                     }
                 }
@@ -139,25 +127,16 @@ impl Stacks {
         self.walk(cfg, file, ticks, &start, hit)
     }
 
-    /// Copies a shared cache hit this thread has the id `id` for into its memo.
-    #[inline(never)]
-    fn memo_hit(&mut self, h: &Hit, sp_off: u64, id: u64) {
-        if let Some(chain) = stackcache::load(h) {
-            self.memo.remember(sp_off, &chain, id);
-        }
-    }
-
     /// This thread's id for a cache hit it has no id for yet: the entry's frames interned (a
     /// STACK record if they are new to this thread), without a walk. None when the entry
     /// changed meanwhile or the record cannot be written.
     #[inline(never)]
-    fn adopt(&mut self, h: &Hit, sp_off: u64, file: &mut File) -> Option<u64> {
+    fn adopt(&mut self, h: &Hit, file: &mut File) -> Option<u64> {
         let chain = stackcache::load(h)?;
         let mut frames = [0u64; MAX_DEPTH];
         let n = chain.frames(&mut frames);
         let id = self.intern(&frames[..n], file)?;
         self.remember_id(h.index, h.version, id);
-        self.memo.remember(sp_off, &chain, id);
         Some(id)
     }
 
@@ -231,9 +210,6 @@ impl Stacks {
         } else if cfg.cache != CacheMode::Off && w.exact {
             if let Some((i, version)) = stackcache::insert(sp_off, site, &w, &mut self.victim) {
                 self.remember_id(i, version, id);
-            }
-            if cfg.cache == CacheMode::On {
-                self.memo.remember(sp_off, &w, id);
             }
         }
         Some(id)

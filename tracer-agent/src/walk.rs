@@ -138,11 +138,6 @@ impl Chain {
         self.len += 1;
     }
 
-    /// The links: each slot as an offset below the stack top, and the return address it held.
-    pub(crate) fn links(&self) -> (&[u32], &[u64]) {
-        (&self.slots[..self.len], &self.addrs[..self.len])
-    }
-
     /// Whether two walks found the same chain.
     pub(crate) fn same(&self, other: &Chain) -> bool {
         self.addrs[..self.len] == other.addrs[..other.len]

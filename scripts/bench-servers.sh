@@ -13,7 +13,13 @@
 # RECORD_FLAGS for it (the same agent with two sets of flags: AGENT_OLD=target/release/
 # libscalpel_agent.so RECORD_FLAGS="--locks count" OLD_FLAGS="").
 #
+# With PIN=1 the server runs on CPU 0 and the load generator on CPU 1 (`taskset`): the server is
+# then bound by its one core, and the traced/untraced ratio follows its CPU time per request.
+# Unpinned, memcached uses 1.1-1.2 of the two cores and the generator the rest, so part of the
+# agent's cost comes out of the generator's share instead of the server's throughput.
+#
 # Usage: scripts/bench-servers.sh                 (PAIRS=3, SERVERS="memcached nginx apache")
+#        PIN=1 SERVERS=memcached scripts/bench-servers.sh
 #        RECORD_FLAGS="--stacks off" scripts/bench-servers.sh
 #        AGENT_OLD=/tmp/old/libscalpel_agent.so SERVERS=memcached scripts/bench-servers.sh
 # Needs memcached, libmemcached-tools, nginx-light, apache2, apache2-utils and time.
@@ -28,6 +34,12 @@ MEMCACHED_SECONDS=${MEMCACHED_SECONDS:-5}
 AGENT_OLD=${AGENT_OLD:-}
 MODES="untraced traced"; [ -n "$AGENT_OLD" ] && MODES="untraced traced old"
 [ -x /usr/bin/time ] || { echo "bench-servers: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
+SERVER_CPU=(); LOAD_CPU=()
+if [ "${PIN:-0}" = 1 ]; then
+    command -v taskset >/dev/null || { echo "bench-servers: PIN=1 needs taskset (util-linux)" >&2; exit 2; }
+    [ "$(nproc)" -ge 2 ] || { echo "bench-servers: PIN=1 needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
+    SERVER_CPU=(taskset -c 0); LOAD_CPU=(taskset -c 1)
+fi
 cargo build --release -q -p scalpel-agent -p scalpel-inferencer
 SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-servers.XXXXXX)
@@ -64,10 +76,10 @@ launch() {
         local agent=$PWD/target/release/libscalpel_agent.so flags=${RECORD_FLAGS:-}
         if [ "$mode" = old ]; then agent=$AGENT_OLD; flags=${OLD_FLAGS-$flags}; fi
         # shellcheck disable=SC2086 # the flags are words
-        SCALPEL_AGENT=$agent "$SCALPEL" record -o "$WORK/trace" $flags -- "${timed[@]}" "$@" 2>/dev/null &
+        SCALPEL_AGENT=$agent "$SCALPEL" record -o "$WORK/trace" $flags -- "${timed[@]}" "${SERVER_CPU[@]}" "$@" 2>/dev/null &
         RECORD_PID=$!
     else
-        "${timed[@]}" "$@" &
+        "${timed[@]}" "${SERVER_CPU[@]}" "$@" &
         RECORD_PID=$!
     fi
 }
@@ -96,7 +108,7 @@ wait_http() {
 # it (connect, receive, length or exception) and marked in $WORK/failed; the run still counts.
 ab_load() {
     local port=$1 n=$2
-    timeout 300 ab -k -n "$n" -c 16 "http://127.0.0.1:$port/index.html" > "$WORK/ab.txt" 2>&1
+    timeout 300 "${LOAD_CPU[@]}" ab -k -n "$n" -c 16 "http://127.0.0.1:$port/index.html" > "$WORK/ab.txt" 2>&1
     local failed
     failed=$(awk '/Failed requests/ {print $3}' "$WORK/ab.txt")
     if [ "$failed" != 0 ]; then
@@ -115,7 +127,7 @@ run_memcached() {
         if [ -s "$SERVER_PID_FILE" ] && memcstat --servers="127.0.0.1:$port" >/dev/null 2>&1; then break; fi
         sleep 0.1
     done
-    timeout 120 memcaslap -s "127.0.0.1:$port" -t "${MEMCACHED_SECONDS}s" -c 16 -T 2 > "$WORK/load.txt" 2>&1
+    timeout 120 "${LOAD_CPU[@]}" memcaslap -s "127.0.0.1:$port" -t "${MEMCACHED_SECONDS}s" -c 16 -T 2 > "$WORK/load.txt" 2>&1
     stop
     local tps ops
     tps=$(awk '/^Run time/ {for (i = 1; i <= NF; i++) if ($i == "TPS:") print $(i + 1)}' "$WORK/load.txt" | tail -1)

@@ -619,14 +619,14 @@ impl ThreadState {
     /// Starts loading the object table slot where `(kind, key)`'s probe begins.
     #[inline(always)]
     fn prefetch_slot(&self, kind: ObjKind, key: u64) {
-        let i = (mix(kind.code(), key) as usize) & (OBJ_SLOTS - 1);
+        let i = home_slot(kind.code(), key);
         crate::sys::prefetch_read(core::ptr::from_ref(&self.objects[i]).cast());
     }
 
     /// [`ThreadState::intern`] past the last-object check: the hash probe, and the definition.
     #[inline(never)]
     fn intern_probe(&mut self, o: &Obj<'_>) -> Option<usize> {
-        let mut i = (mix(o.kind.code(), o.key) as usize) & (OBJ_SLOTS - 1);
+        let mut i = home_slot(o.kind.code(), o.key);
         loop {
             let s = &self.objects[i];
             if s.idx == 0 {
@@ -667,6 +667,12 @@ impl ThreadState {
         };
         Some(i)
     }
+}
+
+/// The object table slot where the probe for `(kind, key)` begins.
+#[inline(always)]
+fn home_slot(kind: u8, key: u64) -> usize {
+    (mix(kind, key) as usize) & (OBJ_SLOTS - 1)
 }
 
 #[inline]

@@ -40,7 +40,7 @@ pub unsafe extern "C-unwind" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(m) };
     };
-    // Started before the mutex's own line is read, so that the three misses overlap.
+    // Started before the mutex's own line is read, so that the two misses overlap.
     c.prefetch_obj(ObjKind::Mutex, m as u64);
     let o = sync_obj(ObjKind::Mutex, m);
     if let Some(try_lock) = real!(pthread_mutex_trylock: MutexFn) {

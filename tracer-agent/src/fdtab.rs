@@ -15,8 +15,20 @@ use crate::sys;
 const MAX_FD: usize = 1 << 16;
 
 const UNKNOWN: u32 = 0;
-const RESOLVING: u32 = 1;
 const RESOLVED: u32 = 2;
+/// Low bits of a state that is being resolved; the bits above them hold the describing
+/// thread's id, so a signal handler that interrupted its own thread's describing can tell.
+const RESOLVING: u32 = 1;
+const OWNER_SHIFT: u32 = 2;
+
+/// The state that marks an entry being described by the calling thread.
+fn resolving() -> u32 {
+    ((sys::gettid() as u32) << OWNER_SHIFT) | RESOLVING
+}
+
+/// The descriptor's entry is being described by the calling thread itself: the call was made
+/// by a signal handler that interrupted the describing, and waiting would wait forever.
+pub(crate) struct InUse;
 
 struct Entry {
     state: AtomicU32,
@@ -66,7 +78,7 @@ fn entry(fd: i32) -> Option<&'static Entry> {
 /// Describes `fd` afresh, knowing which side of a connection it is (accept, connect).
 pub(crate) fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info> {
     let e = entry(fd)?;
-    e.state.store(RESOLVING, Ordering::Release);
+    e.state.store(resolving(), Ordering::Release);
     // SAFETY: we own RESOLVING.
     resolve(cfg, fd, unsafe { &mut *e.info.get() }, role);
     e.state.store(RESOLVED, Ordering::Release);
@@ -74,39 +86,48 @@ pub(crate) fn get_as(cfg: &Config, fd: i32, role: Role) -> Option<&'static Info>
     Some(unsafe { &*e.info.get() })
 }
 
-/// The cached description of `fd`, resolving it now if needed. Inlined into every transfer
-/// hook: the usual case is a load and a compare.
+/// The cached description of `fd`, resolving it now if needed (None also when the calling
+/// thread is describing it already, see [`lookup`]).
 #[inline(always)]
 pub(crate) fn get(cfg: &Config, fd: i32) -> Option<&'static Info> {
-    let e = entry(fd)?;
+    lookup(cfg, fd).ok().flatten()
+}
+
+/// The cached description of `fd`, resolving it now if needed, or [`InUse`] when this very
+/// thread is describing it (a signal handler's call). Inlined into every transfer hook: the
+/// usual case is a load and a compare.
+#[inline(always)]
+pub(crate) fn lookup(cfg: &Config, fd: i32) -> Result<Option<&'static Info>, InUse> {
+    let Some(e) = entry(fd) else { return Ok(None) };
     if e.state.load(Ordering::Acquire) == RESOLVED {
         // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
-        return Some(unsafe { &*e.info.get() });
+        return Ok(Some(unsafe { &*e.info.get() }));
     }
     get_slow(cfg, fd, e)
 }
 
-/// [`get`] for a descriptor not yet described here, or being described by another thread.
+/// [`lookup`] for a descriptor not yet described here, or being described by another thread.
 #[cold]
 #[inline(never)]
-fn get_slow(cfg: &Config, fd: i32, e: &'static Entry) -> Option<&'static Info> {
+fn get_slow(cfg: &Config, fd: i32, e: &'static Entry) -> Result<Option<&'static Info>, InUse> {
     match e.state.load(Ordering::Acquire) {
         // SAFETY: RESOLVED is stored (Release) only after `info` was fully written.
-        RESOLVED => Some(unsafe { &*e.info.get() }),
+        RESOLVED => Ok(Some(unsafe { &*e.info.get() })),
         UNKNOWN => {
-            if e.state
-                .compare_exchange(UNKNOWN, RESOLVING, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
+            let mine = resolving();
+            if let Err(now) =
+                e.state
+                    .compare_exchange(UNKNOWN, mine, Ordering::AcqRel, Ordering::Acquire)
             {
-                return wait_resolved(e);
+                return wait_resolved(e, now);
             }
             // SAFETY: we own RESOLVING, so no one reads or writes `info` meanwhile.
             resolve(cfg, fd, unsafe { &mut *e.info.get() }, Role::Unknown);
             e.state.store(RESOLVED, Ordering::Release);
             // SAFETY: just resolved.
-            Some(unsafe { &*e.info.get() })
+            Ok(Some(unsafe { &*e.info.get() }))
         }
-        _ => wait_resolved(e),
+        now => wait_resolved(e, now),
     }
 }
 
@@ -122,8 +143,20 @@ const PATIENCE_NS: u64 = 200_000_000;
 /// loaded machine that can take a scheduler period or more, which a count of yields (about a
 /// millisecond on an idle core) did not cover. It is bounded in time, so a describer stopped
 /// for long (a debugger) costs this call its record, never a hang.
+///
+/// It never waits for its own thread: a signal handler that interrupted this thread's
+/// describing (a self-pipe handler writing to the pipe the interrupted code writes) would wait
+/// for code that runs only once it returns, and the next signal would find it waiting again.
 #[cold]
-fn wait_resolved(e: &'static Entry) -> Option<&'static Info> {
+fn wait_resolved(e: &'static Entry, seen: u32) -> Result<Option<&'static Info>, InUse> {
+    if seen & RESOLVING != 0 && seen == resolving() {
+        return Err(InUse);
+    }
+    Ok(wait_other(e))
+}
+
+/// [`wait_resolved`] for an entry another thread describes.
+fn wait_other(e: &'static Entry) -> Option<&'static Info> {
     let mut since = 0;
     let mut i: u32 = 0;
     loop {
@@ -177,7 +210,7 @@ pub(crate) fn copy(cfg: &Config, old: i32, new: i32) {
     let (Some(src), Some(dst)) = (get(cfg, old), entry(new)) else {
         return;
     };
-    dst.state.store(RESOLVING, Ordering::Release);
+    dst.state.store(resolving(), Ordering::Release);
     // SAFETY: `dst` is RESOLVING and owned by us; `src` is RESOLVED and immutable.
     unsafe { core::ptr::copy_nonoverlapping(src as *const Info, dst.info.get(), 1) };
     dst.state.store(RESOLVED, Ordering::Release);
@@ -187,7 +220,7 @@ pub(crate) fn copy(cfg: &Config, old: i32, new: i32) {
 /// agree with the parent.
 pub(crate) fn set_local(cfg: &Config, fd: i32, kind: ChanKind) {
     let Some(e) = entry(fd) else { return };
-    e.state.store(RESOLVING, Ordering::Release);
+    e.state.store(resolving(), Ordering::Release);
     // SAFETY: we own RESOLVING.
     let info = unsafe { &mut *e.info.get() };
     let me = Endpoint::local(cfg.pid, global::next_local(cfg));

@@ -26,7 +26,10 @@ fn input(
     let r = call();
     let t1 = c.now();
     let res = sys_result(r as i64);
-    let info = fdtab::get(c.cfg, fd);
+    let Ok(info) = fdtab::lookup(c.cfg, fd) else {
+        c.count_lost(1);
+        return r;
+    };
     let stream = info.and_then(|i| i.rx());
     let slot = info.and_then(|i| i.rx_slot());
     // A peek leaves the bytes in the socket: they are consumed (and numbered) by a later read.
@@ -67,7 +70,11 @@ fn output(
     call: impl FnOnce() -> ssize_t,
 ) -> ssize_t {
     let Some(c) = enter() else { return call() };
-    let info = fdtab::get(c.cfg, fd);
+    // A signal handler that interrupted this thread while it described `fd` passes through.
+    let Ok(info) = fdtab::lookup(c.cfg, fd) else {
+        c.count_lost(1);
+        return call();
+    };
     let stream = info.and_then(|i| i.tx());
     let slot = info.and_then(|i| i.tx_slot());
     let offsets = info.is_some_and(|i| i.has_offsets());

@@ -20,8 +20,6 @@ static RECORDER: AtomicU32 = AtomicU32::new(0);
 static SOCK_INO: AtomicU64 = AtomicU64::new(0);
 /// How long a thread waits for the recorder's answer before it gives up recording (seconds).
 const ANSWER_TIMEOUT_S: i64 = 10;
-/// How long a thread retries when its process has no descriptor free to ask with.
-const FULL_TABLE_PATIENCE_NS: u64 = 100_000_000;
 
 /// Takes the socket named by `SCALPEL_BROKER`'s value `<fd>,<recorder pid>`, if the descriptor is
 /// a unix sequenced-packet socket whose peer is that recorder. False turns recording off.
@@ -81,6 +79,16 @@ pub(crate) fn env_var(out: &mut sys::PathBuf<64>) -> Option<&[u8]> {
         .push(b",")
         .push_u64(u64::from(RECORDER.load(Ordering::Relaxed)));
     out.c_bytes()
+}
+
+/// Whether a `SCALPEL_BROKER` value names a recorder other than ours (a nested recording).
+pub(crate) fn names_another_recorder(value: &[u8]) -> bool {
+    let ours = u64::from(RECORDER.load(Ordering::Relaxed));
+    let pid = value
+        .iter()
+        .position(|&b| b == b',')
+        .and_then(|at| parse(&value[at + 1..]));
+    pid.is_some_and(|p| ours != 0 && p != ours)
 }
 
 fn parse(s: &[u8]) -> Option<u64> {
@@ -241,10 +249,12 @@ fn receive(sock: i32) -> Option<(u32, u32, i32)> {
 }
 
 /// Asks the recorder for a file: its descriptor (close-on-exec) and the reply's value, or None
-/// when the recorder is gone, refused, or did not answer in time.
+/// when the recorder is gone, refused, did not answer in time, or the process has no descriptor
+/// free. The agent never waits for a descriptor: a host at its limit (`ulimit -n`) would wait
+/// at every thread start and every window, so the thread goes unrecorded instead (counted by
+/// the caller).
 pub(crate) fn ask(req: &Request) -> Option<(i32, u32)> {
-    let give_up = sys::clock_ns(libc::CLOCK_MONOTONIC) + FULL_TABLE_PATIENCE_NS;
-    let (status, value, fd) = ask_once(req, give_up)?;
+    let (status, value, fd) = ask_once(req)?;
     if status != 0 {
         if fd >= 0 {
             sys::close(fd);
@@ -254,8 +264,8 @@ pub(crate) fn ask(req: &Request) -> Option<(i32, u32)> {
     if fd >= 0 {
         return Some((fd, value));
     }
-    // The file was made but its descriptor found no free slot: ask for it again by its token
-    // while other threads of the process give theirs back.
+    // The file was made but its descriptor found no free slot (the reply's pair of sockets
+    // still held two): ask once more for it by its token, now that they are closed.
     let token = match req.kind {
         RequestKind::Thread => value,
         RequestKind::Reopen => req.a,
@@ -267,47 +277,34 @@ pub(crate) fn ask(req: &Request) -> Option<(i32, u32)> {
         a: token,
         b: 0,
     };
-    while sys::clock_ns(libc::CLOCK_MONOTONIC) < give_up {
-        sys::sched_yield();
-        match ask_once(&again, give_up)? {
-            (0, _, fd) if fd >= 0 => return Some((fd, value)),
-            (0, _, _) => continue,
-            (_, _, fd) => {
-                if fd >= 0 {
-                    sys::close(fd);
-                }
-                return None;
+    match ask_once(&again)? {
+        (0, _, fd) if fd >= 0 => Some((fd, value)),
+        (_, _, fd) => {
+            if fd >= 0 {
+                sys::close(fd);
             }
+            None
         }
     }
-    None
 }
 
 /// One request and its reply: `(status, value, descriptor or -1)`.
-fn ask_once(req: &Request, give_up: u64) -> Option<(u32, u32, i32)> {
+fn ask_once(req: &Request) -> Option<(u32, u32, i32)> {
     let sock = socket()?;
     let mut pair = [-1i32; 2];
-    // Threads starting together under a tight descriptor limit may find the table full for a
-    // moment (each holds two descriptors while it asks): a short wait, then give up.
-    loop {
-        let r = sys::syscall6(
-            libc::SYS_socketpair,
-            [
-                libc::AF_UNIX as usize,
-                (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as usize,
-                0,
-                pair.as_mut_ptr() as usize,
-                0,
-                0,
-            ],
-        );
-        if r == 0 {
-            break;
-        }
-        if r != -(libc::EMFILE as isize) || sys::clock_ns(libc::CLOCK_MONOTONIC) > give_up {
-            return None;
-        }
-        sys::sched_yield();
+    let r = sys::syscall6(
+        libc::SYS_socketpair,
+        [
+            libc::AF_UNIX as usize,
+            (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as usize,
+            0,
+            pair.as_mut_ptr() as usize,
+            0,
+            0,
+        ],
+    );
+    if r != 0 {
+        return None;
     }
     let timeout = libc::timeval {
         tv_sec: ANSWER_TIMEOUT_S,

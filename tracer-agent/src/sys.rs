@@ -115,6 +115,32 @@ pub(crate) fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off:
     )
 }
 
+/// Copies `buf.len()` bytes from `addr` in this process into `buf` without faulting: the kernel
+/// reads them (`process_vm_readv`), so an address the caller got from the host that points
+/// nowhere gives a short count instead of SIGSEGV. Returns how many bytes were copied.
+pub(crate) fn read_own(addr: usize, buf: &mut [u8]) -> usize {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let r = syscall6(
+        libc::SYS_process_vm_readv,
+        [
+            getpid() as usize,
+            core::ptr::addr_of!(local) as usize,
+            1,
+            core::ptr::addr_of!(remote) as usize,
+            1,
+            0,
+        ],
+    );
+    usize::try_from(r).unwrap_or(0)
+}
+
 /// Maps anonymous private zeroed memory.
 pub(crate) fn mmap_anon(len: usize) -> Option<*mut u8> {
     let r = mmap(

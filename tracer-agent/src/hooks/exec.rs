@@ -42,17 +42,63 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// The number of strings in `envp` if the array and the start of each string can be read, so
+/// that an invalid `envp` reaches the kernel unchanged and fails with EFAULT as it would
+/// untraced, instead of faulting in the agent's walk.
+fn readable_env(envp: *const *const c_char) -> Option<usize> {
+    if envp.is_null() {
+        return Some(0);
+    }
+    let mut count = 0usize;
+    loop {
+        let mut slot = [0u8; core::mem::size_of::<usize>()];
+        let at = (envp as usize).checked_add(count * slot.len())?;
+        if sys::read_own(at, &mut slot) != slot.len() {
+            return None;
+        }
+        let s = usize::from_ne_bytes(slot);
+        if s == 0 {
+            return Some(count);
+        }
+        // The longest prefix `with_env` compares, or up to the string's NUL.
+        let mut head = [0u8; 20];
+        let got = sys::read_own(s, &mut head);
+        if !head[..got].contains(&0) && got < head.len() {
+            return None;
+        }
+        count += 1;
+    }
+}
+
+/// Whether `envp` sets up a recording of its own: a nested `scalpel record` passing its
+/// broker (another recorder's) to its command. That recording's variables are kept, not
+/// replaced by ours.
+fn own_recording(envp: *const *const c_char, count: usize) -> bool {
+    const KEY: &[u8] = b"SCALPEL_BROKER=";
+    (0..count).any(|i| {
+        // SAFETY: `readable_env` checked the `count` entries and each string's start.
+        let s = unsafe { *envp.add(i) };
+        if !starts_with(s, KEY) {
+            return false;
+        }
+        let mut value = [0u8; 48];
+        let got = sys::read_own(s as usize + KEY.len(), &mut value);
+        let value = &value[..got];
+        let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
+        crate::broker::names_another_recorder(&value[..end])
+    })
+}
+
 /// Calls `f` with `envp` plus the agent's variables.
 fn with_env<R>(envp: *const *const c_char, f: impl FnOnce(*const *const c_char) -> R) -> R {
     let Some(cfg) = global::config_if_ready() else {
         return f(envp);
     };
-    let mut count = 0usize;
-    if !envp.is_null() {
-        // SAFETY: envp is a NULL-terminated array of strings.
-        while !unsafe { *envp.add(count) }.is_null() {
-            count += 1;
-        }
+    let Some(count) = readable_env(envp) else {
+        return f(envp);
+    };
+    if own_recording(envp, count) {
+        return f(envp);
     }
     // Our variables (as many as OURS names) and the closing null.
     let need = count + OURS.len() + 1;

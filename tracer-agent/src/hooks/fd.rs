@@ -103,10 +103,11 @@ pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
 
 /// A close made by `call` (the wrapper, or `syscall(SYS_close)`), recorded. The agent's own
 /// descriptors stay open: a host closing every descriptor it does not know about (daemons do)
-/// would otherwise cut the trace, or later have its own files written to.
+/// would otherwise cut the trace, or later have its own files written to. The host is told what
+/// it would be told untraced, where that number holds nothing of its own: EBADF.
 pub(super) fn close_with(fd: c_int, call: impl FnOnce() -> c_long) -> c_long {
     if crate::agentfd::is_agent(fd) {
-        return 0;
+        return super::fail(libc::EBADF);
     }
     let Some(c) = enter() else {
         let r = call();

@@ -56,8 +56,13 @@ pub fn pthread_result(r: libc::c_int) -> i64 {
 
 /// Sets errno and returns -1, for hooks whose real function does not exist.
 pub fn enosys<T: From<i8>>() -> T {
+    fail(libc::ENOSYS)
+}
+
+/// A failed call's result as libc gives it: -1, with `errno` set to `e`.
+pub fn fail<T: From<i8>>(e: libc::c_int) -> T {
     // SAFETY: this thread's errno slot.
-    unsafe { *libc::__errno_location() = libc::ENOSYS };
+    unsafe { *libc::__errno_location() = e };
     T::from(-1)
 }
 

@@ -100,6 +100,10 @@ pub(super) fn close_range_around_agent(
     flags: c_int,
     call: impl Fn(c_uint, c_uint, c_int) -> c_int,
 ) -> c_int {
+    // An empty or reversed range is the kernel's to refuse (EINVAL), as it would untraced.
+    if first > last {
+        return call(first, last, flags);
+    }
     let mut ours = [0i32; 64];
     let n = agentfd::list(&mut ours);
     ours[..n].sort_unstable();

@@ -220,3 +220,27 @@ fn a_nested_recording_records_its_command() {
         "the inner trace holds the command's events"
     );
 }
+
+/// A host that limits its file size (`RLIMIT_FSIZE`) is not killed by SIGXFSZ for the agent's
+/// writes to its trace (it used to die with status 153): the agent checks the limit before it
+/// extends or writes a trace file, and counts what it could not write.
+#[test]
+fn a_file_size_limit_costs_events_not_the_host() {
+    let exe = build_c("fsizehost", "fsizehost", &[]);
+    let (plain, _) = untraced_output(&exe, &[]);
+    let run = record(&exe, &[]);
+    assert_eq!(
+        run.out.status.code(),
+        plain.status.code(),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(run.stdout(), "done 200000\n");
+    let err = run.stderr();
+    let dropped: u64 = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("lost:"))
+        .and_then(|l| l.split_once("(dropped ")?.1.strip_suffix(')')?.parse().ok())
+        .unwrap_or_else(|| panic!("no lost line in {err}"));
+    assert!(dropped > 0, "the events past the limit are counted: {err}");
+}

@@ -169,17 +169,7 @@ fn write_record(fd: i32, off: u64, kind: u8, a: &[u8], b: &[u8]) -> u64 {
 
 fn pwrite_all(fd: i32, mut b: &[u8], mut off: u64) -> bool {
     while !b.is_empty() {
-        let r = sys::syscall6(
-            libc::SYS_pwrite64,
-            [
-                fd as usize,
-                b.as_ptr() as usize,
-                b.len(),
-                off as usize,
-                0,
-                0,
-            ],
-        );
+        let r = sys::pwrite(fd, b.as_ptr(), b.len(), off);
         if r <= 0 {
             return false;
         }

@@ -161,6 +161,9 @@ pub(crate) fn munmap(addr: *mut u8, len: usize) -> isize {
 
 /// Raw `pwrite`: `len` bytes from `buf` at file offset `off`.
 pub(crate) fn pwrite(fd: i32, buf: *const u8, len: usize, off: u64) -> isize {
+    if !below_fsize_limit(off, len as u64) {
+        return -(libc::EFBIG as isize);
+    }
     syscall6(
         libc::SYS_pwrite64,
         [fd as usize, buf as usize, len, off as usize, 0, 0],
@@ -170,6 +173,9 @@ pub(crate) fn pwrite(fd: i32, buf: *const u8, len: usize, off: u64) -> isize {
 /// Reserves file blocks so that later stores through a shared mapping cannot fault on a full
 /// disk (a store into a hole the filesystem cannot fill raises SIGBUS).
 pub(crate) fn fallocate(fd: i32, off: u64, len: u64) -> isize {
+    if !below_fsize_limit(off, len) {
+        return -(libc::EFBIG as isize);
+    }
     syscall6(
         libc::SYS_fallocate,
         [fd as usize, 0, off as usize, len as usize, 0, 0],
@@ -178,7 +184,33 @@ pub(crate) fn fallocate(fd: i32, off: u64, len: u64) -> isize {
 
 /// Sets a file's size.
 pub(crate) fn ftruncate(fd: i32, len: u64) -> isize {
+    if !below_fsize_limit(0, len) {
+        return -(libc::EFBIG as isize);
+    }
     sys(libc::SYS_ftruncate, fd as usize, len as usize, 0)
+}
+
+/// Whether a write or reservation of `len` bytes at `off` stays within the process's file size
+/// limit (`RLIMIT_FSIZE`, which the host may set at any time). The kernel answers one that
+/// does not with SIGXFSZ, whose default action kills the host: the agent's own file I/O must
+/// never raise a signal, so it checks first and treats the file as full.
+pub(crate) fn below_fsize_limit(off: u64, len: u64) -> bool {
+    let mut lim = libc::rlimit64 {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let r = syscall6(
+        libc::SYS_prlimit64,
+        [
+            0,
+            libc::RLIMIT_FSIZE as usize,
+            0,
+            core::ptr::addr_of_mut!(lim) as usize,
+            0,
+            0,
+        ],
+    );
+    r != 0 || lim.rlim_cur == libc::RLIM64_INFINITY || off.saturating_add(len) <= lim.rlim_cur
 }
 
 /// Whether `fd` is a file on tmpfs (where its pages live in memory from `fallocate` on).

@@ -244,3 +244,33 @@ fn a_file_size_limit_costs_events_not_the_host() {
         .unwrap_or_else(|| panic!("no lost line in {err}"));
     assert!(dropped > 0, "the events past the limit are counted: {err}");
 }
+
+/// A host that installs a seccomp allow-list after start runs as untraced, through `prctl` or
+/// through `syscall(SYS_seccomp)`: the agent used to be killed (SIGSYS) at a new thread's
+/// `socketpair` or the name it reads at exit. What it then cannot record is counted.
+#[test]
+fn a_seccomp_sandbox_installed_after_start_runs_as_untraced() {
+    let exe = build_c("sandbox", "sandbox", &[]);
+    for how in ["prctl", "syscall"] {
+        let (plain, _) = untraced_output(&exe, &[how]);
+        assert_eq!(
+            plain.status.code(),
+            Some(0),
+            "the filter suits the host untraced"
+        );
+        let run = record(&exe, &[how]);
+        assert_eq!(run.out.status.code(), Some(0), "{how}: {}", run.stderr());
+        assert_eq!(run.stdout(), "done 200000\n");
+        let summary = Command::new(scalpel())
+            .arg("summary")
+            .arg(&run.dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&summary.stdout);
+        assert!(text.contains("unrecorded: 4 thread(s)"), "{how}: {text}");
+        assert!(
+            text.contains("threads:    1"),
+            "{how}: the main thread: {text}"
+        );
+    }
+}

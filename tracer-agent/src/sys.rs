@@ -1,11 +1,79 @@
 //! Raw system calls and clocks that bypass libc, so the agent never re-enters its own hooks.
 
 use core::arch::asm;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once the host has put itself in a seccomp sandbox (`enter_sandbox`): from then on the
+/// agent makes no system call of its own, because a filter installed after the agent started may
+/// kill the process for any call the host itself never makes (an allow-list).
+static SANDBOXED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the agent's own system calls are off (see [`SANDBOXED`]).
+#[inline]
+pub(crate) fn sandboxed() -> bool {
+    SANDBOXED.load(Ordering::Relaxed)
+}
+
+/// Turns the agent's own system calls off, before the host installs a seccomp filter or enters
+/// strict mode (`prctl(PR_SET_SECCOMP)`, `seccomp(2)` through `syscall`). Returns whether it was
+/// off already, so that a refused install can turn them back on.
+pub(crate) fn enter_sandbox() -> bool {
+    SANDBOXED.swap(true, Ordering::SeqCst)
+}
+
+/// Undoes [`enter_sandbox`] when the host's install failed and the calls were on before.
+pub(crate) fn leave_sandbox(was: bool) {
+    if !was {
+        SANDBOXED.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether this process already runs under seccomp when the agent starts (a sandboxed process
+/// that exec'd a traced image keeps its filter): `Seccomp:` in `/proc/self/status`, read with
+/// the calls the loader itself has just made. Unknown counts as sandboxed.
+pub(crate) fn seccomp_at_start() -> bool {
+    let fd = openat(
+        libc::AT_FDCWD,
+        b"/proc/self/status\0",
+        libc::O_RDONLY | libc::O_CLOEXEC,
+        0,
+    );
+    let Ok(fd) = i32::try_from(fd) else {
+        return false;
+    };
+    if fd < 0 {
+        // No /proc (a minimal container): nothing says there is a filter.
+        return false;
+    }
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        let n = read(fd, &mut buf[len..]);
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    close(fd);
+    let text = &buf[..len];
+    const KEY: &[u8] = b"\nSeccomp:";
+    match text.windows(KEY.len()).position(|w| w == KEY) {
+        Some(at) => text[at + KEY.len()..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_none_or(|&b| b != b'0'),
+        None => false,
+    }
+}
 
 /// Performs a raw system call with up to six arguments and returns the kernel's result
-/// (negative errno on failure). It does not touch `errno`.
+/// (negative errno on failure), or -ENOSYS without calling when the host is sandboxed
+/// ([`sandboxed`]). It does not touch `errno`.
 #[inline]
 pub(crate) fn syscall6(nr: i64, a: [usize; 6]) -> isize {
+    if sandboxed() {
+        return -(libc::ENOSYS as isize);
+    }
     let ret: isize;
     // SAFETY: the x86_64 Linux syscall ABI: number in rax, arguments in rdi, rsi, rdx, r10, r8,
     // r9; rcx and r11 are clobbered by the instruction. Callers pass arguments valid for `nr`.

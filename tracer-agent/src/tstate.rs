@@ -217,7 +217,21 @@ pub(crate) fn enter_with(
 fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Option<Ctx> {
     let _errno = ErrnoGuard::save();
     let cfg = config()?;
-    let mem = sys::mmap_anon(core::mem::size_of::<ThreadState>())? as *mut ThreadState;
+    let unrecorded = || {
+        global::table(cfg).count_loss(scalpel_format::format::shared_loss::THREADS_WITHOUT_FILE);
+        t.state.set(DEAD);
+    };
+    // In a sandbox the agent makes no call of its own (`sys::sandboxed`): a new thread there
+    // gets no state and no file, and is counted (its first call, not every later one).
+    if sys::sandboxed() {
+        unrecorded();
+        return None;
+    }
+    let Some(mem) = sys::mmap_anon(core::mem::size_of::<ThreadState>()) else {
+        unrecorded();
+        return None;
+    };
+    let mem = mem as *mut ThreadState;
     sys::sys(
         libc::SYS_madvise,
         mem as usize,
@@ -226,9 +240,8 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
     );
     let tid = sys::gettid();
     let Some(file) = File::create(cfg, tid, global::next_thread_index()) else {
-        global::table(cfg).count_loss(scalpel_format::format::shared_loss::THREADS_WITHOUT_FILE);
         sys::munmap(mem.cast(), core::mem::size_of::<ThreadState>());
-        t.state.set(DEAD);
+        unrecorded();
         return None;
     };
     // SAFETY: `mem` is a fresh zeroed mapping large enough for ThreadState; every field is

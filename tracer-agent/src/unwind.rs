@@ -192,6 +192,10 @@ unsafe extern "C" fn visit(
 
 /// Rebuilds and publishes the module table (unless another thread is doing so right now).
 pub(crate) fn rebuild() {
+    // Building allocates (mappings, which a sandbox may forbid): the old table stays in use.
+    if crate::sys::sandboxed() {
+        return;
+    }
     if CLOSING.load(Ordering::Acquire) != 0 || BUILDING.swap(true, Ordering::Acquire) {
         return;
     }

@@ -20,6 +20,7 @@ pub mod io;
 pub mod names;
 pub mod open;
 pub mod poll;
+pub(crate) mod sandbox;
 pub mod sigmask;
 pub mod signal;
 pub mod storage;

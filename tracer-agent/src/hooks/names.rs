@@ -48,7 +48,9 @@ pub unsafe extern "C" fn prctl(
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments, each in one integer register.
-    let r = unsafe { f(option, a2, a3, a4, a5) };
+    let r = crate::hooks::sandbox::guard(option == libc::PR_SET_SECCOMP, || unsafe {
+        f(option, a2, a3, a4, a5)
+    });
     if r == 0 && option == libc::PR_SET_NAME {
         let _errno = crate::sys::ErrnoGuard::save();
         renamed(a2 as *const c_char);

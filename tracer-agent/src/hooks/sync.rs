@@ -425,6 +425,15 @@ pub unsafe extern "C-unwind" fn syscall(
     let call = || unsafe { f(n, a, b, cc, d, e, g) };
     match n {
         libc::SYS_futex => {}
+        // A seccomp filter or strict mode is about to apply: the agent's own calls stop first.
+        libc::SYS_seccomp => {
+            let installs = a == c_long::from(libc::SECCOMP_SET_MODE_STRICT)
+                || a == c_long::from(libc::SECCOMP_SET_MODE_FILTER);
+            return super::sandbox::guard(installs, call);
+        }
+        libc::SYS_prctl => {
+            return super::sandbox::guard(a == c_long::from(libc::PR_SET_SECCOMP), call);
+        }
         // Descriptor calls made through syscall(2) get the care their wrappers get: the agent's
         // socket to the recorder is neither closed nor replaced, and the call is recorded alike.
         // The call itself stays the raw system call the caller made (glibc's `close` wrapper

@@ -4,6 +4,8 @@
  *   fdhost closeall   closes every number from 3 up to 70,000 and prints how many closes
  *                     succeeded; then close_range(3, 2, 0), which the kernel refuses
  *   fdhost envp       a child execs with an invalid envp and reports the errno it got
+ *   fdhost cloexec PROG  marks every number from 3 up to 70,000 close-on-exec, prints how many
+ *                     were open, then runs PROG (fork and exec) and prints how it ended
  *   fdhost limit      lowers its descriptor limit to 20 (soft and hard, as `ulimit -n 20`),
  *                     opens /dev/null until refused, asks F_DUPFD for number 19, and starts 200
  *                     threads one after another; prints the counts, and its own time on stderr
@@ -66,6 +68,24 @@ static int bad_envp(void) {
     return 0;
 }
 
+static int cloexec(const char *prog) {
+    int marked = 0;
+    for (int fd = 3; fd < 70000; fd++)
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
+            marked++;
+    printf("marked %d\n", marked);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(prog, prog, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
 static int limit(void) {
     struct rlimit rl = {20, 20};
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -103,6 +123,8 @@ int main(int argc, char **argv) {
         return closeall();
     if (strcmp(argv[1], "envp") == 0)
         return bad_envp();
+    if (strcmp(argv[1], "cloexec") == 0 && argc > 2)
+        return cloexec(argv[2]);
     if (strcmp(argv[1], "limit") == 0)
         return limit();
     return 2;

@@ -274,3 +274,27 @@ fn a_seccomp_sandbox_installed_after_start_runs_as_untraced() {
         );
     }
 }
+
+/// A host that marks every descriptor close-on-exec before it runs a program (daemons do) is
+/// told EBADF for the broker socket's number, and the program it runs is still recorded: the
+/// socket used to be marked too, and the exec'd program vanished from the recording uncounted.
+#[test]
+fn marking_every_descriptor_close_on_exec_keeps_children_recorded() {
+    let hello = build_c("hello", "hello", &[]);
+    let exe = build_c("fdhost", "fdhost", &[]);
+    let args = ["cloexec", hello.to_str().unwrap()];
+    let (plain, _) = untraced_output(&exe, &args);
+    let run = record(&exe, &args);
+    assert_eq!(
+        run.stdout(),
+        String::from_utf8_lossy(&plain.stdout),
+        "{}",
+        run.stderr()
+    );
+    let t = run.load();
+    assert_eq!(
+        processes_named(&t, "hello").len(),
+        1,
+        "the exec'd program is recorded"
+    );
+}

@@ -76,6 +76,12 @@ macro_rules! fcntl_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fd: c_int, cmd: c_int, arg: usize) -> c_int {
             let Some(f) = real!($name: FcntlFn) else { return enosys() };
+            // The broker socket's number holds nothing of the host's: answered as untraced, and
+            // the socket keeps its flags (a host marking every descriptor close-on-exec would
+            // leave its exec'd children without the recorder, unrecorded and uncounted).
+            if agentfd::is_agent(fd) {
+                return super::fail(libc::EBADF);
+            }
             // SAFETY: forwarding the caller's arguments; every fcntl argument is passed in one
             // integer register, whether it is an int or a pointer.
             let r = unsafe { f(fd, cmd, arg) };

@@ -79,6 +79,10 @@ pub enum ReadError {
         /// What is wrong and what the reader did about it.
         problem: String,
     },
+    /// A file or directory of the trace is not one a reader may open: not a regular file (a
+    /// FIFO, a device, a link), a name that is not plain, or a file longer than allowed.
+    #[error(transparent)]
+    Open(#[from] crate::open::OpenError),
     /// The trace directory path is not a directory.
     #[error("{}: not a directory", path.display())]
     NotADirectory {
@@ -133,6 +137,7 @@ impl ReadError {
             | ReadError::Missing { path }
             | ReadError::Unlisted { path }
             | ReadError::NoTraces { path, .. } => path,
+            ReadError::Open(e) => e.path(),
         }
     }
 

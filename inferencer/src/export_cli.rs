@@ -3,7 +3,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::views::export::{

@@ -149,7 +149,7 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
         ..TopOptions::default()
     };
     let view = top_view(&l.graph, &l.model, &r, &opts)?;
-    let mut o = BufWriter::new(io::stdout().lock());
+    let mut o = crate::text_stdout();
     let written = match a.format {
         Format::Table => write_table(&mut o, &view),
         Format::Csv => write_csv(&mut o, &view),
@@ -259,7 +259,7 @@ pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
         }
     });
     if a.folded {
-        let mut o = BufWriter::new(io::stdout().lock());
+        let mut o = crate::text_stdout();
         let r =
             broken_pipe_is_fine(write_folded_as(&mut o, &folded, unit).and_then(|()| o.flush()));
         print_timings(a.source.pipeline.timings, &t);

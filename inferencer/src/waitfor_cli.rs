@@ -1,6 +1,6 @@
 //! `scalpel waitfor`: its command line, and running it.
 
-use std::io::{self, BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -93,7 +93,7 @@ pub(crate) fn run_waitfor(a: &WaitforArgs) -> Result<()> {
         })?;
         out.write(|w| w.write_all(&drawn))?;
     }
-    let mut o = BufWriter::new(io::stdout().lock());
+    let mut o = crate::text_stdout();
     let written = match a.format {
         WaitFormat::Text => write_waitfor_text(&mut o, &w, &opts),
         WaitFormat::Json => write_waitfor_json(&mut o, &w),

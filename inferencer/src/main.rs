@@ -17,11 +17,11 @@ use clap::{Args, Parser, Subcommand};
 use export_cli::{run_export, ExportArgs};
 use infer_cli::{run_infer, InferArgs, InferJob};
 use scalpel_inferencer::inspect::{parse_op, DumpDir, DumpOptions, Summary};
-use scalpel_model::text::Escaping;
 use scalpel_inferencer::record::{
     parse_depth, record, signal_name, LockMode, Outcome, RecordOptions, StackCache, StackMode,
     StackOptions, DEFAULT_DIR,
 };
+use scalpel_model::text::Escaping;
 use timeline_cli::{run_timeline, TimelineArgs};
 use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
 use waitfor_cli::{run_waitfor, WaitforArgs};

@@ -206,7 +206,8 @@ impl Dir {
     /// Opens entry `name` (a plain name, not a link) with `flags` added to the safe ones.
     fn open_entry(&self, name: &OsStr, path: &Path, flags: OFlags) -> Result<OwnedFd, OpenError> {
         let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
         match rustix::fs::openat2(&self.fd, name, flags, Mode::empty(), resolve) {
             Ok(fd) => return Ok(fd),
             // No openat2 (before Linux 5.6, or a sandbox that forbids it): the name is plain and
@@ -220,7 +221,10 @@ impl Dir {
 
     /// The error for a failed open: a link swapped in after the look is named as one.
     fn open_failed(&self, name: &OsStr, path: &Path, e: rustix::io::Errno) -> OpenError {
-        let found = self.look(name, path).ok().map(|s| FileType::from_raw_mode(s.st_mode));
+        let found = self
+            .look(name, path)
+            .ok()
+            .map(|s| FileType::from_raw_mode(s.st_mode));
         match (e, found) {
             (rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR, Some(t)) => OpenError::Type {
                 path: path.to_path_buf(),
@@ -284,7 +288,11 @@ impl Dir {
 
     /// The names of the directory's entries (without `.` and `..`), read from its descriptor.
     pub fn names(&self) -> Result<Vec<std::ffi::OsString>, OpenError> {
-        let dup = self.fd.as_fd().try_clone_to_owned().map_err(|e| io_err(&self.path, e))?;
+        let dup = self
+            .fd
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| io_err(&self.path, e))?;
         let dir = rustix::fs::Dir::new(dup).map_err(|e| io_err(&self.path, e))?;
         let mut out = Vec::new();
         for entry in dir {

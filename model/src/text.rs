@@ -95,7 +95,10 @@ mod tests {
 
     #[test]
     fn controls_are_escaped_and_the_rest_kept() {
-        assert!(matches!(escape_control("nginx: worker"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            escape_control("nginx: worker"),
+            std::borrow::Cow::Borrowed(_)
+        ));
         assert_eq!(
             escape_control("a\u{1b}]52;c;eA==\u{7}b\u{7f}\u{9b}é\t\n"),
             "a\\x1b]52;c;eA==\\x07b\\x7f\\x9bé\\x09\\x0a"

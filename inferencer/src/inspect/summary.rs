@@ -7,8 +7,8 @@ use scalpel_model::format::FileKind;
 use scalpel_model::read::{
     read_dir_with, Event, FileSink, ReadError, Ready, RecordingLosses, TraceDir,
 };
-use scalpel_model::wire::varint_len;
 use scalpel_model::text::escape_control;
+use scalpel_model::wire::varint_len;
 
 use crate::views::units::bytes;
 

@@ -14,8 +14,8 @@ use scalpel_model::task::Model;
 
 use super::graph::{write_graph_summary, write_type_dot, DrawOptions};
 use super::graphviz::{render_svg, DrawError};
-use super::outfile::OutDir;
 use super::model::{fitted_dot, svg_of, ModelDraw};
+use super::outfile::OutDir;
 use super::tree::write_tree;
 use super::ViewError;
 use crate::graph::Built;

@@ -13,8 +13,8 @@ use super::file::read_opened;
 use super::filetrace::{FileSink, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
-use crate::open::{Dir, OpenError};
 use crate::format::{shared_loss, FileKind, PROCESS_FILE, SHARED_TABLE, TRACE_EXT};
+use crate::open::{Dir, OpenError};
 
 /// One process incarnation (`<pid>.<n>/`).
 #[derive(Debug)]

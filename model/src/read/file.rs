@@ -6,8 +6,8 @@ use super::decode::{dec_what, rec_name, Sink, State};
 use super::error::ReadError;
 use super::filetrace::{FileSink, FileTrace};
 use super::header::Header;
-use crate::open::Opened;
 use crate::format::{rec, FileKind};
+use crate::open::Opened;
 use crate::wire::Dec;
 
 impl FileTrace {

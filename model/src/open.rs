@@ -20,7 +20,7 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -30,7 +30,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, SeekFrom, Stat};
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The operating system refused (missing, no permission, …).
-    #[error("{}: cannot open: {source}", .path.display())]
+    #[error("{}: cannot read: {source}", .path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -288,12 +288,9 @@ impl Dir {
 
     /// The names of the directory's entries (without `.` and `..`), read from its descriptor.
     pub fn names(&self) -> Result<Vec<std::ffi::OsString>, OpenError> {
-        let dup = self
-            .fd
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| io_err(&self.path, e))?;
-        let dir = rustix::fs::Dir::new(dup).map_err(|e| io_err(&self.path, e))?;
+        // `read_from` opens the directory anew (`.` under its descriptor): a position of its
+        // own, so that listing twice lists it all twice.
+        let dir = rustix::fs::Dir::read_from(&self.fd).map_err(|e| io_err(&self.path, e))?;
         let mut out = Vec::new();
         for entry in dir {
             let entry = entry.map_err(|e| io_err(&self.path, e))?;
@@ -344,7 +341,12 @@ pub fn read_all(opened: Opened) -> Result<Vec<u8>, OpenError> {
 /// Opens the regular file at `path` as [`Dir::file`] does, its directory found by path (a
 /// file the user named, or one a reader found by path earlier).
 pub fn open_path(path: &Path, max_len: u64) -> Result<Opened, OpenError> {
-    let (dir, name) = Dir::parent_of(path)?;
+    // A directory that cannot be opened is reported as the file's failure: that is what the
+    // caller asked for.
+    let (dir, name) = Dir::parent_of(path).map_err(|e| match e {
+        OpenError::Io { source, .. } => io_err(path, source),
+        e => e,
+    })?;
     let mut o = dir.file(name, max_len)?;
     o.path = path.to_path_buf();
     Ok(o)

@@ -249,6 +249,8 @@ fn a_model_naming_files_elsewhere_is_refused() {
 
 /// Runs `scalpel ARGS…` under the kill timer and returns its exit status and peak resident
 /// memory in KiB (`wait4`'s rusage, the child's alone).
+// The child is reaped by `wait4` (for its rusage), which clippy does not see.
+#[allow(clippy::zombie_processes)]
 fn max_rss_kib(args: &[&std::ffi::OsStr]) -> (bool, i64) {
     use std::os::unix::process::ExitStatusExt;
     let child = Command::new(scalpel())

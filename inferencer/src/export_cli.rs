@@ -3,12 +3,13 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::views::export::{
     table_name, write_export, ExportError, ExportFormat, Table,
 };
+use scalpel_inferencer::views::outfile::write_named;
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_model::store::read_graph;
 
@@ -36,7 +37,9 @@ pub(crate) struct ExportArgs {
 fn graph_only(path: &Path) -> Option<PathBuf> {
     if path.is_dir() {
         let graph = path.join("graph.json");
-        return (!path.join("model.json").exists() && graph.is_file()).then_some(graph);
+        return (path.join("model.json").symlink_metadata().is_err()
+            && graph.symlink_metadata().is_ok())
+        .then_some(graph);
     }
     (path.file_name()? == "graph.json").then(|| path.to_path_buf())
 }
@@ -74,13 +77,13 @@ pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
     let name = table_name(a.table);
     let written = match &a.output {
         Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            let mut w = BufWriter::new(file);
-            let rows = write_export(&mut w, &graph, model.as_ref(), a.table, a.format)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            w.flush()
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            // Created as every output is (see `outfile`): never through a link.
+            let rows = write_named(path, |w| {
+                write_export(w, &graph, model.as_ref(), a.table, a.format).map_err(|e| match e {
+                    ExportError::Io(e) => e,
+                    e => io::Error::other(e),
+                })
+            })?;
             crate::say!("scalpel: wrote {} ({name}, {rows} rows)", path.display());
             Ok(())
         }

@@ -97,14 +97,15 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
     let pipeline = Pipeline::new(job.pipeline.clone())?;
     let mut step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
     warn(&step.built.warnings, 10, " (see the summary file)");
-    let mut o = io::stdout().lock();
+    let mut o = crate::text_stdout();
     let files = &step.files;
     let r = (|| -> io::Result<()> {
         write_graph_summary(&mut o, &step.built)?;
         writeln!(o, "wrote {}", files.json.display())?;
         writeln!(o, "wrote {}", files.dot.display())?;
         report_svg(&mut o, &files.svg)?;
-        writeln!(o, "wrote {}", files.summary.display())
+        writeln!(o, "wrote {}", files.summary.display())?;
+        o.flush()
     })();
     broken_pipe_is_fine(r)?;
     if job.stage == Stage::Graph {
@@ -120,7 +121,8 @@ pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
         writeln!(o, "wrote {}", files.json.display())?;
         writeln!(o, "wrote {}", files.dot.display())?;
         report_svg(&mut o, &files.svg)?;
-        writeln!(o, "wrote {}", files.tree.display())
+        writeln!(o, "wrote {}", files.tree.display())?;
+        o.flush()
     })();
     print_timings(job.timings, &t);
     broken_pipe_is_fine(r)

@@ -21,6 +21,7 @@ use scalpel_inferencer::record::{
     parse_depth, record, signal_name, LockMode, Outcome, RecordOptions, StackCache, StackMode,
     StackOptions, DEFAULT_DIR,
 };
+use scalpel_model::text::Escaping;
 use timeline_cli::{run_timeline, TimelineArgs};
 use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
 use waitfor_cli::{run_waitfor, WaitforArgs};
@@ -193,13 +194,21 @@ fn job(cli: Cli) -> Result<Job> {
     })
 }
 
-/// Writes a line to stderr; a closed or full stderr is no reason to fail (or panic).
+/// Writes a line to stderr, its control characters escaped (it may quote a traced program's
+/// names); a closed or full stderr is no reason to fail (or panic).
 #[macro_export]
 macro_rules! say {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
+        let line = format!($($t)*);
+        let _ = writeln!(std::io::stderr(), "{}", scalpel_model::text::escape_lines(&line));
     }};
+}
+
+/// Standard output for text a person reads: control characters escaped (see
+/// `scalpel_model::text`), so that a traced program's names cannot drive the terminal.
+pub(crate) fn text_stdout() -> BufWriter<Escaping<io::StdoutLock<'static>>> {
+    BufWriter::new(Escaping::new(io::stdout().lock()))
 }
 
 /// Prints up to `most` warnings on stderr, then how many more there were (and `hint`).
@@ -263,7 +272,7 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Timeline(a) => run_timeline(&a).map(|_| ExitCode::SUCCESS),
         Job::Export(a) => run_export(&a).map(|_| ExitCode::SUCCESS),
         Job::Dump { dir, opts } => {
-            let mut out = BufWriter::new(io::stdout().lock());
+            let mut out = text_stdout();
             // The events are decoded again as they are printed, never all held (`DumpDir`).
             let d = DumpDir::read(&dir).context("cannot read the trace")?;
             for w in d.trace().all_warnings() {
@@ -289,7 +298,8 @@ fn run(job: Job) -> Result<ExitCode> {
             for w in trace.all_warnings() {
                 say!("scalpel: warning: {w}");
             }
-            match writeln!(io::stdout().lock(), "{summary}") {
+            let mut out = text_stdout();
+            match writeln!(out, "{summary}").and_then(|()| out.flush()) {
                 Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
                     Err(e).context("cannot write the summary")
                 }

@@ -1,9 +1,9 @@
 //! `scalpel timeline`: its command line, and running it.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::rollup::task_spans;
@@ -52,25 +52,19 @@ pub(crate) fn run_timeline(a: &TimelineArgs) -> Result<()> {
         task_spans(&l.graph, &l.model)
     });
     let out = output_path(a.output.as_ref(), &l, "timeline.json")?;
-    let file =
-        std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
-    let mut w = BufWriter::new(file);
     let opts = TimelineOptions {
         from_ns: a.from,
         to_ns: a.to,
     };
-    let counts = t
-        .phase("writing the timeline", &spinner, || {
-            write_timeline(&mut w, &l.graph, &l.model, &spans, &opts)
-                .and_then(|c| w.flush().map(|()| c))
-        })
-        .with_context(|| format!("cannot write {}", out.display()))?;
+    let counts = t.phase("writing the timeline", &spinner, || {
+        out.write(|w| write_timeline(w, &l.graph, &l.model, &spans, &opts))
+    })?;
     print_timings(a.source.pipeline.timings, &t);
     broken_pipe_is_fine(writeln!(
         io::stdout(),
         "wrote {}: {} leaf slices, {} calls inside them, {} flow arrows, {} task instances \
          (open it in https://ui.perfetto.dev or chrome://tracing)",
-        out.display(),
+        out.path.display(),
         counts.leaves,
         counts.calls,
         counts.flows,

@@ -1,9 +1,10 @@
 //! `scalpel top` and `scalpel report`: their command lines, and running them.
 
+use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::mine::task_named;
 use scalpel_inferencer::pipeline::Loaded;
@@ -13,6 +14,7 @@ use scalpel_inferencer::rollup::{top_view, TopOptions};
 use scalpel_inferencer::views::csv::write_csv;
 use scalpel_inferencer::views::flame::{write_flame_svg_as, write_folded_as, Weights};
 use scalpel_inferencer::views::json::write_top_json;
+use scalpel_inferencer::views::outfile::OutDir;
 use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
@@ -147,7 +149,7 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
         ..TopOptions::default()
     };
     let view = top_view(&l.graph, &l.model, &r, &opts)?;
-    let mut o = BufWriter::new(io::stdout().lock());
+    let mut o = crate::text_stdout();
     let written = match a.format {
         Format::Table => write_table(&mut o, &view),
         Format::Csv => write_csv(&mut o, &view),
@@ -158,9 +160,26 @@ pub(crate) fn run_top(a: &TopArgs) -> Result<()> {
     r
 }
 
+/// Where a view's file goes: its directory, held open, and its name and path there.
+pub(crate) struct Output {
+    pub dir: OutDir,
+    pub name: OsString,
+    pub path: PathBuf,
+}
+
+impl Output {
+    /// Writes the file through `body` (see [`OutDir::write`]).
+    pub(crate) fn write<T>(
+        &self,
+        body: impl FnOnce(&mut BufWriter<std::fs::File>) -> io::Result<T>,
+    ) -> Result<T> {
+        Ok(self.dir.write(&self.name, body)?)
+    }
+}
+
 /// Where a view's file goes: the path given (whose directory must exist), or `name` beside the
 /// model (in `DIR/model` for a trace directory, created if needed).
-pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<PathBuf> {
+pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<Output> {
     let out = match given {
         Some(p) => p.clone(),
         None if l.from.is_dir() => l.from.join("model").join(name),
@@ -180,12 +199,22 @@ pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Re
                 out.display(),
                 dir.display()
             );
-        } else {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+        } else if l.from.is_dir() {
+            // `DIR/model`, made as `scalpel infer` makes it.
+            let dir = OutDir::create(dir)?;
+            return Ok(Output {
+                dir,
+                name: OsString::from(name),
+                path: out,
+            });
         }
     }
-    Ok(out)
+    let (dir, name) = OutDir::parent_of(&out)?;
+    Ok(Output {
+        dir,
+        name,
+        path: out,
+    })
 }
 
 /// Writes the off-CPU flame graph (or prints its folded stacks).
@@ -230,7 +259,7 @@ pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
         }
     });
     if a.folded {
-        let mut o = BufWriter::new(io::stdout().lock());
+        let mut o = crate::text_stdout();
         let r =
             broken_pipe_is_fine(write_folded_as(&mut o, &folded, unit).and_then(|()| o.flush()));
         print_timings(a.source.pipeline.timings, &t);
@@ -241,15 +270,11 @@ pub(crate) fn run_flame(a: &FlameArgs) -> Result<()> {
         Some(name) => format!("{kind} in {name}"),
         None => kind.to_owned(),
     };
-    let file =
-        std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
-    let mut w = BufWriter::new(file);
     t.phase("drawing the flame graph", &spinner, || {
-        write_flame_svg_as(&mut w, &folded, &title, unit).and_then(|()| w.flush())
-    })
-    .with_context(|| format!("cannot write {}", out.display()))?;
+        out.write(|w| write_flame_svg_as(w, &folded, &title, unit))
+    })?;
     print_timings(a.source.pipeline.timings, &t);
-    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.display()))
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
 }
 
 /// Writes the HTML report and says where.
@@ -264,18 +289,12 @@ pub(crate) fn run_report(a: &ReportArgs) -> Result<()> {
     let waits = t.phase("wait-for graph", &Spinner::new(), || {
         wait_for(&l.graph, &l.model, &WaitForOptions::default())
     });
-    let file =
-        std::fs::File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
-    let mut w = BufWriter::new(file);
-    let svg_err = t
-        .phase("writing the report", &Spinner::new(), || {
-            write_report(&mut w, &l.graph, &l.model, &r, &waits, &opts)
-                .and_then(|e| w.flush().map(|()| e))
-        })
-        .with_context(|| format!("cannot write {}", out.display()))?;
+    let svg_err = t.phase("writing the report", &Spinner::new(), || {
+        out.write(|w| write_report(w, &l.graph, &l.model, &r, &waits, &opts))
+    })?;
     print_timings(a.source.pipeline.timings, &t);
     if let Some(e) = svg_err {
         say!("scalpel: warning: the report has no drawing: {e}");
     }
-    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.display()))
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
 }

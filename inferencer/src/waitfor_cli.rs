@@ -1,9 +1,9 @@
 //! `scalpel waitfor`: its command line, and running it.
 
-use std::io::{self, BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::mine::task_named;
 use scalpel_inferencer::progress::Timings;
@@ -91,9 +91,9 @@ pub(crate) fn run_waitfor(a: &WaitforArgs) -> Result<()> {
         let drawn = t.phase("drawing", &spinner, || {
             render_svg(String::from_utf8_lossy(&dot).into_owned())
         })?;
-        std::fs::write(&out, drawn).with_context(|| format!("cannot write {}", out.display()))?;
+        out.write(|w| w.write_all(&drawn))?;
     }
-    let mut o = BufWriter::new(io::stdout().lock());
+    let mut o = crate::text_stdout();
     let written = match a.format {
         WaitFormat::Text => write_waitfor_text(&mut o, &w, &opts),
         WaitFormat::Json => write_waitfor_json(&mut o, &w),

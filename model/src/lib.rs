@@ -20,9 +20,11 @@ pub mod check;
 pub mod graph;
 pub mod ids;
 mod leaflist;
+pub mod open;
 pub mod read;
 pub mod store;
 pub mod task;
+pub mod text;
 pub mod write;
 
 pub use read::{read_dir, read_file, ReadError};

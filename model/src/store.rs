@@ -20,6 +20,7 @@
 //! [`Graph`] and [`Model`] serialize) are what `scalpel export` writes, and are read too.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,7 @@ use crate::graph::{
     BoundaryInfo, External, Graph, LeafFile, LeafType, LockInfo, LockWait, ObjectInfo, ProcessInfo,
     ThreadInfo, Unmatched, GRAPH_SCHEMA,
 };
+use crate::open::{read_all, Dir, OpenError};
 use crate::task::{MiningInfo, Model, OccRef, TaskType, TypeEdge, MODEL_SCHEMA};
 
 mod rows;
@@ -58,6 +60,10 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// A file is not one a reader may open: not a regular file, a name that is not a plain file
+    /// name, longer than allowed, or sparse.
+    #[error(transparent)]
+    Open(#[from] OpenError),
     /// A JSON file is not the document it should be.
     #[error("{} is not a valid {what}: {source}", .path.display())]
     Json {
@@ -153,11 +159,16 @@ struct SchemaOnly {
     schema: String,
 }
 
-fn read_bytes(path: &Path) -> Result<Vec<u8>, StoreError> {
-    std::fs::read(path).map_err(|source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+/// The most a JSON file may hold. A graph or model split from its tables is a few megabytes;
+/// a complete document (what `scalpel export` writes) of a large trace some hundreds.
+pub const MAX_JSON: u64 = 4 << 30;
+
+/// Reads a whole file Scalpel wrote whole, opened as `crate::open` says (a regular file, no
+/// link, no hole), at most `max` bytes.
+fn read_whole(dir: &Dir, name: &OsStr, max: u64) -> Result<Vec<u8>, StoreError> {
+    let opened = dir.file(name, max)?;
+    opened.refuse_holes()?;
+    Ok(read_all(opened)?)
 }
 
 fn parse<T: serde::de::DeserializeOwned>(
@@ -189,7 +200,8 @@ fn open<C: serde::de::DeserializeOwned, H: serde::de::DeserializeOwned>(
     split: &str,
     tables: impl Fn(&H) -> &TablesFile,
 ) -> Result<Stored<C, H>, StoreError> {
-    let bytes = read_bytes(path)?;
+    let (dir, name) = Dir::parent_of(path)?;
+    let bytes = read_whole(&dir, name, MAX_JSON)?;
     let schema = parse::<SchemaOnly>(path, &bytes, what)?.schema;
     if schema == complete {
         return parse(path, &bytes, what).map(Stored::Complete);
@@ -202,11 +214,27 @@ fn open<C: serde::de::DeserializeOwned, H: serde::de::DeserializeOwned>(
         });
     }
     let head: H = parse(path, &bytes, what)?;
-    let bin_path = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(&tables(&head).file);
-    let bin = read_bytes(&bin_path)?;
+    drop(bytes);
+    let info = tables(&head);
+    // The tables file is named by the JSON file: one plain name beside it, never a path (an
+    // absolute or `../` name would read any file the user can).
+    let bin_name = OsStr::new(&info.file);
+    let bin_path = dir.entry_path(bin_name)?;
+    // Its length is known before it is read: a longer or shorter file is another run's (or a
+    // planted sparse file of gigabytes), refused before a byte of it is held.
+    let opened = dir.file(bin_name, info.bytes)?;
+    if opened.len != info.bytes {
+        return Err(StoreError::Stale {
+            path: bin_path,
+            json: path.to_path_buf(),
+            what: format!(
+                "it has {} bytes, the JSON file says {}",
+                opened.len, info.bytes
+            ),
+        });
+    }
+    opened.refuse_holes()?;
+    let bin = read_all(opened)?;
     Ok(Stored::Split(head, bin_path, bin))
 }
 

@@ -7,6 +7,7 @@ use scalpel_model::format::FileKind;
 use scalpel_model::read::{
     read_dir_with, Event, FileSink, ReadError, Ready, RecordingLosses, TraceDir,
 };
+use scalpel_model::text::escape_control;
 use scalpel_model::wire::varint_len;
 
 use crate::views::units::bytes;
@@ -217,7 +218,8 @@ impl fmt::Display for Summary {
             )?;
         }
         for (pid, title) in self.titles.iter().take(TITLES_SHOWN) {
-            writeln!(f, "title:      {pid} {title}")?;
+            // The program chose its title: printed escaped (see `scalpel_model::text`).
+            writeln!(f, "title:      {pid} {}", escape_control(title))?;
         }
         if self.titles.len() > TITLES_SHOWN {
             writeln!(

@@ -37,6 +37,15 @@ pub enum NamesError {
         /// Why.
         source: std::io::Error,
     },
+    /// Not a regular file, or too long to be a names file.
+    #[error("the names file: {0}")]
+    Open(#[from] scalpel_model::open::OpenError),
+    /// Not UTF-8.
+    #[error("{}: expected UTF-8 text", .path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
     /// Not the expected TOML.
     #[error("{}: expected a [names] table of \"generated name\" = \"new name\": {message}", .path.display())]
     Parse {
@@ -46,6 +55,9 @@ pub enum NamesError {
         message: String,
     },
 }
+
+/// The longest names file read: a line per task type renamed, and a model has far fewer types.
+const MAX_NAMES_FILE: u64 = 16 << 20;
 
 /// Overrides: generated name → the user's name.
 #[derive(Clone, Debug, Default)]
@@ -60,9 +72,11 @@ struct NamesFile {
 impl NameOverrides {
     /// Reads a names file.
     pub fn load(path: &Path) -> Result<NameOverrides, NamesError> {
-        let text = std::fs::read_to_string(path).map_err(|source| NamesError::Read {
+        // Never a FIFO or a device, and bounded: the whole file is held while it is parsed.
+        let opened = scalpel_model::open::open_named(path, MAX_NAMES_FILE)?;
+        let bytes = scalpel_model::open::read_all(opened)?;
+        let text = String::from_utf8(bytes).map_err(|_| NamesError::NotText {
             path: path.to_owned(),
-            source,
         })?;
         let f: NamesFile = toml::from_str(&text).map_err(|e| NamesError::Parse {
             path: path.to_owned(),

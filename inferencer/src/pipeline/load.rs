@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use scalpel_model::check::Invalid;
 use scalpel_model::graph::Graph;
+use scalpel_model::open::OpenError;
 use scalpel_model::store::{read_graph, read_model, StoreError};
 use scalpel_model::task::Model;
 
@@ -85,7 +86,9 @@ pub(super) fn load(
     } else {
         path.to_path_buf()
     };
-    if !path.is_dir() || model_path.is_file() {
+    // Whatever is at `model.json` is read as the model (and refused with a clear error when it
+    // is no regular file), never passed over for the trace directory.
+    if !path.is_dir() || model_path.symlink_metadata().is_ok() {
         if !opts.infer_only.is_empty() {
             return Err(SourceError::InferOnly {
                 path: model_path,
@@ -96,6 +99,13 @@ pub(super) fn load(
             read_model(&model_path)
         })?;
         let base = model_path.parent().unwrap_or(Path::new("."));
+        // The model names its graph: one plain file name beside it, never a path.
+        if !scalpel_model::open::is_plain_name(model.graph.as_ref()) {
+            return Err(SourceError::Store(StoreError::Open(OpenError::BadName {
+                dir: base.to_path_buf(),
+                name: model.graph.clone(),
+            })));
+        }
         let graph_path = base.join(&model.graph);
         let graph: Graph = t.phase("reading graph.json and graph.bin", progress, || {
             read_graph(&graph_path)

@@ -3,7 +3,7 @@
 //!
 //! Scope: DOT and SVG drawings ([`graph`], [`model`]), the model tree ([`tree`]), the top-down
 //! table, CSV and JSON ([`table`], [`csv`], [`json`]), the HTML report ([`report`]), the files `scalpel infer`
-//! writes ([`outputs`]), the phase timings ([`timings`]), the wait-for graph ([`waitfor`]), the Perfetto timeline ([`timeline`]), the
+//! writes ([`outputs`]) and how any output file is created ([`outfile`]), the phase timings ([`timings`]), the wait-for graph ([`waitfor`]), the Perfetto timeline ([`timeline`]), the
 //! stored tables in JSON ([`export`]), and the units they share ([`units`]). Every writer takes an
 //! `impl io::Write` and returns a typed error. Non-goals: computing anything a stage could
 //! (views choose, order and format; the numbers come from `graph`, `mine` and `rollup`).
@@ -16,6 +16,7 @@ pub mod graph;
 pub mod graphviz;
 pub mod json;
 pub mod model;
+pub mod outfile;
 pub mod outputs;
 pub mod progress;
 pub mod report;
@@ -48,6 +49,9 @@ pub enum ViewError {
     /// Writing to a stream failed.
     #[error("cannot write: {0}")]
     Format(#[source] std::io::Error),
+    /// An output file or directory could not be created safely.
+    #[error(transparent)]
+    Output(#[from] outfile::OutputError),
     /// A drawing could not be made.
     #[error(transparent)]
     Draw(#[from] DrawError),

@@ -1,7 +1,9 @@
 //! The files `scalpel infer` writes: `graph.json` (with its bulk tables in `graph.bin`),
 //! `types.dot`, `types.svg` and `graph-summary.txt` for the graph; `model.json` (with
-//! `model.bin`), `model.dot`, `model.svg` and `model-tree.txt` for the model.
+//! `model.bin`), `model.dot`, `model.svg` and `model-tree.txt` for the model; each created as
+//! [`super::outfile`] says (a directory of the user's, files 0600, never through a link).
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use scalpel_model::task::Model;
 use super::graph::{write_graph_summary, write_type_dot, DrawOptions};
 use super::graphviz::{render_svg, DrawError};
 use super::model::{fitted_dot, svg_of, ModelDraw};
+use super::outfile::OutDir;
 use super::tree::write_tree;
 use super::ViewError;
 use crate::graph::Built;
@@ -44,47 +47,39 @@ pub struct ModelFiles {
     pub tree: PathBuf,
 }
 
-/// Creates `path` and writes it through `body`, naming the file in any error.
+/// Writes `name` in `dir` through `body` (see [`OutDir::write`]); returns its path.
 pub fn write_file(
-    path: &Path,
+    dir: &OutDir,
+    name: &str,
     body: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
-) -> Result<(), ViewError> {
-    let io = |source| ViewError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut w = BufWriter::new(File::create(path).map_err(io)?);
-    body(&mut w).map_err(io)?;
-    w.flush().map_err(io)
+) -> Result<PathBuf, ViewError> {
+    dir.write(OsStr::new(name), body)?;
+    Ok(dir.path().join(name))
 }
 
 /// Writes a stored graph or model: its JSON file `json` and its tables beside it, as `encode`
 /// makes them.
 fn write_stored(
-    json: &Path,
+    dir: &OutDir,
+    json: &str,
     tables: &str,
     encode: impl FnOnce() -> std::io::Result<(Vec<u8>, Vec<u8>)>,
-) -> Result<(), ViewError> {
+) -> Result<PathBuf, ViewError> {
     let (text, bin) = encode().map_err(|source| ViewError::Io {
-        path: json.to_path_buf(),
+        path: dir.path().join(json),
         source,
     })?;
-    let bin_path = json.with_file_name(tables);
-    write_file(&bin_path, |w| w.write_all(&bin))?;
-    write_file(json, |w| w.write_all(&text))
+    write_file(dir, tables, |w| w.write_all(&bin))?;
+    write_file(dir, json, |w| w.write_all(&text))
 }
 
-fn create_dir(dir: &Path) -> Result<(), ViewError> {
-    std::fs::create_dir_all(dir).map_err(|source| ViewError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })
-}
-
-fn write_svg(path: PathBuf, svg: Result<Vec<u8>, DrawError>) -> Result<PathBuf, ViewError> {
+fn write_svg(
+    dir: &OutDir,
+    name: &str,
+    svg: Result<Vec<u8>, DrawError>,
+) -> Result<PathBuf, ViewError> {
     let bytes = svg?;
-    write_file(&path, |w| w.write_all(&bytes))?;
-    Ok(path)
+    write_file(dir, name, |w| w.write_all(&bytes))
 }
 
 /// Writes the graph files into `dir` (created if needed), each phase timed in `t`.
@@ -95,25 +90,24 @@ pub fn write_graph_files(
     t: &mut Timings,
     progress: &dyn Progress,
 ) -> Result<GraphFiles, ViewError> {
-    create_dir(dir)?;
-    let json = dir.join("graph.json");
-    t.phase("writing graph.json and graph.bin", progress, || {
-        write_stored(&json, GRAPH_TABLES, || encode_graph(&built.graph))
+    let dir = &OutDir::create(dir)?;
+    let json = t.phase("writing graph.json and graph.bin", progress, || {
+        write_stored(dir, "graph.json", GRAPH_TABLES, || {
+            encode_graph(&built.graph)
+        })
     })?;
     let mut dot_text = Vec::new();
     t.phase("drawing types.dot", progress, || {
         write_type_dot(&mut dot_text, &built.graph, draw)
     })
     .map_err(ViewError::Format)?;
-    let dot = dir.join("types.dot");
-    write_file(&dot, |w| w.write_all(&dot_text))?;
+    let dot = write_file(dir, "types.dot", |w| w.write_all(&dot_text))?;
     let dot_text =
         String::from_utf8(dot_text).map_err(|e| ViewError::Format(std::io::Error::other(e)))?;
     let svg = t.phase("laying out types.svg (Graphviz)", progress, || {
-        write_svg(dir.join("types.svg"), render_svg(dot_text))
+        write_svg(dir, "types.svg", render_svg(dot_text))
     });
-    let summary = dir.join("graph-summary.txt");
-    write_file(&summary, |w| write_graph_summary(w, built))?;
+    let summary = write_file(dir, "graph-summary.txt", |w| write_graph_summary(w, built))?;
     Ok(GraphFiles {
         json,
         dot,
@@ -133,22 +127,19 @@ pub fn write_model_files(
     t: &mut Timings,
     progress: &dyn Progress,
 ) -> Result<ModelFiles, ViewError> {
-    create_dir(dir)?;
+    let dir = &OutDir::create(dir)?;
     let (dot_text, size) = t.phase("drawing model.dot", progress, || {
         fitted_dot(model, graph, draw)
     })?;
-    let json = dir.join("model.json");
-    t.phase("writing model.json and model.bin", progress, || {
-        write_stored(&json, MODEL_TABLES, || encode_model(model))
+    let json = t.phase("writing model.json and model.bin", progress, || {
+        write_stored(dir, "model.json", MODEL_TABLES, || encode_model(model))
     })?;
-    let dot = dir.join("model.dot");
-    write_file(&dot, |w| w.write_all(dot_text.as_bytes()))?;
+    let dot = write_file(dir, "model.dot", |w| w.write_all(dot_text.as_bytes()))?;
     let svg = t.phase("laying out model.svg (Graphviz)", progress, || {
-        write_svg(dir.join("model.svg"), svg_of(dot_text, size))
+        write_svg(dir, "model.svg", svg_of(dot_text, size))
     });
-    let tree = dir.join("model-tree.txt");
-    t.phase("writing model-tree.txt", progress, || {
-        write_file(&tree, |w| write_tree(w, model))
+    let tree = t.phase("writing model-tree.txt", progress, || {
+        write_file(dir, "model-tree.txt", |w| write_tree(w, model))
     })?;
     Ok(ModelFiles {
         json,

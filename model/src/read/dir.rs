@@ -1,18 +1,20 @@
 //! Reading a whole trace directory: every process incarnation and its thread files, in parallel.
 
 use std::collections::HashMap;
-use std::fs;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use super::clock::Clock;
 use super::error::ReadError;
-use super::file::{read_file, read_file_streaming};
+use super::file::read_opened;
 use super::filetrace::{FileSink, FileTrace};
 use super::identity::Identity;
 use super::types::Event;
 use crate::format::{shared_loss, FileKind, PROCESS_FILE, SHARED_TABLE, TRACE_EXT};
+use crate::open::{Dir, OpenError};
 
 /// One process incarnation (`<pid>.<n>/`).
 #[derive(Debug)]
@@ -122,27 +124,30 @@ pub struct RecordingLosses {
 }
 
 impl RecordingLosses {
-    /// Reads the counters from the `shared.tbl` in `dir`.
-    fn read(dir: &Path) -> RecordingLosses {
-        use std::io::{Read, Seek, SeekFrom};
+    /// Reads the counters from the `shared.tbl` in `dir`: zero when it is missing or too short,
+    /// an error when it is not a regular file (a FIFO there used to hang every reader).
+    fn read(dir: &Dir) -> Result<RecordingLosses, ReadError> {
+        use std::os::unix::fs::FileExt;
         let mut buf = [0u8; 8 * shared_loss::COUNT];
-        let got = fs::File::open(dir.join(SHARED_TABLE)).and_then(|mut f| {
-            f.seek(SeekFrom::Start(shared_loss::OFFSET))?;
-            f.read_exact(&mut buf)
-        });
-        if got.is_err() {
-            return RecordingLosses::default();
+        // Only these bytes are read, at their offset, whatever the file's length.
+        let f = match dir.file(OsStr::new(SHARED_TABLE), u64::MAX) {
+            Ok(f) => f,
+            Err(e) if e.is_missing() => return Ok(RecordingLosses::default()),
+            Err(e) => return Err(e.into()),
+        };
+        if f.file.read_exact_at(&mut buf, shared_loss::OFFSET).is_err() {
+            return Ok(RecordingLosses::default());
         }
         let at = |i: usize| {
             let mut b = [0u8; 8];
             b.copy_from_slice(&buf[8 * i..8 * i + 8]);
             u64::from_le_bytes(b)
         };
-        RecordingLosses {
+        Ok(RecordingLosses {
             threads_without_file: at(shared_loss::THREADS_WITHOUT_FILE),
             processes_without_dir: at(shared_loss::PROCESSES_WITHOUT_DIR),
             unfinished_files: at(shared_loss::UNFINISHED_FILES),
-        }
+        })
     }
 
     /// Whether anything was lost.
@@ -311,19 +316,24 @@ fn name_mismatch(f: &mut FileTrace, slot: Slot) {
 /// Compares the files found with the recorder's list of what it made, when there is one (a
 /// recording that ended normally): a listed file that is missing and a file not listed are
 /// warnings, so a trace someone removed files from (or added to) does not pass without a word.
-fn check_manifest(dir: &Path, found: &[(usize, Slot, PathBuf)], warnings: &mut Vec<ReadError>) {
+fn check_manifest(dir: &Dir, found: &[Job], warnings: &mut Vec<ReadError>) {
     use crate::format::{MANIFEST, MANIFEST_HEADER};
     use std::collections::BTreeSet;
-    use std::io::Read;
-    let Ok(f) = fs::File::open(dir.join(MANIFEST)) else {
-        return;
-    };
     // A list longer than this is not one the recorder wrote for a trace we could read anyway.
     const MAX_LIST: u64 = 256 << 20;
-    let mut text = String::new();
-    if f.take(MAX_LIST).read_to_string(&mut text).is_err() {
+    // The recorder writes the list whole, so a hole means someone else made it.
+    let read = dir
+        .file(OsStr::new(MANIFEST), MAX_LIST)
+        .and_then(|f| f.refuse_holes().map(|()| f))
+        .and_then(crate::open::read_all);
+    let bytes = match read {
+        Ok(b) => b,
+        Err(e) if e.is_missing() => return,
+        Err(e) => return warnings.push(e.into()),
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
         return;
-    }
+    };
     let mut lines = text.lines();
     if lines.next() != Some(MANIFEST_HEADER) {
         return;
@@ -331,34 +341,44 @@ fn check_manifest(dir: &Path, found: &[(usize, Slot, PathBuf)], warnings: &mut V
     let listed: BTreeSet<&str> = lines.filter(|l| !l.is_empty()).collect();
     let present: BTreeSet<String> = found
         .iter()
-        .filter_map(|(_, _, p)| {
-            let rel = p.strip_prefix(dir).ok()?;
+        .filter_map(|j| {
+            let rel = j.path.strip_prefix(dir.path()).ok()?;
             Some(rel.to_string_lossy().into_owned())
         })
         .collect();
     for l in &listed {
         if !present.contains(*l) {
-            warnings.push(ReadError::Missing { path: dir.join(l) });
+            let path = dir.path().join(l);
+            warnings.push(ReadError::Missing { path });
         }
     }
     for p in &present {
         if !listed.contains(p.as_str()) {
-            warnings.push(ReadError::Unlisted { path: dir.join(p) });
+            let path = dir.path().join(p);
+            warnings.push(ReadError::Unlisted { path });
         }
     }
 }
 
 /// Sorted names of the entries of a directory that parse with `f`.
-fn list<T: Ord>(dir: &Path, f: impl Fn(&str) -> Option<T>) -> std::io::Result<Vec<(T, String)>> {
+fn list<T: Ord>(dir: &Dir, f: impl Fn(&str) -> Option<T>) -> Result<Vec<(T, String)>, ReadError> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let name = entry?.file_name();
+    for name in dir.names()? {
         if let Some(t) = name.to_str().and_then(&f) {
             out.push((t, name.to_string_lossy().into_owned()));
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// A file to read: its process, where it goes, its directory and its name there.
+struct Job {
+    process: usize,
+    slot: Slot,
+    dir: Arc<Dir>,
+    name: String,
+    path: PathBuf,
 }
 
 /// The sinks [`read_dir_with`] fed, aligned with [`TraceDir::processes`]: `threads[i]` holds
@@ -393,53 +413,69 @@ fn read_dir_inner<S: FileSink + Send>(
     path: &Path,
     streaming: Option<&(dyn Fn(&Path) -> S + Sync)>,
 ) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
-    let io = |p: &Path, error| ReadError::Io {
-        path: p.to_path_buf(),
-        error,
-    };
-    let meta = fs::metadata(path).map_err(|e| io(path, e))?;
-    if !meta.is_dir() {
-        return Err(ReadError::NotADirectory {
+    // Every entry is opened relative to its directory's descriptor, without following links
+    // (see `crate::open`): the user named the trace directory, not what is planted in it.
+    let top = Dir::open(path).map_err(|e| match e {
+        OpenError::Type { .. } => ReadError::NotADirectory {
             path: path.to_path_buf(),
-        });
-    }
+        },
+        e => e.into(),
+    })?;
     let mut warnings = Vec::new();
     let mut processes = Vec::new();
-    let mut jobs: Vec<(usize, Slot, PathBuf)> = Vec::new();
-    for ((pid, incarnation), name) in list(path, parse_pair).map_err(|e| io(path, e))? {
-        let dir = path.join(name);
-        if !dir.is_dir() {
-            continue;
-        }
-        match list(&dir, parse_slot) {
+    let mut jobs: Vec<Job> = Vec::new();
+    for ((pid, incarnation), name) in list(&top, parse_pair)? {
+        let sub = match top.subdir(OsStr::new(&name)) {
+            Ok(sub) => Arc::new(sub),
+            // A plain file under a process directory's name is not part of the trace.
+            Err(OpenError::Type {
+                found: "a regular file",
+                ..
+            }) => continue,
+            Err(e) => {
+                warnings.push(e.into());
+                continue;
+            }
+        };
+        match list(&sub, parse_slot) {
             Ok(files) => {
                 let n = processes.len();
-                jobs.extend(files.into_iter().map(|(slot, f)| (n, slot, dir.join(f))));
+                jobs.extend(files.into_iter().map(|(slot, f)| Job {
+                    process: n,
+                    slot,
+                    dir: Arc::clone(&sub),
+                    path: sub.path().join(&f),
+                    name: f,
+                }));
                 processes.push(ProcessTrace {
                     pid,
                     incarnation,
-                    dir,
+                    dir: sub.path().to_path_buf(),
                     process: None,
                     threads: Vec::new(),
                 });
             }
-            Err(e) => warnings.push(io(&dir, e)),
+            Err(e) => warnings.push(e),
         }
     }
-    check_manifest(path, &jobs, &mut warnings);
+    check_manifest(&top, &jobs, &mut warnings);
     let results: Vec<_> = jobs
         .into_par_iter()
-        .map(|(n, slot, p)| match streaming {
-            None => (n, slot, read_file(p).map(|f| (f, None))),
-            Some(new_sink) => {
-                let mut sink = new_sink(&p);
-                let r = read_file_streaming(&p, &mut sink);
-                let r = r.map(|f| {
-                    sink.finish(&f);
-                    (f, Some(sink))
-                });
-                (n, slot, r)
-            }
+        .map(|j| {
+            // Trace files have no length limit: they are streamed in bounded chunks.
+            let opened = j.dir.file(OsStr::new(&j.name), u64::MAX);
+            let r = match (opened, streaming) {
+                (Err(e), _) => Err(e.into()),
+                (Ok(o), None) => read_opened(o, None).map(|f| (f, None)),
+                (Ok(o), Some(new_sink)) => {
+                    let mut sink = new_sink(&j.path);
+                    read_opened(o, Some(&mut sink)).map(|f| {
+                        sink.finish(&f);
+                        (f, Some(sink))
+                    })
+                }
+            };
+            (j.process, j.slot, r)
         })
         .collect();
     let mut sinks: Vec<ProcessSinks<S>> = processes
@@ -480,11 +516,15 @@ fn read_dir_inner<S: FileSink + Send>(
         });
     }
     retime(&mut processes);
+    let losses = RecordingLosses::read(&top).unwrap_or_else(|e| {
+        warnings.push(e);
+        RecordingLosses::default()
+    });
     let dir = TraceDir {
         path: path.to_path_buf(),
         processes,
         warnings,
-        losses: RecordingLosses::read(path),
+        losses,
     };
     Ok((dir, sinks))
 }

@@ -79,6 +79,11 @@ pub enum ReadError {
         /// What is wrong and what the reader did about it.
         problem: String,
     },
+    /// A file or directory of the trace is not one a reader may open: not a regular file (a
+    /// FIFO, a device, a link), a name that is not plain, or a file longer than allowed.
+    /// (An operating system's refusal is [`ReadError::Io`] instead.)
+    #[error(transparent)]
+    Open(crate::open::OpenError),
     /// The trace directory path is not a directory.
     #[error("{}: not a directory", path.display())]
     NotADirectory {
@@ -133,6 +138,7 @@ impl ReadError {
             | ReadError::Missing { path }
             | ReadError::Unlisted { path }
             | ReadError::NoTraces { path, .. } => path,
+            ReadError::Open(e) => e.path(),
         }
     }
 
@@ -145,6 +151,18 @@ impl ReadError {
                 Some(*offset)
             }
             _ => None,
+        }
+    }
+}
+
+impl From<crate::open::OpenError> for ReadError {
+    fn from(e: crate::open::OpenError) -> Self {
+        match e {
+            crate::open::OpenError::Io { path, source } => ReadError::Io {
+                path,
+                error: source,
+            },
+            e => ReadError::Open(e),
         }
     }
 }

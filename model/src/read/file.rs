@@ -7,6 +7,7 @@ use super::error::ReadError;
 use super::filetrace::{FileSink, FileTrace};
 use super::header::Header;
 use crate::format::{rec, FileKind};
+use crate::open::Opened;
 use crate::wire::Dec;
 
 impl FileTrace {
@@ -54,30 +55,20 @@ pub fn read_file_streaming(
 }
 
 fn read_file_with(path: &Path, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |error| ReadError::Io {
-        path: path.to_path_buf(),
-        error,
-    };
-    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_o_nonblock())
-        .open(path)
-        .map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    // A FIFO would block forever and a device could be endless: only regular files are traces.
-    if !meta.is_file() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "expected a regular file",
-        )));
-    }
+    // By path: the final name is opened without following a link, never blocking, and only
+    // when it is a regular file (see `crate::open`).
+    let opened = crate::open::open_path(path, u64::MAX)?;
+    read_opened(opened, sink)
+}
+
+/// Decodes a trace file already opened as a regular file (see [`crate::open::Dir::file`]).
+pub(super) fn read_opened(opened: Opened, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
     // Plain reads, not a mapping: a file that a live writer (or the recorder trimming it) cuts
     // short must not fault us. Streamed in chunks, so memory follows the records, not the size a
     // file claims: a planted sparse file of gigabytes costs a read through it, not its size in
     // memory. At most the size seen now is read, so a growing file cannot make us read forever.
-    decode_from(path, FileSource(file), meta.len(), sink)
+    let Opened { file, len, path } = opened;
+    decode_from(&path, FileSource(file), len, sink)
 }
 
 /// Where records are read from: a file can skip the holes of a sparse region at once.
@@ -386,9 +377,4 @@ fn decode_from(
         );
     }
     Ok(st.finish())
-}
-
-/// `O_NONBLOCK` on Linux (the model crate does not depend on libc).
-fn libc_o_nonblock() -> i32 {
-    0o4000
 }

@@ -298,3 +298,28 @@ fn marking_every_descriptor_close_on_exec_keeps_children_recorded() {
         "the exec'd program is recorded"
     );
 }
+
+/// A spawner that learns its child's exec error through vfork's shared memory reads it as it
+/// would untraced, and the program it runs is recorded: `vfork` used to become `fork`, and the
+/// parent reported success for a program that does not exist.
+#[test]
+fn a_vfork_spawner_sees_its_childs_exec_error() {
+    let hello = build_c("hello", "hello", &[]);
+    let exe = build_c("vforker", "vforker", &[]);
+    let args = [hello.to_str().unwrap()];
+    let (plain, _) = untraced_output(&exe, &args);
+    let run = record(&exe, &args);
+    assert_eq!(
+        run.stdout(),
+        String::from_utf8_lossy(&plain.stdout),
+        "{}",
+        run.stderr()
+    );
+    assert!(run.stdout().contains("program: exec error No such file"));
+    let t = run.load();
+    assert_eq!(
+        processes_named(&t, "hello").len(),
+        1,
+        "the exec'd program is recorded"
+    );
+}

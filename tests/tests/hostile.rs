@@ -59,8 +59,19 @@ fn host_raw_close_and_dup_system_calls_keep_recording() {
     let exe = build_c("hostile", "hostile", &[]);
     let t = records_thread_and_exec_after(&exe, "rawclose");
     // Recorded as the wrappers' calls are: each went through its hook (every close of 3..1023
-    // but the one of the agent's socket, which is left open unrecorded).
-    assert_eq!(with_op(&t, Op::Close).len(), 1_020);
+    // but the one of the agent's socket, which is left open unrecorded, if it is in that range:
+    // it sits above the soft descriptor limit when the hard limit leaves room).
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    let socket_in_range = lim.rlim_max <= lim.rlim_cur && lim.rlim_cur <= 1024;
+    assert_eq!(
+        with_op(&t, Op::Close).len(),
+        1_021 - usize::from(socket_in_range)
+    );
     assert_eq!(with_op(&t, Op::Dup2).len(), 509);
     assert_eq!(with_op(&t, Op::Dup3).len(), 512);
 }
@@ -115,10 +126,11 @@ fn vfork_child_does_not_write_into_the_parent() {
         parent_dup2, 0,
         "the child's dup2 was recorded as the parent's"
     );
-    assert_eq!(with_op(&t, Op::Dup2).len(), 1);
-    // It was recorded in the child's own process directory.
-    let dup2 = with_op(&t, Op::Dup2)[0];
-    assert_ne!(dup2.process.pid, parent.pid);
+    // vfork stays a vfork (issue 48): the child runs on the parent's memory until it execs, so
+    // its calls pass through unrecorded rather than into a process directory of its own; the
+    // program it execs is recorded.
+    assert_eq!(with_op(&t, Op::Dup2).len(), 0);
+    assert_eq!(processes_named(&t, "echo").len(), 1, "the exec'd program");
 }
 
 #[test]

@@ -33,8 +33,8 @@ use ending::in_forking_parent;
 use held::HeldLock;
 
 pub(crate) use ending::{
-    finish_thread, forget_after_fork, set_exit_how, set_fork_spawn, set_forking, set_stack,
-    take_child_passed, take_fork_spawn, thread_dtor,
+    finish_thread, forget_after_fork, in_vfork_child, set_exit_how, set_fork_spawn, set_forking,
+    set_stack, set_vforking, take_child_passed, take_fork_spawn, thread_dtor,
 };
 pub(crate) use samples::{after_failed_exec, before_exec, on_sample, start_sampling};
 
@@ -59,6 +59,10 @@ struct Tls {
     /// libraries' fork handlers then pass through, so a child never writes into the parent's
     /// files before it has its own.
     forking: Cell<bool>,
+    /// Set by the `vfork` hook before the real vfork: the child runs on this thread's memory
+    /// (stack, TLS, state) until it execs or exits, so its calls pass through; the parent clears
+    /// it at its first hook after (see `ending::vfork_child`).
+    vforking: Cell<bool>,
     /// The spawn key of a fork this thread is making, for the child handler (the child gets a
     /// copy of this thread's TLS, so concurrent forks on other threads cannot mix keys up).
     fork_spawn: Cell<u64>,
@@ -178,6 +182,9 @@ pub(crate) fn enter_with(
     TLS.try_with(|t| {
         let ts = t.state.get();
         if ts == DEAD || (t.forking.get() && !in_forking_parent()) {
+            return None;
+        }
+        if t.vforking.get() && ending::vfork_child(t) {
             return None;
         }
         if !ts.is_null() {

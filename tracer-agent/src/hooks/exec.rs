@@ -181,6 +181,10 @@ fn build_preload(cfg: &Config, old: &[u8], out: &mut sys::PathBuf<4096>) {
 
 /// Records the exec attempt, then the failure if the call returns.
 fn exec_event(call: impl FnOnce() -> c_int) -> c_int {
+    // A vfork child execs on its parent's memory: only the environment is ours to fix.
+    if tstate::in_vfork_child() {
+        return call();
+    }
     let Some(c) = enter() else {
         return sampled_exec(call);
     };

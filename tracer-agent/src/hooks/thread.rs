@@ -204,12 +204,43 @@ pub unsafe extern "C-unwind" fn fork() -> libc::pid_t {
     r
 }
 
-/// `vfork` is made a `fork`, as POSIX allows: a vfork child shares its parent's memory, so every
-/// hook it reached (dup2, close, exec) would write into the parent's trace and descriptor table.
+/// `vfork` stays a vfork: the child shares its parent's memory and the parent waits until the
+/// child execs or exits, which spawners rely on (one that stores its child's exec error in a
+/// variable reads it after vfork returns). The hook cannot be an ordinary function, since the
+/// child would return from it and then the parent into a frame the child has reused: it marks
+/// the thread (`tstate::set_vforking`, so the child's calls pass through and change nothing of
+/// the agent's) and jumps to the real vfork, which returns straight to the caller. The child's
+/// exec still gets the agent's environment; the model sees the exec'd program as a process of
+/// its own, with no fork event.
+///
+/// # Safety
+/// Called as `vfork` by the host.
+#[unsafe(naked)]
 #[no_mangle]
-pub unsafe extern "C-unwind" fn vfork() -> libc::pid_t {
-    // SAFETY: our own fork hook, which forwards to the real fork.
-    unsafe { fork() }
+pub unsafe extern "C" fn vfork() -> libc::pid_t {
+    // The stack is 8 off 16-byte alignment at entry (the return address): realigned for the
+    // call, then left exactly as the caller made it for the real vfork.
+    core::arch::naked_asm!(
+        "sub rsp, 8",
+        "call {prepare}",
+        "add rsp, 8",
+        "jmp rax",
+        prepare = sym vfork_target,
+    )
+}
+
+/// Marks the thread and returns where `vfork` jumps: the real vfork, or our `fork` hook when
+/// the real one cannot be found.
+extern "C" fn vfork_target() -> usize {
+    let _errno = crate::sys::ErrnoGuard::save();
+    type F = unsafe extern "C" fn() -> libc::pid_t;
+    match real!(vfork: F) {
+        Some(f) => {
+            tstate::set_vforking();
+            f as usize
+        }
+        None => fork as *const () as usize,
+    }
 }
 
 /// dlclose: stack walks pause while a module may be unmapped, and the unwinder's module table is

@@ -129,6 +129,32 @@ pub(crate) fn set_forking(on: bool) {
     let _ = TLS.try_with(|t| t.forking.set(on));
 }
 
+/// Marks this thread as making a `vfork` (see `Tls::vforking`).
+pub(crate) fn set_vforking() {
+    let _ = TLS.try_with(|t| t.vforking.set(true));
+}
+
+/// Whether this call runs in the child of a `vfork` the thread made: the process is not the
+/// one the configuration was made for. In the parent (the child has exec'd or exited) the mark
+/// is cleared, so the check costs one system call per vfork.
+pub(super) fn vfork_child(t: &super::Tls) -> bool {
+    let Some(c) = global::config_if_ready() else {
+        return true;
+    };
+    if sys::getpid() != c.pid as i32 {
+        return true;
+    }
+    t.vforking.set(false);
+    false
+}
+
+/// Whether the calling code runs in a `vfork` child, on its parent's memory: it must change
+/// nothing of the agent's (the exec hooks ask before touching the thread's sampler).
+pub(crate) fn in_vfork_child() -> bool {
+    TLS.try_with(|t| t.vforking.get() && vfork_child(t))
+        .unwrap_or(false)
+}
+
 /// In a forked child: forget the parent's open file without writing to it.
 pub(crate) fn forget_after_fork() {
     let _ = TLS.try_with(|t| {

@@ -23,6 +23,7 @@ mod leaflist;
 pub mod read;
 pub mod store;
 pub mod task;
+pub mod text;
 pub mod write;
 
 pub use read::{read_dir, read_file, ReadError};

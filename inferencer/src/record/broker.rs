@@ -20,15 +20,16 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::thread::JoinHandle;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
 };
 use scalpel_model::broker::{encode_reply, Request, RequestKind, REQUEST_LEN};
-use scalpel_model::format::{self, hdr, shared_loss, MANIFEST, MANIFEST_HEADER, PROCESS_FILE};
+use scalpel_model::format::{shared_loss, MANIFEST, MANIFEST_HEADER, PROCESS_FILE};
 
+use super::made::{create, header_missing, is_regular, open_made, trim};
 use super::table;
 
 /// Incarnations tried per pid before a process is refused a directory.
@@ -48,18 +49,14 @@ struct Handed {
     closed: bool,
 }
 
-/// A process directory `<pid>.<n>`, by name and identity: no descriptor is kept for it.
+/// A process directory `<pid>.<n>`, by name and identity (no descriptor is kept for it), with
+/// the identity of the process file made in it.
 struct ProcDir {
     name: String,
     dev: u64,
     ino: u64,
-}
-
-/// A process file handed out.
-struct ProcessFile {
-    dir: usize,
-    dev: u64,
-    ino: u64,
+    file_dev: u64,
+    file_ino: u64,
 }
 
 /// What the recorder found when the recording ended.
@@ -83,8 +80,6 @@ struct Broker {
     by_incarnation: HashMap<(u32, u32), usize>,
     next_incarnation: HashMap<u32, u32>,
     files: Vec<Handed>,
-    /// Process files handed out.
-    process_files: Vec<ProcessFile>,
 }
 
 /// The running broker: its thread, which returns the report when the recording ends.
@@ -130,7 +125,6 @@ impl Broker {
             by_incarnation: HashMap::new(),
             next_incarnation: HashMap::new(),
             files: Vec::new(),
-            process_files: Vec::new(),
         }
     }
 
@@ -266,13 +260,10 @@ impl Broker {
             name,
             dev: d.st_dev,
             ino: d.st_ino,
+            file_dev: f.st_dev,
+            file_ino: f.st_ino,
         });
         self.by_incarnation.insert((pid, inc), index);
-        self.process_files.push(ProcessFile {
-            dir: index,
-            dev: f.st_dev,
-            ino: f.st_ino,
-        });
         Ok((file, inc))
     }
 
@@ -311,20 +302,21 @@ impl Broker {
     /// the process directories left empty, and writes the loss counters and the list of files.
     fn finish(self) -> BrokerReport {
         let mut unfinished = 0u32;
-        for (i, d) in self.dirs.iter().enumerate() {
+        let mut open_files: Vec<Vec<&Handed>> = self.dirs.iter().map(|_| Vec::new()).collect();
+        for f in self.files.iter().filter(|f| !f.closed) {
+            open_files[f.dir].push(f);
+        }
+        for (d, files) in self.dirs.iter().zip(open_files) {
             // A directory replaced or made unreachable is left as it is.
             let Ok(dir) = open_dir(&self.root, d) else {
                 continue;
             };
-            let process = self.process_files.iter().filter(|p| p.dir == i);
-            for p in process {
-                if header_missing(&dir, PROCESS_FILE, p.dev, p.ino)
-                    && rustix::fs::unlinkat(&dir, PROCESS_FILE, AtFlags::empty()).is_ok()
-                {
-                    unfinished += 1;
-                }
+            if header_missing(&dir, PROCESS_FILE, d.file_dev, d.file_ino)
+                && rustix::fs::unlinkat(&dir, PROCESS_FILE, AtFlags::empty()).is_ok()
+            {
+                unfinished += 1;
             }
-            for f in self.files.iter().filter(|f| f.dir == i && !f.closed) {
+            for f in files {
                 if header_missing(&dir, &f.name, f.dev, f.ino) {
                     if rustix::fs::unlinkat(&dir, f.name.as_str(), AtFlags::empty()).is_ok() {
                         unfinished += 1;
@@ -376,8 +368,8 @@ impl Broker {
                 names.push(format!("{}/{name}", d.name));
             }
         };
-        for p in &self.process_files {
-            is_made(&self.dirs[p.dir], PROCESS_FILE, p.dev, p.ino);
+        for d in &self.dirs {
+            is_made(d, PROCESS_FILE, d.file_dev, d.file_ino);
         }
         for f in &self.files {
             is_made(&self.dirs[f.dir], &f.name, f.dev, f.ino);
@@ -410,45 +402,6 @@ fn open_dir(root: &OwnedFd, d: &ProcDir) -> Result<OwnedFd, Errno> {
     Ok(fd)
 }
 
-fn is_regular(st: &rustix::fs::Stat) -> bool {
-    FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-}
-
-/// A file the broker made, opened again with `access`: never through a link, never blocking
-/// (a FIFO planted under its name), and only if it is still the regular file made.
-fn open_made(
-    dir: &OwnedFd,
-    name: &str,
-    access: OFlags,
-    dev: u64,
-    ino: u64,
-) -> Result<OwnedFd, Errno> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let st = rustix::fs::fstat(&fd)?;
-    if st.st_dev != dev || st.st_ino != ino || !is_regular(&st) {
-        return Err(Errno::STALE);
-    }
-    Ok(fd)
-}
-
-/// A new file only the recording user can read or write, never an existing one or a link.
-fn create(dir: &OwnedFd, name: &str) -> Result<OwnedFd, Errno> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    )?;
-    // Whatever the umask said.
-    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
-    Ok(fd)
-}
-
 fn send_reply(to: &OwnedFd, answer: Result<(OwnedFd, u32), Errno>) {
     let (status, value, fd) = match answer {
         Ok((fd, v)) => (0, v, Some(fd)),
@@ -471,42 +424,6 @@ fn send_reply(to: &OwnedFd, answer: Result<(OwnedFd, u32), Errno>) {
     );
 }
 
-/// Whether the file made as (`dev`, `ino`) is there and its header was never written (no
-/// magic): only then may it be removed. One that is gone or was replaced is not the recorder's.
-fn header_missing(dir: &OwnedFd, name: &str, dev: u64, ino: u64) -> bool {
-    let Ok(fd) = open_made(dir, name, OFlags::RDONLY, dev, ino) else {
-        return false;
-    };
-    let mut magic = [0u8; 8];
-    !(matches!(rustix::io::pread(&fd, &mut magic, hdr::MAGIC as u64), Ok(8))
-        && magic == format::MAGIC)
-}
-
-/// Cuts a thread file to its header and committed records (or to `len` when the thread said how
-/// long it is), releasing the space reserved for records never written.
-fn trim(dir: &OwnedFd, name: &str, dev: u64, ino: u64, len: Option<u64>) {
-    let Ok(fd) = open_made(dir, name, OFlags::RDWR, dev, ino) else {
-        return;
-    };
-    let Ok(st) = rustix::fs::fstat(&fd) else {
-        return;
-    };
-    let size = u64::try_from(st.st_size).unwrap_or(0);
-    let committed = {
-        let mut b = [0u8; 8];
-        match rustix::io::pread(&fd, &mut b, hdr::COMMITTED as u64) {
-            Ok(8) => u64::from_le_bytes(b),
-            _ => return,
-        }
-    };
-    let held = (format::HEADER_SIZE as u64).saturating_add(committed);
-    // Never below what the header says is there, never above the file.
-    let to = len.map_or(held, |l| l.max(held)).min(size);
-    if to < size {
-        let _ = rustix::fs::ftruncate(&fd, to);
-    }
-}
-
 /// Whether a process with this id exists (a pid reused since only keeps a file untrimmed).
 fn alive(pid: u32) -> bool {
     let Some(pid) = i32::try_from(pid)
@@ -521,7 +438,7 @@ fn alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scalpel_model::format::SHARED_TABLE;
+    use scalpel_model::format::{self, hdr, SHARED_TABLE};
     use std::path::Path;
 
     fn broker(dir: &Path) -> Broker {

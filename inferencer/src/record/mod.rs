@@ -13,6 +13,7 @@ use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_LOCKS, ENV_SAM
 
 mod broker;
 mod child;
+mod made;
 mod stackopts;
 mod table;
 mod tracedir;

@@ -116,14 +116,14 @@ fn a_link_planted_at_the_trace_path_is_refused_as_root() {
         let before = snapshot(&victim);
         for force in [false, true] {
             let err = refused(&link, force);
-            assert!(
-                err.contains(&link.display().to_string()) && err.contains("symbolic link"),
-                "{err}"
-            );
             assert_eq!(
                 snapshot(&victim),
                 before,
-                "the victim changed (force {force})"
+                "the victim changed (force {force}): {err}"
+            );
+            assert!(
+                err.contains(&link.display().to_string()) && err.contains("symbolic link"),
+                "{err}"
             );
         }
         // A dangling one too, and nothing is made where it points.
@@ -146,12 +146,12 @@ fn a_link_at_the_trace_path_is_refused() {
     let before = snapshot(&victim);
     for force in [false, true] {
         let err = refused(&link, force);
-        assert!(err.contains("symbolic link"), "{err}");
         assert_eq!(
             snapshot(&victim),
             before,
-            "the target changed (force {force})"
+            "the target changed (force {force}): {err}"
         );
+        assert!(err.contains("symbolic link"), "{err}");
     }
 }
 

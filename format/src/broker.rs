@@ -28,7 +28,9 @@ pub const REPLY_LEN: usize = 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum RequestKind {
-    /// The shared counter table (`shared.tbl`), opened for reading and writing.
+    /// The shared counter table, opened for reading and writing: a `memfd` sealed against
+    /// shrinking and growing, whose loss counters the recorder writes to `shared.tbl` when the
+    /// recording ends.
     Shared = 1,
     /// A new process directory `<pid>.<n>` and its `process.trace`: the reply's value is `n`, the
     /// incarnation that names the directory (exec keeps the pid).

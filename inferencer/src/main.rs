@@ -21,7 +21,7 @@ use scalpel_inferencer::record::{
     parse_depth, record, signal_name, LockMode, Outcome, RecordOptions, StackCache, StackMode,
     StackOptions, DEFAULT_DIR,
 };
-use scalpel_model::text::Escaping;
+use scalpel_model::text::{escape_control, Escaping};
 use timeline_cli::{run_timeline, TimelineArgs};
 use top_cli::{run_flame, run_report, run_top, FlameArgs, ReportArgs, TopArgs};
 use waitfor_cli::{run_waitfor, WaitforArgs};
@@ -309,12 +309,19 @@ fn run(job: Job) -> Result<ExitCode> {
     }
 }
 
-/// Records, prints the summary on stderr and returns the command's exit status.
+/// Records, prints the summary on stderr and returns the command's exit status. Every line is
+/// printed with its control characters escaped: titles, thread names, paths and the command are
+/// the traced program's or another user's to choose.
 fn run_record(opts: &RecordOptions) -> ExitCode {
+    macro_rules! tell {
+        ($($t:tt)*) => {
+            say!("{}", escape_control(&format!($($t)*)))
+        };
+    }
     let rec = match record(opts) {
         Ok(r) => r,
         Err(e) => {
-            say!("scalpel: error: {e}");
+            tell!("scalpel: error: {e}");
             return ExitCode::from(e.exit_code());
         }
     };
@@ -324,26 +331,33 @@ fn run_record(opts: &RecordOptions) -> ExitCode {
         .map(|c| c.to_string_lossy().into_owned());
     let cmd = cmd.unwrap_or_default();
     match rec.outcome {
-        Outcome::Signaled(s) => say!("scalpel: `{cmd}` was killed by {}", signal_name(s)),
+        Outcome::Signaled(s) => tell!("scalpel: `{cmd}` was killed by {}", signal_name(s)),
         Outcome::Exited(0) => {}
-        Outcome::Exited(c) => say!("scalpel: `{cmd}` exited with status {c}"),
+        Outcome::Exited(c) => tell!("scalpel: `{cmd}` exited with status {c}"),
+    }
+    if let Some(e) = rec.files.table_error {
+        tell!(
+            "scalpel: warning: {}: cannot write the recording's loss counters: {}",
+            rec.dir.join(scalpel_model::format::SHARED_TABLE).display(),
+            io::Error::from_raw_os_error(e)
+        );
     }
     match Summary::read(&rec.dir) {
         Ok((summary, trace)) => {
             const SHOWN: usize = 10;
             let warnings: Vec<_> = trace.all_warnings().collect();
             for w in warnings.iter().take(SHOWN) {
-                say!("scalpel: warning: {w}");
+                tell!("scalpel: warning: {w}");
             }
             if warnings.len() > SHOWN {
-                say!("scalpel: ... and {} more warnings", warnings.len() - SHOWN);
+                tell!("scalpel: ... and {} more warnings", warnings.len() - SHOWN);
             }
-            say!("scalpel: recorded");
+            tell!("scalpel: recorded");
             for line in summary.to_string().lines() {
-                say!("  {line}");
+                tell!("  {line}");
             }
         }
-        Err(e) => say!(
+        Err(e) => tell!(
             "scalpel: no trace was recorded ({e}); was the agent {} loaded?",
             rec.agent.display()
         ),

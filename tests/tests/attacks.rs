@@ -211,9 +211,9 @@ fn record_refuses_a_directory_another_user_owns() {
     );
 }
 
-/// A trace directory `record` makes holds a `shared.tbl` it created itself, a regular file,
-/// before any traced process runs: a statically linked program, which the agent never enters,
-/// leaves it there all the same.
+/// A trace directory `record` makes holds a `shared.tbl` it wrote itself, a regular file, even
+/// when no traced process used the table: a statically linked program, which the agent never
+/// enters, leaves it there all the same.
 #[test]
 fn record_creates_the_shared_table_itself() {
     let exe = build_c("hello", "hello-static", &["-static"]);

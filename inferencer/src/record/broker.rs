@@ -5,25 +5,32 @@
 //! One thread serves the socket until no traced process holds it any more, then finishes the
 //! recording: files a process never wrote a header into are removed and counted, and files of
 //! threads that ended without saying so are trimmed to what they hold.
+//!
+//! The broker holds one descriptor for the trace directory and one for the counter table,
+//! whatever the number of processes: a process directory is opened when a request needs it
+//! (without following links, and checked to be the one made) and closed at once. Every file it
+//! opens again is opened without following links or blocking, and used only if it is the regular
+//! file it made (same device and inode): a FIFO or a replacement planted under a name it made is
+//! left alone and not listed.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
 use std::thread::JoinHandle;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
 };
 use scalpel_model::broker::{encode_reply, Request, RequestKind, REQUEST_LEN};
-use scalpel_model::format::{
-    self, hdr, shared_loss, MANIFEST, MANIFEST_HEADER, PROCESS_FILE, SHARED_TABLE,
-};
+use scalpel_model::format::{shared_loss, MANIFEST, MANIFEST_HEADER, PROCESS_FILE};
+
+use super::made::{create, header_missing, is_regular, open_made, trim};
+use super::table;
 
 /// Incarnations tried per pid before a process is refused a directory.
 const MAX_INCARNATIONS: u32 = 10_000;
@@ -42,10 +49,14 @@ struct Handed {
     closed: bool,
 }
 
-/// A process directory `<pid>.<n>`.
+/// A process directory `<pid>.<n>`, by name and identity (no descriptor is kept for it), with
+/// the identity of the process file made in it.
 struct ProcDir {
     name: String,
-    fd: OwnedFd,
+    dev: u64,
+    ino: u64,
+    file_dev: u64,
+    file_ino: u64,
 }
 
 /// What the recorder found when the recording ended.
@@ -57,6 +68,9 @@ pub struct BrokerReport {
     pub threads: u32,
     /// Files removed because their process never wrote a header.
     pub unfinished: u32,
+    /// Why the loss counters could not be written to the trace as `shared.tbl` (the raw errno),
+    /// if they could not.
+    pub table_error: Option<i32>,
 }
 
 struct Broker {
@@ -66,8 +80,6 @@ struct Broker {
     by_incarnation: HashMap<(u32, u32), usize>,
     next_incarnation: HashMap<u32, u32>,
     files: Vec<Handed>,
-    /// Process files handed out: directory index and pid.
-    process_files: Vec<(usize, u32)>,
 }
 
 /// The running broker: its thread, which returns the report when the recording ends.
@@ -80,20 +92,10 @@ impl BrokerThread {
     }
 }
 
-/// Starts serving `dir` (which holds `shared.tbl` already) on a new socket pair; returns the
-/// thread and the end the command inherits.
-pub(super) fn start(dir: &Path) -> std::io::Result<(BrokerThread, OwnedFd)> {
-    let root = rustix::fs::open(
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let shared = rustix::fs::openat(
-        &root,
-        SHARED_TABLE,
-        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+/// Starts serving the trace directory open at `root` on a new socket pair, with a new table of
+/// shared counters; returns the thread and the end the command inherits.
+pub(super) fn start(root: OwnedFd) -> std::io::Result<(BrokerThread, OwnedFd)> {
+    let shared = table::create()?;
     let (ours, theirs) = rustix::net::socketpair(
         rustix::net::AddressFamily::UNIX,
         rustix::net::SocketType::SEQPACKET,
@@ -103,7 +105,7 @@ pub(super) fn start(dir: &Path) -> std::io::Result<(BrokerThread, OwnedFd)> {
     // The kernel then attaches each sender's pid to its requests: a process may only reopen or
     // finish its own files (a compromised worker must not cut its root master's file under it).
     rustix::net::sockopt::set_socket_passcred(&ours, true)?;
-    let mut broker = Broker::new(root, File::from(shared));
+    let mut broker = Broker::new(root, shared);
     let thread = std::thread::Builder::new()
         .name("scalpel-broker".into())
         .spawn(move || {
@@ -123,7 +125,6 @@ impl Broker {
             by_incarnation: HashMap::new(),
             next_incarnation: HashMap::new(),
             files: Vec::new(),
-            process_files: Vec::new(),
         }
     }
 
@@ -192,12 +193,8 @@ impl Broker {
             RequestKind::Reopen => {
                 let f = self.files.get(req.a as usize).ok_or(Errno::INVAL)?;
                 own(f)?;
-                let fd = open_in(&self.dirs[f.dir].fd, &f.name, OFlags::RDWR)?;
-                let st = rustix::fs::fstat(&fd)?;
-                if st.st_dev != f.dev || st.st_ino != f.ino {
-                    return Err(Errno::STALE);
-                }
-                Ok((fd, req.a))
+                let dir = self.open_dir(f.dir)?;
+                Ok((open_made(&dir, &f.name, OFlags::RDWR, f.dev, f.ino)?, req.a))
             }
             RequestKind::Closed => {
                 if let Some(f) = self
@@ -206,12 +203,18 @@ impl Broker {
                     .filter(|f| f.pid == sender)
                 {
                     f.closed = true;
-                    let dir = &self.dirs[f.dir].fd;
-                    trim(dir, &f.name, f.dev, f.ino, Some(req.b));
+                    if let Ok(dir) = open_dir(&self.root, &self.dirs[f.dir]) {
+                        trim(&dir, &f.name, f.dev, f.ino, Some(req.b));
+                    }
                 }
                 Err(Errno::INVAL)
             }
         }
+    }
+
+    /// The process directory with index `i`, opened for this request only.
+    fn open_dir(&self, i: usize) -> Result<OwnedFd, Errno> {
+        open_dir(&self.root, self.dirs.get(i).ok_or(Errno::INVAL)?)
     }
 
     fn new_process(&mut self, pid: u32) -> Result<(OwnedFd, u32), Errno> {
@@ -231,30 +234,50 @@ impl Broker {
             }
         }
         let (name, inc) = made.ok_or(Errno::EXIST)?;
-        let dir = rustix::fs::openat(
+        let opened = rustix::fs::openat(
             &self.root,
             name.as_str(),
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
-        )?;
-        let file = create(&dir, PROCESS_FILE)?;
+        )
+        .and_then(|dir| {
+            let d = rustix::fs::fstat(&dir)?;
+            let file = create(&dir, PROCESS_FILE)?;
+            let f = rustix::fs::fstat(&file)?;
+            Ok((d, file, f))
+        });
+        let (d, file, f) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of descriptors or space: the process is counted unrecorded by the agent,
+                // and leaves no empty directory behind.
+                let _ = rustix::fs::unlinkat(&self.root, name.as_str(), AtFlags::REMOVEDIR);
+                return Err(e);
+            }
+        };
         let index = self.dirs.len();
-        self.dirs.push(ProcDir { name, fd: dir });
+        self.dirs.push(ProcDir {
+            name,
+            dev: d.st_dev,
+            ino: d.st_ino,
+            file_dev: f.st_dev,
+            file_ino: f.st_ino,
+        });
         self.by_incarnation.insert((pid, inc), index);
-        self.process_files.push((index, pid));
         Ok((file, inc))
     }
 
     fn new_thread(&mut self, pid: u32, inc: u32, tid: u64) -> Result<(OwnedFd, u32), Errno> {
         let &dir = self.by_incarnation.get(&(pid, inc)).ok_or(Errno::NOENT)?;
         let token = u32::try_from(self.files.len()).map_err(|_| Errno::NOSPC)?;
+        let dir_fd = self.open_dir(dir)?;
         for k in 0..MAX_REUSE {
             let name = if k == 0 {
                 format!("t{tid}.trace")
             } else {
                 format!("t{tid}.{k}.trace")
             };
-            match create(&self.dirs[dir].fd, &name) {
+            match create(&dir_fd, &name) {
                 Ok(fd) => {
                     let st = rustix::fs::fstat(&fd)?;
                     self.files.push(Handed {
@@ -275,46 +298,55 @@ impl Broker {
     }
 
     /// Ends the recording: removes files never begun, trims those of threads that ended without
-    /// a word (their process exited at once, or was killed), and counts what was removed.
+    /// a word (their process exited at once, or was killed), counts what was removed, removes
+    /// the process directories left empty, and writes the loss counters and the list of files.
     fn finish(self) -> BrokerReport {
         let mut unfinished = 0u32;
-        for &(dir, _) in &self.process_files {
-            let d = &self.dirs[dir].fd;
-            if !has_header(d, PROCESS_FILE)
-                && rustix::fs::unlinkat(d, PROCESS_FILE, rustix::fs::AtFlags::empty()).is_ok()
+        let mut open_files: Vec<Vec<&Handed>> = self.dirs.iter().map(|_| Vec::new()).collect();
+        for f in self.files.iter().filter(|f| !f.closed) {
+            open_files[f.dir].push(f);
+        }
+        for (d, files) in self.dirs.iter().zip(open_files) {
+            // A directory replaced or made unreachable is left as it is.
+            let Ok(dir) = open_dir(&self.root, d) else {
+                continue;
+            };
+            if header_missing(&dir, PROCESS_FILE, d.file_dev, d.file_ino)
+                && rustix::fs::unlinkat(&dir, PROCESS_FILE, AtFlags::empty()).is_ok()
             {
                 unfinished += 1;
             }
-        }
-        for f in self.files.iter().filter(|f| !f.closed) {
-            let d = &self.dirs[f.dir].fd;
-            if !has_header(d, &f.name) {
-                if rustix::fs::unlinkat(d, f.name.as_str(), rustix::fs::AtFlags::empty()).is_ok() {
-                    unfinished += 1;
+            for f in files {
+                if header_missing(&dir, &f.name, f.dev, f.ino) {
+                    if rustix::fs::unlinkat(&dir, f.name.as_str(), AtFlags::empty()).is_ok() {
+                        unfinished += 1;
+                    }
+                } else if !alive(f.pid) {
+                    // A live process that lost the socket may still write through its mapping:
+                    // only a dead one's file is cut.
+                    trim(&dir, &f.name, f.dev, f.ino, None);
                 }
-            } else if !alive(f.pid) {
-                // A live process that lost the socket may still write through its mapping:
-                // only a dead one's file is cut.
-                trim(d, &f.name, f.dev, f.ino, None);
             }
-        }
-        for d in &self.dirs {
+            drop(dir);
             // An empty directory is what a process left that never wrote a header.
-            let _ =
-                rustix::fs::unlinkat(&self.root, d.name.as_str(), rustix::fs::AtFlags::REMOVEDIR);
+            let _ = rustix::fs::unlinkat(&self.root, d.name.as_str(), AtFlags::REMOVEDIR);
         }
         if unfinished > 0 {
-            count_loss(
+            table::count_loss(
                 &self.shared,
                 shared_loss::UNFINISHED_FILES,
                 u64::from(unfinished),
             );
         }
+        let table_error = table::save(&self.shared, &self.root)
+            .err()
+            .map(|e| e.raw_os_error());
         self.write_manifest();
         BrokerReport {
             processes: u32::try_from(self.dirs.len()).unwrap_or(u32::MAX),
             threads: u32::try_from(self.files.len()).unwrap_or(u32::MAX),
             unfinished,
+            table_error,
         }
     }
 }
@@ -324,21 +356,24 @@ impl Broker {
     fn write_manifest(&self) {
         use std::io::Write;
         let mut names = Vec::new();
-        for &(dir, _) in &self.process_files {
-            names.push(format!("{}/{PROCESS_FILE}", self.dirs[dir].name));
+        let mut is_made = |d: &ProcDir, name: &str, dev: u64, ino: u64| {
+            // Only what is still there as made: files never begun were removed above, and one
+            // replaced is not the recorder's.
+            let st = rustix::fs::statat(
+                &self.root,
+                format!("{}/{name}", d.name).as_str(),
+                AtFlags::SYMLINK_NOFOLLOW,
+            );
+            if st.is_ok_and(|st| st.st_dev == dev && st.st_ino == ino && is_regular(&st)) {
+                names.push(format!("{}/{name}", d.name));
+            }
+        };
+        for d in &self.dirs {
+            is_made(d, PROCESS_FILE, d.file_dev, d.file_ino);
         }
         for f in &self.files {
-            names.push(format!("{}/{}", self.dirs[f.dir].name, f.name));
+            is_made(&self.dirs[f.dir], &f.name, f.dev, f.ino);
         }
-        // Only what is still there: files never begun were removed above.
-        names.retain(|n| {
-            rustix::fs::statat(
-                &self.root,
-                n.as_str(),
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            )
-            .is_ok()
-        });
         names.sort();
         let mut text = String::from(MANIFEST_HEADER);
         text.push('\n');
@@ -352,26 +387,18 @@ impl Broker {
     }
 }
 
-/// An existing file the broker made, opened with `access`, never through a link.
-fn open_in(dir: &OwnedFd, name: &str, access: OFlags) -> Result<OwnedFd, Errno> {
-    rustix::fs::openat(
-        dir,
-        name,
-        access | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// A new file only the recording user can read or write, never an existing one or a link.
-fn create(dir: &OwnedFd, name: &str) -> Result<OwnedFd, Errno> {
+/// The process directory `d` under `root`, never through a link, if it is still the one made.
+fn open_dir(root: &OwnedFd, d: &ProcDir) -> Result<OwnedFd, Errno> {
     let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        root,
+        d.name.as_str(),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
     )?;
-    // Whatever the umask said.
-    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+    let st = rustix::fs::fstat(&fd)?;
+    if st.st_dev != d.dev || st.st_ino != d.ino {
+        return Err(Errno::STALE);
+    }
     Ok(fd)
 }
 
@@ -397,43 +424,6 @@ fn send_reply(to: &OwnedFd, answer: Result<(OwnedFd, u32), Errno>) {
     );
 }
 
-/// Whether the file's header has been written (its magic is there).
-fn has_header(dir: &OwnedFd, name: &str) -> bool {
-    let Ok(fd) = open_in(dir, name, OFlags::RDONLY) else {
-        return true;
-    };
-    let mut magic = [0u8; 8];
-    matches!(rustix::io::pread(&fd, &mut magic, hdr::MAGIC as u64), Ok(8)) && magic == format::MAGIC
-}
-
-/// Cuts a thread file to its header and committed records (or to `len` when the thread said how
-/// long it is), releasing the space reserved for records never written.
-fn trim(dir: &OwnedFd, name: &str, dev: u64, ino: u64, len: Option<u64>) {
-    let Ok(fd) = open_in(dir, name, OFlags::RDWR) else {
-        return;
-    };
-    let Ok(st) = rustix::fs::fstat(&fd) else {
-        return;
-    };
-    if st.st_dev != dev || st.st_ino != ino {
-        return;
-    }
-    let size = u64::try_from(st.st_size).unwrap_or(0);
-    let committed = {
-        let mut b = [0u8; 8];
-        match rustix::io::pread(&fd, &mut b, hdr::COMMITTED as u64) {
-            Ok(8) => u64::from_le_bytes(b),
-            _ => return,
-        }
-    };
-    let held = (format::HEADER_SIZE as u64).saturating_add(committed);
-    // Never below what the header says is there, never above the file.
-    let to = len.map_or(held, |l| l.max(held)).min(size);
-    if to < size {
-        let _ = rustix::fs::ftruncate(&fd, to);
-    }
-}
-
 /// Whether a process with this id exists (a pid reused since only keeps a file untrimmed).
 fn alive(pid: u32) -> bool {
     let Some(pid) = i32::try_from(pid)
@@ -445,20 +435,11 @@ fn alive(pid: u32) -> bool {
     !matches!(rustix::process::test_kill_process(pid), Err(Errno::SRCH))
 }
 
-/// Adds `n` to one of the loss counters in `shared.tbl`.
-fn count_loss(shared: &File, index: usize, n: u64) {
-    let at = shared_loss::OFFSET + 8 * index as u64;
-    let mut b = [0u8; 8];
-    if !matches!(rustix::io::pread(shared, &mut b, at), Ok(8)) {
-        b = [0; 8];
-    }
-    let v = u64::from_le_bytes(b).saturating_add(n);
-    let _ = rustix::io::pwrite(shared, &v.to_le_bytes(), at);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scalpel_model::format::{self, hdr, SHARED_TABLE};
+    use std::path::Path;
 
     fn broker(dir: &Path) -> Broker {
         let root = rustix::fs::open(
@@ -467,8 +448,7 @@ mod tests {
             Mode::empty(),
         )
         .unwrap();
-        let shared = create(&root, SHARED_TABLE).unwrap();
-        Broker::new(root, File::from(shared))
+        Broker::new(root, table::create().unwrap())
     }
 
     /// A process that got its files and died before writing a header leaves nothing behind but
@@ -493,6 +473,7 @@ mod tests {
         rustix::fs::ftruncate(&thread, 1 << 20).unwrap();
         let report = b.finish();
         assert_eq!(report.unfinished, 1, "{report:?}");
+        assert_eq!(report.table_error, None);
         let dir = tmp.path();
         assert!(
             !dir.join(format!("{dead}.0")).exists(),

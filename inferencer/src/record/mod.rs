@@ -3,25 +3,27 @@
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 
 use scalpel_model::broker::ENV_BROKER;
-use scalpel_model::format::SHARED_TABLE;
 use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_LOCKS, ENV_SAMPLE, ENV_STACKS};
 
 mod broker;
 mod child;
+mod made;
 mod stackopts;
+mod table;
+mod tracedir;
 
 pub use broker::BrokerReport;
 pub use child::{signal_name, Outcome, SpawnError};
 pub use stackopts::{
     parse_depth, StackCache, StackMode, StackOptError, StackOptions, MAX_STACK_DEPTH,
 };
+pub use tracedir::{prepare_dir, TraceRoot};
 
 /// Trace directory used when none is given.
 pub const DEFAULT_DIR: &str = "scalpel-trace";
@@ -99,9 +101,14 @@ pub enum RecordError {
         .1.to_string_lossy()
     )]
     NotATrace(PathBuf, OsString),
-    /// The path is a symbolic link to nothing.
-    #[error("{}: a symbolic link to a path that does not exist", .0.display())]
-    DanglingSymlink(PathBuf),
+    /// The path is a symbolic link (to anything or nothing): whoever could plant it would choose
+    /// what is changed and emptied.
+    #[error(
+        "{}: a symbolic link; the trace directory is never reached through one (give the \
+         directory itself)",
+        .0.display()
+    )]
+    Symlink(PathBuf),
     /// The directory belongs to another user, who could replace or read what is recorded.
     #[error(
         "{}: owned by uid {owner}, not by you (uid {me}); another user could plant links or \
@@ -191,106 +198,6 @@ pub fn find_agent(env_agent: Option<&OsStr>, exe: Option<&Path>) -> Result<PathB
         return fs::canonicalize(&candidate).map_err(io_err(&candidate, "resolve"));
     }
     Err(RecordError::AgentNotFound(dir.to_path_buf()))
-}
-
-/// Whether a directory entry is something `scalpel record` writes: a process directory
-/// `<pid>.<n>`, the shared counter table or the list of files made.
-fn is_trace_entry(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    if name == scalpel_model::format::SHARED_TABLE || name == scalpel_model::format::MANIFEST {
-        return true;
-    }
-    let mut parts = name.splitn(2, '.');
-    let num =
-        |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
-    num(parts.next()) && num(parts.next())
-}
-
-/// Makes `dir` an empty directory only this user can enter (mode 0700, made or set) and returns
-/// its absolute path. One owned by another user, or that others can write, is refused. A
-/// non-empty directory is
-/// emptied when `force` is set and it holds only what a recording writes, else refused.
-pub fn prepare_dir(dir: &Path, force: bool) -> Result<PathBuf, RecordError> {
-    match fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_symlink() && fs::metadata(dir).is_err() => {
-            return Err(RecordError::DanglingSymlink(dir.to_path_buf()));
-        }
-        _ => {}
-    }
-    match fs::metadata(dir) {
-        Ok(m) if !m.is_dir() => return Err(RecordError::NotADirectory(dir.to_path_buf())),
-        Ok(m) => {
-            use std::os::unix::fs::MetadataExt;
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let me = unsafe { libc::geteuid() };
-            if m.uid() != me {
-                return Err(RecordError::ForeignOwner {
-                    path: dir.to_path_buf(),
-                    owner: m.uid(),
-                    me,
-                });
-            }
-            // A directory others can write may already hold what they planted: refused. One
-            // only others can read or enter is closed now, before anything is recorded there.
-            if m.mode() & 0o022 != 0 {
-                return Err(RecordError::OpenToOthers {
-                    path: dir.to_path_buf(),
-                    mode: m.mode() & 0o7777,
-                });
-            }
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                .map_err(io_err(dir, "set permissions"))?;
-            let entries: Vec<_> = fs::read_dir(dir)
-                .map_err(io_err(dir, "list"))?
-                .collect::<Result<_, _>>()
-                .map_err(io_err(dir, "list"))?;
-            if !entries.is_empty() && !force {
-                return Err(RecordError::NotEmpty(dir.to_path_buf()));
-            }
-            // --force replaces an earlier trace, never a directory holding anything else.
-            if let Some(other) = entries.iter().find(|e| !is_trace_entry(&e.file_name())) {
-                return Err(RecordError::NotATrace(dir.to_path_buf(), other.file_name()));
-            }
-            for e in entries {
-                let p = e.path();
-                let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-                let r = if is_dir {
-                    fs::remove_dir_all(&p)
-                } else {
-                    fs::remove_file(&p)
-                };
-                r.map_err(io_err(&p, "remove"))?;
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))?;
-            // The trace is the recording user's alone, whatever the umask: a traced program that
-            // changes user gets its files from the broker as descriptors, never by path.
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                .map_err(io_err(dir, "set permissions"))?;
-        }
-        Err(e) => return Err(io_err(dir, "access")(e)),
-    }
-    let dir = fs::canonicalize(dir).map_err(io_err(dir, "resolve"))?;
-    create_shared_table(&dir)?;
-    Ok(dir)
-}
-
-/// Creates the table of shared counters before any traced process runs, as a new regular file
-/// (never through a link) only this user can read or write; traced processes get it from the
-/// broker as a descriptor.
-fn create_shared_table(dir: &Path) -> Result<(), RecordError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join(SHARED_TABLE);
-    let f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o600)
-        .open(&path)
-        .map_err(io_err(&path, "create"))?;
-    f.set_permissions(fs::Permissions::from_mode(0o600))
-        .map_err(io_err(&path, "set permissions"))
 }
 
 /// Where the command finds the broker socket: a number no descriptor the command inherits uses,
@@ -413,7 +320,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let agent = find_agent(std::env::var_os(ENV_AGENT).as_deref(), exe.as_deref())?;
     // A command that cannot start must not cost the user the previous trace.
     child::check_runnable(cmd)?;
-    let dir = prepare_dir(&opts.dir, opts.force)?;
+    let TraceRoot {
+        fd: root,
+        path: dir,
+    } = prepare_dir(&opts.dir, opts.force)?;
     let preload = ld_preload(&agent, std::env::var_os("LD_PRELOAD").as_deref());
     let mut command = std::process::Command::new(cmd);
     command
@@ -438,7 +348,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     };
     // Every file of the recording is made by the broker, owned by this user and closed to
     // everyone else; the command gets the socket to ask for them at a fixed descriptor.
-    let (server, theirs) = broker::start(&dir).map_err(io_err(&dir, "start serving"))?;
+    let (server, theirs) = broker::start(root).map_err(io_err(&dir, "start serving"))?;
     let slot = broker_slot();
     command.env(
         ENV_BROKER,
@@ -485,37 +395,6 @@ mod tests {
         assert!(matches!(e, RecordError::AgentMissing(_)));
         fs::write(&other, b"").unwrap();
         assert!(find_agent(Some(other.as_os_str()), Some(&exe)).is_ok());
-    }
-
-    #[test]
-    fn trace_dir_preparation() {
-        let tmp = tempfile::tempdir().unwrap();
-        let d = tmp.path().join("a/b");
-        let abs = prepare_dir(&d, false).unwrap();
-        assert!(abs.is_absolute());
-        let mode = fs::metadata(&d).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode, 0o700);
-        fs::create_dir(d.join("1.0")).unwrap();
-        fs::write(d.join("1.0/t1.trace"), b"x").unwrap();
-        fs::write(d.join("shared.tbl"), b"x").unwrap();
-        assert!(matches!(
-            prepare_dir(&d, false),
-            Err(RecordError::NotEmpty(_))
-        ));
-        prepare_dir(&d, true).unwrap();
-        // The earlier trace is gone; a new, empty table of shared counters is in its place.
-        let left: Vec<_> = fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(left, [SHARED_TABLE]);
-        assert_eq!(fs::metadata(d.join(SHARED_TABLE)).unwrap().len(), 0);
-        let f = tmp.path().join("file");
-        fs::write(&f, b"").unwrap();
-        assert!(matches!(
-            prepare_dir(&f, true),
-            Err(RecordError::NotADirectory(_))
-        ));
     }
 
     #[test]

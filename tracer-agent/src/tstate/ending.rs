@@ -141,7 +141,7 @@ pub(super) fn vfork_child(t: &super::Tls) -> bool {
     let Some(c) = global::config_if_ready() else {
         return true;
     };
-    if sys::getpid() != c.pid as i32 {
+    if sys::getpid() != c.pid {
         return true;
     }
     t.vforking.set(false);

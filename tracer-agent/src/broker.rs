@@ -248,13 +248,31 @@ fn receive(sock: i32) -> Option<(u32, u32, i32)> {
     Some((status, value, fd))
 }
 
+/// How many of this process's threads are asking the recorder right now, each holding a few
+/// descriptors for a moment (the reply's socket pair, then the file's).
+static ASKING: AtomicU32 = AtomicU32::new(0);
+/// How long a thread waits for descriptors the process's other asking threads hold.
+const ASKING_PATIENCE_NS: u64 = 100_000_000;
+
 /// Asks the recorder for a file: its descriptor (close-on-exec) and the reply's value, or None
 /// when the recorder is gone, refused, did not answer in time, or the process has no descriptor
-/// free. The agent never waits for a descriptor: a host at its limit (`ulimit -n`) would wait
-/// at every thread start and every window, so the thread goes unrecorded instead (counted by
-/// the caller).
+/// free.
+///
+/// A full descriptor table is waited for only while other threads of the process are asking
+/// too: the descriptors they hold come back within microseconds (threads starting together
+/// under a tight limit). A table the host itself filled is never waited for: the thread goes
+/// unrecorded at once (counted by the caller), where a wait would cost a host at its limit
+/// (`ulimit -n`) a pause at every thread start.
 pub(crate) fn ask(req: &Request) -> Option<(i32, u32)> {
-    let (status, value, fd) = ask_once(req)?;
+    ASKING.fetch_add(1, Ordering::AcqRel);
+    let got = ask_counted(req);
+    ASKING.fetch_sub(1, Ordering::AcqRel);
+    got
+}
+
+fn ask_counted(req: &Request) -> Option<(i32, u32)> {
+    let give_up = sys::clock_ns(libc::CLOCK_MONOTONIC) + ASKING_PATIENCE_NS;
+    let (status, value, fd) = ask_once(req, give_up)?;
     if status != 0 {
         if fd >= 0 {
             sys::close(fd);
@@ -264,8 +282,8 @@ pub(crate) fn ask(req: &Request) -> Option<(i32, u32)> {
     if fd >= 0 {
         return Some((fd, value));
     }
-    // The file was made but its descriptor found no free slot (the reply's pair of sockets
-    // still held two): ask once more for it by its token, now that they are closed.
+    // The file was made but its descriptor found no free slot: ask for it again by its token
+    // while other threads of the process give theirs back.
     let token = match req.kind {
         RequestKind::Thread => value,
         RequestKind::Reopen => req.a,
@@ -277,34 +295,49 @@ pub(crate) fn ask(req: &Request) -> Option<(i32, u32)> {
         a: token,
         b: 0,
     };
-    match ask_once(&again)? {
-        (0, _, fd) if fd >= 0 => Some((fd, value)),
-        (_, _, fd) => {
-            if fd >= 0 {
-                sys::close(fd);
+    loop {
+        match ask_once(&again, give_up)? {
+            (0, _, fd) if fd >= 0 => return Some((fd, value)),
+            (0, _, _) if others_asking(give_up) => sys::sched_yield(),
+            (_, _, fd) => {
+                if fd >= 0 {
+                    sys::close(fd);
+                }
+                return None;
             }
-            None
         }
     }
 }
 
+/// Whether a thread short of descriptors may wait: other threads of the process are asking
+/// (and hold descriptors they will soon give back), and `give_up` has not passed.
+fn others_asking(give_up: u64) -> bool {
+    ASKING.load(Ordering::Acquire) > 1 && sys::clock_ns(libc::CLOCK_MONOTONIC) < give_up
+}
+
 /// One request and its reply: `(status, value, descriptor or -1)`.
-fn ask_once(req: &Request) -> Option<(u32, u32, i32)> {
+fn ask_once(req: &Request, give_up: u64) -> Option<(u32, u32, i32)> {
     let sock = socket()?;
     let mut pair = [-1i32; 2];
-    let r = sys::syscall6(
-        libc::SYS_socketpair,
-        [
-            libc::AF_UNIX as usize,
-            (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as usize,
-            0,
-            pair.as_mut_ptr() as usize,
-            0,
-            0,
-        ],
-    );
-    if r != 0 {
-        return None;
+    loop {
+        let r = sys::syscall6(
+            libc::SYS_socketpair,
+            [
+                libc::AF_UNIX as usize,
+                (libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC) as usize,
+                0,
+                pair.as_mut_ptr() as usize,
+                0,
+                0,
+            ],
+        );
+        if r == 0 {
+            break;
+        }
+        if r != -(libc::EMFILE as isize) || !others_asking(give_up) {
+            return None;
+        }
+        sys::sched_yield();
     }
     let timeout = libc::timeval {
         tv_sec: ANSWER_TIMEOUT_S,

@@ -63,6 +63,22 @@ pub fn agent() -> PathBuf {
     built("libscalpel_agent.so")
 }
 
+/// The agent library of the release build, for tests of the host's timing under the agent:
+/// users run the optimized agent, and the debug one costs several times as much per call.
+/// `scripts/test.sh` builds it (`cargo build --release -p scalpel-agent`).
+pub fn release_agent() -> PathBuf {
+    let p = target_dir()
+        .parent()
+        .expect("target/<profile> has a parent")
+        .join("release/libscalpel_agent.so");
+    assert!(
+        p.exists(),
+        "{} is missing: build it with `cargo build --release -p scalpel-agent` (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
 /// A binary of this crate (`src/bin`).
 pub fn own_bin(name: &str) -> PathBuf {
     built(name)

@@ -34,7 +34,7 @@ use held::HeldLock;
 
 pub(crate) use ending::{
     finish_thread, forget_after_fork, in_vfork_child, set_exit_how, set_fork_spawn, set_forking,
-    set_stack, set_vforking, take_child_passed, take_fork_spawn, thread_dtor,
+    set_stack, set_vforking, share_tls, take_child_passed, take_fork_spawn, thread_dtor,
 };
 pub(crate) use samples::{after_failed_exec, before_exec, on_sample, start_sampling};
 
@@ -63,6 +63,10 @@ struct Tls {
     /// (stack, TLS, state) until it execs or exits, so its calls pass through; the parent clears
     /// it at its first hook after (see `ending::vfork_child`).
     vforking: Cell<bool>,
+    /// The id of the thread this TLS block belongs to, once a `clone` with `CLONE_VM` and no
+    /// `CLONE_SETTLS` made a child that shares it (0: never shared). Calls from any other
+    /// thread on this block pass through and are counted lost (see `ending::shared_tls`).
+    owner: Cell<i32>,
     /// The spawn key of a fork this thread is making, for the child handler (the child gets a
     /// copy of this thread's TLS, so concurrent forks on other threads cannot mix keys up).
     fork_spawn: Cell<u64>,
@@ -185,6 +189,9 @@ pub(crate) fn enter_with(
             return None;
         }
         if t.vforking.get() && ending::vfork_child(t) {
+            return None;
+        }
+        if t.owner.get() != 0 && ending::not_owner(t, ts) {
             return None;
         }
         if !ts.is_null() {

@@ -434,6 +434,11 @@ pub unsafe extern "C-unwind" fn syscall(
         libc::SYS_prctl => {
             return super::sandbox::guard(a == c_long::from(libc::PR_SET_SECCOMP), call);
         }
+        // A raw clone whose child keeps this thread's TLS block (see the `clone` hook).
+        libc::SYS_clone if super::thread::shares_tls(a) => {
+            let _errno = crate::sys::ErrnoGuard::save();
+            crate::tstate::share_tls();
+        }
         // Descriptor calls made through syscall(2) get the care their wrappers get: the agent's
         // socket to the recorder is neither closed nor replaced, and the call is recorded alike.
         // The call itself stays the raw system call the caller made (glibc's `close` wrapper

@@ -243,6 +243,48 @@ extern "C" fn vfork_target() -> usize {
     }
 }
 
+/// glibc's `clone(fn, stack, flags, arg, ...)`: nothing is recorded (a child process gets its
+/// own directory at its first hook, as after any fork that ran no handlers), but a child that
+/// shares this thread's memory and keeps its thread pointer (`CLONE_VM` without `CLONE_SETTLS`)
+/// would run the agent on this thread's TLS block: the block is marked shared first
+/// (`tstate::share_tls`), so the child's calls pass through and are counted lost instead of
+/// being written under this thread's id. Defined with the wrapper's seven arguments, as
+/// `syscall` is: the variadic ones travel in the same registers.
+#[no_mangle]
+pub unsafe extern "C" fn clone(
+    f: *mut c_void,
+    stack: *mut c_void,
+    flags: c_int,
+    arg: *mut c_void,
+    ptid: *mut c_void,
+    tls: *mut c_void,
+    ctid: *mut c_void,
+) -> c_int {
+    type F = unsafe extern "C" fn(
+        *mut c_void,
+        *mut c_void,
+        c_int,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+    ) -> c_int;
+    let Some(real) = real!(clone: F) else {
+        return enosys();
+    };
+    if shares_tls(i64::from(flags)) {
+        let _errno = crate::sys::ErrnoGuard::save();
+        tstate::share_tls();
+    }
+    // SAFETY: forwarding the caller's arguments.
+    unsafe { real(f, stack, flags, arg, ptid, tls, ctid) }
+}
+
+/// Whether a clone with `flags` makes a child that runs on the caller's TLS block.
+pub(super) fn shares_tls(flags: i64) -> bool {
+    flags & i64::from(libc::CLONE_VM) != 0 && flags & i64::from(libc::CLONE_SETTLS) == 0
+}
+
 /// dlclose: stack walks pause while a module may be unmapped, and the unwinder's module table is
 /// rebuilt afterwards. Nothing is recorded (the next MAPS record shows the change).
 #[no_mangle]

@@ -148,6 +148,36 @@ pub(super) fn vfork_child(t: &super::Tls) -> bool {
     false
 }
 
+/// Marks this thread's TLS block as shared with a child about to be made by a `clone` with
+/// `CLONE_VM` and without `CLONE_SETTLS`: the child runs with the same thread pointer, so
+/// without the mark its calls would be written under this thread's id, into this thread's
+/// file, racing with it.
+pub(crate) fn share_tls() {
+    let _ = TLS.try_with(|t| {
+        if t.owner.get() == 0 {
+            t.owner.set(sys::gettid());
+        }
+    });
+}
+
+/// Whether a call on a shared TLS block comes from a thread other than its owner: such a call
+/// is counted lost in the owner's file (the header's counter is atomic) and passes through.
+/// One system call per hook, on such blocks only.
+pub(super) fn not_owner(t: &super::Tls, ts: *mut ThreadState) -> bool {
+    if sys::gettid() == t.owner.get() {
+        return false;
+    }
+    if !ts.is_null() && ts != DEAD {
+        // SAFETY: a non-null, non-DEAD pointer is the owner's live state; only its header's
+        // atomic counter is touched.
+        let st = unsafe { &*ts };
+        if st.tag == TAG {
+            st.file.add_lost(1);
+        }
+    }
+    true
+}
+
 /// Whether the calling code runs in a `vfork` child, on its parent's memory: it must change
 /// nothing of the agent's (the exec hooks ask before touching the thread's sampler).
 pub(crate) fn in_vfork_child() -> bool {

@@ -44,6 +44,9 @@ pub enum RequestKind {
     /// No answer wanted: the thread file with token `a` is finished and holds `b` bytes; the
     /// recorder trims the space reserved beyond them.
     Closed = 5,
+    /// No answer wanted: process `pid` records nothing (it got no shared table it could map);
+    /// the recorder counts it as a process without a directory.
+    Unrecorded = 6,
 }
 
 impl RequestKind {
@@ -55,6 +58,7 @@ impl RequestKind {
             3 => Self::Thread,
             4 => Self::Reopen,
             5 => Self::Closed,
+            6 => Self::Unrecorded,
             _ => return None,
         })
     }
@@ -132,6 +136,7 @@ mod tests {
             RequestKind::Thread,
             RequestKind::Reopen,
             RequestKind::Closed,
+            RequestKind::Unrecorded,
         ] {
             let r = Request {
                 kind,

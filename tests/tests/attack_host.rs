@@ -386,3 +386,59 @@ fn a_thread_cloned_without_its_own_tls_is_counted_not_mixed_in() {
     let lost: u64 = thread_files(&t).iter().map(|f| f.header.dropped).sum();
     assert!(lost >= 2_000, "the child's 2,000 calls are counted: {lost}");
 }
+
+/// A program started under a small file size limit maps the recording's shared table without
+/// reserving it again (the recorder did), so it is recorded: a reservation past the limit is
+/// refused (it would raise SIGXFSZ), and a process without the shared table records nothing
+/// (it used to fall back to a private table whose numbers and losses no reader saw).
+#[test]
+fn a_program_started_under_a_file_size_limit_is_recorded() {
+    let hello = build_c("hello", "hello", &[]);
+    let exe = build_c("fsizehost", "fsizehost", &[]);
+    let args = ["exec", hello.to_str().unwrap()];
+    let (plain, _) = untraced_output(&exe, &args);
+    let run = record(&exe, &args);
+    assert_eq!(
+        run.stdout(),
+        String::from_utf8_lossy(&plain.stdout),
+        "{}",
+        run.stderr()
+    );
+    assert!(run.stdout().contains("child exited 3"), "{}", run.stdout());
+    let t = run.load();
+    assert_eq!(processes_named(&t, "hello").len(), 1, "{}", run.stderr());
+    assert_eq!(t.losses.processes_without_dir, 0);
+}
+
+/// `scalpel record` under `ulimit -S -f` lifts its own soft limit for the files it writes (it
+/// used to die of SIGXFSZ writing the shared table) and gives the command its limit back;
+/// under a hard limit too small for the table it says so and runs nothing.
+#[test]
+fn the_recorder_under_a_file_size_limit_records_or_says_why() {
+    let exe = build_c("fsizehost", "fsizehost", &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |ulimit: &str, name: &str| {
+        let script = format!(
+            "{ulimit} 100; exec '{}' record -o '{}' -- bash -c 'ulimit -f; exec \"$0\"' '{}'",
+            scalpel().display(),
+            tmp.path().join(name).display(),
+            exe.display()
+        );
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(script).stdin(Stdio::null());
+        output_within(cmd, Path::new("bash"), LIMIT)
+    };
+    let soft = run("ulimit -S -f", "soft");
+    let out = String::from_utf8_lossy(&soft.stdout);
+    assert!(
+        soft.status.success(),
+        "{}",
+        String::from_utf8_lossy(&soft.stderr)
+    );
+    assert_eq!(out, "100\ndone 200000\n", "the command's limit is its own");
+    let hard = run("ulimit -f", "hard");
+    let err = String::from_utf8_lossy(&hard.stderr);
+    assert_eq!(hard.status.code(), Some(1), "{err}");
+    assert!(err.contains("file size limit is 102400 bytes"), "{err}");
+    assert!(hard.stdout.is_empty(), "the command did not run");
+}

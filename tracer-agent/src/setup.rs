@@ -83,6 +83,12 @@ pub(crate) fn configure(cfg: &mut Config) -> bool {
         sys::close(fd);
     }
     if cfg.table.is_null() {
+        crate::broker::tell(&Request {
+            kind: RequestKind::Unrecorded,
+            pid: sys::getpid() as u32,
+            a: 0,
+            b: 0,
+        });
         return false;
     }
     // SAFETY: the destructor is a plain extern "C" function valid for the process lifetime.

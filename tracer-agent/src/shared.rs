@@ -72,35 +72,34 @@ const _: () = assert!(core::mem::offset_of!(Table, losses) as u64 == shared_loss
 /// Size of the shared file.
 pub(crate) const TABLE_SIZE: usize = core::mem::size_of::<Table>();
 
-/// Maps the table from `fd` (creating its full size), or anonymous private memory when the file
-/// cannot be used (numbers are then coherent within the process only).
+/// Maps the table from `fd`, or null when it cannot be mapped: a process without the shared
+/// table records nothing (private numbers would not agree with the other processes', and its
+/// losses would be counted nowhere) and says so to the recorder (`setup`).
 pub(crate) fn map(fd: i32) -> *const Table {
-    // Blocks are reserved, not just the size set: a sparse file on a full disk would turn the
-    // first store into a page without backing store into SIGBUS.
-    if fd >= 0 && sys::fallocate(fd, 0, TABLE_SIZE as u64) == 0 {
-        let r = sys::mmap(
-            0,
-            TABLE_SIZE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        );
-        if r >= 0 {
-            return r as *const Table;
-        }
+    if fd < 0 {
+        return core::ptr::null();
     }
-    // Fork children inherit this mapping copy-on-write, so their numbers diverge from the parent's;
-    // it is only the fallback.
-    sys::mmap(
+    // The recorder reserves the table's pages before any process runs. Blocks are reserved here
+    // only if it is short (a store into a page without backing store would raise SIGBUS); a
+    // reservation the host's file size limit forbids is refused (`sys::fallocate`).
+    // SAFETY: zeroed is a valid stat.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    let sized = sys::fstat(fd, &mut st) == 0 && st.st_size as u64 >= TABLE_SIZE as u64;
+    if !sized && sys::fallocate(fd, 0, TABLE_SIZE as u64) != 0 {
+        return core::ptr::null();
+    }
+    let r = sys::mmap(
         0,
         TABLE_SIZE,
         libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-        -1,
+        libc::MAP_SHARED,
+        fd,
         0,
-    )
-    .max(0) as *const Table
+    );
+    if r < 0 {
+        return core::ptr::null();
+    }
+    r as *const Table
 }
 
 #[inline]

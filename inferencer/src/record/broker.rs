@@ -209,6 +209,10 @@ impl Broker {
                 }
                 Err(Errno::INVAL)
             }
+            RequestKind::Unrecorded => {
+                table::count_loss(&self.shared, shared_loss::PROCESSES_WITHOUT_DIR, 1);
+                Err(Errno::INVAL)
+            }
         }
     }
 

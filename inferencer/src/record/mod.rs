@@ -13,6 +13,7 @@ use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_LOCKS, ENV_SAM
 
 mod broker;
 mod child;
+mod limits;
 mod made;
 mod stackopts;
 mod table;
@@ -138,6 +139,17 @@ pub enum RecordError {
     /// The path exists and is not a directory.
     #[error("{}: exists and is not a directory", .0.display())]
     NotADirectory(PathBuf),
+    /// The hard file size limit (`RLIMIT_FSIZE`) is below what the recorder must write.
+    #[error(
+        "the file size limit is {limit} bytes and cannot be raised; a recording needs at \
+         least {needed} bytes per file (its shared table)"
+    )]
+    FileSizeLimit {
+        /// The hard limit, in bytes.
+        limit: u64,
+        /// What the recorder needs.
+        needed: u64,
+    },
     /// A file system operation failed.
     #[error("{}: cannot {action}: {source}", path.display())]
     Io {
@@ -200,91 +212,6 @@ pub fn find_agent(env_agent: Option<&OsStr>, exe: Option<&Path>) -> Result<PathB
     Err(RecordError::AgentNotFound(dir.to_path_buf()))
 }
 
-/// Where the command finds the broker socket: a number no descriptor the command inherits uses,
-/// and above the command's soft descriptor limit when the hard limit leaves room, so that the
-/// socket takes none of the numbers the command may open (`ulimit -n`, `F_DUPFD` at limit - 1).
-/// Only when the two limits are equal does it take one, the highest free under the limit.
-#[derive(Clone, Copy, Debug)]
-struct BrokerSlot {
-    /// The descriptor number.
-    number: i32,
-    /// The soft limit to lift to `number + 1` for the `dup2`, then put back, when the number is
-    /// at or above it.
-    soft: Option<libc::rlim_t>,
-}
-
-/// Numbers above the soft limit cost the command's descriptor table room (the kernel sizes it
-/// to the highest number, and copies it at each fork): no higher than this.
-const HIGHEST_SLOT: libc::rlim_t = 1 << 16;
-
-/// Whether the command inherits descriptor `n` from this process (open and not close-on-exec).
-fn inherited(n: i32) -> bool {
-    // SAFETY: F_GETFD reads a flag and changes nothing.
-    let flags = unsafe { libc::fcntl(n, libc::F_GETFD) };
-    flags >= 0 && flags & libc::FD_CLOEXEC == 0
-}
-
-fn broker_slot() -> BrokerSlot {
-    let mut lim = libc::rlimit {
-        rlim_cur: 1024,
-        rlim_max: 1024,
-    };
-    // SAFETY: getrlimit writes the struct it is given.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    let (soft, hard) = (lim.rlim_cur, lim.rlim_max.min(HIGHEST_SLOT));
-    let above = (soft..hard)
-        .take(64)
-        .filter_map(|n| i32::try_from(n).ok())
-        .find(|&n| !inherited(n));
-    if let Some(number) = above {
-        return BrokerSlot {
-            number,
-            soft: Some(soft),
-        };
-    }
-    let below = (3..soft.min(HIGHEST_SLOT))
-        .rev()
-        .filter_map(|n| i32::try_from(n).ok())
-        .find(|&n| !inherited(n));
-    BrokerSlot {
-        number: below.unwrap_or(3),
-        soft: None,
-    }
-}
-
-/// Puts the broker socket `raw` at `slot` in the command's process (between fork and exec:
-/// async-signal-safe calls only).
-fn place_broker(raw: i32, slot: BrokerSlot) -> io::Result<()> {
-    let number = slot.number;
-    // SAFETY: getrlimit, setrlimit, dup2 and fcntl are async-signal-safe, allocate nothing and
-    // touch only this (child) process.
-    unsafe {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if let Some(soft) = slot.soft {
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-            lim.rlim_cur = number as libc::rlim_t + 1;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            lim.rlim_cur = soft;
-        }
-        let placed = if raw == number {
-            // Already there: only close-on-exec must go.
-            libc::fcntl(raw, libc::F_SETFD, 0)
-        } else {
-            libc::dup2(raw, number)
-        };
-        let err = (placed < 0).then(io::Error::last_os_error);
-        if slot.soft.is_some() && libc::setrlimit(libc::RLIMIT_NOFILE, &lim) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        err.map_or(Ok(()), Err)
-    }
-}
-
 /// The `LD_PRELOAD` value: the agent first, then what was already there.
 pub fn ld_preload(agent: &Path, existing: Option<&OsStr>) -> OsString {
     let mut v = OsString::from(agent);
@@ -320,6 +247,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let agent = find_agent(std::env::var_os(ENV_AGENT).as_deref(), exe.as_deref())?;
     // A command that cannot start must not cost the user the previous trace.
     child::check_runnable(cmd)?;
+    let fsize = limits::lift_file_size_limit(table::TABLE_LEN)?;
     let TraceRoot {
         fd: root,
         path: dir,
@@ -349,7 +277,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     // Every file of the recording is made by the broker, owned by this user and closed to
     // everyone else; the command gets the socket to ask for them at a fixed descriptor.
     let (server, theirs) = broker::start(root).map_err(io_err(&dir, "start serving"))?;
-    let slot = broker_slot();
+    let slot = limits::broker_slot();
     command.env(
         ENV_BROKER,
         format!("{},{}", slot.number, std::process::id()),
@@ -357,7 +285,10 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
     let raw = theirs.as_raw_fd();
     // SAFETY: `place_broker` makes async-signal-safe calls only and allocates nothing.
     unsafe {
-        command.pre_exec(move || place_broker(raw, slot));
+        command.pre_exec(move || {
+            limits::place_broker(raw, slot)?;
+            limits::restore_file_size_limit(fsize)
+        });
     }
     let outcome = child::run(command, cmd);
     // Only the command's processes may hold the socket now, so the broker sees its end when the

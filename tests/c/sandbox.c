@@ -4,6 +4,8 @@
  *
  *   sandbox prctl|syscall   how the filter is installed: prctl(PR_SET_SECCOMP), or
  *                           syscall(SYS_seccomp) as libseccomp does
+ *   sandbox exec PROG       prctl, with what the loader needs allowed too, then execs PROG
+ *                           inside the sandbox (the filter is kept across exec)
  *
  * The main thread locks a mutex first (its recording starts before the sandbox). After the
  * filter: four threads lock the mutex 50,000 times each (new threads), the main thread joins
@@ -39,6 +41,7 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     int via_syscall = argc > 1 && strcmp(argv[1], "syscall") == 0;
+    const char *exec_prog = argc > 2 && strcmp(argv[1], "exec") == 0 ? argv[2] : NULL;
     /* What glibc needs to start and join threads, print and exit. */
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -51,6 +54,10 @@ int main(int argc, char **argv) {
         ALLOW(SYS_clone), ALLOW(SYS_clone3), ALLOW(SYS_set_robust_list), ALLOW(SYS_rseq),
         ALLOW(SYS_madvise), ALLOW(SYS_newfstatat), ALLOW(SYS_clock_gettime),
         ALLOW(SYS_rt_sigaction), ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_getrandom),
+        /* For "exec": the loader and libc's start. */
+        ALLOW(SYS_execve), ALLOW(SYS_openat), ALLOW(SYS_close), ALLOW(SYS_pread64),
+        ALLOW(SYS_arch_prctl), ALLOW(SYS_access), ALLOW(SYS_set_tid_address),
+        ALLOW(SYS_prlimit64), ALLOW(SYS_fstat), ALLOW(SYS_readlink),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
     };
     struct sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
@@ -63,6 +70,10 @@ int main(int argc, char **argv) {
                         : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
     if (r != 0)
         return 1;
+    if (exec_prog) {
+        execl(exec_prog, exec_prog, (char *)NULL);
+        return 127;
+    }
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, worker, NULL);

@@ -442,3 +442,22 @@ fn the_recorder_under_a_file_size_limit_records_or_says_why() {
     assert!(err.contains("file size limit is 102400 bytes"), "{err}");
     assert!(hard.stdout.is_empty(), "the command did not run");
 }
+
+/// A program exec'd inside a seccomp sandbox (the filter is kept across exec) runs as untraced:
+/// its agent finds `Seccomp:` set at start and makes no call of its own (it used to be killed
+/// at its first request to the recorder).
+#[test]
+fn a_program_execd_inside_a_sandbox_runs_as_untraced() {
+    let hello = build_c("hello", "hello", &[]);
+    let exe = build_c("sandbox", "sandbox", &[]);
+    let args = ["exec", hello.to_str().unwrap()];
+    let (plain, _) = untraced_output(&exe, &args);
+    assert_eq!(
+        plain.status.code(),
+        Some(3),
+        "the filter suits the host untraced"
+    );
+    let run = record(&exe, &args);
+    assert_eq!(run.out.status.code(), Some(3), "{}", run.stderr());
+    assert_eq!(run.stdout(), "hello ok\n");
+}

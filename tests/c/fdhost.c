@@ -6,6 +6,8 @@
  *   fdhost envp       a child execs with an invalid envp and reports the errno it got
  *   fdhost cloexec PROG  marks every number from 3 up to 70,000 close-on-exec, prints how many
  *                     were open, then runs PROG (fork and exec) and prints how it ended
+ *   fdhost spawn PROG    runs PROG with posix_spawn, every descriptor from 3 up closed in the
+ *                     child (posix_spawn_file_actions_addclosefrom_np), and prints how it ended
  *   fdhost limit      lowers its descriptor limit to 20 (soft and hard, as `ulimit -n 20`),
  *                     opens /dev/null until refused, asks F_DUPFD for number 19, and starts 200
  *                     threads one after another; prints the counts, and its own time on stderr
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -86,6 +89,24 @@ static int cloexec(const char *prog) {
     return 0;
 }
 
+static int spawn_closefrom(char *prog) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (posix_spawn_file_actions_addclosefrom_np(&fa, 3) != 0)
+        return 1;
+    char *argv[] = {prog, NULL};
+    extern char **environ;
+    pid_t pid;
+    int r = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return 1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("spawned child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
 static int limit(void) {
     struct rlimit rl = {20, 20};
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -125,6 +146,8 @@ int main(int argc, char **argv) {
         return bad_envp();
     if (strcmp(argv[1], "cloexec") == 0 && argc > 2)
         return cloexec(argv[2]);
+    if (strcmp(argv[1], "spawn") == 0 && argc > 2)
+        return spawn_closefrom(argv[2]);
     if (strcmp(argv[1], "limit") == 0)
         return limit();
     return 2;

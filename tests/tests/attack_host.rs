@@ -461,3 +461,28 @@ fn a_program_execd_inside_a_sandbox_runs_as_untraced() {
     assert_eq!(run.out.status.code(), Some(3), "{}", run.stderr());
     assert_eq!(run.stdout(), "hello ok\n");
 }
+
+/// A child spawned with every descriptor closed by its file actions
+/// (`posix_spawn_file_actions_addclosefrom_np`) loses the recorder inside glibc's spawn, where
+/// no hook sees it: the program it runs goes unrecorded, and is counted (it used to vanish).
+#[test]
+fn a_child_spawned_without_the_recorder_is_counted() {
+    let hello = build_c("hello", "hello", &[]);
+    let exe = build_c("fdhost", "fdhost", &[]);
+    let args = ["spawn", hello.to_str().unwrap()];
+    let (plain, _) = untraced_output(&exe, &args);
+    let run = record(&exe, &args);
+    assert_eq!(
+        run.stdout(),
+        String::from_utf8_lossy(&plain.stdout),
+        "{}",
+        run.stderr()
+    );
+    assert!(run.stdout().contains("spawned child exited 3"));
+    let t = run.load();
+    assert_eq!(processes_named(&t, "hello").len(), 0);
+    assert_eq!(
+        t.losses.processes_without_dir, 1,
+        "the spawned program is counted"
+    );
+}

@@ -293,7 +293,9 @@ pub unsafe extern "C-unwind" fn posix_spawn(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments with an extended environment.
-    with_env(envp, |e| unsafe { f(pid, p, fa, at, argv, e) })
+    let r = with_env(envp, |e| unsafe { f(pid, p, fa, at, argv, e) });
+    super::spawn::spawned(fa, r, pid);
+    r
 }
 
 #[no_mangle]
@@ -309,7 +311,9 @@ pub unsafe extern "C-unwind" fn posix_spawnp(
         return libc::ENOSYS;
     };
     // SAFETY: forwarding the caller's arguments with an extended environment.
-    with_env(envp, |e| unsafe { f(pid, p, fa, at, argv, e) })
+    let r = with_env(envp, |e| unsafe { f(pid, p, fa, at, argv, e) });
+    super::spawn::spawned(fa, r, pid);
+    r
 }
 
 /// Which list-form exec a naked entry point stands for.

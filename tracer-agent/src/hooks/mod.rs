@@ -23,6 +23,7 @@ pub mod poll;
 pub(crate) mod sandbox;
 pub mod sigmask;
 pub mod signal;
+pub mod spawn;
 pub mod storage;
 pub mod sync;
 pub mod thread;

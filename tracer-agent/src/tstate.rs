@@ -29,7 +29,6 @@ mod counted;
 mod ending;
 mod held;
 mod samples;
-use ending::in_forking_parent;
 use held::HeldLock;
 
 pub(crate) use ending::{
@@ -67,6 +66,8 @@ struct Tls {
     /// `CLONE_SETTLS` made a child that shares it (0: never shared). Calls from any other
     /// thread on this block pass through and are counted lost (see `ending::shared_tls`).
     owner: Cell<i32>,
+    /// `forking`, `vforking` or `owner` is set: the one flag the common path reads.
+    odd: Cell<bool>,
     /// The spawn key of a fork this thread is making, for the child handler (the child gets a
     /// copy of this thread's TLS, so concurrent forks on other threads cannot mix keys up).
     fork_spawn: Cell<u64>,
@@ -185,13 +186,7 @@ pub(crate) fn enter_with(
 ) -> Option<Ctx> {
     TLS.try_with(|t| {
         let ts = t.state.get();
-        if ts == DEAD || (t.forking.get() && !in_forking_parent()) {
-            return None;
-        }
-        if t.vforking.get() && ending::vfork_child(t) {
-            return None;
-        }
-        if t.owner.get() != 0 && ending::not_owner(t, ts) {
+        if ts == DEAD || (t.odd.get() && !ending::ordinary(t, ts)) {
             return None;
         }
         if !ts.is_null() {

@@ -105,7 +105,7 @@ pub(crate) fn take_fork_spawn() -> u64 {
 /// A child's calls are counted, and the count goes to its first file as lost events
 /// ([`take_child_passed`]).
 #[cold]
-pub(super) fn in_forking_parent() -> bool {
+fn in_forking_parent() -> bool {
     let Some(c) = global::config_if_ready() else {
         return false;
     };
@@ -126,18 +126,43 @@ pub(crate) fn take_child_passed() -> u64 {
 
 /// Marks (or unmarks) this thread as being inside fork.
 pub(crate) fn set_forking(on: bool) {
-    let _ = TLS.try_with(|t| t.forking.set(on));
+    let _ = TLS.try_with(|t| {
+        t.forking.set(on);
+        refresh_odd(t);
+    });
 }
 
 /// Marks this thread as making a `vfork` (see `Tls::vforking`).
 pub(crate) fn set_vforking() {
-    let _ = TLS.try_with(|t| t.vforking.set(true));
+    let _ = TLS.try_with(|t| {
+        t.vforking.set(true);
+        refresh_odd(t);
+    });
+}
+
+/// Keeps `Tls::odd` the union of the marks it stands for.
+fn refresh_odd(t: &super::Tls) {
+    t.odd
+        .set(t.forking.get() || t.vforking.get() || t.owner.get() != 0);
+}
+
+/// Whether a call on a thread with one of the marks `Tls::odd` stands for may be recorded: not
+/// in a child running on this thread's memory between fork and its handler, or after a vfork,
+/// nor on a TLS block shared with another thread that is not this one.
+pub(super) fn ordinary(t: &super::Tls, ts: *mut ThreadState) -> bool {
+    if t.forking.get() && !in_forking_parent() {
+        return false;
+    }
+    if t.vforking.get() && vfork_child(t) {
+        return false;
+    }
+    !(t.owner.get() != 0 && not_owner(t, ts))
 }
 
 /// Whether this call runs in the child of a `vfork` the thread made: the process is not the
 /// one the configuration was made for. In the parent (the child has exec'd or exited) the mark
 /// is cleared, so the check costs one system call per vfork.
-pub(super) fn vfork_child(t: &super::Tls) -> bool {
+fn vfork_child(t: &super::Tls) -> bool {
     let Some(c) = global::config_if_ready() else {
         return true;
     };
@@ -145,6 +170,7 @@ pub(super) fn vfork_child(t: &super::Tls) -> bool {
         return true;
     }
     t.vforking.set(false);
+    refresh_odd(t);
     false
 }
 
@@ -156,6 +182,7 @@ pub(crate) fn share_tls() {
     let _ = TLS.try_with(|t| {
         if t.owner.get() == 0 {
             t.owner.set(sys::gettid());
+            refresh_odd(t);
         }
     });
 }
@@ -163,7 +190,7 @@ pub(crate) fn share_tls() {
 /// Whether a call on a shared TLS block comes from a thread other than its owner: such a call
 /// is counted lost in the owner's file (the header's counter is atomic) and passes through.
 /// One system call per hook, on such blocks only.
-pub(super) fn not_owner(t: &super::Tls, ts: *mut ThreadState) -> bool {
+fn not_owner(t: &super::Tls, ts: *mut ThreadState) -> bool {
     if sys::gettid() == t.owner.get() {
         return false;
     }
@@ -199,5 +226,6 @@ pub(crate) fn forget_after_fork() {
         }
         t.busy.set(false);
         t.forking.set(false);
+        refresh_odd(t);
     });
 }

@@ -213,3 +213,48 @@ fn odd_files_and_closed_pipes_do_not_hang_or_panic() {
         "scalpel panicked on a closed pipe"
     );
 }
+
+/// Every command that writes to standard output treats a reader that went away as done
+/// (`scalpel export … | head`): exit 0 and no error. `export` and `waitfor --format json` used
+/// to exit 1 with "cannot write: Broken pipe" (the JSON writer's error hid the pipe's).
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    use std::io::Read;
+    let exe = build_c("selfpipe", "selfpipe", &[]);
+    // About 60,000 events: every output below is larger than a pipe holds.
+    let run = record(&exe, &["10", "2000"]).success();
+    let model = run.tmp.path().join("model");
+    let o = scalpel_cmd(&[
+        "infer",
+        "-o",
+        model.to_str().unwrap(),
+        run.dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = model.to_str().unwrap();
+    let t = run.dir.to_str().unwrap();
+    for args in [
+        vec!["export", m],
+        vec!["export", "--table", "leaves", m],
+        vec!["export", "--table", "edges", "--format", "json", m],
+        vec!["export", "--table", "occurrences", m],
+        vec!["waitfor", "--format", "json", m],
+        vec!["flame", "--folded", m],
+        vec!["dump", t],
+    ] {
+        let mut child = Command::new(scalpel())
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = [0u8; 10];
+        child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+            (Some(0), String::new()),
+            "scalpel {args:?} | head"
+        );
+    }
+}

@@ -117,7 +117,7 @@ impl<W: Write> RowWriter<'_, W> {
             self.w
                 .write_all(if self.rows == 0 { b"[\n" } else { b",\n" })?;
         }
-        serde_json::to_writer(&mut *self.w, value).map_err(io::Error::other)?;
+        serde_json::to_writer(&mut *self.w, value).map_err(io::Error::from)?;
         if self.lines {
             self.w.write_all(b"\n")?;
         }
@@ -168,7 +168,7 @@ pub fn write_export(
             (Table::Model, Some(m)) => serde_json::to_writer(&mut *w, m),
             _ => serde_json::to_writer(&mut *w, graph),
         }
-        .map_err(io::Error::other)?;
+        .map_err(io::Error::from)?;
         w.write_all(b"\n")?;
         return Ok(1);
     }

@@ -130,7 +130,7 @@ pub fn write_flame_svg_as(
     };
     opts.deterministic = true;
     opts.palette_map = Some(&mut palette);
-    flamegraph::from_lines(&mut opts, text.lines(), w).map_err(io::Error::other)
+    flamegraph::from_lines(&mut opts, text.lines(), w)
 }
 
 #[cfg(test)]

@@ -196,7 +196,7 @@ pub fn write_waitfor_text(
 
 /// The graph as JSON.
 pub fn write_waitfor_json(o: &mut impl Write, w: &WaitFor) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *o, w).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *o, w).map_err(io::Error::from)?;
     writeln!(o)
 }
 

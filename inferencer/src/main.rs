@@ -374,6 +374,14 @@ mod tests {
         job(cli)
     }
 
+    /// clap's own checks of the definitions (duplicate flags, defaults that do not parse,
+    /// conflicting names), which otherwise run only when a user's arguments reach them.
+    #[test]
+    fn the_command_line_definitions_are_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
     #[test]
     fn record_command_line() {
         let Job::Record(o) = parse(&["record", "--", "ls", "-l"]).unwrap() else {

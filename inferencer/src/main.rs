@@ -234,6 +234,8 @@ pub(crate) fn broken_pipe_is_fine(r: io::Result<()>) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    // The allocator's policy is the program's: set once, before anything large is allocated.
+    scalpel_inferencer::memory::set_policy();
     match job(Cli::parse()).and_then(run) {
         Ok(code) => code,
         Err(e) => {

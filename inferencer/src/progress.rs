@@ -2,8 +2,8 @@
 //! take a [`Progress`], the command line passes a terminal spinner
 //! ([`crate::views::progress::Spinner`]) and tests pass [`Quiet`].
 
-/// Receives a stage's status as it runs.
-pub trait Progress {
+/// Receives a stage's status as it runs, from whichever worker thread runs the stage.
+pub trait Progress: Sync {
     /// The stage's current status (`mining: round 3, …`).
     fn status(&self, message: &str);
     /// The stage is over; whatever shows the status can go.

@@ -197,3 +197,22 @@ fn without_drawing(html: &str) -> String {
     let end = html.find("<h2>Top-level tasks").expect("a task table");
     format!("{}(drawing)\n{}", &html[..start], &html[end..])
 }
+
+/// Pipelines with their own worker counts live side by side in one process (each owns its
+/// pool; a second one used to fail, the first having set rayon's global pool) and give the
+/// same model.
+#[test]
+fn pipelines_with_their_own_thread_counts_agree() {
+    let graph = server();
+    let with = |n| {
+        let p = Pipeline::new(PipelineOptions {
+            threads: Some(n),
+            ..PipelineOptions::default()
+        })
+        .unwrap();
+        serde_json::to_string(&p.model(&graph, &Quiet).model).unwrap()
+    };
+    let one = with(1);
+    assert_eq!(one, with(2));
+    assert_eq!(one, with(1));
+}

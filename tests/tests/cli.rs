@@ -252,7 +252,10 @@ fn a_reader_that_stops_early_is_not_an_error() {
         child.stdout.take().unwrap().read_exact(&mut head).unwrap();
         let out = child.wait_with_output().unwrap();
         assert_eq!(
-            (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned()
+            ),
             (Some(0), String::new()),
             "scalpel {args:?} | head"
         );

@@ -70,50 +70,67 @@ pub enum Warning {
 }
 
 /// The stages, set up once with their options (names file read, worker threads started).
+///
+/// A pipeline given a number of threads owns its worker pool and runs every stage in it, so
+/// several pipelines with their own counts live in one process; without one, stages run in
+/// rayon's global pool. The allocator's policy is the program's to set
+/// ([`crate::memory::set_policy`]), not the library's.
 #[derive(Debug)]
 pub struct Pipeline {
     opts: PipelineOptions,
+    pool: Option<rayon::ThreadPool>,
 }
 
 impl Pipeline {
-    /// Sets the allocator policy ([`crate::memory::set_policy`]), reads the names file and
-    /// starts the worker threads (once per process).
+    /// Reads the names file and starts the worker threads, if a number was given.
     pub fn new(mut opts: PipelineOptions) -> Result<Pipeline, PipelineError> {
-        crate::memory::set_policy();
-        if let Some(n) = opts.threads {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(usize::from(n))
-                .build_global()?;
-        }
+        let pool = match opts.threads {
+            Some(n) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(usize::from(n))
+                    .build()?,
+            ),
+            None => None,
+        };
         if let Some(p) = &opts.names {
             opts.mine.names = NameOverrides::load(p)?;
         }
-        Ok(Pipeline { opts })
+        Ok(Pipeline { opts, pool })
+    }
+
+    /// Runs `f` in this pipeline's worker pool (rayon's global one when it has none).
+    fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
     }
 
     /// The graph stage: the causal graph of the trace in `dir`.
     pub fn graph(&self, dir: &Path) -> Result<Built, PipelineError> {
-        let built = build_graph(dir, &self.opts.graph).map_err(|source| PipelineError::Graph {
-            dir: dir.to_path_buf(),
-            source,
-        });
+        let built = self
+            .install(|| build_graph(dir, &self.opts.graph))
+            .map_err(|source| PipelineError::Graph {
+                dir: dir.to_path_buf(),
+                source,
+            });
         crate::memory::release_freed_memory();
         built
     }
 
     /// The miner: the task model of `graph`, whose file is `graph.json` beside the model's.
     pub fn model(&self, graph: &Graph, progress: &dyn Progress) -> Mined {
-        crate::mine::mine(graph, "graph.json", &self.opts.mine, progress)
+        self.install(|| crate::mine::mine(graph, "graph.json", &self.opts.mine, progress))
     }
 
     /// The miner on what it reads of a graph.
     pub fn mine_input(&self, input: &MineInput<'_>, progress: &dyn Progress) -> Mined {
-        crate::mine::mine_input(input, "graph.json", &self.opts.mine, progress)
+        self.install(|| crate::mine::mine_input(input, "graph.json", &self.opts.mine, progress))
     }
 
     /// The rollups of `model`, mined from `graph`.
     pub fn rollup(&self, graph: &Graph, model: &Model) -> Rollup {
-        crate::rollup::rollup(graph, model)
+        self.install(|| crate::rollup::rollup(graph, model))
     }
 
     /// What a view reads: `path` is a model file, a directory holding `model.json`, or a trace

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod args;
 mod export_cli;
+mod hints;
 mod infer_cli;
 mod timeline_cli;
 mod top_cli;
@@ -211,10 +212,16 @@ pub(crate) fn text_stdout() -> BufWriter<Escaping<io::StdoutLock<'static>>> {
     BufWriter::new(Escaping::new(io::stdout().lock()))
 }
 
-/// Prints up to `most` warnings on stderr, then how many more there were (and `hint`).
-pub(crate) fn warn(warnings: &[impl std::fmt::Display], most: usize, hint: &str) {
+/// Prints up to `most` warnings on stderr, then how many more there were (and `hint`), then
+/// what flag to change for each kind printed (`hints`), once.
+pub(crate) fn warn(warnings: &[impl std::error::Error + 'static], most: usize, hint: &str) {
+    let mut hints = std::collections::BTreeSet::new();
     for w in warnings.iter().take(most) {
         say!("scalpel: warning: {w}");
+        hints.extend(hints::for_cause(w));
+    }
+    for h in hints {
+        say!("scalpel: hint: {h}");
     }
     if warnings.len() > most {
         say!(
@@ -240,6 +247,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             say!("scalpel: error: {}", chain(&e));
+            if let Some(h) = hints::for_error(&e) {
+                say!("scalpel: hint: {h}");
+            }
             ExitCode::FAILURE
         }
     }
@@ -324,6 +334,9 @@ fn run_record(opts: &RecordOptions) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             tell!("scalpel: error: {e}");
+            if let Some(h) = hints::for_cause(&e) {
+                say!("scalpel: hint: {h}");
+            }
             return ExitCode::from(e.exit_code());
         }
     };

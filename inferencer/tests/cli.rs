@@ -122,7 +122,11 @@ fn record_runs_the_command_under_the_agent() {
     // Not empty: refused, then replaced with --force.
     let out = scalpel(&args, Some(&agent));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("not empty (use --force"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("trace directory is not empty\nscalpel: hint: use --force"),
+        "the library says what is wrong, the command line which flag helps: {err}"
+    );
     let forced = [
         "record",
         "--force",
@@ -306,6 +310,10 @@ fn empty_commands_empty_filters_and_missing_directories_are_refused() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("the filters keep none of its"), "{err}");
     assert!(
+        err.contains("scalpel: hint: check the filters given to --include"),
+        "{err}"
+    );
+    assert!(
         !out_dir.join("model.json").exists(),
         "no empty model is written"
     );
@@ -377,7 +385,10 @@ fn export_writes_the_stored_tables_and_refuses_what_does_not_fit() {
     let edges = graph["edges"].as_array().unwrap().len();
     assert_eq!(fs::read_to_string(&file).unwrap().lines().count(), edges);
     let err = text(&run(&["--table", "model", "--format", "jsonl"]).stderr);
-    assert!(err.contains("one document"), "{err}");
+    assert!(
+        err.contains("one document\nscalpel: hint: use --format json"),
+        "{err}"
+    );
     let err = text(&run(&["--table", "nodes"]).stderr);
     assert!(
         err.contains("invalid value 'nodes'") && err.contains("leaves"),

@@ -73,18 +73,18 @@ pub enum GraphError {
     /// The directory could not be read at all.
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// `--strict` and the trace lost data.
-    #[error("{} (--strict):\n  {}", .dir.display(), lines(.problems))]
+    /// Strict mode (`GraphOptions::strict`) and the trace lost data.
+    #[error("{}: the trace lost data, which strict mode refuses:\n  {}", .dir.display(), lines(.problems))]
     Strict {
         /// The trace directory.
         dir: PathBuf,
         /// Each loss, naming its file and offset.
         problems: Vec<GraphWarning>,
     },
-    /// The filters (`--include`, `--exclude`) kept none of the trace's leaves.
+    /// The filters (`GraphOptions::skip`) kept none of the trace's leaves.
     #[error(
-        "{}: the filters keep none of its {leaves} leaf tasks (check the pid, tid, name or time \
-         range given to --include and --exclude against `scalpel summary`)",
+        "{}: the filters keep none of its {leaves} leaf tasks (check their pid, tid, name or \
+         time range against what the trace holds)",
         .dir.display()
     )]
     NothingKept {
@@ -113,11 +113,11 @@ pub enum GraphWarning {
     /// A module whose frames cannot be symbolized.
     #[error(transparent)]
     Module(ModuleWarning),
-    /// `--cut-at-locks` on a trace whose uncontended mutex pairs were counted, not recorded:
-    /// there is no call to cut at for them. Not data loss (`--strict` passes).
+    /// Cutting at locks on a trace whose uncontended mutex pairs were counted, not recorded:
+    /// there is no call to cut at for them. Not data loss (strict mode passes).
     #[error(
-        "{}: {pairs} uncontended mutex lock+unlock pair(s) were counted, not recorded \
-         (`scalpel record --locks count`): --cut-at-locks cuts only at the recorded ones",
+        "{}: {pairs} uncontended mutex lock+unlock pair(s) were counted, not recorded: leaves \
+         are cut only at the recorded ones",
         .path.display()
     )]
     CountedLocks {

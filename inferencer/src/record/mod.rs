@@ -87,17 +87,17 @@ impl Default for RecordOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// No command to run.
-    #[error("no command given (usage: scalpel record [-o DIR] -- CMD ARGS...)")]
+    #[error("no command given")]
     NoCommand,
     /// The command is the empty string.
-    #[error("the command is empty (usage: scalpel record [-o DIR] -- CMD ARGS...)")]
+    #[error("the command is empty")]
     EmptyCommand,
     /// The directory holds something and `force` is off.
-    #[error("{}: trace directory is not empty (use --force to replace its contents)", .0.display())]
+    #[error("{}: trace directory is not empty", .0.display())]
     NotEmpty(PathBuf),
-    /// `--force` was given for a directory that holds more than a trace.
+    /// `force` was set for a directory that holds more than a trace.
     #[error(
-        "{}: not a trace directory (it holds {}); --force only replaces an earlier trace",
+        "{}: not a trace directory (it holds {}); only an earlier trace is ever replaced",
         .0.display(),
         .1.to_string_lossy()
     )]

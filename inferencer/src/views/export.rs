@@ -67,7 +67,7 @@ pub enum ExportError {
     )]
     NeedsModel(&'static str),
     /// A whole document has no lines.
-    #[error("--format jsonl writes rows; the {0} table is one document (use --format json)")]
+    #[error("JSON Lines holds rows; the {0} table is one document")]
     NotRows(&'static str),
     /// Writing failed.
     #[error("cannot write: {0}")]

@@ -18,8 +18,7 @@ pub enum DrawError {
     /// The drawing is larger than Graphviz lays out in reasonable time.
     #[error(
         "{nodes} nodes in {boxes} task boxes are too many to lay out (at most {max_nodes} nodes \
-         and {max_boxes} boxes); draw less with --depth, --task or --min-count (the DOT file is \
-         written)"
+         and {max_boxes} boxes; the DOT file is written)"
     )]
     TooBig {
         /// Nodes drawn.
@@ -33,15 +32,12 @@ pub enum DrawError {
     },
     /// Nothing was left to draw.
     #[error(
-        "nothing is left to draw (every node has fewer occurrences than --min-count, or the \
-         model is empty); the DOT file is written"
+        "nothing is left to draw (every node has fewer occurrences than the minimum count, or \
+         the model is empty); the DOT file is written"
     )]
     Empty,
     /// `dot` ran past its deadline and was stopped.
-    #[error(
-        "Graphviz `dot` took more than {0} s and was stopped; draw less with --depth, --task or \
-         --min-count (the DOT file is written)"
-    )]
+    #[error("Graphviz `dot` took more than {0} s and was stopped (the DOT file is written)")]
     TimedOut(u64),
     /// `--task` named no task.
     #[error(transparent)]

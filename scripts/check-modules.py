@@ -26,7 +26,7 @@ for crate in sorted(os.listdir(ROOT)):
             CRATES.append((f"{crate}/src/{root}", os.path.join(src, root)))
 # The inferencer's pipeline, in order: a module of a stage may import the stages before it,
 # never one after it.
-STAGES = ["record", "symbols", "progress", "memory", "testgraph", "graph", "mine", "rollup", "waitfor", "views", "inspect", "pipeline"]
+STAGES = ["choice", "record", "symbols", "progress", "memory", "testgraph", "graph", "mine", "rollup", "waitfor", "views", "inspect", "pipeline"]
 STAGE_CRATE = "inferencer/src/lib.rs"
 
 MOD_RE = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)

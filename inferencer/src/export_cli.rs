@@ -3,17 +3,16 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::Args;
 use scalpel_inferencer::progress::Timings;
-use scalpel_inferencer::views::export::{
-    table_name, write_export, ExportError, ExportFormat, Table,
-};
+use scalpel_inferencer::views::export::{write_export, ExportError, ExportFormat, Table};
 use scalpel_inferencer::views::outfile::write_named;
-use scalpel_inferencer::views::progress::Spinner;
 use scalpel_model::store::read_graph;
 
 use crate::broken_pipe_is_fine;
+use crate::choices::{CliExportFormat, CliTable};
 use crate::top_cli::{load, print_timings, SourceArgs};
 
 #[derive(Args, Debug)]
@@ -22,11 +21,11 @@ pub(crate) struct ExportArgs {
     pub source: SourceArgs,
     /// What to write: a whole document (`graph`, `model`) or one table's rows.
     #[arg(long, value_enum, default_value = "graph")]
-    pub table: Table,
+    pub table: CliTable,
     /// `json` (one document; rows as one array) or `jsonl` (a row a line) [default: json for
     /// `graph` and `model`, jsonl for the rows].
     #[arg(long, value_enum)]
-    pub format: Option<ExportFormat>,
+    pub format: Option<CliExportFormat>,
     /// The file to write [default: standard output]. Its directory must exist.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -74,12 +73,14 @@ pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
         }
     };
     drop(spinner);
-    let name = table_name(a.table);
+    let table: Table = a.table.into();
+    let format: Option<ExportFormat> = a.format.map(Into::into);
+    let name = table.name();
     let written = match &a.output {
         Some(path) => {
             // Created as every output is (see `outfile`): never through a link.
             let rows = write_named(path, |w| {
-                write_export(w, &graph, model.as_ref(), a.table, a.format).map_err(|e| match e {
+                write_export(w, &graph, model.as_ref(), table, format).map_err(|e| match e {
                     ExportError::Io(e) => e,
                     e => io::Error::other(e),
                 })
@@ -89,7 +90,7 @@ pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
         }
         None => {
             let mut w = BufWriter::new(io::stdout().lock());
-            match write_export(&mut w, &graph, model.as_ref(), a.table, a.format) {
+            match write_export(&mut w, &graph, model.as_ref(), table, format) {
                 Ok(_) => broken_pipe_is_fine(w.flush()),
                 Err(ExportError::Io(e)) => broken_pipe_is_fine(Err(e)),
                 Err(e) => Err(e.into()),

@@ -3,11 +3,11 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::views::graph::write_graph_summary;
-use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_inferencer::views::{DrawOptions, ModelDraw, ViewError};
 use scalpel_inferencer::{Pipeline, PipelineOptions};

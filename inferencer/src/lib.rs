@@ -9,6 +9,7 @@
 //! driver that runs the stages for every subcommand (`scripts/check-modules.py` checks the
 //! order).
 
+pub mod choice;
 pub mod graph;
 pub mod inspect;
 pub mod memory;

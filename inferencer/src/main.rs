@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod args;
+mod choices;
 mod export_cli;
 mod hints;
 mod infer_cli;
+mod spinner;
 mod timeline_cli;
 mod top_cli;
 mod waitfor_cli;
@@ -19,8 +21,7 @@ use export_cli::{run_export, ExportArgs};
 use infer_cli::{run_infer, InferArgs, InferJob};
 use scalpel_inferencer::inspect::{parse_op, DumpDir, DumpOptions, Summary};
 use scalpel_inferencer::record::{
-    parse_depth, record, signal_name, LockMode, Outcome, RecordOptions, StackCache, StackMode,
-    StackOptions, DEFAULT_DIR,
+    parse_depth, record, signal_name, Outcome, RecordOptions, StackMode, StackOptions, DEFAULT_DIR,
 };
 use scalpel_model::text::{escape_control, Escaping};
 use timeline_cli::{run_timeline, TimelineArgs};
@@ -83,7 +84,7 @@ struct RecordArgs {
     stack_depth: u8,
     /// The agent's stack cache: `on`, `off`, or `check` (walk anyway and count disagreements).
     #[arg(long, value_name = "MODE", default_value = "on")]
-    stack_cache: StackCache,
+    stack_cache: choices::CliStackCache,
     /// Record each thread's CPU time at every event (one more system call per event), so that
     /// `top` and `report` split running time into on-CPU and off-CPU (preempted, page faults,
     /// calls not recorded).
@@ -100,7 +101,7 @@ struct RecordArgs {
     /// unlocks that find a waiter, are still recorded). `count` costs a lock-heavy server
     /// several times less, and loses those sections' times, order and stacks.
     #[arg(long, value_name = "MODE", default_value = "record")]
-    locks: LockMode,
+    locks: choices::CliLockMode,
     /// The command to record and its arguments (after `--`).
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -161,11 +162,11 @@ fn job(cli: Cli) -> Result<Job> {
             stacks: StackOptions {
                 mode: a.stacks,
                 depth: a.stack_depth,
-                cache: a.stack_cache,
+                cache: a.stack_cache.into(),
             },
             cpu_time: a.cpu_time,
             sample_hz: a.sample,
-            locks: a.locks,
+            locks: a.locks.into(),
         }),
         Command::Dump(a) if a.summary => Job::Summary(a.dir),
         Command::Dump(a) => Job::Dump {

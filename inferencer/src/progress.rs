@@ -1,6 +1,6 @@
 //! How a long stage tells the user where it is, without knowing how that is shown: the stages
-//! take a [`Progress`], the command line passes a terminal spinner
-//! ([`crate::views::progress::Spinner`]) and tests pass [`Quiet`].
+//! take a [`Progress`], the command line passes a terminal spinner of its own and tests pass
+//! [`Quiet`].
 
 /// Receives a stage's status as it runs, from whichever worker thread runs the stage.
 pub trait Progress: Sync {

@@ -3,11 +3,11 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::Args;
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::rollup::task_spans;
-use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::timeline::{write_timeline, TimelineOptions};
 
 use crate::broken_pipe_is_fine;

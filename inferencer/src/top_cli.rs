@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
+use crate::spinner::Spinner;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::mine::task_named;
@@ -15,7 +16,6 @@ use scalpel_inferencer::views::csv::write_csv;
 use scalpel_inferencer::views::flame::{write_flame_svg_as, write_folded_as, Weights};
 use scalpel_inferencer::views::json::write_top_json;
 use scalpel_inferencer::views::outfile::OutDir;
-use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::report::{write_report, ReportOptions};
 use scalpel_inferencer::views::table::write_table;
 use scalpel_inferencer::views::timings::write_timings;

@@ -3,12 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel_inferencer::mine::task_named;
 use scalpel_inferencer::progress::Timings;
 use scalpel_inferencer::views::graphviz::render_svg;
-use scalpel_inferencer::views::progress::Spinner;
 use scalpel_inferencer::views::waitfor::{
     write_waitfor_dot, write_waitfor_json, write_waitfor_text,
 };

@@ -56,7 +56,7 @@ pub struct RecordOptions {
 
 /// How the agent records a mutex lock that finds the mutex free (see
 /// [`scalpel_model::format::ENV_LOCKS`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LockMode {
     /// Every lock and unlock is an event with its time, order and stack.
     #[default]
@@ -68,6 +68,8 @@ pub enum LockMode {
     /// lock-heavy servers.
     Count,
 }
+
+crate::choice::named!(LockMode, "lock mode" { Record => "record", Count => "count" });
 
 impl Default for RecordOptions {
     fn default() -> Self {

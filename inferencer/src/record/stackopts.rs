@@ -45,7 +45,7 @@ impl FromStr for StackMode {
 }
 
 /// How the agent's stack cache is used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StackCache {
     /// Answer repeated stacks from the cache after checking their stack slots.
     On,
@@ -54,6 +54,8 @@ pub enum StackCache {
     /// Walk every stack and count how often the cache would have disagreed (for testing).
     Check,
 }
+
+crate::choice::named!(StackCache, "stack cache mode" { On => "on", Off => "off", Check => "check" });
 
 /// Call-stack options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

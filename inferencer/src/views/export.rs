@@ -11,7 +11,7 @@ use scalpel_model::task::{Model, OccRef, Occurrence, TaskTypeId};
 use serde::Serialize;
 
 /// What to export.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Table {
     /// The whole causal graph, every table inline (`scalpel-graph/2`).
     Graph,
@@ -49,14 +49,30 @@ impl Table {
     }
 }
 
+crate::choice::named!(Table, "table" {
+    Graph => "graph",
+    Model => "model",
+    Leaves => "leaves",
+    Edges => "edges",
+    LockWaits => "lock-waits",
+    InnerWaits => "inner-waits",
+    Samples => "samples",
+    LeafFiles => "leaf-files",
+    LeafCpu => "leaf-cpu",
+    Occurrences => "occurrences",
+    LeafParent => "leaf-parent",
+});
+
 /// How rows are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     /// One JSON document (the default for `graph` and `model`; rows as one array).
     Json,
     /// One JSON object per line (the default for row tables).
     Jsonl,
 }
+
+crate::choice::named!(ExportFormat, "format" { Json => "json", Jsonl => "jsonl" });
 
 /// Why an export could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +166,7 @@ pub fn write_export(
     table: Table,
     format: Option<ExportFormat>,
 ) -> Result<u64, ExportError> {
-    let name = table_name(table);
+    let name = table.name();
     let model = match (table.needs_model(), model) {
         (true, None) => return Err(ExportError::NeedsModel(name)),
         (_, m) => m,
@@ -212,23 +228,6 @@ pub fn write_export(
         Table::Graph | Table::Model => unreachable!("documents are written above"),
     }
     Ok(r.finish()?)
-}
-
-/// The table's name on the command line.
-pub fn table_name(table: Table) -> &'static str {
-    match table {
-        Table::Graph => "graph",
-        Table::Model => "model",
-        Table::Leaves => "leaves",
-        Table::Edges => "edges",
-        Table::LockWaits => "lock-waits",
-        Table::InnerWaits => "inner-waits",
-        Table::Samples => "samples",
-        Table::LeafFiles => "leaf-files",
-        Table::LeafCpu => "leaf-cpu",
-        Table::Occurrences => "occurrences",
-        Table::LeafParent => "leaf-parent",
-    }
 }
 
 #[cfg(test)]

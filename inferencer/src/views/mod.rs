@@ -18,7 +18,7 @@ pub mod json;
 pub mod model;
 pub mod outfile;
 pub mod outputs;
-pub mod progress;
+
 pub mod report;
 pub mod table;
 pub mod timeline;

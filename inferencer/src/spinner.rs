@@ -1,16 +1,16 @@
 //! A spinner on stderr that shows a stage's [`Progress`] status, hidden when stderr is not a
 //! terminal.
 
-use crate::progress::Progress;
+use scalpel_inferencer::progress::Progress;
 
 const TICK: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A spinner on stderr (indicatif's, which draws nothing when stderr is not a terminal).
-pub struct Spinner(indicatif::ProgressBar);
+pub(crate) struct Spinner(indicatif::ProgressBar);
 
 impl Spinner {
     /// A spinner that ticks on its own every 200 ms and shows the time the status has run.
-    pub fn new() -> Spinner {
+    pub(crate) fn new() -> Spinner {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
         if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {

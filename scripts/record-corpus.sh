@@ -62,6 +62,10 @@ robbed|c:robbed|
 cancel|c:cancel|
 forkexec|c:forkexec|
 signals|c:corpus_signals|
+futex|c:corpus_futex|
+handoff-notify|c:corpus_handoffs|notify
+handoff-broadcast|c:corpus_handoffs|broadcast
+handoff-loop|c:corpus_handoffs|loop
 LIST
 }
 

@@ -66,6 +66,11 @@ futex|c:corpus_futex|
 handoff-notify|c:corpus_handoffs|notify
 handoff-broadcast|c:corpus_handoffs|broadcast
 handoff-loop|c:corpus_handoffs|loop
+sessions-loop|c:corpus_handoffs|loop|-DLOOP_CLIENTS=6 -DLOOP_REQS=4
+sessions-threadpool|threadpool|--workers 2 --connections 6 --requests 24
+tasks-mixed-60|tasks|mixed --items 60
+pipeline-window|pipeline|40 --window 3
+fanout-window|fanout|20 --window 2
 LIST
 }
 

@@ -17,8 +17,9 @@
  *                              writes each reply on its connection (`eventloop`: per-connection
  *                              order, completions landed on their connection).
  *
- * Clients are threads of the same process on loopback TCP; CONNS connections one after another
- * (notify, broadcast) or LOOP_CLIENTS connections of LOOP_REQS requests each (loop). */
+ * Clients run in a forked child (a connection's first use in the server's own process must be
+ * the server's) on loopback TCP: CONNS connections one after another (notify, broadcast), or
+ * LOOP_CLIENTS threads with a connection of LOOP_REQS requests each (loop). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -30,12 +31,15 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef CONNS
 #define CONNS 8
 #endif
+#ifndef LOOP_CLIENTS
 #define LOOP_CLIENTS 2
+#endif
 #ifndef LOOP_REQS
 #define LOOP_REQS 6
 #endif
@@ -118,14 +122,26 @@ static void *worker_broadcast(void *a) {
     }
 }
 
+/* Runs `client` in a forked child; returns its pid. */
+static pid_t spawn_client(void (*client)(void)) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        client();
+        _exit(0);
+    }
+    return pid;
+}
+
+static void clients_seq(void) { client_seq(NULL); }
+
 static int handoffs(int notify) {
-    pthread_t w[2], c;
+    pthread_t w[2];
     init(&wq[0]);
     init(&wq[1]);
     for (int i = 0; i < 2; i++)
         pthread_create(&w[i], NULL, notify ? worker_notify : worker_broadcast, &wq[notify ? i : 0]);
     usleep(2000);
-    pthread_create(&c, NULL, client_seq, NULL);
+    pid_t child = spawn_client(clients_seq);
     for (int i = 0; i <= CONNS; i++) {
         int fd = i < CONNS ? accept(listen_fd, NULL, NULL) : -1;
         for (int k = 0; k < (i < CONNS ? 1 : 2); k++) {
@@ -137,7 +153,7 @@ static int handoffs(int notify) {
             if (notify) write(q->notify[1], "c", 1);
         }
     }
-    pthread_join(c, NULL);
+    waitpid(child, NULL, 0);
     for (int i = 0; i < 2; i++) pthread_join(w[i], NULL);
     return 0;
 }
@@ -157,6 +173,12 @@ static void *client_loop(void *a) {
     }
     close(fd);
     return NULL;
+}
+
+static void clients_loop(void) {
+    pthread_t c[LOOP_CLIENTS];
+    for (int i = 0; i < LOOP_CLIENTS; i++) pthread_create(&c[i], NULL, client_loop, NULL);
+    for (int i = 0; i < LOOP_CLIENTS; i++) pthread_join(c[i], NULL);
 }
 
 static void *pool(void *a) {
@@ -182,7 +204,7 @@ static void watch(int ep, int fd, uint32_t events) {
 }
 
 static int loop(void) {
-    pthread_t p, c[LOOP_CLIENTS];
+    pthread_t p;
     init(&jobs);
     init(&done);
     efd = eventfd(0, EFD_NONBLOCK);
@@ -190,7 +212,7 @@ static int loop(void) {
     watch(ep, listen_fd, EPOLLIN);
     watch(ep, efd, EPOLLIN | EPOLLET);
     pthread_create(&p, NULL, pool, NULL);
-    for (int i = 0; i < LOOP_CLIENTS; i++) pthread_create(&c[i], NULL, client_loop, NULL);
+    pid_t child = spawn_client(clients_loop);
     int served = 0;
     while (served < LOOP_CLIENTS * LOOP_REQS) {
         struct epoll_event evs[16];
@@ -219,7 +241,7 @@ static int loop(void) {
             }
         }
     }
-    for (int i = 0; i < LOOP_CLIENTS; i++) pthread_join(c[i], NULL);
+    waitpid(child, NULL, 0);
     pthread_mutex_lock(&jobs.m);
     push(&jobs, -1);
     pthread_cond_signal(&jobs.cv);

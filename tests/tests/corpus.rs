@@ -4,11 +4,13 @@
 //! `SCALPEL_BLESS=1 cargo test -p scalpel-e2e --test corpus` rewrites them; review the diff
 //! before committing it. `tests/corpus/README.md` says how to add a case.
 
-use scalpel_e2e::corpus::{blessing, cases, check_golden, rows, GOLDEN};
+use scalpel_e2e::corpus::scrub::scrub_file;
+use scalpel_e2e::corpus::{blessing, cases, check_golden, rows, CaseError, GOLDEN};
+use scalpel_e2e::{own_bin, record};
 
 /// Cases `scripts/record-corpus.sh` records: a checkout that lost some fails here rather than
 /// passing on fewer.
-const LEAST_CASES: usize = 20;
+const LEAST_CASES: usize = 32;
 
 #[test]
 fn every_case_matches_its_golden_files_on_one_and_two_threads() {
@@ -53,4 +55,22 @@ fn a_case_run_twice_gives_the_same_rows() {
     let b = rows(&trace, 2).unwrap();
     assert_eq!(a, b, "{}", case.display());
     assert!(a.iter().all(|r| !r.is_empty()));
+}
+
+/// The rows must not depend on the files of the machine that runs the test: a trace as
+/// recorded (its module paths absolute, its frames symbolized from this machine's files) is
+/// refused, and the same trace scrubbed is taken.
+#[test]
+fn a_trace_is_taken_only_scrubbed() {
+    let run = record(&own_bin("pipeline"), &["5"]).success();
+    match rows(&run.dir, 1) {
+        Err(CaseError::Symbolized { .. }) => {}
+        other => panic!("an unscrubbed trace gave {:?}", other.map(|_| "rows")),
+    }
+    let mut scrubbed = 0;
+    for (_, f) in run.load().files() {
+        scrubbed += scrub_file(&f.path).unwrap();
+    }
+    assert!(scrubbed > 0, "no module path to scrub");
+    rows(&run.dir, 1).unwrap();
 }

@@ -13,7 +13,7 @@ use scalpel_model::record::RawEvent;
 use scalpel_model::write::TraceWriter;
 
 /// One thread's file being written.
-pub struct Thread {
+pub(crate) struct Thread {
     pid: u32,
     tid: u32,
     w: TraceWriter,
@@ -23,30 +23,30 @@ pub struct Thread {
 }
 
 /// One call: what [`Thread::call`] writes.
-pub struct Call {
+pub(crate) struct Call {
     /// When it was entered, ticks after the trace's start.
-    pub at: u64,
+    pub(crate) at: u64,
     /// How long it took.
-    pub dur: u64,
+    pub(crate) dur: u64,
     /// The operation.
-    pub op: Op,
+    pub(crate) op: Op,
     /// Its object, by kind and key, with the identity a stream's first use carries.
-    pub obj: Option<(ObjKind, u64, Identity)>,
+    pub(crate) obj: Option<(ObjKind, u64, Identity)>,
     /// Its trace-wide sequence number on the object, if the agent gives it one.
-    pub seq: Option<u64>,
+    pub(crate) seq: Option<u64>,
     /// Its result.
-    pub result: i64,
+    pub(crate) result: i64,
     /// Byte-stream offset.
-    pub offset: Option<u64>,
+    pub(crate) offset: Option<u64>,
     /// First auxiliary value (signal target, poll descriptor count …).
-    pub aux: Option<u64>,
+    pub(crate) aux: Option<u64>,
     /// Second auxiliary value (the value a futex wait expected …).
-    pub aux2: Option<u64>,
+    pub(crate) aux2: Option<u64>,
 }
 
 impl Call {
     /// A call of `op` at `at` taking `dur`, returning 0, on no object.
-    pub fn new(at: u64, dur: u64, op: Op) -> Call {
+    pub(crate) fn new(at: u64, dur: u64, op: Op) -> Call {
         Call {
             at,
             dur,
@@ -61,7 +61,7 @@ impl Call {
     }
 
     /// On object `kind`/`key` (identity none), with sequence number `seq`.
-    pub fn on(self, kind: ObjKind, key: u64, seq: u64) -> Call {
+    pub(crate) fn on(self, kind: ObjKind, key: u64, seq: u64) -> Call {
         Call {
             obj: Some((kind, key, Identity::None)),
             seq: Some(seq),
@@ -72,7 +72,7 @@ impl Call {
 
 impl Thread {
     /// Thread `tid` of process `pid`.
-    pub fn new(pid: u32, tid: u32) -> Thread {
+    pub(crate) fn new(pid: u32, tid: u32) -> Thread {
         let mut h = Header::thread(pid, tid);
         h.thread_name = format!("t{tid}").into_bytes();
         Thread {
@@ -86,7 +86,7 @@ impl Thread {
     }
 
     /// Appends `c` (calls must come in time order).
-    pub fn call(&mut self, c: Call) -> &mut Thread {
+    pub(crate) fn call(&mut self, c: Call) -> &mut Thread {
         let obj = c.obj.map(|(kind, key, id)| {
             let next = self.objs.len() as u64 + 1;
             *self.objs.entry((kind.code(), key)).or_insert_with(|| {
@@ -120,7 +120,7 @@ impl Thread {
 }
 
 /// Writes the threads into `root` (a process directory per pid) and builds the graph.
-pub fn graph(root: &Path, threads: Vec<Thread>) -> Graph {
+pub(crate) fn graph(root: &Path, threads: Vec<Thread>) -> Graph {
     let mut pids: Vec<u32> = threads.iter().map(|t| t.pid).collect();
     pids.sort_unstable();
     pids.dedup();
@@ -139,7 +139,7 @@ pub fn graph(root: &Path, threads: Vec<Thread>) -> Graph {
 }
 
 /// The graph's edges of `kind` as (from thread's tid, to thread's tid), leaf-level only.
-pub fn edges(g: &Graph, kind: EdgeKind) -> Vec<(u32, u32)> {
+pub(crate) fn edges(g: &Graph, kind: EdgeKind) -> Vec<(u32, u32)> {
     g.edges
         .iter()
         .filter(|e| e.kind == kind)

@@ -32,6 +32,15 @@ pub enum CaseError {
     /// The graph stage refused the trace.
     #[error(transparent)]
     Graph(#[from] GraphError),
+    /// A frame was symbolized: the trace names a module file by an absolute path (it was not
+    /// scrubbed), so its rows would depend on the files of the machine that runs the test.
+    #[error("{trace}: frame {frame:?} was symbolized; run corpus-scrub on the trace")]
+    Symbolized {
+        /// The trace directory.
+        trace: PathBuf,
+        /// The frame's name.
+        frame: String,
+    },
     /// No worker pool of that size could be made.
     #[error("a pool of {threads} worker threads: {source}")]
     Pool {
@@ -67,6 +76,21 @@ pub fn rows(trace: &Path, threads: usize) -> Result<[String; 3], CaseError> {
     pool.install(|| {
         let built = build_graph(trace, &GraphOptions::default())?;
         let g = built.graph;
+        // A scrubbed trace names no module, so every frame is an address (`[0x…]`) or a
+        // pseudo-module of the kernel (`[vdso]`).
+        let frames = g
+            .types
+            .iter()
+            .flat_map(|t| t.start.frames.iter().chain(&t.end.frames));
+        if let Some(f) = frames
+            .chain(g.sites.iter().flat_map(|s| &s.frames))
+            .find(|f| !f.starts_with('['))
+        {
+            return Err(CaseError::Symbolized {
+                trace: trace.to_path_buf(),
+                frame: f.clone(),
+            });
+        }
         let model = mine(&g, "graph.json", &MineOptions::default(), &Quiet).model;
         Ok([graph_rows(&g), edge_rows(&g), model_rows(&model)])
     })

@@ -37,6 +37,8 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 }
 
 # case | program (sample name, or c:<tests/c name>) | arguments | C flags (sizes: -DROUNDS=N)
+# An argument @STATIC@ stands for the same C program linked statically (`-static`), which the
+# agent cannot record: a peer left out of the trace, as a load generator is.
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -66,7 +68,7 @@ futex|c:corpus_futex|
 handoff-notify|c:corpus_handoffs|notify
 handoff-broadcast|c:corpus_handoffs|broadcast
 handoff-loop|c:corpus_handoffs|loop
-sessions-loop|c:corpus_handoffs|loop|-DLOOP_CLIENTS=6 -DLOOP_REQS=4
+sessions-loop|c:corpus_handoffs|loop @STATIC@|-DLOOP_CLIENTS=6 -DLOOP_REQS=4
 sessions-threadpool|threadpool|--workers 2 --connections 6 --requests 24
 tasks-mixed-60|tasks|mixed --items 60
 pipeline-window|pipeline|40 --window 3
@@ -80,7 +82,15 @@ trap 'rm -rf "$tmp"' EXIT
 cases | while IFS='|' read -r name prog args cflags; do
     if [ $# -gt 0 ] && [[ $want != *" $name "* ]]; then continue; fi
     case $prog in
-        c:*) exe=$(c_prog "${prog#c:}" "$cflags") ;;
+        c:*)
+            exe=$(c_prog "${prog#c:}" "$cflags")
+            if [[ $args == *@STATIC@* ]]; then
+                static=$(c_prog "${prog#c:}" "$cflags -static")
+                mv "$static" "$static-static"
+                args=${args//@STATIC@/$static-static}
+                exe=$(c_prog "${prog#c:}" "$cflags")
+            fi
+            ;;
         *) exe=$bin/$prog ;;
     esac
     echo "== $name: $(basename "$exe") $args"
@@ -92,6 +102,6 @@ cases | while IFS='|' read -r name prog args cflags; do
     rm -rf "${corpus:?}/$name/trace"
     mkdir -p "$corpus/$name"
     mv "$tmp/$name" "$corpus/$name/trace"
-    echo "$(basename "$exe") $args${cflags:+ (built with $cflags)}" >"$corpus/$name/command.txt"
+    echo "$(basename "$exe") ${args//$cdir\//}${cflags:+ (built with $cflags)}" >"$corpus/$name/command.txt"
     du -sh "$corpus/$name/trace"
 done

@@ -19,7 +19,13 @@
  *
  * Clients run in a forked child (a connection's first use in the server's own process must be
  * the server's) on loopback TCP: CONNS connections one after another (notify, broadcast), or
- * LOOP_CLIENTS threads with a connection of LOOP_REQS requests each (loop). */
+ * LOOP_CLIENTS threads with a connection of LOOP_REQS requests each (loop).
+ *
+ *   corpus_handoffs loop EXE   the loop's clients run in EXE (this program linked statically,
+ *                              so that the agent cannot record it), as memcached's load
+ *                              generator does: each connection's requests are then joined only
+ *                              by the server, and form a session (`mine::sessions`).
+ *   corpus_handoffs clients PORT   (internal) the loop's clients, for the above. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,6 +33,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -134,6 +141,20 @@ static pid_t spawn_client(void (*client)(void)) {
 
 static void clients_seq(void) { client_seq(NULL); }
 
+static const char *client_exe;
+
+/* Runs the loop's clients in `client_exe`, untraced. */
+static pid_t spawn_untraced(void) {
+    char port[16];
+    snprintf(port, sizeof port, "%d", ntohs(addr.sin_port));
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(client_exe, client_exe, "clients", port, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 static int handoffs(int notify) {
     pthread_t w[2];
     init(&wq[0]);
@@ -212,7 +233,7 @@ static int loop(void) {
     watch(ep, listen_fd, EPOLLIN);
     watch(ep, efd, EPOLLIN | EPOLLET);
     pthread_create(&p, NULL, pool, NULL);
-    pid_t child = spawn_client(clients_loop);
+    pid_t child = client_exe ? spawn_untraced() : spawn_client(clients_loop);
     int served = 0;
     while (served < LOOP_CLIENTS * LOOP_REQS) {
         struct epoll_event evs[16];
@@ -252,6 +273,14 @@ static int loop(void) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "clients") && argc > 2) {
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons((uint16_t)atoi(argv[2]));
+        clients_loop();
+        return 0;
+    }
+    client_exe = argc > 2 ? argv[2] : NULL;
     listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -265,6 +294,6 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "notify")) return handoffs(1);
     if (!strcmp(mode, "broadcast")) return handoffs(0);
     if (!strcmp(mode, "loop")) return loop();
-    fprintf(stderr, "usage: corpus_handoffs notify|broadcast|loop\n");
+    fprintf(stderr, "usage: corpus_handoffs notify|broadcast|loop [CLIENT_EXE]\n");
     return 2;
 }

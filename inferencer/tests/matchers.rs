@@ -1,10 +1,13 @@
 //! The graph stage's matchers on traces written call by call (`tracebuild`, over the model's
 //! `TraceWriter`): each test sets up the calls one matcher reads and checks the edges it draws,
-//! and the case where it must draw none. The golden corpus (`tests/corpus/`) covers the same
-//! matchers on recorded programs; these pin the rule itself.
+//! and the case where it must draw none; and the miner's one rule the corpus cannot reach
+//! (edges that close a cycle, which only clock trouble makes). The golden corpus
+//! (`tests/corpus/`) covers the same matchers on recorded programs; these pin the rule itself.
 
 mod tracebuild;
 
+use scalpel_inferencer::mine::{mine, MineOptions};
+use scalpel_inferencer::progress::Quiet;
 use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::EdgeKind;
 use scalpel_model::read::{Endpoint, Identity};
@@ -79,29 +82,56 @@ fn notify_futex_wakes_a_waiter_unless_the_word_is_a_lock() {
     assert_eq!(edges(&g, EdgeKind::Futex), vec![]);
 }
 
+fn pipe(key: u64) -> Identity {
+    Identity::Stream {
+        chan: ChanKind::Pipe.code(),
+        channel_key: key,
+        sender: Endpoint::Inode { dev: 1, ino: key },
+        receiver: Endpoint::Inode { dev: 1, ino: key },
+    }
+}
+
+/// A transfer of `bytes` at `offset` on pipe `key`.
+fn on_pipe(c: Call, key: u64, offset: u64, bytes: i64) -> Call {
+    Call {
+        obj: Some((ObjKind::Stream, key, pipe(key))),
+        offset: Some(offset),
+        result: bytes,
+        ..c
+    }
+}
+
+/// `mine`'s acyclic rule: two leaves that each read what the other wrote (matched by offset,
+/// whatever the clocks said) make a cycle, and the miner leaves out the edge that goes back in
+/// time, counting it.
+#[test]
+fn mine_leaves_out_an_edge_that_closes_a_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = Thread::new(1, 1);
+    a.call(on_pipe(Call::new(100, 10, Op::Read), 0xb, 0, 8));
+    a.call(on_pipe(Call::new(300, 10, Op::Write), 0xa, 0, 8));
+    let mut b = Thread::new(1, 2);
+    b.call(on_pipe(Call::new(150, 200, Op::Read), 0xa, 0, 8));
+    b.call(on_pipe(Call::new(400, 10, Op::Write), 0xb, 0, 8));
+    let g = graph(dir.path(), vec![a, b]);
+    let mut got = edges(&g, EdgeKind::Stream);
+    got.sort_unstable();
+    assert_eq!(got, vec![(1, 2), (2, 1)], "the two transfers make a cycle");
+    let m = mine(&g, "graph.json", &MineOptions::default(), &Quiet).model;
+    assert_eq!(m.mining.cycle_edges_dropped, 1);
+}
+
 /// `streams::stream`: a read is caused by the write of the bytes it took (by offset); bytes
 /// read that no traced write made come from an external source.
 #[test]
 fn streams_a_read_is_caused_by_the_write_of_its_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let pipe = Identity::Stream {
-        chan: ChanKind::Pipe.code(),
-        channel_key: 9,
-        sender: Endpoint::Inode { dev: 1, ino: 9 },
-        receiver: Endpoint::Inode { dev: 1, ino: 9 },
-    };
-    let on_pipe = |c: Call, offset: u64, bytes: i64| Call {
-        obj: Some((ObjKind::Stream, 0x9, pipe.clone())),
-        offset: Some(offset),
-        result: bytes,
-        ..c
-    };
     let mut writer = Thread::new(1, 1);
-    writer.call(on_pipe(Call::new(100, 10, Op::Write), 0, 8));
+    writer.call(on_pipe(Call::new(100, 10, Op::Write), 9, 0, 8));
     let mut reader = Thread::new(1, 2);
-    reader.call(on_pipe(Call::new(50, 200, Op::Read), 0, 8));
+    reader.call(on_pipe(Call::new(50, 200, Op::Read), 9, 0, 8));
     // Bytes 8..16 were never written in the trace.
-    reader.call(on_pipe(Call::new(1_000, 10, Op::Read), 8, 8));
+    reader.call(on_pipe(Call::new(1_000, 10, Op::Read), 9, 8, 8));
     let g = graph(dir.path(), vec![writer, reader]);
     assert_eq!(edges(&g, EdgeKind::Stream), vec![(1, 2)]);
     assert_eq!(g.unmatched.external_bytes_in, 8);

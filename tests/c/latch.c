@@ -28,7 +28,9 @@
 #include <unistd.h>
 
 #define WORKERS 4
+#ifndef ROUNDS
 #define ROUNDS 200
+#endif
 #define FLUSH_EVERY 8
 
 struct shared {

@@ -11,8 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#ifndef ROUNDS
 #define ROUNDS 2000
+#endif
+#ifndef BYTES
 #define BYTES 200000
+#endif
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;

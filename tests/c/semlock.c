@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #define WORKERS 4
+#ifndef ROUNDS
 #define ROUNDS 200
+#endif
 
 static int req[WORKERS][2];
 static sem_t wake[WORKERS], done;

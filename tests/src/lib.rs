@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod corpus;
 pub mod edit;
 pub mod fuzzinput;
 pub mod fuzzrun;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Records the golden trace corpus (tests/corpus/<case>/trace/): one small recording per sample
+# program and per C program of tests/c that exercises a graph pass or a miner rule. See
+# tests/corpus/README.md for what a case is.
+#
+#   scripts/record-corpus.sh            re-record every case
+#   scripts/record-corpus.sh CASE...    re-record the cases named (e.g. `pipeline latch`)
+#
+# Each case is recorded with `scalpel record`, then readied by `corpus-scrub` (refuses a trace
+# that lost events, makes module paths relative so that no file of this machine is needed,
+# drops the sparse shared.tbl), and its command is written to `command.txt`. A recording
+# differs from run to run (scheduling), so re-recording a case changes its golden files: bless
+# them afterwards and review the diff:
+#
+#   SCALPEL_BLESS=1 cargo test -p scalpel-e2e --test corpus
+#
+# Needs a debug build of the workspace's binaries (this script builds them) and `cc`. Uses
+# $CARGO_TARGET_DIR when set, else ./target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+target=${CARGO_TARGET_DIR:-$root/target}
+bin=$target/debug
+corpus=$root/tests/corpus
+
+cargo build -q -p scalpel-inferencer --bin scalpel
+cargo build -q -p scalpel-agent
+cargo build -q -p scalpel-samples
+cargo build -q -p scalpel-e2e --bin corpus-scrub
+
+cdir=$target/corpus-c
+mkdir -p "$cdir"
+c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; prints its path
+    # shellcheck disable=SC2086 # the flags are words
+    cc -O1 -g -pthread -Wall ${2:-} -o "$cdir/$1" "$root/tests/c/$1.c"
+    echo "$cdir/$1"
+}
+
+# case | program (sample name, or c:<tests/c name>) | arguments | C flags (sizes: -DROUNDS=N)
+# An argument @STATIC@ stands for the same C program linked statically (`-static`), which the
+# agent cannot record: a peer left out of the trace, as a load generator is.
+cases() {
+    cat <<'LIST'
+pipeline|pipeline|40
+fanout|fanout|20
+handoff|handoff|--items 10
+lowlock|lowlock|--items 60 --consumers 2
+tasks-stages|tasks|stages --items 20
+tasks-mixed|tasks|mixed --items 20
+tasks-nested|tasks|nested --items 12
+threadpool|threadpool|--workers 2 --connections 3 --requests 12
+wakeups|wakeups|--items 20
+workqueue|workqueue|30
+replicated-store|replicated-store|--clients 1 --commits 20 --window 4 --value-size 512 --workers 2 --senders 2 --flow-sleep-ms 20
+latch|c:latch||-DROUNDS=24
+semlock|c:semlock||-DROUNDS=24
+wakeonly|c:wakeonly|
+turns|c:turns|
+pshared|c:pshared|
+ordering|c:ordering||-DROUNDS=60 -DBYTES=6000
+variants|c:variants|
+fetch|c:fetch|
+robbed|c:robbed|
+cancel|c:cancel|
+forkexec|c:forkexec|
+signals|c:corpus_signals|
+futex|c:corpus_futex|
+handoff-notify|c:corpus_handoffs|notify
+handoff-broadcast|c:corpus_handoffs|broadcast
+handoff-loop|c:corpus_handoffs|loop
+sessions-loop|c:corpus_handoffs|loop @STATIC@|-DLOOP_CLIENTS=6 -DLOOP_REQS=4
+sessions-threadpool|threadpool|--workers 2 --connections 6 --requests 24
+tasks-mixed-60|tasks|mixed --items 60
+pipeline-window|pipeline|40 --window 3
+fanout-window|fanout|20 --window 2
+LIST
+}
+
+want=" $* "
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cases | while IFS='|' read -r name prog args cflags; do
+    if [ $# -gt 0 ] && [[ $want != *" $name "* ]]; then continue; fi
+    case $prog in
+        c:*)
+            exe=$(c_prog "${prog#c:}" "$cflags")
+            if [[ $args == *@STATIC@* ]]; then
+                static=$(c_prog "${prog#c:}" "$cflags -static")
+                mv "$static" "$static-static"
+                args=${args//@STATIC@/$static-static}
+                exe=$(c_prog "${prog#c:}" "$cflags")
+            fi
+            ;;
+        *) exe=$bin/$prog ;;
+    esac
+    echo "== $name: $(basename "$exe") $args"
+    # shellcheck disable=SC2086 # the arguments are words
+    (cd "$tmp" && "$bin/scalpel" record -o "$tmp/$name" -- "$exe" $args >"$tmp/$name.out" 2>&1) || {
+        echo "recording $name failed:"; cat "$tmp/$name.out"; exit 1
+    }
+    "$bin/corpus-scrub" "$tmp/$name"
+    rm -rf "${corpus:?}/$name/trace"
+    mkdir -p "$corpus/$name"
+    mv "$tmp/$name" "$corpus/$name/trace"
+    echo "$(basename "$exe") ${args//$cdir\//}${cflags:+ (built with $cflags)}" >"$corpus/$name/command.txt"
+    du -sh "$corpus/$name/trace"
+done

@@ -30,54 +30,58 @@ fn untraced(prog: &Path, args: &[&str]) -> (Output, Duration) {
     (out, took)
 }
 
-/// `prog args` run under `scalpel record` with the release build's agent (the one users run),
-/// the fastest of `tries` runs (this machine is shared with other tests): the run and the time
-/// the program measured.
-fn traced(prog: &Path, args: &[&str], tries: usize) -> (Run, Duration) {
+/// `prog args` run under `scalpel record` with the release build's agent (the one users run):
+/// the run and the time the program measured.
+fn traced(prog: &Path, args: &[&str]) -> (Run, Duration) {
     let agent = release_agent();
-    let mut best: Option<(Run, Duration)> = None;
-    for _ in 0..tries {
-        let start = Instant::now();
-        let run = record_flags(prog, &[], args, |c| {
-            c.env("SCALPEL_AGENT", &agent);
-        });
-        assert!(
-            start.elapsed() < LIMIT,
-            "{} hung under the agent",
-            prog.display()
-        );
-        let took = own_time(&run.out.stderr);
-        if best.as_ref().is_none_or(|(_, b)| took < *b) {
-            best = Some((run, took));
-        }
-    }
-    best.expect("at least one try")
+    let start = Instant::now();
+    let run = record_flags(prog, &[], args, |c| {
+        c.env("SCALPEL_AGENT", &agent);
+    });
+    assert!(
+        start.elapsed() < LIMIT,
+        "{} hung under the agent",
+        prog.display()
+    );
+    let took = own_time(&run.out.stderr);
+    (run, took)
 }
 
-/// The host's status and standard output are the same traced as untraced, and its own work took
-/// at most twice as long (plus 100 ms for a loaded machine) as the faster of two untraced runs.
+/// Held while a test measures time: the tests of this file run at once otherwise, and two
+/// timed hosts on two cores measure each other.
+static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The host's status and standard output are the same traced as untraced, and its own work
+/// took at most twice as long as untraced (plus 100 ms for a loaded machine) in at least one of
+/// three pairs of runs, untraced and traced alternated (the machine is shared: one pair measured
+/// while something else ran says little, three that all miss say the agent is slow).
 fn same_as_untraced(prog: &Path, args: &[&str]) -> Run {
-    let (plain, a) = untraced(prog, args);
-    let (_, b) = untraced(prog, args);
-    let plain_took = a.min(b);
-    let (run, took) = traced(prog, args, 3);
-    eprintln!(
-        "{} {args:?}: {took:?} traced, {plain_took:?} untraced",
-        prog.display()
-    );
-    assert_eq!(
-        run.out.status.code(),
-        plain.status.code(),
-        "exit status traced vs untraced; recorder said: {}",
-        run.stderr()
-    );
-    assert_eq!(run.stdout(), String::from_utf8_lossy(&plain.stdout));
-    assert!(
-        took <= plain_took * 2 + Duration::from_millis(100),
-        "{} {args:?} took {took:?} traced, {plain_took:?} untraced",
-        prog.display()
-    );
-    run
+    let _alone = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pairs = Vec::new();
+    let mut last = None;
+    for _ in 0..3 {
+        let (plain, plain_took) = untraced(prog, args);
+        let (run, took) = traced(prog, args);
+        assert_eq!(
+            run.out.status.code(),
+            plain.status.code(),
+            "exit status traced vs untraced; recorder said: {}",
+            run.stderr()
+        );
+        assert_eq!(run.stdout(), String::from_utf8_lossy(&plain.stdout));
+        pairs.push((took, plain_took));
+        if took <= plain_took * 2 + Duration::from_millis(100) {
+            last = Some(run);
+            break;
+        }
+    }
+    eprintln!("{} {args:?}: (traced, untraced) {pairs:?}", prog.display());
+    last.unwrap_or_else(|| {
+        panic!(
+            "{} {args:?} took more than twice its untraced time in every pair: {pairs:?}",
+            prog.display()
+        )
+    })
 }
 
 /// A 10 Hz self-pipe handler: the handler used to wait (up to 200 ms, again at every signal)
@@ -155,7 +159,7 @@ fn a_host_at_its_descriptor_limit_runs_as_untraced() {
     let mut cmd = Command::new(&exe);
     cmd.arg("limit").stdin(Stdio::null());
     let plain = output_within(cmd, &exe, LIMIT);
-    let (run, took) = traced(&exe, &["limit"], 1);
+    let (run, took) = traced(&exe, &["limit"]);
     assert_eq!(run.stdout(), String::from_utf8_lossy(&plain.stdout));
     assert!(run.stdout().contains("F_DUPFD 19 = 19"), "{}", run.stdout());
     // 200 threads at 100 ms each was 20 s; without any wait it is milliseconds.

@@ -29,7 +29,7 @@ pub(crate) struct PipelineArgs {
     /// [default: 5].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
     pub min_support: Option<u32>,
-    /// A TOML file renaming tasks: a [names] table of "generated name" = "new name".
+    /// A TOML file renaming tasks: a `[names]` table of "generated name" = "new name".
     #[arg(long, value_name = "FILE")]
     pub names: Option<PathBuf>,
     /// Worker threads [default: one per core].

@@ -2,10 +2,10 @@
 //! them (`scalpel infer DIR --stage graph`).
 //!
 //! Files are decoded in parallel and each is cut into leaves on the thread that decoded it
-//! ([`sink`], [`leaves`]), so memory holds leaves and the cuts the matchers need rather than
-//! events. The pieces are then numbered trace-wide ([`assemble`]), notification edges are
-//! matched per object ([`notify`], [`streams`]), mutex order becomes contention data
-//! ([`locks`]), and program order joins each thread's leaves ([`weak`] marks where it is weak).
+//! (`sink`, `leaves`), so memory holds leaves and the cuts the matchers need rather than
+//! events. The pieces are then numbered trace-wide (`assemble`), notification edges are
+//! matched per object (`notify`, `streams`), mutex order becomes contention data
+//! (`locks`), and program order joins each thread's leaves (`weak` marks where it is weak).
 //!
 //! Scope: the instance graph. Non-goals: the hierarchy (the miner reads this graph), rollups,
 //! and drawing (`crate::views`).

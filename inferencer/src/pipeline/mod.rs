@@ -1,5 +1,5 @@
-//! The one driver: trace directory → [`Graph`](scalpel_model::graph::Graph) (the graph stage)
-//! → [`Model`](scalpel_model::task::Model) (the miner) → [`Rollup`] (the rollups), for every
+//! The one driver: trace directory → [`Graph`] (the graph stage)
+//! → [`Model`] (the miner) → [`Rollup`] (the rollups), for every
 //! subcommand that reads a trace (`infer`, `top`, `report`, and every later view).
 //!
 //! Each subcommand turns its shared command-line arguments into one [`PipelineOptions`] and

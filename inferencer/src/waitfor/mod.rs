@@ -3,11 +3,11 @@
 //! (OSDI 2018; see `paper-notes/wperf.md`).
 //!
 //! Scope: computed from `graph.json` and `model.json` alone. Nodes are groups of threads that
-//! play one role ([`groups`]) and pseudo-threads for what is not a traced thread ([`Pseudo`]).
-//! An edge A → B carries the time A waited on something B ended ([`waits`]: the same waker
+//! play one role (`groups`) and pseudo-threads for what is not a traced thread ([`Pseudo`]).
+//! An edge A → B carries the time A waited on something B ended (`waits`: the same waker
 //! matching as the causal edges, with lock holders added, since here a mutex wait *is* a wait on
-//! its holder), plus the time passed on to B's own waits while A waited ([`cascade`]). Knots are
-//! strongly connected components no edge leaves ([`knots`]); each is reported with the share of
+//! its holder), plus the time passed on to B's own waits while A waited (`cascade`). Knots are
+//! strongly connected components no edge leaves (`knots`); each is reported with the share of
 //! all waiting that ends in it.
 //!
 //! Non-goals: what cannot be seen from user space (scheduler latency hidden inside measured
@@ -136,7 +136,7 @@ pub struct WaitEdge {
     /// Time `from`'s threads waited on `to` themselves.
     pub direct_ns: u64,
     /// Time passed on: `from` waited on `to` while something waited on `from` (cascaded
-    /// redistribution; see [`cascade`]).
+    /// redistribution; see `cascade`).
     pub cascaded_ns: u64,
     /// For a device: the time it was idle, charged to the threads that use it in proportion to
     /// their use (`from` is the device).
@@ -217,7 +217,7 @@ pub struct WaitForOptions {
     /// edge is never trimmed (it is light exactly when the device is the bottleneck).
     /// Default 0.10.
     pub trim: f64,
-    /// Threads that play one role are one node (see [`groups`]); off, every thread is a node.
+    /// Threads that play one role are one node (see `groups`); off, every thread is a node.
     /// Default on.
     pub groups: bool,
     /// Waits followed from one direct wait, at most. Default 16.

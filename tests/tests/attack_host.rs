@@ -106,27 +106,46 @@ fn a_20_khz_handler_making_traced_calls_runs_as_untraced() {
     same_as_untraced(&exe, &["20000", "20000", "calls"]);
 }
 
-/// `fdhost MODE` prints the same traced as untraced, exits the same, and the recorder saw no
-/// loss it did not count.
-fn fdhost_same(mode: &str) -> Run {
-    let exe = build_c("fdhost", "fdhost", &[]);
-    let (plain, _) = untraced_output(&exe, &[mode]);
-    let run = record(&exe, &[mode]);
+/// `prog args` recorded, after it was run untraced: it exits the same and prints the same on
+/// its standard output.
+fn recorded_as_untraced(prog: &Path, args: &[&str]) -> Run {
+    let plain = untraced_output(prog, args);
+    let run = record(prog, args);
     assert_eq!(
         run.out.status.code(),
         plain.status.code(),
         "{}",
         run.stderr()
     );
-    assert_eq!(run.stdout(), String::from_utf8_lossy(&plain.stdout));
+    assert_eq!(
+        run.stdout(),
+        String::from_utf8_lossy(&plain.stdout),
+        "{}",
+        run.stderr()
+    );
     run
 }
 
+/// `fdhost MODE`, recorded as untraced.
+fn fdhost_same(mode: &str) -> Run {
+    recorded_as_untraced(&build_c("fdhost", "fdhost", &[]), &[mode])
+}
+
 /// `prog args` run untraced, for programs that print no time of their own.
-fn untraced_output(prog: &Path, args: &[&str]) -> (Output, ()) {
+fn untraced_output(prog: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(prog);
     cmd.args(args).stdin(Stdio::null());
-    (output_within(cmd, prog, LIMIT), ())
+    output_within(cmd, prog, LIMIT)
+}
+
+/// What `scalpel summary` prints of the trace in `dir`.
+fn summary(dir: &Path) -> String {
+    let o = Command::new(scalpel())
+        .arg("summary")
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// A host closing every number it might hold is told EBADF for the broker socket's number, as
@@ -156,20 +175,13 @@ fn an_exec_with_an_invalid_envp_fails_as_untraced() {
 #[test]
 fn a_host_at_its_descriptor_limit_runs_as_untraced() {
     let exe = build_c("fdhost", "fdhost", &[]);
-    let mut cmd = Command::new(&exe);
-    cmd.arg("limit").stdin(Stdio::null());
-    let plain = output_within(cmd, &exe, LIMIT);
+    let plain = untraced_output(&exe, &["limit"]);
     let (run, took) = traced(&exe, &["limit"]);
     assert_eq!(run.stdout(), String::from_utf8_lossy(&plain.stdout));
     assert!(run.stdout().contains("F_DUPFD 19 = 19"), "{}", run.stdout());
     // 200 threads at 100 ms each was 20 s; without any wait it is milliseconds.
     assert!(took < Duration::from_secs(2), "the host took {took:?}");
-    let summary = Command::new(scalpel())
-        .arg("summary")
-        .arg(&run.dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&summary.stdout);
+    let text = summary(&run.dir);
     assert!(
         text.contains("unrecorded: 201 thread(s)"),
         "every thread that found no descriptor is counted:\n{text}"
@@ -227,14 +239,7 @@ fn a_nested_recording_records_its_command() {
 #[test]
 fn a_file_size_limit_costs_events_not_the_host() {
     let exe = build_c("fsizehost", "fsizehost", &[]);
-    let (plain, _) = untraced_output(&exe, &[]);
-    let run = record(&exe, &[]);
-    assert_eq!(
-        run.out.status.code(),
-        plain.status.code(),
-        "{}",
-        run.stderr()
-    );
+    let run = recorded_as_untraced(&exe, &[]);
     assert_eq!(run.stdout(), "done 200000\n");
     let err = run.stderr();
     let dropped: u64 = err
@@ -252,7 +257,7 @@ fn a_file_size_limit_costs_events_not_the_host() {
 fn a_seccomp_sandbox_installed_after_start_runs_as_untraced() {
     let exe = build_c("sandbox", "sandbox", &[]);
     for how in ["prctl", "syscall"] {
-        let (plain, _) = untraced_output(&exe, &[how]);
+        let plain = untraced_output(&exe, &[how]);
         assert_eq!(
             plain.status.code(),
             Some(0),
@@ -261,12 +266,7 @@ fn a_seccomp_sandbox_installed_after_start_runs_as_untraced() {
         let run = record(&exe, &[how]);
         assert_eq!(run.out.status.code(), Some(0), "{how}: {}", run.stderr());
         assert_eq!(run.stdout(), "done 200000\n");
-        let summary = Command::new(scalpel())
-            .arg("summary")
-            .arg(&run.dir)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&summary.stdout);
+        let text = summary(&run.dir);
         assert!(text.contains("unrecorded: 4 thread(s)"), "{how}: {text}");
         assert!(
             text.contains("threads:    1"),
@@ -283,14 +283,7 @@ fn marking_every_descriptor_close_on_exec_keeps_children_recorded() {
     let hello = build_c("hello", "hello", &[]);
     let exe = build_c("fdhost", "fdhost", &[]);
     let args = ["cloexec", hello.to_str().unwrap()];
-    let (plain, _) = untraced_output(&exe, &args);
-    let run = record(&exe, &args);
-    assert_eq!(
-        run.stdout(),
-        String::from_utf8_lossy(&plain.stdout),
-        "{}",
-        run.stderr()
-    );
+    let run = recorded_as_untraced(&exe, &args);
     let t = run.load();
     assert_eq!(
         processes_named(&t, "hello").len(),
@@ -307,14 +300,7 @@ fn a_vfork_spawner_sees_its_childs_exec_error() {
     let hello = build_c("hello", "hello", &[]);
     let exe = build_c("vforker", "vforker", &[]);
     let args = [hello.to_str().unwrap()];
-    let (plain, _) = untraced_output(&exe, &args);
-    let run = record(&exe, &args);
-    assert_eq!(
-        run.stdout(),
-        String::from_utf8_lossy(&plain.stdout),
-        "{}",
-        run.stderr()
-    );
+    let run = recorded_as_untraced(&exe, &args);
     assert!(run.stdout().contains("program: exec error No such file"));
     let t = run.load();
     assert_eq!(
@@ -400,14 +386,7 @@ fn a_program_started_under_a_file_size_limit_is_recorded() {
     let hello = build_c("hello", "hello", &[]);
     let exe = build_c("fsizehost", "fsizehost", &[]);
     let args = ["exec", hello.to_str().unwrap()];
-    let (plain, _) = untraced_output(&exe, &args);
-    let run = record(&exe, &args);
-    assert_eq!(
-        run.stdout(),
-        String::from_utf8_lossy(&plain.stdout),
-        "{}",
-        run.stderr()
-    );
+    let run = recorded_as_untraced(&exe, &args);
     assert!(run.stdout().contains("child exited 3"), "{}", run.stdout());
     let t = run.load();
     assert_eq!(processes_named(&t, "hello").len(), 1, "{}", run.stderr());
@@ -455,7 +434,7 @@ fn a_program_execd_inside_a_sandbox_runs_as_untraced() {
     let hello = build_c("hello", "hello", &[]);
     let exe = build_c("sandbox", "sandbox", &[]);
     let args = ["exec", hello.to_str().unwrap()];
-    let (plain, _) = untraced_output(&exe, &args);
+    let plain = untraced_output(&exe, &args);
     assert_eq!(
         plain.status.code(),
         Some(3),
@@ -474,14 +453,7 @@ fn a_child_spawned_without_the_recorder_is_counted() {
     let hello = build_c("hello", "hello", &[]);
     let exe = build_c("fdhost", "fdhost", &[]);
     let args = ["spawn", hello.to_str().unwrap()];
-    let (plain, _) = untraced_output(&exe, &args);
-    let run = record(&exe, &args);
-    assert_eq!(
-        run.stdout(),
-        String::from_utf8_lossy(&plain.stdout),
-        "{}",
-        run.stderr()
-    );
+    let run = recorded_as_untraced(&exe, &args);
     assert!(run.stdout().contains("spawned child exited 3"));
     let t = run.load();
     assert_eq!(processes_named(&t, "hello").len(), 0);

@@ -443,8 +443,8 @@ fn planted_fifos(dir: &Path) -> Vec<PathBuf> {
 /// reaches its output (before: printed raw).
 #[test]
 fn record_prints_titles_with_control_characters_escaped() {
-    let exe = build_c("rec_title", "rec_title", &[]);
-    let run = record(&exe, &[]).success();
+    let exe = build_c("termtitle", "termtitle", &[]);
+    let run = record(&exe, &["padding-for-the-title-padding-for-the-title"]).success();
     let err = run.stderr();
     assert!(
         err.contains("title:") && err.contains("\\x1b]52;c;"),

@@ -33,24 +33,11 @@ impl Blob {
                 None => return false,
             }
         }
-        self.len = 0;
-        let fd = sys::openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0) as i32;
-        if fd < 0 {
-            return false;
-        }
-        while self.len < self.cap {
-            // SAFETY: ptr..ptr+cap is our private mapping; we write only the unused tail.
-            let buf = unsafe {
-                core::slice::from_raw_parts_mut(self.ptr.add(self.len), self.cap - self.len)
-            };
-            let r = sys::read(fd, buf);
-            if r <= 0 {
-                break;
-            }
-            self.len += r as usize;
-        }
-        sys::close(fd);
-        true
+        // SAFETY: ptr..ptr+cap is our private mapping.
+        let buf = unsafe { core::slice::from_raw_parts_mut(self.ptr, self.cap) };
+        let got = sys::read_file(path, buf);
+        self.len = got.unwrap_or(0);
+        got.is_some()
     }
 
     /// The bytes read.

@@ -32,29 +32,11 @@ pub(crate) fn leave_sandbox(was: bool) {
 /// that exec'd a traced image keeps its filter): `Seccomp:` in `/proc/self/status`, read with
 /// the calls the loader itself has just made. Unknown counts as sandboxed.
 pub(crate) fn seccomp_at_start() -> bool {
-    let fd = openat(
-        libc::AT_FDCWD,
-        b"/proc/self/status\0",
-        libc::O_RDONLY | libc::O_CLOEXEC,
-        0,
-    );
-    let Ok(fd) = i32::try_from(fd) else {
+    let mut buf = [0u8; 4096];
+    // No /proc (a minimal container): nothing says there is a filter.
+    let Some(len) = read_file(b"/proc/self/status\0", &mut buf) else {
         return false;
     };
-    if fd < 0 {
-        // No /proc (a minimal container): nothing says there is a filter.
-        return false;
-    }
-    let mut buf = [0u8; 4096];
-    let mut len = 0;
-    while len < buf.len() {
-        let n = read(fd, &mut buf[len..]);
-        if n <= 0 {
-            break;
-        }
-        len += n as usize;
-    }
-    close(fd);
     let text = &buf[..len];
     const KEY: &[u8] = b"\nSeccomp:";
     match text.windows(KEY.len()).position(|w| w == KEY) {
@@ -156,6 +138,23 @@ pub(crate) fn openat(dirfd: i32, path: &[u8], flags: i32, mode: u32) -> isize {
 /// Closes a descriptor.
 pub(crate) fn close(fd: i32) -> isize {
     sys(libc::SYS_close, fd as usize, 0, 0)
+}
+
+/// Reads the file at `path` (NUL-terminated) into `buf`, as much as it holds or `buf` takes:
+/// the number of bytes read, or None if it could not be opened.
+pub(crate) fn read_file(path: &[u8], buf: &mut [u8]) -> Option<usize> {
+    let fd = openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0);
+    let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+    let mut len = 0;
+    while len < buf.len() {
+        let n = read(fd, &mut buf[len..]);
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    close(fd);
+    Some(len)
 }
 
 /// Reads into `buf`.

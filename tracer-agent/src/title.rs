@@ -58,24 +58,9 @@ fn record(file: &mut File, ticks: u64) {
         return;
     };
     let mut buf = [0u8; MAX_TITLE];
-    let fd = sys::openat(
-        libc::AT_FDCWD,
-        b"/proc/self/cmdline\0",
-        libc::O_RDONLY | libc::O_CLOEXEC,
-        0,
-    );
-    if fd < 0 {
+    let Some(n) = sys::read_file(b"/proc/self/cmdline\0", &mut buf) else {
         return;
-    }
-    let mut n = 0;
-    while n < buf.len() {
-        let r = sys::read(fd as i32, &mut buf[n..]);
-        if r <= 0 {
-            break;
-        }
-        n += r as usize;
-    }
-    sys::close(fd as i32);
+    };
     // A title written over argv ends with NUL padding: keep the text.
     let text = trim_nuls(&buf[..n.min(area)]);
     let h = stable_hash(&[text]) | 1;
@@ -96,22 +81,7 @@ fn arg_len() -> Option<usize> {
         return usize::try_from(known).ok();
     }
     let mut buf = [0u8; 1024];
-    let fd = sys::openat(
-        libc::AT_FDCWD,
-        b"/proc/self/stat\0",
-        libc::O_RDONLY | libc::O_CLOEXEC,
-        0,
-    );
-    let fd = i32::try_from(fd).ok().filter(|&fd| fd >= 0)?;
-    let mut n = 0;
-    while n < buf.len() {
-        let r = sys::read(fd, &mut buf[n..]);
-        if r <= 0 {
-            break;
-        }
-        n += r as usize;
-    }
-    sys::close(fd);
+    let n = sys::read_file(b"/proc/self/stat\0", &mut buf)?;
     let len = arg_area(&buf[..n])?;
     ARG_LEN.store(len as u64, Ordering::Relaxed);
     Some(len)

@@ -64,7 +64,7 @@ struct Tls {
     vforking: Cell<bool>,
     /// The id of the thread this TLS block belongs to, once a `clone` with `CLONE_VM` and no
     /// `CLONE_SETTLS` made a child that shares it (0: never shared). Calls from any other
-    /// thread on this block pass through and are counted lost (see `ending::shared_tls`).
+    /// thread on this block pass through and are counted lost (see `ending::share_tls`).
     owner: Cell<i32>,
     /// `forking`, `vforking` or `owner` is set: the one flag the common path reads.
     odd: Cell<bool>,

@@ -73,6 +73,7 @@ sessions-threadpool|threadpool|--workers 2 --connections 6 --requests 24
 tasks-mixed-60|tasks|mixed --items 60
 pipeline-window|pipeline|40 --window 3
 fanout-window|fanout|20 --window 2
+fold-holds-core|c:knots|syncer . 240
 LIST
 }
 

@@ -30,21 +30,39 @@ fn levels(work: &Work, tree: &Tree) -> Vec<u32> {
         .collect();
     pairs.sort_unstable();
     pairs.dedup();
-    let mut level = vec![0u32; work.syms.len()];
-    // The class graph is acyclic (a child's expansion is a strict part of its parent's), so
-    // this settles within as many passes as there are levels.
-    loop {
-        let mut changed = false;
-        for &(c, p) in &pairs {
-            if level[p as usize] < level[c as usize] + 1 {
-                level[p as usize] = level[c as usize] + 1;
-                changed = true;
+    // Children before parents (Kahn's order over the (child, parent) pairs): linear, and
+    // with no loop to run away should the class graph not be acyclic.
+    let n = work.syms.len();
+    let mut level = vec![0u32; n];
+    let mut waiting = vec![0u32; n];
+    let mut parents_start = vec![0u32; n + 1];
+    for &(c, p) in &pairs {
+        waiting[p as usize] += 1;
+        parents_start[c as usize + 1] += 1;
+    }
+    for i in 0..n {
+        parents_start[i + 1] += parents_start[i];
+    }
+    // `pairs` is sorted by child, so each child's parents are one run of it, in order.
+    let mut ready: Vec<u32> = (0..n as u32)
+        .filter(|&c| waiting[c as usize] == 0)
+        .collect();
+    let mut done = 0;
+    while let Some(c) = ready.pop() {
+        done += 1;
+        let run = parents_start[c as usize] as usize..parents_start[c as usize + 1] as usize;
+        for &(_, p) in &pairs[run] {
+            level[p as usize] = level[p as usize].max(level[c as usize] + 1);
+            waiting[p as usize] -= 1;
+            if waiting[p as usize] == 0 {
+                ready.push(p);
             }
         }
-        if !changed {
-            return level;
-        }
     }
+    // The class graph is acyclic: a child's expansion is a strict part of its parent's, and
+    // folds keep it so (see `contains`).
+    debug_assert_eq!(done, n, "the task classes hold one another in a cycle");
+    level
 }
 
 /// Builds the types.

@@ -20,6 +20,7 @@ mod acyclic;
 mod build;
 mod canon;
 mod canon_tree;
+mod contains;
 mod cross;
 mod input;
 mod lookup;

@@ -11,7 +11,9 @@
 //! not a piece of one: the paper's send, which never stands alone, is left alone):
 //!
 //! - **Variant.** Each node holds `C` once, and otherwise only extra steps: leaves, or groups
-//!   and loops that never stand alone (pieces, not tasks) and hold no `C`. `W` is `C` with
+//!   and loops that never stand alone (pieces, not tasks) and hold no `C`, neither in this node
+//!   nor, through their class, anywhere else (the fold makes the steps parts of `C`, and `C`
+//!   must not hold itself: see [`super::contains`]). `W` is `C` with
 //!   optional steps: its nodes become `C`'s occurrences, `C`'s node inside each is hidden, and
 //!   the model records each occurrence's variant (the leaf types it adds to the core).
 //! - **Coincidence.** The node also holds `C` again or a task that stands alone, and that other
@@ -26,6 +28,7 @@
 //! type; those are not variants. An extra step inside the core (a lock wait that cuts one of its
 //! leaves in two) changes the core's leaves, so it is a different type too.
 
+use super::contains::Contains;
 use super::work::{program_kind, weak_kind, Rule, Work, NONE};
 
 /// The folds made: which nodes are hidden (the core of a folded wrapper) and, for a folded
@@ -170,6 +173,7 @@ pub(super) fn fold(
         let parent = parents(work, class, kept, hidden);
         let (start, kids) = children(&parent);
         let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
+        let mut graph = Contains::new(work.syms.len(), class, &parent);
         let mut standalone = vec![0u64; work.syms.len()];
         for (n, &p) in parent.iter().enumerate() {
             let c = class[n] as usize;
@@ -236,7 +240,11 @@ pub(super) fn fold(
                             }
                         }
                         found = k;
-                    } else if !is_leaf(c) && (standalone[c as usize] > 0 || holds(k, core, class)) {
+                    } else if !is_leaf(c)
+                        && (standalone[c as usize] > 0
+                            || holds(k, core, class)
+                            || graph.holds(c, core))
+                    {
                         variant = false;
                         if i == 0 {
                             others.push(j);
@@ -265,6 +273,12 @@ pub(super) fn fold(
             }
             let moved = std::mem::take(&mut by_class[w as usize]);
             for (&x, &k) in moved.iter().zip(&cores) {
+                for &e in under(x).iter().filter(|&&e| e != k) {
+                    graph.add(core, class[e as usize]);
+                }
+                if parent[x as usize] != NONE {
+                    graph.add(class[parent[x as usize] as usize], core);
+                }
                 hidden[k as usize] = true;
                 core_of[x as usize] = k;
                 class[x as usize] = core;

@@ -1,0 +1,96 @@
+//! Which task classes hold which, across all their nodes: the type graph the model will have.
+//!
+//! Every class of the derivation holds only classes made before it, so that graph starts
+//! acyclic; the folds of [`super::variants`] give a wrapper's nodes its core's class, and with
+//! them the wrapper's extra steps become parts of the core. When such a step's class holds the
+//! core in some other place, the core would hold itself: a cycle in the type graph, which leaves
+//! no level for either type (a timing-dependent case on a syncer and its handlers made one of
+//! six classes, and computing levels never ended). A fold checks with this graph first.
+
+use super::work::NONE;
+
+/// Parent class → child classes, as the kept tree showed it, plus the folds made since.
+pub(super) struct Contains {
+    kids: Vec<Vec<u32>>,
+    /// Per class: the search that last visited it (no clearing between searches).
+    seen: Vec<u32>,
+    search: u32,
+    queue: Vec<u32>,
+}
+
+impl Contains {
+    /// From each kept node's class and its kept parent (or [`NONE`]), over `n_classes`.
+    pub(super) fn new(n_classes: usize, class: &[u32], parent: &[u32]) -> Contains {
+        let mut kids = vec![Vec::new(); n_classes];
+        for (n, &p) in parent.iter().enumerate() {
+            if p != NONE {
+                kids[class[p as usize] as usize].push(class[n]);
+            }
+        }
+        for k in &mut kids {
+            k.sort_unstable();
+            k.dedup();
+        }
+        Contains {
+            kids,
+            seen: vec![0; n_classes],
+            search: 0,
+            queue: Vec::new(),
+        }
+    }
+
+    /// Records that class `parent` now holds class `child`.
+    pub(super) fn add(&mut self, parent: u32, child: u32) {
+        let k = &mut self.kids[parent as usize];
+        if let Err(i) = k.binary_search(&child) {
+            k.insert(i, child);
+        }
+    }
+
+    /// Whether class `from` holds class `to`, directly or through others (or is it).
+    pub(super) fn holds(&mut self, from: u32, to: u32) -> bool {
+        self.search += 1;
+        if self.search == 0 {
+            // Wrapped after 2^32 searches: start the stamps afresh.
+            self.seen.fill(0);
+            self.search = 1;
+        }
+        self.queue.clear();
+        self.queue.push(from);
+        self.seen[from as usize] = self.search;
+        // Breadth-first with an explicit queue: the graph may be as deep as the derivation.
+        let mut i = 0;
+        while let Some(&c) = self.queue.get(i) {
+            i += 1;
+            if c == to {
+                return true;
+            }
+            for &k in &self.kids[c as usize] {
+                if self.seen[k as usize] != self.search {
+                    self.seen[k as usize] = self.search;
+                    self.queue.push(k);
+                }
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holding_is_transitive_and_follows_added_edges() {
+        // Nodes 0..4 of classes 0, 1, 2, 3: 1 under 0, 2 under 1; 3 alone.
+        let class = [0, 1, 2, 3];
+        let parent = [NONE, 0, 1, NONE];
+        let mut g = Contains::new(4, &class, &parent);
+        assert!(g.holds(0, 2));
+        assert!(!g.holds(2, 0));
+        assert!(!g.holds(0, 3));
+        g.add(2, 3);
+        assert!(g.holds(0, 3));
+        assert!(g.holds(3, 3));
+    }
+}

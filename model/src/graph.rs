@@ -23,9 +23,10 @@ use crate::format::Op;
 pub use crate::ids::{
     ExternalId, LeafId, LeafTypeId, Node, NodeId, ObjId, ProcessId, SiteId, ThreadId,
 };
+pub use crate::object::{Channel, ChannelKind, ObjectInfo, ObjectKind};
 
 /// Version tag of the graph JSON. Bumped on any incompatible change.
-pub const GRAPH_SCHEMA: &str = "scalpel-graph/2";
+pub const GRAPH_SCHEMA: &str = "scalpel-graph/4";
 
 /// Why one node depends on another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -125,12 +126,25 @@ impl OpName {
         Op::from_u8(self.0)
     }
 
+    /// Whether this is operation `op`.
+    #[inline]
+    pub fn is(self, op: Op) -> bool {
+        self.0 == op as u8
+    }
+
     /// Its name, or `op#NN` for an unknown code.
     pub fn name(self) -> String {
         match self.op() {
             Some(op) => op.name().to_string(),
             None => format!("op#{}", self.0),
         }
+    }
+}
+
+impl From<Op> for OpName {
+    #[inline]
+    fn from(op: Op) -> OpName {
+        OpName(op as u8)
     }
 }
 
@@ -226,17 +240,6 @@ impl ThreadInfo {
     pub fn leaf_ids(&self) -> impl ExactSizeIterator<Item = LeafId> + DoubleEndedIterator {
         (self.first_leaf.0..self.first_leaf.0.saturating_add(self.leaves)).map(LeafId)
     }
-}
-
-/// A synchronization object or channel that leaves and edges refer to.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObjectInfo {
-    /// Object kind (`mutex`, `cond`, `stream` …).
-    pub kind: String,
-    /// The key the agent gave it (an address, or a key both ends of a channel agree on).
-    pub key: u64,
-    /// What it is, for people (`tcp 127.0.0.1:5000 -> 127.0.0.1:40112`).
-    pub desc: String,
 }
 
 /// One boundary of a leaf type: the sync call and where it was made.

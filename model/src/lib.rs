@@ -20,6 +20,7 @@ pub mod check;
 pub mod graph;
 pub mod ids;
 mod leaflist;
+pub mod object;
 pub mod open;
 pub mod read;
 pub mod store;

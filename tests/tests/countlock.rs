@@ -4,6 +4,7 @@
 
 use scalpel_e2e::score::{infer_model, infer_output};
 use scalpel_e2e::*;
+use scalpel_model::format::ObjKind;
 use scalpel_model::graph::{EdgeKind, Graph};
 
 struct Recorded {
@@ -75,7 +76,7 @@ fn table(g: &Graph, key: u64) -> u64 {
         .iter()
         .filter(|l| {
             let o = &g.objects[l.obj.get() as usize];
-            o.kind == "mutex" && o.key == key
+            o.kind.is(ObjKind::Mutex) && o.key == key
         })
         .map(|l| l.acquisitions)
         .sum()

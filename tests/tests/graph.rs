@@ -2,6 +2,7 @@
 //! (`samples/TRUTH.md`): every true edge found, no false one, none from mutex order.
 
 use scalpel_e2e::*;
+use scalpel_model::format::ObjKind;
 use scalpel_model::graph::{EdgeKind, Graph, NodeId, ObjId, OpName};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -237,9 +238,9 @@ fn handoff_edges_match_the_truth_exactly() {
     for e in &g.edges {
         assert!(allowed.contains(&e.kind), "unexpected edge {e:?}");
         if let Some(o) = e.obj {
-            let kind = &g.objects[o.get() as usize].kind;
+            let kind = g.objects[o.get() as usize].kind;
             assert!(
-                kind != "mutex" && kind != "rwlock",
+                !kind.is(ObjKind::Mutex) && !kind.is(ObjKind::Rwlock),
                 "an edge through a {kind}: {e:?}"
             );
         }
@@ -480,9 +481,7 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let g = load_graph(&out);
     let pid = |leaf: u32| g.threads[g.leaves[leaf as usize].thread.index()].pid;
-    let shared = |e: &scalpel_model::graph::Edge| {
-        g.objects[e.obj.unwrap().get() as usize].desc == "process-shared"
-    };
+    let shared = |e: &scalpel_model::graph::Edge| g.objects[e.obj.unwrap().get() as usize].shared;
     // Per kind and object scope: edges within one process, edges across two.
     let mut within: BTreeMap<(EdgeKind, bool), usize> = BTreeMap::new();
     let mut across: BTreeMap<(EdgeKind, bool), usize> = BTreeMap::new();
@@ -510,13 +509,13 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
     // The shared cond and semaphore link the parent and the child, each one object.
     assert_eq!(across.get(&(EdgeKind::Cond, true)), Some(&1));
     assert_eq!(across.get(&(EdgeKind::Sem, true)), Some(&1));
-    for kind in ["cond", "sem"] {
+    for kind in [ObjKind::Cond, ObjKind::Sem] {
         let n = g
             .objects
             .iter()
-            .filter(|o| o.kind == kind && o.desc == "process-shared")
+            .filter(|o| o.kind.is(kind) && o.shared)
             .count();
-        assert_eq!(n, 1, "one shared {kind} object");
+        assert_eq!(n, 1, "one shared {} object", kind.name());
     }
 }
 
@@ -591,8 +590,8 @@ fn readiness_and_queue_edges_match_the_truth_exactly() {
     assert!(g.externals.is_empty(), "{:?}", g.externals);
     for e in &g.edges {
         if let Some(o) = e.obj {
-            let kind = &g.objects[o.get() as usize].kind;
-            assert!(kind != "mutex", "an edge through a mutex: {e:?}");
+            let kind = g.objects[o.get() as usize].kind;
+            assert!(!kind.is(ObjKind::Mutex), "an edge through a mutex: {e:?}");
         }
     }
     // The syncer's 31 fdatasync calls (items / 10 + 1), each a wait inside its leaf, at its site.
@@ -672,7 +671,7 @@ fn latches_set_to_hand_a_lock_over_give_no_edges_and_cut_no_leaf() {
     let held: Vec<_> = g
         .lock_waits
         .iter()
-        .filter(|w| g.objects[w.obj.get() as usize].kind == "epoll")
+        .filter(|w| g.objects[w.obj.get() as usize].kind.is(ObjKind::Epoll))
         .collect();
     assert!(
         held.len() as u64 >= handovers / 2,
@@ -694,7 +693,7 @@ fn semaphores_used_as_a_lock_give_no_edges_and_cut_no_leaf() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let g = load_graph(&out);
     let thread = |l: NodeId| g.threads[g.leaves[l.index()].thread.index()].name.as_str();
-    let kind = |o: ObjId| g.objects[o.get() as usize].kind.as_str();
+    let kind = |o: ObjId| g.objects[o.get() as usize].kind;
     // Every semaphore edge is a completion, from a worker to the client: none is a hand-over
     // of the lock between two workers.
     let sem: Vec<_> = g.edges.iter().filter(|e| e.kind == EdgeKind::Sem).collect();
@@ -704,7 +703,11 @@ fn semaphores_used_as_a_lock_give_no_edges_and_cut_no_leaf() {
         assert_eq!(thread(e.to), "client", "{e:?}");
     }
     // The workers' own semaphores are the lock's: in the lock table, with their waits.
-    let waits: Vec<_> = g.locks.iter().filter(|l| kind(l.obj) == "sem").collect();
+    let waits: Vec<_> = g
+        .locks
+        .iter()
+        .filter(|l| kind(l.obj).is(ObjKind::Sem))
+        .collect();
     assert!(
         !waits.is_empty(),
         "the hand-over semaphores are locks: {:?}",

@@ -4,13 +4,14 @@
 use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::ObjKind;
+use scalpel_model::graph::ChannelKind;
 use scalpel_model::graph::{
-    CpuSample, Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo, OpName,
-    ProcessId, ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
+    Channel, CpuSample, Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo,
+    ObjectKind, ProcessId, ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
 };
-use scalpel_model::read::{obj_kind_name, Identity, ProcessSinks, TraceDir};
+use scalpel_model::read::{Identity, ProcessSinks, TraceDir};
 
-use super::event::{ObjName, NO_OBJ};
+use super::event::{LocalObj, ObjName, NO_OBJ};
 use super::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease, ThreadOut};
 use super::queues::Section;
 use super::ready::{Close, Ctl, ReadyWait};
@@ -41,7 +42,7 @@ pub(super) struct Assembled {
     /// guess.
     pub weak: WeakOrder,
     /// Per object: its kind code and channel kind.
-    pub obj_kinds: Vec<(u8, Option<u8>)>,
+    pub obj_kinds: Vec<(ObjectKind, Option<ChannelKind>)>,
     /// Per object: the channel key of a stream direction (0 for other objects).
     pub obj_channel: Vec<u64>,
     /// Symbolization warnings.
@@ -169,21 +170,10 @@ pub(super) fn assemble(
             .map(|o| {
                 let next = graph.objects.len() as u32;
                 *obj_index.entry(o.name(pi)).or_insert_with(|| {
-                    let desc = match ids.get(&(o.kind, o.key)) {
-                        _ if o.shared => Identity::Shared.to_string(),
-                        // Another process's object at the same address says nothing of this one.
-                        _ if ObjKind::from_code(o.kind).is_some_and(ObjKind::process_scoped) => {
-                            String::new()
-                        }
-                        Some(id) if !matches!(id, Identity::None) => id.to_string(),
-                        _ => String::new(),
-                    };
-                    graph.objects.push(ObjectInfo {
-                        kind: obj_kind_name(o.kind).to_string(),
-                        key: o.key,
-                        desc,
-                    });
-                    if o.kind == ObjKind::Stream.code() {
+                    graph
+                        .objects
+                        .push(object_info(o, ids.get(&(o.kind.code(), o.key)).copied()));
+                    if o.kind.is(ObjKind::Stream) {
                         stream_by_key.insert(o.key, next);
                     }
                     obj_kinds.push((o.kind, o.chan));
@@ -282,7 +272,7 @@ pub(super) fn assemble(
             .inner_waits
             .extend(out.inner.iter().zip(sites).map(|(w, site)| InnerWait {
                 leaf: LeafId(w.leaf + base),
-                op: OpName(w.op),
+                op: w.op,
                 obj: (w.obj != NO_OBJ).then(|| ObjId::new(global(w.obj))),
                 at_ns: w.at,
                 ns: w.dur,
@@ -343,5 +333,22 @@ pub(super) fn assemble(
         sections,
         stream_by_key,
         latch,
+    }
+}
+
+/// What the graph says of object `o`, whose OBJECT record gave identity `id`.
+fn object_info(o: &LocalObj, id: Option<&Identity>) -> ObjectInfo {
+    // Another process's object at the same address says nothing of this one.
+    let id = id.filter(|_| !o.shared && !o.kind.known().is_some_and(ObjKind::process_scoped));
+    ObjectInfo {
+        kind: o.kind,
+        key: o.key,
+        shared: o.shared,
+        channel: id.and_then(Channel::of),
+        desc: match id {
+            _ if o.shared => Identity::Shared.to_string(),
+            Some(id) => id.to_string(),
+            None => String::new(),
+        },
     }
 }

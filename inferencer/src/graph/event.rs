@@ -3,6 +3,7 @@
 //! bytes ([`reads_bytes`]) and which send signals ([`sends`]).
 
 use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::graph::{ChannelKind, ObjectKind, OpName};
 
 /// No object.
 pub(super) const NO_OBJ: u32 = u32::MAX;
@@ -25,8 +26,8 @@ pub(super) struct Ev {
     pub res: i32,
     /// The file's stack id (0 = none).
     pub stack: u32,
-    /// Operation code.
-    pub op: u8,
+    /// Operation (its code, known or not).
+    pub op: OpName,
     /// `HAS_SEQ` | `HAS_X`.
     pub flags: u8,
     /// The thread's CPU time when the call returned, ns (recorded with CPU times only).
@@ -41,12 +42,12 @@ pub(super) const HAS_X: u8 = 2;
 /// What a file-local object is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LocalObj {
-    /// Object kind, see [`scalpel_model::format::ObjKind`] (its code).
-    pub kind: u8,
+    /// Object kind.
+    pub kind: ObjectKind,
     /// Object key.
     pub key: u64,
-    /// Channel kind for streams and endpoints, see [`scalpel_model::format::ChanKind`] (its code).
-    pub chan: Option<u8>,
+    /// Channel kind for streams and endpoints.
+    pub chan: Option<ChannelKind>,
     /// For a stream direction: the key both directions of its channel share (a TCP
     /// connection's is also the key its `accept` and `connect` carry); else 0.
     pub channel: u64,
@@ -60,8 +61,8 @@ pub(super) struct LocalObj {
 /// the name, a signal in one Apache child "woke" a waiter in another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct ObjName {
-    /// The object's kind (an [`ObjKind`] code).
-    kind: u8,
+    /// The object's kind.
+    kind: ObjectKind,
     /// Its key.
     key: u64,
     /// Its process's index plus one, or 0 for an object every process shares.
@@ -71,7 +72,7 @@ pub(super) struct ObjName {
 impl LocalObj {
     /// This object's name, as seen by a thread of process `process` (its index in the trace).
     pub(super) fn name(&self, process: usize) -> ObjName {
-        let scoped = ObjKind::from_code(self.kind).is_some_and(ObjKind::process_scoped);
+        let scoped = self.kind.known().is_some_and(ObjKind::process_scoped);
         let scope = if scoped && !self.shared {
             u32::try_from(process).map_or(u32::MAX, |p| p.saturating_add(1))
         } else {
@@ -86,16 +87,16 @@ impl LocalObj {
 }
 
 /// Whether `op` is a semaphore's post or a wait on one.
-pub(super) fn sem_op(op: u8) -> bool {
+pub(super) fn sem_op(op: OpName) -> bool {
     matches!(
-        Op::from_u8(op),
+        op.op(),
         Some(Op::SemPost | Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait)
     )
 }
 
 /// Whether `op` can be lock traffic on an object used as a lock (see [`super::futexlocks`]).
-pub(super) fn lock_op(op: u8) -> bool {
-    op == Op::FutexWait as u8 || op == Op::FutexWake as u8 || sem_op(op)
+pub(super) fn lock_op(op: OpName) -> bool {
+    op.is(Op::FutexWait) || op.is(Op::FutexWake) || sem_op(op)
 }
 
 /// Whether `op` sends a signal.

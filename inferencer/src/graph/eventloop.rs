@@ -34,6 +34,7 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::graph::{ChannelKind, ObjectKind};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
 
 use super::event::{is_epoll_wait, reads_bytes, HAS_X};
@@ -69,7 +70,7 @@ impl Conns {
 /// ends the one before), a write ends its leaf (and starts the next).
 pub(super) fn conns(
     bounds: &[Bound],
-    kinds: &[(u8, Option<u8>)],
+    kinds: &[(ObjectKind, Option<ChannelKind>)],
     channels: &[u64],
     graph: &Graph,
 ) -> Conns {
@@ -86,12 +87,12 @@ pub(super) fn conns(
         if leaf >= n || b.res < 0 {
             continue;
         }
-        let Some(op) = Op::from_u8(b.op) else {
+        let Some(op) = b.op.op() else {
             continue;
         };
         let is_stream = kinds
             .get(b.obj as usize)
-            .is_some_and(|&(k, _)| k == ObjKind::Stream.code());
+            .is_some_and(|&(k, _)| k.is(ObjKind::Stream));
         let (chan, opens) = match op {
             Op::Accept | Op::Accept4 if b.flags & HAS_X != 0 => (b.x, true),
             _ => match reads_bytes(op) {
@@ -252,7 +253,7 @@ fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use scalpel_model::format::Op;
-    use scalpel_model::graph::{EdgeKind, Leaf, OpName};
+    use scalpel_model::graph::{EdgeKind, Leaf};
 
     use super::split_handoffs;
     use crate::testgraph::GraphBuilder;
@@ -281,8 +282,8 @@ mod tests {
         for (i, (from, to)) in steps.into_iter().enumerate() {
             let t = 1_000 * i as u64;
             let mut l = Leaf::new(listener, ty, t, t + 10);
-            l.start_op = Some(OpName(from as u8));
-            l.end_op = Some(OpName(to as u8));
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
             b.push(listener, l);
         }
         for (k, push) in [1u32, 2, 4, 6].into_iter().enumerate() {

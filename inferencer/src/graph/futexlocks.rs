@@ -57,7 +57,7 @@ pub(super) fn waits_like_a_lock(b: &Bound) -> bool {
 fn inside_a_task(b: &Bound, weak: &[bool]) -> bool {
     let strong = |i: Option<usize>| i.and_then(|i| weak.get(i)).is_some_and(|&w| !w);
     let l = b.leaf as usize;
-    if b.op == Op::SemPost as u8 {
+    if b.op.is(Op::SemPost) {
         strong(Some(l)) && strong(Some(l + 1))
     } else {
         strong(l.checked_sub(1))
@@ -111,7 +111,7 @@ pub(super) fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName
                 continue;
             };
             if sem_op(b.op) {
-                let post = b.op == Op::SemPost as u8;
+                let post = b.op.is(Op::SemPost);
                 if !post && b.res != 0 {
                     continue;
                 }
@@ -127,7 +127,7 @@ pub(super) fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName
                 continue;
             }
             let lock = words.entry(o.name(pi)).or_insert(true);
-            if b.op == Op::FutexWait as u8 {
+            if b.op.is(Op::FutexWait) {
                 *lock &= waits_like_a_lock(b);
             }
         }

@@ -161,7 +161,7 @@ pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]
             };
             let at = t.clock.ns(sent.end_ns);
             let target = u32::try_from(b.x).ok();
-            let targets = match Op::from_u8(b.op) {
+            let targets = match b.op.op() {
                 // A pid of 0 or above i32::MAX is a process group: not followed.
                 Some(Op::Kill | Op::Sigqueue) => target
                     .filter(|&p| p != 0 && p <= i32::MAX as u32)
@@ -240,16 +240,12 @@ pub(super) fn lock_waits(
 /// Whether `b` is a signal sent to a process or thread (`pthread_kill`'s handle and `raise`
 /// are not followed here).
 fn signal_send(b: &Bound) -> bool {
-    b.flags & HAS_X != 0
-        && matches!(
-            Op::from_u8(b.op),
-            Some(Op::Kill | Op::Sigqueue | Op::Tgkill)
-        )
+    b.flags & HAS_X != 0 && matches!(b.op.op(), Some(Op::Kill | Op::Sigqueue | Op::Tgkill))
 }
 
 /// Whether `b` is an epoll wait (its object is the instance).
 fn epoll_wait(b: &Bound) -> bool {
-    b.obj != NO_OBJ && is_epoll_wait(Op::from_u8(b.op))
+    b.obj != NO_OBJ && is_epoll_wait(b.op.op())
 }
 
 /// The first leaf of `t` started by a blocking call after `at`, entered by
@@ -275,10 +271,9 @@ fn inside_a_task(out: &ThreadOut, l: usize) -> bool {
 fn mid_request(out: &ThreadOut) -> AHashSet<usize> {
     let bounds = &out.bounds;
     let transfer = |b: &Bound| -> Option<(u64, bool)> {
-        let read = reads_bytes(Op::from_u8(b.op)?)?;
+        let read = reads_bytes(b.op.op()?)?;
         let o = out.objs.get(b.obj as usize)?;
-        (b.res > 0 && o.kind == ObjKind::Stream.code() && o.channel != 0)
-            .then_some((o.channel, read))
+        (b.res > 0 && o.kind.is(ObjKind::Stream) && o.channel != 0).then_some((o.channel, read))
     };
     // Per call (index into bounds): the transfer before it, when nothing dispatched since.
     let mut before: AHashMap<usize, (u64, bool)> = AHashMap::new();
@@ -345,5 +340,5 @@ impl Recent {
 
 /// Whether `b` dispatches: a readiness wait or an accept.
 fn dispatch(b: &Bound) -> bool {
-    Op::from_u8(b.op).is_some_and(dispatches)
+    b.op.op().is_some_and(dispatches)
 }

@@ -10,6 +10,7 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{ChanKind, ObjKind, Op};
+use scalpel_model::graph::ChannelKind;
 use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, ThreadId};
 use scalpel_model::read::{FileTrace, Ready};
 
@@ -45,9 +46,9 @@ pub(super) enum Class {
 }
 
 /// Channel kinds whose transfers are communication between threads, and so cut leaves.
-fn is_channel(c: Option<u8>) -> bool {
+fn is_channel(c: Option<ChannelKind>) -> bool {
     matches!(
-        c.and_then(ChanKind::from_code),
+        c.and_then(ChannelKind::known),
         Some(ChanKind::Tcp | ChanKind::Udp | ChanKind::Unix | ChanKind::Pipe | ChanKind::Eventfd)
     )
 }
@@ -81,7 +82,7 @@ pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
                 let moved = e.res > 0 && e.flags & HAS_X != 0;
                 let at_end = read && e.res == 0;
                 let on_channel =
-                    o.is_some_and(|o| o.kind == ObjKind::Stream.code() && is_channel(o.chan));
+                    o.is_some_and(|o| o.kind.is(ObjKind::Stream) && is_channel(o.chan));
                 if (moved || at_end) && on_channel {
                     Class::Cut
                 } else {
@@ -124,8 +125,8 @@ pub(super) struct Bound {
     /// For a release-side call, the leaf it ends; for an acquire-side call, the leaf it starts
     /// (thread-local index, then global after assembly).
     pub leaf: u32,
-    /// Operation code.
-    pub op: u8,
+    /// Operation (its code, known or not).
+    pub op: OpName,
     /// `HAS_SEQ` | `HAS_X`.
     pub flags: u8,
 }
@@ -176,8 +177,8 @@ pub(super) struct LockAcquire {
 pub(super) struct InnerEv {
     /// The leaf (thread-local, then global).
     pub leaf: u32,
-    /// Operation code.
-    pub op: u8,
+    /// Operation (its code, known or not).
+    pub op: OpName,
     /// Object (file-local, then global), or [`NO_OBJ`].
     pub obj: u32,
     /// Entry time, ticks until assembly.
@@ -207,11 +208,11 @@ const KEEP_TICKS: u64 = 1_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct LocalType {
     /// The operation that starts it.
-    pub start_op: Option<u8>,
+    pub start_op: Option<OpName>,
     /// The file's stack id at its start (0: none).
     pub start_stack: u32,
     /// The operation that ends it.
-    pub end_op: Option<u8>,
+    pub end_op: Option<OpName>,
     /// The file's stack id at its end (0: none).
     pub end_stack: u32,
 }
@@ -257,9 +258,9 @@ pub(super) struct ThreadOut {
     pub objs: Vec<LocalObj>,
 }
 
-fn open(ticks: u64, start_op: Option<u8>, event: u32) -> Leaf {
+fn open(ticks: u64, start_op: Option<OpName>, event: u32) -> Leaf {
     Leaf {
-        start_op: start_op.map(OpName),
+        start_op,
         start_event: event,
         end_event: event,
         ..Leaf::new(ThreadId(0), LeafTypeId(0), ticks, ticks)
@@ -338,7 +339,7 @@ impl Cutter {
             Some(e) => {
                 leaf.end_ns = e.ticks;
                 leaf.block_ns = e.dur;
-                leaf.end_op = Some(OpName(e.op));
+                leaf.end_op = Some(e.op);
                 leaf.end_obj = (e.obj != NO_OBJ).then(|| ObjId::new(e.obj));
                 self.sites.push((e.stack, e.x));
                 (Some(e.op), e.stack)
@@ -350,7 +351,7 @@ impl Cutter {
             }
         };
         let key = LocalType {
-            start_op: leaf.start_op.map(|o| o.0),
+            start_op: leaf.start_op,
             start_stack,
             end_op,
             end_stack,
@@ -407,7 +408,7 @@ impl Cutter {
     pub(super) fn feed(&mut self, e: &Ev, o: Option<&LocalObj>, lock_word: bool) {
         let at = self.n;
         self.n = self.n.saturating_add(1);
-        let op = Op::from_u8(e.op);
+        let op = e.op.op();
         let latch = self.latch.get(self.latch_next) == Some(&at);
         if latch {
             self.latch_next += 1;
@@ -520,7 +521,7 @@ impl Cutter {
             Class::Other => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
                     leaf.other_ns += e.dur;
-                    if e.res > 0 && o.is_some_and(|o| o.kind == ObjKind::Stream.code()) {
+                    if e.res > 0 && o.is_some_and(|o| o.kind.is(ObjKind::Stream)) {
                         // A transfer that did not cut is on a file or terminal, or failed to
                         // move bytes at a known offset: counted as file bytes.
                         let n = e.res as u64;

@@ -30,6 +30,7 @@ mod streams;
 mod types;
 mod weak;
 
+use scalpel_model::graph::{ChannelKind, ObjectKind};
 use std::path::{Path, PathBuf};
 
 use ahash::AHashMap;
@@ -211,7 +212,10 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let sends: Vec<Bound> = asm
         .bounds
         .iter()
-        .filter(|b| Op::from_u8(b.op).is_some_and(|o| o == Op::ThreadStart || event::sends(o)))
+        .filter(|b| {
+            b.op.op()
+                .is_some_and(|o| o == Op::ThreadStart || event::sends(o))
+        })
         .copied()
         .collect();
     let conns = eventloop::conns(&asm.bounds, &asm.obj_kinds, &asm.obj_channel, &graph);
@@ -268,7 +272,7 @@ type ExtEdge = (u32, bool, u32);
 /// Matches every object's cuts, in parallel over objects.
 fn notification_edges(
     mut bounds: Vec<Bound>,
-    kinds: &[(u8, Option<u8>)],
+    kinds: &[(ObjectKind, Option<ChannelKind>)],
     channels: &[u64],
     reports: &ready::Reports,
     graph: &mut Graph,
@@ -287,9 +291,10 @@ fn notification_edges(
         .map(|g| {
             let o = g[0].obj;
             let mut out = GroupOut::default();
-            let (kind, chan) = kinds.get(o as usize).copied().unwrap_or((0, None));
-            let chan = chan.and_then(ChanKind::from_code);
-            match (ObjKind::from_code(kind), chan) {
+            let (kind, chan) = kinds.get(o as usize).map_or((None, None), |&(k, c)| {
+                (k.known(), c.and_then(ChannelKind::known))
+            });
+            match (kind, chan) {
                 (Some(ObjKind::Cond), _) => notify::cond(g, o, leaves, &mut out),
                 (Some(ObjKind::Sem), _) => notify::sem(g, o, &mut out),
                 (Some(ObjKind::Futex), _) => notify::futex(g, o, leaves, &mut out),
@@ -445,7 +450,7 @@ fn finish_edges(
     graph: &mut Graph,
     mut edges: Vec<Edge>,
     ext: Vec<ExtEdge>,
-    kinds: &[(u8, Option<u8>)],
+    kinds: &[(ObjectKind, Option<ChannelKind>)],
 ) {
     let base = graph.leaves.len() as u32;
     // An external stands for a channel; an object index with no object is no channel.
@@ -519,11 +524,11 @@ pub(crate) fn merge_into<T: Ord + Copy>(a: &mut Vec<T>, b: &[T]) {
 
 /// External edges take the kind of their object: connections for endpoints, eventfd for
 /// eventfds, bytes otherwise.
-fn kind_of_external(kinds: &[(u8, Option<u8>)], o: u32) -> EdgeKind {
+fn kind_of_external(kinds: &[(ObjectKind, Option<ChannelKind>)], o: u32) -> EdgeKind {
     let Some(&(kind, chan)) = kinds.get(o as usize) else {
         return EdgeKind::Stream;
     };
-    match (ObjKind::from_code(kind), chan.and_then(ChanKind::from_code)) {
+    match (kind.known(), chan.and_then(ChannelKind::known)) {
         (Some(ObjKind::Endpoint), _) => EdgeKind::Connect,
         (_, Some(ChanKind::Eventfd)) => EdgeKind::Eventfd,
         _ => EdgeKind::Stream,

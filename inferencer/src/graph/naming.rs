@@ -13,6 +13,7 @@
 use ahash::AHashMap;
 use scalpel_model::format::ChanKind;
 use scalpel_model::graph::{BoundaryInfo, Graph, LeafType, OpName};
+use scalpel_model::graph::{ChannelKind, ObjectKind};
 
 use crate::symbols::{short_name, SkipList};
 
@@ -25,7 +26,11 @@ struct Channels {
 
 /// Renames every leaf type of `graph` (before callers disambiguate equal names). `kinds` holds
 /// each object's kind and channel code, by object index.
-pub(super) fn name_types(graph: &mut Graph, kinds: &[(u8, Option<u8>)], skip: &SkipList) {
+pub(super) fn name_types(
+    graph: &mut Graph,
+    kinds: &[(ObjectKind, Option<ChannelKind>)],
+    skip: &SkipList,
+) {
     let chans = channels(graph, kinds);
     for (t, ty) in graph.types.iter_mut().enumerate() {
         ty.name = type_name(ty, chans.get(t).copied().unwrap_or_default(), skip);
@@ -34,13 +39,13 @@ pub(super) fn name_types(graph: &mut Graph, kinds: &[(u8, Option<u8>)], skip: &S
 
 /// Per type, the most frequent channel kind of its leaves' ending call, and of the call that
 /// ended the leaf before them on their thread (where they started).
-fn channels(graph: &Graph, kinds: &[(u8, Option<u8>)]) -> Vec<Channels> {
+fn channels(graph: &Graph, kinds: &[(ObjectKind, Option<ChannelKind>)]) -> Vec<Channels> {
     let chan_of = |leaf: usize| -> Option<ChanKind> {
         let o = graph.leaves.get(leaf)?.end_obj?;
         kinds
             .get(o.index())
             .and_then(|&(_, c)| c)
-            .and_then(ChanKind::from_code)
+            .and_then(ChannelKind::known)
             .filter(|&c| c != ChanKind::Other)
     };
     let mut counts: Vec<[AHashMap<ChanKind, u64>; 2]> = vec![Default::default(); graph.types.len()];
@@ -58,7 +63,7 @@ fn channels(graph: &Graph, kinds: &[(u8, Option<u8>)]) -> Vec<Channels> {
     }
     let most = |m: &AHashMap<ChanKind, u64>| {
         m.iter()
-            .max_by_key(|&(k, n)| (*n, std::cmp::Reverse(k.code())))
+            .max_by_key(|&(k, n)| (*n, std::cmp::Reverse(*k)))
             .map(|(&k, _)| k)
     };
     counts
@@ -131,7 +136,7 @@ mod tests {
 
     fn boundary(op: Option<Op>, frames: &[&str], function: Option<&str>) -> BoundaryInfo {
         BoundaryInfo {
-            op: op.map(|o| OpName(o as u8)),
+            op: op.map(OpName::from),
             function: function.map(str::to_owned),
             frames: frames.iter().map(|s| s.to_string()).collect(),
         }

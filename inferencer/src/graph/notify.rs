@@ -45,7 +45,7 @@ impl GroupOut {
 }
 
 fn op(b: &Bound) -> Option<Op> {
-    Op::from_u8(b.op)
+    b.op.op()
 }
 
 /// When the acquire `b` began waiting: the entry of its call, which ends the leaf before the

@@ -50,14 +50,14 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
     let mut by_handle: AHashMap<(u32, u64), ThreadId> = AHashMap::new();
     for b in bounds
         .iter()
-        .filter(|b| b.op == Op::ThreadStart as u8 && b.flags & HAS_X != 0)
+        .filter(|b| b.op.is(Op::ThreadStart) && b.flags & HAS_X != 0)
     {
         if let Some(t) = thread_of(b.leaf) {
             by_handle.insert((graph.threads[t.index()].process.0, b.x), t);
         }
     }
     for b in bounds.iter().filter(|b| b.flags & HAS_X != 0) {
-        let Some(op) = Op::from_u8(b.op).filter(|&o| sends(o)) else {
+        let Some(op) = b.op.op().filter(|&o| sends(o)) else {
             continue;
         };
         let (Some(sender), Some(sent)) = (thread_of(b.leaf), leaves.get(b.leaf as usize)) else {

@@ -1,6 +1,7 @@
 //! The per-file reduction: each thread file's events cut into leaves while the file is decoded
 //! (see [`super::leaves`]), so that no event outlives its decoding.
 
+use scalpel_model::graph::{ChannelKind, ObjectKind, OpName};
 use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
@@ -13,7 +14,7 @@ use super::ready::Ctl;
 
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
 pub(super) struct ThreadSink {
-    index: AHashMap<(u8, u64), u32>,
+    index: AHashMap<(ObjectKind, u64), u32>,
     /// The file's object index (OBJECT records) to local object, so that an event's object
     /// costs no hashing.
     by_file_index: Vec<u32>,
@@ -91,7 +92,14 @@ impl ThreadSink {
         }
     }
 
-    fn intern(&mut self, kind: u8, key: u64, chan: Option<u8>, channel: u64, shared: bool) -> u32 {
+    fn intern(
+        &mut self,
+        kind: ObjectKind,
+        key: u64,
+        chan: Option<ChannelKind>,
+        channel: u64,
+        shared: bool,
+    ) -> u32 {
         let next = self.objs.len() as u32;
         let i = *self.index.entry((kind, key)).or_insert_with(|| {
             self.objs.push(LocalObj {
@@ -118,7 +126,9 @@ impl ThreadSink {
 impl FileSink for ThreadSink {
     fn object(&mut self, def: &ObjectDef) {
         let chan = match &def.identity {
-            Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => Some(*chan),
+            Identity::Stream { chan, .. } | Identity::Endpoint { chan, .. } => {
+                Some(ChannelKind::from_code(*chan))
+            }
             _ => None,
         };
         let channel = match &def.identity {
@@ -126,7 +136,8 @@ impl FileSink for ThreadSink {
             _ => 0,
         };
         let shared = matches!(def.identity, Identity::Shared);
-        let local = self.intern(def.kind, def.key, chan, channel, shared);
+        let kind = ObjectKind::from_code(def.kind);
+        let local = self.intern(kind, def.key, chan, channel, shared);
         // Indices are small and dense (the agent numbers them from 1); a wild one is only
         // looked up by key.
         if let Ok(i) = usize::try_from(def.index) {
@@ -147,7 +158,7 @@ impl FileSink for ThreadSink {
                 .and_then(|i| self.by_file_index.get(i))
             {
                 Some(&local) if local != NO_OBJ => local,
-                _ => self.intern(o.kind, o.key, None, 0, false),
+                _ => self.intern(ObjectKind::from_code(o.kind), o.key, None, 0, false),
             },
             None => NO_OBJ,
         };
@@ -167,7 +178,7 @@ impl FileSink for ThreadSink {
             obj,
             res: sat_i32(e.result.unwrap_or(0)),
             stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
-            op: e.op_code,
+            op: OpName(e.op_code),
             flags,
             cpu: e.cpu_ns,
         };
@@ -190,7 +201,7 @@ impl FileSink for ThreadSink {
         self.last_obj = obj;
         let o = self.objs.get(obj as usize);
         // Only futex and semaphore calls can be lock traffic; other events skip the lookup.
-        let traffic = e.op.is_some_and(|op| super::event::lock_op(op as u8));
+        let traffic = e.op.is_some_and(|op| super::event::lock_op(op.into()));
         let lock_word = match (&self.lock_words, o) {
             (Some(words), Some(o)) if traffic => words.contains(&o.name(self.process)),
             _ => false,
@@ -201,7 +212,7 @@ impl FileSink for ThreadSink {
     fn ready(&mut self, r: &Ready) {
         // epoll names its instance as the wait's object; poll and select have none.
         let epoll = match self.objs.get(self.last_obj as usize) {
-            Some(o) if o.kind == ObjKind::Epoll.code() => o.key,
+            Some(o) if o.kind.is(ObjKind::Epoll) => o.key,
             _ => 0,
         };
         self.cut.ready(r, epoll);

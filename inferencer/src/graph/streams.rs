@@ -36,7 +36,7 @@ pub(super) fn stream(
     let mut writes: Vec<Xfer> = Vec::new();
     let mut reads: Vec<Xfer> = Vec::new();
     for b in group.iter().filter(|b| b.flags & HAS_X != 0 && b.res > 0) {
-        match Op::from_u8(b.op).and_then(reads_bytes) {
+        match b.op.op().and_then(reads_bytes) {
             Some(true) => reads.push((b.x, b.res as u64, b.leaf)),
             Some(false) => writes.push((b.x, b.res as u64, b.leaf)),
             None => {}
@@ -100,7 +100,7 @@ pub(super) fn eventfd(
 ) {
     let mut pending: Vec<u32> = Vec::new();
     for b in group.iter().filter(|b| b.flags & HAS_SEQ != 0 && b.res > 0) {
-        match Op::from_u8(b.op).and_then(reads_bytes) {
+        match b.op.op().and_then(reads_bytes) {
             Some(false) => pending.push(b.leaf),
             Some(true) => {
                 if pending.is_empty() {
@@ -123,7 +123,7 @@ pub(super) fn eventfd(
 /// Connections: `connect` → `accept` by connection key, over the whole trace (a client names
 /// the address it dialled, the server the one it listens on, which may differ).
 pub(super) fn connections(bounds: &[Bound], out: &mut GroupOut) {
-    let is = |b: &Bound, ops: &[Op]| Op::from_u8(b.op).is_some_and(|o| ops.contains(&o));
+    let is = |b: &Bound, ops: &[Op]| b.op.op().is_some_and(|o| ops.contains(&o));
     let mut connects: AHashMap<u64, (u32, u32)> = AHashMap::new();
     for b in bounds.iter().filter(|b| is(b, &[Op::Connect])) {
         if b.flags & HAS_X != 0 && b.x != 0 {
@@ -169,7 +169,7 @@ pub(super) fn connections(bounds: &[Bound], out: &mut GroupOut) {
 /// latest accept of its key in its own process before it (Apache under `ab -n 5000`: 401
 /// connections had no hand-off while only a key's first accept was kept).
 pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &mut GroupOut) {
-    let is_accept = |b: &Bound| matches!(Op::from_u8(b.op), Some(Op::Accept | Op::Accept4));
+    let is_accept = |b: &Bound| matches!(b.op.op(), Some(Op::Accept | Op::Accept4));
     // Connection key → its accepts: (when the accept returned, the leaf it started, its thread).
     let mut accepted: AHashMap<u64, Vec<(u64, u32, u32)>> = AHashMap::new();
     for b in bounds.iter().filter(|b| is_accept(b) && b.res >= 0) {
@@ -195,7 +195,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
     // (Connection key, accept) → earliest use: (end time, leaf ending at the call, object).
     let mut first: AHashMap<(u64, usize), (u64, u32, u32)> = AHashMap::new();
     for b in bounds.iter().filter(|b| b.res > 0) {
-        let Some(reads) = Op::from_u8(b.op).and_then(reads_bytes) else {
+        let Some(reads) = b.op.op().and_then(reads_bytes) else {
             continue;
         };
         let key = channels.get(b.obj as usize).copied().unwrap_or(0);

@@ -20,7 +20,7 @@ pub(super) struct TypeTable<'a> {
     skip: &'a SkipList,
     sigs: Vec<Sig>,
     sig_index: AHashMap<Vec<String>, u32>,
-    index: AHashMap<(Option<u8>, u32, Option<u8>, u32), u32>,
+    index: AHashMap<(Option<OpName>, u32, Option<OpName>, u32), u32>,
     /// The types, in order of first appearance.
     pub types: Vec<LeafType>,
     /// Call sites of inner waits, by stack signature.
@@ -130,8 +130,8 @@ impl<'a> TypeTable<'a> {
                 }
                 let t = self.types.len() as u32;
                 self.index.insert(key, t);
-                let boundary = |op: Option<u8>, sig: &Sig| BoundaryInfo {
-                    op: op.map(OpName),
+                let boundary = |op: Option<OpName>, sig: &Sig| BoundaryInfo {
+                    op,
                     function: sig.1.clone(),
                     frames: sig.0.clone(),
                 };

@@ -29,7 +29,7 @@ use ahash::AHashMap;
 use scalpel_model::format::Op;
 use scalpel_model::read::FileTrace;
 
-use scalpel_model::graph::Leaf;
+use scalpel_model::graph::{Leaf, OpName};
 
 use super::event::reads_bytes;
 
@@ -39,7 +39,7 @@ fn reads_bytes_op(op: scalpel_model::graph::OpName) -> bool {
 }
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
-type Site<'a> = (u8, Option<&'a [u64]>, u32);
+type Site<'a> = (OpName, Option<&'a [u64]>, u32);
 
 /// A wait that takes work: condition, semaphore and futex waits, and reads.
 pub(super) fn dequeue_like(op: Op) -> bool {
@@ -72,7 +72,7 @@ pub(super) fn weak_boundaries(
     sites: &[(u32, u64)],
     file: &FileTrace,
 ) -> WeakOrder {
-    let site_of = |i: usize, op: u8| -> Site<'_> {
+    let site_of = |i: usize, op: OpName| -> Site<'_> {
         let stack = sites.get(i).map_or(0, |s| s.0);
         let frames = (stack != 0)
             .then(|| file.stacks.get(&u64::from(stack)).map(|v| v.as_slice()))
@@ -85,7 +85,7 @@ pub(super) fn weak_boundaries(
     for (i, l) in leaves.iter().enumerate() {
         let Some(op) = l.end_op else { continue };
         if op.op().is_some_and(dequeue_like) {
-            visits.entry(site_of(i, op.0)).or_insert((0, i)).0 += 1;
+            visits.entry(site_of(i, op)).or_insert((0, i)).0 += 1;
         }
     }
     let head = visits
@@ -107,7 +107,7 @@ pub(super) fn weak_boundaries(
     for (i, l) in leaves.iter().enumerate().skip(1) {
         if let Some(op) = l.end_op {
             if dispatch_at(i - 1) && reads_bytes_op(op) {
-                fetch.insert(site_of(i, op.0));
+                fetch.insert(site_of(i, op));
             }
         }
     }
@@ -122,7 +122,7 @@ pub(super) fn weak_boundaries(
         let next_fetch = !dispatch
             && leaves.get(i + 1).is_some_and(|n| {
                 n.end_op
-                    .is_some_and(|o| reads_bytes_op(o) && fetch.contains(&site_of(i + 1, o.0)))
+                    .is_some_and(|o| reads_bytes_op(o) && fetch.contains(&site_of(i + 1, o)))
             });
         let (weak, at_head) = match op {
             None => (false, false),
@@ -130,7 +130,7 @@ pub(super) fn weak_boundaries(
             _ if dispatch => (true, false),
             _ if next_fetch => (true, false),
             Some(op) if dequeue_like(op) => {
-                let h = head == Some(site_of(i, op as u8));
+                let h = head == Some(site_of(i, op.into()));
                 (h, h)
             }
             Some(_) => (false, false),

@@ -19,7 +19,9 @@
 use std::collections::BTreeMap;
 
 use ahash::AHashMap;
-use scalpel_model::graph::{EdgeKind, LeafId, ObjId};
+use scalpel_model::format::ChanKind;
+use scalpel_model::graph::{EdgeKind, LeafId, ObjId, ObjectInfo};
+use scalpel_model::read::Endpoint;
 
 use super::input::MineInput;
 use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge};
@@ -27,22 +29,21 @@ use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, Task
 use super::build::Built;
 
 /// A TCP connection's key: both endpoints, in order, so that both directions are one.
-fn connection(desc: &str) -> Option<(String, String)> {
-    let rest = desc.strip_prefix("tcp ")?;
-    let (a, b) = rest.split_once("->")?;
-    let (a, b) = (a.trim().to_owned(), b.trim().to_owned());
-    Some(if a <= b { (a, b) } else { (b, a) })
+fn connection(o: &ObjectInfo) -> Option<(Endpoint, Endpoint)> {
+    let channel = o.channel.as_ref().filter(|c| c.kind().is(ChanKind::Tcp))?;
+    let (a, b) = channel.connection()?;
+    Some((a.clone(), b.clone()))
 }
 
 /// Builds the sessions of `built` (see the module docs).
 pub(super) fn build_sessions(graph: &MineInput<'_>, built: &mut Built, min_support: u32) {
     // Connection number of each object (by first appearance in object order).
-    let mut conn_ids: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let mut conn_ids: BTreeMap<(Endpoint, Endpoint), u32> = BTreeMap::new();
     let conn_of_obj: Vec<Option<u32>> = graph
         .objects
         .iter()
         .map(|o| {
-            let c = connection(&o.desc)?;
+            let c = connection(o)?;
             let next = conn_ids.len() as u32;
             Some(*conn_ids.entry(c).or_insert(next))
         })

@@ -2,6 +2,7 @@
 //! the leaf that held the lock or woke it.
 
 use ahash::AHashMap;
+use scalpel_model::format::ObjKind;
 use scalpel_model::graph::{BoundaryInfo, Graph, LeafId, LeafTypeId, ObjId, OpName, SiteId};
 use serde::Serialize;
 
@@ -56,8 +57,8 @@ fn object_name(g: &Graph, o: Option<ObjId>) -> String {
     let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
         return "-".into();
     };
-    if info.kind == "stream" {
-        channel_kind(g, o).to_string()
+    if info.kind.is(ObjKind::Stream) {
+        channel_kind(g, o).into_owned()
     } else {
         format!("{} {:#x}", info.kind, info.key)
     }

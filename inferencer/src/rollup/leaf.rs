@@ -7,7 +7,10 @@
 //! [`BlockKind::Idle`] when the thread went back for new work after it. A trace recorded with
 //! CPU times also gives each leaf's CPU time; running time beyond it is [`BlockKind::OffCpu`].
 
-use scalpel_model::graph::{EdgeKind, Graph, LeafId, ObjId};
+use std::borrow::Cow;
+
+use scalpel_model::format::{ChanKind, ObjKind};
+use scalpel_model::graph::{EdgeKind, Graph, LeafId, ObjId, ObjectInfo};
 use serde::Serialize;
 
 use super::kinds::{BlockKind, KindTimes};
@@ -161,17 +164,17 @@ pub(super) fn add_bytes(
     }
 }
 
-/// The channel kind of object `o`: the first word of a stream's description.
-pub(super) fn channel_kind(g: &Graph, o: Option<ObjId>) -> &str {
-    let Some(info) = o.and_then(|o| g.objects.get(o.get() as usize)) else {
-        return "other";
-    };
-    if info.kind != "stream" {
-        return "other";
-    }
-    match info.desc.split(' ').next() {
-        Some(k) if !k.is_empty() => k,
-        _ => "other",
+/// The channel kind of object `o` by name: a stream's channel kind, `other` for the rest.
+pub(super) fn channel_kind(g: &Graph, o: Option<ObjId>) -> Cow<'static, str> {
+    let kind = o
+        .and_then(|o| g.objects.get(o.index()))
+        .filter(|info| info.kind.is(ObjKind::Stream))
+        .and_then(ObjectInfo::channel_kind);
+    match kind {
+        Some(k) => k
+            .known()
+            .map_or_else(|| Cow::Owned(k.to_string()), |k| Cow::Borrowed(k.name())),
+        None => Cow::Borrowed(ChanKind::Other.name()),
     }
 }
 
@@ -224,12 +227,12 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
         .and_then(|p| p.end_obj);
     let (file_in, file_out) = g.leaf_file(LeafId(leaf));
     add(
-        channel_kind(g, prev_obj),
+        &channel_kind(g, prev_obj),
         l.bytes_in.saturating_sub(file_in),
         0,
     );
     add(
-        channel_kind(g, l.end_obj),
+        &channel_kind(g, l.end_obj),
         0,
         l.bytes_out.saturating_sub(file_out),
     );

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use scalpel_model::graph::{EdgeKind, ExternalRole, Graph, NodeId};
+use scalpel_model::format::ChanKind;
+use scalpel_model::graph::{EdgeKind, ExternalRole, Graph, NodeId, ObjectInfo};
 
 use super::budget;
 use super::graphviz::quote;
@@ -24,16 +25,13 @@ fn type_node(g: &Graph, id: NodeId) -> String {
             let what = g
                 .objects
                 .get(x.obj.index())
-                .and_then(|o| o.desc.split(' ').next())
-                .unwrap_or("");
+                .and_then(ObjectInfo::channel_kind)
+                .unwrap_or(ChanKind::Other.into());
             let role = match x.role {
                 ExternalRole::Source => "source",
                 ExternalRole::Sink => "sink",
             };
-            format!(
-                "external_{role}_{}",
-                if what.is_empty() { "other" } else { what }
-            )
+            format!("external_{role}_{what}")
         }
         None => format!("t{}", g.leaves[id.index()].ty),
     }

@@ -3,11 +3,14 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use serde::{Deserialize, Serialize};
+
 use crate::format::{ep, ChanKind, ObjKind, SHARED_IDENTITY};
 use crate::wire::{Dec, DecError};
 
 /// One end of a channel, or a listening address.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     /// Not known.
     None,

@@ -377,6 +377,18 @@ macro_rules! ops {
 
             /// Decodes an operation code.
             pub fn from_u8(v: u8) -> Option<Op> {
+                Op::from_code(v)
+            }
+
+            /// The byte the format holds for this operation.
+            #[inline]
+            pub const fn code(self) -> u8 {
+                self as u8
+            }
+
+            /// The operation a byte names, if this version knows it.
+            #[inline]
+            pub const fn from_code(v: u8) -> Option<Op> {
                 match v { $( $code => Some(Op::$name), )* _ => None }
             }
 

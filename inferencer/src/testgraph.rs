@@ -36,7 +36,7 @@ impl GraphBuilder {
     /// Adds a leaf type named `name` (also its ending function), ending in `end` if given.
     pub fn leaf_type(&mut self, name: &str, end: Option<Op>) -> LeafTypeId {
         let boundary = |op: Option<Op>, function: Option<String>| BoundaryInfo {
-            op: op.map(|o| OpName(o as u8)),
+            op: op.map(OpName::from),
             function,
             frames: Vec::new(),
         };

@@ -35,7 +35,7 @@ fn server() -> Graph {
         seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         u64::from(seed >> 8) % m
     };
-    let op = |o: Op| Some(OpName(o as u8));
+    let op = |o: Op| Some(OpName::from(o));
     let mut last = [None, None, None];
     for r in 0..24u64 {
         let t = 1_000_000 + r * 500_000;

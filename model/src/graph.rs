@@ -116,64 +116,21 @@ impl EdgeKind {
     }
 }
 
-/// An operation code that serializes as its name (`"cond_wait"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OpName(pub u8);
+crate::coded::coded! {
+    /// An operation code that serializes as its name (`"cond_wait"`; `op#N` when unknown).
+    OpName, Op, "op"
+}
 
 impl OpName {
     /// The operation, when this reader knows the code.
-    pub fn op(self) -> Option<Op> {
-        Op::from_u8(self.0)
-    }
-
-    /// Whether this is operation `op`.
     #[inline]
-    pub fn is(self, op: Op) -> bool {
-        self.0 == op as u8
+    pub fn op(self) -> Option<Op> {
+        self.known()
     }
 
     /// Its name, or `op#NN` for an unknown code.
     pub fn name(self) -> String {
-        match self.op() {
-            Some(op) => op.name().to_string(),
-            None => format!("op#{}", self.0),
-        }
-    }
-}
-
-impl From<Op> for OpName {
-    #[inline]
-    fn from(op: Op) -> OpName {
-        OpName(op as u8)
-    }
-}
-
-/// In JSON an operation is its name; in the binary tables (postcard, not human-readable) its code.
-impl Serialize for OpName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if !s.is_human_readable() {
-            return s.serialize_u8(self.0);
-        }
-        match self.op() {
-            Some(op) => s.serialize_str(op.name()),
-            None => s.serialize_str(&self.name()),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for OpName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if !d.is_human_readable() {
-            return u8::deserialize(d).map(OpName);
-        }
-        let name = String::deserialize(d)?;
-        if let Some(op) = Op::ALL.iter().find(|op| op.name() == name) {
-            return Ok(OpName(*op as u8));
-        }
-        name.strip_prefix("op#")
-            .and_then(|n| n.parse().ok())
-            .map(OpName)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown operation {name:?}")))
+        self.to_string()
     }
 }
 

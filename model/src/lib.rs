@@ -17,6 +17,7 @@
 )]
 
 pub mod check;
+mod coded;
 pub mod graph;
 pub mod ids;
 mod leaflist;

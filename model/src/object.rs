@@ -2,98 +2,17 @@
 //! and ends. Stages decide from these fields; the description is text for people only, and no
 //! stage reads it.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::format::{ChanKind, ObjKind};
 use crate::read::{Endpoint, Identity};
 
-/// A kind byte of the format kept as read: a reader of a later version's trace keeps the codes it
-/// does not know. In JSON it is the kind's name (`kind#N` when unknown), in the binary tables
-/// (postcard, not human-readable) its code.
-macro_rules! coded {
-    ($(#[$doc:meta])* $name:ident, $kind:ident, $unknown:literal) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(u8);
-
-        impl $name {
-            /// The code as the trace held it.
-            pub const fn code(self) -> u8 {
-                self.0
-            }
-
-            /// From a code read from a trace, known or not.
-            pub const fn from_code(code: u8) -> $name {
-                $name(code)
-            }
-
-            /// The kind, when this version knows the code.
-            pub const fn known(self) -> Option<$kind> {
-                $kind::from_code(self.0)
-            }
-
-            /// Whether this is kind `k`.
-            pub fn is(self, k: $kind) -> bool {
-                self.0 == k.code()
-            }
-        }
-
-        impl From<$kind> for $name {
-            fn from(k: $kind) -> $name {
-                $name(k.code())
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self.known() {
-                    Some(k) => f.write_str(k.name()),
-                    None => write!(f, concat!($unknown, "#{}"), self.0),
-                }
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                if s.is_human_readable() {
-                    s.collect_str(self)
-                } else {
-                    s.serialize_u8(self.0)
-                }
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                if !d.is_human_readable() {
-                    return u8::deserialize(d).map($name);
-                }
-                let name = String::deserialize(d)?;
-                if let Some(k) = $kind::ALL.iter().find(|k| k.name() == name) {
-                    return Ok($name::from(*k));
-                }
-                name.strip_prefix(concat!($unknown, "#"))
-                    .and_then(|n| n.parse().ok())
-                    .map($name)
-                    .ok_or_else(|| {
-                        serde::de::Error::custom(format!(
-                            concat!("unknown ", $unknown, " {:?}"),
-                            name
-                        ))
-                    })
-            }
-        }
-    };
-}
-
-coded! {
+crate::coded::coded! {
     /// An object's kind (`mutex`, `cond`, `stream` …).
     ObjectKind, ObjKind, "kind"
 }
 
-coded! {
+crate::coded::coded! {
     /// A byte channel's kind (`tcp`, `unix`, `pipe` …).
     ChannelKind, ChanKind, "chan"
 }

@@ -178,7 +178,7 @@ impl FileSink for ThreadSink {
             obj,
             res: sat_i32(e.result.unwrap_or(0)),
             stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
-            op: OpName(e.op_code),
+            op: OpName::from_code(e.op_code),
             flags,
             cpu: e.cpu_ns,
         };

@@ -290,7 +290,7 @@ fn content_keys(
                 let lt = ty.leaf_type.unwrap_or(LeafTypeId::at(i));
                 if let Some(l) = graph.types.get(lt.index()) {
                     for b in [&l.start, &l.end] {
-                        h.u64(b.op.map_or(u64::MAX, |o| u64::from(o.0)));
+                        h.u64(b.op.map_or(u64::MAX, |o| u64::from(o.code())));
                         for f in &b.frames {
                             h.bytes(f.as_bytes());
                         }

@@ -12,7 +12,7 @@ use crate::testgraph::GraphBuilder;
 fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {
     Leaf {
         block_ns: block,
-        end_op: Some(OpName(op as u8)),
+        end_op: Some(OpName::from(op)),
         ..Leaf::new(ThreadId(thread), LeafTypeId(thread), start, end)
     }
 }

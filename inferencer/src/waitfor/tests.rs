@@ -52,7 +52,7 @@ fn inner(g: &mut Graph, leaf: u32, op: Op, at: u64, ns: u64, obj: Option<u32>) {
     });
     g.inner_waits.push(InnerWait {
         leaf: LeafId(leaf),
-        op: OpName(op as u8),
+        op: OpName::from(op),
         obj: obj.map(ObjId::new),
         at_ns: at,
         ns,
@@ -71,7 +71,7 @@ fn blocked(
 ) -> (ThreadId, u32) {
     let mut l = Leaf::new(t, ty, start, end);
     l.block_ns = block;
-    l.end_op = Some(OpName(op as u8));
+    l.end_op = Some(OpName::from(op));
     b.push(t, l)
 }
 

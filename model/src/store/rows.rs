@@ -70,8 +70,8 @@ impl Serialize for LeafRows<'_> {
                 start: signed(l.start_ns.wrapping_sub(start)),
                 len: signed(l.end_ns.wrapping_sub(l.start_ns)),
                 block_ns: l.block_ns,
-                start_op: l.start_op.map(|o| o.0),
-                end_op: l.end_op.map(|o| o.0),
+                start_op: l.start_op.map(OpName::code),
+                end_op: l.end_op.map(OpName::code),
                 end_obj: l.end_obj,
                 bytes_in: l.bytes_in,
                 bytes_out: l.bytes_out,
@@ -104,8 +104,8 @@ impl<'de> Deserialize<'de> for Leaves {
                 start_ns,
                 end_ns: start_ns.wrapping_add(unsigned(r.len)),
                 block_ns: r.block_ns,
-                start_op: r.start_op.map(OpName),
-                end_op: r.end_op.map(OpName),
+                start_op: r.start_op.map(OpName::from_code),
+                end_op: r.end_op.map(OpName::from_code),
                 end_obj: r.end_obj,
                 bytes_in: r.bytes_in,
                 bytes_out: r.bytes_out,
@@ -321,7 +321,7 @@ impl InnerWaitRow {
     pub(super) fn of(w: &InnerWait, _: Option<&InnerWait>) -> InnerWaitRow {
         InnerWaitRow {
             leaf: w.leaf,
-            op: w.op.0,
+            op: w.op.code(),
             obj: w.obj,
             at_ns: w.at_ns,
             ns: w.ns,
@@ -332,7 +332,7 @@ impl InnerWaitRow {
     pub(super) fn wait(self) -> InnerWait {
         InnerWait {
             leaf: self.leaf,
-            op: OpName(self.op),
+            op: OpName::from_code(self.op),
             obj: self.obj,
             at_ns: self.at_ns,
             ns: self.ns,

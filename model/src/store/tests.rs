@@ -26,8 +26,8 @@ fn graph() -> Graph {
         leaf(1, 5, 3),
         leaf(1, u64::MAX, 0),
     ];
-    leaves[0].start_op = Some(OpName(3));
-    leaves[0].end_op = Some(OpName(250)); // a code this reader does not know
+    leaves[0].start_op = Some(OpName::from_code(3));
+    leaves[0].end_op = Some(OpName::from_code(250)); // a code this reader does not know
     leaves[0].end_obj = Some(ObjId::new(7));
     leaves[1].bytes_in = u64::MAX;
     leaves[2].start_event = u32::MAX;
@@ -55,7 +55,7 @@ fn graph() -> Graph {
     }];
     g.inner_waits = vec![InnerWait {
         leaf: LeafId(0),
-        op: OpName(5),
+        op: OpName::from_code(5),
         obj: None,
         at_ns: 12,
         ns: 3,
@@ -283,7 +283,7 @@ proptest! {
                 let mut l = leaf(t, s, e);
                 l.start_event = se;
                 l.end_event = ee;
-                l.end_op = op.map(OpName);
+                l.end_op = op.map(OpName::from_code);
                 l
             })
             .collect();

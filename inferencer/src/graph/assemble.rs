@@ -4,14 +4,13 @@
 use ahash::AHashMap;
 use rayon::prelude::*;
 use scalpel_model::format::ObjKind;
-use scalpel_model::graph::ChannelKind;
 use scalpel_model::graph::{
     Channel, CpuSample, Graph, InnerWait, LeafFile, LeafId, LeafTypeId, ObjId, ObjectInfo,
-    ObjectKind, ProcessId, ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
+    ProcessId, ProcessInfo, SiteId, ThreadId, ThreadInfo, INNER_MIN_NS,
 };
 use scalpel_model::read::{Identity, ProcessSinks, TraceDir};
 
-use super::event::{LocalObj, ObjName, NO_OBJ};
+use super::event::{KindOf, LocalObj, ObjName, NO_OBJ};
 use super::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease, ThreadOut};
 use super::queues::Section;
 use super::ready::{Close, Ctl, ReadyWait};
@@ -42,7 +41,7 @@ pub(super) struct Assembled {
     /// guess.
     pub weak: WeakOrder,
     /// Per object: its kind code and channel kind.
-    pub obj_kinds: Vec<(ObjectKind, Option<ChannelKind>)>,
+    pub obj_kinds: Vec<KindOf>,
     /// Per object: the channel key of a stream direction (0 for other objects).
     pub obj_channel: Vec<u64>,
     /// Symbolization warnings.

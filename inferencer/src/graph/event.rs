@@ -55,6 +55,10 @@ pub(super) struct LocalObj {
     pub shared: bool,
 }
 
+/// What the matchers ask of a trace-wide object: its kind, and its channel kind for a stream
+/// or an endpoint (kept beside the graph's objects, which are much larger, for lookups per call).
+pub(super) type KindOf = (ObjectKind, Option<ChannelKind>);
+
 /// An object's name across a trace: kind, key, and for an object that belongs to one process
 /// (see [`ObjKind::process_scoped`]) that process's index plus one, else 0. Forked siblings have
 /// their private mutexes, conds and futex words at the same addresses; without the process in

@@ -34,10 +34,9 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{ObjKind, Op};
-use scalpel_model::graph::{ChannelKind, ObjectKind};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
 
-use super::event::{is_epoll_wait, reads_bytes, HAS_X};
+use super::event::{is_epoll_wait, reads_bytes, KindOf, HAS_X};
 use super::leaves::Bound;
 
 /// How far past a wait a completion's connection is looked for, in leaves.
@@ -68,12 +67,7 @@ impl Conns {
 
 /// Reads each leaf's connections off the cuts: a read or accept starts the leaf it opens (and
 /// ends the one before), a write ends its leaf (and starts the next).
-pub(super) fn conns(
-    bounds: &[Bound],
-    kinds: &[(ObjectKind, Option<ChannelKind>)],
-    channels: &[u64],
-    graph: &Graph,
-) -> Conns {
+pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph: &Graph) -> Conns {
     let n = graph.leaves.len();
     let mut c = Conns {
         start: vec![0; n],

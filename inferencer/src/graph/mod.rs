@@ -30,7 +30,7 @@ mod streams;
 mod types;
 mod weak;
 
-use scalpel_model::graph::{ChannelKind, ObjectKind};
+use scalpel_model::graph::ChannelKind;
 use std::path::{Path, PathBuf};
 
 use ahash::AHashMap;
@@ -45,7 +45,7 @@ use crate::symbols::ModuleWarning;
 
 pub use filter::{Filter, FilterError};
 
-use event::{HAS_SEQ, HAS_X, NO_OBJ};
+use event::{KindOf, HAS_SEQ, HAS_X, NO_OBJ};
 use leaves::Bound;
 use notify::GroupOut;
 use sink::ThreadSink;
@@ -272,7 +272,7 @@ type ExtEdge = (u32, bool, u32);
 /// Matches every object's cuts, in parallel over objects.
 fn notification_edges(
     mut bounds: Vec<Bound>,
-    kinds: &[(ObjectKind, Option<ChannelKind>)],
+    kinds: &[KindOf],
     channels: &[u64],
     reports: &ready::Reports,
     graph: &mut Graph,
@@ -446,12 +446,7 @@ fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
 }
 
 /// Numbers the external nodes after the leaves, adds their edges, sorts and dedups.
-fn finish_edges(
-    graph: &mut Graph,
-    mut edges: Vec<Edge>,
-    ext: Vec<ExtEdge>,
-    kinds: &[(ObjectKind, Option<ChannelKind>)],
-) {
+fn finish_edges(graph: &mut Graph, mut edges: Vec<Edge>, ext: Vec<ExtEdge>, kinds: &[KindOf]) {
     let base = graph.leaves.len() as u32;
     // An external stands for a channel; an object index with no object is no channel.
     let ext: Vec<ExtEdge> = ext
@@ -524,7 +519,7 @@ pub(crate) fn merge_into<T: Ord + Copy>(a: &mut Vec<T>, b: &[T]) {
 
 /// External edges take the kind of their object: connections for endpoints, eventfd for
 /// eventfds, bytes otherwise.
-fn kind_of_external(kinds: &[(ObjectKind, Option<ChannelKind>)], o: u32) -> EdgeKind {
+fn kind_of_external(kinds: &[KindOf], o: u32) -> EdgeKind {
     let Some(&(kind, chan)) = kinds.get(o as usize) else {
         return EdgeKind::Stream;
     };

@@ -12,9 +12,10 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::ChanKind;
+use scalpel_model::graph::ChannelKind;
 use scalpel_model::graph::{BoundaryInfo, Graph, LeafType, OpName};
-use scalpel_model::graph::{ChannelKind, ObjectKind};
 
+use super::event::KindOf;
 use crate::symbols::{short_name, SkipList};
 
 /// The channel kinds seen most often at a type's start and end calls.
@@ -26,11 +27,7 @@ struct Channels {
 
 /// Renames every leaf type of `graph` (before callers disambiguate equal names). `kinds` holds
 /// each object's kind and channel code, by object index.
-pub(super) fn name_types(
-    graph: &mut Graph,
-    kinds: &[(ObjectKind, Option<ChannelKind>)],
-    skip: &SkipList,
-) {
+pub(super) fn name_types(graph: &mut Graph, kinds: &[KindOf], skip: &SkipList) {
     let chans = channels(graph, kinds);
     for (t, ty) in graph.types.iter_mut().enumerate() {
         ty.name = type_name(ty, chans.get(t).copied().unwrap_or_default(), skip);
@@ -39,7 +36,7 @@ pub(super) fn name_types(
 
 /// Per type, the most frequent channel kind of its leaves' ending call, and of the call that
 /// ended the leaf before them on their thread (where they started).
-fn channels(graph: &Graph, kinds: &[(ObjectKind, Option<ChannelKind>)]) -> Vec<Channels> {
+fn channels(graph: &Graph, kinds: &[KindOf]) -> Vec<Channels> {
     let chan_of = |leaf: usize| -> Option<ChanKind> {
         let o = graph.leaves.get(leaf)?.end_obj?;
         kinds

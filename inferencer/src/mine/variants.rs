@@ -228,6 +228,9 @@ pub(super) fn fold(
             let mut cores = Vec::with_capacity(nodes.len());
             let mut variant = true;
             let mut others: Vec<usize> = Vec::new();
+            // Whether a step's class holds the core, per class: asked once per class, not once
+            // per node (a wrapper can have 10^5 nodes with the same steps).
+            let mut class_holds: ahash::AHashMap<u32, bool> = ahash::AHashMap::new();
             let holds_core = nodes.iter().enumerate().all(|(i, &x)| {
                 let mut found = NONE;
                 for (j, &k) in under(x).iter().enumerate() {
@@ -242,8 +245,8 @@ pub(super) fn fold(
                         found = k;
                     } else if !is_leaf(c)
                         && (standalone[c as usize] > 0
-                            || holds(k, core, class)
-                            || graph.holds(c, core))
+                            || *class_holds.entry(c).or_insert_with(|| graph.holds(c, core))
+                            || holds(k, core, class))
                     {
                         variant = false;
                         if i == 0 {

@@ -72,20 +72,17 @@ impl Channel {
     }
 
     /// A connection's two ends in a fixed order (the smaller first), so that both directions of
-    /// one connection give the same pair: for a stream whose ends are known and differ.
+    /// one connection give the same pair: for a stream whose two ends differ (an end not known
+    /// is [`Endpoint::None`] and counts as one).
     pub fn connection(&self) -> Option<(&Endpoint, &Endpoint)> {
         match self {
             Channel::Stream {
                 sender, receiver, ..
-            } if sender != receiver
-                && !(*sender == Endpoint::None && *receiver == Endpoint::None) =>
-            {
-                Some(if sender <= receiver {
-                    (sender, receiver)
-                } else {
-                    (receiver, sender)
-                })
-            }
+            } if sender != receiver => Some(if sender < receiver {
+                (sender, receiver)
+            } else {
+                (receiver, sender)
+            }),
             _ => None,
         }
     }

@@ -21,15 +21,20 @@ pub(super) struct Contains {
 impl Contains {
     /// From each kept node's class and its kept parent (or [`NONE`]), over `n_classes`.
     pub(super) fn new(n_classes: usize, class: &[u32], parent: &[u32]) -> Contains {
+        // Distinct pairs first: a class has as many nodes as the trace has occurrences, but few
+        // kinds of children.
+        let pairs: ahash::AHashSet<(u32, u32)> = parent
+            .iter()
+            .enumerate()
+            .filter(|&(_, &p)| p != NONE)
+            .map(|(n, &p)| (class[p as usize], class[n]))
+            .collect();
         let mut kids = vec![Vec::new(); n_classes];
-        for (n, &p) in parent.iter().enumerate() {
-            if p != NONE {
-                kids[class[p as usize] as usize].push(class[n]);
-            }
+        for (p, c) in pairs {
+            kids[p as usize].push(c);
         }
         for k in &mut kids {
             k.sort_unstable();
-            k.dedup();
         }
         Contains {
             kids,

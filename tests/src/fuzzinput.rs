@@ -12,12 +12,12 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use scalpel_inferencer::inspect::{dump, DumpOptions, Summary};
-use scalpel_inferencer::progress::{Quiet, Timings};
-use scalpel_inferencer::views::graph::write_graph_summary;
-use scalpel_inferencer::views::tree::{write_tree_head, TREE_HEAD_LINES};
-use scalpel_inferencer::views::{DrawOptions, ModelDraw};
-use scalpel_inferencer::{Pipeline, PipelineOptions};
+use scalpel::inspect::{dump, DumpOptions, Summary};
+use scalpel::{Pipeline, PipelineOptions};
+use scalpel_model::progress::{Quiet, Timings};
+use scalpel_views::graph::write_graph_summary;
+use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
+use scalpel_views::{DrawOptions, ModelDraw};
 
 use crate::mutate::{copy_trace, trace_files};
 

@@ -4,9 +4,9 @@
 
 use std::process::Command;
 
+use scalpel_analysis::rollup::{leaf_metrics, BlockKind, GraphIndex};
 use scalpel_e2e::score::infer_model;
 use scalpel_e2e::{build_c, record_flags, scalpel};
-use scalpel_inferencer::rollup::{leaf_metrics, BlockKind, GraphIndex};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Graph, LeafId};
 

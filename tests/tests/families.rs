@@ -1,8 +1,8 @@
 //! Every intercepted family shows up in the trace of a program that calls it, with the facts the
 //! format promises (objects, results, descriptors, channels).
 
+use scalpel::inspect::{dump, DumpDir, DumpOptions, Summary};
 use scalpel_e2e::*;
-use scalpel_inferencer::inspect::{dump, DumpDir, DumpOptions, Summary};
 use scalpel_model::format::{ChanKind, ObjKind};
 use std::collections::BTreeSet;
 

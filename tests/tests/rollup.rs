@@ -3,9 +3,9 @@
 
 use std::process::{Command, Output};
 
+use scalpel_analysis::rollup::{leaf_metrics, rollup, BlockKind, GraphIndex};
 use scalpel_e2e::score::{infer_model, load_tasks, report, score};
 use scalpel_e2e::{build_c, own_bin, record, record_with, scalpel};
-use scalpel_inferencer::rollup::{leaf_metrics, rollup, BlockKind, GraphIndex};
 use scalpel_model::format::Op;
 
 fn run(args: &[&std::ffi::OsStr]) -> Output {
@@ -331,7 +331,7 @@ struct StoreView {
     commit: Option<serde_json::Value>,
     /// The local commit (mutate, async RPC, send), expanded.
     local_commit: Option<serde_json::Value>,
-    blame: Vec<scalpel_inferencer::rollup::Blame>,
+    blame: Vec<scalpel_analysis::rollup::Blame>,
     /// Achieved TCP bandwidth, bytes per second.
     tcp: f64,
 }
@@ -390,7 +390,7 @@ fn replicated_store(mode: &str) -> StoreView {
 
 #[test]
 fn replicated_store_async_leads_to_the_flow_control_sleep_and_sync_has_none() {
-    let in_flow_control = |b: &scalpel_inferencer::rollup::Blame| {
+    let in_flow_control = |b: &scalpel_analysis::rollup::Blame| {
         b.function
             .as_deref()
             .is_some_and(|f| f.ends_with("flow_control_sleep"))

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use scalpel::inspect::map_at;
 use scalpel_e2e::{build_c, c_dir, record_with, target_dir, Run};
-use scalpel_inferencer::inspect::map_at;
-use scalpel_inferencer::symbols::Symbolizer;
 use scalpel_model::format::Op;
 use scalpel_model::read::{FileTrace, TraceDir};
+use scalpel_symbols::Symbolizer;
 
 const NO_FP: &[&str] = &["-O2", "-fomit-frame-pointer", "-g"];
 

@@ -13,9 +13,9 @@ pub mod scrub;
 
 use std::path::{Path, PathBuf};
 
-use scalpel_inferencer::graph::{build_graph, GraphError, GraphOptions};
-use scalpel_inferencer::mine::{mine, MineOptions};
-use scalpel_inferencer::progress::Quiet;
+use scalpel_graph::{build_graph, GraphError, GraphOptions};
+use scalpel_mine::{mine, MineOptions};
+use scalpel_model::progress::Quiet;
 
 pub use graph_rows::{edge_rows, graph_rows, node};
 pub use model_rows::{leaf_ranges, model_rows};

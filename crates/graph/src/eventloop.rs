@@ -1,0 +1,305 @@
+//! Event loops: one thread that serves many connections, a step of each per wakeup.
+//!
+//! An epoll loop (nginx's worker, memcached's libevent threads) handles every connection an
+//! epoll wait reported, one after another, and writes the replies of a batch of completions back
+//! to back. Program order then joins steps of *different* connections (`cond_signal → recv` of
+//! the next connection, `writev → writev`), and a task built on it mixes requests. Two rules,
+//! both only in threads that wait in epoll and only where the leaves say which connection they
+//! worked on (the channel of a byte transfer or accept at either end):
+//!
+//! - **Per-connection order.** The program edge from a leaf to the next is weak when the next
+//!   leaf ends on a different connection than the one the leaf worked on (its end's, else its
+//!   start's): the loop went on to other work.
+//! - **Completions find their connection.** A `ready` edge from a pool thread's completion goes
+//!   to the leaf of the waiting thread that writes the reply: the first that ends after the
+//!   completion's write began and ends on the connection the job came from (the connection of
+//!   the leaf that handed the job over by a `cond` or `queue` edge), rather than to the first
+//!   leaf after the wait the write was matched to. With a batch of completions each is handled
+//!   where its reply is written; a write still under way when a wait gathered its events is
+//!   reported by a later wait; and a completion that joined a batch already reported is handled
+//!   under the earlier report, before the wait it was matched to.
+//! - **Each hand-off ends its event's work.** A loop that hands work to other threads (Apache's
+//!   listener pushes each accepted connection, and each connection whose lingering close is
+//!   ready, onto the workers' queue) pushes as many items in one wakeup as the wait reported.
+//!   Program order chained them (`push → push → push → epoll_wait`), and a task built on it
+//!   took as many shapes as there were batch sizes and orders (an Apache recording: 16 types
+//!   for 95% of the leaves, run to run 11 to 16). So the program edge out of a leaf that hands
+//!   an item to another thread (a `cond`, `queue` or `handoff` edge out of it: a connection
+//!   handed over with no wakeup and no queue edge of its own) is weak when the next leaf
+//!   ends at another hand-off, an accept or a dispatch wait: what follows is the next event's
+//!   work, or the return to the wait. An accept reached that way is reached as straight from
+//!   the wait as one right after it, so its own edge keeps its strength (see `weak`). A next
+//!   leaf that ends anywhere else (the item's reply written by the same thread) keeps the
+//!   edge: that may still be the same item's work.
+
+use ahash::AHashMap;
+use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
+
+use super::event::{is_epoll_wait, reads_bytes, KindOf, HAS_X};
+use super::leaves::Bound;
+
+/// How far past a wait a completion's connection is looked for, in leaves.
+const LOOK_AHEAD: usize = 256;
+
+/// How many of the loop's later waits a completion's connection is looked for past. The wait a
+/// completion is first matched to is the first that returned after its write *began*; a write
+/// still under way when that wait gathered its events is reported by the next one, and the
+/// worker handles the job there (a 1.77M-event nginx recording: of 140,001 completions, 98,489
+/// handled before the loop's next wait, 39,943 after it, 1,551 after a later one).
+const LATER_WAITS: usize = 3;
+
+/// Per leaf, the channel its starting and ending calls moved bytes on (0: none).
+pub(super) struct Conns {
+    start: Vec<u64>,
+    end: Vec<u64>,
+}
+
+impl Conns {
+    /// The connection leaf `i` worked on: its end's, else its start's (0: none known).
+    fn of(&self, i: usize) -> u64 {
+        match self.end.get(i).copied().unwrap_or(0) {
+            0 => self.start.get(i).copied().unwrap_or(0),
+            c => c,
+        }
+    }
+}
+
+/// Reads each leaf's connections off the cuts: a read or accept starts the leaf it opens (and
+/// ends the one before), a write ends its leaf (and starts the next).
+pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph: &Graph) -> Conns {
+    let n = graph.leaves.len();
+    let mut c = Conns {
+        start: vec![0; n],
+        end: vec![0; n],
+    };
+    let same_thread = |a: usize, b: usize| {
+        graph.leaves.get(a).map(|l| l.thread) == graph.leaves.get(b).map(|l| l.thread)
+    };
+    for b in bounds {
+        let leaf = b.leaf as usize;
+        if leaf >= n || b.res < 0 {
+            continue;
+        }
+        let Some(op) = b.op.op() else {
+            continue;
+        };
+        let is_stream = kinds
+            .get(b.obj as usize)
+            .is_some_and(|&(k, _)| k.is(ObjKind::Stream));
+        let (chan, opens) = match op {
+            Op::Accept | Op::Accept4 if b.flags & HAS_X != 0 => (b.x, true),
+            _ => match reads_bytes(op) {
+                Some(read) if is_stream => {
+                    (channels.get(b.obj as usize).copied().unwrap_or(0), read)
+                }
+                _ => continue,
+            },
+        };
+        if chan == 0 {
+            continue;
+        }
+        if opens {
+            c.start[leaf] = chan;
+            if leaf > 0 && same_thread(leaf - 1, leaf) {
+                c.end[leaf - 1] = chan;
+            }
+        } else {
+            c.end[leaf] = chan;
+            if leaf + 1 < n && same_thread(leaf, leaf + 1) {
+                c.start[leaf + 1] = chan;
+            }
+        }
+    }
+    c
+}
+
+/// Whether a leaf began at the return of an epoll wait.
+fn after_epoll(graph: &Graph, i: usize) -> bool {
+    is_epoll_wait(graph.leaves[i].start_op.and_then(|o| o.op()))
+}
+
+/// Marks weak the program edges of epoll threads that go on to another connection.
+pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
+    let epoll_thread = epoll_threads(graph);
+    for i in 0..graph.leaves.len().saturating_sub(1) {
+        let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
+        if a.thread != b.thread || !epoll_thread[a.thread.index()] {
+            continue;
+        }
+        let (from, to) = (conns.of(i), conns.end[i + 1]);
+        if from != 0 && to != 0 && from != to {
+            if let Some(w) = weak.get_mut(i) {
+                *w = true;
+            }
+        }
+    }
+}
+
+/// Marks weak the program edges of epoll threads out of a hand-off to another thread (`cond`,
+/// `queue` or `handoff` edge) into a leaf that ends at the next hand-off, an accept or an epoll
+/// wait (see the module docs).
+pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], weak: &mut [bool]) {
+    let n = graph.leaves.len();
+    let mut posts = vec![false; n];
+    for e in edges {
+        if !matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue | EdgeKind::Handoff) {
+            continue;
+        }
+        let (Some(a), Some(b)) = (
+            graph.leaves.get(e.from.index()),
+            graph.leaves.get(e.to.index()),
+        ) else {
+            continue;
+        };
+        if a.thread != b.thread {
+            posts[e.from.index()] = true;
+        }
+    }
+    let epoll_thread = epoll_threads(graph);
+    let ends = |i: usize| graph.leaves[i].end_op.and_then(|o| o.op());
+    for i in 0..n.saturating_sub(1) {
+        let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
+        if !posts[i] || a.thread != b.thread || !epoll_thread[a.thread.index()] {
+            continue;
+        }
+        let accept = matches!(ends(i + 1), Some(Op::Accept | Op::Accept4));
+        let next_work = posts[i + 1] || accept || is_epoll_wait(ends(i + 1));
+        if !next_work {
+            continue;
+        }
+        weak[i] = true;
+        // The accept was reached straight from a finished event, as from the wait: the edge
+        // out of it, into the leaf that hands the connection on, stays strong.
+        if accept && i + 2 < n && graph.leaves[i + 2].thread == b.thread {
+            weak[i + 1] = false;
+        }
+    }
+}
+
+/// Per thread: whether it waits in epoll (a leaf of it begins at an epoll wait's return).
+fn epoll_threads(graph: &Graph) -> Vec<bool> {
+    let mut epoll_thread = vec![false; graph.threads.len()];
+    for (i, l) in graph.leaves.iter().enumerate() {
+        if after_epoll(graph, i) {
+            epoll_thread[l.thread.index()] = true;
+        }
+    }
+    epoll_thread
+}
+
+/// Moves each `ready` edge to the leaf of the waiting thread that writes its job's reply: the
+/// first leaf that ends after the completion's write began and ends on the job's connection.
+/// The search starts before the wait the edge was matched to when leaves after the write came
+/// first: a completion that joined a batch already reported (one eventfd report for several
+/// writes) was handled under the earlier report, and its only wait of its own is a later one.
+pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge]) {
+    // Per leaf: the leaves that handed it work (cond or queue edges into it).
+    let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
+    for e in edges.iter() {
+        if matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue) {
+            handed.entry(e.to).or_default().push(e.from);
+        }
+    }
+    let ranges = thread_ranges(graph);
+    for e in edges.iter_mut().filter(|e| e.kind == EdgeKind::Ready) {
+        let job = handed
+            .get(&e.from)
+            .and_then(|v| v.iter().map(|h| conns.of(h.index())).find(|&c| c != 0));
+        let (Some(job), Some(write), Some(wait)) = (
+            job,
+            graph.leaves.get(e.from.index()),
+            graph.leaves.get(e.to.index()),
+        ) else {
+            continue;
+        };
+        let Some(&(lo, hi)) = ranges.get(wait.thread.index()) else {
+            continue;
+        };
+        // The write began where its leaf ended.
+        let first = lo + graph.leaves[lo..hi].partition_point(|l| l.end_ns < write.end_ns);
+        let mut waits = 0;
+        let found = (first..hi.min(first + LOOK_AHEAD))
+            .take_while(|&k| {
+                waits += usize::from(k > e.to.index() && after_epoll(graph, k));
+                waits <= LATER_WAITS
+            })
+            .find(|&k| conns.end[k] == job);
+        if let Some(k) = found {
+            e.to = NodeId(k as u32);
+        }
+    }
+}
+
+/// Each thread's leaves as an index range (a thread's leaves are contiguous and in time order).
+fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
+    let mut r = vec![(0, 0); graph.threads.len()];
+    let mut i = 0;
+    for run in graph.leaves.chunk_by(|a, b| a.thread == b.thread) {
+        if let Some(slot) = r.get_mut(run[0].thread.index()) {
+            *slot = (i, i + run.len());
+        }
+        i += run.len();
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::format::Op;
+    use scalpel_model::graph::{EdgeKind, Leaf};
+
+    use super::split_handoffs;
+    use scalpel_model::testgraph::GraphBuilder;
+
+    /// An epoll loop's wakeup: it accepts A and pushes it, pushes B, accepts C and pushes it,
+    /// returns to the wait; a later wakeup pushes D and writes a reply itself. Each push is the
+    /// end of its event's work (weak out of it), the accept after a push keeps its strong edge
+    /// into the push of its connection, and a push followed by the thread's own write stays
+    /// strong.
+    #[test]
+    fn each_handoff_of_a_wakeup_ends_its_event() {
+        use Op::*;
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let (listener, worker) = (b.thread("listener"), b.thread("worker"));
+        let steps = [
+            (EpollWait, Accept4),
+            (Accept4, CondSignal),
+            (CondSignal, CondSignal),
+            (CondSignal, Accept4),
+            (Accept4, CondSignal),
+            (CondSignal, EpollWait),
+            (EpollWait, CondSignal),
+            (CondSignal, Write),
+        ];
+        for (i, (from, to)) in steps.into_iter().enumerate() {
+            let t = 1_000 * i as u64;
+            let mut l = Leaf::new(listener, ty, t, t + 10);
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
+            b.push(listener, l);
+        }
+        for (k, push) in [1u32, 2, 4, 6].into_iter().enumerate() {
+            let t = 1_000 * u64::from(push) + 500;
+            let w = b.leaf(worker, ty, t, t + 10);
+            // C's connection is handed over with no wakeup: a hand-off edge alone.
+            let kind = if push == 4 {
+                EdgeKind::Handoff
+            } else {
+                EdgeKind::Cond
+            };
+            b.edge((listener, push), w, kind);
+            assert_eq!(w.1, k as u32);
+        }
+        let g = b.build();
+        // The accept rule made the edge out of the accept after a push weak.
+        let mut weak = vec![false; g.leaves.len()];
+        weak[3] = true;
+        split_handoffs(&g, &g.edges, &mut weak);
+        assert_eq!(
+            &weak[..steps.len() - 1],
+            &[false, true, true, false, true, false, false]
+        );
+    }
+}

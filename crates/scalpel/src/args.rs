@@ -1,0 +1,76 @@
+//! The command-line arguments every subcommand that runs the pipeline shares, declared once and
+//! flattened into `infer`, `top` and `report` (and every later view).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use scalpel::PipelineOptions;
+use scalpel_graph::{Filter, GraphOptions};
+use scalpel_mine::{MineOptions, DEFAULT_MIN_SUPPORT};
+
+/// How the pipeline runs on a trace directory.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct PipelineArgs {
+    /// Fail on any data loss (a damaged or unreadable file, lost events) instead of warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// Cut leaves at mutex and rwlock calls too, so that each critical section is a leaf: for
+    /// programs that hand work over under locks alone (lock order still draws no edges).
+    #[arg(long)]
+    pub cut_at_locks: bool,
+    /// Keep only leaves matching FILTER: pid:N, tid:N, process:NAME, thread:NAME or time:A..B
+    /// (seconds from the start). Repeatable; one match per kind given is needed.
+    #[arg(long = "include", value_name = "FILTER")]
+    pub include: Vec<Filter>,
+    /// Drop leaves matching FILTER (same forms as --include). Repeatable.
+    #[arg(long = "exclude", value_name = "FILTER")]
+    pub exclude: Vec<Filter>,
+    /// Fewest non-overlapping occurrences a repeated pattern needs to become a task
+    /// [default: 5].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_support: Option<u32>,
+    /// A TOML file renaming tasks: a `[names]` table of "generated name" = "new name".
+    #[arg(long, value_name = "FILE")]
+    pub names: Option<PathBuf>,
+    /// Worker threads [default: one per core].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Print how long each phase took (on stderr, at the end).
+    #[arg(long)]
+    pub timings: bool,
+}
+
+impl PipelineArgs {
+    /// The arguments in the library's terms.
+    pub(crate) fn options(&self) -> PipelineOptions {
+        let mut infer_only = Vec::new();
+        for (set, name) in [
+            (self.strict, "--strict"),
+            (self.cut_at_locks, "--cut-at-locks"),
+            (!self.include.is_empty(), "--include"),
+            (!self.exclude.is_empty(), "--exclude"),
+            (self.min_support.is_some(), "--min-support"),
+            (self.names.is_some(), "--names"),
+        ] {
+            if set {
+                infer_only.push(name);
+            }
+        }
+        PipelineOptions {
+            graph: GraphOptions {
+                strict: self.strict,
+                lock_cuts: self.cut_at_locks,
+                include: self.include.clone(),
+                exclude: self.exclude.clone(),
+                ..GraphOptions::default()
+            },
+            mine: MineOptions {
+                min_support: self.min_support.unwrap_or(DEFAULT_MIN_SUPPORT),
+                ..MineOptions::default()
+            },
+            names: self.names.clone(),
+            threads: self.threads,
+            infer_only,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! `scalpel export`: its command line, and running it.
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::spinner::Spinner;
+use anyhow::Result;
+use clap::Args;
+use scalpel_model::progress::Timings;
+use scalpel_model::store::read_graph;
+use scalpel_views::export::{write_export, ExportError, ExportFormat, Table};
+use scalpel_views::outfile::write_named;
+
+use crate::broken_pipe_is_fine;
+use crate::choices::{CliExportFormat, CliTable};
+use crate::top_cli::{load, print_timings, SourceArgs};
+
+#[derive(Args, Debug)]
+pub(crate) struct ExportArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// What to write: a whole document (`graph`, `model`) or one table's rows.
+    #[arg(long, value_enum, default_value = "graph")]
+    pub table: CliTable,
+    /// `json` (one document; rows as one array) or `jsonl` (a row a line) [default: json for
+    /// `graph` and `model`, jsonl for the rows].
+    #[arg(long, value_enum)]
+    pub format: Option<CliExportFormat>,
+    /// The file to write [default: standard output]. Its directory must exist.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The `graph.json` that `path` names when it holds a graph but no model (what `scalpel infer
+/// --stage graph` writes), so that the graph's tables can be exported without a model.
+fn graph_only(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        let graph = path.join("graph.json");
+        return (path.join("model.json").symlink_metadata().is_err()
+            && graph.symlink_metadata().is_ok())
+        .then_some(graph);
+    }
+    (path.file_name()? == "graph.json").then(|| path.to_path_buf())
+}
+
+/// Writes the export where asked, and says what on stderr when it is a file.
+pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
+    if let Some(dir) = a
+        .output
+        .as_ref()
+        .and_then(|o| o.parent())
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        anyhow::ensure!(
+            dir.is_dir(),
+            "cannot write {}: the directory {} does not exist",
+            a.output.as_ref().map_or(Path::new(""), |o| o).display(),
+            dir.display()
+        );
+    }
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let (graph, model) = match graph_only(&a.source.path) {
+        Some(path) => {
+            let g = t.phase("reading graph.json and graph.bin", &spinner, || {
+                read_graph(&path)
+            })?;
+            (g, None)
+        }
+        None => {
+            let (_, l) = load(&a.source, &mut t, &spinner)?;
+            (l.graph, Some(l.model))
+        }
+    };
+    drop(spinner);
+    let table: Table = a.table.into();
+    let format: Option<ExportFormat> = a.format.map(Into::into);
+    let name = table.name();
+    let written = match &a.output {
+        Some(path) => {
+            // Created as every output is (see `outfile`): never through a link.
+            let rows = write_named(path, |w| {
+                write_export(w, &graph, model.as_ref(), table, format).map_err(|e| match e {
+                    ExportError::Io(e) => e,
+                    e => io::Error::other(e),
+                })
+            })?;
+            crate::say!("scalpel: wrote {} ({name}, {rows} rows)", path.display());
+            Ok(())
+        }
+        None => {
+            let mut w = BufWriter::new(io::stdout().lock());
+            match write_export(&mut w, &graph, model.as_ref(), table, format) {
+                Ok(_) => broken_pipe_is_fine(w.flush()),
+                Err(ExportError::Io(e)) => broken_pipe_is_fine(Err(e)),
+                Err(e) => Err(e.into()),
+            }
+        }
+    };
+    print_timings(a.source.pipeline.timings, &t);
+    written
+}

@@ -1,0 +1,139 @@
+//! `scalpel infer`: its command line, and running the pipeline with the files it writes.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use crate::spinner::Spinner;
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use scalpel::{Pipeline, PipelineOptions};
+use scalpel_model::progress::Timings;
+use scalpel_views::graph::write_graph_summary;
+use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
+use scalpel_views::{DrawOptions, ModelDraw, ViewError};
+
+use crate::args::PipelineArgs;
+use crate::top_cli::print_timings;
+use crate::{broken_pipe_is_fine, warn};
+
+/// How far inference goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Stage {
+    /// Leaf tasks and the causal graph: graph.json, types.dot, types.svg, graph-summary.txt.
+    Graph,
+    /// The graph, then the task hierarchy: also model.json, model.dot, model.svg,
+    /// model-tree.txt.
+    Model,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct InferArgs {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// Where to write the outputs [default: DIR/model].
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// How far to go.
+    #[arg(long, value_enum, default_value = "model")]
+    pub stage: Stage,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+    /// Draw only nodes with at least N occurrences in types.dot/svg and model.dot/svg (the JSON
+    /// files keep everything).
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub min_count: u64,
+    /// Draw only the top N levels of the model (deeper tasks become one box each).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub depth: Option<u32>,
+    /// Draw only the task type named NAME, expanded.
+    #[arg(long, value_name = "NAME")]
+    pub task: Option<String>,
+}
+
+/// What `infer` does, in the library's terms.
+#[derive(Debug)]
+pub(crate) struct InferJob {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// The output directory.
+    pub out: PathBuf,
+    /// The stage.
+    pub stage: Stage,
+    /// How the stages run.
+    pub pipeline: PipelineOptions,
+    /// How the type graph is drawn.
+    pub draw: DrawOptions,
+    /// How the model is drawn.
+    pub model_draw: ModelDraw,
+    /// Print the phase timings.
+    pub timings: bool,
+}
+
+impl From<InferArgs> for InferJob {
+    fn from(a: InferArgs) -> Self {
+        InferJob {
+            out: a.output.unwrap_or_else(|| a.dir.join("model")),
+            dir: a.dir,
+            stage: a.stage,
+            pipeline: a.pipeline.options(),
+            timings: a.pipeline.timings,
+            draw: DrawOptions {
+                min_count: a.min_count,
+            },
+            model_draw: ModelDraw {
+                depth: a.depth,
+                task: a.task,
+                min_count: a.min_count,
+                mean_latency: Vec::new(),
+            },
+        }
+    }
+}
+
+/// Runs the stages and reports on stdout (results) and stderr (warnings).
+pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let pipeline = Pipeline::new(job.pipeline.clone())?;
+    let mut step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
+    warn(&step.built.warnings, 10, " (see the summary file)");
+    let mut o = crate::text_stdout();
+    let files = &step.files;
+    let r = (|| -> io::Result<()> {
+        write_graph_summary(&mut o, &step.built)?;
+        writeln!(o, "wrote {}", files.json.display())?;
+        writeln!(o, "wrote {}", files.dot.display())?;
+        report_svg(&mut o, &files.svg)?;
+        writeln!(o, "wrote {}", files.summary.display())?;
+        o.flush()
+    })();
+    broken_pipe_is_fine(r)?;
+    if job.stage == Stage::Graph {
+        print_timings(job.timings, &t);
+        return Ok(());
+    }
+    let model = pipeline.infer_model(&mut step, &job.out, &job.model_draw, &mut t, &spinner)?;
+    warn(&model.mined.warnings, usize::MAX, "");
+    let files = &model.files;
+    let r = (|| -> io::Result<()> {
+        let file = files.tree.display().to_string();
+        write_tree_head(&mut o, &model.mined.model, TREE_HEAD_LINES, &file)?;
+        writeln!(o, "wrote {}", files.json.display())?;
+        writeln!(o, "wrote {}", files.dot.display())?;
+        report_svg(&mut o, &files.svg)?;
+        writeln!(o, "wrote {}", files.tree.display())?;
+        o.flush()
+    })();
+    print_timings(job.timings, &t);
+    broken_pipe_is_fine(r)
+}
+
+fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Result<()> {
+    match svg {
+        Ok(p) => writeln!(o, "wrote {}", p.display()),
+        Err(e) => {
+            crate::say!("scalpel: warning: no SVG: {e}");
+            Ok(())
+        }
+    }
+}

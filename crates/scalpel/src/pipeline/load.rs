@@ -1,0 +1,154 @@
+//! Finding the graph and model that `scalpel top`, `scalpel report` and later views work on: a
+//! `model.json` (with the `graph.json` it names, and the binary tables beside both), a
+//! directory `scalpel infer` wrote, or a trace directory, which is inferred on the spot with the
+//! options given.
+
+use std::path::{Path, PathBuf};
+
+use scalpel_model::check::Invalid;
+use scalpel_model::graph::Graph;
+use scalpel_model::open::OpenError;
+use scalpel_model::store::{read_graph, read_model, StoreError};
+use scalpel_model::task::Model;
+
+use super::{Pipeline, PipelineError, Warning};
+use scalpel_model::progress::{Progress, Timings};
+
+/// Why the inputs could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// A stored graph or model could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The model and the graph do not belong together.
+    #[error("{} refers to {model} leaves but {} has {graph}", .model_path.display(), .graph_path.display())]
+    Mismatch {
+        /// The model file.
+        model_path: PathBuf,
+        /// Its leaf count.
+        model: u64,
+        /// The graph file.
+        graph_path: PathBuf,
+        /// Its leaf count.
+        graph: usize,
+    },
+    /// A file holds an index that names nothing (an edited or damaged file).
+    #[error("{} is not a consistent {what}: {problem}", .path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What it should hold.
+        what: &'static str,
+        /// The first bad index.
+        problem: Invalid,
+    },
+    /// Options that only inferring applies were given with a model already inferred.
+    #[error(
+        "{} is an inferred model, and {} apply only to a trace directory: pass the trace \
+         directory, or run `scalpel infer` with them",
+        .path.display(),
+        .options.join(", ")
+    )]
+    InferOnly {
+        /// The model file.
+        path: PathBuf,
+        /// The options, as on the command line.
+        options: Vec<&'static str>,
+    },
+    /// A trace directory could not be inferred.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+}
+
+/// A graph and the model mined from it.
+pub struct Loaded {
+    /// The causal graph.
+    pub graph: Graph,
+    /// The model.
+    pub model: Model,
+    /// Where the model came from (the model file, or the trace directory).
+    pub from: PathBuf,
+    /// Warnings from inferring a trace directory.
+    pub warnings: Vec<Warning>,
+}
+
+/// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (inferred
+/// with `opts`, which a model already inferred refuses when they ask for anything but defaults).
+pub(super) fn load(
+    pipeline: &Pipeline,
+    path: &Path,
+    progress: &dyn Progress,
+    t: &mut Timings,
+) -> Result<Loaded, SourceError> {
+    let opts = &pipeline.opts;
+    let model_path = if path.is_dir() {
+        path.join("model.json")
+    } else {
+        path.to_path_buf()
+    };
+    // Whatever is at `model.json` is read as the model (and refused with a clear error when it
+    // is no regular file), never passed over for the trace directory.
+    if !path.is_dir() || model_path.symlink_metadata().is_ok() {
+        if !opts.infer_only.is_empty() {
+            return Err(SourceError::InferOnly {
+                path: model_path,
+                options: opts.infer_only.clone(),
+            });
+        }
+        let model: Model = t.phase("reading model.json and model.bin", progress, || {
+            read_model(&model_path)
+        })?;
+        let base = model_path.parent().unwrap_or(Path::new("."));
+        // The model names its graph: one plain file name beside it, never a path.
+        if !scalpel_model::open::is_plain_name(model.graph.as_ref()) {
+            return Err(SourceError::Store(StoreError::Open(OpenError::BadName {
+                dir: base.to_path_buf(),
+                name: model.graph.clone(),
+            })));
+        }
+        let graph_path = base.join(&model.graph);
+        let graph: Graph = t.phase("reading graph.json and graph.bin", progress, || {
+            read_graph(&graph_path)
+        })?;
+        if model.leaves != graph.leaves.len() as u64
+            || model.leaf_parent.len() != graph.leaves.len()
+        {
+            return Err(SourceError::Mismatch {
+                model_path,
+                model: model.leaves,
+                graph_path,
+                graph: graph.leaves.len(),
+            });
+        }
+        graph.check().map_err(|problem| SourceError::Invalid {
+            path: graph_path.clone(),
+            what: "causal graph",
+            problem,
+        })?;
+        model
+            .check(&graph)
+            .map_err(|problem| SourceError::Invalid {
+                path: model_path.clone(),
+                what: "model",
+                problem,
+            })?;
+        return Ok(Loaded {
+            graph,
+            model,
+            from: model_path,
+            warnings: Vec::new(),
+        });
+    }
+    let built = t.phase("causal graph", progress, || pipeline.graph(path))?;
+    let mined = t.phase("mining", progress, || {
+        pipeline.model(&built.graph, progress)
+    });
+    let mut warnings: Vec<Warning> = built.warnings.into_iter().map(Warning::Graph).collect();
+    warnings.extend(mined.warnings.into_iter().map(Warning::Mine));
+    Ok(Loaded {
+        graph: built.graph,
+        model: mined.model,
+        from: path.to_path_buf(),
+        warnings,
+    })
+}

@@ -1,0 +1,73 @@
+//! `scalpel timeline`: its command line, and running it.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use crate::spinner::Spinner;
+use anyhow::Result;
+use clap::Args;
+use scalpel_analysis::rollup::task_spans;
+use scalpel_model::progress::Timings;
+use scalpel_views::timeline::{write_timeline, TimelineOptions};
+
+use crate::broken_pipe_is_fine;
+use crate::top_cli::{load, output_path, print_timings, SourceArgs};
+
+#[derive(Args, Debug)]
+pub(crate) struct TimelineArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The JSON file to write [default: timeline.json beside the model, or in DIR/model].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Only what overlaps the window starting this many seconds after the first leaf.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub from: Option<u64>,
+    /// … and ending this many seconds after it.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub to: Option<u64>,
+}
+
+/// Seconds (a decimal number, at least 0) as nanoseconds.
+fn seconds(s: &str) -> Result<u64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if (0.0..1e9).contains(&v) {
+        Ok((v * 1e9).round() as u64)
+    } else {
+        Err(format!("{s} is not a time from 0 seconds on"))
+    }
+}
+
+/// Writes the timeline and says where, with what it holds.
+pub(crate) fn run_timeline(a: &TimelineArgs) -> Result<()> {
+    if let (Some(f), Some(t)) = (a.from, a.to) {
+        anyhow::ensure!(f <= t, "--from must not be after --to");
+    }
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let (_, l) = load(&a.source, &mut t, &spinner)?;
+    let spans = t.phase("task instances", &spinner, || {
+        task_spans(&l.graph, &l.model)
+    });
+    let out = output_path(a.output.as_ref(), &l, "timeline.json")?;
+    let opts = TimelineOptions {
+        from_ns: a.from,
+        to_ns: a.to,
+    };
+    let counts = t.phase("writing the timeline", &spinner, || {
+        out.write(|w| write_timeline(w, &l.graph, &l.model, &spans, &opts))
+    })?;
+    print_timings(a.source.pipeline.timings, &t);
+    broken_pipe_is_fine(writeln!(
+        io::stdout(),
+        "wrote {}: {} leaf slices, {} calls inside them, {} flow arrows, {} task instances \
+         (open it in https://ui.perfetto.dev or chrome://tracing)",
+        out.path.display(),
+        counts.leaves,
+        counts.calls,
+        counts.flows,
+        counts.tasks
+    ))
+}

@@ -1,0 +1,103 @@
+//! `scalpel waitfor`: its command line, and running it.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::spinner::Spinner;
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
+use scalpel_model::lookup::task_named;
+use scalpel_model::progress::Timings;
+use scalpel_views::graphviz::render_svg;
+use scalpel_views::waitfor::{write_waitfor_dot, write_waitfor_json, write_waitfor_text};
+
+use crate::broken_pipe_is_fine;
+use crate::top_cli::{load, output_path, print_timings, SourceArgs};
+
+/// How `waitfor` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WaitFormat {
+    /// The knots first, with the edges and call sites behind them.
+    Text,
+    /// The whole graph as one JSON document.
+    Json,
+    /// Graphviz DOT, knots in red.
+    Dot,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct WaitforArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Only the waits inside the task type named NAME (what they waited behind is followed on
+    /// every thread).
+    #[arg(long, value_name = "NAME")]
+    pub task: Option<String>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: WaitFormat,
+    /// Also draw the graph as SVG (Graphviz `dot`) into FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// One node per thread, instead of one per group of threads that play one role.
+    #[arg(long)]
+    pub by_thread: bool,
+    /// Edges lighter than this percentage of all waiting are left out of the knot search.
+    #[arg(long, value_name = "PCT", default_value = "1", value_parser = percent)]
+    pub min_share: f64,
+    /// A knot of several nodes loses its lightest edge while it weighs less than this
+    /// percentage of the knot's weight.
+    #[arg(long, value_name = "PCT", default_value = "10", value_parser = percent)]
+    pub trim: f64,
+}
+
+/// A percentage from 0 to 100, as a share.
+fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v / 100.0)
+    } else {
+        Err(format!("{v} is not a percentage from 0 to 100"))
+    }
+}
+
+/// Prints the wait-for graph (and draws it with `--svg`).
+pub(crate) fn run_waitfor(a: &WaitforArgs) -> Result<()> {
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let (_, l) = load(&a.source, &mut t, &spinner)?;
+    let task = a
+        .task
+        .as_deref()
+        .map(|name| task_named(&l.model, name))
+        .transpose()?;
+    let opts = WaitForOptions {
+        task,
+        min_share: a.min_share,
+        trim: a.trim,
+        groups: !a.by_thread,
+        ..WaitForOptions::default()
+    };
+    let w = t.phase("wait-for graph", &spinner, || {
+        wait_for(&l.graph, &l.model, &opts)
+    });
+    if let Some(svg) = &a.svg {
+        let out = output_path(Some(svg), &l, "waitfor.svg")?;
+        let mut dot = Vec::new();
+        write_waitfor_dot(&mut dot, &w)?;
+        let drawn = t.phase("drawing", &spinner, || {
+            render_svg(String::from_utf8_lossy(&dot).into_owned())
+        })?;
+        out.write(|w| w.write_all(&drawn))?;
+    }
+    let mut o = crate::text_stdout();
+    let written = match a.format {
+        WaitFormat::Text => write_waitfor_text(&mut o, &w, &opts),
+        WaitFormat::Json => write_waitfor_json(&mut o, &w),
+        WaitFormat::Dot => write_waitfor_dot(&mut o, &w),
+    };
+    let r = broken_pipe_is_fine(written.and_then(|()| o.flush()));
+    print_timings(a.source.pipeline.timings, &t);
+    r
+}

@@ -1,0 +1,307 @@
+//! `scalpel export`: the stored graph and model in JSON for readers outside Rust: the complete
+//! documents (`scalpel-graph/4`, `scalpel-model/1`, every table inline), or one bulk table as
+//! JSON Lines (a row a line, with its id) or as one JSON array.
+//!
+//! Non-goals: a query language (the rows go to jq, DuckDB or pandas), CSV (rows hold lists).
+
+use std::io::{self, Write};
+
+use scalpel_model::graph::{Graph, LeafId};
+use scalpel_model::task::{Model, OccRef, Occurrence, TaskTypeId};
+use serde::Serialize;
+
+/// What to export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// The whole causal graph, every table inline (`scalpel-graph/4`).
+    Graph,
+    /// The whole model, every occurrence inline (`scalpel-model/1`).
+    Model,
+    /// Leaf instances (`id` is the leaf id the other tables use).
+    Leaves,
+    /// Causal edges between nodes (a node id past the last leaf is an external).
+    Edges,
+    /// Contended lock acquisitions.
+    LockWaits,
+    /// Calls inside leaves that took time.
+    InnerWaits,
+    /// On-CPU samples.
+    Samples,
+    /// Leaves that moved file or terminal bytes.
+    LeafFiles,
+    /// Each leaf's CPU time (recorded with `--cpu-time`).
+    LeafCpu,
+    /// Every task type's occurrences (`type`, `index`, the occurrence's fields).
+    Occurrences,
+    /// Each leaf's parent occurrence.
+    LeafParent,
+}
+
+impl Table {
+    /// Whether the table is the model's (it needs `model.json`).
+    pub fn needs_model(self) -> bool {
+        matches!(self, Table::Model | Table::Occurrences | Table::LeafParent)
+    }
+
+    /// Whether it is a whole document rather than rows.
+    pub fn is_document(self) -> bool {
+        matches!(self, Table::Graph | Table::Model)
+    }
+}
+
+scalpel_model::named!(Table, "table" {
+    Graph => "graph",
+    Model => "model",
+    Leaves => "leaves",
+    Edges => "edges",
+    LockWaits => "lock-waits",
+    InnerWaits => "inner-waits",
+    Samples => "samples",
+    LeafFiles => "leaf-files",
+    LeafCpu => "leaf-cpu",
+    Occurrences => "occurrences",
+    LeafParent => "leaf-parent",
+});
+
+/// How rows are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// One JSON document (the default for `graph` and `model`; rows as one array).
+    Json,
+    /// One JSON object per line (the default for row tables).
+    Jsonl,
+}
+
+scalpel_model::named!(ExportFormat, "format" { Json => "json", Jsonl => "jsonl" });
+
+/// Why an export could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The table is the model's and only a graph was given.
+    #[error(
+        "table {0} is the model's: pass a model.json or the directory `scalpel infer` wrote it to"
+    )]
+    NeedsModel(&'static str),
+    /// A whole document has no lines.
+    #[error("JSON Lines holds rows; the {0} table is one document")]
+    NotRows(&'static str),
+    /// Writing failed.
+    #[error("cannot write: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// A row with its id (the index other tables use).
+#[derive(Serialize)]
+struct Row<'a, T> {
+    id: usize,
+    #[serde(flatten)]
+    row: &'a T,
+}
+
+/// An occurrence with the type it belongs to.
+#[derive(Serialize)]
+struct OccRow<'a> {
+    #[serde(rename = "type")]
+    ty: TaskTypeId,
+    index: usize,
+    #[serde(flatten)]
+    occ: &'a Occurrence,
+}
+
+#[derive(Serialize)]
+struct LeafCpu {
+    leaf: LeafId,
+    cpu_ns: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct LeafParent {
+    leaf: LeafId,
+    parent: Option<OccRef>,
+}
+
+/// Writes rows as lines, or as one array.
+struct RowWriter<'w, W: Write> {
+    w: &'w mut W,
+    lines: bool,
+    rows: u64,
+}
+
+impl<W: Write> RowWriter<'_, W> {
+    fn row(&mut self, value: &impl Serialize) -> io::Result<()> {
+        if !self.lines {
+            self.w
+                .write_all(if self.rows == 0 { b"[\n" } else { b",\n" })?;
+        }
+        serde_json::to_writer(&mut *self.w, value).map_err(io::Error::from)?;
+        if self.lines {
+            self.w.write_all(b"\n")?;
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn finish(self) -> io::Result<u64> {
+        if !self.lines {
+            self.w
+                .write_all(if self.rows == 0 { b"[]\n" } else { b"\n]\n" })?;
+        }
+        Ok(self.rows)
+    }
+}
+
+fn rows<T: Serialize>(r: &mut RowWriter<'_, impl Write>, table: &[T]) -> io::Result<()> {
+    table
+        .iter()
+        .enumerate()
+        .try_for_each(|(id, row)| r.row(&Row { id, row }))
+}
+
+/// Writes `table` of `graph` (and `model`, for the model's tables) to `w` in `format`
+/// (`None`: the table's default). Returns the rows written (1 for a whole document).
+pub fn write_export(
+    w: &mut impl Write,
+    graph: &Graph,
+    model: Option<&Model>,
+    table: Table,
+    format: Option<ExportFormat>,
+) -> Result<u64, ExportError> {
+    let name = table.name();
+    let model = match (table.needs_model(), model) {
+        (true, None) => return Err(ExportError::NeedsModel(name)),
+        (_, m) => m,
+    };
+    let format = format.unwrap_or(if table.is_document() {
+        ExportFormat::Json
+    } else {
+        ExportFormat::Jsonl
+    });
+    if table.is_document() {
+        if format == ExportFormat::Jsonl {
+            return Err(ExportError::NotRows(name));
+        }
+        match (table, model) {
+            (Table::Model, Some(m)) => serde_json::to_writer(&mut *w, m),
+            _ => serde_json::to_writer(&mut *w, graph),
+        }
+        .map_err(io::Error::from)?;
+        w.write_all(b"\n")?;
+        return Ok(1);
+    }
+    let mut r = RowWriter {
+        w,
+        lines: format == ExportFormat::Jsonl,
+        rows: 0,
+    };
+    match table {
+        Table::Leaves => rows(&mut r, &graph.leaves)?,
+        Table::Edges => rows(&mut r, &graph.edges)?,
+        Table::LockWaits => rows(&mut r, &graph.lock_waits)?,
+        Table::InnerWaits => rows(&mut r, &graph.inner_waits)?,
+        Table::Samples => rows(&mut r, &graph.samples)?,
+        Table::LeafFiles => rows(&mut r, &graph.leaf_files)?,
+        Table::LeafCpu => {
+            for (leaf, cpu) in graph.leaf_ids().zip(&graph.leaf_cpu_ns) {
+                r.row(&LeafCpu { leaf, cpu_ns: *cpu })?;
+            }
+        }
+        Table::Occurrences => {
+            for (t, ty) in model.iter().flat_map(|m| m.types.iter().enumerate()) {
+                for (index, occ) in ty.occurrences.iter().enumerate() {
+                    r.row(&OccRow {
+                        ty: TaskTypeId::at(t),
+                        index,
+                        occ,
+                    })?;
+                }
+            }
+        }
+        Table::LeafParent => {
+            let parents = model.map_or(&[][..], |m| &m.leaf_parent);
+            for (leaf, parent) in graph.leaf_ids().zip(parents) {
+                r.row(&LeafParent {
+                    leaf,
+                    parent: *parent,
+                })?;
+            }
+        }
+        Table::Graph | Table::Model => unreachable!("documents are written above"),
+    }
+    Ok(r.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::graph::{EdgeKind, LeafTypeId};
+
+    use super::*;
+    use scalpel_mine::{mine, MineOptions};
+    use scalpel_model::progress::Quiet;
+    use scalpel_model::testgraph::GraphBuilder;
+
+    /// A thread that reads and writes ten times, each write feeding the next read on another.
+    fn graph_and_model() -> (Graph, Model) {
+        let mut b = GraphBuilder::new();
+        let (read, write) = (b.leaf_type("read", None), b.leaf_type("write", None));
+        let (a, z) = (b.thread("a"), b.thread("z"));
+        for i in 0..10u64 {
+            let t = 1_000 * i;
+            let w = b.leaf(a, write, t, t + 5);
+            let r = b.leaf(z, read, t + 10, t + 20);
+            b.edge(w, r, EdgeKind::Stream);
+        }
+        b.program_order(|_, _| Some(EdgeKind::Program));
+        let graph = b.build();
+        let model = mine(&graph, "graph.json", &MineOptions::default(), &Quiet).model;
+        assert!(graph.leaves.iter().any(|l| l.ty == LeafTypeId(1)));
+        (graph, model)
+    }
+
+    fn export(table: Table, format: Option<ExportFormat>) -> Result<String, ExportError> {
+        let (graph, model) = graph_and_model();
+        let mut out = Vec::new();
+        write_export(&mut out, &graph, Some(&model), table, format)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn rows_carry_their_ids_and_arrays_parse() {
+        let (graph, _) = graph_and_model();
+        let lines = export(Table::Leaves, None).unwrap();
+        assert_eq!(lines.lines().count(), graph.leaves.len());
+        for (i, line) in lines.lines().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["id"], i);
+            assert_eq!(v["start_ns"], graph.leaves[i].start_ns);
+        }
+        let array: Vec<serde_json::Value> =
+            serde_json::from_str(&export(Table::Edges, Some(ExportFormat::Json)).unwrap()).unwrap();
+        assert_eq!(array.len(), graph.edges.len());
+        let none: Vec<serde_json::Value> =
+            serde_json::from_str(&export(Table::Samples, Some(ExportFormat::Json)).unwrap())
+                .unwrap();
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn documents_are_the_complete_schemas() {
+        let (graph, model) = graph_and_model();
+        let g: Graph = serde_json::from_str(&export(Table::Graph, None).unwrap()).unwrap();
+        assert_eq!(g, graph);
+        let m: Model = serde_json::from_str(&export(Table::Model, None).unwrap()).unwrap();
+        assert_eq!(m, model);
+        let occurrences = export(Table::Occurrences, None).unwrap();
+        let groups: usize = model.types.iter().map(|t| t.occurrences.len()).sum();
+        assert!(
+            groups > 0 && occurrences.lines().count() == groups,
+            "{occurrences}"
+        );
+        assert!(matches!(
+            export(Table::Model, Some(ExportFormat::Jsonl)),
+            Err(ExportError::NotRows("model"))
+        ));
+        let mut out = Vec::new();
+        let err = write_export(&mut out, &graph, None, Table::Occurrences, None).unwrap_err();
+        assert!(err.to_string().contains("model.json"), "{err}");
+    }
+}

@@ -1,0 +1,34 @@
+//! The phase timings `--timings` prints: one line per phase, with the resident set after it and
+//! the peak so far when Linux tells them, then the whole run.
+
+use std::io::{self, Write};
+
+use scalpel_model::progress::Timings;
+
+/// Writes `t` as aligned lines, `  graph   1.234 s  12.3%  rss 40.1 MiB  peak 45.6 MiB`, then
+/// the total with the run's peak.
+pub fn write_timings(w: &mut impl Write, t: &Timings) -> io::Result<()> {
+    let total = t.total().as_secs_f64();
+    let width = t.phases.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    writeln!(w, "timings:")?;
+    for p in &t.phases {
+        let s = p.time.as_secs_f64();
+        let share = if total > 0.0 { 100.0 * s / total } else { 0.0 };
+        let name = p.name;
+        let memory = p
+            .memory
+            .map(|m| format!("  rss {:>10}  peak {:>10}", mib(m.rss), mib(m.peak)))
+            .unwrap_or_default();
+        writeln!(w, "  {name:<width$}  {s:>8.3} s  {share:>5.1}%{memory}")?;
+    }
+    let peak = t
+        .peak_rss()
+        .map(|b| format!("  peak {}", mib(b)))
+        .unwrap_or_default();
+    writeln!(w, "  {:<width$}  {total:>8.3} s{peak}", "total")
+}
+
+/// Bytes in MiB, one decimal (one unit, so that the column compares at a glance).
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / f64::from(1 << 20))
+}

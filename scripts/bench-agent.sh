@@ -37,7 +37,7 @@ RELAY_TURNS=${RELAY_TURNS:-1000}
 AGENT_OLD=${AGENT_OLD:-}
 LTTNG_WRAPPER=/usr/lib/x86_64-linux-gnu/liblttng-ust-pthread-wrapper.so.1
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+cargo build --release -q -p scalpel-agent -p scalpel
 AGENT=$PWD/target/release/libscalpel_agent.so
 SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-bench.XXXXXX)

@@ -2,7 +2,7 @@
 # Benchmarks the graph stage (loading plus leaf cutting plus edge matching) on a synthetic trace
 # of EVENTS events (default 10 million) shaped like a worker pool: pipelines of a dispatcher, a
 # worker behind a mutex+cond queue, a pipe reader and a semaphore waiter (see
-# inferencer/src/bin/bench-graph.rs). Each repetition (REPEAT, default 5) builds the graph in a
+# crates/scalpel/src/bin/bench-graph.rs). Each repetition (REPEAT, default 5) builds the graph in a
 # fresh process and prints its throughput and peak memory (VmHWM) per event; the median
 # throughput closes the output.
 #
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 EVENTS=${EVENTS:-10000000}
 REPEAT=${REPEAT:-5}
-cargo build --release -q -p scalpel-inferencer
+cargo build --release -q -p scalpel
 BIN=$PWD/target/release/scalpel-bench-graph
 WORK=$(mktemp -d /tmp/scalpel-bench-graph.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks the hierarchy miner on synthetic causal graphs with a known hierarchy (see
-# inferencer/src/bin/bench-mine.rs): 10^5, 10^6 and 10^7 leaves (SIZES to change), each in a
+# crates/scalpel/src/bin/bench-mine.rs): 10^5, 10^6 and 10^7 leaves (SIZES to change), each in a
 # fresh process, REPEAT times (default 3). Each line prints the mining time, the peak memory of
 # the process (the graph included) and whether the requests, sub-requests and loops were
 # recovered exactly; the median time per size closes the output, with its growth relative to
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 SIZES=${SIZES:-100000 1000000 10000000}
 REPEAT=${REPEAT:-3}
-cargo build --release -q -p scalpel-inferencer
+cargo build --release -q -p scalpel
 BIN=$PWD/target/release/scalpel-bench-mine
 echo "$(nproc) cores"
 prev=""

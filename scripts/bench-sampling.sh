@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 UNITS=${UNITS:-1500}
 REPEAT=${REPEAT:-7}
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+cargo build --release -q -p scalpel-agent -p scalpel
 AGENT=$PWD/target/release/libscalpel_agent.so
 SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-bench.XXXXXX)

@@ -40,7 +40,7 @@ if [ "${PIN:-0}" = 1 ]; then
     [ "$(nproc)" -ge 2 ] || { echo "bench-servers: PIN=1 needs two CPUs, this machine has $(nproc)" >&2; exit 2; }
     SERVER_CPU=(taskset -c 0); LOAD_CPU=(taskset -c 1)
 fi
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+cargo build --release -q -p scalpel-agent -p scalpel
 SCALPEL=$PWD/target/release/scalpel
 WORK=$(mktemp -d /tmp/scalpel-servers.XXXXXX)
 SERVER_PID_FILE=""

@@ -46,7 +46,7 @@ if missing:
     status = 1
 
 # 3. ProcSleep (a row or transaction lock wait, woken by the releasing backend's signal to its
-# latch). Most are latch wake-ups (inferencer/src/graph/latches.rs): lock time inside the
+# latch). Most are latch wake-ups (crates/graph/src/latches.rs): lock time inside the
 # statement, an inner wait with ProcSleep in its stack. The rest cut their statement: the leaf
 # after such a wait (started by its return) must have its waker, a signal edge (or another
 # cross-thread edge) into it.

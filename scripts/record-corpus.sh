@@ -23,7 +23,7 @@ target=${CARGO_TARGET_DIR:-$root/target}
 bin=$target/debug
 corpus=$root/tests/corpus
 
-cargo build -q -p scalpel-inferencer --bin scalpel
+cargo build -q -p scalpel --bin scalpel
 cargo build -q -p scalpel-agent
 cargo build -q -p scalpel-samples
 cargo build -q -p scalpel-e2e --bin corpus-scrub

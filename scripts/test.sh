@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: builds every crate (the end-to-end tests run the agent and the `scalpel`
 # binary from the target directory), then runs all tests (the golden files in
-# inferencer/tests/golden/ among them: SCALPEL_BLESS=1 rewrites them), then the lints and the
+# crates/scalpel/tests/golden/ among them: SCALPEL_BLESS=1 rewrites them), then the lints and the
 # module-structure check that CI enforces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +17,5 @@ if [ -s target/debug/not-run.txt ]; then
 fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-# No import circles in any crate, and the inferencer's stages import only earlier stages.
+# No import circles between the modules of any crate (Cargo keeps the crates' layering).
 python3 scripts/check-modules.py

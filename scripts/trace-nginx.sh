@@ -27,7 +27,7 @@ if [ ! -x /usr/sbin/nginx ] || ! command -v ab >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light apache2-utils >/dev/null
 fi
 
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+cargo build --release -q -p scalpel-agent -p scalpel
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-nginx.XXXXXX)

@@ -27,7 +27,7 @@ if [ -z "$BIN" ] || [ ! -x "$BIN/postgres" ] || ! command -v pgbench >/dev/null;
     BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 fi
 
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+cargo build --release -q -p scalpel-agent -p scalpel
 SCALPEL=$PWD/target/release/scalpel
 
 AS=()

@@ -12,7 +12,7 @@ OLD=$1; NEW=$2
 REPEAT=${REPEAT:-3}
 SAMPLES=${SAMPLES:-lowlock workqueue threadpool}
 cd "$(dirname "$0")/../.."
-cargo build --release -q -p scalpel-inferencer -p scalpel-samples
+cargo build --release -q -p scalpel -p scalpel-samples
 SCALPEL=$PWD/target/release/scalpel
 W=$(mktemp -d /tmp/cmp-locks.XXXXXX); trap 'rm -rf "$W"' EXIT
 

@@ -25,7 +25,7 @@ for tool in valgrind callgrind_annotate memcached memcaslap memcstat setpriv; do
 done
 [ "$(id -u)" = 0 ] || { echo "memcached-instr: run as root (memcached is run as nobody)" >&2; exit 2; }
 REQUESTS=${REQUESTS:-20000}
-cargo build --release -q -p scalpel-agent -p scalpel-inferencer
+cargo build --release -q -p scalpel-agent -p scalpel
 SCALPEL=$PWD/target/release/scalpel
 AGENTS=("$@"); [ ${#AGENTS[@]} -gt 0 ] || AGENTS=("$PWD/target/release/libscalpel_agent.so")
 for a in "${AGENTS[@]}"; do [ -f "$a" ] || { echo "memcached-instr: no agent at $a" >&2; exit 2; }; done

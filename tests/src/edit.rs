@@ -1,5 +1,5 @@
 //! Editing recorded trace files, to put a real trace into a state the agent reaches only under
-//! rare timing (a thread preempted at one exact instruction), so the inferencer's handling of it
+//! rare timing (a thread preempted at one exact instruction), so the graph stage's handling of it
 //! is tested on every run.
 
 use std::path::Path;

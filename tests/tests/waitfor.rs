@@ -1,7 +1,7 @@
 //! `scalpel waitfor` on programs whose bottleneck is known (tests/c/knots.c and the
 //! replicated-store sample): the first knot must be the one the program was written to have,
 //! with the call behind it. The weights' arithmetic (cascade by overlap, idle edges, trimming)
-//! is checked on worked examples in the inferencer's unit tests.
+//! is checked on worked examples in `scalpel-analysis`'s unit tests.
 
 use std::ffi::OsStr;
 use std::process::{Command, Output};

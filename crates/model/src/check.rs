@@ -1,6 +1,6 @@
 //! Checks that every index in a [`Graph`] and a [`Model`] names an entry of its table, so that
 //! code reading a `graph.json` or `model.json` from disk (which anyone may have edited) can
-//! index without panicking. The inferencer's own output always passes.
+//! index without panicking. The stages' own output always passes.
 
 use crate::graph::Graph;
 use crate::task::Model;

@@ -1,4 +1,4 @@
-//! The causal graph of leaf tasks: the types the inferencer builds and `graph.json` serializes.
+//! The causal graph of leaf tasks: the types the graph stage builds and `graph.json` serializes.
 //!
 //! Nodes are leaf task instances (one thread's run between two consecutive sync points) and
 //! `external` nodes that stand for untraced peers of a channel. A node id below
@@ -34,7 +34,7 @@ pub const GRAPH_SCHEMA: &str = "scalpel-graph/4";
 pub enum EdgeKind {
     /// Program order within a thread.
     Program,
-    /// Program order where the thread goes back for new work (see the inferencer's docs).
+    /// Program order where the thread goes back for new work (see `scalpel-graph`'s docs).
     ProgramWeak,
     /// `pthread_cond_signal` or `broadcast` to the wait it woke.
     Cond,
@@ -56,7 +56,7 @@ pub enum EdgeKind {
     /// the accepted descriptor was handed over through memory (a queue), which no call shows.
     Handoff,
     /// An item put into a queue under a mutex (the producer's `cond_signal`) to the leaf of the
-    /// consumer that took it without waiting (see the inferencer's `graph::queues`).
+    /// consumer that took it without waiting (see `scalpel_graph`'s `queues`).
     Queue,
     /// A signal sent (`kill`, `tgkill`, `pthread_kill`, `sigqueue`, `raise`) to the target's next
     /// return from a blocking call.

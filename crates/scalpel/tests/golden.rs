@@ -1,7 +1,7 @@
 //! Golden files: every view of one hand-built server graph, byte for byte. The `top` table,
 //! CSV and JSON, `model.dot`, the model tree and the report HTML (its Graphviz drawing left
 //! out, since its bytes are Graphviz's) must equal the files in `tests/golden/`. After a
-//! change that alters a view on purpose, `SCALPEL_BLESS=1 cargo test -p scalpel-inferencer
+//! change that alters a view on purpose, `SCALPEL_BLESS=1 cargo test -p scalpel
 //! --test golden` rewrites them; review the diff before committing it.
 
 use std::path::PathBuf;

@@ -6,7 +6,7 @@ use std::path::Path;
 /// `scalpel infer` writes it, 1 the complete model `scalpel export --table model` writes.
 pub fn model_schema(version: u32) -> jsonschema::Validator {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "../model/schema/scalpel-model-{version}.schema.json"
+        "../crates/model/schema/scalpel-model-{version}.schema.json"
     ));
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

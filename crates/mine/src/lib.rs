@@ -14,7 +14,7 @@
 //!    an exact canonical form (`canon`), rules used once inside one parent are inlined
 //!    (`tree`), and the rest become the model's task types (`build`, `names`).
 //!
-//! Scope: the model. Non-goals: rollups (`crate::rollup`) and drawing (`crate::views`).
+//! Scope: the model. Non-goals: rollups (`scalpel-analysis`) and drawing (`scalpel-views`).
 
 mod acyclic;
 mod build;
@@ -25,7 +25,9 @@ mod cross;
 mod input;
 mod loops;
 mod names;
+mod options;
 mod round;
+mod run;
 mod runs;
 mod sessions;
 mod tree;
@@ -35,225 +37,10 @@ mod work;
 #[cfg(test)]
 mod tests;
 
-use ahash::AHashSet;
-use scalpel_model::graph::{EdgeKind, Graph};
-use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
-
-use scalpel_model::progress::Progress;
-
 pub use canon::SEARCH_LEAVES;
 pub use input::{MineInput, MineLeaf};
-
 pub use names::{NameOverrides, NamesError};
+pub use options::{MineOptions, MineWarning, Mined, DEFAULT_MIN_SUPPORT};
+pub use run::{mine, mine_input};
 
-use round::{Phase, Proposals};
-use work::{kind_index, Rule, Work, XEdge, NONE};
-
-/// The default `--min-support`: a pattern must occur at least this many times (as
-/// non-overlapping occurrences) to become a task. Low enough for short test runs (a few
-/// requests per thread), high enough that a thread pool's start-up does not make patterns of
-/// every coincidence.
-pub const DEFAULT_MIN_SUPPORT: u32 = 5;
-
-/// Options of the miner. `Default`: [`DEFAULT_MIN_SUPPORT`], no overrides.
-#[derive(Clone, Debug)]
-pub struct MineOptions {
-    /// Fewest non-overlapping occurrences a pattern needs (at least 2).
-    pub min_support: u32,
-    /// Name overrides.
-    pub names: NameOverrides,
-}
-
-impl Default for MineOptions {
-    fn default() -> Self {
-        MineOptions {
-            min_support: DEFAULT_MIN_SUPPORT,
-            names: NameOverrides::default(),
-        }
-    }
-}
-
-/// What mining had to work around.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum MineWarning {
-    /// Leaf-level edges that closed cycles were left out.
-    #[error(
-        "{0} causal edges closed cycles (clock or matching trouble) and were left out of mining"
-    )]
-    CyclesBroken(u64),
-    /// The names file renames a name no task has.
-    #[error("the names file renames {0:?}, which no task is called")]
-    UnusedName(String),
-}
-
-/// The model and what the user should hear about.
-#[derive(Debug)]
-pub struct Mined {
-    /// The model.
-    pub model: Model,
-    /// What the user should hear about (cycles broken, names not used).
-    pub warnings: Vec<MineWarning>,
-}
-
-/// The kind an edge has in patterns. A take from a queue under a mutex without a wait (`queue`)
-/// is the same hand-off as the wakeup of a taker that waited on the queue's condition (`cond`):
-/// whether the taker had to wait is timing, not structure, and keeping the two apart split
-/// nginx's offload task in two types of equal shape (667 and 764 of 2,000 offloads). So a
-/// task type's edges say `cond` for both.
-fn pattern_kind(k: EdgeKind) -> EdgeKind {
-    match k {
-        EdgeKind::Queue => EdgeKind::Cond,
-        k => k,
-    }
-}
-
-/// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
-/// ids refer to.
-pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn Progress) -> Mined {
-    mine_input(&MineInput::of(graph), graph_file, opts, progress)
-}
-
-/// [`mine`] on what the miner reads of a graph (see [`MineInput`]).
-pub fn mine_input(
-    graph: &MineInput<'_>,
-    graph_file: &str,
-    opts: &MineOptions,
-    progress: &dyn Progress,
-) -> Mined {
-    let min_support = opts.min_support.max(2);
-    let n_leaves = graph.leaves.len() as u32;
-    let mut edges: Vec<(u32, u32, u8)> = graph
-        .edges
-        .iter()
-        .filter(|e| e.from.0 < n_leaves && e.to.0 < n_leaves && e.from != e.to)
-        .map(|e| (e.from.0, e.to.0, kind_index(pattern_kind(e.kind))))
-        .collect();
-    edges.sort_unstable();
-    edges.dedup();
-    let (edges, dropped) = acyclic::break_leaf_cycles(n_leaves as usize, edges, |a, b| {
-        graph.leaves[a as usize].end_ns > graph.leaves[b as usize].start_ns
-    });
-    let mut warnings = Vec::new();
-    if dropped > 0 {
-        warnings.push(MineWarning::CyclesBroken(dropped));
-    }
-    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.0).collect();
-    let local = tree::local_leaves(graph.leaves.len(), &edges);
-    let causal = variants::Causal::new(graph.leaves.len(), &edges);
-    let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
-    let mut rounds = 0u32;
-    let mut banned: AHashSet<Rule> = AHashSet::new();
-    let mut class_cache = canon::ClassCache::default();
-    let mut cross = cross::CrossEdges::default();
-    let mut x = Vec::new();
-    loop {
-        rounds += 1;
-        x = cross.update(&mut work, x);
-        progress.status(&format!(
-            "mining: round {rounds}, {} edges between {} rules' nodes",
-            x.len(),
-            work.syms.len()
-        ));
-        let mut progressed = false;
-        'phases: for phase in [Phase::Loops, Phase::Strong, Phase::Weak] {
-            // A rule that closes cycles is banned and the phase tried again without it: in a
-            // diamond (a → b → c and a → c) the pair (a, c) can never go first, and must not
-            // keep (a, b) from going.
-            loop {
-                let props = match phase {
-                    Phase::Loops => round::loop_proposals(&work, &x, min_support, &banned),
-                    Phase::Strong => {
-                        round::pair_proposals(&work, &x, phase, min_support, &banned, None)
-                    }
-                    Phase::Weak => {
-                        let classes = class_cache.update(&work);
-                        let of = Some(classes.of.as_slice());
-                        round::pair_proposals(&work, &x, phase, min_support, &banned, of)
-                    }
-                };
-                if props.list.is_empty() {
-                    continue 'phases;
-                }
-                let (applied, refused) = apply(&mut work, &x, props, min_support);
-                let retry = !refused.is_empty();
-                banned.extend(refused);
-                if applied {
-                    progressed = true;
-                    break 'phases;
-                }
-                if !retry {
-                    continue 'phases;
-                }
-            }
-        }
-        if !progressed {
-            break;
-        }
-    }
-    progress.done();
-    drop((cross, x));
-    // Only the rounds read the leaf-level edges (the tree and the model read the graph's).
-    work.edges = Vec::new();
-    let rules = work.syms.len() as u32 - work.leaf_types;
-    let classes = class_cache.update(&work);
-    let tree = tree::build(&work, &classes, &local, &causal, min_support);
-    // Freed before the model is built, so that its occurrences reuse the memory.
-    drop((classes, class_cache, local, causal));
-    let mut built = build::build(graph, &work, &tree);
-    sessions::build_sessions(graph, &mut built, min_support);
-    let mut types = built.types;
-    for unused in names::name_types(&mut types, graph, &built.leaf_parent, &opts.names) {
-        warnings.push(MineWarning::UnusedName(unused));
-    }
-    Mined {
-        model: Model {
-            schema: MODEL_SCHEMA.to_owned(),
-            graph: graph_file.to_owned(),
-            leaves: u64::from(n_leaves),
-            mining: MiningInfo {
-                min_support,
-                rounds,
-                rules,
-                cycle_edges_dropped: dropped,
-            },
-            types,
-            top_edges: built.top_edges,
-            leaf_parent: built.leaf_parent,
-        },
-        warnings,
-    }
-}
-
-/// Applies a round's proposals that keep the graph acyclic, dropping rules left with too few
-/// occurrences. Returns whether anything was contracted, and the rules dropped because cycles
-/// took their support.
-fn apply(work: &mut Work, x: &[XEdge], props: Proposals, min_support: u32) -> (bool, Vec<Rule>) {
-    let refused = acyclic::refuse_cycles(x, work.nodes.len(), &props.list);
-    let mut left = vec![0u32; props.rules.len()];
-    for (p, &r) in props.list.iter().zip(&refused) {
-        // Loops of one iteration do not count toward a loop's support.
-        if !r && p.parts.len() >= 2 {
-            left[p.rule as usize] += 1;
-        }
-    }
-    let mut sym_of = vec![NONE; props.rules.len()];
-    let mut dropped = Vec::new();
-    for (i, rule) in props.rules.into_iter().enumerate() {
-        if left[i] >= min_support {
-            sym_of[i] = work.add_symbol(rule).unwrap_or(NONE);
-        } else {
-            dropped.push(rule);
-        }
-    }
-    let mut any = false;
-    for (p, r) in props.list.iter().zip(refused) {
-        let sym = sym_of[p.rule as usize];
-        if r || sym == NONE {
-            continue;
-        }
-        let is_loop = matches!(work.syms[sym as usize].rule, Rule::Loop { .. });
-        work.contract(&p.parts, sym, is_loop);
-        any = true;
-    }
-    (any, dropped)
-}
+use run::pattern_kind;

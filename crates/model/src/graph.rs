@@ -610,3 +610,35 @@ pub fn merge_into<T: Ord + Copy>(a: &mut Vec<T>, b: &[T]) {
         }
     }
 }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_from_the_back_gives_the_sorted_union() {
+        let e = |from, to, kind| Edge {
+            from: NodeId(from),
+            to: NodeId(to),
+            kind,
+            obj: None,
+        };
+        let program: Vec<Edge> = (0..6).map(|i| e(i, i + 1, EdgeKind::Program)).collect();
+        let other = vec![
+            e(0, 9, EdgeKind::Cond),
+            e(2, 3, EdgeKind::Program),
+            e(4, 1, EdgeKind::Stream),
+            e(7, 8, EdgeKind::Sem),
+        ];
+        for (a, b) in [
+            (program.clone(), other.clone()),
+            (Vec::new(), other.clone()),
+            (program.clone(), Vec::new()),
+        ] {
+            let mut want: Vec<Edge> = a.iter().chain(&b).copied().collect();
+            want.sort_unstable();
+            let mut got = a;
+            merge_into(&mut got, &b);
+            assert_eq!(got, want);
+        }
+    }
+}

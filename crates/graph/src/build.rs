@@ -1,0 +1,234 @@
+//! `build_graph`: the stage's phases, in order. Each phase takes what the one before it
+//! returned, by value where it consumes it, so the order below is the only one that compiles:
+//!
+//! 1. [`read`]: every file decoded and cut into leaves on the thread that decoded it; futex
+//!    words used as locks and latch wake-ups found across threads, and the threads recut.
+//! 2. [`account`]: what the recording lost, as warnings (strict mode refuses them).
+//! 3. `assemble`: the per-thread pieces numbered trace-wide into a graph without edges.
+//! 4. [`causal_edges`]: notifications matched per object, then the passes over all of them
+//!    (hand-offs landed, signals, stolen wake-ups dropped, queues, event-loop completions).
+//! 5. [`program_order`]: where a thread's program order is weak, and its program edges.
+//! 6. [`name_types`]: new-work types split, leaf types named and disambiguated.
+//! 7. Locks: mutex order as contention data, never as edges.
+//! 8. Filters, then the edges' final form.
+
+use std::path::Path;
+
+use ahash::AHashMap;
+use scalpel_model::format::Op;
+use scalpel_model::graph::{Edge, Graph};
+use scalpel_model::read::{read_dir_with, ProcessSinks, TraceDir};
+
+use crate::assemble::Assembled;
+use crate::edges::*;
+use crate::event::{KindOf, NO_OBJ};
+use crate::latches::FileEvent;
+use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
+use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
+use crate::sink::ThreadSink;
+use crate::{
+    assemble, event, eventloop, filter, futexlocks, latches, locks, naming, queues, ready, retype,
+    signals, types,
+};
+
+/// Builds the causal graph of the trace in `dir`.
+pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
+    let mut read = read(dir, opts)?;
+    let (mut warnings, events) = account(dir, opts, &mut read)?;
+    let Read {
+        trace,
+        sinks,
+        latched,
+    } = read;
+    let asm = assemble::assemble(&trace, sinks, &opts.skip);
+    warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
+    let mut caused = causal_edges(asm);
+    let weak = program_order(&mut caused);
+    let Caused {
+        mut graph,
+        mut edges,
+        ext,
+        rest: asm,
+    } = caused;
+    name_types(&mut graph, &weak, &asm.obj_kinds, opts);
+    let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
+    waits.extend(latches::lock_waits(&latched, &asm.latch));
+    graph.locks = locks;
+    graph.lock_waits = waits;
+    let before = graph.leaves.len();
+    let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
+    if before > 0 && graph.leaves.is_empty() {
+        return Err(GraphError::NothingKept {
+            dir: dir.to_path_buf(),
+            leaves: before,
+        });
+    }
+    finish_edges(&mut graph, edges, ext, &asm.obj_kinds);
+    Ok(Built {
+        graph,
+        warnings,
+        events,
+    })
+}
+
+/// Phase 1's result: the trace, each thread cut into leaves, and each latch wait with the send
+/// that ended it.
+struct Read {
+    trace: TraceDir,
+    sinks: Vec<ProcessSinks<ThreadSink>>,
+    latched: Vec<(FileEvent, FileEvent)>,
+}
+
+/// Phase 1: decodes and cuts every file, then recuts threads at the futex words that turned
+/// out to be locks.
+fn read(dir: &Path, opts: &GraphOptions) -> Result<Read, GraphError> {
+    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
+    // Reading grew every thread's arrays by doubling; the blocks they left are garbage.
+    scalpel_model::memory::release_freed_memory();
+    let words = futexlocks::lock_words(&sinks);
+    let latched = latches::latch_wakeups(&trace, &sinks);
+    futexlocks::recut(&trace, &mut sinks, words, latched.uncut, opts.lock_cuts);
+    Ok(Read {
+        trace,
+        sinks,
+        latched: latched.pairs,
+    })
+}
+
+/// Phase 2: the warnings for what the recording lost (an error in strict mode), and the
+/// number of events read.
+fn account(
+    dir: &Path,
+    opts: &GraphOptions,
+    read: &mut Read,
+) -> Result<(Vec<GraphWarning>, u64), GraphError> {
+    let Read { trace, sinks, .. } = read;
+    let mut warnings: Vec<GraphWarning> = trace
+        .take_warnings()
+        .into_iter()
+        .map(GraphWarning::Read)
+        .collect();
+    if trace.losses.any() {
+        warnings.push(GraphWarning::Unrecorded {
+            path: trace.path.clone(),
+            losses: trace.losses,
+        });
+    }
+    for (_, f) in trace.files() {
+        if f.lost_events() > 0 {
+            warnings.push(GraphWarning::Lost {
+                path: f.path.clone(),
+                count: f.lost_events(),
+            });
+        }
+    }
+    if opts.strict && !warnings.is_empty() {
+        return Err(GraphError::Strict {
+            dir: dir.to_path_buf(),
+            problems: warnings,
+        });
+    }
+    let threads = || sinks.iter().flat_map(|p| p.threads.iter());
+    let events = threads().map(|s| s.events).sum();
+    let counted: u64 = threads()
+        .filter_map(|s| s.out.as_ref().map(|o| o.counted_pairs))
+        .fold(0, u64::saturating_add);
+    if opts.lock_cuts && counted > 0 {
+        warnings.push(GraphWarning::CountedLocks {
+            path: trace.path.clone(),
+            pairs: counted,
+        });
+    }
+    Ok((warnings, events))
+}
+
+/// Phase 4's result: the graph with its causal edges, the edges to external nodes, and what
+/// later phases still need of the assembly.
+struct Caused {
+    graph: Graph,
+    edges: Vec<Edge>,
+    ext: Vec<ExtEdge>,
+    rest: Rest,
+}
+
+/// What phases after 4 still need of the assembly.
+struct Rest {
+    obj_kinds: Vec<KindOf>,
+    releases: Vec<LockRelease>,
+    acquires: Vec<LockAcquire>,
+    lock_aggs: Vec<(u32, LockAgg)>,
+    latch: AHashMap<FileEvent, LatchCall>,
+    conns: eventloop::Conns,
+    weak: crate::weak::WeakOrder,
+}
+
+/// Phase 4: notification edges matched per object, then the passes that need all of them.
+/// Signal edges are matched after every other notification: a return that something else
+/// already caused is no signal's.
+fn causal_edges(asm: Assembled) -> Caused {
+    let mut graph = asm.graph;
+    // Signal sends and thread starts (which name the handles pthread_kill uses).
+    let sends: Vec<Bound> = asm
+        .bounds
+        .iter()
+        .filter(|b| {
+            b.op.op()
+                .is_some_and(|o| o == Op::ThreadStart || event::sends(o))
+        })
+        .copied()
+        .collect();
+    let conns = eventloop::conns(&asm.bounds, &asm.obj_kinds, &asm.obj_channel, &graph);
+    let reports = ready::reports(
+        &asm.ready,
+        asm.ctls,
+        asm.closes,
+        &asm.stream_by_key,
+        &graph,
+        NO_OBJ,
+    );
+    let (mut edges, ext) = notification_edges(
+        asm.bounds,
+        &asm.obj_kinds,
+        &asm.obj_channel,
+        &reports,
+        &mut graph,
+    );
+    land_handoffs(&graph, &mut edges);
+    edges.extend(signals::signals(&sends, &graph, &edges));
+    drop_stolen_wakeups(&graph, &mut edges);
+    queues::add_edges(&graph, &mut edges, asm.sections);
+    eventloop::land_completions(&graph, &conns, &mut edges);
+    Caused {
+        graph,
+        edges,
+        ext,
+        rest: Rest {
+            obj_kinds: asm.obj_kinds,
+            releases: asm.releases,
+            acquires: asm.acquires,
+            lock_aggs: asm.lock_aggs,
+            latch: asm.latch,
+            conns,
+            weak: asm.weak,
+        },
+    }
+}
+
+/// Phase 5: where each thread's program order is weak (per leaf, returned), and its program
+/// edges.
+fn program_order(c: &mut Caused) -> Vec<bool> {
+    let order = std::mem::take(&mut c.rest.weak);
+    let mut weak = handoff_weak(&c.graph, &c.edges, order);
+    eventloop::weaken(&c.graph, &c.rest.conns, &mut weak);
+    eventloop::split_handoffs(&c.graph, &c.edges, &mut weak);
+    program_edges(&c.graph, &weak, &mut c.edges);
+    weak
+}
+
+/// Phase 6: leaf types split where a thread goes back for new work, then named from their
+/// stacks and objects, and told apart where two names are the same.
+fn name_types(graph: &mut Graph, weak: &[bool], obj_kinds: &[KindOf], opts: &GraphOptions) {
+    retype::new_work_types(graph, weak);
+    naming::name_types(graph, obj_kinds, &opts.skip);
+    types::disambiguate(&mut graph.types, &opts.skip);
+}

@@ -1,0 +1,112 @@
+//! The graph stage's options, its errors and warnings, and what it returns.
+
+use std::path::PathBuf;
+
+use scalpel_model::graph::Graph;
+use scalpel_model::read::{ReadError, RecordingLosses};
+use scalpel_symbols::ModuleWarning;
+
+use crate::filter::Filter;
+
+/// Options of the graph stage. `Default`: lenient loading, no filters, the default skip list.
+#[derive(Clone, Debug, Default)]
+pub struct GraphOptions {
+    /// Fail on any data loss (damaged or unreadable files, lost events) instead of warning.
+    pub strict: bool,
+    /// Keep only leaves matching these (one match per filter kind given).
+    pub include: Vec<Filter>,
+    /// Drop leaves matching any of these.
+    pub exclude: Vec<Filter>,
+    /// Frames that never name a leaf type.
+    pub skip: scalpel_symbols::SkipList,
+    /// Cut leaves at mutex and rwlock calls too (default off): for programs that hand work over
+    /// under locks alone, where each critical section then becomes a leaf. Lock order still
+    /// draws no edges.
+    pub lock_cuts: bool,
+}
+
+/// Why the graph could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    /// The directory could not be read at all.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Strict mode (`GraphOptions::strict`) and the trace lost data.
+    #[error("{}: the trace lost data, which strict mode refuses:\n  {}", .dir.display(), lines(.problems))]
+    Strict {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Each loss, naming its file and offset.
+        problems: Vec<GraphWarning>,
+    },
+    /// The filters (`GraphOptions::skip`) kept none of the trace's leaves.
+    #[error(
+        "{}: the filters keep none of its {leaves} leaf tasks (check their pid, tid, name or \
+         time range against what the trace holds)",
+        .dir.display()
+    )]
+    NothingKept {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Leaves before filtering.
+        leaves: usize,
+    },
+}
+
+/// Data the graph stage had to do without: each names its file (and offset, if any). What is
+/// valid is used all the same.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphWarning {
+    /// Damage the reader found (a truncated file, a bad record …).
+    #[error(transparent)]
+    Read(ReadError),
+    /// Events the agent dropped while recording, as its file counts them.
+    #[error("{}: {count} event(s) lost while recording", .path.display())]
+    Lost {
+        /// The thread file.
+        path: PathBuf,
+        /// Events lost.
+        count: u64,
+    },
+    /// A module whose frames cannot be symbolized.
+    #[error(transparent)]
+    Module(ModuleWarning),
+    /// Cutting at locks on a trace whose uncontended mutex pairs were counted, not recorded:
+    /// there is no call to cut at for them. Not data loss (strict mode passes).
+    #[error(
+        "{}: {pairs} uncontended mutex lock+unlock pair(s) were counted, not recorded: leaves \
+         are cut only at the recorded ones",
+        .path.display()
+    )]
+    CountedLocks {
+        /// The trace directory.
+        path: PathBuf,
+        /// Pairs counted.
+        pairs: u64,
+    },
+    /// Threads or processes the agent could not give a file: their events are missing.
+    #[error("{}: the recording lost {losses}", .path.display())]
+    Unrecorded {
+        /// The trace directory (its `shared.tbl` counts them).
+        path: PathBuf,
+        /// What was lost.
+        losses: RecordingLosses,
+    },
+}
+
+/// Warnings one per line, indented.
+pub(crate) fn lines(ws: &[GraphWarning]) -> String {
+    let v: Vec<String> = ws.iter().map(ToString::to_string).collect();
+    v.join("\n  ")
+}
+
+/// A built graph and what was noticed on the way.
+#[derive(Debug)]
+pub struct Built {
+    /// The graph.
+    pub graph: Graph,
+    /// Data-loss and symbolization warnings (each names its file, and its offset if any).
+    pub warnings: Vec<GraphWarning>,
+    /// Events read.
+    pub events: u64,
+}

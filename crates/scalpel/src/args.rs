@@ -1,5 +1,5 @@
 //! The command-line arguments every subcommand that runs the pipeline shares, declared once and
-//! flattened into `infer`, `top` and `report` (and every later view).
+//! flattened into `infer` and every view, and converted once into the library's terms.
 
 use std::path::PathBuf;
 
@@ -7,6 +7,8 @@ use clap::Args;
 use scalpel::PipelineOptions;
 use scalpel_graph::{Filter, GraphOptions};
 use scalpel_mine::{MineOptions, DEFAULT_MIN_SUPPORT};
+
+use crate::source::Source;
 
 /// How the pipeline runs on a trace directory.
 #[derive(Args, Debug, Clone)]
@@ -71,6 +73,27 @@ impl PipelineArgs {
             names: self.names.clone(),
             threads: self.threads,
             infer_only,
+        }
+    }
+}
+
+/// Where the model comes from (shared by every view).
+#[derive(Args, Debug)]
+pub(crate) struct SourceArgs {
+    /// A model.json, a directory `scalpel infer` wrote, or a trace directory (inferred on the
+    /// spot, with the options below, which only a trace directory takes).
+    pub path: PathBuf,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+}
+
+impl SourceArgs {
+    /// The source in the library's terms.
+    pub(crate) fn options(self) -> Source {
+        Source {
+            pipeline: self.pipeline.options(),
+            timings: self.pipeline.timings,
+            path: self.path,
         }
     }
 }

@@ -1,17 +1,18 @@
-//! `scalpel timeline`: its command line, and running it.
+//! `scalpel timeline`: a Perfetto (Chrome trace-event) timeline.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::Args;
 use scalpel_analysis::rollup::task_spans;
 use scalpel_model::progress::Timings;
 use scalpel_views::timeline::{write_timeline, TimelineOptions};
 
-use crate::broken_pipe_is_fine;
-use crate::top_cli::{load, output_path, print_timings, SourceArgs};
+use crate::args::SourceArgs;
+use crate::output::{broken_pipe_is_fine, print_timings};
+use crate::source::{output_path, Source};
+use crate::spinner::Spinner;
 
 #[derive(Args, Debug)]
 pub(crate) struct TimelineArgs {
@@ -40,26 +41,43 @@ fn seconds(s: &str) -> Result<u64, String> {
     }
 }
 
-/// Writes the timeline and says where, with what it holds.
-pub(crate) fn run_timeline(a: &TimelineArgs) -> Result<()> {
-    if let (Some(f), Some(t)) = (a.from, a.to) {
-        anyhow::ensure!(f <= t, "--from must not be after --to");
+/// `timeline` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Timeline {
+    pub source: Source,
+    pub output: Option<PathBuf>,
+    pub window: TimelineOptions,
+}
+
+impl TimelineArgs {
+    pub(crate) fn options(self) -> Result<Timeline> {
+        if let (Some(f), Some(t)) = (self.from, self.to) {
+            anyhow::ensure!(f <= t, "--from must not be after --to");
+        }
+        Ok(Timeline {
+            source: self.source.options(),
+            output: self.output,
+            window: TimelineOptions {
+                from_ns: self.from,
+                to_ns: self.to,
+            },
+        })
     }
+}
+
+/// Writes the timeline and says where, with what it holds.
+pub(crate) fn run(a: &Timeline) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let (_, l) = load(&a.source, &mut t, &spinner)?;
+    let (_, l) = a.source.load(&mut t, &spinner)?;
     let spans = t.phase("task instances", &spinner, || {
         task_spans(&l.graph, &l.model)
     });
     let out = output_path(a.output.as_ref(), &l, "timeline.json")?;
-    let opts = TimelineOptions {
-        from_ns: a.from,
-        to_ns: a.to,
-    };
     let counts = t.phase("writing the timeline", &spinner, || {
-        out.write(|w| write_timeline(w, &l.graph, &l.model, &spans, &opts))
+        out.write(|w| write_timeline(w, &l.graph, &l.model, &spans, &a.window))
     })?;
-    print_timings(a.source.pipeline.timings, &t);
+    print_timings(a.source.timings, &t);
     broken_pipe_is_fine(writeln!(
         io::stdout(),
         "wrote {}: {} leaf slices, {} calls inside them, {} flow arrows, {} task instances \

@@ -1,9 +1,8 @@
-//! `scalpel waitfor`: its command line, and running it.
+//! `scalpel waitfor`: the wait-for graph between thread groups, and its knots.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
@@ -12,8 +11,10 @@ use scalpel_model::progress::Timings;
 use scalpel_views::graphviz::render_svg;
 use scalpel_views::waitfor::{write_waitfor_dot, write_waitfor_json, write_waitfor_text};
 
-use crate::broken_pipe_is_fine;
-use crate::top_cli::{load, output_path, print_timings, SourceArgs};
+use crate::args::SourceArgs;
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::source::{output_path, Source};
+use crate::spinner::Spinner;
 
 /// How `waitfor` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,23 +63,46 @@ fn percent(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Prints the wait-for graph (and draws it with `--svg`).
-pub(crate) fn run_waitfor(a: &WaitforArgs) -> Result<()> {
+/// `waitfor` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Waitfor {
+    pub source: Source,
+    /// The task type to keep, by name (looked up once the model is loaded).
+    pub task: Option<String>,
+    /// The analysis's options but the task.
+    pub opts: WaitForOptions,
+    pub format: WaitFormat,
+    pub svg: Option<PathBuf>,
+}
+
+impl WaitforArgs {
+    pub(crate) fn options(self) -> Waitfor {
+        Waitfor {
+            source: self.source.options(),
+            task: self.task,
+            opts: WaitForOptions {
+                min_share: self.min_share,
+                trim: self.trim,
+                groups: !self.by_thread,
+                ..WaitForOptions::default()
+            },
+            format: self.format,
+            svg: self.svg,
+        }
+    }
+}
+
+/// Prints the wait-for graph (and draws it when asked).
+pub(crate) fn run(a: &Waitfor) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let (_, l) = load(&a.source, &mut t, &spinner)?;
+    let (_, l) = a.source.load(&mut t, &spinner)?;
     let task = a
         .task
         .as_deref()
         .map(|name| task_named(&l.model, name))
         .transpose()?;
-    let opts = WaitForOptions {
-        task,
-        min_share: a.min_share,
-        trim: a.trim,
-        groups: !a.by_thread,
-        ..WaitForOptions::default()
-    };
+    let opts = WaitForOptions { task, ..a.opts };
     let w = t.phase("wait-for graph", &spinner, || {
         wait_for(&l.graph, &l.model, &opts)
     });
@@ -91,13 +115,13 @@ pub(crate) fn run_waitfor(a: &WaitforArgs) -> Result<()> {
         })?;
         out.write(|w| w.write_all(&drawn))?;
     }
-    let mut o = crate::text_stdout();
+    let mut o = text_stdout();
     let written = match a.format {
         WaitFormat::Text => write_waitfor_text(&mut o, &w, &opts),
         WaitFormat::Json => write_waitfor_json(&mut o, &w),
         WaitFormat::Dot => write_waitfor_dot(&mut o, &w),
     };
     let r = broken_pipe_is_fine(written.and_then(|()| o.flush()));
-    print_timings(a.source.pipeline.timings, &t);
+    print_timings(a.source.timings, &t);
     r
 }

@@ -1,9 +1,8 @@
-//! `scalpel export`: its command line, and running it.
+//! `scalpel export`: the stored graph or model, or one of their tables, as JSON for other tools.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::Args;
 use scalpel_model::progress::Timings;
@@ -11,9 +10,12 @@ use scalpel_model::store::read_graph;
 use scalpel_views::export::{write_export, ExportError, ExportFormat, Table};
 use scalpel_views::outfile::write_named;
 
-use crate::broken_pipe_is_fine;
+use crate::args::SourceArgs;
 use crate::choices::{CliExportFormat, CliTable};
-use crate::top_cli::{load, print_timings, SourceArgs};
+use crate::output::{broken_pipe_is_fine, print_timings};
+use crate::say;
+use crate::source::Source;
+use crate::spinner::Spinner;
 
 #[derive(Args, Debug)]
 pub(crate) struct ExportArgs {
@@ -31,6 +33,39 @@ pub(crate) struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// `export` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Export {
+    pub source: Source,
+    pub table: Table,
+    pub format: Option<ExportFormat>,
+    pub output: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    pub(crate) fn options(self) -> Result<Export> {
+        if let Some(dir) = self
+            .output
+            .as_ref()
+            .and_then(|o| o.parent())
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            anyhow::ensure!(
+                dir.is_dir(),
+                "cannot write {}: the directory {} does not exist",
+                self.output.as_ref().map_or(Path::new(""), |o| o).display(),
+                dir.display()
+            );
+        }
+        Ok(Export {
+            source: self.source.options(),
+            table: self.table.into(),
+            format: self.format.map(Into::into),
+            output: self.output,
+        })
+    }
+}
+
 /// The `graph.json` that `path` names when it holds a graph but no model (what `scalpel infer
 /// --stage graph` writes), so that the graph's tables can be exported without a model.
 fn graph_only(path: &Path) -> Option<PathBuf> {
@@ -44,20 +79,7 @@ fn graph_only(path: &Path) -> Option<PathBuf> {
 }
 
 /// Writes the export where asked, and says what on stderr when it is a file.
-pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
-    if let Some(dir) = a
-        .output
-        .as_ref()
-        .and_then(|o| o.parent())
-        .filter(|d| !d.as_os_str().is_empty())
-    {
-        anyhow::ensure!(
-            dir.is_dir(),
-            "cannot write {}: the directory {} does not exist",
-            a.output.as_ref().map_or(Path::new(""), |o| o).display(),
-            dir.display()
-        );
-    }
+pub(crate) fn run(a: &Export) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let (graph, model) = match graph_only(&a.source.path) {
@@ -68,13 +90,12 @@ pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
             (g, None)
         }
         None => {
-            let (_, l) = load(&a.source, &mut t, &spinner)?;
+            let (_, l) = a.source.load(&mut t, &spinner)?;
             (l.graph, Some(l.model))
         }
     };
     drop(spinner);
-    let table: Table = a.table.into();
-    let format: Option<ExportFormat> = a.format.map(Into::into);
+    let (table, format) = (a.table, a.format);
     let name = table.name();
     let written = match &a.output {
         Some(path) => {
@@ -85,7 +106,7 @@ pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
                     e => io::Error::other(e),
                 })
             })?;
-            crate::say!("scalpel: wrote {} ({name}, {rows} rows)", path.display());
+            say!("scalpel: wrote {} ({name}, {rows} rows)", path.display());
             Ok(())
         }
         None => {
@@ -97,6 +118,6 @@ pub(crate) fn run_export(a: &ExportArgs) -> Result<()> {
             }
         }
     };
-    print_timings(a.source.pipeline.timings, &t);
+    print_timings(a.source.timings, &t);
     written
 }

@@ -1,9 +1,8 @@
-//! `scalpel infer`: its command line, and running the pipeline with the files it writes.
+//! `scalpel infer`: the pipeline, with the files it writes.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use crate::spinner::Spinner;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel::{Pipeline, PipelineOptions};
@@ -13,8 +12,9 @@ use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 
 use crate::args::PipelineArgs;
-use crate::top_cli::print_timings;
-use crate::{broken_pipe_is_fine, warn};
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout, warn};
+use crate::say;
+use crate::spinner::Spinner;
 
 /// How far inference goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -52,7 +52,7 @@ pub(crate) struct InferArgs {
 
 /// What `infer` does, in the library's terms.
 #[derive(Debug)]
-pub(crate) struct InferJob {
+pub(crate) struct Infer {
     /// The trace directory.
     pub dir: PathBuf,
     /// The output directory.
@@ -69,9 +69,10 @@ pub(crate) struct InferJob {
     pub timings: bool,
 }
 
-impl From<InferArgs> for InferJob {
-    fn from(a: InferArgs) -> Self {
-        InferJob {
+impl InferArgs {
+    pub(crate) fn options(self) -> Infer {
+        let a = self;
+        Infer {
             out: a.output.unwrap_or_else(|| a.dir.join("model")),
             dir: a.dir,
             stage: a.stage,
@@ -91,13 +92,13 @@ impl From<InferArgs> for InferJob {
 }
 
 /// Runs the stages and reports on stdout (results) and stderr (warnings).
-pub(crate) fn run_infer(job: &InferJob) -> Result<()> {
+pub(crate) fn run(job: &Infer) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;
     let mut step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
     warn(&step.built.warnings, 10, " (see the summary file)");
-    let mut o = crate::text_stdout();
+    let mut o = text_stdout();
     let files = &step.files;
     let r = (|| -> io::Result<()> {
         write_graph_summary(&mut o, &step.built)?;
@@ -132,7 +133,7 @@ fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Resul
     match svg {
         Ok(p) => writeln!(o, "wrote {}", p.display()),
         Err(e) => {
-            crate::say!("scalpel: warning: no SVG: {e}");
+            say!("scalpel: warning: no SVG: {e}");
             Ok(())
         }
     }

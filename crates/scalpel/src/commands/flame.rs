@@ -1,0 +1,154 @@
+//! `scalpel flame`: a flame graph of off-CPU, on-CPU or wall-clock time.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use scalpel_analysis::rollup::{off_cpu, on_cpu, sample_period_ns, wall, FlameOptions};
+use scalpel_model::lookup::task_named;
+use scalpel_model::progress::Timings;
+use scalpel_views::flame::{write_flame_svg_as, write_folded_as, Weights};
+
+use crate::args::SourceArgs;
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::source::{output_path, Source};
+use crate::spinner::Spinner;
+
+#[derive(Args, Debug)]
+pub(crate) struct FlameArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Off-CPU time: every blocking call, weighted by the time it blocked, in microseconds
+    /// (the default).
+    #[arg(long, group = "kind")]
+    pub off_cpu: bool,
+    /// On-CPU time from the samples of `scalpel record --sample HZ`, in samples.
+    #[arg(long, group = "kind")]
+    pub on_cpu: bool,
+    /// Wall-clock time: on-CPU samples (innermost frame suffixed `_[c]`) and off-CPU waits
+    /// (`_[o]`, converted to samples at the sampling rate) in one graph.
+    #[arg(long, group = "kind")]
+    pub wall: bool,
+    /// After each wait another thread ended, a `--` frame and the waker's stack ("off-wake";
+    /// off-CPU graphs only).
+    #[arg(long, conflicts_with_all = ["on_cpu", "wall"])]
+    pub waker: bool,
+    /// Only the time inside the task type named NAME (all leaves of its occurrences, on every
+    /// thread they ran on).
+    #[arg(long, value_name = "NAME")]
+    pub task: Option<String>,
+    /// One root frame per process (its threads added up) instead of process, then thread.
+    #[arg(long)]
+    pub per_process: bool,
+    /// Print the folded stacks (`frame;frame;… count`) on stdout instead of an SVG.
+    #[arg(long)]
+    pub folded: bool,
+    /// The SVG file to write [default: offcpu.svg, oncpu.svg or wall.svg beside the model, or in
+    /// DIR/model].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Which time a flame graph shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Time {
+    OffCpu,
+    OnCpu,
+    Wall,
+}
+
+impl Time {
+    /// The phase's name, the default file's and the graph's title.
+    fn names(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Time::OnCpu => ("on-CPU stacks", "oncpu.svg", "On-CPU time"),
+            Time::Wall => ("wall-clock stacks", "wall.svg", "Wall-clock time"),
+            Time::OffCpu => ("off-CPU stacks", "offcpu.svg", "Off-CPU time"),
+        }
+    }
+}
+
+/// `flame` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Flame {
+    pub source: Source,
+    pub time: Time,
+    pub waker: bool,
+    /// The task type to keep, by name (looked up once the model is loaded).
+    pub task: Option<String>,
+    pub per_process: bool,
+    pub folded: bool,
+    pub output: Option<PathBuf>,
+}
+
+impl FlameArgs {
+    pub(crate) fn options(self) -> Flame {
+        let time = if self.on_cpu {
+            Time::OnCpu
+        } else if self.wall {
+            Time::Wall
+        } else {
+            Time::OffCpu
+        };
+        Flame {
+            source: self.source.options(),
+            time,
+            waker: self.waker,
+            task: self.task,
+            per_process: self.per_process,
+            folded: self.folded,
+            output: self.output,
+        }
+    }
+}
+
+/// Writes the flame graph (or prints its folded stacks).
+pub(crate) fn run(a: &Flame) -> Result<()> {
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let (_, l) = a.source.load(&mut t, &spinner)?;
+    let task = a
+        .task
+        .as_deref()
+        .map(|name| task_named(&l.model, name))
+        .transpose()?;
+    let opts = FlameOptions {
+        waker: a.waker,
+        task,
+        per_process: a.per_process,
+    };
+    let sampled = a.time != Time::OffCpu;
+    let unit = match sample_period_ns(&l.graph) {
+        Some(period_ns) if sampled => Weights::Samples { period_ns },
+        None if sampled => bail!(
+            "{}: the trace has no on-CPU samples (record with `scalpel record --sample 99 -- CMD` \
+             for --on-cpu and --wall)",
+            a.source.path.display()
+        ),
+        _ => Weights::Micros,
+    };
+    let (phase, file_name, kind) = a.time.names();
+    let folded = t.phase(phase, &spinner, || match a.time {
+        Time::OnCpu => on_cpu(&l.graph, &l.model, &opts),
+        Time::Wall => wall(&l.graph, &l.model, &opts),
+        Time::OffCpu => off_cpu(&l.graph, &l.model, &opts),
+    });
+    if a.folded {
+        let mut o = text_stdout();
+        let r =
+            broken_pipe_is_fine(write_folded_as(&mut o, &folded, unit).and_then(|()| o.flush()));
+        print_timings(a.source.timings, &t);
+        return r;
+    }
+    let out = output_path(a.output.as_ref(), &l, file_name)?;
+    let title = match &a.task {
+        Some(name) => format!("{kind} in {name}"),
+        None => kind.to_owned(),
+    };
+    t.phase("drawing the flame graph", &spinner, || {
+        out.write(|w| write_flame_svg_as(w, &folded, &title, unit))
+    })?;
+    print_timings(a.source.timings, &t);
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
+}

@@ -1,0 +1,68 @@
+//! `scalpel report`: a one-page HTML report.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
+use scalpel_model::progress::Timings;
+use scalpel_views::report::{write_report, ReportOptions};
+
+use crate::args::SourceArgs;
+use crate::output::{broken_pipe_is_fine, print_timings};
+use crate::say;
+use crate::source::{output_path, Source};
+use crate::spinner::Spinner;
+
+#[derive(Args, Debug)]
+pub(crate) struct ReportArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The HTML file to write [default: report.html beside the model, or in DIR/model].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How many top-level tasks get a drill-down section.
+    #[arg(long, value_name = "N", default_value = "5")]
+    pub tasks: usize,
+}
+
+/// `report` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub source: Source,
+    pub output: Option<PathBuf>,
+    pub tasks: usize,
+}
+
+impl ReportArgs {
+    pub(crate) fn options(self) -> Report {
+        Report {
+            source: self.source.options(),
+            output: self.output,
+            tasks: self.tasks,
+        }
+    }
+}
+
+/// Writes the HTML report and says where.
+pub(crate) fn run(a: &Report) -> Result<()> {
+    let mut t = Timings::new();
+    let (l, r) = a.source.load_rollups(&mut t)?;
+    let out = output_path(a.output.as_ref(), &l, "report.html")?;
+    let opts = ReportOptions {
+        tasks: a.tasks,
+        title: l.from.display().to_string(),
+    };
+    let waits = t.phase("wait-for graph", &Spinner::new(), || {
+        wait_for(&l.graph, &l.model, &WaitForOptions::default())
+    });
+    let svg_err = t.phase("writing the report", &Spinner::new(), || {
+        out.write(|w| write_report(w, &l.graph, &l.model, &r, &waits, &opts))
+    })?;
+    print_timings(a.source.timings, &t);
+    if let Some(e) = svg_err {
+        say!("scalpel: warning: the report has no drawing: {e}");
+    }
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
+}

@@ -1,0 +1,80 @@
+//! `scalpel top`: where the time went, top down.
+
+use std::io::Write;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use scalpel_analysis::rollup::{top_view, TopOptions};
+use scalpel_model::progress::Timings;
+use scalpel_views::csv::write_csv;
+use scalpel_views::json::write_top_json;
+use scalpel_views::table::write_table;
+
+use crate::args::SourceArgs;
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::source::Source;
+
+/// How `top` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// Aligned text tables.
+    Table,
+    /// One JSON document.
+    Json,
+    /// Comma-separated values, one row per task, child or contributor.
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct TopArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Descend into the task type named NAME: its children, the leaves and waits on its
+    /// critical path, and the calls and stacks behind them.
+    #[arg(long, value_name = "NAME")]
+    pub expand: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Rows per list.
+    #[arg(long, value_name = "N", default_value = "20")]
+    pub limit: usize,
+}
+
+/// `top` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Top {
+    pub source: Source,
+    pub view: TopOptions,
+    pub format: Format,
+}
+
+impl TopArgs {
+    pub(crate) fn options(self) -> Top {
+        Top {
+            source: self.source.options(),
+            view: TopOptions {
+                expand: self.expand,
+                limit: self.limit.max(1),
+                ..TopOptions::default()
+            },
+            format: self.format,
+        }
+    }
+}
+
+/// Prints the top-down view.
+pub(crate) fn run(top: &Top) -> Result<()> {
+    let mut t = Timings::new();
+    let (l, r) = top.source.load_rollups(&mut t)?;
+    let view = top_view(&l.graph, &l.model, &r, &top.view)?;
+    let mut o = text_stdout();
+    let written = match top.format {
+        Format::Table => write_table(&mut o, &view),
+        Format::Csv => write_csv(&mut o, &view),
+        Format::Json => write_top_json(&mut o, &view),
+    };
+    let r = broken_pipe_is_fine(written.and_then(|()| o.flush()));
+    print_timings(top.source.timings, &t);
+    r
+}

@@ -1,0 +1,104 @@
+//! What the views share: loading the model (running the pipeline on a trace directory, or
+//! reading what `infer` wrote), and where a view's file goes.
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use scalpel::pipeline::Loaded;
+use scalpel::{Pipeline, PipelineOptions};
+use scalpel_analysis::rollup::Rollup;
+use scalpel_model::progress::Timings;
+use scalpel_views::outfile::OutDir;
+
+use crate::output::warn;
+use crate::spinner::Spinner;
+
+/// Where a view's model comes from, in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// A model.json, a directory `infer` wrote, or a trace directory.
+    pub path: PathBuf,
+    /// How the pipeline runs on a trace directory.
+    pub pipeline: PipelineOptions,
+    /// Print the phase timings at the end.
+    pub timings: bool,
+}
+
+impl Source {
+    /// Runs the pipeline (or reads what `infer` wrote) for a view.
+    pub(crate) fn load(&self, t: &mut Timings, spinner: &Spinner) -> Result<(Pipeline, Loaded)> {
+        let pipeline = Pipeline::new(self.pipeline.clone())?;
+        let loaded = pipeline.load(&self.path, spinner, t)?;
+        warn(&loaded.warnings, 10, "");
+        Ok((pipeline, loaded))
+    }
+
+    /// [`Source::load`], and the rollups.
+    pub(crate) fn load_rollups(&self, t: &mut Timings) -> Result<(Loaded, Rollup)> {
+        let spinner = Spinner::new();
+        let (pipeline, loaded) = self.load(t, &spinner)?;
+        let r = t.phase("rollups", &spinner, || {
+            pipeline.rollup(&loaded.graph, &loaded.model)
+        });
+        Ok((loaded, r))
+    }
+}
+
+/// Where a view's file goes: its directory, held open, and its name and path there.
+pub(crate) struct Output {
+    pub dir: OutDir,
+    pub name: OsString,
+    pub path: PathBuf,
+}
+
+impl Output {
+    /// Writes the file through `body` (see [`OutDir::write`]).
+    pub(crate) fn write<T>(
+        &self,
+        body: impl FnOnce(&mut BufWriter<std::fs::File>) -> io::Result<T>,
+    ) -> Result<T> {
+        Ok(self.dir.write(&self.name, body)?)
+    }
+}
+
+/// Where a view's file goes: the path given (whose directory must exist), or `name` beside the
+/// model (in `DIR/model` for a trace directory, created if needed).
+pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<Output> {
+    let out = match given {
+        Some(p) => p.clone(),
+        None if l.from.is_dir() => l.from.join("model").join(name),
+        None => l
+            .from
+            .parent()
+            .map(|p| p.join(name))
+            .unwrap_or_else(|| PathBuf::from(name)),
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if given.is_some() {
+            // A path the user gave is written where it says, or not at all: a typo in it must
+            // not leave a tree of new directories behind.
+            anyhow::ensure!(
+                dir.is_dir(),
+                "cannot write {}: the directory {} does not exist",
+                out.display(),
+                dir.display()
+            );
+        } else if l.from.is_dir() {
+            // `DIR/model`, made as `scalpel infer` makes it.
+            let dir = OutDir::create(dir)?;
+            return Ok(Output {
+                dir,
+                name: OsString::from(name),
+                path: out,
+            });
+        }
+    }
+    let (dir, name) = OutDir::parent_of(&out)?;
+    Ok(Output {
+        dir,
+        name,
+        path: out,
+    })
+}

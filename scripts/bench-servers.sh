@@ -139,27 +139,8 @@ run_nginx() {
     local mode=$1 port=18390
     SERVER_PID_FILE=$WORK/nginx.pid
     local user=""; [ $ROOT = 1 ] && user="user www-data;"
-    cat > "$WORK/nginx.conf" <<CONF
-$user
-daemon off;
-master_process on;
-worker_processes 1;
-pid $SERVER_PID_FILE;
-error_log $WORK/nginx-error.log;
-thread_pool default threads=4 max_queue=65536;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile off;
-    aio threads;
-    client_body_temp_path $WORK/body;
-    proxy_temp_path $WORK/proxy;
-    fastcgi_temp_path $WORK/fastcgi;
-    uwsgi_temp_path $WORK/uwsgi;
-    scgi_temp_path $WORK/scgi;
-    server { listen 127.0.0.1:$port; root $WORK/htdocs; }
-}
-CONF
+    scripts/servers/render.sh scripts/servers/nginx.conf WORK="$WORK" PORT="$port" USER_LINE="$user" \
+        > "$WORK/nginx.conf"
     launch "$mode" /usr/sbin/nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log"
     wait_http $port
     local rps; rps=$(ab_load $port "$NGINX_REQUESTS")
@@ -168,37 +149,15 @@ CONF
 }
 
 run_apache() {
-    local mode=$1 port=18380 mods=/usr/lib/apache2/modules
+    local mode=$1 port=18380
     SERVER_PID_FILE=$WORK/httpd.pid
-    local run_as=""; [ $ROOT = 1 ] && run_as=$'User www-data\nGroup www-data'
-    # 32 workers per child, twice ab's 16 connections: with 16, a child that happens to hold all
-    # of ab's keep-alive connections has no idle worker when a connection's next request comes
-    # (the worker that served it is not idle yet), and the event MPM closes the connection
-    # unanswered, which ab counts as a "Length" failure. Untraced runs did it too (1 run in 24);
-    # a traced worker's longer way back to idle only made it likelier.
-    cat > "$WORK/httpd.conf" <<CONF
-ServerRoot "$WORK"
-ServerName localhost
-LoadModule mpm_event_module $mods/mod_mpm_event.so
-LoadModule authz_core_module $mods/mod_authz_core.so
-LoadModule mime_module $mods/mod_mime.so
-LoadModule dir_module $mods/mod_dir.so
-Listen 127.0.0.1:$port
-PidFile "$SERVER_PID_FILE"
-ErrorLog "$WORK/httpd-error.log"
-DocumentRoot "$WORK/htdocs"
-TypesConfig /etc/mime.types
-$run_as
-StartServers 2
-ServerLimit 4
-ThreadsPerChild 32
-MaxRequestWorkers 128
-KeepAlive On
-MaxKeepAliveRequests 0
-<Directory "$WORK/htdocs">
-    Require all granted
-</Directory>
-CONF
+    # A literal \n: render.sh's sed makes it a line break.
+    local run_as=""; [ $ROOT = 1 ] && run_as='User www-data\nGroup www-data'
+    # 32 workers per child, twice ab's 16 connections (see the template). Untraced runs failed
+    # a request with 16 too (1 run in 24); a traced worker's longer way back to idle only made
+    # it likelier.
+    scripts/servers/render.sh scripts/servers/apache.conf WORK="$WORK" PORT="$port" RUN_AS="$run_as" \
+        THREADS=32 WORKERS=128 KEEPALIVE=On > "$WORK/httpd.conf"
     launch "$mode" /usr/sbin/apache2 -f "$WORK/httpd.conf" -DFOREGROUND
     wait_http $port
     local rps; rps=$(ab_load $port "$APACHE_REQUESTS")

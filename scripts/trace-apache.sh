@@ -11,9 +11,10 @@
 # listener's push to the worker's read and writev, covering at least half the requests, and it
 # must be the most frequent top-level task, at the top level for at least half the requests;
 # its counts are printed against the requests (MODEL_SVG, when set, gets that task drawn with
-# `--task`); `scripts/model-shares.py` fails under the targets of "one request, one task type"
-# (95% of the requests, 90% of those top-level or in a session, at most 10 types for 95% of the
-# leaves). Last, `scalpel top` prints the
+# `--task`); the request figures fail under the targets of "one request, one task type" (95% of
+# the requests, 90% of those top-level or in a session, at most 10 types for 95% of the leaves).
+# The bounds are in scripts/servers/apache.toml, checked by `server-check`. Last, `scalpel top`
+# prints the
 # top-down view and the request task expanded.
 #
 # Usage: scripts/trace-apache.sh [TRACE_DIR]     (default: target/apache-trace)
@@ -33,37 +34,18 @@ if ! command -v apache2 >/dev/null && [ ! -x /usr/sbin/apache2 ] || ! command -v
 fi
 
 cargo build --release -q -p scalpel-agent -p scalpel
+cargo build --release -q -p scalpel-e2e --bin server-check
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-apache.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/htdocs"
 head -c 4096 /dev/urandom | base64 > "$WORK/htdocs/index.html"
-MODS=/usr/lib/apache2/modules
 RUN_AS=""
-if [ "$(id -u)" = 0 ]; then RUN_AS=$'User www-data\nGroup www-data'; fi
-cat > "$WORK/httpd.conf" <<CONF
-ServerRoot "$WORK"
-ServerName localhost
-LoadModule mpm_event_module $MODS/mod_mpm_event.so
-LoadModule authz_core_module $MODS/mod_authz_core.so
-LoadModule mime_module $MODS/mod_mime.so
-LoadModule dir_module $MODS/mod_dir.so
-Listen 127.0.0.1:$PORT
-PidFile "$WORK/httpd.pid"
-ErrorLog "$WORK/error.log"
-DocumentRoot "$WORK/htdocs"
-TypesConfig /etc/mime.types
-$RUN_AS
-StartServers 2
-ServerLimit 4
-ThreadsPerChild 16
-MaxRequestWorkers 64
-KeepAlive Off
-<Directory "$WORK/htdocs">
-    Require all granted
-</Directory>
-CONF
+# A literal \n: render.sh's sed makes it a line break.
+if [ "$(id -u)" = 0 ]; then RUN_AS='User www-data\nGroup www-data'; fi
+scripts/servers/render.sh scripts/servers/apache.conf WORK="$WORK" PORT="$PORT" RUN_AS="$RUN_AS" \
+    THREADS=16 WORKERS=64 KEEPALIVE=Off > "$WORK/httpd.conf"
 
 chmod 755 "$WORK" "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
 rm -rf "$OUT"
@@ -114,93 +96,14 @@ done
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings 2>"$WORK/timings.txt"
 cat "$WORK/timings.txt" >&2
 scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
-DOT=$OUT/model/types.dot
-# has_edge FROM TO STYLE: an edge between types whose labels contain FROM and TO, whose label
-# contains STYLE.
-has_edge() {
-    awk -v from="$1" -v to="$2" -v want="$3" '
-        /^  t[0-9]+ \[label=/ { id=$1; sub(/^[^"]*"/, ""); label[id]=$0; next }
-        / -> / && index($0, want) {
-            if (index(label[$1], from) && index(label[$3], to)) found=1
-        }
-        END { exit !found }' "$DOT"
-}
-check_edge() {
-    if has_edge "$1" "$2" "$3"; then
-        printf 'type graph: %s -> %s (%s)\n' "$1" "$2" "$3"
-    else
-        echo "FAIL: no $3 edge from a '$1' type to a '$2' type in $DOT" >&2; status=1
-    fi
-}
-# Leaves that start where their thread went back for new work (after epoll_wait, the queue
-# wait, or an accept that did not follow an epoll wait) are typed by their end alone: their
-# labels read "- → op". The listener's accept after epoll_wait is part of the same fetch, so its
-# push leaf reads "accept4 → cond_signal".
-check_edge '- → accept4' 'accept4 → cond_signal' 'label="'
-check_edge 'accept4 → cond_signal' '- → read' 'label="handoff ×'
-check_edge 'accept4 → cond_signal' '- → read' 'label="cond ×'
-check_edge '- → read' 'read → writev' 'label="'
-check_edge 'read → writev' 'writev → ' 'label="'
-grep -q 'external_source_tcp -> t[0-9]* \[label="stream' "$DOT" \
-    || { echo "FAIL: the worker's reads are not fed by the clients' bytes" >&2; status=1; }
 if [ -n "${TYPES_SVG:-}" ]; then cp "$OUT/model/types.svg" "$TYPES_SVG"; fi
-# The task model: a task that serves a request, from the listener's push of the connection to
-# the worker's read and writev. Count how many requests it stands for.
-python3 - "$OUT/model" "$complete" "$WORK/request-task" <<'PY' || status=1
-import json, sys
-out, requests, name_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-sys.path.insert(0, "scripts")
-import stored
-model = stored.load(out, "model")
-graph = stored.load(out, "graph")
-types, leaves = graph["types"], graph["leaves"]
-def role(l):
-    t = types[leaves[l]["type"]]
-    ops = (t["start"]["op"], t["end"]["op"])
-    fns = " ".join(t["end"]["frames"])
-    if ops[1] == "cond_signal" and "ap_queue_push_socket" in fns: return "push"
-    if ops[1] == "read" and "ap_core_input_filter" in fns: return "read"
-    if ops[1] == "writev" and "ap_core_output_filter" in fns: return "writev"
-    return None
-best = None
-for i, t in enumerate(model["types"]):
-    if t["kind"] != "group" or not t["occurrences"]:
-        continue
-    # Roles of the core: an occurrence with nothing added, when the type has variants (an
-    # extra step, such as the listener's next push, is not what the task is).
-    bare = next((k for k, v in enumerate(t.get("variants", [])) if not v["extra"]), None)
-    core = [o for o in t["occurrences"] if o.get("variant") == bare] or t["occurrences"]
-    roles = {role(l) for l in core[0]["leaves"]}
-    if {"push", "read", "writev"} <= roles and (best is None or t["count"] > best[1]["count"]):
-        best = (i, t)
-if best is None:
-    print("FAIL: no task holds the listener's push and the worker's read and writev", file=sys.stderr)
-    sys.exit(1)
-i, t = best
-open(name_file, "w").write(t["name"])
-share = t["count"] / requests
-print(f"model: task {i} '{t['name']}' serves a request: {t['count']} occurrences "
-      f"({share:.0%} of {requests} requests), level {t['level']}, "
-      f"{t['top_level']} at the top level")
-if share < 0.5:
-    print("FAIL: the request task covers under half of the requests", file=sys.stderr)
-    sys.exit(1)
-# It is a top-level task, the most frequent one (single leaves left out of every task, such as
-# the listener's return to epoll_wait, are not tasks).
-groups = [k for k, x in enumerate(model["types"]) if x["kind"] == "group"]
-top = max(groups, key=lambda k: (model["types"][k]["top_level"], -k))
-if top != i or t["top_level"] < requests / 2:
-    print(f"FAIL: the request task is {t['top_level']} times a top-level task; the most "
-          f"frequent top-level task is '{model['types'][top]['name']}'", file=sys.stderr)
-    sys.exit(1)
-PY
-# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
-# task's share of the requests the load generator counted, how many are top-level or under a
-# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
-# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
-# recording wrote).
-python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name apache \
-    --marker writev:ap_core_output_filter --needs accept4 --min-share 0.95 --min-top 0.9 --max-types 10 --names-out "$OUT/names.txt" \
+# The checks of scripts/servers/apache.toml (tests/src/servers/): the task that serves a request,
+# from the listener's push of the connection to the worker's read and writev (its name goes to
+# $WORK/request-task), and "one request, one task type" against the requests ab counted (and
+# the one it was started with); the names of the types that hold 1% of the leaves go to
+# $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another recording wrote).
+target/release/server-check "$OUT/model" scripts/servers/apache.toml apache "$((complete + 1))" \
+    --task-out "$WORK/request-task" --names-out "$OUT/names.txt" \
     ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 if [ -n "${MODEL_SVG:-}" ] && [ -s "$WORK/request-task" ]; then
     "$SCALPEL" infer "$OUT" -o "$WORK/drawn" --task "$(cat "$WORK/request-task")" >/dev/null

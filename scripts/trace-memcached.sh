@@ -26,6 +26,7 @@ if [ ! -x /usr/bin/memcached ] || ! command -v memcaslap >/dev/null; then
 fi
 
 cargo build --release -q -p scalpel-agent -p scalpel
+cargo build --release -q -p scalpel-e2e --bin server-check
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-memcached.XXXXXX)
@@ -69,38 +70,12 @@ echo "entries others may read, write or enter: $open_to_others"
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings >/dev/null 2>"$WORK/timings.txt"
 cat "$WORK/timings.txt" >&2
 scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
-python3 - "$OUT/model" <<'PY' || status=1
-import json, sys
-out = sys.argv[1]
-sys.path.insert(0, "scripts")
-import stored
-g = stored.load(out, "graph")
-leaves, objects = g["leaves"], g["objects"]
-hand = [e for e in g["edges"] if e["kind"] == "handoff"]
-def notify_read(leaf):
-    # The leaf a notification started: a read of the worker's notify eventfd or pipe.
-    return any(e["to"] == leaf and e["kind"] in ("eventfd", "stream", "ready") and
-               e["from"] < len(leaves) and "tcp" not in objects[e["obj"]]["desc"]
-               for e in g["edges"] if e.get("obj") is not None)
-by_to = {}
-for e in g["edges"]:
-    by_to.setdefault(e["to"], []).append(e)
-landed = [e for e in hand if any(x["kind"] in ("eventfd", "stream", "ready") and x["from"] == e["from"]
-                                 for x in by_to.get(e["to"], []))]
-gaps = sorted((leaves[e["to"]]["start_ns"] - leaves[e["from"]]["end_ns"]) / 1000 for e in landed)
-print(f"memcached: connection hand-offs: {len(hand)}; landing on the worker's notify read: "
-      f"{len(landed)}" + (f" (median delay {gaps[len(gaps) // 2]:.0f} us)" if gaps else ""))
-if not hand or len(landed) < len(hand):
-    print("FAIL: a hand-off does not land on the worker's notify read", file=sys.stderr)
-    sys.exit(1)
-PY
-# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
-# task's share of the requests the load generator counted, how many are top-level or under a
-# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
-# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
-# recording wrote).
 ops=$(awk '/^Run time/ { for (i = 1; i < NF; i++) if ($i == "Ops:") print $(i + 1) }' "$WORK/load.txt")
-python3 scripts/model-shares.py "$OUT/model" "${ops:-0}" --name memcached --marker sendmsg --needs read --min-share 0.95 --min-top 0.9 --max-types 10 --min-in-session 0.95 \
+# The checks of scripts/servers/memcached.toml (tests/src/servers/): every connection hand-off
+# lands on the worker's notification read, and "one request, one task type" against the
+# operations memcaslap counted; the names of the types that hold 1% of the leaves go to
+# $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another recording wrote).
+target/release/server-check "$OUT/model" scripts/servers/memcached.toml memcached "${ops:-0}" \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1

@@ -28,6 +28,7 @@ if [ ! -x /usr/sbin/nginx ] || ! command -v ab >/dev/null; then
 fi
 
 cargo build --release -q -p scalpel-agent -p scalpel
+cargo build --release -q -p scalpel-e2e --bin server-check
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-nginx.XXXXXX)
@@ -44,33 +45,11 @@ mkdir -p "$WORK/htdocs"
 head -c 18000 /dev/urandom | base64 > "$WORK/htdocs/index.html"
 USER_LINE=""
 if [ "$(id -u)" = 0 ]; then USER_LINE="user www-data;"; fi
-cat > "$WORK/nginx.conf" <<CONF
-$USER_LINE
-daemon off;
-master_process on;
-worker_processes 1;
-pid $WORK/nginx.pid;
-error_log $WORK/error.log;
-thread_pool default threads=4 max_queue=65536;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile off;
-    aio threads;
-    client_body_temp_path $WORK/body;
-    proxy_temp_path $WORK/proxy;
-    fastcgi_temp_path $WORK/fastcgi;
-    uwsgi_temp_path $WORK/uwsgi;
-    scgi_temp_path $WORK/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $WORK/htdocs;
-    }
-}
-CONF
+scripts/servers/render.sh scripts/servers/nginx.conf WORK="$WORK" PORT="$PORT" USER_LINE="$USER_LINE" \
+    > "$WORK/nginx.conf"
 chmod 755 "$WORK" "$WORK/htdocs"; chmod 644 "$WORK/htdocs/index.html"
 rm -rf "$OUT"
-"$SCALPEL" record -o "$OUT" -- /usr/sbin/nginx -c "$WORK/nginx.conf" -e "$WORK/error.log" &
+"$SCALPEL" record -o "$OUT" -- /usr/sbin/nginx -c "$WORK/nginx.conf" -e "$WORK/nginx-error.log" &
 RECORD_PID=$!
 
 for _ in $(seq 1 100); do
@@ -96,15 +75,12 @@ echo "entries others may read, write or enter: $open_to_others"
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings >/dev/null 2>"$WORK/timings.txt"
 cat "$WORK/timings.txt" >&2
 scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
-python3 "$PWD/scripts/offload-share.py" "$OUT/model" nginx || status=1
-# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
-# task's share of the requests the load generator counted, how many are top-level or under a
-# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
-# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
-# recording wrote).
-python3 scripts/model-shares.py "$OUT/model" "$((complete + 1))" --name nginx \
-    --marker writev --needs recv --min-share 0.9 --min-top 0.9 --max-types 10 --min-in-session 0.95 --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} \
-    || status=1
+# The checks of scripts/servers/nginx.toml (tests/src/servers/): the offloads, and "one
+# request, one task type" against the requests ab counted (and the one it was started with);
+# the names of the types that hold 1% of the leaves go to $OUT/names.txt, and must equal
+# SAME_NAMES's when it is set (a file another recording wrote).
+target/release/server-check "$OUT/model" scripts/servers/nginx.toml nginx "$((complete + 1))" \
+    --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 echo "== scalpel top =="
 "$SCALPEL" top "$OUT/model" --limit 8 || status=1
 # Where the waiting ends (issue 26): the knots, and the report naming the first.

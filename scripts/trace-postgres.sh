@@ -28,6 +28,7 @@ if [ -z "$BIN" ] || [ ! -x "$BIN/postgres" ] || ! command -v pgbench >/dev/null;
 fi
 
 cargo build --release -q -p scalpel-agent -p scalpel
+cargo build --release -q -p scalpel-e2e --bin server-check
 SCALPEL=$PWD/target/release/scalpel
 
 AS=()
@@ -73,15 +74,13 @@ failed=$(awk '/number of failed transactions/ {print $5}' "$WORK/pgbench.txt")
 "$SCALPEL" infer "$OUT" -o "$OUT/model" --min-count 100 --timings >/dev/null 2>"$WORK/timings.txt"
 cat "$WORK/timings.txt" >&2
 scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
-python3 "$PWD/scripts/pg-figures.py" "$OUT/model" || status=1
-# The figures of the "one request, one task type" issue (scripts/model-shares.py): the request
-# task's share of the statements pgbench ran (7 per TPC-B transaction), how many are top-level or under a
-# session, and how many types cover 95% of the leaves; the names of the types that hold 1% of
+# The checks of scripts/servers/postgres.toml (tests/src/servers/): the WAL flushes as storage
+# waits, the processes' titles, the row lock waits, and "one statement, one task type" against
+# the statements pgbench ran (7 per TPC-B transaction); the names of the types that hold 1% of
 # the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
 # recording wrote).
 tx=$(awk '/number of transactions actually processed/ { split($6, a, "/"); print a[1] }' "$WORK/pgbench.txt")
-python3 scripts/model-shares.py "$OUT/model" "$((${tx:-0} * 7))" --name postgres --marker send --needs recv \
-    --min-share 0.9 --min-top 0.9 --max-types 10 --min-in-session 0.95 \
+target/release/server-check "$OUT/model" scripts/servers/postgres.toml postgres "$((${tx:-0} * 7))" \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 # Where the waiting ends (issue 26): the knots, and the report naming the first.
 scripts/print-knots.sh "$SCALPEL" "$OUT/model" "$WORK" || status=1

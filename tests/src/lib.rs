@@ -15,6 +15,7 @@ pub mod fuzzinput;
 pub mod fuzzrun;
 pub mod mutate;
 pub mod score;
+pub mod servers;
 
 pub use scalpel_model::format::{ObjKind, Op};
 pub use scalpel_model::read::{read_dir, Event, EventRef, FileTrace, Identity, TraceDir};

@@ -1,0 +1,299 @@
+//! How well a task model tells a server's requests apart (the figures of "one request, one task
+//! type"), for one recording.
+//!
+//! A request is marked by one leaf, the one that writes its response ([`RequestRule`]'s marker),
+//! and the load generator's count says how many requests there were. The request task is the
+//! group type holding the most markers, one marker per occurrence, among the types whose
+//! occurrences also hold a leaf ending at each needed operation (what a reader expects a request
+//! to span: Apache's accept as well as the worker's response; a piece of the request would hold
+//! as many markers); the lower level, then the lower index, when two hold as many.
+
+use std::collections::{BTreeSet, HashMap};
+
+use scalpel_model::graph::{Graph, Leaf, LeafId, ObjId};
+use scalpel_model::read::Endpoint;
+use scalpel_model::task::{Model, OccRef, Occurrence, TaskKind, TaskTypeId};
+
+use super::config::RequestRule;
+
+/// The figures.
+#[derive(Debug, Default)]
+pub struct RequestFigures {
+    /// Marker leaves in the graph.
+    pub markers: usize,
+    /// The request task, if any type holds a marker.
+    pub request_type: Option<TaskTypeId>,
+    /// Markers inside one of its occurrences, one per occurrence.
+    pub held: u64,
+    /// Of those, occurrences that are top-level or whose nearest group above touches no
+    /// connection but the marker's.
+    pub top_or_session: u64,
+    /// Of those, occurrences directly inside a session.
+    pub in_session: u64,
+    /// Session types, and sessions.
+    pub session_types: usize,
+    pub sessions: u64,
+    /// How many types cover 95% of the leaves (each leaf under its top-level type), the leaves
+    /// and the types in all.
+    pub cover_95: usize,
+    pub leaves: u64,
+    pub types: usize,
+    /// Those types with their leaves, most first.
+    pub covering: Vec<(TaskTypeId, u64)>,
+    /// The names of the types that hold at least 1% of the leaves, sorted.
+    pub names: Vec<String>,
+    /// Loop types whose body is a loop type (nested loops over one body should be one loop).
+    pub nested_loops: Vec<String>,
+}
+
+/// Where a leaf sits: the occurrences above it, innermost first.
+struct Chains<'a> {
+    model: &'a Model,
+}
+
+impl Chains<'_> {
+    fn occ(&self, r: OccRef) -> &Occurrence {
+        &self.model.types[r.ty.index()].occurrences[r.index as usize]
+    }
+
+    fn of(&self, leaf: LeafId) -> Vec<OccRef> {
+        let mut out = Vec::new();
+        let mut at = self.model.leaf_parent.get(leaf.index()).copied().flatten();
+        while let Some(r) = at {
+            out.push(r);
+            at = self.occ(r).parent;
+        }
+        out
+    }
+
+    fn kind(&self, r: OccRef) -> TaskKind {
+        self.model.types[r.ty.index()].kind
+    }
+}
+
+/// A TCP (or other) connection's two directions as one key; `None` for anything else.
+fn connection(graph: &Graph, obj: Option<ObjId>) -> Option<(Endpoint, Endpoint)> {
+    let ch = graph.objects.get(obj?.index())?.channel.as_ref()?;
+    let (a, b) = ch.connection()?;
+    Some(if a <= b {
+        (a.clone(), b.clone())
+    } else {
+        (b.clone(), a.clone())
+    })
+}
+
+fn is_marker(graph: &Graph, l: &Leaf, rule: &RequestRule) -> bool {
+    if l.end_op.map(|o| o.name()).as_deref() != Some(rule.marker_op.as_str()) {
+        return false;
+    }
+    let on_channel = l
+        .end_obj
+        .and_then(|o| graph.objects.get(o.index()))
+        .and_then(|o| o.channel_kind())
+        .and_then(|k| k.known())
+        .is_some_and(|k| k.name() == rule.channel);
+    on_channel
+        && rule.marker_frame.as_ref().is_none_or(|f| {
+            graph.types[l.ty.index()]
+                .end
+                .frames
+                .join(" ")
+                .contains(f.as_str())
+        })
+}
+
+/// Whether type `t`'s first occurrence holds a leaf ending at every needed operation.
+fn spans_type(graph: &Graph, model: &Model, rule: &RequestRule, t: TaskTypeId) -> bool {
+    let ops: BTreeSet<String> = model.types[t.index()]
+        .occurrences
+        .first()
+        .map(|o| {
+            o.leaves
+                .as_slice()
+                .iter()
+                .filter_map(|l| graph.leaves[l.index()].end_op.map(|o| o.name()))
+                .collect()
+        })
+        .unwrap_or_default();
+    rule.needs.iter().all(|n| ops.contains(n))
+}
+
+/// Computes the figures of `model` (mined from `graph`) under `rule`.
+pub fn request_figures(graph: &Graph, model: &Model, rule: &RequestRule) -> RequestFigures {
+    let chains = Chains { model };
+    let is_marker: Vec<bool> = graph
+        .leaves
+        .iter()
+        .map(|l| is_marker(graph, l, rule))
+        .collect();
+    let markers: Vec<LeafId> = graph.leaf_ids().filter(|l| is_marker[l.index()]).collect();
+    let mut markers_in: HashMap<OccRef, usize> = HashMap::new();
+    let mut count_markers = |r: OccRef| -> usize {
+        *markers_in.entry(r).or_insert_with(|| {
+            chains
+                .occ(r)
+                .leaves
+                .as_slice()
+                .iter()
+                .filter(|l| is_marker[l.index()])
+                .count()
+        })
+    };
+    let mut spans_memo: HashMap<TaskTypeId, bool> = HashMap::new();
+    let mut spans = |t: TaskTypeId| -> bool {
+        *spans_memo
+            .entry(t)
+            .or_insert_with(|| spans_type(graph, model, rule, t))
+    };
+    let mut holders: HashMap<TaskTypeId, u64> = HashMap::new();
+    let mut marker_chains = Vec::with_capacity(markers.len());
+    for &m in &markers {
+        let c = chains.of(m);
+        for &r in &c {
+            if count_markers(r) > 1 {
+                break;
+            }
+            if chains.kind(r) == TaskKind::Group && spans(r.ty) {
+                *holders.entry(r.ty).or_default() += 1;
+            }
+        }
+        marker_chains.push((m, c));
+    }
+    let mut f = RequestFigures {
+        markers: markers.len(),
+        types: model.types.len(),
+        ..RequestFigures::default()
+    };
+    let request_type = holders
+        .iter()
+        .max_by_key(|(t, n)| {
+            (
+                **n,
+                std::cmp::Reverse(model.types[t.index()].level),
+                std::cmp::Reverse(t.index()),
+            )
+        })
+        .map(|(t, n)| (*t, *n));
+    if let Some((req, held)) = request_type {
+        f.request_type = Some(req);
+        f.held = held;
+        place(
+            graph,
+            &chains,
+            &marker_chains,
+            req,
+            &mut count_markers,
+            &mut f,
+        );
+    }
+    let sessions: Vec<_> = model
+        .types
+        .iter()
+        .filter(|t| t.kind == TaskKind::Session)
+        .collect();
+    f.session_types = sessions.len();
+    f.sessions = sessions.iter().map(|t| t.count).sum();
+    cover(graph, model, &chains, &mut f);
+    f.nested_loops = model
+        .types
+        .iter()
+        .filter(|t| {
+            t.kind == TaskKind::Loop
+                && t.children
+                    .first()
+                    .is_some_and(|c| model.types[c.ty.index()].kind == TaskKind::Loop)
+        })
+        .map(|t| t.name.clone())
+        .collect();
+    f
+}
+
+/// Counts the request occurrences that are top-level or under a session, and in a session.
+fn place(
+    graph: &Graph,
+    chains: &Chains<'_>,
+    marker_chains: &[(LeafId, Vec<OccRef>)],
+    req: TaskTypeId,
+    count_markers: &mut impl FnMut(OccRef) -> usize,
+    f: &mut RequestFigures,
+) {
+    // Per occurrence: the connections its leaves end on (a session holds thousands of leaves).
+    let mut connections: HashMap<OccRef, BTreeSet<(Endpoint, Endpoint)>> = HashMap::new();
+    for (m, c) in marker_chains {
+        let Some(at) = c.iter().position(|r| r.ty == req && count_markers(*r) == 1) else {
+            continue;
+        };
+        let above = c[at + 1..]
+            .iter()
+            .find(|r| matches!(chains.kind(**r), TaskKind::Group | TaskKind::Session));
+        let mine = connection(graph, graph.leaves[m.index()].end_obj);
+        let alone = above.is_none_or(|r| {
+            let within = connections.entry(*r).or_insert_with(|| {
+                chains
+                    .occ(*r)
+                    .leaves
+                    .as_slice()
+                    .iter()
+                    .filter_map(|l| connection(graph, graph.leaves[l.index()].end_obj))
+                    .collect()
+            });
+            within.iter().all(|c| Some(c) == mine.as_ref())
+        });
+        f.top_or_session += u64::from(alone);
+        f.in_session += u64::from(above.is_some_and(|r| chains.kind(*r) == TaskKind::Session));
+    }
+}
+
+/// Each leaf under its top-level type (a leaf in no task: its leaf type's model type): the
+/// types that cover 95% of them, and the names of those that hold 1%.
+fn cover(graph: &Graph, model: &Model, chains: &Chains<'_>, f: &mut RequestFigures) {
+    let leaf_model_type: HashMap<_, _> = model
+        .types
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.kind == TaskKind::Leaf)
+        .filter_map(|(i, t)| Some((t.leaf_type?, i)))
+        .collect();
+    // Per type: leaves, and the first leaf counted (ties in the order first seen).
+    let mut under: HashMap<usize, (u64, usize)> = HashMap::new();
+    for (i, l) in graph.leaves.iter().enumerate() {
+        let top = match chains.of(LeafId(i as u32)).last() {
+            Some(r) => r.ty.index(),
+            None => leaf_model_type.get(&l.ty).copied().unwrap_or(usize::MAX),
+        };
+        under.entry(top).or_insert((0, i)).0 += 1;
+    }
+    let total: u64 = under.values().map(|v| v.0).sum();
+    let mut order: Vec<(usize, u64, usize)> = under
+        .into_iter()
+        .map(|(t, (n, first))| (t, n, first))
+        .collect();
+    order.sort_by_key(|&(_, n, first)| (std::cmp::Reverse(n), first));
+    let mut acc = 0;
+    for (t, n, _) in order {
+        if acc * 100 >= total * 95 {
+            break;
+        }
+        acc += n;
+        f.covering.push((TaskTypeId(t as u32), n));
+    }
+    f.cover_95 = f.covering.len();
+    f.leaves = total;
+    let held = |t: &scalpel_model::task::TaskType| -> u64 {
+        match t.kind {
+            TaskKind::Leaf => t.count,
+            _ => t
+                .occurrences
+                .iter()
+                .map(|o| o.leaves.as_slice().len() as u64)
+                .sum(),
+        }
+    };
+    let names: BTreeSet<String> = model
+        .types
+        .iter()
+        .filter(|t| held(t) * 100 >= total)
+        .map(|t| t.name.clone())
+        .collect();
+    f.names = names.into_iter().collect();
+}

@@ -108,7 +108,7 @@ pub fn instance_leaves(
 fn leaves_of(graph: &Graph, tasks: &[TruthTask], composed: &[(&str, &[&str])]) -> Vec<Vec<u32>> {
     let mut by_thread: AHashMap<(u32, u32), (u32, u32)> = AHashMap::new();
     for t in &graph.threads {
-        by_thread.insert((t.pid, t.tid), (t.first_leaf.0, t.leaves));
+        by_thread.insert((t.pid, t.tid), (t.first_leaf.get(), t.leaves));
     }
     let own = |t: &TruthTask| -> Vec<u32> {
         let Some(&(first, n)) = by_thread.get(&(t.pid, t.tid)) else {
@@ -245,7 +245,7 @@ pub fn score_nested(
                 let mut hit: Option<usize> = None;
                 let mut clean = true;
                 for l in leaves {
-                    if let Some(&k) = owner.get(&l.0) {
+                    if let Some(&k) = owner.get(&l.get()) {
                         match hit {
                             None => hit = Some(k),
                             Some(h) if h != k => clean = false,
@@ -259,8 +259,8 @@ pub fn score_nested(
                 let i = members[k];
                 let all = direct[k]
                     .iter()
-                    .all(|&l| leaves.binary_search(&LeafId(l)).is_ok());
-                let only = leaves.iter().all(|&l| fits(i, l.0));
+                    .all(|&l| leaves.binary_search(&LeafId::new(l)).is_ok());
+                let only = leaves.iter().all(|&l| fits(i, l.get()));
                 if all && only && !direct[k].is_empty() {
                     good += 1;
                     matched[k] = true;

@@ -79,7 +79,7 @@ fn leaf_cpu_and_off_cpu_times_match_the_programs_own_clocks() {
         );
         // Off the CPU: no recorded call inside the leaf, so all of it is preemption, and it
         // matches the program's wall minus CPU time within the same margins.
-        let m = leaf_metrics(&g, &idx, leaf.0);
+        let m = leaf_metrics(&g, &idx, leaf.get());
         let off = m.blocked[BlockKind::OffCpu.index()];
         let off_program = wall - cpu;
         eprintln!(
@@ -152,7 +152,7 @@ fn without_cpu_time_no_leaf_has_one() {
     assert!(g.leaf_cpu_ns.is_empty());
     let idx = GraphIndex::new(&g);
     for leaf in phase_leaves(&g) {
-        let m = leaf_metrics(&g, &idx, leaf.0);
+        let m = leaf_metrics(&g, &idx, leaf.get());
         assert_eq!(m.blocked[BlockKind::OffCpu.index()], 0);
         assert_eq!(m.cpu_ns, None);
     }

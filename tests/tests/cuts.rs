@@ -32,7 +32,7 @@ fn a_wake_on_a_word_nobody_waits_on_does_not_cut() {
     let rounds = g
         .leaves
         .iter()
-        .filter(|l| l.thread.0 == worker)
+        .filter(|l| l.thread.get() == worker)
         .filter(|l| op(&l.start_op) == Some(Op::Read) && op(&l.end_op) == Some(Op::Write))
         .count();
     let cut: Vec<_> = g

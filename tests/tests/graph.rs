@@ -143,14 +143,14 @@ fn score_into(
     let edges: Vec<_> = g
         .edges
         .iter()
-        .filter(|e| e.kind == kind && ends_in(e.to.0))
+        .filter(|e| e.kind == kind && ends_in(e.to.get()))
         .collect();
     let found: BTreeSet<(Call, Call)> = edges
         .iter()
         .filter_map(|e| {
             Some((
-                namer.name(g, e.from.0, true)?,
-                namer.name(g, e.to.0, false)?,
+                namer.name(g, e.from.get(), true)?,
+                namer.name(g, e.to.get(), false)?,
             ))
         })
         .collect();
@@ -490,7 +490,7 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
         .iter()
         .filter(|e| matches!(e.kind, EdgeKind::Cond | EdgeKind::Sem))
     {
-        let side = if pid(e.from.0) == pid(e.to.0) {
+        let side = if pid(e.from.get()) == pid(e.to.get()) {
             &mut within
         } else {
             &mut across
@@ -631,8 +631,8 @@ fn latches_set_to_hand_a_lock_over_give_no_edges_and_cut_no_leaf() {
         .filter(|e| e.kind == EdgeKind::Signal)
         .collect();
     for e in &signals {
-        assert!(worker(e.from.0), "{e:?}");
-        assert_eq!(thread(e.to.0), "flusher", "{e:?}");
+        assert!(worker(e.from.get()), "{e:?}");
+        assert_eq!(thread(e.to.get()), "flusher", "{e:?}");
     }
     assert_eq!(signals.len() as u64, flushes);
     // A request is one leaf, from the read of the request to the reply, unless its worker set
@@ -664,7 +664,7 @@ fn latches_set_to_hand_a_lock_over_give_no_edges_and_cut_no_leaf() {
     assert!(
         g.inner_waits
             .iter()
-            .any(|w| w.op.name() == "epoll_wait" && worker(w.leaf.0)),
+            .any(|w| w.op.name() == "epoll_wait" && worker(w.leaf.get())),
         "no latch wait inside a worker's leaf"
     );
     // Each such wait names the worker whose kill ended it as the lock's holder.
@@ -680,8 +680,8 @@ fn latches_set_to_hand_a_lock_over_give_no_edges_and_cut_no_leaf() {
     );
     for w in held {
         let h = w.holder.expect("a latch wait's holder");
-        assert!(worker(w.waiter.0) && worker(h.0), "{w:?}");
-        assert_ne!(thread(w.waiter.0), thread(h.0), "{w:?}");
+        assert!(worker(w.waiter.get()) && worker(h.get()), "{w:?}");
+        assert_ne!(thread(w.waiter.get()), thread(h.get()), "{w:?}");
     }
 }
 
@@ -722,7 +722,7 @@ fn semaphores_used_as_a_lock_give_no_edges_and_cut_no_leaf() {
     let op = |o: Option<OpName>| o.map(OpName::name).unwrap_or_default();
     let mut requests = 0;
     for (i, l) in g.leaves.iter().enumerate() {
-        if thread(NodeId(i as u32)).starts_with("worker") && op(l.start_op) == "read" {
+        if thread(NodeId::new(i as u32)).starts_with("worker") && op(l.start_op) == "read" {
             assert_eq!(op(l.end_op), "sem_post", "leaf {i}: {l:?}");
             requests += 1;
         }

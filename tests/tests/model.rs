@@ -150,7 +150,7 @@ fn two_request_types_on_one_pool_are_never_merged() {
         let mixed = s.model.types[mine as usize]
             .occurrences
             .iter()
-            .filter(|o| o.leaves.iter().any(|l| foreign.contains(&l.0)))
+            .filter(|o| o.leaves.iter().any(|l| foreign.contains(&l.get())))
             .count();
         assert_eq!(
             mixed, 0,
@@ -180,8 +180,8 @@ fn a_nested_fan_out_is_a_task_inside_a_task() {
     let mut found = false;
     while let Some(t) = stack.pop() {
         for c in &s.model.types[t as usize].children {
-            found |= c.ty.0 == sub;
-            stack.push(c.ty.0);
+            found |= c.ty.get() == sub;
+            stack.push(c.ty.get());
         }
     }
     assert!(

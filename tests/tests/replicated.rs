@@ -105,7 +105,7 @@ fn the_primary_has_the_papers_three_tasks() {
         let threads: std::collections::BTreeSet<u32> = occ
             .leaves
             .iter()
-            .map(|&l| graph.leaves[l].thread.0)
+            .map(|&l| graph.leaves[l].thread.get())
             .collect();
         assert!(threads.len() >= 2, "{:?}", model.types[t as usize].name);
     }

@@ -62,7 +62,7 @@ fn writes_that_run_ahead_of_their_reader_are_one_loop() {
             looped.extend(
                 o.leaves
                     .iter()
-                    .map(|l| l.0)
+                    .map(|l| l.get())
                     .filter(|&l| is_write(&graph.leaves[l as usize])),
             );
         }

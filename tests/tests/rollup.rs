@@ -55,7 +55,7 @@ fn leaf_metrics_match_the_program_worked_out_by_hand() {
     };
     let leaves_of = |name: &str| {
         let t = thread(name);
-        t.leaf_ids().map(|l| l.0).collect::<Vec<u32>>()
+        t.leaf_ids().map(|l| l.get()).collect::<Vec<u32>>()
     };
     let op = |l: u32| g.leaves[l as usize].end_op.and_then(|o| o.op());
     // What the program timed itself: sleeps overrun and wake-ups come late on a loaded machine,

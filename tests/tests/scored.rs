@@ -135,7 +135,7 @@ fn model_type(sc: &[TypeScore], name: &str) -> u32 {
 fn holds(model: &Model, t: &TaskType, ty: u32) -> bool {
     t.children
         .iter()
-        .any(|c| c.ty.0 == ty || holds(model, &model.types[c.ty.index()], ty))
+        .any(|c| c.ty.get() == ty || holds(model, &model.types[c.ty.index()], ty))
 }
 
 /// Every type, the connection (dequeue → the read that finds it closed) included: its first

@@ -22,10 +22,14 @@ fn data_edges(dir: &Path, out: &Path) -> Vec<(String, bool)> {
     let mut edges: Vec<(u32, String, bool)> = g
         .edges
         .iter()
-        .filter(|e| e.kind == EdgeKind::Stream && thread(e.to.0) == "reader")
+        .filter(|e| e.kind == EdgeKind::Stream && thread(e.to.get()) == "reader")
         .map(|e| {
             let (from, to) = (&g.leaves[e.from.index()], &g.leaves[e.to.index()]);
-            (e.to.0, thread(e.from.0).clone(), from.end_ns <= to.start_ns)
+            (
+                e.to.get(),
+                thread(e.from.get()).clone(),
+                from.end_ns <= to.start_ns,
+            )
         })
         .collect();
     edges.sort();
@@ -174,8 +178,8 @@ fn a_reader_robbed_of_the_bytes_it_was_woken_for_takes_the_next() {
         .edges
         .iter()
         .filter(stream)
-        .filter(|e| name(e.from.0) == "robbed")
-        .map(|e| e.from.0)
+        .filter(|e| name(e.from.get()) == "robbed")
+        .map(|e| e.from.get())
         .collect();
     writes.sort_unstable();
     writes.dedup();
@@ -185,8 +189,13 @@ fn a_reader_robbed_of_the_bytes_it_was_woken_for_takes_the_next() {
             .edges
             .iter()
             .filter(stream)
-            .filter(|e| name(e.to.0) == reader)
-            .map(|e| (e.to.0, writes.binary_search(&e.from.0).unwrap() as u64))
+            .filter(|e| name(e.to.get()) == reader)
+            .map(|e| {
+                (
+                    e.to.get(),
+                    writes.binary_search(&e.from.get()).unwrap() as u64,
+                )
+            })
             .collect();
         edges.sort_unstable();
         let got: Vec<u64> = edges.iter().map(|e| e.1).collect();

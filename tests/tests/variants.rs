@@ -24,7 +24,7 @@ fn held(t: &TaskType, leaves: &[u32]) -> usize {
     t.occurrences
         .iter()
         .flat_map(|o| &o.leaves)
-        .filter(|l| leaves.contains(&l.0))
+        .filter(|l| leaves.contains(&l.get()))
         .count()
 }
 
@@ -100,7 +100,7 @@ fn an_optional_step_is_a_variant_of_the_request_not_a_task_of_its_own() {
     );
     // Each occurrence's variant says what it holds.
     for o in &ty.occurrences {
-        let logs_here = o.leaves.iter().filter(|l| logs.contains(&l.0)).count();
+        let logs_here = o.leaves.iter().filter(|l| logs.contains(&l.get())).count();
         let v = o
             .variant
             .expect("an occurrence of a type with variants names its variant");
@@ -141,7 +141,10 @@ fn a_request_read_without_a_wait_is_typed_like_one_after_the_wait() {
         without_wait > 0,
         "every request was read after a wait; the test shows nothing"
     );
-    let mut types: Vec<u32> = reads.iter().map(|&l| g.leaves[l as usize].ty.0).collect();
+    let mut types: Vec<u32> = reads
+        .iter()
+        .map(|&l| g.leaves[l as usize].ty.get())
+        .collect();
     types.sort_unstable();
     types.dedup();
     assert_eq!(

@@ -195,7 +195,7 @@ pub(super) fn assemble(
             pid: p.pid,
             tid: file.header.tid,
             name: file.thread_name(),
-            first_leaf: LeafId(base),
+            first_leaf: LeafId::new(base),
             leaves: out.leaves.len() as u32,
         });
         if any_cpu {
@@ -204,14 +204,14 @@ pub(super) fn assemble(
             graph.leaf_cpu_ns.append(&mut out.cpu);
         }
         graph.leaf_files.extend(out.files.iter().map(|f| LeafFile {
-            leaf: LeafId(f.leaf.0 + base),
+            leaf: LeafId::new(f.leaf.get() + base),
             ..*f
         }));
         let big = out.leaves.capacity() >= RELEASE_LEAVES;
         let leaves = std::mem::take(&mut out.leaves);
         move_into(&mut graph.leaves, leaves, |mut l| {
-            l.thread = ThreadId(thread);
-            l.ty = LeafTypeId(types[l.ty.index()]);
+            l.thread = ThreadId::new(thread);
+            l.ty = LeafTypeId::new(types[l.ty.index()]);
             l.end_obj = l.end_obj.map(|o| ObjId::new(global(o.get())));
             l
         });
@@ -270,12 +270,12 @@ pub(super) fn assemble(
         graph
             .inner_waits
             .extend(out.inner.iter().zip(sites).map(|(w, site)| InnerWait {
-                leaf: LeafId(w.leaf + base),
+                leaf: LeafId::new(w.leaf + base),
                 op: w.op,
                 obj: (w.obj != NO_OBJ).then(|| ObjId::new(global(w.obj))),
                 at_ns: w.at,
                 ns: w.dur,
-                site: SiteId(site),
+                site: SiteId::new(site),
             }));
         let sites = table.thread_sites(
             p,
@@ -288,10 +288,10 @@ pub(super) fn assemble(
         graph
             .samples
             .extend(file.samples.iter().zip(sites).map(|(s, site)| CpuSample {
-                thread: ThreadId(thread),
+                thread: ThreadId::new(thread),
                 at_ns: file.clock.ns(s.ticks),
                 weight_ns: s.weight_ns(),
-                site: SiteId(site),
+                site: SiteId::new(site),
                 in_agent: s.in_agent,
             }));
         graph.samples[first..].sort_by_key(|s| s.at_ns);

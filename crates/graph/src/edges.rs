@@ -97,7 +97,7 @@ pub(crate) fn land_handoffs(graph: &Graph, edges: &mut [Edge]) {
         let landing = told.get(&e.from).and_then(|v| {
             v.iter()
                 .filter(|n| {
-                    n.0 <= e.to.0
+                    n.get() <= e.to.get()
                         && graph
                             .leaves
                             .get(n.index())
@@ -177,15 +177,15 @@ pub(crate) fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> V
 /// Program order: each thread's leaves in sequence.
 pub(crate) fn program_edges(graph: &Graph, weak: &[bool], edges: &mut Vec<Edge>) {
     for t in &graph.threads {
-        for i in t.first_leaf.0..(t.first_leaf.0 + t.leaves).saturating_sub(1) {
+        for i in t.first_leaf.get()..(t.first_leaf.get() + t.leaves).saturating_sub(1) {
             let kind = if weak.get(i as usize).copied().unwrap_or(false) {
                 EdgeKind::ProgramWeak
             } else {
                 EdgeKind::Program
             };
             edges.push(Edge {
-                from: NodeId(i),
-                to: NodeId(i + 1),
+                from: NodeId::new(i),
+                to: NodeId::new(i + 1),
                 kind,
                 obj: None,
             });
@@ -225,8 +225,8 @@ pub(crate) fn finish_edges(
         let node = base + index[&(src, o)];
         let (from, to) = if src { (node, leaf) } else { (leaf, node) };
         edges.push(Edge {
-            from: NodeId(from),
-            to: NodeId(to),
+            from: NodeId::new(from),
+            to: NodeId::new(to),
             kind: kind_of_external(kinds, o),
             obj: Some(ObjId::new(o)),
         });

@@ -226,7 +226,7 @@ pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge])
             })
             .find(|&k| conns.end[k] == job);
         if let Some(k) = found {
-            e.to = NodeId(k as u32);
+            e.to = NodeId::new(k as u32);
         }
     }
 }

@@ -155,7 +155,7 @@ pub(super) fn apply(
     for t in &mut g.threads {
         let range = t.first_leaf.index()..t.first_leaf.index() + t.leaves as usize;
         let kept = keep[range.clone()].iter().filter(|k| **k).count() as u32;
-        t.first_leaf = LeafId(
+        t.first_leaf = LeafId::new(
             range
                 .map(|i| new_id[i])
                 .find(|&i| i != u32::MAX)
@@ -178,17 +178,19 @@ pub(super) fn apply(
             .get(x.index())
             .copied()
             .filter(|&v| v != u32::MAX)
-            .map(LeafId)
+            .map(LeafId::new)
     };
     renumber(&mut g.leaf_files, map, |f| &mut f.leaf);
-    edges.retain_mut(|e| match (map(LeafId(e.from.0)), map(LeafId(e.to.0))) {
-        (Some(f), Some(t)) => {
-            e.from = f.into();
-            e.to = t.into();
-            true
-        }
-        _ => false,
-    });
+    edges.retain_mut(
+        |e| match (map(LeafId::new(e.from.get())), map(LeafId::new(e.to.get()))) {
+            (Some(f), Some(t)) => {
+                e.from = f.into();
+                e.to = t.into();
+                true
+            }
+            _ => false,
+        },
+    );
     g.lock_waits.retain_mut(|w| match map(w.waiter) {
         Some(x) => {
             w.waiter = x;
@@ -205,7 +207,7 @@ pub(super) fn apply(
         g.types[l.ty.index()].count += 1;
     }
     ext.into_iter()
-        .filter_map(|(l, s, o)| map(LeafId(l)).map(|l| (l.0, s, o)))
+        .filter_map(|(l, s, o)| map(LeafId::new(l)).map(|l| (l.get(), s, o)))
         .collect()
 }
 
@@ -233,11 +235,11 @@ mod tests {
 
     fn thread(tid: u32, name: &str, first_leaf: u32) -> ThreadInfo {
         ThreadInfo {
-            process: ProcessId(0),
+            process: ProcessId::new(0),
             pid: 1,
             tid,
             name: name.to_owned(),
-            first_leaf: LeafId(first_leaf),
+            first_leaf: LeafId::new(first_leaf),
             leaves: 2,
         }
     }
@@ -248,8 +250,8 @@ mod tests {
     fn leaf_files_follow_their_leaves() {
         let leaves = (0..4).map(|i| {
             Leaf::new(
-                ThreadId(i / 2),
-                LeafTypeId(0),
+                ThreadId::new(i / 2),
+                LeafTypeId::new(0),
                 10 * i as u64,
                 10 * i as u64 + 5,
             )
@@ -272,7 +274,7 @@ mod tests {
             Vec::new(),
         );
         let file = |leaf, bytes_in| LeafFile {
-            leaf: LeafId(leaf),
+            leaf: LeafId::new(leaf),
             bytes_in,
             bytes_out: 0,
         };
@@ -282,7 +284,7 @@ mod tests {
         assert_eq!(g.leaves.len(), 2);
         assert_eq!(g.leaf_files, vec![file(1, 9)]);
         assert_eq!(
-            (g.leaf_file(LeafId(0)), g.leaf_file(LeafId(1))),
+            (g.leaf_file(LeafId::new(0)), g.leaf_file(LeafId::new(1))),
             ((0, 0), (9, 0))
         );
     }

@@ -229,8 +229,8 @@ pub(super) fn lock_waits(
             let (wait, send) = (calls.get(w)?, calls.get(s)?);
             (wait.obj != NO_OBJ && wait.dur >= CONTENDED_NS).then(|| LockWait {
                 obj: ObjId::new(wait.obj),
-                waiter: LeafId(wait.leaf),
-                holder: Some(LeafId(send.leaf)),
+                waiter: LeafId::new(wait.leaf),
+                holder: Some(LeafId::new(send.leaf)),
                 wait_ns: wait.dur,
             })
         })

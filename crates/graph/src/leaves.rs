@@ -263,7 +263,7 @@ fn open(ticks: u64, start_op: Option<OpName>, event: u32) -> Leaf {
         start_op,
         start_event: event,
         end_event: event,
-        ..Leaf::new(ThreadId(0), LeafTypeId(0), ticks, ticks)
+        ..Leaf::new(ThreadId::new(0), LeafTypeId::new(0), ticks, ticks)
     }
 }
 
@@ -357,7 +357,7 @@ impl Cutter {
             end_stack,
         };
         let next = self.out.types.len() as u32;
-        leaf.ty = LeafTypeId(*self.type_index.entry(key).or_insert_with(|| {
+        leaf.ty = LeafTypeId::new(*self.type_index.entry(key).or_insert_with(|| {
             self.out.types.push(key);
             next
         }));
@@ -381,7 +381,7 @@ impl Cutter {
         let (bytes_in, bytes_out) = std::mem::take(&mut self.open_file);
         if bytes_in > 0 || bytes_out > 0 {
             self.out.files.push(LeafFile {
-                leaf: LeafId(index),
+                leaf: LeafId::new(index),
                 bytes_in,
                 bytes_out,
             });

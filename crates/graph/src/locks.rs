@@ -56,8 +56,8 @@ pub(super) fn contention(
             let before = lock.partition_point(|r| r.seq < k.seq);
             waits.push(LockWait {
                 obj: ObjId::new(obj),
-                waiter: LeafId(k.leaf),
-                holder: before.checked_sub(1).map(|i| LeafId(lock[i].leaf)),
+                waiter: LeafId::new(k.leaf),
+                holder: before.checked_sub(1).map(|i| LeafId::new(lock[i].leaf)),
                 wait_ns: k.dur,
             });
         }

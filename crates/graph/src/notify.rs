@@ -36,8 +36,8 @@ impl GroupOut {
     /// Adds an edge through `obj`.
     pub(super) fn edge(&mut self, from: u32, to: u32, kind: EdgeKind, obj: u32) {
         self.edges.push(Edge {
-            from: NodeId(from),
-            to: NodeId(to),
+            from: NodeId::new(from),
+            to: NodeId::new(to),
             kind,
             obj: Some(ObjId::new(obj)),
         });

@@ -198,10 +198,10 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
         for s in group {
             let Some(t) = thread(s.leaf) else { continue };
             if let Some(c) = s.waited {
-                sites.entry(c).or_default().insert((t.0, s.stack));
+                sites.entry(c).or_default().insert((t.get(), s.stack));
             }
             for &(c, _) in &s.signals {
-                signallers.entry(c).or_default().insert(t.0);
+                signallers.entry(c).or_default().insert(t.get());
             }
         }
         let mut conds: Vec<u32> = sites
@@ -219,7 +219,7 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
             let mut items: VecDeque<u32> = VecDeque::new();
             for s in group {
                 let Some(t) = thread(s.leaf) else { continue };
-                if at.contains(&(t.0, s.stack)) {
+                if at.contains(&(t.get(), s.stack)) {
                     if let Some(from) = items.pop_front() {
                         if thread(from) != Some(t) {
                             out.push(Take {
@@ -262,8 +262,8 @@ pub(super) fn add_edges(graph: &Graph, edges: &mut Vec<Edge>, sections: Vec<Sect
         .into_iter()
         .filter(|t| !t.waited)
         .map(|t| Edge {
-            from: NodeId(t.from),
-            to: NodeId(t.to),
+            from: NodeId::new(t.from),
+            to: NodeId::new(t.to),
             kind: EdgeKind::Queue,
             obj: Some(ObjId::new(t.cond)),
         })
@@ -298,14 +298,14 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
             return true;
         };
         let went_elsewhere = takers
-            .get(&e.from.0)
-            .is_some_and(|to| !to.contains(&e.to.0));
+            .get(&e.from.get())
+            .is_some_and(|to| !to.contains(&e.to.get()));
         if !went_elsewhere {
             return true;
         }
-        match popped.get(&(e.to.0, c.index() as u32)) {
+        match popped.get(&(e.to.get(), c.index() as u32)) {
             Some(&item) => {
-                e.from = NodeId(item);
+                e.from = NodeId::new(item);
                 true
             }
             None => !waits_again(graph, e),

@@ -28,7 +28,7 @@ pub(super) fn new_work_types(graph: &mut Graph, weak: &[bool]) {
     // built once per old type, not once per leaf.
     let mut memo: Vec<[Option<u32>; 2]> = vec![[None; 2]; old.len()];
     for i in 0..graph.leaves.len() {
-        let t = graph.leaves[i].ty.0;
+        let t = graph.leaves[i].ty.get();
         let Some(ty) = old.get(t as usize) else {
             continue;
         };
@@ -62,7 +62,7 @@ pub(super) fn new_work_types(graph: &mut Graph, weak: &[bool]) {
             }
         };
         types[id as usize].count += 1;
-        graph.leaves[i].ty = LeafTypeId(id);
+        graph.leaves[i].ty = LeafTypeId::new(id);
     }
     graph.types = types;
 }

@@ -36,7 +36,7 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
     let caused: AHashSet<u32> = edges
         .iter()
         .filter(|e| !e.kind.in_thread())
-        .map(|e| e.to.0)
+        .map(|e| e.to.get())
         .collect();
     let leaves = &graph.leaves;
     let thread_of = |leaf: u32| leaves.get(leaf as usize).map(|l| l.thread);
@@ -44,8 +44,8 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
     let mut by_pid: AHashMap<u32, Vec<ThreadId>> = AHashMap::new();
     let mut by_tid: AHashMap<u32, Vec<ThreadId>> = AHashMap::new();
     for (i, t) in graph.threads.iter().enumerate() {
-        by_pid.entry(t.pid).or_default().push(ThreadId(i as u32));
-        by_tid.entry(t.tid).or_default().push(ThreadId(i as u32));
+        by_pid.entry(t.pid).or_default().push(ThreadId::at(i));
+        by_tid.entry(t.tid).or_default().push(ThreadId::at(i));
     }
     let mut by_handle: AHashMap<(u32, u64), ThreadId> = AHashMap::new();
     for b in bounds
@@ -53,7 +53,7 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
         .filter(|b| b.op.is(Op::ThreadStart) && b.flags & HAS_X != 0)
     {
         if let Some(t) = thread_of(b.leaf) {
-            by_handle.insert((graph.threads[t.index()].process.0, b.x), t);
+            by_handle.insert((graph.threads[t.index()].process.get(), b.x), t);
         }
     }
     for b in bounds.iter().filter(|b| b.flags & HAS_X != 0) {
@@ -75,7 +75,7 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
                 .and_then(|p| by_tid.get(&p).cloned())
                 .unwrap_or_default(),
             Op::PthreadKill => {
-                let process = graph.threads[sender.index()].process.0;
+                let process = graph.threads[sender.index()].process.get();
                 by_handle
                     .get(&(process, b.x))
                     .copied()
@@ -91,8 +91,8 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
         if let Some(to) = woken.filter(|&to| to != b.leaf) {
             // A signal goes through no object the graph names.
             out.push(Edge {
-                from: NodeId(b.leaf),
-                to: NodeId(to),
+                from: NodeId::new(b.leaf),
+                to: NodeId::new(to),
                 kind: EdgeKind::Signal,
                 obj: None,
             });
@@ -105,7 +105,7 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
 /// `t + ENTERED_WITHIN_NS`, that no edge in `caused` already explains.
 fn first_wake(graph: &Graph, th: ThreadId, t: u64, caused: &AHashSet<u32>) -> Option<u32> {
     let info = graph.threads.get(th.index())?;
-    let first = info.first_leaf.0 as usize;
+    let first = info.first_leaf.get() as usize;
     let mine = graph.leaves.get(first..first + info.leaves as usize)?;
     let i = mine.partition_point(|l| l.start_ns < t);
     let (k, l) = mine.iter().enumerate().skip(i).find(|(k, l)| {

@@ -249,8 +249,8 @@ mod tests {
         Leaf {
             block_ns: block,
             ..Leaf::new(
-                scalpel_model::graph::ThreadId(thread),
-                scalpel_model::graph::LeafTypeId(0),
+                scalpel_model::graph::ThreadId::new(thread),
+                scalpel_model::graph::LeafTypeId::new(0),
                 start,
                 end,
             )

@@ -178,7 +178,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
                 accepted
                     .entry(b.x)
                     .or_default()
-                    .push((l.start_ns, b.leaf, l.thread.0));
+                    .push((l.start_ns, b.leaf, l.thread.get()));
             }
         }
     }
@@ -190,7 +190,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
     }
     let process = |leaf: u32| -> Option<u32> {
         let t = graph.leaves.get(leaf as usize)?.thread;
-        Some(graph.threads.get(t.index())?.process.0)
+        Some(graph.threads.get(t.index())?.process.get())
     };
     // (Connection key, accept) → earliest use: (end time, leaf ending at the call, object).
     let mut first: AHashMap<(u64, usize), (u64, u32, u32)> = AHashMap::new();
@@ -231,7 +231,7 @@ pub(super) fn handoffs(bounds: &[Bound], channels: &[u64], graph: &Graph, out: &
         .into_iter()
         .filter_map(|((key, which), (_, leaf, obj))| {
             let (_, from, thread) = accepted[&key][which];
-            (graph.leaves[leaf as usize].thread.0 != thread).then_some((from, leaf, obj))
+            (graph.leaves[leaf as usize].thread.get() != thread).then_some((from, leaf, obj))
         })
         .collect();
     pairs.sort_unstable();

@@ -126,13 +126,13 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
         occ_nodes[t as usize].push((first, n));
     }
     let none = OccRef {
-        ty: TaskTypeId(NONE),
+        ty: TaskTypeId::new(NONE),
         index: 0,
     };
     let mut occ_of: Vec<OccRef> = vec![none; n_nodes];
     for (l, o) in occ_of.iter_mut().enumerate().take(n_leaves) {
         *o = OccRef {
-            ty: TaskTypeId(graph.leaves[l].ty.0),
+            ty: TaskTypeId::new(graph.leaves[l].ty.get()),
             index: l as u32,
         };
     }
@@ -171,7 +171,7 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
                 });
             // Listed here rather than kept per node from above: a vector per node of the miner
             // cost 12 MiB more at the peak on a 1.77M-event recording.
-            let mut leaves: LeafList = work.leaves_of(n).map(LeafId).collect();
+            let mut leaves: LeafList = work.leaves_of(n).map(LeafId::new).collect();
             leaves.sort_unstable();
             ty.occurrences.push(Occurrence {
                 leaves,
@@ -218,7 +218,7 @@ fn variants_of(
             extra = work
                 .leaves_of(n)
                 .filter(|l| !inner.contains(l))
-                .map(|l| graph.leaves[l as usize].ty.0)
+                .map(|l| graph.leaves[l as usize].ty.get())
                 .collect();
         }
         extra.sort_unstable();
@@ -250,7 +250,7 @@ fn variants_of(
             extra: k
                 .iter()
                 .map(|&(t, c)| ChildRef {
-                    ty: TaskTypeId(t),
+                    ty: TaskTypeId::new(t),
                     count: c,
                 })
                 .collect(),
@@ -289,7 +289,7 @@ fn children(
             let mut ch: Vec<(u32, u32)> = Vec::new();
             let mut c = first[node as usize];
             while c != NONE {
-                ch.push((work.nodes[c as usize].head, occ_of[c as usize].ty.0));
+                ch.push((work.nodes[c as usize].head, occ_of[c as usize].ty.get()));
                 c = next[c as usize];
             }
             if k == 0 {
@@ -312,7 +312,7 @@ fn children(
         types[t].children = order
             .into_iter()
             .map(|ty| ChildRef {
-                ty: TaskTypeId(ty),
+                ty: TaskTypeId::new(ty),
                 count: count[&ty],
             })
             .collect();
@@ -339,7 +339,7 @@ fn edges(
     let mut at: AHashMap<(u32, u32, u32, EdgeKind), u64> = AHashMap::new();
     let n_leaves = graph.leaves.len() as u32;
     for e in graph.edges.iter() {
-        let (mut a, mut b) = (e.from.0, e.to.0);
+        let (mut a, mut b) = (e.from.get(), e.to.get());
         if a >= n_leaves || b >= n_leaves || a == b {
             continue;
         }
@@ -360,12 +360,12 @@ fn edges(
         let host = if p == NONE {
             NONE
         } else {
-            occ_of[p as usize].ty.0
+            occ_of[p as usize].ty.get()
         };
         let key = (
             host,
-            occ_of[a as usize].ty.0,
-            occ_of[b as usize].ty.0,
+            occ_of[a as usize].ty.get(),
+            occ_of[b as usize].ty.get(),
             e.kind,
         );
         *at.entry(key).or_insert(0) += 1;
@@ -375,8 +375,8 @@ fn edges(
     let mut top = Vec::new();
     for ((host, from, to, kind), count) in list {
         let edge = TypeEdge {
-            from: TaskTypeId(from),
-            to: TaskTypeId(to),
+            from: TaskTypeId::new(from),
+            to: TaskTypeId::new(to),
             kind,
             count,
         };

@@ -324,7 +324,7 @@ fn content_keys(
                     keys: &keys,
                     out_edges: &out_edges,
                 };
-                h.u64(parts.shape(TaskTypeId(i as u32)));
+                h.u64(parts.shape(TaskTypeId::at(i)));
             }
         }
         keys[i] = h.0;
@@ -344,8 +344,8 @@ impl OutEdges {
         let mut list: Vec<(u32, u32, EdgeKind)> = graph
             .edges
             .iter()
-            .filter(|e| e.from.0 < n && e.to.0 < n)
-            .map(|e| (e.from.0, e.to.0, super::pattern_kind(e.kind)))
+            .filter(|e| e.from.get() < n && e.to.get() < n)
+            .map(|e| (e.from.get(), e.to.get(), super::pattern_kind(e.kind)))
             .collect();
         list.sort_unstable_by_key(|&(a, b, k)| (a, b, k as u8));
         let mut start = vec![0u32; n as usize + 1];
@@ -444,7 +444,7 @@ impl Parts<'_> {
                     parts.len() - 1
                 }),
             };
-            part_of.insert(l.0, id);
+            part_of.insert(l.get(), id);
         }
         // Edges between parts, each with the leaf types at its ends (its ports, near enough).
         let leaf_key = |l: u32| {
@@ -453,11 +453,11 @@ impl Parts<'_> {
         };
         let mut edges: Vec<(usize, usize, EdgeKind, u64)> = Vec::new();
         for &l in &occ.leaves {
-            let a = part_of[&l.0];
-            for &(to, kind) in self.out_edges.of(l.0) {
+            let a = part_of[&l.get()];
+            for &(to, kind) in self.out_edges.of(l.get()) {
                 if let Some(&b) = part_of.get(&to) {
                     if a != b {
-                        let ports = Fnv::new().u64(leaf_key(l.0)).u64(leaf_key(to)).0;
+                        let ports = Fnv::new().u64(leaf_key(l.get())).u64(leaf_key(to)).0;
                         edges.push((a, b, kind, ports));
                     }
                 }

@@ -41,8 +41,8 @@ pub fn mine_input(
     let mut edges: Vec<(u32, u32, u8)> = graph
         .edges
         .iter()
-        .filter(|e| e.from.0 < n_leaves && e.to.0 < n_leaves && e.from != e.to)
-        .map(|e| (e.from.0, e.to.0, kind_index(pattern_kind(e.kind))))
+        .filter(|e| e.from.get() < n_leaves && e.to.get() < n_leaves && e.from != e.to)
+        .map(|e| (e.from.get(), e.to.get(), kind_index(pattern_kind(e.kind))))
         .collect();
     edges.sort_unstable();
     edges.dedup();
@@ -53,7 +53,7 @@ pub fn mine_input(
     if dropped > 0 {
         warnings.push(MineWarning::CyclesBroken(dropped));
     }
-    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.0).collect();
+    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.get()).collect();
     let local = tree::local_leaves(graph.leaves.len(), &edges);
     let causal = variants::Causal::new(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);

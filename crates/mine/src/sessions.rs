@@ -207,7 +207,7 @@ pub(super) fn build_sessions(graph: &MineInput<'_>, built: &mut Built, min_suppo
     // Each leaf's top-level occurrence before the sessions (a leaf alone: its own).
     let root_of = |l: usize| -> OccRef {
         let mut r = OccRef {
-            ty: TaskTypeId(graph.leaves[l].ty.0),
+            ty: TaskTypeId::new(graph.leaves[l].ty.get()),
             index: l as u32,
         };
         let mut up = built.leaf_parent.get(l).copied().flatten();
@@ -229,7 +229,7 @@ pub(super) fn build_sessions(graph: &MineInput<'_>, built: &mut Built, min_suppo
     let mut inside: BTreeMap<(TaskTypeId, TaskTypeId, TaskTypeId, EdgeKind), u64> = BTreeMap::new();
     let mut top: BTreeMap<(TaskTypeId, TaskTypeId, EdgeKind), u64> = BTreeMap::new();
     for e in graph.edges.iter() {
-        let (a, b) = (e.from.0 as usize, e.to.0 as usize);
+        let (a, b) = (e.from.get() as usize, e.to.get() as usize);
         if a >= n_leaves || b >= n_leaves || a == b {
             continue;
         }

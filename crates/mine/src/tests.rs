@@ -20,10 +20,10 @@ fn graph(threads: &[Vec<u32>], edges: &[(At, At, EdgeKind)]) -> Graph {
         let th = b.thread(&format!("t{th}"));
         for (i, &ty) in list.iter().enumerate() {
             let t = 1_000 * i as u64;
-            b.leaf(th, LeafTypeId(ty), t, t + 5);
+            b.leaf(th, LeafTypeId::new(ty), t, t + 5);
         }
     }
-    let at = |(t, i): At| (ThreadId(t), i);
+    let at = |(t, i): At| (ThreadId::new(t), i);
     for &(a, z, kind) in edges {
         b.edge(at(a), at(z), kind);
     }
@@ -99,7 +99,7 @@ fn a_task_in_varying_context_is_the_top_level_task() {
     let request = model
         .types
         .iter()
-        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2, 3].map(LeafTypeId))
+        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2, 3].map(LeafTypeId::new))
         .expect("a request task");
     assert_eq!(request.count, u64::from(requests));
     let summary: Vec<_> = model
@@ -112,7 +112,7 @@ fn a_task_in_varying_context_is_the_top_level_task() {
     for t in model.types.iter().filter(|t| t.kind == TaskKind::Group) {
         let tys = leaf_types(t);
         assert!(
-            !tys.contains(&LeafTypeId(4)) && !tys.contains(&LeafTypeId(5)),
+            !tys.contains(&LeafTypeId::new(4)) && !tys.contains(&LeafTypeId::new(5)),
             "{}: {tys:?}",
             t.name
         );
@@ -158,7 +158,7 @@ fn one_stray_occurrence_does_not_dissolve_a_task() {
     let request = model
         .types
         .iter()
-        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2].map(LeafTypeId))
+        .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2].map(LeafTypeId::new))
         .unwrap_or_else(|| panic!("no task of read, post and offload: {summary:?}"));
     assert_eq!(request.top_level, u64::from(requests - 1), "{summary:?}");
 }

@@ -195,7 +195,7 @@ pub struct ThreadInfo {
 impl ThreadInfo {
     /// Its leaves' ids, in order.
     pub fn leaf_ids(&self) -> impl ExactSizeIterator<Item = LeafId> + DoubleEndedIterator {
-        (self.first_leaf.0..self.first_leaf.0.saturating_add(self.leaves)).map(LeafId)
+        (self.first_leaf.get()..self.first_leaf.get().saturating_add(self.leaves)).map(LeafId::new)
     }
 }
 
@@ -527,7 +527,7 @@ impl Graph {
         if ns > l.end_ns.saturating_add(l.block_ns) {
             return None;
         }
-        u32::try_from(first + i).ok().map(LeafId)
+        u32::try_from(first + i).ok().map(LeafId::new)
     }
 
     /// The CPU time of leaf `leaf`, when the trace has it.
@@ -552,7 +552,7 @@ impl Graph {
 
     /// The leaf that node `id` is, if it is one.
     pub fn leaf_of(&self, id: NodeId) -> Option<LeafId> {
-        self.is_leaf(id).then_some(LeafId(id.0))
+        self.is_leaf(id).then_some(LeafId::new(id.get()))
     }
 
     /// What node `id` stands for.
@@ -565,7 +565,7 @@ impl Graph {
 
     /// The node of external `x`.
     pub fn external_node(&self, x: ExternalId) -> NodeId {
-        NodeId(u32::try_from(self.leaves.len() + x.index()).unwrap_or(u32::MAX))
+        NodeId::new(u32::try_from(self.leaves.len() + x.index()).unwrap_or(u32::MAX))
     }
 
     /// The external that node `id` stands for, if it is one.
@@ -582,7 +582,7 @@ impl Graph {
 
     /// The ids of all leaves, in order.
     pub fn leaf_ids(&self) -> impl ExactSizeIterator<Item = LeafId> + DoubleEndedIterator {
-        (0..u32::try_from(self.leaves.len()).unwrap_or(u32::MAX)).map(LeafId)
+        (0..u32::try_from(self.leaves.len()).unwrap_or(u32::MAX)).map(LeafId::new)
     }
 }
 
@@ -617,8 +617,8 @@ mod tests {
     #[test]
     fn merging_from_the_back_gives_the_sorted_union() {
         let e = |from, to, kind| Edge {
-            from: NodeId(from),
-            to: NodeId(to),
+            from: NodeId::new(from),
+            to: NodeId::new(to),
             kind,
             obj: None,
         };

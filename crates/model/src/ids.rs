@@ -51,19 +51,39 @@ macro_rules! ids {
             Deserialize,
         )]
         #[serde(transparent)]
-        pub struct $name(pub u32);
+        pub struct $name(u32);
 
         impl $name {
+            /// The id of entry `i` of its table.
+            #[inline]
+            pub const fn new(i: u32) -> Self {
+                $name(i)
+            }
+
+            /// The entry's number.
+            #[inline]
+            pub const fn get(self) -> u32 {
+                self.0
+            }
+
             /// The id as an index into its table.
             #[inline]
             pub fn index(self) -> usize {
                 self.0 as usize
             }
 
-            /// The id of entry `i` of its table (tables hold fewer than 2^32 entries).
+            /// The id of entry `i` of its table, if `i` fits an id.
+            #[inline]
+            pub fn try_at(i: usize) -> Option<Self> {
+                u32::try_from(i).ok().map($name)
+            }
+
+            /// The id of entry `i` of a table this program built. Such tables are numbered
+            /// by `u32` as they grow (the reader refuses counts that do not fit), so `i` fits;
+            /// a table past 2^32 entries is a bug, and stops here rather than wrap.
             #[inline]
             pub fn at(i: usize) -> Self {
-                $name(u32::try_from(i).unwrap_or(u32::MAX))
+                Self::try_at(i).expect("an id table outgrew 2^32 entries")
             }
         }
 
@@ -145,9 +165,21 @@ impl<'de> Deserialize<'de> for ObjId {
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
 #[serde(transparent)]
-pub struct SiteId(pub u32);
+pub struct SiteId(u32);
 
 impl SiteId {
+    /// The id of site `i`.
+    #[inline]
+    pub const fn new(i: u32) -> Self {
+        SiteId(i)
+    }
+
+    /// The site's number.
+    #[inline]
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
     /// The id as an index into [`Graph::sites`](crate::graph::Graph::sites).
     #[inline]
     pub fn index(self) -> usize {
@@ -161,9 +193,21 @@ impl SiteId {
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
 #[serde(transparent)]
-pub struct NodeId(pub u32);
+pub struct NodeId(u32);
 
 impl NodeId {
+    /// Node number `i`.
+    #[inline]
+    pub const fn new(i: u32) -> Self {
+        NodeId(i)
+    }
+
+    /// The node number.
+    #[inline]
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
     /// The node number.
     #[inline]
     pub fn index(self) -> usize {

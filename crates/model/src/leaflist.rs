@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn reads_and_serializes_like_a_vector() {
         for n in [0u32, 1, 4, 5, 40] {
-            let v: Vec<LeafId> = (0..n).rev().map(LeafId).collect();
+            let v: Vec<LeafId> = (0..n).rev().map(LeafId::new).collect();
             let mut l = LeafList::from(v.clone());
             assert_eq!(l.as_slice(), v.as_slice());
             assert_eq!(

@@ -28,7 +28,7 @@ pub fn task_named(model: &Model, name: &str) -> Result<TaskTypeId, NoSuchTask> {
         .iter()
         .position(|t| t.name == name)
         .and_then(|i| u32::try_from(i).ok())
-        .map(TaskTypeId)
+        .map(TaskTypeId::new)
         .ok_or_else(|| NoSuchTask {
             name: name.to_owned(),
             closest: closest_names(model, name, CLOSEST),

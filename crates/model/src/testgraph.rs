@@ -133,15 +133,15 @@ impl GraphBuilder {
             .into_iter()
             .enumerate()
             .map(|(i, name)| ThreadInfo {
-                process: ProcessId(0),
+                process: ProcessId::new(0),
                 pid: 1,
                 tid: 1 + u32::try_from(i).expect("a test graph has few threads"),
                 name,
-                first_leaf: LeafId(base[i]),
+                first_leaf: LeafId::new(base[i]),
                 leaves: counts[i],
             })
             .collect();
-        let id = |(t, i): At| NodeId(base[t.index()] + i);
+        let id = |(t, i): At| NodeId::new(base[t.index()] + i);
         let mut edges: Vec<Edge> = edges
             .into_iter()
             .map(|(a, b, kind)| Edge {
@@ -178,9 +178,13 @@ mod tests {
         assert_eq!(g.types[0].count, 3);
         assert_eq!(
             (g.threads[1].first_leaf, g.threads[1].leaves),
-            (LeafId(1), 2)
+            (LeafId::new(1), 2)
         );
-        let edges: Vec<_> = g.edges.iter().map(|e| (e.from.0, e.to.0, e.kind)).collect();
+        let edges: Vec<_> = g
+            .edges
+            .iter()
+            .map(|e| (e.from.get(), e.to.get(), e.kind))
+            .collect();
         assert_eq!(edges, [(0, 2, EdgeKind::Stream), (1, 2, EdgeKind::Program)]);
     }
 }

@@ -253,7 +253,7 @@ mod tests {
         b.program_order(|_, _| Some(EdgeKind::Program));
         let graph = b.build();
         let model = mine(&graph, "graph.json", &MineOptions::default(), &Quiet).model;
-        assert!(graph.leaves.iter().any(|l| l.ty == LeafTypeId(1)));
+        assert!(graph.leaves.iter().any(|l| l.ty == LeafTypeId::new(1)));
         (graph, model)
     }
 

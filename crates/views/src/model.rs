@@ -145,7 +145,7 @@ impl Chains<'_> {
             return;
         };
         buf.push(OccRef {
-            ty: TaskTypeId(leaf.ty.0),
+            ty: TaskTypeId::new(leaf.ty.get()),
             index: l as u32,
         });
         let mut at = self.model.leaf_parent.get(l).copied().flatten();
@@ -265,7 +265,7 @@ impl<'m> Paths<'m> {
         let model = chains.model;
         let focus = match focus {
             None => None,
-            Some(name) => Some(scalpel_model::lookup::task_named(model, name)?.0),
+            Some(name) => Some(scalpel_model::lookup::task_named(model, name)?.get()),
         };
         // An occurrence lies on the chains of all its leaves, always at the same trie node: it
         // is counted there from the first of them (by its number among all occurrences).
@@ -282,7 +282,7 @@ impl<'m> Paths<'m> {
             chains.fill(l, &mut chain);
             let start = match focus {
                 None => Some(0),
-                Some(f) => chain.iter().position(|r| r.ty.0 == f),
+                Some(f) => chain.iter().position(|r| r.ty.get() == f),
             };
             let Some(start) = start else {
                 continue;
@@ -291,7 +291,7 @@ impl<'m> Paths<'m> {
             let mut node = 0;
             let last = chain.len() - 1;
             for (k, r) in chain.iter().enumerate().skip(start) {
-                node = trie.child(node, r.ty.0);
+                node = trie.child(node, r.ty.get());
                 if depth.len() < trie.up.len() {
                     depth.push(k - start + 1);
                 }

@@ -227,7 +227,7 @@ fn flame_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str) -
     };
     let opts = FlameOptions {
         waker: true,
-        task: Some(TaskTypeId(t as u32)),
+        task: Some(TaskTypeId::at(t)),
         per_process: false,
     };
     let mut svg = Vec::new();

@@ -164,7 +164,7 @@ pub fn write_timeline(
             last = e;
             let kind = BlockKind::inside(w.op.op());
             let holder = holders
-                .of(LeafId(i as u32), w.obj, w.ns)
+                .of(LeafId::at(i), w.obj, w.ns)
                 .map(|h| format!(",\"holder\":{}", js(&thread_label(g, h))))
                 .unwrap_or_default();
             sep(o)?;
@@ -184,7 +184,7 @@ pub fn write_timeline(
             let s = l.end_ns.clamp(l.start_ns, end);
             let waker = idx
                 .waker(g, i as u32)
-                .map(|w| format!(",\"waker\":{}", js(&thread_label(g, LeafId(w)))))
+                .map(|w| format!(",\"waker\":{}", js(&thread_label(g, LeafId::new(w)))))
                 .unwrap_or_default();
             sep(o)?;
             write!(

@@ -115,7 +115,7 @@ pub fn offload_figures(graph: &Graph, model: &Model) -> OffloadFigures {
             }
         }
         *f.holders
-            .entry(best.map(|b| TaskTypeId(b.1 as u32)))
+            .entry(best.map(|b| TaskTypeId::new(b.1 as u32)))
             .or_default() += 1;
     }
     f

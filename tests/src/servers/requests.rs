@@ -257,7 +257,7 @@ fn cover(graph: &Graph, model: &Model, chains: &Chains<'_>, f: &mut RequestFigur
     // Per type: leaves, and the first leaf counted (ties in the order first seen).
     let mut under: HashMap<usize, (u64, usize)> = HashMap::new();
     for (i, l) in graph.leaves.iter().enumerate() {
-        let top = match chains.of(LeafId(i as u32)).last() {
+        let top = match chains.of(LeafId::at(i)).last() {
             Some(r) => r.ty.index(),
             None => leaf_model_type.get(&l.ty).copied().unwrap_or(usize::MAX),
         };
@@ -275,7 +275,7 @@ fn cover(graph: &Graph, model: &Model, chains: &Chains<'_>, f: &mut RequestFigur
             break;
         }
         acc += n;
-        f.covering.push((TaskTypeId(t as u32), n));
+        f.covering.push((TaskTypeId::at(t), n));
     }
     f.cover_95 = f.covering.len();
     f.leaves = total;

@@ -45,7 +45,7 @@ pub fn role_task(graph: &Graph, model: &Model, roles: &[Role]) -> Option<TaskTyp
             best = Some((i, t.count));
         }
     }
-    best.map(|(i, _)| TaskTypeId(i as u32))
+    best.map(|(i, _)| TaskTypeId::at(i))
 }
 
 /// The most frequent top-level group type.
@@ -56,5 +56,5 @@ pub fn top_group(model: &Model) -> Option<TaskTypeId> {
         .enumerate()
         .filter(|(_, t)| t.kind == TaskKind::Group)
         .max_by_key(|(i, t)| (t.top_level, std::cmp::Reverse(*i)))
-        .map(|(i, _)| TaskTypeId(i as u32))
+        .map(|(i, _)| TaskTypeId::at(i))
 }

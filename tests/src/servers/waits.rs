@@ -65,7 +65,7 @@ pub fn sleeps(graph: &Graph, frame: &str) -> (usize, u64, usize, usize) {
         let ends_here = holds(&graph.types[l.ty.index()].end.frames, frame);
         if ends_here && next.thread == l.thread {
             cut += 1;
-            woken += usize::from(woken_into[LeafId(i as u32 + 1).index()]);
+            woken += usize::from(woken_into[LeafId::new(i as u32 + 1).index()]);
         }
     }
     (inside.len(), inside.iter().map(|w| w.ns).sum(), cut, woken)

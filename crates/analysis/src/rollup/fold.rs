@@ -136,7 +136,7 @@ impl<'g> TypeFold<'g> {
         });
         contributors.truncate(CONTRIBUTORS);
         TypeStats {
-            ty: TaskTypeId(t),
+            ty: TaskTypeId::new(t),
             count,
             latency,
             total_ns: self.total_ns,
@@ -186,7 +186,7 @@ impl<'m> ChildFold<'m> {
     pub(super) fn add(&mut self, index: usize, inst: &Instance, occ_latency: &OccLatency) {
         let model = self.model;
         let of = OccRef {
-            ty: TaskTypeId(self.t),
+            ty: TaskTypeId::new(self.t),
             index: index as u32,
         };
         self.total += inst.latency();
@@ -199,7 +199,7 @@ impl<'m> ChildFold<'m> {
         for &r in &seen {
             let ty = &model.types[r.ty.index()];
             if ty.kind == TaskKind::Leaf {
-                owner.insert(LeafId(r.index), r);
+                owner.insert(LeafId::new(r.index), r);
             } else if let Some(occ) = ty.occurrences.get(r.index as usize) {
                 for &l in &occ.leaves {
                     owner.insert(l, r);
@@ -212,7 +212,7 @@ impl<'m> ChildFold<'m> {
             e.1 += occ_latency.get(model, r);
         }
         for s in &inst.path {
-            if let Some(&r) = owner.get(&LeafId(s.leaf)) {
+            if let Some(&r) = owner.get(&LeafId::new(s.leaf)) {
                 *self.crit.entry(r.ty).or_default() += s.total();
                 self.total_crit += s.total();
             }
@@ -267,7 +267,7 @@ impl Children {
             let occs = model.types.iter().enumerate().flat_map(|(t, ty)| {
                 ty.occurrences.iter().enumerate().filter_map(move |(i, o)| {
                     let child = OccRef {
-                        ty: TaskTypeId(t as u32),
+                        ty: TaskTypeId::at(t),
                         index: i as u32,
                     };
                     o.parent.map(|p| (p, child))
@@ -280,7 +280,7 @@ impl Children {
                 .enumerate()
                 .filter_map(|(l, (p, leaf))| {
                     let child = OccRef {
-                        ty: TaskTypeId(leaf.ty.0),
+                        ty: TaskTypeId::new(leaf.ty.get()),
                         index: l as u32,
                     };
                     p.map(|p| (p, child))
@@ -298,7 +298,7 @@ impl Children {
         }
         let mut fill = start.clone();
         let none = OccRef {
-            ty: TaskTypeId(0),
+            ty: TaskTypeId::new(0),
             index: 0,
         };
         let mut kids = vec![none; start[n] as usize];

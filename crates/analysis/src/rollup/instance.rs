@@ -147,16 +147,16 @@ impl<'a> Evaluator<'a> {
         }
         let g = self.g;
         let mut start = u64::MAX;
-        let mut last = (0u64, leaves[0].0);
+        let mut last = (0u64, leaves[0].get());
         let (mut bytes_in, mut bytes_out) = (0, 0);
         let mut cpu_ns: Option<u64> = None;
-        for &LeafId(l) in leaves {
+        for l in leaves.iter().map(|l| l.get()) {
             let leaf = &g.leaves[l as usize];
             start = start.min(leaf.start_ns);
             last = last.max((self.completion(l), l));
             bytes_in += leaf.bytes_in;
             bytes_out += leaf.bytes_out;
-            if let Some(c) = g.leaf_cpu(LeafId(l)) {
+            if let Some(c) = g.leaf_cpu(LeafId::new(l)) {
                 cpu_ns = Some(cpu_ns.unwrap_or(0) + c);
             }
         }
@@ -205,8 +205,8 @@ impl<'a> Evaluator<'a> {
     /// completed by `cur`'s completion. `leaves` is ascending, and a thread's leaves are
     /// numbered consecutively, so it is the one before `cur` when on the same thread.
     fn earlier_on_thread(&self, leaves: &[LeafId], cur: (u64, u32)) -> Option<(u64, u32)> {
-        let i = leaves.binary_search(&LeafId(cur.1)).ok()?;
-        let p = leaves.get(i.checked_sub(1)?)?.0;
+        let i = leaves.binary_search(&LeafId::new(cur.1)).ok()?;
+        let p = leaves.get(i.checked_sub(1)?)?.get();
         let thread = |l: u32| self.g.leaves[l as usize].thread;
         let c = self.completion(p);
         (thread(p) == thread(cur.1) && c <= cur.0).then_some((c, p))

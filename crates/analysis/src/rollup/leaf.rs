@@ -51,7 +51,7 @@ impl GraphIndex {
         for e in &g.edges {
             if g.is_leaf(e.from) && g.is_leaf(e.to) {
                 let at = &mut fill[e.to.index()];
-                in_from[*at as usize] = e.from.0;
+                in_from[*at as usize] = e.from.get();
                 in_kind[*at as usize] = e.kind;
                 *at += 1;
             }
@@ -196,7 +196,7 @@ pub(super) fn inner_times(g: &Graph, leaf: u32) -> [(BlockKind, u64); 4] {
     let span = l.end_ns.saturating_sub(l.start_ns);
     let calls = l.lock_ns + l.sleep_ns + l.other_ns;
     let off = g
-        .leaf_cpu(LeafId(leaf))
+        .leaf_cpu(LeafId::new(leaf))
         .map_or(0, |cpu| span.saturating_sub(calls).saturating_sub(cpu));
     [
         (BlockKind::Lock, l.lock_ns),
@@ -225,7 +225,7 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
         .then(|| &g.leaves[leaf as usize - 1])
         .filter(|p| p.thread == l.thread)
         .and_then(|p| p.end_obj);
-    let (file_in, file_out) = g.leaf_file(LeafId(leaf));
+    let (file_in, file_out) = g.leaf_file(LeafId::new(leaf));
     add(
         &channel_kind(g, prev_obj),
         l.bytes_in.saturating_sub(file_in),
@@ -241,7 +241,7 @@ pub fn leaf_metrics(g: &Graph, idx: &GraphIndex, leaf: u32) -> LeafMetrics {
     LeafMetrics {
         wall_ns: span + l.block_ns,
         running_ns: span.saturating_sub(inner),
-        cpu_ns: g.leaf_cpu(LeafId(leaf)),
+        cpu_ns: g.leaf_cpu(LeafId::new(leaf)),
         blocked,
         channels,
     }

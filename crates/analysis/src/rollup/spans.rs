@@ -44,13 +44,13 @@ pub fn task_spans(g: &Graph, model: &Model) -> Vec<TaskSpan> {
             };
             let inst = eval.eval(&o.leaves);
             out.push(TaskSpan {
-                ty: TaskTypeId(t as u32),
+                ty: TaskTypeId::at(t),
                 occurrence: i as u32,
                 start_ns: inst.start_ns,
                 end_ns: inst.end_ns,
                 first_leaf: first,
                 leaves: o.leaves.len() as u32,
-                critical: inst.path.iter().map(|p| LeafId(p.leaf)).collect(),
+                critical: inst.path.iter().map(|p| LeafId::new(p.leaf)).collect(),
             });
         }
     }

@@ -13,14 +13,14 @@ fn leaf(thread: u32, start: u64, end: u64, block: u64, op: Op) -> Leaf {
     Leaf {
         block_ns: block,
         end_op: Some(OpName::from(op)),
-        ..Leaf::new(ThreadId(thread), LeafTypeId(thread), start, end)
+        ..Leaf::new(ThreadId::new(thread), LeafTypeId::new(thread), start, end)
     }
 }
 
 fn edge(from: u32, to: u32, kind: EdgeKind) -> Edge {
     Edge {
-        from: NodeId(from),
-        to: NodeId(to),
+        from: NodeId::new(from),
+        to: NodeId::new(to),
         kind,
         obj: None,
     }
@@ -56,7 +56,7 @@ fn graph_of(leaves: Vec<Leaf>, edges: Vec<Edge>) -> Graph {
     for l in leaves {
         b.push(l.thread, l);
     }
-    let at = |id: NodeId| (ThreadId(id.0 / 2), id.0 % 2);
+    let at = |id: NodeId| (ThreadId::new(id.get() / 2), id.get() % 2);
     for e in edges {
         b.edge(at(e.from), at(e.to), e.kind);
     }
@@ -68,7 +68,7 @@ fn critical_path_follows_the_last_cause_and_adds_up_to_the_latency() {
     let g = graph();
     let idx = GraphIndex::new(&g);
     let mut ev = Evaluator::new(&g, &idx);
-    let i = ev.eval(&[0, 2, 3].map(LeafId));
+    let i = ev.eval(&[0, 2, 3].map(LeafId::new));
     assert_eq!((i.start_ns, i.end_ns, i.latency()), (0, 32, 32));
     // Leaf 3 completes last (30 + its 2 ns write); of its causes, leaf 2's wait completed at 14
     // and leaf 0's signal at 10, so the path is 2 → 3.
@@ -106,7 +106,7 @@ fn queued_time_is_charged_to_what_the_thread_was_busy_with() {
     );
     let idx = GraphIndex::new(&g);
     let mut ev = Evaluator::new(&g, &idx);
-    let i = ev.eval(&[0, 3].map(LeafId));
+    let i = ev.eval(&[0, 3].map(LeafId::new));
     let path: Vec<u32> = i.path.iter().map(|s| s.leaf).collect();
     assert_eq!(path, [0, 3]);
     let s = &i.path[1];
@@ -128,7 +128,7 @@ fn queued_time_is_charged_to_what_the_thread_was_busy_with() {
     // after the wait that ended leaf 2 returned.
     let g = graph();
     let idx = GraphIndex::new(&g);
-    let i = Evaluator::new(&g, &idx).eval(&[0, 2, 3].map(LeafId));
+    let i = Evaluator::new(&g, &idx).eval(&[0, 2, 3].map(LeafId::new));
     assert_eq!(i.path[1].blocked[BlockKind::Queued.index()], 2);
     assert!(i.path[1].behind.is_empty());
 }
@@ -139,7 +139,7 @@ fn a_wait_whose_wakeup_is_outside_the_instance_is_not_part_of_it() {
     let idx = GraphIndex::new(&g);
     let mut ev = Evaluator::new(&g, &idx);
     // Leaf 2 alone: its wait leads to leaf 3, which is not in the instance.
-    let i = ev.eval(&[LeafId(2)]);
+    let i = ev.eval(&[LeafId::new(2)]);
     assert_eq!(i.latency(), 2);
     assert_eq!(i.path[0].running_ns, 2);
     assert_eq!(i.path[0].blocked.iter().sum::<u64>(), 0);
@@ -193,7 +193,7 @@ fn a_session_steps_back_over_its_threads_gaps_as_idle_and_queued_time() {
     b.edge((t, 1), (t, 2), EdgeKind::ProgramWeak);
     let g = b.build();
     let idx = GraphIndex::new(&g);
-    let i = Evaluator::new(&g, &idx).eval(&[0, 2].map(LeafId));
+    let i = Evaluator::new(&g, &idx).eval(&[0, 2].map(LeafId::new));
     let path: Vec<u32> = i.path.iter().map(|s| s.leaf).collect();
     assert_eq!(path, [0, 2]);
     assert_eq!(i.latency(), 50);

@@ -185,7 +185,7 @@ pub(super) fn weigh<'g>(
         .map(|gr| WaitNode {
             name: gr.name.clone(),
             pseudo: None,
-            threads: gr.threads.iter().map(|&t| ThreadId(t)).collect(),
+            threads: gr.threads.iter().map(|&t| ThreadId::new(t)).collect(),
             waited_ns: 0,
         })
         .collect();

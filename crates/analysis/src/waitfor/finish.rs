@@ -1,7 +1,7 @@
 //! The finished wait-for graph: nodes without edges dropped, edges heaviest first with their
 //! call sites resolved and merged, knots with their edges and shares, largest first.
 
-use scalpel_model::graph::{BoundaryInfo, LeafTypeId};
+use scalpel_model::graph::BoundaryInfo;
 
 use super::cascade::{Acc, Built};
 use super::knots::Found;
@@ -13,7 +13,7 @@ impl Built<'_> {
     /// The call site `key` as the graph describes it.
     fn site(&self, key: SiteKey) -> BoundaryInfo {
         let found = match key {
-            SiteKey::End(LeafTypeId(t)) => self.g.types.get(t as usize).map(|t| &t.end),
+            SiteKey::End(t) => self.g.types.get(t.index()).map(|t| &t.end),
             SiteKey::Inner(s) => self.g.sites.get(s.index()),
         };
         found.cloned().unwrap_or(BoundaryInfo {

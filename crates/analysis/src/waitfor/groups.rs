@@ -145,8 +145,9 @@ pub(super) fn group_threads(g: &Graph, merge: bool) -> Grouping {
     for l in &g.leaves {
         let t = l.thread.index();
         if t < n {
-            *hist[t].entry(l.ty.0).or_insert(0) += 1;
-            *wall[t].entry(l.ty.0).or_insert(0) += l.end_ns.saturating_sub(l.start_ns) + l.block_ns;
+            *hist[t].entry(l.ty.get()).or_insert(0) += 1;
+            *wall[t].entry(l.ty.get()).or_insert(0) +=
+                l.end_ns.saturating_sub(l.start_ns) + l.block_ns;
         }
     }
     let hist: Vec<Vec<(u32, u64)>> = hist

@@ -51,12 +51,12 @@ fn inner(g: &mut Graph, leaf: u32, op: Op, at: u64, ns: u64, obj: Option<u32>) {
         frames: Vec::new(),
     });
     g.inner_waits.push(InnerWait {
-        leaf: LeafId(leaf),
+        leaf: LeafId::new(leaf),
         op: OpName::from(op),
         obj: obj.map(ObjId::new),
         at_ns: at,
         ns,
-        site: SiteId(g.sites.len() as u32 - 1),
+        site: SiteId::new(g.sites.len() as u32 - 1),
     });
 }
 
@@ -151,8 +151,8 @@ fn lock_waits_are_edges_to_the_holder_and_a_convoy_is_its_own_knot() {
     inner(&mut g, 3, Op::MutexLock, 5, 90, Some(7));
     g.lock_waits.push(LockWait {
         obj: ObjId::new(7),
-        waiter: LeafId(3),
-        holder: Some(LeafId(2)),
+        waiter: LeafId::new(3),
+        holder: Some(LeafId::new(2)),
         wait_ns: 90,
     });
     let w = build(&g, None, &WaitForOptions::default(), None);

@@ -111,7 +111,7 @@ impl Wakes {
             start[i + 1] += start[i];
         }
         let mut fill = start.clone();
-        let mut from = vec![NodeId(0); start[n] as usize];
+        let mut from = vec![NodeId::new(0); start[n] as usize];
         for e in &g.edges {
             if let Some(t) = into(e) {
                 from[fill[t] as usize] = e.from;
@@ -150,7 +150,7 @@ fn waker(
         if w.thread == thread {
             continue;
         }
-        let key = (w.end_ns, w.thread.0);
+        let key = (w.end_ns, w.thread.get());
         if w.end_ns <= wait_end {
             before = before.max(Some(key));
         } else if !strict {
@@ -213,9 +213,9 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
     let holders = LockHolders::new(g);
     let holder =
         |leaf: usize, obj: Option<scalpel_model::graph::ObjId>, ns: u64| -> Option<Target> {
-            let h = holders.of(LeafId(leaf as u32), obj, ns)?;
+            let h = holders.of(LeafId::at(leaf), obj, ns)?;
             let ht = g.leaves.get(h.index())?.thread;
-            (ht != g.leaves.get(leaf)?.thread).then_some(Target::Thread(ht.0))
+            (ht != g.leaves.get(leaf)?.thread).then_some(Target::Thread(ht.get()))
         };
     let mut out: Vec<Timeline> = (0..g.threads.len()).map(|_| Timeline::default()).collect();
     for w in &g.inner_waits {
@@ -247,7 +247,7 @@ pub(super) fn timelines(g: &Graph, keep: Option<&[bool]>) -> Vec<Timeline> {
         };
         let span = l.end_ns.saturating_sub(l.start_ns);
         let calls = l.lock_ns + l.sleep_ns + l.other_ns;
-        if let Some(cpu) = g.leaf_cpu(scalpel_model::graph::LeafId(i as u32)) {
+        if let Some(cpu) = g.leaf_cpu(scalpel_model::graph::LeafId::at(i)) {
             let off = span.saturating_sub(calls).saturating_sub(cpu);
             if off > 0 {
                 t.runs.push(Run {

@@ -65,8 +65,8 @@ impl Serialize for LeafRows<'_> {
         let (mut start, mut event) = (0u64, 0u32);
         for l in self.0 {
             seq.serialize_element(&LeafRow {
-                thread: l.thread.0,
-                ty: l.ty.0,
+                thread: l.thread.get(),
+                ty: l.ty.get(),
                 start: signed(l.start_ns.wrapping_sub(start)),
                 len: signed(l.end_ns.wrapping_sub(l.start_ns)),
                 block_ns: l.block_ns,
@@ -99,8 +99,8 @@ impl<'de> Deserialize<'de> for Leaves {
             let end_event = start_event.wrapping_add(unsigned32(r.events));
             (*start, *event) = (start_ns, end_event);
             Leaf {
-                thread: ThreadId(r.thread),
-                ty: LeafTypeId(r.ty),
+                thread: ThreadId::new(r.thread),
+                ty: LeafTypeId::new(r.ty),
                 start_ns,
                 end_ns: start_ns.wrapping_add(unsigned(r.len)),
                 block_ns: r.block_ns,
@@ -160,8 +160,8 @@ impl Serialize for LeafIds<'_> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         let mut prev = 0u32;
         for l in self.0 {
-            seq.serialize_element(&signed32(l.0.wrapping_sub(prev)))?;
-            prev = l.0;
+            seq.serialize_element(&signed32(l.get().wrapping_sub(prev)))?;
+            prev = l.get();
         }
         seq.end()
     }
@@ -173,7 +173,7 @@ impl<'de> Deserialize<'de> for OwnedLeafIds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let step = |prev: &mut u32, diff: i32| {
             *prev = prev.wrapping_add(unsigned32(diff));
-            LeafId(*prev)
+            LeafId::new(*prev)
         };
         decode_seq(d, "a sequence of leaf id differences", step).map(OwnedLeafIds)
     }
@@ -278,8 +278,8 @@ pub(super) struct EdgeRow {
 impl EdgeRow {
     pub(super) fn of(e: &Edge, prev: Option<&Edge>) -> EdgeRow {
         EdgeRow {
-            from: signed32(e.from.0.wrapping_sub(prev.map_or(0, |p| p.from.0))),
-            to: signed32(e.to.0.wrapping_sub(e.from.0)),
+            from: signed32(e.from.get().wrapping_sub(prev.map_or(0, |p| p.from.get()))),
+            to: signed32(e.to.get().wrapping_sub(e.from.get())),
             kind: e.kind,
             obj: e.obj,
         }
@@ -293,8 +293,8 @@ impl EdgeRow {
             .map(|r| {
                 from = from.wrapping_add(unsigned32(r.from));
                 Edge {
-                    from: NodeId(from),
-                    to: NodeId(from.wrapping_add(unsigned32(r.to))),
+                    from: NodeId::new(from),
+                    to: NodeId::new(from.wrapping_add(unsigned32(r.to))),
                     kind: r.kind,
                     obj: r.obj,
                 }

@@ -11,7 +11,12 @@ use crate::graph::{
 use crate::task::{ChildRef, Occurrence, TaskKind, TaskTypeId};
 
 fn leaf(thread: u32, start: u64, end: u64) -> Leaf {
-    let mut l = Leaf::new(ThreadId(thread), LeafTypeId(thread % 3), start, end);
+    let mut l = Leaf::new(
+        ThreadId::new(thread),
+        LeafTypeId::new(thread % 3),
+        start,
+        end,
+    );
     l.block_ns = end / 7;
     l.start_event = u32::try_from(start % 1000).unwrap();
     l.end_event = l.start_event + 3;
@@ -34,14 +39,14 @@ fn graph() -> Graph {
     leaves[2].end_event = 0;
     let edges = vec![
         Edge {
-            from: NodeId(0),
-            to: NodeId(1),
+            from: NodeId::new(0),
+            to: NodeId::new(1),
             kind: EdgeKind::Program,
             obj: None,
         },
         Edge {
-            from: NodeId(3),
-            to: NodeId(2),
+            from: NodeId::new(3),
+            to: NodeId::new(2),
             kind: EdgeKind::Fork,
             obj: Some(ObjId::new(0)),
         },
@@ -49,17 +54,17 @@ fn graph() -> Graph {
     let mut g = Graph::new(Vec::new(), Vec::new(), leaves, edges);
     g.leaf_cpu_ns = vec![Some(1), None, Some(u64::MAX), None];
     g.leaf_files = vec![LeafFile {
-        leaf: LeafId(2),
+        leaf: LeafId::new(2),
         bytes_in: 9,
         bytes_out: 0,
     }];
     g.inner_waits = vec![InnerWait {
-        leaf: LeafId(0),
+        leaf: LeafId::new(0),
         op: OpName::from_code(5),
         obj: None,
         at_ns: 12,
         ns: 3,
-        site: crate::graph::SiteId(0),
+        site: crate::graph::SiteId::new(0),
     }];
     g.sample_period_ns = 1_000_000;
     g
@@ -67,7 +72,7 @@ fn graph() -> Graph {
 
 fn model() -> Model {
     let occ = |leaves: Vec<u32>, parent| Occurrence {
-        leaves: leaves.into_iter().map(LeafId).collect(),
+        leaves: leaves.into_iter().map(LeafId::new).collect(),
         parent,
         iterations: None,
         variant: None,
@@ -80,7 +85,7 @@ fn model() -> Model {
         count: 2,
         top_level: 2,
         children: vec![ChildRef {
-            ty: TaskTypeId(0),
+            ty: TaskTypeId::new(0),
             count: 4,
         }],
         edges: Vec::new(),
@@ -91,7 +96,7 @@ fn model() -> Model {
         name: "a".to_owned(),
         kind: TaskKind::Leaf,
         level: 0,
-        leaf_type: Some(LeafTypeId(0)),
+        leaf_type: Some(LeafTypeId::new(0)),
         count: 4,
         top_level: 0,
         children: Vec::new(),
@@ -100,7 +105,7 @@ fn model() -> Model {
         occurrences: Vec::new(),
     };
     let parent = Some(OccRef {
-        ty: TaskTypeId(1),
+        ty: TaskTypeId::new(1),
         index: 0,
     });
     Model {

@@ -53,7 +53,8 @@ fn generate(target: u64) -> (Graph, Vec<Truth<LeafId>>) {
         let b0 = 1 + WORKERS + ((2 * r) % u64::from(BACKENDS)) as u32;
         let b1 = 1 + WORKERS + ((2 * r + 1) % u64::from(BACKENDS)) as u32;
         let reads = 1 + (r % 3) as u32;
-        let mut leaf = |th: u32, ty: u32, at: u64| g.leaf(ThreadId(th), LeafTypeId(ty), at, at + 5);
+        let mut leaf =
+            |th: u32, ty: u32, at: u64| g.leaf(ThreadId::new(th), LeafTypeId::new(ty), at, at + 5);
         let accept = leaf(0, 0, t);
         let push = leaf(0, 1, t + 10);
         let pop = leaf(w, 2, t + 20);
@@ -107,7 +108,7 @@ fn generate(target: u64) -> (Graph, Vec<Truth<LeafId>>) {
         })
     });
     let ids = |v: &[At]| {
-        let mut v: Vec<LeafId> = v.iter().map(|&x| LeafId(g.id(x))).collect();
+        let mut v: Vec<LeafId> = v.iter().map(|&x| LeafId::new(g.id(x))).collect();
         v.sort_unstable();
         v
     };

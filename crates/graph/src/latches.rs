@@ -138,7 +138,7 @@ pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]
             .iter()
             .enumerate()
             .filter(|(_, l)| l.start_op.and_then(|o| o.op()).is_some_and(blocking))
-            .map(|(i, l)| (t.clock.ns(l.start_ns), i as u32))
+            .map(|(i, l)| (t.clock.ns(l.start.0), i as u32))
             .collect();
     }
     let latch = |n: &ObjName| {
@@ -159,7 +159,7 @@ pub(super) fn latch_wakeups(trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]
             let Some(sent) = t.out.leaves.get(b.leaf as usize) else {
                 continue;
             };
-            let at = t.clock.ns(sent.end_ns);
+            let at = t.clock.ns(sent.end.0);
             let target = u32::try_from(b.x).ok();
             let targets = match b.op.op() {
                 // A pid of 0 or above i32::MAX is a process group: not followed.
@@ -253,7 +253,7 @@ fn epoll_wait(b: &Bound) -> bool {
 fn first_wake(t: &Thread, at: u64) -> Option<(u64, u32)> {
     let i = t.wakes.partition_point(|&(ns, _)| ns < at);
     let &(ns, leaf) = t.wakes.get(i)?;
-    let entered = t.out.leaves.get((leaf as usize).checked_sub(1)?)?.end_ns;
+    let entered = t.out.leaves.get((leaf as usize).checked_sub(1)?)?.end.0;
     (t.clock.ns(entered) <= at.saturating_add(ENTERED_WITHIN_NS)).then_some((ns, leaf))
 }
 

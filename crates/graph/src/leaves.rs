@@ -11,7 +11,9 @@
 use ahash::AHashMap;
 use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::graph::ChannelKind;
-use scalpel_model::graph::{Leaf, LeafFile, LeafId, LeafTypeId, ObjId, OpName, ThreadId};
+use scalpel_model::graph::{LeafFile, LeafId, OpName};
+
+use crate::local::{LocalLeaf, Ticks};
 use scalpel_model::read::{FileTrace, Ready};
 
 use super::event::{reads_bytes, sends, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
@@ -222,7 +224,7 @@ pub(super) struct LocalType {
 #[derive(Default)]
 pub(super) struct ThreadOut {
     /// Leaves; `ty` is an index into `types`, `end_obj` a file-local object.
-    pub leaves: Vec<Leaf>,
+    pub leaves: Vec<LocalLeaf>,
     /// Where the program-order edge out of leaf `i` (to `i + 1`) is weak.
     pub weak: WeakOrder,
     /// Cuts with an object or a spawn/exit meaning.
@@ -258,20 +260,15 @@ pub(super) struct ThreadOut {
     pub objs: Vec<LocalObj>,
 }
 
-fn open(ticks: u64, start_op: Option<OpName>, event: u32) -> Leaf {
-    Leaf {
-        start_op,
-        start_event: event,
-        end_event: event,
-        ..Leaf::new(ThreadId::new(0), LeafTypeId::new(0), ticks, ticks)
-    }
+fn open(ticks: u64, start_op: Option<OpName>, event: u32) -> LocalLeaf {
+    LocalLeaf::open(Ticks(ticks), start_op, event)
 }
 
 /// Cuts one thread's events, fed in file order, into leaves.
 pub(super) struct Cutter {
     out: ThreadOut,
     /// The open leaf and its starting call's stack.
-    cur: Option<(Leaf, u32)>,
+    cur: Option<(LocalLeaf, u32)>,
     type_index: AHashMap<LocalType, u32>,
     /// Per closed leaf: its ending call's stack and auxiliary value (for [`weak_boundaries`]).
     sites: Vec<(u32, u64)>,
@@ -337,15 +334,15 @@ impl Cutter {
         leaf.end_event = at;
         let (end_op, end_stack) = match e {
             Some(e) => {
-                leaf.end_ns = e.ticks;
-                leaf.block_ns = e.dur;
+                leaf.end = Ticks(e.ticks);
+                leaf.block = Ticks(e.dur);
                 leaf.end_op = Some(e.op);
-                leaf.end_obj = (e.obj != NO_OBJ).then(|| ObjId::new(e.obj));
+                leaf.end_obj = (e.obj != NO_OBJ).then_some(e.obj);
                 self.sites.push((e.stack, e.x));
                 (Some(e.op), e.stack)
             }
             None => {
-                leaf.end_ns = self.last_end.max(leaf.start_ns);
+                leaf.end = Ticks(self.last_end).max(leaf.start);
                 self.sites.push((0, 0));
                 (None, 0)
             }
@@ -357,10 +354,10 @@ impl Cutter {
             end_stack,
         };
         let next = self.out.types.len() as u32;
-        leaf.ty = LeafTypeId::new(*self.type_index.entry(key).or_insert_with(|| {
+        leaf.ty = *self.type_index.entry(key).or_insert_with(|| {
             self.out.types.push(key);
             next
-        }));
+        });
         // The leaf ran from its start to the return of the call that ended it.
         let cpu_end = match e {
             Some(e) => e.cpu,
@@ -500,7 +497,7 @@ impl Cutter {
             }
             Class::Sleep => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
-                    leaf.sleep_ns += e.dur;
+                    leaf.sleep.0 += e.dur;
                 }
                 self.inner(e);
             }
@@ -514,13 +511,13 @@ impl Cutter {
             }
             Class::LatchWait => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
-                    leaf.lock_ns += e.dur;
+                    leaf.lock.0 += e.dur;
                 }
                 self.inner(e);
             }
             Class::Other => {
                 if let Some((leaf, _)) = self.cur.as_mut() {
-                    leaf.other_ns += e.dur;
+                    leaf.other.0 += e.dur;
                     if e.res > 0 && o.is_some_and(|o| o.kind.is(ObjKind::Stream)) {
                         // A transfer that did not cut is on a file or terminal, or failed to
                         // move bytes at a known offset: counted as file bytes.
@@ -598,9 +595,9 @@ impl Cutter {
     fn lock(&mut self, e: &Ev, acquire: bool) {
         if let Some((leaf, _)) = self.cur.as_mut() {
             if acquire {
-                leaf.lock_ns += e.dur;
+                leaf.lock.0 += e.dur;
             } else {
-                leaf.other_ns += e.dur;
+                leaf.other.0 += e.dur;
             }
         }
         self.lock_stats(e, acquire);

@@ -19,6 +19,7 @@ mod filter;
 mod futexlocks;
 mod latches;
 mod leaves;
+mod local;
 mod locks;
 mod naming;
 mod notify;

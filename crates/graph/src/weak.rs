@@ -29,7 +29,9 @@ use ahash::AHashMap;
 use scalpel_model::format::Op;
 use scalpel_model::read::FileTrace;
 
-use scalpel_model::graph::{Leaf, OpName};
+use scalpel_model::graph::OpName;
+
+use crate::local::LocalLeaf;
 
 use super::event::reads_bytes;
 
@@ -68,7 +70,7 @@ pub(super) struct WeakOrder {
 /// The thread's weak program order. `sites[i]` holds the stack id and auxiliary value of the
 /// call that ended leaf `i`.
 pub(super) fn weak_boundaries(
-    leaves: &[Leaf],
+    leaves: &[LocalLeaf],
     sites: &[(u32, u64)],
     file: &FileTrace,
 ) -> WeakOrder {
@@ -77,7 +79,7 @@ pub(super) fn weak_boundaries(
         let frames = (stack != 0)
             .then(|| file.stacks.get(&u64::from(stack)).map(|v| v.as_slice()))
             .flatten();
-        let obj = leaves[i].end_obj.map_or(u32::MAX, |o| o.get());
+        let obj = leaves[i].end_obj.unwrap_or(u32::MAX);
         (op, frames, if frames.is_some() { 0 } else { obj })
     };
     // Visits per dequeue-like site, and the order sites were first reached.

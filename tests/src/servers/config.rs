@@ -9,11 +9,11 @@ use serde::Deserialize;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
-    /// One request, one task (see [`super::requests`]).
+    /// One request, one task (see [`request_figures`](super::request_figures)).
     pub requests: Option<RequestRule>,
-    /// A task found by the roles of its leaves (see [`super::roles`]).
+    /// A task found by the roles of its leaves (see [`role_task`](super::role_task)).
     pub role_task: Option<RoleTask>,
-    /// Work offloaded to a pool that reports back on an eventfd (see [`super::offloads`]).
+    /// Work offloaded to a pool that reports back on an eventfd (see [`offload_figures`](super::offload_figures)).
     pub offloads: Option<Offloads>,
     /// Connection hand-offs that land on the receiving thread's notification read.
     pub handoffs: Option<Handoffs>,
@@ -23,7 +23,7 @@ pub struct Checks {
     pub titles: Option<Titles>,
     /// Sleeps in one function, woken by a signal: lock time inside their task, or a waker.
     pub sleeps: Option<Sleeps>,
-    /// Edges the type graph must have (see [`super::typeedges`]).
+    /// Edges the type graph must have (the `typeedges` module).
     #[serde(default)]
     pub type_edges: Vec<TypeEdge>,
     /// Leaves a type needs for its edges to count (the drawing's `--min-count`).

@@ -171,17 +171,19 @@ fn says_nothing(f: &str, skip: &SkipList) -> bool {
         || f.starts_with("std::rt::")
 }
 
+/// A type with fewer than this share of its name group's largest count (1 in `RARE_SHARE`)
+/// never lengthens another type's name.
+const RARE_SHARE: u64 = 100;
+
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
 /// the naming one that tells them apart (thread entry and runtime frames never do).
 ///
-/// The group's most frequent type keeps the plain name, and so do the types with its caller:
-/// only the others are named after theirs. Names must stay the same from one recording of a
-/// program to the next, and a rule that renamed every type once a second caller was common
-/// enough flipped with the count of the second: PostgreSQL's `secure_read` was
-/// `secure_read < pq_getbyte` in one recording and `secure_read` in the next, as a rarer read's
-/// share crossed the threshold. The most frequent type changes only when the counts of the
-/// first two cross, which a program's main path and a side path do not.
+/// A rare type does not rename the common ones: when the types of a group that hold at least
+/// 1/[`RARE_SHARE`] of its largest one's leaves all have one caller, only the rare types with
+/// another caller are named after it. Otherwise one stray leaf (a PostgreSQL backend that
+/// waited once in the middle of a `COPY`) renamed the type of 50,000 waits in one recording and
+/// not in the next, and names must stay the same from one recording of a program to the next.
 pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
@@ -220,13 +222,21 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
             if distinct.len() < 2 {
                 continue;
             }
-            // The most frequent type's caller (on a tie, the smaller caller): its types keep
-            // the name.
-            let keep = group
+            let most = group.iter().map(|&i| types[i].count).max().unwrap_or(0);
+            let common = |i: usize| types[i].count.saturating_mul(RARE_SHARE) >= most;
+            let mut common_callers: Vec<&Option<String>> = group
                 .iter()
                 .zip(&callers)
-                .max_by(|(&a, ca), (&b, cb)| types[a].count.cmp(&types[b].count).then(cb.cmp(ca)))
-                .map(|(_, c)| c.clone());
+                .filter(|(&i, _)| common(i))
+                .map(|(_, c)| c)
+                .collect();
+            common_callers.sort_unstable();
+            common_callers.dedup();
+            // The common types' one caller, when they agree: they keep the name.
+            let keep = match common_callers.as_slice() {
+                [one] => Some((*one).clone()),
+                _ => None,
+            };
             for (&i, c) in group.iter().zip(callers) {
                 if keep.as_ref().is_some_and(|k| *k == c) {
                     continue;
@@ -272,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_types_off_the_most_frequent_ones_caller_are_named_after_theirs() {
+    fn a_rare_type_is_named_after_its_caller_without_renaming_the_common_ones() {
         let skip = SkipList::default();
         // The same two common types, with and without a rare one from elsewhere.
         let common = || vec![ty(&["read", "serve"], 50_000), ty(&["read", "serve"], 900)];
@@ -283,15 +293,9 @@ mod tests {
         disambiguate(&mut with_rare, &skip);
         assert_eq!(names(&alone), ["wait", "wait"]);
         assert_eq!(names(&with_rare), ["wait", "wait", "wait < copy"]);
-        // However common the second caller's type, the first keeps its name.
+        // Common types with different callers are all named after them, as before.
         let mut two = vec![ty(&["read", "serve"], 50_000), ty(&["write", "flush"], 600)];
         disambiguate(&mut two, &skip);
-        assert_eq!(names(&two), ["wait", "wait < write"]);
-        let mut two = vec![
-            ty(&["read", "serve"], 50_000),
-            ty(&["write", "flush"], 49_000),
-        ];
-        disambiguate(&mut two, &skip);
-        assert_eq!(names(&two), ["wait", "wait < write"]);
+        assert_eq!(names(&two), ["wait < read", "wait < write"]);
     }
 }

@@ -171,19 +171,23 @@ fn says_nothing(f: &str, skip: &SkipList) -> bool {
         || f.starts_with("std::rt::")
 }
 
-/// A type with fewer than this share of its name group's largest count (1 in `RARE_SHARE`)
-/// never lengthens another type's name.
-const RARE_SHARE: u64 = 100;
+/// A type with fewer leaves than this never lengthens another type's name: as many as the miner
+/// needs to call something repeated (`scalpel_mine::DEFAULT_MIN_SUPPORT`).
+const RARE_COUNT: u64 = 5;
 
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
 /// the naming one that tells them apart (thread entry and runtime frames never do).
 ///
-/// A rare type does not rename the common ones: when the types of a group that hold at least
-/// 1/[`RARE_SHARE`] of its largest one's leaves all have one caller, only the rare types with
-/// another caller are named after it. Otherwise one stray leaf (a PostgreSQL backend that
-/// waited once in the middle of a `COPY`) renamed the type of 50,000 waits in one recording and
-/// not in the next, and names must stay the same from one recording of a program to the next.
+/// A rare type does not rename the common ones: when the types of a group with at least
+/// [`RARE_COUNT`] leaves all have one caller, only the rare types with another caller are named
+/// after it. Otherwise one stray leaf (a PostgreSQL backend that waited once in the middle of a
+/// `COPY`) renamed the type of 50,000 waits in one recording and not in the next, and names
+/// must stay the same from one recording of a program to the next. The bound is a count, not a
+/// share of the largest type: a side path that runs a fixed number of times (a session's
+/// start-up messages, 940 of PostgreSQL's `secure_read`s) against a main path that grows with
+/// the load (100,000 statements) crossed a 1% share between two recordings of one setting, and
+/// renamed the main path in one of them.
 pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
@@ -222,8 +226,7 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
             if distinct.len() < 2 {
                 continue;
             }
-            let most = group.iter().map(|&i| types[i].count).max().unwrap_or(0);
-            let common = |i: usize| types[i].count.saturating_mul(RARE_SHARE) >= most;
+            let common = |i: usize| types[i].count >= RARE_COUNT;
             let mut common_callers: Vec<&Option<String>> = group
                 .iter()
                 .zip(&callers)
@@ -293,9 +296,20 @@ mod tests {
         disambiguate(&mut with_rare, &skip);
         assert_eq!(names(&alone), ["wait", "wait"]);
         assert_eq!(names(&with_rare), ["wait", "wait", "wait < copy"]);
-        // Common types with different callers are all named after them, as before.
+        // Common types with different callers are all named after them, however small the
+        // second's share of the first's count.
         let mut two = vec![ty(&["read", "serve"], 50_000), ty(&["write", "flush"], 600)];
         disambiguate(&mut two, &skip);
         assert_eq!(names(&two), ["wait < read", "wait < write"]);
+        let mut two = vec![
+            ty(&["read", "serve"], 100_000),
+            ty(&["write", "flush"], 940),
+        ];
+        disambiguate(&mut two, &skip);
+        assert_eq!(names(&two), ["wait < read", "wait < write"]);
+        // Under the count, a type is rare whatever the group's size.
+        let mut two = vec![ty(&["read", "serve"], 10), ty(&["write", "flush"], 4)];
+        disambiguate(&mut two, &skip);
+        assert_eq!(names(&two), ["wait", "wait < write"]);
     }
 }

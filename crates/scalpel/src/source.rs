@@ -9,7 +9,9 @@ use anyhow::Result;
 use scalpel::pipeline::Loaded;
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_analysis::rollup::Rollup;
+use scalpel_model::lookup::task_named;
 use scalpel_model::progress::Timings;
+use scalpel_model::task::TaskTypeId;
 use scalpel_views::outfile::OutDir;
 
 use crate::output::warn;
@@ -44,6 +46,12 @@ impl Source {
         });
         Ok((loaded, r))
     }
+}
+
+/// The task type a view was asked to keep, by name (an error naming the closest names when none
+/// has it), or none when it was not asked for one.
+pub(crate) fn task_in(l: &Loaded, name: Option<&str>) -> Result<Option<TaskTypeId>> {
+    Ok(name.map(|n| task_named(&l.model, n)).transpose()?)
 }
 
 /// Where a view's file goes: its directory, held open, and its name and path there.

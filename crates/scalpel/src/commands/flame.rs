@@ -6,13 +6,12 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 use scalpel_analysis::rollup::{off_cpu, on_cpu, sample_period_ns, wall, FlameOptions};
-use scalpel_model::lookup::task_named;
 use scalpel_model::progress::Timings;
 use scalpel_views::flame::{write_flame_svg_as, write_folded_as, Weights};
 
 use crate::args::SourceArgs;
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
-use crate::source::{output_path, Source};
+use crate::source::{output_path, task_in, Source};
 use crate::spinner::Spinner;
 
 #[derive(Args, Debug)]
@@ -108,11 +107,7 @@ pub(crate) fn run(a: &Flame) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let (_, l) = a.source.load(&mut t, &spinner)?;
-    let task = a
-        .task
-        .as_deref()
-        .map(|name| task_named(&l.model, name))
-        .transpose()?;
+    let task = task_in(&l, a.task.as_deref())?;
     let opts = FlameOptions {
         waker: a.waker,
         task,

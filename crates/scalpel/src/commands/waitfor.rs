@@ -6,14 +6,13 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
-use scalpel_model::lookup::task_named;
 use scalpel_model::progress::Timings;
 use scalpel_views::graphviz::render_svg;
 use scalpel_views::waitfor::{write_waitfor_dot, write_waitfor_json, write_waitfor_text};
 
 use crate::args::SourceArgs;
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
-use crate::source::{output_path, Source};
+use crate::source::{output_path, task_in, Source};
 use crate::spinner::Spinner;
 
 /// How `waitfor` prints.
@@ -97,11 +96,7 @@ pub(crate) fn run(a: &Waitfor) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let (_, l) = a.source.load(&mut t, &spinner)?;
-    let task = a
-        .task
-        .as_deref()
-        .map(|name| task_named(&l.model, name))
-        .transpose()?;
+    let task = task_in(&l, a.task.as_deref())?;
     let opts = WaitForOptions { task, ..a.opts };
     let w = t.phase("wait-for graph", &spinner, || {
         wait_for(&l.graph, &l.model, &opts)

@@ -15,8 +15,8 @@
 //! then whatever came next".
 //!
 //! The other way round, a group that only wraps a recurring task in steps with no edges of their
-//! own (a thread's return to its queue) is that task in one context, and is dropped (see
-//! [`dissolve_contexts`]).
+//! own (a thread's return to its queue) is that task in one context: it becomes a variant of the
+//! task, the steps its optional ones (see [`fold_contexts`]).
 
 use ahash::AHashSet;
 
@@ -107,8 +107,8 @@ pub(super) fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<boo
     local
 }
 
-/// What [`dissolve_contexts`] needs besides the tree: which leaves are context, and how often
-/// a task must stand elsewhere.
+/// What [`fold_contexts`] needs besides the tree: which leaves are context, and how often a
+/// task must stand elsewhere.
 #[derive(Clone, Copy)]
 struct ContextRule<'a> {
     /// Per leaf: no edge but program order (see [`local_leaves`]).
@@ -117,12 +117,22 @@ struct ContextRule<'a> {
     min_support: u32,
 }
 
-/// Drops the kept groups that are only context around a task: every node of one holds one kept
-/// group class (the task, once or more) and otherwise leaves with no edge but program order
-/// (see [`local_leaves`]), and that task also stands elsewhere, at least `min_support` times
-/// (one stray occurrence is no other place: with it, nginx's request, 19,967 reads each joined
-/// to its offload, was dissolved into the offload and 19,967 lone reads). Returns whether any
-/// was dropped.
+/// The tree as [`fold_contexts`] changes it.
+struct TreeState<'a> {
+    class: &'a mut [u32],
+    by_class: &'a mut [Vec<u32>],
+    kept: &'a mut [bool],
+    folds: &'a mut variants::Folds,
+}
+
+/// Folds the kept groups that are only context around a task into that task, as variants of
+/// it: every node of one holds one kept group class (the task) and otherwise leaves with no
+/// edge but program order (see [`local_leaves`]), and that task also stands elsewhere, at least
+/// `min_support` times (one stray occurrence is no other place: with it, nginx's request,
+/// 19,967 reads each joined to its offload, was taken apart into the offload and 19,967 lone
+/// reads). A wrapper whose nodes hold the task twice (two requests and the steps between them)
+/// is dropped instead: the tasks and the steps rise to its parent. Returns whether anything
+/// changed.
 ///
 /// Why: a thread's last step before it goes back for work varies with timing. An Apache
 /// request (accept, push, read, write) was followed by the listener's return to `epoll_wait` or
@@ -131,57 +141,83 @@ struct ContextRule<'a> {
 /// every such combination, so that no wrapper was more than 40% of the requests and the
 /// request itself, 89% of them, was never a top-level task. A wrapper that adds only such
 /// steps, with no edge of their own but program order, to a task found elsewhere too is that
-/// task in one context: the task stays, the context leaves go to the wrapper's parent. A
-/// wrapper that adds work with edges of its own (the paper's local commit: a mutation and an
-/// RPC around a send) is kept.
-fn dissolve_contexts(
-    work: &Work,
-    rule: ContextRule<'_>,
-    class: &[u32],
-    by_class: &[Vec<u32>],
-    groups: &[u32],
-    kept: &mut [bool],
-    hidden: &[bool],
-) -> bool {
+/// task in one context: its steps are the task's optional steps, done by a thread that was
+/// finishing it, and belong to it (left at the top level, each such step was a type of its
+/// own beside the request). A wrapper that adds work with edges of its own (the paper's local
+/// commit: a mutation and an RPC around a send) is left to [`variants::fold`].
+fn fold_contexts(work: &Work, rule: ContextRule<'_>, groups: &[u32], tree: TreeState<'_>) -> bool {
     let ContextRule { local, min_support } = rule;
+    let TreeState {
+        class,
+        by_class,
+        kept,
+        folds,
+    } = tree;
     let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
     let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
     // The kept nodes directly under each kept node, in node order, as offsets into one array
     // (a map of vectors cost a quarter of the miner's time at 10^7 leaves): those under node
     // `p` are `kids[start[p]..start[p + 1]]`.
-    let parent = variants::parents(work, class, kept, hidden);
+    let parent = variants::parents(work, class, kept, &folds.hidden);
     let (start, kids) = variants::children(&parent);
     let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
-    let context =
-        |n: u32| is_leaf(class[n as usize]) && work.leaves_of(n).all(|l| local[l as usize]);
-    let dropped: Vec<u32> = groups
-        .iter()
-        .copied()
-        .filter(|&w| {
-            if !kept[w as usize] {
+    let context = |n: u32, class: &[u32]| {
+        is_leaf(class[n as usize]) && work.leaves_of(n).all(|l| local[l as usize])
+    };
+    // Classes changed in this pass: a wrapper of a wrapper waits for the next one.
+    let mut touched = vec![false; work.syms.len()];
+    let mut changed = false;
+    for &w in groups {
+        if !kept[w as usize] || touched[w as usize] {
+            continue;
+        }
+        let mut core = None;
+        let mut cores = Vec::with_capacity(by_class[w as usize].len());
+        let mut once = true;
+        let only_context = by_class[w as usize].iter().all(|&n| {
+            let kids = under(n);
+            let Some(&t) = kids.iter().find(|&&k| is_group(class[k as usize])) else {
                 return false;
-            }
-            let mut core = None;
-            let only_context = by_class[w as usize].iter().all(|n| {
-                let kids = under(*n);
-                let Some(&t) = kids.iter().find(|&&k| is_group(class[k as usize])) else {
-                    return false;
-                };
-                let tc = class[t as usize];
-                *core.get_or_insert(tc) == tc
-                    && kids.iter().all(|&k| class[k as usize] == tc || context(k))
-            });
-            only_context
-                && core.is_some_and(|c| {
-                    stands_elsewhere(work, class, kept, hidden, &by_class[c as usize], w)
-                        >= min_support
-                })
-        })
-        .collect();
-    for &w in &dropped {
-        kept[w as usize] = false;
+            };
+            let tc = class[t as usize];
+            once &= kids.iter().filter(|&&k| class[k as usize] == tc).count() == 1;
+            cores.push(t);
+            *core.get_or_insert(tc) == tc
+                && kids
+                    .iter()
+                    .all(|&k| class[k as usize] == tc || context(k, class))
+        });
+        let Some(core) = core.filter(|&c| only_context && !touched[c as usize]) else {
+            continue;
+        };
+        let elsewhere = stands_elsewhere(
+            work,
+            class,
+            kept,
+            &folds.hidden,
+            &by_class[core as usize],
+            w,
+        );
+        if elsewhere < min_support {
+            continue;
+        }
+        touched[w as usize] = true;
+        touched[core as usize] = true;
+        changed = true;
+        if once {
+            let fold = variants::Fold { wrapper: w, core };
+            fold.apply(
+                &cores,
+                class,
+                by_class,
+                &mut folds.hidden,
+                &mut folds.core_of,
+            );
+        } else {
+            kept[w as usize] = false;
+        }
     }
-    !dropped.is_empty()
+    changed
 }
 
 /// Decides the kept classes. `local[l]`: leaf `l` has no edge but program order (see
@@ -276,15 +312,13 @@ pub(super) fn build(
             }
         }
         if !changed {
-            changed = dissolve_contexts(
-                work,
-                ContextRule { local, min_support },
-                &class,
-                &by_class,
-                &groups,
-                &mut kept,
-                &folds.hidden,
-            );
+            let tree = TreeState {
+                class: &mut class,
+                by_class: &mut by_class,
+                kept: &mut kept,
+                folds: &mut folds,
+            };
+            changed = fold_contexts(work, ContextRule { local, min_support }, &groups, tree);
         }
         if !changed {
             changed = variants::fold(

@@ -150,6 +150,40 @@ impl Causal {
     }
 }
 
+/// A wrapper class and the task class its nodes hold once each.
+pub(super) struct Fold {
+    /// The wrapper: its nodes become occurrences of `core`.
+    pub wrapper: u32,
+    /// The task it is a variant of.
+    pub core: u32,
+}
+
+impl Fold {
+    /// Makes every node of the wrapper an occurrence of the core, hiding the core's node inside
+    /// it (`cores[i]`: the core node under the wrapper's `i`-th node). `class` and `by_class`
+    /// are updated: the wrapper's nodes take the core's class, and the hidden nodes leave its
+    /// list.
+    pub(super) fn apply(
+        &self,
+        cores: &[u32],
+        class: &mut [u32],
+        by_class: &mut [Vec<u32>],
+        hidden: &mut [bool],
+        core_of: &mut [u32],
+    ) {
+        let moved = std::mem::take(&mut by_class[self.wrapper as usize]);
+        for (&x, &k) in moved.iter().zip(cores) {
+            hidden[k as usize] = true;
+            core_of[x as usize] = k;
+            class[x as usize] = self.core;
+        }
+        let list = &mut by_class[self.core as usize];
+        list.retain(|&n| !hidden[n as usize]);
+        list.extend(moved);
+        list.sort_unstable();
+    }
+}
+
 /// Folds wrappers into the tasks they hold (see the module docs). `class` and `by_class` are
 /// updated: a folded wrapper's nodes take its task's class, and its core's node leaves the
 /// class's list. Returns whether anything was folded.
@@ -274,7 +308,7 @@ pub(super) fn fold(
                 kept[w as usize] = false;
                 continue;
             }
-            let moved = std::mem::take(&mut by_class[w as usize]);
+            let moved = by_class[w as usize].clone();
             for (&x, &k) in moved.iter().zip(&cores) {
                 for &e in under(x).iter().filter(|&&e| e != k) {
                     graph.add(core, class[e as usize]);
@@ -282,14 +316,9 @@ pub(super) fn fold(
                 if parent[x as usize] != NONE {
                     graph.add(class[parent[x as usize] as usize], core);
                 }
-                hidden[k as usize] = true;
-                core_of[x as usize] = k;
-                class[x as usize] = core;
             }
-            let list = &mut by_class[core as usize];
-            list.retain(|&n| !hidden[n as usize]);
-            list.extend(moved);
-            list.sort_unstable();
+            let fold = Fold { wrapper: w, core };
+            fold.apply(&cores, class, by_class, hidden, core_of);
         }
         if !changed {
             break;

@@ -13,6 +13,7 @@ pub mod corpus;
 pub mod edit;
 pub mod fuzzinput;
 pub mod fuzzrun;
+pub mod generated;
 pub mod mutate;
 pub mod score;
 pub mod servers;

@@ -19,7 +19,7 @@ use scalpel_model::task::Model;
 pub use config::{Checks, ConfigError};
 pub use handoffs::{handoff_figures, HandoffFigures};
 pub use offloads::{offload_figures, OffloadFigures};
-pub use requests::{request_figures, RequestFigures};
+pub use requests::{request_figures, top_level_cover, RequestFigures};
 pub use roles::{role_task, top_group};
 
 /// What a run is given besides the model.

@@ -193,7 +193,7 @@ pub fn request_figures(graph: &Graph, model: &Model, rule: &RequestRule) -> Requ
         .collect();
     f.session_types = sessions.len();
     f.sessions = sessions.iter().map(|t| t.count).sum();
-    cover(graph, model, &chains, &mut f);
+    cover(graph, model, &mut f);
     f.nested_loops = model
         .types
         .iter()
@@ -245,8 +245,9 @@ fn place(
 }
 
 /// Each leaf under its top-level type (a leaf in no task: its leaf type's model type): the
-/// types that cover 95% of them, and the names of those that hold 1%.
-fn cover(graph: &Graph, model: &Model, chains: &Chains<'_>, f: &mut RequestFigures) {
+/// types that cover 95% of them, most leaves first, with their leaves.
+pub fn top_level_cover(graph: &Graph, model: &Model) -> Vec<(TaskTypeId, u64)> {
+    let chains = Chains { model };
     let leaf_model_type: HashMap<_, _> = model
         .types
         .iter()
@@ -270,14 +271,23 @@ fn cover(graph: &Graph, model: &Model, chains: &Chains<'_>, f: &mut RequestFigur
         .collect();
     order.sort_by_key(|&(_, n, first)| (std::cmp::Reverse(n), first));
     let mut acc = 0;
+    let mut covering = Vec::new();
     for (t, n, _) in order {
         if acc * 100 >= total * 95 {
             break;
         }
         acc += n;
-        f.covering.push((TaskTypeId::at(t), n));
+        covering.push((TaskTypeId::at(t), n));
     }
+    covering
+}
+
+/// The types that cover 95% of the leaves (see [`top_level_cover`]), and the names of those
+/// that hold 1%.
+fn cover(graph: &Graph, model: &Model, f: &mut RequestFigures) {
+    f.covering = top_level_cover(graph, model);
     f.cover_95 = f.covering.len();
+    let total = graph.leaves.len() as u64;
     f.leaves = total;
     let held = |t: &scalpel_model::task::TaskType| -> u64 {
         match t.kind {

@@ -1,0 +1,305 @@
+//! The C source of a generated program: its configuration, then the shared runtime
+//! (`tests/gen/runtime.h`), then the server of its architecture.
+//!
+//! Each architecture is written from the same few pieces: a connection loop (read, then each
+//! request parsed from what the read returned) and an epoll loop over the listener and the
+//! connections, with what is done with each request filled in. Truth is written where the
+//! request's part on a thread ends: `truth_part(stage, …, mark)`, `mark` being the time the
+//! sync call before it returned (samples/TRUTH.md's convention).
+
+use std::fmt::Write;
+
+use super::spec::{Arch, Spec};
+
+/// The whole program.
+pub fn program(spec: &Spec) -> String {
+    let mut c = String::new();
+    header(&mut c, spec);
+    c.push_str("#include \"runtime.h\"\n\n");
+    match spec.arch {
+        Arch::ThreadPerConnection => thread_per_connection(&mut c),
+        Arch::EventLoop => event_loop(&mut c),
+        Arch::Pool => pool(&mut c),
+        Arch::Pipeline => pipeline(&mut c, spec),
+        Arch::ForkPerConnection => fork_per_connection(&mut c),
+    }
+    c
+}
+
+fn header(c: &mut String, s: &Spec) {
+    let _ = writeln!(c, "/* Generated from seed {}: {s}. */", s.seed);
+    let defs = [
+        ("PROGRAM", format!("\"gen-{}\"", s.seed)),
+        ("UNIX_SOCKET", u32::from(s.unix_socket).to_string()),
+        ("NCLIENTS", format!("{}u", s.clients)),
+        ("REQS", format!("{}u", s.requests)),
+        ("PIPELINE", format!("{}u", s.pipeline)),
+        ("SLOW_PERMILLE", format!("{}u", s.slow_permille)),
+        ("SLOW_COMMIT", u32::from(s.slow_commit).to_string()),
+        ("WORK_SPIN", format!("{}u", s.work)),
+        ("NOISE", s.noise.to_string()),
+        ("WORKERS", s.workers.to_string()),
+        ("HANDOFF", s.handoff.c_name().to_owned()),
+    ];
+    for (k, v) in defs {
+        let _ = writeln!(c, "#define {k} {v}");
+    }
+}
+
+/// A connection served by the thread that reads it: each request parsed from a read is served
+/// and answered before the next is parsed.
+const SERVE_CONNECTION: &str = r#"
+static void serve_connection(struct conn *c) {
+    uint64_t mark = truth_now();
+    for (;;) {
+        ssize_t r = conn_fill(c);
+        mark = truth_now();
+        if (r <= 0) break;
+        struct msg m;
+        while (conn_next(c, &m)) {
+            serve(&m);
+            truth_part(0, &m, mark);
+            truth_request(&m);
+            full_write(c->fd, &m, sizeof m);
+            mark = truth_now();
+        }
+    }
+    close(c->fd);
+}
+"#;
+
+fn thread_per_connection(c: &mut String) {
+    c.push_str(SERVE_CONNECTION);
+    c.push_str(
+        r#"
+static void *connection_main(void *arg) {
+    serve_connection(arg);
+    free(arg);
+    return NULL;
+}
+
+static void server(int lfd) {
+    pthread_t t[NCLIENTS];
+    for (unsigned i = 0; i < NCLIENTS; i++) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0) die("accept");
+        struct conn *c = calloc(1, sizeof *c);
+        c->fd = fd;
+        pthread_create(&t[i], NULL, connection_main, c);
+    }
+    close(lfd);
+    for (unsigned i = 0; i < NCLIENTS; i++) pthread_join(t[i], NULL);
+}
+"#,
+    );
+}
+
+fn fork_per_connection(c: &mut String) {
+    c.push_str(SERVE_CONNECTION);
+    c.push_str(
+        r#"
+static void server(int lfd) {
+    pid_t kids[NCLIENTS];
+    for (unsigned i = 0; i < NCLIENTS; i++) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0) die("accept");
+        pid_t p = fork();
+        if (p < 0) die("fork");
+        if (p == 0) {
+            close(lfd);
+            truth_open(PROGRAM);
+            struct conn *c = calloc(1, sizeof *c);
+            c->fd = fd;
+            serve_connection(c);
+            _exit(0);
+        }
+        close(fd);
+        kids[i] = p;
+    }
+    close(lfd);
+    for (unsigned i = 0; i < NCLIENTS; i++) {
+        int status;
+        if (waitpid(kids[i], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            die("a connection's process failed");
+    }
+}
+"#,
+    );
+}
+
+/// An epoll loop over the listener and every connection; `on_request` is C run for each
+/// request `m` of connection `c`, with `mark` the time the last sync call returned (it must
+/// set `mark` again after any sync call of its own).
+fn epoll_loop(c: &mut String, on_request: &str) {
+    let _ = write!(
+        c,
+        r#"
+static void epoll_loop(int lfd) {{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) die("epoll_create1");
+    struct epoll_event lev = {{.events = EPOLLIN, .data.ptr = NULL}};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev) < 0) die("epoll_ctl");
+    unsigned accepted = 0, open = 0;
+    while (accepted < NCLIENTS || open > 0) {{
+        struct epoll_event ev[16];
+        int n = epoll_wait(ep, ev, 16, -1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) die("epoll_wait");
+        uint64_t mark = truth_now();
+        for (int i = 0; i < n; i++) {{
+            struct conn *c = ev[i].data.ptr;
+            if (c == NULL) {{
+                int fd = accept(lfd, NULL, NULL);
+                mark = truth_now();
+                if (fd < 0) die("accept");
+                c = calloc(1, sizeof *c);
+                c->fd = fd;
+                struct epoll_event cev = {{.events = EPOLLIN, .data.ptr = c}};
+                if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev) < 0) die("epoll_ctl");
+                accepted++;
+                open++;
+                if (accepted == NCLIENTS) epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
+                continue;
+            }}
+            ssize_t r = conn_fill(c);
+            mark = truth_now();
+            if (r <= 0) {{
+                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+                close(c->fd);
+                free(c);
+                open--;
+                continue;
+            }}
+            struct msg m;
+            while (conn_next(c, &m)) {{
+{on_request}
+            }}
+        }}
+    }}
+    close(ep);
+    close(lfd);
+}}
+"#
+    );
+}
+
+fn event_loop(c: &mut String) {
+    epoll_loop(
+        c,
+        r#"                serve(&m);
+                truth_part(0, &m, mark);
+                truth_request(&m);
+                full_write(c->fd, &m, sizeof m);
+                mark = truth_now();"#,
+    );
+    c.push_str("\nstatic void server(int lfd) { epoll_loop(lfd); }\n");
+}
+
+fn pool(c: &mut String) {
+    c.push_str(
+        r#"
+static struct handoff hq;
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct item it = handoff_take(&hq);
+        uint64_t mark = truth_now();
+        if (it.fd < 0) break;
+        serve(&it.m);
+        truth_part(1, &it.m, mark);
+        truth_request(&it.m);
+        full_write(it.fd, &it.m, sizeof it.m);
+    }
+    return NULL;
+}
+"#,
+    );
+    epoll_loop(
+        c,
+        r#"                truth_part(0, &m, mark);
+                handoff_put(&hq, (struct item){.m = m, .fd = c->fd});
+                mark = truth_now();"#,
+    );
+    c.push_str(
+        r#"
+static void server(int lfd) {
+    handoff_init(&hq);
+    pthread_t t[WORKERS];
+    for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker_main, NULL);
+    epoll_loop(lfd);
+    for (int i = 0; i < WORKERS; i++) handoff_put(&hq, (struct item){.fd = -1});
+    for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
+}
+"#,
+    );
+}
+
+fn pipeline(c: &mut String, s: &Spec) {
+    let _ = writeln!(c, "#define STAGES {}", s.stages);
+    let _ = writeln!(c, "#define CAPACITY {}", s.capacity);
+    let _ = writeln!(c, "#define FLOODED {}", u32::from(s.flooded));
+    c.push_str(
+        r#"
+static struct bqueue q1, q2;
+
+/* The serving stage: serves, then answers (two stages) or passes on to the writer. */
+static void *serving_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct item it = bq_take(&q1);
+        uint64_t mark = truth_now();
+        if (it.fd < 0) {
+            if (STAGES == 2) bq_put(&q2, it);
+            break;
+        }
+        serve(&it.m);
+        if (FLOODED) spin(WORK_SPIN * 3);
+        truth_part(1, &it.m, mark);
+        if (STAGES == 2) {
+            bq_put(&q2, it);
+        } else {
+            truth_request(&it.m);
+            full_write(it.fd, &it.m, sizeof it.m);
+        }
+    }
+    return NULL;
+}
+
+static void *writer_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct item it = bq_take(&q2);
+        uint64_t mark = truth_now();
+        if (it.fd < 0) break;
+        spin(WORK_SPIN / 4);
+        truth_part(2, &it.m, mark);
+        truth_request(&it.m);
+        full_write(it.fd, &it.m, sizeof it.m);
+    }
+    return NULL;
+}
+"#,
+    );
+    epoll_loop(
+        c,
+        r#"                truth_part(0, &m, mark);
+                bq_put(&q1, (struct item){.m = m, .fd = c->fd});
+                mark = truth_now();"#,
+    );
+    c.push_str(
+        r#"
+static void server(int lfd) {
+    bq_init(&q1, CAPACITY);
+    bq_init(&q2, CAPACITY);
+    pthread_t serving, writer;
+    pthread_create(&serving, NULL, serving_main, NULL);
+    if (STAGES == 2) pthread_create(&writer, NULL, writer_main, NULL);
+    epoll_loop(lfd);
+    bq_put(&q1, (struct item){.fd = -1});
+    pthread_join(serving, NULL);
+    if (STAGES == 2) pthread_join(writer, NULL);
+}
+"#,
+    );
+}

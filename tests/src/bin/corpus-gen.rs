@@ -39,16 +39,23 @@ fn parse() -> Result<Args, String> {
             "--scalpel" => args.scalpel = PathBuf::from(value("--scalpel")?),
             "--min-share" => {
                 let v = value("--min-share")?;
-                args.min_share = v.parse().map_err(|_| format!("--min-share: not a number: {v}"))?;
+                args.min_share = v
+                    .parse()
+                    .map_err(|_| format!("--min-share: not a number: {v}"))?;
             }
             "--max-types" => {
                 let v = value("--max-types")?;
-                args.max_types = v.parse().map_err(|_| format!("--max-types: not a count: {v}"))?;
+                args.max_types = v
+                    .parse()
+                    .map_err(|_| format!("--max-types: not a count: {v}"))?;
             }
             _ => positional.push(a),
         }
     }
-    let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("{what}: not a number: {s}"));
+    let num = |s: &str, what: &str| {
+        s.parse::<u64>()
+            .map_err(|_| format!("{what}: not a number: {s}"))
+    };
     match positional.as_slice() {
         [n] => args.count = num(n, "N")?,
         [n, s] => {
@@ -98,7 +105,10 @@ fn main() -> ExitCode {
             }
         }
     }
-    println!("{} programs: {below} below the bounds, {failed} failed", args.count);
+    println!(
+        "{} programs: {below} below the bounds, {failed} failed",
+        args.count
+    );
     if failed > 0 {
         ExitCode::from(2)
     } else if below > 0 {

@@ -142,12 +142,19 @@ pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(),
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|source| GenError::Io { seed, step: "starting scalpel record", source })?;
+        .map_err(|source| GenError::Io {
+            seed,
+            step: "starting scalpel record",
+            source,
+        })?;
     let start = Instant::now();
     while !dir.join("addr").exists() {
         if start.elapsed() > START_LIMIT || matches!(server.try_wait(), Ok(Some(_))) {
             let _ = wait_within(&mut server, Duration::ZERO);
-            return Err(step("starting the server", format!("no address within {START_LIMIT:?}")));
+            return Err(step(
+                "starting the server",
+                format!("no address within {START_LIMIT:?}"),
+            ));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -158,7 +165,11 @@ pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(),
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|source| GenError::Io { seed, step: "starting the load", source })?;
+        .map_err(|source| GenError::Io {
+            seed,
+            step: "starting the load",
+            source,
+        })?;
     let load_status = wait_within(&mut load, LOAD_LIMIT);
     let server_status = wait_within(&mut server, LOAD_LIMIT);
     let stderr = |c: &mut Child| {
@@ -170,11 +181,19 @@ pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(),
     };
     match load_status {
         Some(s) if s.success() => {}
-        other => return Err(step("the load", format!("{other:?}: {}", stderr(&mut load)))),
+        other => {
+            return Err(step(
+                "the load",
+                format!("{other:?}: {}", stderr(&mut load)),
+            ))
+        }
     }
     match server_status {
         Some(s) if s.success() => Ok(()),
-        other => Err(step("the recorded server", format!("{other:?}: {}", stderr(&mut server)))),
+        other => Err(step(
+            "the recorded server",
+            format!("{other:?}: {}", stderr(&mut server)),
+        )),
     }
 }
 
@@ -187,7 +206,11 @@ pub fn score(spec: &Spec, dir: &Path, scalpel: &Path) -> Result<Outcome, GenErro
         .arg("-o")
         .arg(dir.join("model"))
         .output()
-        .map_err(|source| GenError::Io { seed, step: "running scalpel infer", source })?;
+        .map_err(|source| GenError::Io {
+            seed,
+            step: "running scalpel infer",
+            source,
+        })?;
     if !out.status.success() {
         return Err(GenError::Step {
             seed,
@@ -205,7 +228,10 @@ pub fn score(spec: &Spec, dir: &Path, scalpel: &Path) -> Result<Outcome, GenErro
         return Err(GenError::Step {
             seed,
             step: "reading the truth",
-            detail: format!("{requests} requests in the truth, the load sent {}", spec.total_requests()),
+            detail: format!(
+                "{requests} requests in the truth, the load sent {}",
+                spec.total_requests()
+            ),
         });
     }
     let whole = request.map_or(0, |r| (r.recall * r.instances as f64).round() as u32);

@@ -202,7 +202,12 @@ impl fmt::Display for Spec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "arch={}", self.arch.name())?;
         match self.arch {
-            Arch::Pool => write!(f, " handoff={} workers={}", self.handoff.name(), self.workers)?,
+            Arch::Pool => write!(
+                f,
+                " handoff={} workers={}",
+                self.handoff.name(),
+                self.workers
+            )?,
             Arch::Pipeline => write!(
                 f,
                 " stages={} capacity={} flooded={}",
@@ -219,7 +224,11 @@ impl fmt::Display for Spec {
             self.clients,
             self.pipeline,
             self.slow_permille,
-            if self.slow_commit && self.slow_permille > 0 { "+commit" } else { "" },
+            if self.slow_commit && self.slow_permille > 0 {
+                "+commit"
+            } else {
+                ""
+            },
             self.noise
         )
     }

@@ -1,0 +1,45 @@
+//! The generated corpus's fixed seeds (`scalpel_e2e::generated`): programs of every
+//! architecture written from a seed, recorded under a load outside the recording, and scored
+//! against the truth they wrote.
+//!
+//! Every program must build, serve every request under the agent and write the truth of every
+//! request; its line is printed (`--nocapture`). The bounds of issue 49 (95% of the requests
+//! exactly one occurrence of one task type, at most 10 types for 95% of the leaves) are
+//! asserted for the seeds in [`HOLDING`]: those the rules hold today with a margin. A rule that
+//! lets another seed reach the bounds adds it; none may leave.
+
+use scalpel_e2e::generated::{run, Arch, Spec};
+
+/// The fixed seeds: 25 consecutive seeds, five of each architecture.
+const SEEDS: std::ops::Range<u64> = 0..25;
+
+/// Seeds whose programs the rules hold to the bounds (two runs: share 1.0 both times).
+const HOLDING: &[u64] = &[0, 2, 3, 5, 6, 9, 10, 11, 16, 18, 21, 22];
+
+#[test]
+fn every_fixed_seed_runs_and_the_holding_ones_meet_the_bounds() {
+    let archs: std::collections::BTreeSet<&str> =
+        SEEDS.map(|s| Spec::from_seed(s).arch.name()).collect();
+    assert_eq!(
+        archs.len(),
+        Arch::ALL.len(),
+        "the fixed seeds cover every architecture"
+    );
+    let scalpel = scalpel_e2e::scalpel();
+    let mut below = Vec::new();
+    for seed in SEEDS {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let o = run(seed, dir.path(), &scalpel).unwrap_or_else(|e| panic!("{e}"));
+        println!("{}", o.line());
+        assert_eq!(
+            o.requests,
+            o.spec.total_requests(),
+            "seed {seed}: truth of every request"
+        );
+        let ok = o.share() >= 0.95 && o.types <= 10;
+        if HOLDING.contains(&seed) && !ok {
+            below.push(o.line());
+        }
+    }
+    assert!(below.is_empty(), "below the bounds:\n{}", below.join("\n"));
+}

@@ -26,7 +26,7 @@ corpus=$root/tests/corpus
 cargo build -q -p scalpel --bin scalpel
 cargo build -q -p scalpel-agent
 cargo build -q -p scalpel-samples
-cargo build -q -p scalpel-e2e --bin corpus-scrub
+cargo build -q -p scalpel-e2e --bin corpus-scrub --bin corpus-gen
 
 cdir=$target/corpus-c
 mkdir -p "$cdir"
@@ -36,7 +36,8 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
     echo "$cdir/$1"
 }
 
-# case | program (sample name, or c:<tests/c name>) | arguments | C flags (sizes: -DROUNDS=N)
+# case | program (sample name, c:<tests/c name>, or gen:<seed> for the generated corpus's program
+# of that seed, its server recorded under its load) | arguments | C flags (sizes: -DROUNDS=N)
 # An argument @STATIC@ stands for the same C program linked statically (`-static`), which the
 # agent cannot record: a peer left out of the trace, as a load generator is.
 cases() {
@@ -74,6 +75,7 @@ tasks-mixed-60|tasks|mixed --items 60
 pipeline-window|pipeline|40 --window 3
 fanout-window|fanout|20 --window 2
 fold-holds-core|c:knots|syncer . 240
+gen-pipelined|gen:14|
 LIST
 }
 
@@ -92,13 +94,23 @@ cases | while IFS='|' read -r name prog args cflags; do
                 exe=$(c_prog "${prog#c:}" "$cflags")
             fi
             ;;
+        gen:*) exe=gen-${prog#gen:} ;;
         *) exe=$bin/$prog ;;
     esac
     echo "== $name: $(basename "$exe") $args"
-    # shellcheck disable=SC2086 # the arguments are words
-    (cd "$tmp" && "$bin/scalpel" record -o "$tmp/$name" -- "$exe" $args >"$tmp/$name.out" 2>&1) || {
-        echo "recording $name failed:"; cat "$tmp/$name.out"; exit 1
-    }
+    if [[ $prog == gen:* ]]; then
+        "$bin/corpus-gen" 1 "${prog#gen:}" --keep "$tmp/gen" --scalpel "$bin/scalpel" \
+            --min-share 0 --max-types 1000000 >"$tmp/$name.out" 2>&1 || {
+            echo "recording $name failed:"; cat "$tmp/$name.out"; exit 1
+        }
+        mv "$tmp/gen/seed-${prog#gen:}/trace" "$tmp/$name"
+        args="server (generated from seed ${prog#gen:} by tests/src/generated; load outside the trace)"
+    else
+        # shellcheck disable=SC2086 # the arguments are words
+        (cd "$tmp" && "$bin/scalpel" record -o "$tmp/$name" -- "$exe" $args >"$tmp/$name.out" 2>&1) || {
+            echo "recording $name failed:"; cat "$tmp/$name.out"; exit 1
+        }
+    fi
     "$bin/corpus-scrub" "$tmp/$name"
     rm -rf "${corpus:?}/$name/trace"
     mkdir -p "$corpus/$name"

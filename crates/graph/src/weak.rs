@@ -13,6 +13,14 @@
 //!   backend asked; memcached's next connection ready in the same wakeup), the thread goes
 //!   straight to the same read, and that is new work too. Without this, a statement after a
 //!   wait and one without started with different leaves, and were two task types;
+//! - a reply followed by the next reply: a write that moved bytes on a channel, when the next
+//!   cut of the thread is a write from the same call site on the same channel. No read of the
+//!   channel came between (a read that moves bytes cuts), so the second write answers a request
+//!   the thread had already read: a client pipelined several requests and one read returned
+//!   them all. Without this, every request after the first of a read joined the one before it.
+//!   What it assumes: a reply is written by one call. A reply written in several calls from one
+//!   call site (a large body written piece by piece) is taken for several pipelined replies;
+//!   replies written from different sites (a header, then a body) stay one;
 //! - `poll` or `ppoll` over two or more descriptors (a dispatch loop; a single-descriptor poll
 //!   is a timed wait inside one request, as APR's socket reads do), and any `select` or
 //!   `pselect` (their count is the highest descriptor plus one, which says nothing);
@@ -38,6 +46,11 @@ use super::event::reads_bytes;
 /// Whether the call reads bytes (a fetch site's operation).
 fn reads_bytes_op(op: scalpel_model::graph::OpName) -> bool {
     op.op().and_then(reads_bytes) == Some(true)
+}
+
+/// Whether the call writes bytes (a reply's operation).
+fn writes_bytes_op(op: scalpel_model::graph::OpName) -> bool {
+    op.op().and_then(reads_bytes) == Some(false)
 }
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
@@ -113,6 +126,19 @@ pub(super) fn weak_boundaries(
             }
         }
     }
+    // Leaf `i` ends at a reply (a write that moved bytes on a channel) and leaf `i + 1` at
+    // another from the same call site on the same channel: no read came between (it would have
+    // cut), so the second answers a request that was already read, pipelined behind the first.
+    let next_reply = |i: usize| {
+        let (Some(a), Some(b)) = (leaves[i].end_op, leaves.get(i + 1).and_then(|n| n.end_op))
+        else {
+            return false;
+        };
+        writes_bytes_op(a)
+            && leaves[i].end_obj.is_some()
+            && leaves[i].end_obj == leaves[i + 1].end_obj
+            && site_of(i, a) == site_of(i + 1, b)
+    };
     let mut order = WeakOrder::default();
     // Whether the previous leaf ended at a dispatch wait (epoll, poll of several, select).
     let mut after_dispatch = false;
@@ -131,6 +157,7 @@ pub(super) fn weak_boundaries(
             Some(Op::Accept | Op::Accept4) => (!after_dispatch, false),
             _ if dispatch => (true, false),
             _ if next_fetch => (true, false),
+            _ if next_reply(i) => (true, false),
             Some(op) if dequeue_like(op) => {
                 let h = head == Some(site_of(i, op.into()));
                 (h, h)

@@ -3,16 +3,19 @@
 //! 1 when any program is below the bounds (default: 95% of its requests whole in one task type,
 //! at most 10 types for 95% of the leaves), 2 when one could not be built, recorded or inferred.
 //! The `scalpel` binary is the one beside this program unless `--scalpel` names another.
+//! `--rescore DIR` records nothing: it infers and scores again the programs a `--keep DIR` run
+//! kept (to compare rules on the same recordings).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use scalpel_e2e::generated::{run, Spec};
+use scalpel_e2e::generated::{run, score, GenError, Outcome, Spec};
 
 struct Args {
     count: u64,
     seed: u64,
     keep: Option<PathBuf>,
+    rescore: Option<PathBuf>,
     scalpel: PathBuf,
     min_share: f64,
     max_types: usize,
@@ -23,6 +26,7 @@ fn parse() -> Result<Args, String> {
         count: 0,
         seed: 0,
         keep: None,
+        rescore: None,
         scalpel: std::env::current_exe()
             .ok()
             .and_then(|e| Some(e.parent()?.join("scalpel")))
@@ -37,6 +41,7 @@ fn parse() -> Result<Args, String> {
         match a.as_str() {
             "--keep" => args.keep = Some(PathBuf::from(value("--keep")?)),
             "--scalpel" => args.scalpel = PathBuf::from(value("--scalpel")?),
+            "--rescore" => args.rescore = Some(PathBuf::from(value("--rescore")?)),
             "--min-share" => {
                 let v = value("--min-share")?;
                 args.min_share = v
@@ -62,9 +67,30 @@ fn parse() -> Result<Args, String> {
             args.count = num(n, "N")?;
             args.seed = num(s, "SEED")?;
         }
-        _ => return Err("usage: corpus-gen N [SEED] [--keep DIR] [--min-share X] [--max-types T] [--scalpel PATH]".into()),
+        _ => return Err("usage: corpus-gen N [SEED] [--keep DIR] [--min-share X] [--max-types T] [--scalpel PATH] [--rescore DIR]".into()),
     }
     Ok(args)
+}
+
+/// Prints a program's line and counts it.
+fn tally(
+    outcome: Result<Outcome, GenError>,
+    seed: u64,
+    args: &Args,
+    below: &mut u32,
+    failed: &mut u32,
+) {
+    match outcome {
+        Ok(o) => {
+            let ok = o.share() >= args.min_share && o.types <= args.max_types;
+            *below += u32::from(!ok);
+            println!("{}{}", o.line(), if ok { "" } else { "  BELOW" });
+        }
+        Err(e) => {
+            *failed += 1;
+            println!("seed={seed} {} FAILED: {e}", Spec::from_seed(seed));
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -77,6 +103,12 @@ fn main() -> ExitCode {
     };
     let (mut below, mut failed) = (0, 0);
     for seed in args.seed..args.seed.saturating_add(args.count) {
+        if let Some(kept) = &args.rescore {
+            let dir = kept.join(format!("seed-{seed}"));
+            let outcome = score(&Spec::from_seed(seed), &dir, &args.scalpel);
+            tally(outcome, seed, &args, &mut below, &mut failed);
+            continue;
+        }
         let tmp = match tempfile::Builder::new().prefix("scalpel-gen-").tempdir() {
             Ok(t) => t,
             Err(e) => {
@@ -84,17 +116,13 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        match run(seed, tmp.path(), &args.scalpel) {
-            Ok(o) => {
-                let ok = o.share() >= args.min_share && o.types <= args.max_types;
-                below += u32::from(!ok);
-                println!("{}{}", o.line(), if ok { "" } else { "  BELOW" });
-            }
-            Err(e) => {
-                failed += 1;
-                println!("seed={seed} {} FAILED: {e}", Spec::from_seed(seed));
-            }
-        }
+        tally(
+            run(seed, tmp.path(), &args.scalpel),
+            seed,
+            &args,
+            &mut below,
+            &mut failed,
+        );
         if let Some(keep) = &args.keep {
             let to = keep.join(format!("seed-{seed}"));
             let _ = std::fs::remove_dir_all(&to);

@@ -76,6 +76,7 @@ pipeline-window|pipeline|40 --window 3
 fanout-window|fanout|20 --window 2
 fold-holds-core|c:knots|syncer . 240
 gen-pipelined|gen:14|
+gen-backpressure|gen:43|
 LIST
 }
 

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use ahash::AHashMap;
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, Graph};
+use scalpel_model::graph::{Edge, Graph, LockWait};
 use scalpel_model::read::{read_dir_with, ProcessSinks, TraceDir};
 
 use crate::assemble::Assembled;
@@ -53,6 +53,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     name_types(&mut graph, &weak, &asm.obj_kinds, opts);
     let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
     waits.extend(latches::lock_waits(&latched, &asm.latch));
+    waits.extend(asm.capacity_waits);
     graph.locks = locks;
     graph.lock_waits = waits;
     let before = graph.leaves.len();
@@ -160,6 +161,8 @@ struct Rest {
     latch: AHashMap<FileEvent, LatchCall>,
     conns: eventloop::Conns,
     weak: crate::weak::WeakOrder,
+    /// Waits for room in a bounded queue (`queues::add_edges`): lock waits, not edges.
+    capacity_waits: Vec<LockWait>,
 }
 
 /// Phase 4: notification edges matched per object, then the passes that need all of them.
@@ -196,7 +199,7 @@ fn causal_edges(asm: Assembled) -> Caused {
     land_handoffs(&graph, &mut edges);
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
-    queues::add_edges(&graph, &mut edges, asm.sections);
+    let capacity_waits = queues::add_edges(&graph, &mut edges, asm.sections);
     eventloop::land_completions(&graph, &conns, &mut edges);
     Caused {
         graph,
@@ -210,6 +213,7 @@ fn causal_edges(asm: Assembled) -> Caused {
             latch: asm.latch,
             conns,
             weak: asm.weak,
+            capacity_waits,
         },
     }
 }

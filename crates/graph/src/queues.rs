@@ -26,7 +26,7 @@
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId, ObjId, ThreadId};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, LeafId, LockWait, NodeId, ObjId, ThreadId};
 use std::collections::VecDeque;
 
 /// A mutex critical section that may put or take (global indices after assembly).
@@ -43,8 +43,10 @@ pub(super) struct Section {
     pub stack: u32,
     /// The condition it waited on (the last one), if any.
     pub waited: Option<u32>,
-    /// `cond_signal`s made while holding it: (condition, the leaf the signal ended).
-    pub signals: Vec<(u32, u32)>,
+    /// `cond_signal`s made while holding it: (condition, the leaf the signal ended, the
+    /// sequence number of the mutex's next release after it: the signal's place in the
+    /// mutex's order, which is earlier than the section's when a wait follows it).
+    pub signals: Vec<(u32, u32, u64)>,
 }
 
 /// The call site of a section whose lock was counted, not recorded (see `Tracker::feed`).
@@ -56,7 +58,10 @@ struct Held {
     leaf: u32,
     stack: u32,
     waited: Option<u32>,
-    signals: Vec<(u32, u32)>,
+    /// Signals whose place in the mutex's order is known: at a release.
+    signals: Vec<(u32, u32, u64)>,
+    /// Signals made since the last release: placed at the next one.
+    pending: Vec<(u32, u32)>,
 }
 
 /// Follows one thread's mutex sections.
@@ -101,10 +106,17 @@ impl Tracker {
                     stack: s.stack,
                     waited: None,
                     signals: Vec::new(),
+                    pending: Vec::new(),
                 });
             }
             CondUnlock => {
                 self.in_wait = Some(s.obj);
+                if let (Some(h), Some(order)) =
+                    (self.held.iter_mut().rev().find(|h| h.obj == s.obj), s.seq)
+                {
+                    let placed = h.pending.drain(..).map(|(c, l)| (c, l, order));
+                    h.signals.extend(placed);
+                }
                 if !self.held.iter().any(|h| h.obj == s.obj) {
                     // Its lock was not recorded: counted (`record --locks count`) before this
                     // wait made the mutex a condition's. The section is known from here; its
@@ -116,6 +128,7 @@ impl Tracker {
                         stack: UNKNOWN_SITE,
                         waited: None,
                         signals: Vec::new(),
+                        pending: Vec::new(),
                     });
                 }
             }
@@ -134,15 +147,17 @@ impl Tracker {
             // The signal ended the leaf before the open one.
             CondSignal => {
                 if let Some(h) = self.held.last_mut() {
-                    h.signals.push((s.obj, s.open_leaf.saturating_sub(1)));
+                    h.pending.push((s.obj, s.open_leaf.saturating_sub(1)));
                 }
             }
             MutexUnlock => {
                 let Some(i) = self.held.iter().rposition(|h| h.obj == s.obj) else {
                     return;
                 };
-                let h = self.held.remove(i);
+                let mut h = self.held.remove(i);
                 if let Some(order) = s.seq {
+                    let placed = h.pending.drain(..).map(|(c, l)| (c, l, order));
+                    h.signals.extend(placed);
                     self.sections.push(Section {
                         obj: h.obj,
                         order,
@@ -187,10 +202,11 @@ pub(super) struct Take {
 /// Every take of every queue by another thread than the item's producer, in the FIFO pairing
 /// (see the module docs). A take that did not wait becomes a `queue` edge; one that waited
 /// already has its wakeup's `cond` edge, which [`add_edges`] checks against it.
-pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
+pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> (Vec<Take>, AHashSet<u32>) {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     sections.sort_by_key(|s| (s.obj, s.order));
     let mut out = Vec::new();
+    let mut capacity = AHashSet::new();
     for group in sections.chunk_by(|a, b| a.obj == b.obj) {
         // Per condition: its dequeue sites (thread, stack) and the threads that signalled it.
         let mut sites: AHashMap<u32, AHashSet<(u32, u32)>> = AHashMap::new();
@@ -200,7 +216,7 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
             if let Some(c) = s.waited {
                 sites.entry(c).or_default().insert((t.get(), s.stack));
             }
-            for &(c, _) in &s.signals {
+            for &(c, _, _) in &s.signals {
                 signallers.entry(c).or_default().insert(t.get());
             }
         }
@@ -214,15 +230,56 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
             .map(|(&c, _)| c)
             .collect();
         conds.sort_unstable();
+        // Whether condition `c` has a partner on the same mutex that flows the other way: its
+        // waiters signal the partner and its signallers wait on it, as a bounded queue's "not
+        // full" and "not empty" do.
+        let waiters = |c: u32| -> AHashSet<u32> {
+            sites
+                .get(&c)
+                .map(|s| s.iter().map(|&(t, _)| t).collect())
+                .unwrap_or_default()
+        };
+        let paired = |c: u32| {
+            let (w, by) = (waiters(c), signallers.get(&c).cloned().unwrap_or_default());
+            signallers
+                .iter()
+                .any(|(&c2, by2)| c2 != c && !w.is_disjoint(by2) && !by.is_disjoint(&waiters(c2)))
+        };
         for c in conds {
             let at = &sites[&c];
             let mut items: VecDeque<u32> = VecDeque::new();
+            let mut found = Vec::new();
+            let mut put_yet = false;
+            let mut ran_ahead = false;
+            // Takes at their section's place in the mutex's order, puts at their signal's; at
+            // one place a take comes first (a taker that signals after it took).
+            let mut steps: Vec<(u64, bool, &Section, u32)> = Vec::new();
             for s in group {
+                steps.push((s.order, false, s, 0));
+                for &(sc, leaf, order) in &s.signals {
+                    if sc == c {
+                        steps.push((order, true, s, leaf));
+                    }
+                }
+            }
+            steps.sort_by_key(|&(order, put, _, _)| (order, put));
+            for (_, put, s, leaf) in steps {
+                if put {
+                    items.push_back(leaf);
+                    put_yet = true;
+                    continue;
+                }
                 let Some(t) = thread(s.leaf) else { continue };
                 if at.contains(&(t.get(), s.stack)) {
+                    // Sections are ordered by their last unlock: a section that waited was
+                    // ordered after the put that woke it only if the putter's section ended
+                    // first, which a putter that then waits itself (a call to a service) does
+                    // not. So only a take that did not wait counts, and only on a condition
+                    // paired with one flowing the other way (a bounded queue's two).
+                    ran_ahead |= !put_yet && s.waited != Some(c);
                     if let Some(from) = items.pop_front() {
                         if thread(from) != Some(t) {
-                            out.push(Take {
+                            found.push(Take {
                                 from,
                                 to: s.leaf,
                                 cond: c,
@@ -231,16 +288,19 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
                         }
                     }
                 }
-                for &(sc, leaf) in &s.signals {
-                    if sc == c {
-                        items.push_back(leaf);
-                    }
-                }
+            }
+            // A take that did not wait, before the first put, took something nobody
+            // signalled: a free slot the queue had from the start. The condition counts room, not items. (One that is only
+            // ever broadcast has no puts at all: not a queue of either kind.)
+            if ran_ahead && put_yet && paired(c) {
+                capacity.insert(c);
+            } else {
+                out.extend(found);
             }
         }
     }
     out.sort_unstable();
-    out
+    (out, capacity)
 }
 
 /// Adds the queue edges to `edges` and matches the waiters' `cond` edges to the items they
@@ -249,14 +309,22 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> Vec<Take> {
 /// the connection was first used (Apache's listener pushes accepted sockets onto its workers'
 /// queue), and a second edge between the same pair of threads would only split the task by
 /// whether the worker waited.
-pub(super) fn add_edges(graph: &Graph, edges: &mut Vec<Edge>, sections: Vec<Section>) {
+///
+/// Returns the waits on capacity conditions (see [`capacity_waits`]), whose `cond` edges it
+/// takes out.
+pub(super) fn add_edges(
+    graph: &Graph,
+    edges: &mut Vec<Edge>,
+    sections: Vec<Section>,
+) -> Vec<LockWait> {
     let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
     let handed: AHashSet<(NodeId, Option<ThreadId>)> = edges
         .iter()
         .filter(|e| e.kind == EdgeKind::Handoff)
         .map(|e| (e.from, thread(e.to)))
         .collect();
-    let takes = takes(sections, graph);
+    let (takes, capacity) = takes(sections, graph);
+    let waits = capacity_waits(graph, edges, &capacity);
     match_wakeups(graph, edges, &takes);
     let queued: Vec<Edge> = takes
         .into_iter()
@@ -270,6 +338,45 @@ pub(super) fn add_edges(graph: &Graph, edges: &mut Vec<Edge>, sections: Vec<Sect
         .filter(|e| !handed.contains(&(e.from, thread(e.to))))
         .collect();
     edges.extend(queued);
+    waits
+}
+
+/// Back-pressure is a wait, not a cause: a bounded queue's producer that waits for room is woken
+/// by the consumer that took an earlier item, and that wake-up joined item `i`'s consumer to
+/// item `i + capacity`'s producer, chaining every item of a flooded pipeline into one task. A
+/// condition whose takes ran ahead of its puts (see [`takes`]) counts room; its `cond` edges
+/// are taken out and each becomes a wait of the leaf that waited, with the leaf that freed the
+/// room as its holder, as a lock's contended acquisition is: the wait-for graph and the
+/// rollups still see who it waited for.
+fn capacity_waits(graph: &Graph, edges: &mut Vec<Edge>, capacity: &AHashSet<u32>) -> Vec<LockWait> {
+    if capacity.is_empty() {
+        return Vec::new();
+    }
+    let mut waits = Vec::new();
+    edges.retain(|e| {
+        let Some(c) = e
+            .obj
+            .filter(|c| e.kind == EdgeKind::Cond && capacity.contains(&(c.index() as u32)))
+        else {
+            return true;
+        };
+        // The wait ended the leaf before the one its return started, on the same thread.
+        let woken = graph.leaves.get(e.to.index());
+        let waiter = e.to.index().checked_sub(1).and_then(|w| {
+            let l = graph.leaves.get(w)?;
+            (woken.map(|x| x.thread) == Some(l.thread)).then_some((w, l))
+        });
+        if let (Some((w, l)), true) = (waiter, e.from.index() < graph.leaves.len()) {
+            waits.push(LockWait {
+                obj: c,
+                waiter: LeafId::at(w),
+                holder: Some(LeafId::at(e.from.index())),
+                wait_ns: l.block_ns,
+            });
+        }
+        false
+    });
+    waits
 }
 
 /// A waiter's `cond` edge names the signal that woke it; with several takers that need not be

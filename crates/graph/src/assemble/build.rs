@@ -186,7 +186,7 @@ impl<'s> Assembly<'s> {
             &mut a.sections,
             std::mem::take(&mut out.sections),
             |mut s| {
-                for (c, l) in &mut s.signals {
+                for (c, l, _) in &mut s.signals {
                     (*c, *l) = (n.obj(*c), n.leaf(*l));
                 }
                 Section {

@@ -77,6 +77,7 @@ fanout-window|fanout|20 --window 2
 fold-holds-core|c:knots|syncer . 240
 gen-pipelined|gen:14|
 gen-backpressure|gen:43|
+gen-commit|gen:20|
 LIST
 }
 

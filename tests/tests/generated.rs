@@ -13,8 +13,12 @@ use scalpel_e2e::generated::{run, Arch, Spec};
 /// The fixed seeds: 25 consecutive seeds, five of each architecture.
 const SEEDS: std::ops::Range<u64> = 0..25;
 
-/// Seeds whose programs the rules hold to the bounds (two runs: share 1.0 both times).
-const HOLDING: &[u64] = &[0, 2, 3, 5, 6, 9, 10, 11, 16, 18, 21, 22];
+/// Seeds whose programs the rules hold to the bounds (share at least 0.99 in every run
+/// tried). Pipelined replies (4, 14, 15, 19, 24) and a group commit's waits (20) joined them
+/// in session 27.
+const HOLDING: &[u64] = &[
+    0, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 18, 19, 20, 21, 22, 24,
+];
 
 #[test]
 fn every_fixed_seed_runs_and_the_holding_ones_meet_the_bounds() {

@@ -27,8 +27,8 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
 use crate::{
-    assemble, event, eventloop, filter, futexlocks, latches, locks, naming, queues, ready, retype,
-    signals, types,
+    assemble, event, eventloop, filter, futexlocks, latches, locks, merge, naming, queues, ready,
+    retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -43,19 +43,28 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
     let mut caused = causal_edges(asm);
-    let weak = program_order(&mut caused);
+    let mut weak = program_order(&mut caused);
+    let served = service::shared_work(&caused.graph, &mut caused.edges, &weak);
     let Caused {
         mut graph,
         mut edges,
-        ext,
+        mut ext,
         rest: asm,
     } = caused;
     name_types(&mut graph, &weak, &asm.obj_kinds, opts);
     let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
     waits.extend(latches::lock_waits(&latched, &asm.latch));
-    waits.extend(asm.capacity_waits);
+    // Waits that were cuts: back-pressure and calls to a service. The calls become waits
+    // inside their leaves (`merge`), and the leaves are typed again.
+    let mut turned = asm.capacity_waits;
+    turned.extend(served.waits);
+    let uncut = service::uncut(&graph, &edges, &turned, &served.callers);
+    waits.extend(turned);
     graph.locks = locks;
     graph.lock_waits = waits;
+    if merge::merge_cuts(&mut graph, &mut edges, &mut ext, &mut weak, &uncut) {
+        name_types(&mut graph, &weak, &asm.obj_kinds, opts);
+    }
     let before = graph.leaves.len();
     let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
     if before > 0 && graph.leaves.is_empty() {

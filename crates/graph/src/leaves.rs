@@ -641,7 +641,7 @@ impl Cutter {
             let at = self.n.saturating_sub(1);
             self.close(at, None);
         }
-        self.out.weak = weak_boundaries(&self.out.leaves, &self.sites, file);
+        self.out.weak = weak_boundaries(&self.out.leaves, &self.sites, file, &objs);
         let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_iter().collect();
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;

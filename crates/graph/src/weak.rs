@@ -13,10 +13,11 @@
 //!   backend asked; memcached's next connection ready in the same wakeup), the thread goes
 //!   straight to the same read, and that is new work too. Without this, a statement after a
 //!   wait and one without started with different leaves, and were two task types;
-//! - a reply followed by the next reply: a write that moved bytes on a channel, when the next
-//!   cut of the thread is a write from the same call site on the same channel. No read of the
-//!   channel came between (a read that moves bytes cuts), so the second write answers a request
-//!   the thread had already read: a client pipelined several requests and one read returned
+//! - a reply followed by the next reply: a write that moved bytes on a channel the thread has
+//!   read requests from, when the next cut of the thread is a write from the same call site on
+//!   the same channel. No read of the channel came between (a read that moves bytes cuts), so
+//!   the second write answers a request the thread had already read (a thread that only writes
+//!   to a channel is a stream of writes, not of replies): a client pipelined several requests and one read returned
 //!   them all. Without this, every request after the first of a read joined the one before it.
 //!   What it assumes: a reply is written by one call. A reply written in several calls from one
 //!   call site (a large body written piece by piece) is taken for several pipelined replies;
@@ -40,6 +41,8 @@ use scalpel_model::read::FileTrace;
 use scalpel_model::graph::OpName;
 
 use crate::local::LocalLeaf;
+
+use super::event::LocalObj;
 
 use super::event::reads_bytes;
 
@@ -86,6 +89,7 @@ pub(super) fn weak_boundaries(
     leaves: &[LocalLeaf],
     sites: &[(u32, u64)],
     file: &FileTrace,
+    objs: &[LocalObj],
 ) -> WeakOrder {
     let site_of = |i: usize, op: OpName| -> Site<'_> {
         let stack = sites.get(i).map_or(0, |s| s.0);
@@ -126,15 +130,33 @@ pub(super) fn weak_boundaries(
             }
         }
     }
-    // Leaf `i` ends at a reply (a write that moved bytes on a channel) and leaf `i + 1` at
-    // another from the same call site on the same channel: no read came between (it would have
-    // cut), so the second answers a request that was already read, pipelined behind the first.
+    // Per leaf: whether the thread had read from the channel it ends on before (it is in a
+    // dialogue on it, not only writing to it).
+    // A stream direction stands for its channel (both directions of a connection share one).
+    let channel = |obj: u32| match objs.get(obj as usize) {
+        Some(o) if o.channel != 0 => o.channel,
+        _ => u64::from(obj) | 1 << 63,
+    };
+    let mut read_from: ahash::AHashSet<u64> = ahash::AHashSet::new();
+    let mut in_dialogue = vec![false; leaves.len()];
+    for (i, l) in leaves.iter().enumerate() {
+        let Some(obj) = l.end_obj else { continue };
+        in_dialogue[i] = read_from.contains(&channel(obj));
+        if l.end_op.is_some_and(reads_bytes_op) {
+            read_from.insert(channel(obj));
+        }
+    }
+    // Leaf `i` ends at a reply (a write that moved bytes on a channel the thread reads requests
+    // from) and leaf `i + 1` at another from the same call site on the same channel: no read
+    // came between (it would have cut), so the second answers a request that was already read,
+    // pipelined behind the first.
     let next_reply = |i: usize| {
         let (Some(a), Some(b)) = (leaves[i].end_op, leaves.get(i + 1).and_then(|n| n.end_op))
         else {
             return false;
         };
         writes_bytes_op(a)
+            && in_dialogue[i]
             && leaves[i].end_obj.is_some()
             && leaves[i].end_obj == leaves[i + 1].end_obj
             && site_of(i, a) == site_of(i + 1, b)

@@ -78,6 +78,7 @@ fold-holds-core|c:knots|syncer . 240
 gen-pipelined|gen:14|
 gen-backpressure|gen:43|
 gen-commit|gen:20|
+gen-call|gen:1|
 LIST
 }
 

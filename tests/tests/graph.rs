@@ -482,20 +482,37 @@ fn private_objects_of_forked_processes_stay_apart_and_shared_ones_link_them() {
     let g = load_graph(&out);
     let pid = |leaf: u32| g.threads[g.leaves[leaf as usize].thread.index()].pid;
     let shared = |e: &scalpel_model::graph::Edge| g.objects[e.obj.unwrap().get() as usize].shared;
-    // Per kind and object scope: edges within one process, edges across two.
+    // Per kind and object scope: links within one process, links across two. A link is an
+    // edge, or a wait whose waker is known: a ping-pong's answer (the helper wakes the thread
+    // that called it and waits) is a wait of the caller with the helper's leaf as its holder.
     let mut within: BTreeMap<(EdgeKind, bool), usize> = BTreeMap::new();
     let mut across: BTreeMap<(EdgeKind, bool), usize> = BTreeMap::new();
-    for e in g
+    let kind_of = |obj: scalpel_model::graph::ObjId| {
+        let o = &g.objects[obj.get() as usize];
+        if o.kind.is(ObjKind::Sem) {
+            EdgeKind::Sem
+        } else {
+            EdgeKind::Cond
+        }
+    };
+    let edges = g
         .edges
         .iter()
         .filter(|e| matches!(e.kind, EdgeKind::Cond | EdgeKind::Sem))
-    {
-        let side = if pid(e.from.get()) == pid(e.to.get()) {
+        .map(|e| (e.from.get(), e.to.get(), e.kind, shared(e)));
+    let waits = g.lock_waits.iter().filter_map(|w| {
+        let o = &g.objects[w.obj.get() as usize];
+        let answered = o.kind.is(ObjKind::Cond) || o.kind.is(ObjKind::Sem);
+        let holder = w.holder.filter(|_| answered)?;
+        Some((holder.get(), w.waiter.get(), kind_of(w.obj), o.shared))
+    });
+    for (from, to, kind, is_shared) in edges.chain(waits) {
+        let side = if pid(from) == pid(to) {
             &mut within
         } else {
             &mut across
         };
-        *side.entry((e.kind, shared(e))).or_default() += 1;
+        *side.entry((kind, is_shared)).or_default() += 1;
     }
     eprintln!("within {within:?}, across {across:?}");
     // Both processes ping-pong through the same private addresses: every such wake stays in

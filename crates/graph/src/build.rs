@@ -27,8 +27,8 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
 use crate::{
-    assemble, event, eventloop, filter, futexlocks, latches, locks, merge, naming, queues, ready,
-    retype, service, signals, types,
+    assemble, calls, event, eventloop, filter, futexlocks, latches, locks, merge, naming, queues,
+    ready, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -45,6 +45,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     let mut caused = causal_edges(asm);
     let mut weak = program_order(&mut caused);
     let served = service::shared_work(&caused.graph, &mut caused.edges, &weak);
+    let called = calls::helper_calls(&caused.graph, &mut caused.edges, &weak);
     let Caused {
         mut graph,
         mut edges,
@@ -54,11 +55,12 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     name_types(&mut graph, &weak, &asm.obj_kinds, opts);
     let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
     waits.extend(latches::lock_waits(&latched, &asm.latch));
-    // Waits that were cuts: back-pressure and calls to a service. The calls become waits
-    // inside their leaves (`merge`), and the leaves are typed again.
+    // Waits that were cuts: back-pressure, calls to a service, and calls to a helper. The calls
+    // become waits inside their leaves (`merge`), and the leaves are typed again.
     let mut turned = asm.capacity_waits;
     turned.extend(served.waits);
-    let uncut = service::uncut(&graph, &edges, &turned, &served.callers);
+    turned.extend(called.waits);
+    let uncut = service::uncut(&graph, &edges, &turned, &served.callers, &called.callers);
     waits.extend(turned);
     graph.locks = locks;
     graph.lock_waits = waits;

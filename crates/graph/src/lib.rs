@@ -12,6 +12,7 @@
 
 mod assemble;
 mod build;
+mod calls;
 mod edges;
 mod event;
 mod eventloop;

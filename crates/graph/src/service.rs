@@ -124,13 +124,15 @@ pub(super) fn shared_work(graph: &Graph, edges: &mut Vec<Edge>, weak: &[bool]) -
 }
 
 /// The leaves whose ending call is a wait inside its work, now that the edges are known: the
-/// waiter of each of `waits` (its wake-up was a wait, not a cause) and each of `callers`, when
-/// no other causal edge meets that call (into the leaf after a wait, out of a caller's leaf).
+/// waiter of each of `waits` (its wake-up was a wait, not a cause) and each of `callers` (a
+/// service's), when no other causal edge meets that call (into the leaf after a wait, out of a
+/// caller's leaf), and each of `helper_calls` (whose call edge moves to the merged leaf).
 pub(super) fn uncut(
     graph: &Graph,
     edges: &[Edge],
     waits: &[LockWait],
     callers: &[u32],
+    helper_calls: &[u32],
 ) -> Vec<u32> {
     let causal = |k: EdgeKind| !matches!(k, EdgeKind::Program | EdgeKind::ProgramWeak);
     let mut into: AHashSet<u32> = AHashSet::new();
@@ -154,6 +156,12 @@ pub(super) fn uncut(
                 .iter()
                 .copied()
                 .filter(|&c| same_thread(c as usize) && !out_of.contains(&c)),
+        )
+        .chain(
+            helper_calls
+                .iter()
+                .copied()
+                .filter(|&c| same_thread(c as usize)),
         )
         .collect();
     v.sort_unstable();

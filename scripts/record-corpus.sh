@@ -79,6 +79,7 @@ gen-pipelined|gen:14|
 gen-backpressure|gen:43|
 gen-commit|gen:20|
 gen-call|gen:1|
+condlock|c:condlock|
 LIST
 }
 

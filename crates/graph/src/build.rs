@@ -27,8 +27,8 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
 use crate::{
-    assemble, calls, event, eventloop, filter, futexlocks, latches, locks, merge, naming, queues,
-    ready, retype, service, signals, types,
+    assemble, calls, condlocks, event, eventloop, filter, futexlocks, latches, locks, merge,
+    naming, queues, ready, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -55,12 +55,16 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     name_types(&mut graph, &weak, &asm.obj_kinds, opts);
     let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
     waits.extend(latches::lock_waits(&latched, &asm.latch));
-    // Waits that were cuts: back-pressure, calls to a service, and calls to a helper. The calls
-    // become waits inside their leaves (`merge`), and the leaves are typed again.
+    // Waits that were cuts: back-pressure, calls to a service, calls to a helper, and
+    // conditions used as locks. They become waits inside their leaves (`merge`), and the leaves
+    // are typed again.
     let mut turned = asm.capacity_waits;
     turned.extend(served.waits);
     turned.extend(called.waits);
-    let uncut = service::uncut(&graph, &edges, &turned, &served.callers, &called.callers);
+    turned.extend(asm.cond_locks.waits);
+    let mut signals = served.callers;
+    signals.extend(asm.cond_locks.signals);
+    let uncut = service::uncut(&graph, &edges, &turned, &signals, &called.callers);
     waits.extend(turned);
     graph.locks = locks;
     graph.lock_waits = waits;
@@ -174,6 +178,8 @@ struct Rest {
     weak: crate::weak::WeakOrder,
     /// Waits for room in a bounded queue (`queues::add_edges`): lock waits, not edges.
     capacity_waits: Vec<LockWait>,
+    /// Conditions used as locks (`condlocks`): their waits and the cuts that are none.
+    cond_locks: condlocks::CondLocks,
 }
 
 /// Phase 4: notification edges matched per object, then the passes that need all of them.
@@ -210,8 +216,11 @@ fn causal_edges(asm: Assembled) -> Caused {
     land_handoffs(&graph, &mut edges);
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
+    let mutexes = queues::cond_mutexes(&asm.sections);
     let capacity_waits = queues::add_edges(&graph, &mut edges, asm.sections);
     eventloop::land_completions(&graph, &conns, &mut edges);
+    // Before program order: a lock's hand-overs are no takes of new work.
+    let cond_locks = condlocks::cond_locks(&graph, &mut edges, &mutexes);
     Caused {
         graph,
         edges,
@@ -225,6 +234,7 @@ fn causal_edges(asm: Assembled) -> Caused {
             conns,
             weak: asm.weak,
             capacity_waits,
+            cond_locks,
         },
     }
 }

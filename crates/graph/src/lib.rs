@@ -13,6 +13,7 @@
 mod assemble;
 mod build;
 mod calls;
+mod condlocks;
 mod edges;
 mod event;
 mod eventloop;
@@ -28,6 +29,7 @@ mod notify;
 mod options;
 mod queues;
 mod ready;
+mod replies;
 mod retype;
 mod service;
 mod signals;

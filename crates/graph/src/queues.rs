@@ -47,6 +47,9 @@ pub(super) struct Section {
     /// sequence number of the mutex's next release after it: the signal's place in the
     /// mutex's order, which is earlier than the section's when a wait follows it).
     pub signals: Vec<(u32, u32, u64)>,
+    /// Conditions signalled while this section was held under an inner one (another mutex
+    /// taken after this one): what was signalled while this mutex was held.
+    pub outer_signals: Vec<u32>,
 }
 
 /// The call site of a section whose lock was counted, not recorded (see `Tracker::feed`).
@@ -62,6 +65,8 @@ struct Held {
     signals: Vec<(u32, u32, u64)>,
     /// Signals made since the last release: placed at the next one.
     pending: Vec<(u32, u32)>,
+    /// Conditions signalled while a mutex taken after this one was held.
+    outer: Vec<u32>,
 }
 
 /// Follows one thread's mutex sections.
@@ -107,6 +112,7 @@ impl Tracker {
                     waited: None,
                     signals: Vec::new(),
                     pending: Vec::new(),
+                    outer: Vec::new(),
                 });
             }
             CondUnlock => {
@@ -129,6 +135,7 @@ impl Tracker {
                         waited: None,
                         signals: Vec::new(),
                         pending: Vec::new(),
+                        outer: Vec::new(),
                     });
                 }
             }
@@ -149,6 +156,10 @@ impl Tracker {
                 if let Some(h) = self.held.last_mut() {
                     h.pending.push((s.obj, s.open_leaf.saturating_sub(1)));
                 }
+                let n = self.held.len();
+                for h in self.held.iter_mut().take(n.saturating_sub(1)) {
+                    h.outer.push(s.obj);
+                }
             }
             MutexUnlock => {
                 let Some(i) = self.held.iter().rposition(|h| h.obj == s.obj) else {
@@ -165,6 +176,7 @@ impl Tracker {
                         stack: h.stack,
                         waited: h.waited,
                         signals: h.signals,
+                        outer_signals: h.outer,
                     });
                 }
             }
@@ -183,10 +195,42 @@ impl Tracker {
             .collect();
         let mut v = self.sections;
         v.retain(|s| {
-            s.waited.is_some() || !s.signals.is_empty() || sites.contains(&(s.obj, s.stack))
+            s.waited.is_some()
+                || !s.signals.is_empty()
+                || !s.outer_signals.is_empty()
+                || sites.contains(&(s.obj, s.stack))
         });
         v
     }
+}
+
+/// Which mutexes conditions were used with (global ids, after assembly).
+#[derive(Default)]
+pub(super) struct CondMutexes {
+    /// Per condition: how many times it was signalled under a mutex.
+    pub signals: AHashMap<u32, u32>,
+    /// Per (condition, mutex): how many of those signals were made while that mutex was held.
+    pub held: AHashMap<(u32, u32), u32>,
+    /// Per condition: the mutexes it was waited on with.
+    pub waited_with: AHashMap<u32, AHashSet<u32>>,
+}
+
+/// The mutexes each condition was signalled under and waited with, from the sections.
+pub(super) fn cond_mutexes(sections: &[Section]) -> CondMutexes {
+    let mut m = CondMutexes::default();
+    for s in sections {
+        for &(c, _, _) in &s.signals {
+            *m.signals.entry(c).or_default() += 1;
+        }
+        let outer = s.outer_signals.iter().copied();
+        for c in s.signals.iter().map(|x| x.0).chain(outer) {
+            *m.held.entry((c, s.obj)).or_default() += 1;
+        }
+        if let Some(c) = s.waited {
+            m.waited_with.entry(c).or_default().insert(s.obj);
+        }
+    }
+    m
 }
 
 /// One take from a queue: the leaf that ended at the item's signal, the leaf the taker popped

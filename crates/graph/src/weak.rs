@@ -43,17 +43,13 @@ use scalpel_model::graph::OpName;
 use crate::local::LocalLeaf;
 
 use super::event::LocalObj;
+use super::replies;
 
 use super::event::reads_bytes;
 
 /// Whether the call reads bytes (a fetch site's operation).
 fn reads_bytes_op(op: scalpel_model::graph::OpName) -> bool {
     op.op().and_then(reads_bytes) == Some(true)
-}
-
-/// Whether the call writes bytes (a reply's operation).
-fn writes_bytes_op(op: scalpel_model::graph::OpName) -> bool {
-    op.op().and_then(reads_bytes) == Some(false)
 }
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
@@ -130,37 +126,13 @@ pub(super) fn weak_boundaries(
             }
         }
     }
-    // Per leaf: whether the thread had read from the channel it ends on before (it is in a
-    // dialogue on it, not only writing to it).
-    // A stream direction stands for its channel (both directions of a connection share one).
-    let channel = |obj: u32| match objs.get(obj as usize) {
-        Some(o) if o.channel != 0 => o.channel,
-        _ => u64::from(obj) | 1 << 63,
-    };
-    let mut read_from: ahash::AHashSet<u64> = ahash::AHashSet::new();
-    let mut in_dialogue = vec![false; leaves.len()];
-    for (i, l) in leaves.iter().enumerate() {
-        let Some(obj) = l.end_obj else { continue };
-        in_dialogue[i] = read_from.contains(&channel(obj));
-        if l.end_op.is_some_and(reads_bytes_op) {
-            read_from.insert(channel(obj));
-        }
-    }
-    // Leaf `i` ends at a reply (a write that moved bytes on a channel the thread reads requests
-    // from) and leaf `i + 1` at another from the same call site on the same channel: no read
-    // came between (it would have cut), so the second answers a request that was already read,
-    // pipelined behind the first.
-    let next_reply = |i: usize| {
-        let (Some(a), Some(b)) = (leaves[i].end_op, leaves.get(i + 1).and_then(|n| n.end_op))
-        else {
+    let replies = replies::pipelined(leaves, objs, |i, j| {
+        let (Some(a), Some(b)) = (leaves[i].end_op, leaves[j].end_op) else {
             return false;
         };
-        writes_bytes_op(a)
-            && in_dialogue[i]
-            && leaves[i].end_obj.is_some()
-            && leaves[i].end_obj == leaves[i + 1].end_obj
-            && site_of(i, a) == site_of(i + 1, b)
-    };
+        site_of(i, a) == site_of(j, b)
+    });
+    let next_reply = |i: usize| replies[i];
     let mut order = WeakOrder::default();
     // Whether the previous leaf ended at a dispatch wait (epoll, poll of several, select).
     let mut after_dispatch = false;

@@ -189,6 +189,9 @@ impl<'s> Assembly<'s> {
                 for (c, l, _) in &mut s.signals {
                     (*c, *l) = (n.obj(*c), n.leaf(*l));
                 }
+                for c in &mut s.outer_signals {
+                    *c = n.obj(*c);
+                }
                 Section {
                     obj: n.obj(s.obj),
                     leaf: n.leaf(s.leaf),

@@ -2,8 +2,8 @@
 # Records Python's ThreadingHTTPServer (scripts/servers/pyhttp.py: a thread per connection,
 # HTTP/1.1 keep-alive, on 127.0.0.1) under `scalpel record` while `ab -k` loads it, then infers
 # and holds the model to scripts/servers/pyhttp.toml (`server-check`): one request, one task.
-# Not yet in .ci/run: issue 49's rules for requests inside one thread's loop are not built, and
-# the request share is under its bound (docs/SERVERS.md has the figures).
+# CPython's GIL (a mutex and a condition every thread signals and waits on) is found as a lock,
+# so its hand-overs neither cut a request nor join two (docs/ARCHITECTURE.md, `condlocks`).
 #
 # Usage: scripts/trace-pyhttp.sh [TRACE_DIR]     (default: target/pyhttp-trace)
 # Environment: REQUESTS (2000), CONCURRENCY (8), LOAD_SECONDS (60: ab's time limit), PORT.

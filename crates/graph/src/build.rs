@@ -216,7 +216,7 @@ fn causal_edges(asm: Assembled) -> Caused {
     land_handoffs(&graph, &mut edges);
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
-    let mutexes = queues::cond_mutexes(&asm.sections);
+    let mutexes = queues::cond_mutexes(&asm.sections, &asm.signal_holds);
     let capacity_waits = queues::add_edges(&graph, &mut edges, asm.sections);
     eventloop::land_completions(&graph, &conns, &mut edges);
     // Before program order: a lock's hand-overs are no takes of new work.

@@ -254,6 +254,8 @@ pub(super) struct ThreadOut {
     pub closes: Vec<Close>,
     /// Mutex sections that may put into or take from a queue (see [`super::queues`]).
     pub sections: Vec<Section>,
+    /// Per condition signal, the mutexes held (see `queues::Tracker`).
+    pub signal_holds: Vec<(u32, u32)>,
     /// Leaf types in order of first use.
     pub types: Vec<LocalType>,
     /// The file's objects.
@@ -646,6 +648,7 @@ impl Cutter {
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;
         self.out.sections = self.queues.finish();
+        self.out.signal_holds = self.queues.take_signal_holds();
         self.out.objs = objs;
         self.out
     }

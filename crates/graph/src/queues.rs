@@ -47,9 +47,6 @@ pub(super) struct Section {
     /// sequence number of the mutex's next release after it: the signal's place in the
     /// mutex's order, which is earlier than the section's when a wait follows it).
     pub signals: Vec<(u32, u32, u64)>,
-    /// Conditions signalled while this section was held under an inner one (another mutex
-    /// taken after this one): what was signalled while this mutex was held.
-    pub outer_signals: Vec<u32>,
 }
 
 /// The call site of a section whose lock was counted, not recorded (see `Tracker::feed`).
@@ -65,8 +62,6 @@ struct Held {
     signals: Vec<(u32, u32, u64)>,
     /// Signals made since the last release: placed at the next one.
     pending: Vec<(u32, u32)>,
-    /// Conditions signalled while a mutex taken after this one was held.
-    outer: Vec<u32>,
 }
 
 /// Follows one thread's mutex sections.
@@ -76,7 +71,13 @@ pub(super) struct Tracker {
     /// A condition wait released this mutex and has not re-acquired it.
     in_wait: Option<u32>,
     sections: Vec<Section>,
+    /// Per condition signal: (condition, [`ANY_MUTEX`]), then (condition, mutex) for each
+    /// mutex held at the time.
+    signal_holds: Vec<(u32, u32)>,
 }
+
+/// In [`Tracker`]'s signal holds: the row that counts the signal itself.
+pub(super) const ANY_MUTEX: u32 = u32::MAX;
 
 /// One event as the tracker needs it.
 pub(super) struct Step {
@@ -112,7 +113,6 @@ impl Tracker {
                     waited: None,
                     signals: Vec::new(),
                     pending: Vec::new(),
-                    outer: Vec::new(),
                 });
             }
             CondUnlock => {
@@ -135,7 +135,6 @@ impl Tracker {
                         waited: None,
                         signals: Vec::new(),
                         pending: Vec::new(),
-                        outer: Vec::new(),
                     });
                 }
             }
@@ -156,10 +155,11 @@ impl Tracker {
                 if let Some(h) = self.held.last_mut() {
                     h.pending.push((s.obj, s.open_leaf.saturating_sub(1)));
                 }
-                let n = self.held.len();
-                for h in self.held.iter_mut().take(n.saturating_sub(1)) {
-                    h.outer.push(s.obj);
-                }
+                // Which mutexes were held (kept apart from the sections, which a thread makes by
+                // the million, so that they do not grow).
+                self.signal_holds.push((s.obj, ANY_MUTEX));
+                let holds = self.held.iter().map(|h| (s.obj, h.obj));
+                self.signal_holds.extend(holds);
             }
             MutexUnlock => {
                 let Some(i) = self.held.iter().rposition(|h| h.obj == s.obj) else {
@@ -176,7 +176,6 @@ impl Tracker {
                         stack: h.stack,
                         waited: h.waited,
                         signals: h.signals,
-                        outer_signals: h.outer,
                     });
                 }
             }
@@ -184,21 +183,23 @@ impl Tracker {
         }
     }
 
+    /// The signal holds (see the field), taken.
+    pub(super) fn take_signal_holds(&mut self) -> Vec<(u32, u32)> {
+        std::mem::take(&mut self.signal_holds)
+    }
+
     /// The sections that may matter: those that signalled or waited, and those at a call site
     /// where the thread waited on some condition with the same mutex.
-    pub(super) fn finish(self) -> Vec<Section> {
+    pub(super) fn finish(&mut self) -> Vec<Section> {
         let sites: AHashSet<(u32, u32)> = self
             .sections
             .iter()
             .filter(|s| s.waited.is_some())
             .map(|s| (s.obj, s.stack))
             .collect();
-        let mut v = self.sections;
+        let mut v = std::mem::take(&mut self.sections);
         v.retain(|s| {
-            s.waited.is_some()
-                || !s.signals.is_empty()
-                || !s.outer_signals.is_empty()
-                || sites.contains(&(s.obj, s.stack))
+            s.waited.is_some() || !s.signals.is_empty() || sites.contains(&(s.obj, s.stack))
         });
         v
     }
@@ -207,7 +208,7 @@ impl Tracker {
 /// Which mutexes conditions were used with (global ids, after assembly).
 #[derive(Default)]
 pub(super) struct CondMutexes {
-    /// Per condition: how many times it was signalled under a mutex.
+    /// Per condition: how many times it was signalled.
     pub signals: AHashMap<u32, u32>,
     /// Per (condition, mutex): how many of those signals were made while that mutex was held.
     pub held: AHashMap<(u32, u32), u32>,
@@ -215,17 +216,18 @@ pub(super) struct CondMutexes {
     pub waited_with: AHashMap<u32, AHashSet<u32>>,
 }
 
-/// The mutexes each condition was signalled under and waited with, from the sections.
-pub(super) fn cond_mutexes(sections: &[Section]) -> CondMutexes {
+/// The mutexes each condition was signalled under (from the signal holds, global ids) and
+/// waited with (from the sections).
+pub(super) fn cond_mutexes(sections: &[Section], holds: &[(u32, u32)]) -> CondMutexes {
     let mut m = CondMutexes::default();
-    for s in sections {
-        for &(c, _, _) in &s.signals {
+    for &(c, mutex) in holds {
+        if mutex == ANY_MUTEX {
             *m.signals.entry(c).or_default() += 1;
+        } else {
+            *m.held.entry((c, mutex)).or_default() += 1;
         }
-        let outer = s.outer_signals.iter().copied();
-        for c in s.signals.iter().map(|x| x.0).chain(outer) {
-            *m.held.entry((c, s.obj)).or_default() += 1;
-        }
+    }
+    for s in sections {
         if let Some(c) = s.waited {
             m.waited_with.entry(c).or_default().insert(s.obj);
         }

@@ -68,6 +68,7 @@ impl<'s> Assembly<'s> {
             ctls: Vec::with_capacity(sum(|t| t.out.ctls.len())),
             closes: Vec::with_capacity(sum(|t| t.out.closes.len())),
             sections: Vec::with_capacity(sum(|t| t.out.sections.len())),
+            signal_holds: Vec::with_capacity(sum(|t| t.out.signal_holds.len())),
             stream_by_key: AHashMap::new(),
             latch: AHashMap::new(),
         };
@@ -189,9 +190,6 @@ impl<'s> Assembly<'s> {
                 for (c, l, _) in &mut s.signals {
                     (*c, *l) = (n.obj(*c), n.leaf(*l));
                 }
-                for c in &mut s.outer_signals {
-                    *c = n.obj(*c);
-                }
                 Section {
                     obj: n.obj(s.obj),
                     leaf: n.leaf(s.leaf),
@@ -200,6 +198,15 @@ impl<'s> Assembly<'s> {
                 }
             },
         );
+        a.signal_holds
+            .extend(out.signal_holds.iter().map(|&(c, m)| {
+                let m = if m == crate::queues::ANY_MUTEX {
+                    m
+                } else {
+                    n.obj(m)
+                };
+                (n.obj(c), m)
+            }));
         a.latch.extend(out.latch.iter().map(|c| {
             let call = LatchCall {
                 leaf: n.leaf(c.leaf),

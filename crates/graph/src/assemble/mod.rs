@@ -51,6 +51,8 @@ pub(super) struct Assembled {
     pub closes: Vec<Close>,
     /// Mutex sections that may put into or take from a queue (global objects and leaves).
     pub sections: Vec<Section>,
+    /// Per condition signal, the mutexes held (global objects; see `queues::Tracker`).
+    pub signal_holds: Vec<(u32, u32)>,
     /// The latch wake-ups' calls by (process index, file index, event index), with global
     /// leaves and objects and durations in nanoseconds.
     pub latch: AHashMap<(usize, usize, u32), LatchCall>,

@@ -18,7 +18,9 @@
 //! back for new work (an event loop woken by its thread pool) are not calls.
 
 use ahash::AHashMap;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, LeafId, LockWait};
+use scalpel_model::graph::{Edge, Graph, LeafId, LockWait};
+
+use super::service::is_wakeup;
 
 /// What [`helper_calls`] found.
 #[derive(Default)]
@@ -27,14 +29,6 @@ pub(super) struct Calls {
     pub waits: Vec<LockWait>,
     /// Leaves that ended at a call whose answer became a wait.
     pub callers: Vec<u32>,
-}
-
-/// The kinds of edge a wake-up makes.
-fn is_wakeup(k: EdgeKind) -> bool {
-    matches!(
-        k,
-        EdgeKind::Cond | EdgeKind::Sem | EdgeKind::Futex | EdgeKind::Eventfd | EdgeKind::Queue
-    )
 }
 
 /// Turns the answers of helper calls into waits (see the module docs). `weak[i]`: the program

@@ -31,7 +31,7 @@ pub(super) struct Service {
 }
 
 /// The kinds of edge a wake-up makes.
-fn is_wakeup(k: EdgeKind) -> bool {
+pub(super) fn is_wakeup(k: EdgeKind) -> bool {
     matches!(
         k,
         EdgeKind::Cond | EdgeKind::Sem | EdgeKind::Futex | EdgeKind::Eventfd | EdgeKind::Queue

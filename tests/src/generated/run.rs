@@ -123,13 +123,24 @@ fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitS
     }
 }
 
+/// Starts `cmd` in a process group of its own (so that [`wait_within`] can stop all of it),
+/// its output discarded and its errors kept.
+fn spawn(cmd: &mut Command, seed: u64, step: &'static str) -> Result<Child, GenError> {
+    use std::os::unix::process::CommandExt;
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| GenError::Io { seed, step, source })
+}
+
 /// Records the server of `exe` under the load; the trace goes to `dir/trace`, the truth to
 /// `dir/truth.jsonl`.
 pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(), GenError> {
-    use std::os::unix::process::CommandExt;
     let seed = spec.seed;
     let step = |step: &'static str, detail: String| GenError::Step { seed, step, detail };
-    let mut server = Command::new(scalpel)
+    let mut server = Command::new(scalpel);
+    server
         .arg("record")
         .arg("-o")
         .arg(dir.join("trace"))
@@ -137,16 +148,8 @@ pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(),
         .arg(exe)
         .arg("server")
         .arg(dir)
-        .env("SCALPEL_TRUTH", dir.join("truth.jsonl"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| GenError::Io {
-            seed,
-            step: "starting scalpel record",
-            source,
-        })?;
+        .env("SCALPEL_TRUTH", dir.join("truth.jsonl"));
+    let mut server = spawn(&mut server, seed, "starting scalpel record")?;
     let start = Instant::now();
     while !dir.join("addr").exists() {
         if start.elapsed() > START_LIMIT || matches!(server.try_wait(), Ok(Some(_))) {
@@ -158,18 +161,9 @@ pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(),
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut load = Command::new(exe)
-        .arg("client")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| GenError::Io {
-            seed,
-            step: "starting the load",
-            source,
-        })?;
+    let mut load = Command::new(exe);
+    load.arg("client").arg(dir);
+    let mut load = spawn(&mut load, seed, "starting the load")?;
     let load_status = wait_within(&mut load, LOAD_LIMIT);
     let server_status = wait_within(&mut server, LOAD_LIMIT);
     let stderr = |c: &mut Child| {

@@ -80,6 +80,7 @@ gen-backpressure|gen:43|
 gen-commit|gen:20|
 gen-call|gen:1|
 condlock|c:condlock|
+gen-futex-queue|gen:17|
 LIST
 }
 

@@ -17,6 +17,11 @@
 //! takers, a signal wakes one waiter while a taker that did not wait pops the item, and the
 //! waiter pops the next one. Its `cond` edge then comes from the signal of the item it popped.
 //!
+//! The same holds for a queue whose items are counted by a futex word outside the mutex (a
+//! producer unlocks, then wakes the word; a consumer waits on the word only when the count is
+//! zero, then locks and pops): the wake right after a section is that section's put, and a
+//! section right after a wait on the word waited for it.
+//!
 //! What it assumes: the queue is FIFO; one signal per item put (a `cond_broadcast` puts
 //! nothing: it is usually a shutdown); the taker takes one item per critical section. A stack
 //! (LIFO) gets the right counts but wrong pairs once several items wait; a batch take links only
@@ -74,6 +79,12 @@ pub(super) struct Tracker {
     /// Per condition signal: (condition, [`ANY_MUTEX`]), then (condition, mutex) for each
     /// mutex held at the time.
     signal_holds: Vec<(u32, u32)>,
+    /// The last call closed a section that held no other mutex: a futex wake right after it
+    /// notifies what the section put.
+    just_unlocked: bool,
+    /// The last call was a futex wait on this word: a lock right after it takes what the wait
+    /// was for.
+    just_waited: Option<u32>,
 }
 
 /// In [`Tracker`]'s signal holds: the row that counts the signal itself.
@@ -99,7 +110,21 @@ impl Tracker {
     /// Takes the thread's next event.
     pub(super) fn feed(&mut self, s: &Step) {
         use Op::*;
+        let (unlocked, waited) = (self.just_unlocked, self.just_waited);
+        self.just_unlocked = false;
+        self.just_waited = None;
         match s.op {
+            // A queue notified by a futex word outside the mutex (a counter of items): the wake
+            // right after a put's section is that section's signal, and the section right after
+            // a wait on the word is a take that waited for it.
+            FutexWake if unlocked => {
+                if let Some(last) = self.sections.last_mut() {
+                    last.signals
+                        .push((s.obj, s.open_leaf.saturating_sub(1), last.order));
+                    self.signal_holds.push((s.obj, ANY_MUTEX));
+                }
+            }
+            FutexWait => self.just_waited = Some(s.obj),
             MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock if s.res == 0 => {
                 for x in self.sections.iter_mut().rev().take(4) {
                     if x.obj == s.obj && x.stack == UNKNOWN_SITE {
@@ -110,7 +135,7 @@ impl Tracker {
                     obj: s.obj,
                     leaf: s.open_leaf,
                     stack: s.stack,
-                    waited: None,
+                    waited: waited.filter(|_| self.held.is_empty()),
                     signals: Vec::new(),
                     pending: Vec::new(),
                 });
@@ -177,6 +202,7 @@ impl Tracker {
                         waited: h.waited,
                         signals: h.signals,
                     });
+                    self.just_unlocked = self.held.is_empty();
                 }
             }
             _ => {}

@@ -159,7 +159,16 @@ static inline void truth_part(int stage, const struct msg *m, uint64_t start) {
 }
 
 /* The request as a whole: the union of its parts (the scorer composes it). */
-static void truth_request(const struct msg *m) { truth_task("request", (int64_t)m->id, -1, 0, 0); }
+static inline void truth_request(const struct msg *m) {
+    truth_task("request", (int64_t)m->id, -1, 0, 0);
+}
+
+/* The last part of a request: its truth, then the response written to `fd`. */
+static inline void answer(int stage, int fd, const struct msg *m, uint64_t mark) {
+    truth_part(stage, m, mark);
+    truth_request(m);
+    full_write(fd, m, sizeof *m);
+}
 
 /* ---- noise: threads that share a lock with the handlers and nothing else ---- */
 

@@ -58,9 +58,7 @@ static void serve_connection(struct conn *c) {
         struct msg m;
         while (conn_next(c, &m)) {
             serve(&m);
-            truth_part(0, &m, mark);
-            truth_request(&m);
-            full_write(c->fd, &m, sizeof m);
+            answer(0, c->fd, &m, mark);
             mark = truth_now();
         }
     }
@@ -187,9 +185,7 @@ fn event_loop(c: &mut String) {
     epoll_loop(
         c,
         r#"                serve(&m);
-                truth_part(0, &m, mark);
-                truth_request(&m);
-                full_write(c->fd, &m, sizeof m);
+                answer(0, c->fd, &m, mark);
                 mark = truth_now();"#,
     );
     c.push_str("\nstatic void server(int lfd) { epoll_loop(lfd); }\n");
@@ -207,9 +203,7 @@ static void *worker_main(void *arg) {
         uint64_t mark = truth_now();
         if (it.fd < 0) break;
         serve(&it.m);
-        truth_part(1, &it.m, mark);
-        truth_request(&it.m);
-        full_write(it.fd, &it.m, sizeof it.m);
+        answer(1, it.fd, &it.m, mark);
     }
     return NULL;
 }
@@ -255,12 +249,11 @@ static void *serving_main(void *arg) {
         }
         serve(&it.m);
         if (FLOODED) spin(WORK_SPIN * 3);
-        truth_part(1, &it.m, mark);
         if (STAGES == 2) {
+            truth_part(1, &it.m, mark);
             bq_put(&q2, it);
         } else {
-            truth_request(&it.m);
-            full_write(it.fd, &it.m, sizeof it.m);
+            answer(1, it.fd, &it.m, mark);
         }
     }
     return NULL;
@@ -273,9 +266,7 @@ static void *writer_main(void *arg) {
         uint64_t mark = truth_now();
         if (it.fd < 0) break;
         spin(WORK_SPIN / 4);
-        truth_part(2, &it.m, mark);
-        truth_request(&it.m);
-        full_write(it.fd, &it.m, sizeof it.m);
+        answer(2, it.fd, &it.m, mark);
     }
     return NULL;
 }

@@ -18,8 +18,9 @@
 //! back for new work (an event loop woken by its thread pool) are not calls.
 
 use ahash::AHashMap;
-use scalpel_model::graph::{Edge, Graph, LeafId, LockWait};
+use scalpel_model::graph::{Edge, Graph, LockWait};
 
+use super::merge::{continues, wait_of};
 use super::service::is_wakeup;
 
 /// What [`helper_calls`] found.
@@ -36,11 +37,7 @@ pub(super) struct Calls {
 pub(super) fn helper_calls(graph: &Graph, edges: &mut Vec<Edge>, weak: &[bool]) -> Calls {
     let leaves = &graph.leaves;
     let n = leaves.len();
-    let strong_before = |l: usize| {
-        l > 0
-            && leaves[l - 1].thread == leaves[l].thread
-            && !weak.get(l - 1).copied().unwrap_or(true)
-    };
+    let strong_before = |l: usize| continues(graph, weak, l);
     // unit[l]: the first leaf of l's unit of work (its thread's leaves since the last weak edge).
     let mut unit = vec![0u32; n];
     for l in 0..n {
@@ -76,15 +73,10 @@ pub(super) fn helper_calls(graph: &Graph, edges: &mut Vec<Edge>, weak: &[bool]) 
         let Some(obj) = e.obj.filter(|_| is_wakeup(e.kind) && other_thread(f, t)) else {
             return true;
         };
-        let Some(call) = call_of(f, t) else {
+        let (Some(call), Some(wait)) = (call_of(f, t), wait_of(graph, f, t, obj)) else {
             return true;
         };
-        out.waits.push(LockWait {
-            obj,
-            waiter: LeafId::at(t - 1),
-            holder: Some(LeafId::at(f)),
-            wait_ns: leaves[t - 1].block_ns,
-        });
+        out.waits.push(wait);
         out.callers.push(call);
         false
     });

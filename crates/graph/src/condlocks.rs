@@ -11,9 +11,9 @@
 //! The rule: a condition whose signalling threads and waiting threads (the ends of its `cond`
 //! and `queue` edges) are the same set of three or more threads is a lock. Between two threads
 //! the same pattern is a dialogue (each wakes the other for its turn, as a ping-pong does), and
-//! stays edges. Its edges become waits
-//! of the leaf that waited, with the leaf that signalled as the holder, as a mutex's contended
-//! acquisitions are; the waits and the signals are then no cuts (`super::merge`). A barrier (each
+//! stays edges. A lock's edges become waits of the leaf that waited, with the leaf that
+//! signalled as the holder, as a mutex's contended acquisitions are; the waits and the signals
+//! are then no cuts (`super::merge`). A barrier (each
 //! thread waits, the last to arrive wakes the others) is the same: each thread's work goes on
 //! after it, caused by none of the others. A signal on a condition that is only ever signalled
 //! while such a lock's mutex is held, and that no edge crossed anywhere in the trace, is the
@@ -21,8 +21,9 @@
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, LeafId, LockWait};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
 
+use super::merge::wait_of;
 use super::queues::CondMutexes;
 
 /// What [`cond_locks`] found.
@@ -61,22 +62,14 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
         let Some(obj) = e.obj.filter(|o| is_cond(e) && locks.contains(&o.get())) else {
             return true;
         };
-        let (f, t) = (e.from.index(), e.to.index());
-        if t > 0 && t < leaves.len() && f < leaves.len() {
-            out.waits.push(LockWait {
-                obj,
-                waiter: LeafId::at(t - 1),
-                holder: Some(LeafId::at(f)),
-                wait_ns: leaves[t - 1].block_ns,
-            });
-        }
+        out.waits
+            .extend(wait_of(graph, e.from.index(), e.to.index(), obj));
         false
     });
-    // A signal on a lock's condition, or on one of its bookkeeping conditions (CPython's GIL
-    // signals its switch condition, which nobody waits on unless a switch is forced, at every
-    // take), hands nothing over.
-    // The mutexes of the locks' conditions: a condition signalled only while one of them is
-    // held, and that no edge ever crossed, is the lock's own bookkeeping.
+    // A signal on a lock's condition, or on one of its bookkeeping conditions, hands nothing
+    // over. A condition signalled only while a lock condition's mutex is held, and that no edge
+    // ever crossed, is such bookkeeping (CPython's GIL signals its switch condition, which
+    // nobody waits on unless a switch is forced, at every take).
     let lock_mutexes: AHashSet<u32> = locks
         .iter()
         .filter_map(|c| mutexes.waited_with.get(c))

@@ -31,7 +31,9 @@
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, LeafId, LockWait, NodeId, ObjId, ThreadId};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
+
+use super::merge::wait_of;
 use std::collections::VecDeque;
 
 /// A mutex critical section that may put or take (global indices after assembly).
@@ -433,19 +435,7 @@ fn capacity_waits(graph: &Graph, edges: &mut Vec<Edge>, capacity: &AHashSet<u32>
             return true;
         };
         // The wait ended the leaf before the one its return started, on the same thread.
-        let woken = graph.leaves.get(e.to.index());
-        let waiter = e.to.index().checked_sub(1).and_then(|w| {
-            let l = graph.leaves.get(w)?;
-            (woken.map(|x| x.thread) == Some(l.thread)).then_some((w, l))
-        });
-        if let (Some((w, l)), true) = (waiter, e.from.index() < graph.leaves.len()) {
-            waits.push(LockWait {
-                obj: c,
-                waiter: LeafId::at(w),
-                holder: Some(LeafId::at(e.from.index())),
-                wait_ns: l.block_ns,
-            });
-        }
+        waits.extend(wait_of(graph, e.from.index(), e.to.index(), c));
         false
     });
     waits

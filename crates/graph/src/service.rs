@@ -11,15 +11,16 @@
 //! wake-up from that thread on an answer object into a thread that goes on with its work
 //! becomes a wait of the leaf that waited, with the waking leaf as its holder, as a lock's
 //! contended acquisition is; every wake-up into that thread on a call object (the call into the
-//! service) is dropped. The
-//! service's own leaves stay a task of their own; the callers' waits stay visible to the
-//! rollups and the wait-for graph through the lock waits.
+//! service) is dropped. The service's own leaves stay a task of their own; the callers' waits
+//! stay visible to the rollups and the wait-for graph through the lock waits.
 //!
 //! A pool's workers are woken where they fetch new work (weak program order), so a dispatcher
 //! that wakes several workers is no service: its hand-offs stay edges.
 
 use ahash::AHashSet;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, LeafId, LockWait};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
+
+use super::merge::{continues, wait_of};
 
 /// What [`shared_work`] found.
 #[derive(Default)]
@@ -43,14 +44,7 @@ pub(super) fn is_wakeup(k: EdgeKind) -> bool {
 pub(super) fn shared_work(graph: &Graph, edges: &mut Vec<Edge>, weak: &[bool]) -> Service {
     let leaves = &graph.leaves;
     let n = leaves.len();
-    // A woken leaf goes on with its thread's work: the leaf before it is its thread's and the
-    // program edge between them is strong.
-    let continuing = |to: usize| {
-        to > 0
-            && to < n
-            && leaves[to - 1].thread == leaves[to].thread
-            && !weak.get(to - 1).copied().unwrap_or(true)
-    };
+    let continuing = |to: usize| continues(graph, weak, to);
     let other_thread = |a: usize, b: usize| a < n && b < n && leaves[a].thread != leaves[b].thread;
     // Per waking leaf, the distinct threads it woke that went on with their work.
     let mut woke: Vec<(u32, u32)> = edges
@@ -95,12 +89,7 @@ pub(super) fn shared_work(graph: &Graph, edges: &mut Vec<Edge>, weak: &[bool]) -
             return true;
         };
         if continuing(t) && answers.contains(&(leaves[f].thread.get(), obj.get())) {
-            out.waits.push(LockWait {
-                obj,
-                waiter: LeafId::at(t - 1),
-                holder: Some(LeafId::at(f)),
-                wait_ns: leaves[t - 1].block_ns,
-            });
+            out.waits.extend(wait_of(graph, f, t, obj));
             return false;
         }
         if calls.contains(&(leaves[t].thread.get(), obj.get())) {

@@ -52,12 +52,11 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         mut ext,
         rest: asm,
     } = caused;
-    name_types(&mut graph, &weak, &asm.obj_kinds, opts);
     let (locks, mut waits) = locks::contention(asm.releases, asm.acquires, asm.lock_aggs);
     waits.extend(latches::lock_waits(&latched, &asm.latch));
     // Waits that were cuts: back-pressure, calls to a service, calls to a helper, and
-    // conditions used as locks. They become waits inside their leaves (`merge`), and the leaves
-    // are typed again.
+    // conditions used as locks. They become waits inside their leaves (`merge`), before the
+    // leaves are typed and named.
     let mut turned = asm.capacity_waits;
     turned.extend(served.waits);
     turned.extend(called.waits);
@@ -68,9 +67,8 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     waits.extend(turned);
     graph.locks = locks;
     graph.lock_waits = waits;
-    if merge::merge_cuts(&mut graph, &mut edges, &mut ext, &mut weak, &uncut) {
-        name_types(&mut graph, &weak, &asm.obj_kinds, opts);
-    }
+    merge::merge_cuts(&mut graph, &mut edges, &mut ext, &mut weak, &uncut);
+    name_types(&mut graph, &weak, &asm.obj_kinds, opts);
     let before = graph.leaves.len();
     let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
     if before > 0 && graph.leaves.is_empty() {

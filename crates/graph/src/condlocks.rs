@@ -8,10 +8,11 @@
 //! between its request threads, 133 leaf types for 95% of the leaves). A queue's condition is
 //! different: producers signal and consumers wait, two roles.
 //!
-//! The rule: a condition whose signalling threads and waiting threads (the ends of its `cond`
-//! and `queue` edges) are the same set of three or more threads is a lock. Between two threads
-//! the same pattern is a dialogue (each wakes the other for its turn, as a ping-pong does), and
-//! stays edges. A lock's edges become waits of the leaf that waited, with the leaf that
+//! The rule: a condition whose woken threads (the targets of its `cond` and `queue` edges) are
+//! three or more and all signal it too (the sources) is a lock: in a queue the takers do not
+//! put. A thread may only signal (one that lets the lock go and never had to wait for it: a
+//! Python server's main thread). Between two threads the same pattern is a dialogue (each wakes
+//! the other for its turn, as a ping-pong does), and stays edges. A lock's edges become waits of the leaf that waited, with the leaf that
 //! signalled as the holder, as a mutex's contended acquisitions are; the waits and the signals
 //! are then no cuts (`super::merge`). A barrier (each
 //! thread waits, the last to arrive wakes the others) is the same: each thread's work goes on
@@ -54,7 +55,7 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
     }
     let locks: AHashSet<u32> = ends
         .iter()
-        .filter(|(_, (by, on))| by.len() >= 3 && by == on)
+        .filter(|(_, (by, on))| on.len() >= 3 && on.is_subset(by))
         .map(|(&o, _)| o)
         .collect();
     let mut out = CondLocks::default();

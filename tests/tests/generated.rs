@@ -14,10 +14,11 @@ use scalpel_e2e::generated::{run, Arch, Spec};
 const SEEDS: std::ops::Range<u64> = 0..25;
 
 /// Seeds whose programs the rules hold to the bounds (share at least 0.99 in every run
-/// tried). Pipelined replies (4, 14, 15, 19, 24), a group commit's waits (20) and calls to a
-/// helper (1, 8) joined them in session 27.
+/// tried, the machine idle or loaded). Pipelined replies (4, 14, 15, 19, 24), a group commit's
+/// waits (20) and calls to a helper (1) joined them in session 27. Seed 8 (a flooded 3-stage
+/// pipeline with commits) meets them on an idle machine but fell to 0.65 on a loaded one.
 const HOLDING: &[u64] = &[
-    0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 14, 15, 16, 18, 19, 20, 21, 22, 24,
+    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 18, 19, 20, 21, 22, 24,
 ];
 
 #[test]

@@ -20,8 +20,8 @@
 use ahash::AHashMap;
 use scalpel_model::graph::{Edge, Graph, LockWait};
 
-use super::merge::{continues, wait_of};
 use super::service::is_wakeup;
+use super::waits::{continues, wait_of};
 
 /// What [`helper_calls`] found.
 #[derive(Default)]

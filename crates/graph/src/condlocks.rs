@@ -24,8 +24,8 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
 
-use super::merge::wait_of;
 use super::queues::CondMutexes;
+use super::waits::wait_of;
 
 /// What [`cond_locks`] found.
 #[derive(Default)]

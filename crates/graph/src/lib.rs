@@ -37,6 +37,7 @@ mod sink;
 mod streamorder;
 mod streams;
 mod types;
+mod waits;
 mod weak;
 
 pub use build::build_graph;

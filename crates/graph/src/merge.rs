@@ -14,36 +14,9 @@
 //! last leaf's end (the same type as a leaf that ran from that start to that end uncut).
 
 use ahash::AHashMap;
-use scalpel_model::graph::{
-    Edge, Graph, LeafFile, LeafId, LeafType, LeafTypeId, LockWait, NodeId, ObjId,
-};
+use scalpel_model::graph::{Edge, Graph, LeafFile, LeafId, LeafType, LeafTypeId, NodeId};
 
 use crate::edges::ExtEdge;
-
-/// The wait a wake-up edge from leaf `from` to leaf `to` (on `obj`) becomes: the leaf before
-/// `to` on its thread ended at the wait, and `from` let it go on. `None` when `to` starts its
-/// thread or either leaf is out of range.
-pub(super) fn wait_of(graph: &Graph, from: usize, to: usize, obj: ObjId) -> Option<LockWait> {
-    let leaves = &graph.leaves;
-    let waiter = to.checked_sub(1)?;
-    let (w, t) = (leaves.get(waiter)?, leaves.get(to)?);
-    (from < leaves.len() && w.thread == t.thread).then(|| LockWait {
-        obj,
-        waiter: LeafId::at(waiter),
-        holder: Some(LeafId::at(from)),
-        wait_ns: w.block_ns,
-    })
-}
-
-/// Whether leaf `l` goes on with its thread's work: the leaf before it is its thread's and the
-/// program edge between them is strong (`weak[i]`: the edge out of leaf `i` is weak).
-pub(super) fn continues(graph: &Graph, weak: &[bool], l: usize) -> bool {
-    let leaves = &graph.leaves;
-    l > 0
-        && l < leaves.len()
-        && leaves[l - 1].thread == leaves[l].thread
-        && !weak.get(l - 1).copied().unwrap_or(true)
-}
 
 /// A leaf type's boundaries, as a key: start op and frames, end op and frames.
 type BoundaryKey = (Option<String>, Vec<String>, Option<String>, Vec<String>);

@@ -33,7 +33,7 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
 
-use super::merge::wait_of;
+use super::waits::wait_of;
 use std::collections::VecDeque;
 
 /// A mutex critical section that may put or take (global indices after assembly).

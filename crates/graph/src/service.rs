@@ -20,7 +20,7 @@
 use ahash::AHashSet;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
 
-use super::merge::{continues, wait_of};
+use super::waits::{continues, wait_of};
 
 /// What [`shared_work`] found.
 #[derive(Default)]

@@ -3,7 +3,7 @@
 //! Threads in a knot wait only on each other, so nothing outside it can speed them up: if they
 //! serve requests, one of the knot's edges is what limits throughput. Before the search, edges
 //! to `[unknown]` and edges lighter than [`WaitForOptions::min_share`] of all waiting are left
-//! out (wPerf does the same with 1%). A knot of several nodes then loses its lightest edge out
+//! out (wPerf does the same with 1%), a device's idle edges aside. A knot of several nodes then loses its lightest edge out
 //! of a thread group while that edge weighs less than [`WaitForOptions::trim`] of the knot's
 //! inner weight, and the knots are found again: a syncer that rarely waits for the handlers
 //! that feed it is the bottleneck with its disk, not with them. Likewise a component with a
@@ -47,9 +47,12 @@ pub(super) fn find(
     };
     let floor = (total as f64 * opts.min_share).ceil() as u64;
     let mut found = Found::default();
+    // A device's idle edge stays whatever it weighs: it is light exactly when the device is
+    // busy all the time, and dropped it would cut a saturated disk off the thread that keeps
+    // it busy (the knot would be the disk alone, not the syncer and its disk).
     let mut kept: Vec<bool> = edges
         .iter()
-        .map(|&(_, t, w)| t != unknown && w >= floor.max(1))
+        .map(|&(f, t, w)| t != unknown && (w >= floor.max(1) || (is_device(f) && w > 0)))
         .collect();
     found.left_out = (0..edges.len()).filter(|&i| !kept[i]).collect();
     // Each round removes at least one edge, so this ends within the edge count.

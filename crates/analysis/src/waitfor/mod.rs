@@ -209,7 +209,8 @@ pub struct WaitForOptions {
     /// followed everywhere). Default: every leaf.
     pub task: Option<TaskTypeId>,
     /// Edges lighter than this share of all direct waiting are left out of the knot search, as
-    /// wPerf drops edges under 1% of the time. Default 0.01.
+    /// wPerf drops edges under 1% of the time; a device's idle edges stay (a saturated device
+    /// is a knot with the threads that keep it busy). Default 0.01.
     pub min_share: f64,
     /// A knot of several nodes loses its lightest edge out of a thread group while that edge
     /// weighs less than this share of the knot's inner weight, and the knots are found again:

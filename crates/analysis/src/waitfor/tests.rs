@@ -218,6 +218,22 @@ fn a_light_edge_back_to_the_feeders_is_trimmed() {
     assert_eq!(w.nodes[t.to.index()].name, "process: handler");
 }
 
+/// A disk busy nearly all the time idles for less than the floor under which waits are left
+/// out: its idle edge stays, so the knot is the syncer with its disk, not the disk alone.
+#[test]
+fn a_saturated_disk_is_a_knot_with_the_thread_that_keeps_it_busy() {
+    let opts = WaitForOptions {
+        min_share: 0.05,
+        ..WaitForOptions::default()
+    };
+    let w = build(&syncer(false), None, &opts, None);
+    let idle = edge(&w, "[disk]", "syncer");
+    let total: u64 = w.edges.iter().map(|e| e.direct_ns).sum();
+    assert!((idle.idle_ns as f64) < 0.05 * total as f64, "{idle:?}, {total}");
+    assert_eq!(w.knots.len(), 1, "{:?}", w.knots);
+    assert_eq!(names(&w, &w.knots[0]), ["syncer", "[disk]"]);
+}
+
 /// The disk's idle time is shared with a thread that used it a little: that edge neither
 /// makes the syncer's knot leak nor makes the occasional user a knot.
 #[test]

@@ -8,5 +8,6 @@
 //! Non-goals: building the graph (`scalpel-graph`), mining the model (`scalpel-mine`) and
 //! writing anything a person reads (`scalpel-views`).
 
+pub mod diff;
 pub mod rollup;
 pub mod waitfor;

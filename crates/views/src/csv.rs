@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use scalpel_analysis::rollup::{TaskRow, TopView};
 
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

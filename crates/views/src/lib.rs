@@ -10,6 +10,7 @@
 
 pub mod budget;
 pub mod csv;
+pub mod diff;
 pub mod export;
 pub mod flame;
 pub mod graph;

@@ -151,6 +151,7 @@ impl<'g> TypeFold<'g> {
             blocked: self.blocked,
             contributors,
             children,
+            sorted_ns: self.latencies,
         }
     }
 }

@@ -104,6 +104,10 @@ pub struct TypeStats {
     pub contributors: Vec<Contributor>,
     /// Its child types, in the model's order.
     pub children: Vec<ChildStats>,
+    /// Every instance's latency, sorted: the sample two runs' latencies are compared on
+    /// (`diff`). Not serialized: the percentiles above are its summary.
+    #[serde(skip)]
+    pub sorted_ns: Vec<u64>,
 }
 
 /// How many contributors each type keeps.

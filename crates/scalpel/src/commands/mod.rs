@@ -1,6 +1,7 @@
 //! The subcommands: one module each, holding its arguments (`…Args`, clap's), their one
 //! conversion into the library's terms (`options`), and `run` on those.
 
+mod diff;
 mod dump;
 mod export;
 mod flame;
@@ -29,6 +30,9 @@ pub(crate) enum Command {
     Infer(infer::InferArgs),
     /// Show where the time went, top down: top-level tasks, then one task expanded.
     Top(top::TopArgs),
+    /// Compare two runs task type by task type: which kind of task got slower or faster,
+    /// whether beyond noise, and where its extra time went.
+    Diff(diff::DiffArgs),
     /// Write a one-page HTML report: the model drawing, the rollups and drill-downs.
     Report(report::ReportArgs),
     /// Draw a flame graph: off-CPU time (every blocking call by its stack, optionally with the
@@ -54,6 +58,7 @@ pub(crate) enum Job {
     Infer(infer::Infer),
     Top(top::Top),
     Report(report::Report),
+    Diff(diff::Diff),
     Flame(flame::Flame),
     Waitfor(waitfor::Waitfor),
     Timeline(timeline::Timeline),
@@ -70,6 +75,7 @@ impl Command {
             Command::Infer(a) => Job::Infer(a.options()),
             Command::Top(a) => Job::Top(a.options()),
             Command::Report(a) => Job::Report(a.options()),
+            Command::Diff(a) => Job::Diff(a.options()),
             Command::Flame(a) => Job::Flame(a.options()),
             Command::Waitfor(a) => Job::Waitfor(a.options()),
             Command::Timeline(a) => Job::Timeline(a.options()?),
@@ -87,6 +93,7 @@ impl Job {
             Job::Infer(i) => infer::run(&i),
             Job::Top(t) => top::run(&t),
             Job::Report(r) => report::run(&r),
+            Job::Diff(d) => diff::run(&d),
             Job::Flame(f) => flame::run(&f),
             Job::Waitfor(w) => waitfor::run(&w),
             Job::Timeline(t) => timeline::run(&t),

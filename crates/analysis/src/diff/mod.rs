@@ -1,0 +1,310 @@
+//! Two runs compared task by task: which kind of task got slower or faster, whether beyond
+//! noise, and where its extra time went (`scalpel diff`).
+//!
+//! Scope: the top-level task types of two models with their rollups (the requests, commits and
+//! jobs a reader compares; a nested type's change shows in the cause of the type that holds
+//! it). Types are paired by name, then by structure ([`matching`](self) rules); each pair's
+//! latency samples are compared with a rank test ([`mann_whitney`]); its cause is the leaf
+//! and kind of time whose share of the critical path per instance moved most. Non-goals:
+//! writing it (`scalpel-views`), loading the runs, and diffing flame graphs.
+//!
+//! A change is *significant* when both runs have at least [`DiffOptions::min_count`]
+//! instances, the rank test's p-value is below [`DiffOptions::alpha`] divided by the number of
+//! pairs tested (Bonferroni: the chance of calling any unchanged type changed stays below
+//! `alpha`), and the median moved by at least [`DiffOptions::min_effect`] of the old median (a
+//! thousand instances make a 1% shift "significant" in the statistical sense, and a reader
+//! has no use for it).
+
+mod cause;
+mod matching;
+mod ranks;
+
+use scalpel_model::task::{Model, TaskKind};
+use serde::Serialize;
+
+use crate::rollup::{Rollup, TypeStats};
+
+pub use cause::{Cause, PathPart};
+pub use matching::MatchedBy;
+pub use ranks::{mann_whitney, RankTest};
+
+use cause::composition;
+use matching::{pair, Candidate};
+
+/// How `diff` decides. `Default`: α = 0.01, a 10% move of the median, 5 instances a side.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DiffOptions {
+    /// The family-wise false-positive rate: the chance that a diff of two runs of the same
+    /// thing calls any type changed. Default 0.01.
+    pub alpha: f64,
+    /// The smallest move of the median, over the old median, that counts. Default 0.10.
+    pub min_effect: f64,
+    /// Fewer instances than this on either side are never significant. Default 5.
+    pub min_count: u64,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            alpha: 0.01,
+            min_effect: 0.10,
+            min_count: 5,
+        }
+    }
+}
+
+/// One run, as `diff` takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<'a> {
+    /// Its model.
+    pub model: &'a Model,
+    /// The model's rollups.
+    pub rollup: &'a Rollup,
+}
+
+/// Whether a type is in both runs or one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// In both.
+    Matched,
+    /// Only in the new run.
+    New,
+    /// Only in the old run.
+    Gone,
+}
+
+/// One run's figures for a type (its top-level instances).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Figures {
+    /// The type's name in this run.
+    pub name: String,
+    /// Instances.
+    pub count: u64,
+    /// Instances per second while it ran.
+    pub per_second: f64,
+    /// Median latency.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+    /// Latencies added up.
+    pub total_ns: u64,
+    /// Bytes read and written per instance.
+    pub bytes_per_instance: u64,
+    /// Leaves its instances hold.
+    pub leaves: u64,
+    /// The critical path per instance, by kind of time.
+    pub path: Vec<PathPart>,
+}
+
+/// One type's change.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypeDiff {
+    /// Its name: the new run's, or the old's for a type that is gone.
+    pub name: String,
+    /// Leaf, group, loop or session.
+    pub kind: TaskKind,
+    /// In both runs, or one.
+    pub status: Status,
+    /// How the pair was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched_by: Option<MatchedBy>,
+    /// The old run's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<Figures>,
+    /// The new run's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<Figures>,
+    /// New total time minus old (instances × latency).
+    pub total_change_ns: i64,
+    /// The rank test of the new latencies against the old.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<RankTest>,
+    /// Changed beyond noise (see the module's note).
+    pub significant: bool,
+    /// Where the change went, for a matched type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+}
+
+/// What one run had and how much of it was matched.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RunShare {
+    /// Top-level types.
+    pub types: u64,
+    /// Of which matched.
+    pub matched_types: u64,
+    /// Leaves held by top-level instances.
+    pub leaves: u64,
+    /// Of which in matched types.
+    pub matched_leaves: u64,
+}
+
+/// Two runs compared.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Diff {
+    /// The types that changed, the largest change in total time first (unchanged pairs are
+    /// counted in `unchanged`).
+    pub types: Vec<TypeDiff>,
+    /// Matched pairs whose figures are all equal.
+    pub unchanged: u64,
+    /// Pairs tested for significance.
+    pub tested: u64,
+    /// The old run.
+    pub old: RunShare,
+    /// The new run.
+    pub new: RunShare,
+}
+
+/// Compares `old` with `new`.
+pub fn diff(old: Run, new: Run, opts: &DiffOptions) -> Diff {
+    let (oc, nc) = (candidates(old), candidates(new));
+    let pairs = pair(&oc.0, &nc.0);
+    let (oc, nc) = (oc.1, nc.1);
+    let tested = pairs
+        .iter()
+        .filter(|&&(o, n, _)| oc[o].count >= opts.min_count && nc[n].count >= opts.min_count)
+        .count() as u64;
+    let mut out = Diff {
+        types: Vec::new(),
+        unchanged: 0,
+        tested,
+        old: share(old, &oc, pairs.iter().map(|p| p.0)),
+        new: share(new, &nc, pairs.iter().map(|p| p.1)),
+    };
+    let (mut old_done, mut new_done) = (vec![false; oc.len()], vec![false; nc.len()]);
+    for &(o, n, by) in &pairs {
+        old_done[o] = true;
+        new_done[n] = true;
+        let d = matched((old, oc[o]), (new, nc[n]), by, tested, opts);
+        if d.old == d.new && d.test.is_some_and(|t| t.p_value >= 1.0) {
+            out.unchanged += 1;
+        } else {
+            out.types.push(d);
+        }
+    }
+    for (_, &s) in oc.iter().enumerate().filter(|&(o, _)| !old_done[o]) {
+        out.types.push(alone(old, s, Status::Gone));
+    }
+    for (_, &s) in nc.iter().enumerate().filter(|&(n, _)| !new_done[n]) {
+        out.types.push(alone(new, s, Status::New));
+    }
+    out.types.sort_by(|a, b| {
+        b.total_change_ns
+            .unsigned_abs()
+            .cmp(&a.total_change_ns.unsigned_abs())
+            .then(a.name.cmp(&b.name))
+    });
+    out
+}
+
+/// A run's top-level types as match candidates, and their stats.
+fn candidates<'a>(run: Run<'a>) -> (Vec<Candidate<'a>>, Vec<&'a TypeStats>) {
+    run.rollup
+        .top_level
+        .iter()
+        .filter(|s| s.ty.index() < run.model.types.len())
+        .map(|s| (Candidate::of(run.model, s.ty.index(), s.count), s))
+        .unzip()
+}
+
+/// How much of a run the pairs (by candidate index) cover.
+fn share(run: Run, c: &[&TypeStats], paired: impl Iterator<Item = usize>) -> RunShare {
+    let leaves: Vec<u64> = c.iter().map(|s| top_leaves(run.model, s)).collect();
+    let mut r = RunShare {
+        types: c.len() as u64,
+        leaves: leaves.iter().sum(),
+        ..RunShare::default()
+    };
+    for i in paired {
+        r.matched_types += 1;
+        r.matched_leaves += leaves[i];
+    }
+    r
+}
+
+/// Leaves held by a type's top-level instances.
+fn top_leaves(model: &Model, s: &TypeStats) -> u64 {
+    let t = &model.types[s.ty.index()];
+    if t.kind == TaskKind::Leaf {
+        return t.top_level;
+    }
+    t.occurrences
+        .iter()
+        .filter(|o| o.parent.is_none())
+        .map(|o| o.leaves.as_slice().len() as u64)
+        .sum()
+}
+
+fn figures(run: Run, s: &TypeStats) -> Figures {
+    Figures {
+        name: run.model.types[s.ty.index()].name.clone(),
+        count: s.count,
+        per_second: s.per_second,
+        p50_ns: s.latency.p50_ns,
+        p90_ns: s.latency.p90_ns,
+        p99_ns: s.latency.p99_ns,
+        max_ns: s.latency.max_ns,
+        total_ns: s.total_ns,
+        bytes_per_instance: (s.bytes_in + s.bytes_out) / s.count.max(1),
+        leaves: top_leaves(run.model, s),
+        path: composition(s),
+    }
+}
+
+fn matched(
+    (old, os): (Run, &TypeStats),
+    (new, ns): (Run, &TypeStats),
+    by: MatchedBy,
+    tested: u64,
+    opts: &DiffOptions,
+) -> TypeDiff {
+    let test = mann_whitney(&ns.sorted_ns, &os.sorted_ns);
+    let enough = os.count >= opts.min_count && ns.count >= opts.min_count;
+    let moved = ns.latency.p50_ns.abs_diff(os.latency.p50_ns) as f64;
+    let significant = enough
+        && test.is_some_and(|t| t.p_value < opts.alpha / tested.max(1) as f64)
+        && moved >= opts.min_effect * os.latency.p50_ns as f64;
+    let (of, nf) = (figures(old, os), figures(new, ns));
+    TypeDiff {
+        name: nf.name.clone(),
+        kind: new.model.types[ns.ty.index()].kind,
+        status: Status::Matched,
+        matched_by: Some(by),
+        total_change_ns: ns.total_ns as i64 - os.total_ns as i64,
+        test,
+        significant,
+        cause: cause::cause(&side(old, os), &side(new, ns)),
+        old: Some(of),
+        new: Some(nf),
+    }
+}
+
+fn side<'a>(run: Run<'a>, stats: &'a TypeStats) -> cause::Side<'a> {
+    cause::Side {
+        model: run.model,
+        stats,
+        blame: &run.rollup.blame,
+    }
+}
+
+fn alone(run: Run, s: &TypeStats, status: Status) -> TypeDiff {
+    let f = figures(run, s);
+    let total = s.total_ns as i64;
+    TypeDiff {
+        name: f.name.clone(),
+        kind: run.model.types[s.ty.index()].kind,
+        status,
+        matched_by: None,
+        total_change_ns: if status == Status::Gone { -total } else { total },
+        test: None,
+        significant: false,
+        cause: None,
+        old: (status == Status::Gone).then(|| f.clone()),
+        new: (status == Status::New).then_some(f),
+    }
+}

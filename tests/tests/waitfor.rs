@@ -224,7 +224,11 @@ fn one_task_types_waits_and_bad_names_are_refused() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let model: Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("model.json")).unwrap()).unwrap();
     let task = model["types"]

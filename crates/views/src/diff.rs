@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use scalpel_analysis::diff::{Cause, Diff, Figures, Status, TypeDiff};
+use scalpel_analysis::diff::{Cause, Diff, Figures, RunShare, Status, TypeDiff};
 use serde::Serialize;
 
 use super::csv::csv_field;
@@ -17,7 +17,13 @@ const NAME: usize = 40;
 
 /// A signed duration: `+3.41 ms`, `-812 ns`, `0 ns`.
 fn signed(ns: i64) -> String {
-    let sign = if ns > 0 { "+" } else if ns < 0 { "-" } else { "" };
+    let sign = if ns > 0 {
+        "+"
+    } else if ns < 0 {
+        "-"
+    } else {
+        ""
+    };
     format!("{sign}{}", duration(ns.unsigned_abs()))
 }
 
@@ -122,10 +128,12 @@ pub fn write_diff_table(o: &mut impl Write, d: &Diff, limit: usize) -> io::Resul
     if d.types.is_empty() {
         return writeln!(o, "\nno task type changed");
     }
-    if d.old.matched_types == 0 && d.old.types > 0 && d.new.types > 0 {
+    let mostly_apart = |r: &RunShare| r.leaves > 0 && r.matched_leaves * 2 < r.leaves;
+    if mostly_apart(&d.old) && mostly_apart(&d.new) {
         writeln!(
             o,
-            "\nno task type of one run is in the other: are they recordings of the same program?"
+            "\nmost leaves of both runs are in task types the other run lacks: are they recordings \
+             of the same program?"
         )?;
     }
     writeln!(
@@ -155,9 +163,7 @@ fn row(o: &mut impl Write, t: &TypeDiff) -> io::Result<()> {
         (Some(a), Some(b)) => moved(a, b),
         _ => "-".into(),
     };
-    let p = t
-        .test
-        .map_or("-".into(), |x| format!("{:.1e}", x.p_value));
+    let p = t.test.map_or("-".into(), |x| format!("{:.1e}", x.p_value));
     writeln!(
         o,
         "{name:<NAME$} {:<6} {:>15} {:>21} {:>8} {:>11} {:>8}",
@@ -220,7 +226,7 @@ pub fn write_diff_csv(o: &mut impl Write, d: &Diff) -> io::Result<()> {
         let text = |x: Option<&str>| csv_field(x.unwrap_or(""));
         writeln!(
             o,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&t.name),
             verdict(t),
             t.significant,
@@ -235,11 +241,8 @@ pub fn write_diff_csv(o: &mut impl Write, d: &Diff) -> io::Result<()> {
             text(c.map(|c| c.what)),
             text(c.map(|c| c.leaf.as_str())),
             text(c.and_then(|c| c.call.as_deref())),
-            format!(
-                "{},{}",
-                text(c.and_then(|c| c.function.as_deref())),
-                c.map_or(String::new(), |c| format!("{:.4}", c.share_change))
-            ),
+            text(c.and_then(|c| c.function.as_deref())),
+            c.map_or(String::new(), |c| format!("{:.4}", c.share_change)),
         )?;
     }
     Ok(())

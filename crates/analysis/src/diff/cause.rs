@@ -103,7 +103,12 @@ fn floor_of(s: &Side) -> u64 {
         0
     } else {
         let n = s.stats.count.max(1);
-        s.stats.contributors.iter().map(|c| c.ns / n).min().unwrap_or(0)
+        s.stats
+            .contributors
+            .iter()
+            .map(|c| c.ns / n)
+            .min()
+            .unwrap_or(0)
     }
 }
 
@@ -123,7 +128,13 @@ pub(super) fn cause(old: &Side, new: &Side) -> Option<Cause> {
         let n = b.get(k).map_or(fb, |x| x.0);
         (o, n, n as i128 - o as i128)
     };
-    let score = |d: i128| if path_change == 0 { d.abs() } else { d * path_change.signum() };
+    let score = |d: i128| {
+        if path_change == 0 {
+            d.abs()
+        } else {
+            d * path_change.signum()
+        }
+    };
     // Ties go to the first key in sorted order: the same input gives the same cause.
     let best = keys
         .into_iter()

@@ -57,9 +57,7 @@ impl<'m> Candidate<'m> {
 /// `name` without a trailing ` #` and hex digits.
 pub(super) fn base_name(name: &str) -> &str {
     match name.rsplit_once(" #") {
-        Some((base, key)) if !key.is_empty() && key.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            base
-        }
+        Some((base, key)) if !key.is_empty() && key.bytes().all(|b| b.is_ascii_hexdigit()) => base,
         _ => name,
     }
 }
@@ -76,10 +74,17 @@ pub(super) fn pair(old: &[Candidate], new: &[Candidate]) -> Vec<(usize, usize, M
     let mut scored: Vec<(u64, u64, usize, usize)> = Vec::new();
     let mut family: AHashMap<(TaskKind, &str), Vec<usize>> = AHashMap::new();
     for (i, c) in new.iter().enumerate().filter(|&(i, _)| !new_done[i]) {
-        family.entry((c.kind, base_name(c.name))).or_default().push(i);
+        family
+            .entry((c.kind, base_name(c.name)))
+            .or_default()
+            .push(i);
     }
     for (o, c) in old.iter().enumerate().filter(|&(o, _)| !old_done[o]) {
-        for &n in family.get(&(c.kind, base_name(c.name))).into_iter().flatten() {
+        for &n in family
+            .get(&(c.kind, base_name(c.name)))
+            .into_iter()
+            .flatten()
+        {
             let (alike, apart) = likeness(c, &new[n]);
             scored.push((alike, apart, o, n));
         }
@@ -141,7 +146,7 @@ fn likeness(a: &Candidate, b: &Candidate) -> (u64, u64) {
         }
     }
     let all = (a.children.len() + b.children.len()) as u64 - common;
-    let alike = if all == 0 { 1000 } else { common * 1000 / all };
+    let alike = (common * 1000).checked_div(all).unwrap_or(1000);
     let (lo, hi) = (a.count.min(b.count).max(1), a.count.max(b.count).max(1));
     (alike, hi * 1000 / lo)
 }

@@ -37,7 +37,8 @@ type ContribKey = (LeafTypeId, Option<BlockKind>, Option<LeafTypeId>);
 /// [`TypeStats`] of the instances added so far.
 pub(super) struct TypeFold<'g> {
     g: &'g Graph,
-    latencies: Vec<u64>,
+    /// Each instance's (start, latency).
+    latencies: Vec<(u64, u64)>,
     first: Option<u64>,
     last: u64,
     total_ns: u64,
@@ -69,7 +70,7 @@ impl<'g> TypeFold<'g> {
     }
 
     pub(super) fn add(&mut self, i: &Instance) {
-        self.latencies.push(i.latency());
+        self.latencies.push((i.start_ns, i.latency()));
         self.total_ns += i.latency();
         self.first = Some(self.first.map_or(i.start_ns, |f| f.min(i.start_ns)));
         self.last = self.last.max(i.end_ns);
@@ -108,7 +109,9 @@ impl<'g> TypeFold<'g> {
     /// The stats of type `t`, with its children's parts.
     pub(super) fn finish(mut self, t: u32, children: Vec<ChildStats>) -> TypeStats {
         let count = self.latencies.len() as u64;
-        let latency = Latency::of(&mut self.latencies);
+        self.latencies.sort_unstable();
+        let by_start_ns: Vec<u64> = self.latencies.iter().map(|&(_, l)| l).collect();
+        let latency = Latency::of(&mut by_start_ns.clone());
         let span_ns = self.last.saturating_sub(self.first.unwrap_or(0));
         let per_s = |x: f64| {
             if span_ns == 0 {
@@ -151,7 +154,7 @@ impl<'g> TypeFold<'g> {
             blocked: self.blocked,
             contributors,
             children,
-            sorted_ns: self.latencies,
+            by_start_ns,
         }
     }
 }

@@ -104,10 +104,11 @@ pub struct TypeStats {
     pub contributors: Vec<Contributor>,
     /// Its child types, in the model's order.
     pub children: Vec<ChildStats>,
-    /// Every instance's latency, sorted: the sample two runs' latencies are compared on
-    /// (`diff`). Not serialized: the percentiles above are its summary.
+    /// Every instance's latency, in the order the instances started: the sample two runs'
+    /// latencies are compared on (`diff`, which needs the order: neighbours in time are alike).
+    /// Not serialized: the percentiles above are its summary.
     #[serde(skip)]
-    pub sorted_ns: Vec<u64>,
+    pub by_start_ns: Vec<u64>,
 }
 
 /// How many contributors each type keeps.

@@ -229,7 +229,10 @@ fn a_saturated_disk_is_a_knot_with_the_thread_that_keeps_it_busy() {
     let w = build(&syncer(false), None, &opts, None);
     let idle = edge(&w, "[disk]", "syncer");
     let total: u64 = w.edges.iter().map(|e| e.direct_ns).sum();
-    assert!((idle.idle_ns as f64) < 0.05 * total as f64, "{idle:?}, {total}");
+    assert!(
+        (idle.idle_ns as f64) < 0.05 * total as f64,
+        "{idle:?}, {total}"
+    );
     assert_eq!(w.knots.len(), 1, "{:?}", w.knots);
     assert_eq!(names(&w, &w.knots[0]), ["syncer", "[disk]"]);
 }

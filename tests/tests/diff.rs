@@ -1,0 +1,198 @@
+//! `scalpel diff` on runs whose difference is known: the replicated-store sample with its
+//! flow-control sleep and without it (the commit task must be the first line, changed beyond
+//! noise, with the sleep in `flow_control_sleep` as where the time went), recordings of one
+//! setting against each other (nothing changed; types matched for 99% of the leaves), a model
+//! against itself (empty), and runs of different programs (every type new or gone, said so).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use scalpel_e2e::score::load_tasks;
+use scalpel_e2e::{own_bin, record_with, scalpel, Run};
+use serde_json::Value;
+
+fn diff(old: &Path, new: &Path, extra: &[&str]) -> Output {
+    Command::new(scalpel())
+        .arg("diff")
+        .arg(old)
+        .arg(new)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn diff_json(old: &Path, new: &Path) -> Value {
+    let o = diff(old, new, &["--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/model/schema/scalpel-diff-1.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .take(5)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    v
+}
+
+/// The replicated store recorded with a flow-control sleep of `sleep_ms`, and the primary's
+/// model inferred from it (the client and the backup are other processes; the paper models the
+/// primary).
+fn primary_model(sleep_ms: u32) -> (Run, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let truth = tmp.path().join("truth.jsonl");
+    let run = record_with(
+        &own_bin("replicated-store"),
+        &["--rpc", "async", "--flow-sleep-ms", &sleep_ms.to_string()],
+        |c| {
+            c.env("SCALPEL_TRUTH", &truth);
+        },
+    )
+    .success();
+    let primary = load_tasks(&truth)
+        .iter()
+        .find(|t| t.ty == "local_commit")
+        .expect("the primary wrote local commits")
+        .pid;
+    let out = run.tmp.path().join("primary");
+    let o = Command::new(scalpel())
+        .arg("infer")
+        .arg(&run.dir)
+        .args(["--include", &format!("pid:{primary}"), "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (run, out)
+}
+
+fn share(side: &Value) -> f64 {
+    side["matched_leaves"].as_f64().unwrap() / side["leaves"].as_f64().unwrap().max(1.0)
+}
+
+fn unmatched(v: &Value) -> Vec<String> {
+    v["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] != "matched")
+        .map(|t| format!("{} {}", t["status"], t["name"]))
+        .collect()
+}
+
+#[test]
+fn the_flow_control_sleep_is_where_the_commit_tasks_time_went() {
+    // Six recordings of one setting, and one without the sleep.
+    let same: Vec<(Run, PathBuf)> = (0..6).map(|_| primary_model(200)).collect();
+    let (_off, off) = primary_model(0);
+    let (_, on) = &same[0];
+    let v = diff_json(on, &off);
+    let first = &v["types"][0];
+    assert_eq!(first["status"], "matched", "{v:#}");
+    assert_eq!(first["significant"], true, "{first:#}");
+    // The commit: a packet received on a session, answered through a sender.
+    let name = first["name"].as_str().unwrap();
+    assert!(
+        name.contains("recv_packet") && name.contains("send_packet"),
+        "{name}"
+    );
+    let (p50_on, p50_off) = (
+        first["old"]["p50_ns"].as_u64().unwrap(),
+        first["new"]["p50_ns"].as_u64().unwrap(),
+    );
+    assert!(p50_off * 2 < p50_on, "{p50_on} → {p50_off}");
+    let cause = &first["cause"];
+    assert_eq!(cause["what"], "sleep", "{cause:#}");
+    let mut at: Vec<&str> = cause["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    at.extend(cause["function"].as_str());
+    assert!(
+        at.iter().any(|f| f.contains("flow_control_sleep")),
+        "{cause:#}"
+    );
+    assert!(cause["share_change"].as_f64().unwrap() > 0.5, "{cause:#}");
+    // The table says the same on its first row.
+    let o = diff(on, &off, &[]);
+    let table = String::from_utf8(o.stdout).unwrap();
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("task "))
+        .collect();
+    assert!(rows[1].contains("recv_packet"), "{table}");
+    assert!(rows[..5].iter().any(|r| r.contains("faster")), "{table}");
+    assert!(
+        rows[..6].iter().any(|r| r.contains("flow_control_sleep")),
+        "{table}"
+    );
+    assert!(table.lines().all(|l| l.chars().count() <= 120), "{table}");
+    // Recordings of one setting: no type changed beyond noise in 5 pairs. Each pair's false-
+    // positive rate is bounded by α = 0.01 over its types (Bonferroni), so the 5 pairs show one
+    // with a chance below 5% if the runs were samples of one distribution; the 10% bound on
+    // the median's move keeps run-to-run drift out too.
+    for pair in same.windows(2) {
+        let v = diff_json(&pair[0].1, &pair[1].1);
+        let changed: Vec<&Value> = v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["significant"] == true)
+            .collect();
+        assert!(changed.is_empty(), "{changed:#?}");
+        for side in ["old", "new"] {
+            assert!(
+                share(&v[side]) >= 0.99,
+                "{side}: {} of the leaves matched; unmatched: {:?}",
+                share(&v[side]),
+                unmatched(&v)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_model_against_itself_is_an_empty_diff_and_other_programs_match_nothing() {
+    let (_run, model) = primary_model(50);
+    let v = diff_json(&model, &model.join("model.json"));
+    assert_eq!(v["types"], Value::Array(vec![]), "{v:#}");
+    assert!(v["unchanged"].as_u64().unwrap() > 0);
+    let o = diff(&model, &model, &[]);
+    assert!(String::from_utf8(o.stdout)
+        .unwrap()
+        .contains("no task type changed"));
+    // Another program: its types are new or gone (a name any program has, such as a thread's
+    // exit, may still match), and the table says why.
+    let other = record_with(&own_bin("threadpool"), &[], |_| {}).success();
+    let v = diff_json(&model, &other.dir);
+    assert!(share(&v["old"]) < 0.01 && share(&v["new"]) < 0.01, "{v:#}");
+    let o = diff(&model, &other.dir, &[]);
+    assert!(o.status.success());
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(table.contains("the same program?"), "{table}");
+    assert!(
+        table.contains(" gone ") && table.contains(" new "),
+        "{table}"
+    );
+}
+
+#[test]
+fn bad_runs_and_bad_flags_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-run");
+    let o = diff(&missing, tmp.path(), &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the old run") && err.contains("no-such-run"),
+        "{err}"
+    );
+    let o = diff(tmp.path(), tmp.path(), &["--alpha", "2"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("probability"));
+}

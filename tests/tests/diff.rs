@@ -121,9 +121,16 @@ fn the_flow_control_sleep_is_where_the_commit_tasks_time_went() {
     // The table says the same on its first row.
     let o = diff(on, &off, &[]);
     let table = String::from_utf8(o.stdout).unwrap();
+    let mut lines = table.lines();
+    let (first, second) = (lines.next().unwrap(), lines.next().unwrap());
+    assert!(
+        first.starts_with("finding: task ") && first.contains("recv_packet"),
+        "{table}"
+    );
+    assert!(second.contains("sleep in"), "{table}");
     let rows: Vec<&str> = table
         .lines()
-        .skip_while(|l| !l.starts_with("task "))
+        .skip_while(|l| !l.starts_with("task  "))
         .collect();
     assert!(rows[1].contains("recv_packet"), "{table}");
     assert!(rows[..5].iter().any(|r| r.contains("faster")), "{table}");
@@ -132,6 +139,29 @@ fn the_flow_control_sleep_is_where_the_commit_tasks_time_went() {
         "{table}"
     );
     assert!(table.lines().all(|l| l.chars().count() <= 120), "{table}");
+    // The report with the sleep's run as its baseline opens with the same finding.
+    let html = off.join("report.html");
+    let o = Command::new(scalpel())
+        .arg("report")
+        .arg(&off)
+        .arg("--baseline")
+        .arg(on)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let (compared, model) = (
+        page.find("<h2>Compared with")
+            .expect("a comparison section"),
+        page.find("<h2>Task model").unwrap(),
+    );
+    assert!(compared < model);
+    assert!(
+        page[compared..model].contains("flow_control_sleep"),
+        "{page}"
+    );
     // Recordings of one setting: no type changed beyond noise in 5 pairs. Each pair's false-
     // positive rate is bounded by α = 0.01 over its types (Bonferroni), so the 5 pairs show one
     // with a chance below 5% if the runs were samples of one distribution; the 10% bound on

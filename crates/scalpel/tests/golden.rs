@@ -169,6 +169,7 @@ fn every_view_of_the_server_graph_matches_its_golden_file() {
     let opts = ReportOptions {
         tasks: 5,
         title: "golden server".into(),
+        baseline: None,
     };
     let mut timeline = Vec::new();
     let spans = task_spans(&graph, &model);

@@ -7,6 +7,7 @@ use scalpel_analysis::diff::{Cause, Diff, Figures, RunShare, Status, TypeDiff};
 use serde::Serialize;
 
 use super::csv::csv_field;
+use super::html::esc;
 use super::units::{duration, pct};
 
 /// The JSON document's schema name, bumped when a field changes meaning.
@@ -64,13 +65,18 @@ pub fn cause_lines(c: &Cause) -> [String; 2] {
         duration(c.new_ns),
         c.what
     );
-    let mut at: Vec<&str> = c.function.iter().map(String::as_str).collect();
-    at.extend(
-        c.stack
-            .iter()
-            .map(String::as_str)
-            .filter(|f| Some(*f) != c.function.as_deref()),
-    );
+    // From the function that made the call outwards (the frames inside it are the library's).
+    let from = c
+        .function
+        .as_ref()
+        .and_then(|f| c.stack.iter().position(|s| s == f));
+    let at: Vec<&str> = match (from, &c.function) {
+        (Some(k), _) => c.stack[k..].iter().map(String::as_str).collect(),
+        (None, Some(f)) => std::iter::once(f.as_str())
+            .chain(c.stack.iter().map(String::as_str))
+            .collect(),
+        (None, None) => c.stack.iter().map(String::as_str).collect(),
+    };
     match &c.call {
         // `sleep in f`, not `sleep: sleep in f`.
         Some(call) if call == c.what => first.truncate(first.len() - c.what.len()),
@@ -102,6 +108,10 @@ fn cut(s: &str, width: usize) -> String {
 /// The diff as a table: a summary, then a row per changed type (at most `limit`), each
 /// significant one with the line that says where its time went.
 pub fn write_diff_table(o: &mut impl Write, d: &Diff, limit: usize) -> io::Result<()> {
+    if let Some((name, what)) = finding(d) {
+        writeln!(o, "finding: task {name}")?;
+        writeln!(o, "{}", cut(&format!("  {what}"), 120))?;
+    }
     let changed = d.types.iter().filter(|t| t.significant).count();
     let count = |s: Status| d.types.iter().filter(|t| t.status == s).count();
     writeln!(
@@ -246,4 +256,69 @@ pub fn write_diff_csv(o: &mut impl Write, d: &Diff) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The finding: the first type changed beyond noise, and how its median moved and where the
+/// change went (`p50 +180.23 ms (-84.9%), 90.9% of it in sleep in flow_control_sleep`);
+/// `None` when nothing changed beyond noise.
+pub fn finding(d: &Diff) -> Option<(&str, String)> {
+    let t = d.types.iter().find(|t| t.significant)?;
+    let (o, n) = (t.old.as_ref()?, t.new.as_ref()?);
+    let mut s = format!(
+        "p50 {} ({})",
+        signed(n.p50_ns as i64 - o.p50_ns as i64),
+        moved(o, n)
+    );
+    if let Some(c) = &t.cause {
+        s += &format!(", {} of it in {}", pct(c.share_change), c.what);
+        if let Some(f) = c.function.as_ref().or(c.stack.first()) {
+            s += &format!(" in {f}");
+        }
+    }
+    Some((&t.name, s))
+}
+
+/// The report's first section with a baseline: the finding, then the changed types.
+pub fn write_diff_html(o: &mut impl Write, d: &Diff, old: &str) -> io::Result<()> {
+    writeln!(o, "<h2>Compared with {}</h2>", esc(old))?;
+    match finding(d) {
+        Some((name, what)) => writeln!(o, "<p><b>task {}: {}</b></p>", esc(name), esc(&what))?,
+        None => writeln!(o, "<p>No task type changed beyond noise.</p>")?,
+    }
+    if d.types.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        o,
+        "<table><tr><th>task</th><th></th><th>count</th><th>p50</th><th>change</th>\
+         <th>total</th><th>p-value</th><th>where the change went</th></tr>"
+    )?;
+    for t in d.types.iter().take(10) {
+        let n = |f: &Option<Figures>| f.as_ref().map_or("-".into(), |f| f.count.to_string());
+        let p50 = |f: &Option<Figures>| f.as_ref().map_or("-".into(), |f| duration(f.p50_ns));
+        let change = match (&t.old, &t.new) {
+            (Some(a), Some(b)) => moved(a, b),
+            _ => "-".into(),
+        };
+        let cause = match (&t.cause, t.significant) {
+            (Some(c), true) => cause_lines(c).join(" "),
+            _ => String::new(),
+        };
+        writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{} → {}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td></tr>",
+            esc(&t.name),
+            verdict(t),
+            n(&t.old),
+            n(&t.new),
+            p50(&t.old),
+            p50(&t.new),
+            change,
+            signed(t.total_change_ns),
+            t.test.map_or("-".into(), |x| format!("{:.1e}", x.p_value)),
+            esc(&cause)
+        )?;
+    }
+    writeln!(o, "</table>")
 }

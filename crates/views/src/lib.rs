@@ -15,6 +15,7 @@ pub mod export;
 pub mod flame;
 pub mod graph;
 pub mod graphviz;
+mod html;
 pub mod json;
 pub mod model;
 pub mod outfile;

@@ -7,12 +7,15 @@ use std::io::{self, Write};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::{Model, TaskTypeId};
 
+use super::diff::write_diff_html;
 use super::flame::{write_flame_svg, write_flame_svg_as, Weights};
 use super::graphviz::DrawError;
+use super::html::esc;
 use super::model::{model_svg, ModelDraw};
 use super::table::blocked_shares;
 use super::units::{bytes, count, duration, pct};
 use super::waitfor::{edge_name, knot_name, site_line};
+use scalpel_analysis::diff::Diff;
 use scalpel_analysis::rollup::{off_cpu, sample_period_ns, top_view, wall, Expanded, FlameOptions};
 use scalpel_analysis::rollup::{Rollup, TaskRow, TopOptions};
 use scalpel_analysis::waitfor::{WaitEdgeId, WaitFor};
@@ -24,6 +27,8 @@ pub struct ReportOptions {
     pub tasks: usize,
     /// What the report is about (shown in the heading).
     pub title: String,
+    /// A diff against an earlier run and what that run was, shown first (the finding).
+    pub baseline: Option<(String, Diff)>,
 }
 
 impl Default for ReportOptions {
@@ -31,15 +36,9 @@ impl Default for ReportOptions {
         ReportOptions {
             tasks: 5,
             title: String::new(),
+            baseline: None,
         }
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;color:#222}\
@@ -368,6 +367,9 @@ pub fn write_report(
             ),
             count(supers as u64, "task type", "task types")
         )?;
+    }
+    if let Some((old, d)) = &opts.baseline {
+        write_diff_html(o, d, old)?;
     }
     // Steps seen once (start-up, shutdown) are left out of the drawing, as from the table: they
     // took half of the demo's picture. A model of nothing but those is drawn whole.

@@ -3,8 +3,9 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
+use scalpel_analysis::diff::{diff, DiffOptions, Run};
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
 use scalpel_model::progress::Timings;
 use scalpel_views::report::{write_report, ReportOptions};
@@ -25,6 +26,10 @@ pub(crate) struct ReportArgs {
     /// How many top-level tasks get a drill-down section.
     #[arg(long, value_name = "N", default_value = "5")]
     pub tasks: usize,
+    /// An earlier run (a trace directory, a directory `infer` wrote, or a model.json) to
+    /// compare with: the report then opens with what changed, as `scalpel diff` finds it.
+    #[arg(long, value_name = "OLD")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// `report` in the library's terms.
@@ -33,14 +38,23 @@ pub(crate) struct Report {
     pub source: Source,
     pub output: Option<PathBuf>,
     pub tasks: usize,
+    /// The earlier run, inferred with the same options.
+    pub baseline: Option<Source>,
 }
 
 impl ReportArgs {
     pub(crate) fn options(self) -> Report {
+        let source = self.source.options();
+        let baseline = self.baseline.map(|path| Source {
+            path,
+            pipeline: source.pipeline.clone(),
+            timings: source.timings,
+        });
         Report {
-            source: self.source.options(),
+            source,
             output: self.output,
             tasks: self.tasks,
+            baseline,
         }
     }
 }
@@ -50,9 +64,30 @@ pub(crate) fn run(a: &Report) -> Result<()> {
     let mut t = Timings::new();
     let (l, r) = a.source.load_rollups(&mut t)?;
     let out = output_path(a.output.as_ref(), &l, "report.html")?;
+    let baseline = match &a.baseline {
+        Some(old) => {
+            let (ol, or) = old
+                .load_rollups(&mut t)
+                .with_context(|| format!("the baseline, {}", old.path.display()))?;
+            let d = diff(
+                Run {
+                    model: &ol.model,
+                    rollup: &or,
+                },
+                Run {
+                    model: &l.model,
+                    rollup: &r,
+                },
+                &DiffOptions::default(),
+            );
+            Some((old.path.display().to_string(), d))
+        }
+        None => None,
+    };
     let opts = ReportOptions {
         tasks: a.tasks,
         title: l.from.display().to_string(),
+        baseline,
     };
     let waits = t.phase("wait-for graph", &Spinner::new(), || {
         wait_for(&l.graph, &l.model, &WaitForOptions::default())

@@ -144,6 +144,37 @@ mod tests {
     }
 
     #[test]
+    fn diff_command_line() {
+        let args = [
+            "diff",
+            "old",
+            "new",
+            "--alpha",
+            "0.05",
+            "--include",
+            "pid:7",
+        ];
+        let Job::Diff(d) = parse(&args).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (d.old.path, d.new.path),
+            (PathBuf::from("old"), PathBuf::from("new"))
+        );
+        assert_eq!(d.options.alpha, 0.05);
+        assert_eq!(d.options.min_effect, 0.1);
+        // The inference options apply to both runs.
+        assert_eq!(d.old.pipeline.graph.include, d.new.pipeline.graph.include);
+        assert_eq!(d.new.pipeline.graph.include.len(), 1);
+        assert_eq!(d.format, diff::Format::Table);
+        assert!(parse(&["diff", "old"]).is_err());
+        let e = parse(&["diff", "a", "b", "--alpha", "1.5"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("probability"), "{e}");
+    }
+
+    #[test]
     fn dump_command_line() {
         let args = [
             "dump",

@@ -171,23 +171,21 @@ fn says_nothing(f: &str, skip: &SkipList) -> bool {
         || f.starts_with("std::rt::")
 }
 
-/// A type with fewer leaves than this never lengthens another type's name: as many as the miner
-/// needs to call something repeated (`scalpel_mine::DEFAULT_MIN_SUPPORT`).
-const RARE_COUNT: u64 = 5;
-
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
 /// the naming one that tells them apart (thread entry and runtime frames never do).
 ///
-/// A rare type does not rename the common ones: when the types of a group with at least
-/// [`RARE_COUNT`] leaves all have one caller, only the rare types with another caller are named
-/// after it. Otherwise one stray leaf (a PostgreSQL backend that waited once in the middle of a
-/// `COPY`) renamed the type of 50,000 waits in one recording and not in the next, and names
-/// must stay the same from one recording of a program to the next. The bound is a count, not a
-/// share of the largest type: a side path that runs a fixed number of times (a session's
-/// start-up messages, 940 of PostgreSQL's `secure_read`s) against a main path that grows with
-/// the load (100,000 statements) crossed a 1% share between two recordings of one setting, and
-/// renamed the main path in one of them.
+/// The group's main path keeps the short name: the caller whose types hold the most leaves of
+/// the group. Only the other paths are lengthened, each with every caller down to the one that
+/// tells it apart (`wait < read_msg < handshake`). So the name of a type depends on its own
+/// stack and on which path is its group's main one, never on whether a side path happened to
+/// run, or to run often enough, in one recording. Earlier rules lengthened every common type
+/// of a group once a second caller was seen often enough (five leaves), and the name of
+/// PostgreSQL's 94,000 waits for a statement changed from one recording to the next because the
+/// waits of a session's start-up packet, a fixed handful, crossed that count in one of them.
+/// Before that, a share of the largest type was tried: a side path that runs a fixed number of
+/// times against a main path that grows with the load crossed it too. A main path changes only
+/// when the group's largest paths are close in size.
 pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
@@ -198,6 +196,16 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
             .nth(depth)
             .cloned()
     };
+    let naming = |t: &LeafType| {
+        if t.end.function.is_some() {
+            t.end.clone()
+        } else {
+            t.start.clone()
+        }
+    };
+    let boundaries: Vec<BoundaryInfo> = types.iter().map(naming).collect();
+    // How many callers each type's name already shows.
+    let mut shown = vec![0usize; types.len()];
     for depth in 0..3 {
         let mut by_name: AHashMap<String, Vec<usize>> = AHashMap::new();
         for (i, t) in types.iter().enumerate() {
@@ -207,53 +215,53 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
         let mut groups: Vec<Vec<usize>> = by_name.into_values().filter(|v| v.len() > 1).collect();
         groups.sort_unstable();
         for group in groups {
-            // Only when the callers differ within the group.
             let callers: Vec<Option<String>> = group
                 .iter()
-                .map(|&i| {
-                    let t = &types[i];
-                    let b = if t.end.function.is_some() {
-                        &t.end
-                    } else {
-                        &t.start
-                    };
-                    caller(b, depth)
-                })
+                .map(|&i| caller(&boundaries[i], depth))
                 .collect();
-            let mut distinct = callers.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            if distinct.len() < 2 {
+            let Some(main) = main_caller(&group, &callers, types) else {
                 continue;
-            }
-            let common = |i: usize| types[i].count >= RARE_COUNT;
-            let mut common_callers: Vec<&Option<String>> = group
-                .iter()
-                .zip(&callers)
-                .filter(|(&i, _)| common(i))
-                .map(|(_, c)| c)
-                .collect();
-            common_callers.sort_unstable();
-            common_callers.dedup();
-            // The common types' one caller, when they agree: they keep the name.
-            let keep = match common_callers.as_slice() {
-                [one] => Some((*one).clone()),
-                _ => None,
             };
-            for (&i, c) in group.iter().zip(callers) {
-                if keep.as_ref().is_some_and(|k| *k == c) {
+            for (&i, c) in group.iter().zip(&callers) {
+                if *c == main || c.is_none() {
                     continue;
                 }
-                if let Some(c) = c {
-                    types[i].name = format!("{} < {}", types[i].name, short_name(&c));
-                    changed = true;
+                for d in shown[i]..=depth {
+                    if let Some(c) = caller(&boundaries[i], d) {
+                        types[i].name = format!("{} < {}", types[i].name, short_name(&c));
+                    }
                 }
+                shown[i] = depth + 1;
+                changed = true;
             }
         }
         if !changed {
             break;
         }
     }
+}
+
+/// The caller whose types hold the most leaves of a group (ties to the first caller in
+/// order), or `None` when all the group's types have one caller and nothing tells them apart.
+fn main_caller(
+    group: &[usize],
+    callers: &[Option<String>],
+    types: &[LeafType],
+) -> Option<Option<String>> {
+    let mut leaves: Vec<(&Option<String>, u64)> = Vec::new();
+    for (&i, c) in group.iter().zip(callers) {
+        match leaves.iter_mut().find(|(x, _)| *x == c) {
+            Some((_, n)) => *n += types[i].count,
+            None => leaves.push((c, types[i].count)),
+        }
+    }
+    if leaves.len() < 2 {
+        return None;
+    }
+    leaves
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(c, _)| c.clone())
 }
 
 #[cfg(test)]
@@ -285,31 +293,55 @@ mod tests {
     }
 
     #[test]
-    fn a_rare_type_is_named_after_its_caller_without_renaming_the_common_ones() {
+    fn the_main_path_keeps_its_name_whatever_side_paths_ran() {
         let skip = SkipList::default();
-        // The same two common types, with and without a rare one from elsewhere.
-        let common = || vec![ty(&["read", "serve"], 50_000), ty(&["read", "serve"], 900)];
-        let mut alone = common();
+        // The main path alone, with a stray leaf from elsewhere, and with a side path that ran
+        // a handful of times or hundreds of times: its name is the same in every recording.
+        let main = || vec![ty(&["read", "serve"], 50_000), ty(&["read", "serve"], 900)];
+        let mut alone = main();
         disambiguate(&mut alone, &skip);
-        let mut with_rare = common();
-        with_rare.push(ty(&["copy", "load"], 1));
-        disambiguate(&mut with_rare, &skip);
         assert_eq!(names(&alone), ["wait", "wait"]);
-        assert_eq!(names(&with_rare), ["wait", "wait", "wait < copy"]);
-        // Common types with different callers are all named after them, however small the
-        // second's share of the first's count.
-        let mut two = vec![ty(&["read", "serve"], 50_000), ty(&["write", "flush"], 600)];
-        disambiguate(&mut two, &skip);
-        assert_eq!(names(&two), ["wait < read", "wait < write"]);
+        for side in [1, 4, 9, 940] {
+            let mut with_side = main();
+            with_side.push(ty(&["write", "flush"], side));
+            disambiguate(&mut with_side, &skip);
+            assert_eq!(
+                names(&with_side),
+                ["wait", "wait", "wait < write"],
+                "{side}"
+            );
+        }
+        // The main path is the caller with the most leaves summed over its types, not the
+        // caller of the largest type.
         let mut two = vec![
-            ty(&["read", "serve"], 100_000),
-            ty(&["write", "flush"], 940),
+            ty(&["read", "serve"], 300),
+            ty(&["write", "flush"], 500),
+            ty(&["read", "serve"], 400),
         ];
         disambiguate(&mut two, &skip);
-        assert_eq!(names(&two), ["wait < read", "wait < write"]);
-        // Under the count, a type is rare whatever the group's size.
-        let mut two = vec![ty(&["read", "serve"], 10), ty(&["write", "flush"], 4)];
-        disambiguate(&mut two, &skip);
-        assert_eq!(names(&two), ["wait", "wait < write"]);
+        assert_eq!(names(&two), ["wait", "wait < write", "wait"]);
+    }
+
+    #[test]
+    fn a_side_path_told_apart_deeper_shows_every_caller_on_the_way() {
+        let skip = SkipList::default();
+        let mut types = vec![
+            ty(&["read", "serve"], 50_000),
+            ty(&["read", "handshake"], 9),
+            ty(&["read", "serve", "copy"], 1),
+            ty(&["latch", "sleep"], 300),
+            ty(&["latch", "walwriter"], 30),
+        ];
+        disambiguate(&mut types, &skip);
+        assert_eq!(
+            names(&types),
+            [
+                "wait",
+                "wait < read < handshake",
+                "wait < read < serve < copy",
+                "wait < latch",
+                "wait < latch < walwriter"
+            ]
+        );
     }
 }

@@ -139,6 +139,9 @@ fn the_flow_control_sleep_is_where_the_commit_tasks_time_went() {
         "{table}"
     );
     assert!(table.lines().all(|l| l.chars().count() <= 120), "{table}");
+    // The differential flame graph of one commit: the sleep in flow_control_sleep lost its
+    // time per instance, and the picture says which colour is which.
+    flame_diff_names_the_sleep(on, &off, name);
     // The report with the sleep's run as its baseline opens with the same finding.
     let html = off.join("report.html");
     let o = Command::new(scalpel())
@@ -184,6 +187,52 @@ fn the_flow_control_sleep_is_where_the_commit_tasks_time_went() {
             );
         }
     }
+}
+
+/// `scalpel flame --diff OLD NEW --task NAME`: folded lines `stack old new` per instance, the
+/// sleep's stack with ≥ 1 ms per commit before and none after; the SVG's title line holds the
+/// colour key; a task the old run lacks is refused by name.
+fn flame_diff_names_the_sleep(on: &Path, off: &Path, task: &str) {
+    let flame = |extra: &[&str]| {
+        Command::new(scalpel())
+            .arg("flame")
+            .arg(off)
+            .arg("--diff")
+            .arg(on)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = flame(&["--task", task, "--folded"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let folded = String::from_utf8(o.stdout).unwrap();
+    let sleep: Vec<(u64, u64)> = folded
+        .lines()
+        .filter(|l| l.contains("flow_control_sleep") && l.contains("[sleep]"))
+        .map(|l| {
+            let mut w = l.rsplitn(3, ' ');
+            let new = w.next().unwrap().parse().unwrap();
+            let old = w.next().unwrap().parse().unwrap();
+            (old, new)
+        })
+        .collect();
+    let (old, new) = sleep.iter().fold((0, 0), |(a, b), &(o, n)| (a + o, b + n));
+    // ns per instance: a 200 ms sleep a flow-control round is shared by the round's commits
+    // (12 ms a commit in one run); at least 1 ms before, none after.
+    assert!(old >= 1_000_000 && new == 0, "{old} → {new}\n{folded}");
+    let svg = off.join("diff.svg");
+    let o = flame(&["--task", task, "-o", svg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("Red: more time in the new run, blue: less."));
+    assert!(text.contains("flow_control_sleep"));
+    let o = flame(&["--task", "no such task"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the old run") && err.contains("no such task"),
+        "{err}"
+    );
 }
 
 #[test]

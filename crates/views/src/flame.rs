@@ -19,11 +19,14 @@ pub enum Weights {
         /// The sampling period, ns.
         period_ns: u64,
     },
+    /// Nanoseconds: a task type's time per instance (differential graphs of one task type).
+    Nanos,
 }
 
 impl Weights {
-    fn of(self, ns: u64) -> u64 {
+    pub(crate) fn of(self, ns: u64) -> u64 {
         match self {
+            Weights::Nanos => ns,
             Weights::Micros => (ns + 500) / 1000,
             Weights::Samples { period_ns } => {
                 let p = period_ns.max(1);
@@ -32,9 +35,10 @@ impl Weights {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Weights::Micros => "µs",
+            Weights::Nanos => "ns",
             Weights::Samples { .. } => "samples",
         }
     }
@@ -93,21 +97,7 @@ pub fn write_flame_svg_as(
     write_folded_as(&mut lines, f, unit)?;
     let text = String::from_utf8(lines).map_err(io::Error::other)?;
     if text.is_empty() {
-        // inferno refuses an empty profile; the picture says there is nothing to draw.
-        let title = title
-            .replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;");
-        let what = match unit {
-            Weights::Micros => "no blocked time",
-            Weights::Samples { .. } => "no samples",
-        };
-        return writeln!(
-            w,
-            "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" \
-             width=\"1200\" height=\"60\"><text x=\"10\" y=\"35\" font-family=\"Verdana\" \
-             font-size=\"17\">{title}: {what} in this selection</text></svg>"
-        );
+        return write_nothing_svg(w, title, unit);
     }
     let mut palette = PaletteMap::default();
     for stack in f.stacks.keys() {
@@ -125,12 +115,30 @@ pub fn write_flame_svg_as(
     opts.title = title.to_owned();
     opts.count_name = unit.name().to_owned();
     opts.colors = match unit {
-        Weights::Micros => Palette::Basic(BasicPalette::Aqua),
+        Weights::Micros | Weights::Nanos => Palette::Basic(BasicPalette::Aqua),
         Weights::Samples { .. } => Palette::Basic(BasicPalette::Hot),
     };
     opts.deterministic = true;
     opts.palette_map = Some(&mut palette);
     flamegraph::from_lines(&mut opts, text.lines(), w)
+}
+
+/// A picture that says there is nothing to draw: inferno refuses an empty profile.
+pub(crate) fn write_nothing_svg(w: &mut impl Write, title: &str, unit: Weights) -> io::Result<()> {
+    let title = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let what = match unit {
+        Weights::Micros | Weights::Nanos => "no blocked time",
+        Weights::Samples { .. } => "no samples",
+    };
+    writeln!(
+        w,
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" \
+         width=\"1200\" height=\"60\"><text x=\"10\" y=\"35\" font-family=\"Verdana\" \
+         font-size=\"17\">{title}: {what} in this selection</text></svg>"
+    )
 }
 
 #[cfg(test)]

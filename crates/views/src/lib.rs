@@ -13,6 +13,7 @@ pub mod csv;
 pub mod diff;
 pub mod export;
 pub mod flame;
+pub mod flamediff;
 pub mod graph;
 pub mod graphviz;
 mod html;

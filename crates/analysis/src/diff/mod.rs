@@ -6,7 +6,8 @@
 //! it). Types are paired by name, then by structure ([`matching`](self) rules); each pair's
 //! latency samples are compared with a rank test ([`mann_whitney`]); its cause is the leaf
 //! and kind of time whose share of the critical path per instance moved most. Non-goals:
-//! writing it (`scalpel-views`), loading the runs, and diffing flame graphs.
+//! writing it (`scalpel-views`) and loading the runs. Two runs' flame graphs are put side by
+//! side in [`flame`](self) (`diff_folded`).
 //!
 //! A change is *significant* when both runs have at least [`DiffOptions::min_count`]
 //! instances, the rank test's p-value (on the medians of batches of neighbouring instances,
@@ -17,6 +18,7 @@
 //! has no use for it).
 
 mod cause;
+mod flame;
 mod matching;
 mod ranks;
 
@@ -26,6 +28,7 @@ use serde::Serialize;
 use crate::rollup::{Rollup, TypeStats};
 
 pub use cause::{Cause, PathPart};
+pub use flame::{diff_folded, FoldedDiff};
 pub use matching::MatchedBy;
 pub use ranks::{mann_whitney, RankTest};
 

@@ -3,14 +3,18 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
-use scalpel_analysis::rollup::{off_cpu, on_cpu, sample_period_ns, wall, FlameOptions};
+use scalpel::pipeline::Loaded;
+use scalpel_analysis::diff::diff_folded;
+use scalpel_analysis::rollup::{off_cpu, on_cpu, sample_period_ns, wall, FlameOptions, Folded};
 use scalpel_model::progress::Timings;
 use scalpel_views::flame::{write_flame_svg_as, write_folded_as, Weights};
+use scalpel_views::flamediff::{write_diff_flame_svg, write_diff_folded};
 
 use crate::args::SourceArgs;
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+
 use crate::source::{output_path, task_in, Source};
 use crate::spinner::Spinner;
 
@@ -43,6 +47,13 @@ pub(crate) struct FlameArgs {
     /// Print the folded stacks (`frame;frame;… count`) on stdout instead of an SVG.
     #[arg(long)]
     pub folded: bool,
+    /// A differential flame graph of the run before (OLD, in any form PATH takes) and PATH:
+    /// widths from PATH, red where a stack gained time, blue where it lost some. With `--task`,
+    /// each run's time is divided by the task type's instances in it (per-request profiles);
+    /// without, the runs are compared as they are. The options for inferring a trace
+    /// directory apply to both.
+    #[arg(long, value_name = "OLD")]
+    pub diff: Option<PathBuf>,
     /// The SVG file to write [default: offcpu.svg, oncpu.svg or wall.svg beside the model, or in
     /// DIR/model].
     #[arg(short, long, value_name = "FILE")]
@@ -78,6 +89,8 @@ pub(crate) struct Flame {
     pub task: Option<String>,
     pub per_process: bool,
     pub folded: bool,
+    /// The run before, for a differential graph.
+    pub diff: Option<Source>,
     pub output: Option<PathBuf>,
 }
 
@@ -90,8 +103,15 @@ impl FlameArgs {
         } else {
             Time::OffCpu
         };
+        let source = self.source.options();
+        let diff = self.diff.map(|path| Source {
+            path,
+            pipeline: source.pipeline.clone(),
+            timings: source.timings,
+        });
         Flame {
-            source: self.source.options(),
+            source,
+            diff,
             time,
             waker: self.waker,
             task: self.task,
@@ -102,33 +122,51 @@ impl FlameArgs {
     }
 }
 
-/// Writes the flame graph (or prints its folded stacks).
-pub(crate) fn run(a: &Flame) -> Result<()> {
-    let mut t = Timings::new();
-    let spinner = Spinner::new();
-    let (_, l) = a.source.load(&mut t, &spinner)?;
-    let task = task_in(&l, a.task.as_deref())?;
+/// The unit of `l`'s graph: samples at its period for on-CPU and wall-clock time (an error
+/// when it has none), microseconds otherwise.
+fn unit_of(a: &Flame, l: &Loaded, source: &Source) -> Result<Weights> {
+    let sampled = a.time != Time::OffCpu;
+    Ok(match sample_period_ns(&l.graph) {
+        Some(period_ns) if sampled => Weights::Samples { period_ns },
+        None if sampled => bail!(
+            "{}: the trace has no on-CPU samples (record with `scalpel record --sample 99 -- CMD` \
+             for --on-cpu and --wall)",
+            source.path.display()
+        ),
+        _ => Weights::Micros,
+    })
+}
+
+/// The folded stacks of one loaded run, for the task type asked for; with the type's instance
+/// count.
+fn fold(a: &Flame, l: &Loaded, t: &mut Timings, spinner: &Spinner) -> Result<(Folded, u64)> {
+    let task = task_in(l, a.task.as_deref())?;
+    let count = task.map_or(0, |t| l.model.types[t.index()].count);
     let opts = FlameOptions {
         waker: a.waker,
         task,
         per_process: a.per_process,
     };
-    let sampled = a.time != Time::OffCpu;
-    let unit = match sample_period_ns(&l.graph) {
-        Some(period_ns) if sampled => Weights::Samples { period_ns },
-        None if sampled => bail!(
-            "{}: the trace has no on-CPU samples (record with `scalpel record --sample 99 -- CMD` \
-             for --on-cpu and --wall)",
-            a.source.path.display()
-        ),
-        _ => Weights::Micros,
-    };
-    let (phase, file_name, kind) = a.time.names();
-    let folded = t.phase(phase, &spinner, || match a.time {
+    let (phase, _, _) = a.time.names();
+    let folded = t.phase(phase, spinner, || match a.time {
         Time::OnCpu => on_cpu(&l.graph, &l.model, &opts),
         Time::Wall => wall(&l.graph, &l.model, &opts),
         Time::OffCpu => off_cpu(&l.graph, &l.model, &opts),
     });
+    Ok((folded, count))
+}
+
+/// Writes the flame graph (or prints its folded stacks).
+pub(crate) fn run(a: &Flame) -> Result<()> {
+    if let Some(old) = &a.diff {
+        return run_diff(a, old);
+    }
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let (_, l) = a.source.load(&mut t, &spinner)?;
+    let unit = unit_of(a, &l, &a.source)?;
+    let (folded, _) = fold(a, &l, &mut t, &spinner)?;
+    let (_, file_name, kind) = a.time.names();
     if a.folded {
         let mut o = text_stdout();
         let r =
@@ -143,6 +181,54 @@ pub(crate) fn run(a: &Flame) -> Result<()> {
     };
     t.phase("drawing the flame graph", &spinner, || {
         out.write(|w| write_flame_svg_as(w, &folded, &title, unit))
+    })?;
+    print_timings(a.source.timings, &t);
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
+}
+
+/// Writes the differential flame graph of `old` and `a.source` (or prints its folded stacks).
+fn run_diff(a: &Flame, old: &Source) -> Result<()> {
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let label = |s: &Source, which: &str| format!("the {which} run, {}", s.path.display());
+    let (_, ol) = old
+        .load(&mut t, &spinner)
+        .with_context(|| label(old, "old"))?;
+    let (_, nl) = a
+        .source
+        .load(&mut t, &spinner)
+        .with_context(|| label(&a.source, "new"))?;
+    unit_of(a, &ol, old)?;
+    // Both runs' time is in ns; on-CPU samples are counted at the new run's period.
+    let whole_unit = unit_of(a, &nl, &a.source)?;
+    let (of, oc) = fold(a, &ol, &mut t, &spinner).with_context(|| label(old, "old"))?;
+    let (nf, nc) = fold(a, &nl, &mut t, &spinner).with_context(|| label(&a.source, "new"))?;
+    let per_instance = a.task.is_some().then_some((oc, nc));
+    let d = diff_folded(&of, &nf, per_instance);
+    let unit = if per_instance.is_some() {
+        Weights::Nanos
+    } else {
+        whole_unit
+    };
+    if a.folded {
+        let mut o = text_stdout();
+        let r = broken_pipe_is_fine(write_diff_folded(&mut o, &d, unit).and_then(|()| o.flush()));
+        print_timings(a.source.timings, &t);
+        return r;
+    }
+    let (_, file_name, kind) = a.time.names();
+    let file_name = file_name.replace(".svg", "-diff.svg");
+    let out = output_path(a.output.as_ref(), &nl, &file_name)?;
+    let (what, note) = match (&a.task, per_instance) {
+        (Some(name), Some((o, n))) => (
+            format!("{kind} per instance of {name}"),
+            format!(" ({o} and {n} instances)"),
+        ),
+        _ => (kind.to_owned(), String::new()),
+    };
+    let runs = (old.path.to_string_lossy(), a.source.path.to_string_lossy());
+    t.phase("drawing the flame graph", &spinner, || {
+        out.write(|w| write_diff_flame_svg(w, &d, &what, (&runs.0, &runs.1), &note, unit))
     })?;
     print_timings(a.source.timings, &t);
     broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))

@@ -15,6 +15,7 @@ pub mod fuzzinput;
 pub mod fuzzrun;
 pub mod generated;
 pub mod mutate;
+pub mod schema;
 pub mod score;
 pub mod servers;
 

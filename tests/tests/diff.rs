@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use scalpel_e2e::schema::violations;
 use scalpel_e2e::score::load_tasks;
 use scalpel_e2e::{own_bin, record_with, scalpel, Run};
 use serde_json::Value;
@@ -25,15 +26,7 @@ fn diff_json(old: &Path, new: &Path) -> Value {
     let o = diff(old, new, &["--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../crates/model/schema/scalpel-diff-1.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .take(5)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
+    let errors = violations("scalpel-diff-1", &v);
     assert!(errors.is_empty(), "{errors:?}");
     v
 }

@@ -54,46 +54,57 @@ fn verdict(t: &TypeDiff) -> &'static str {
     }
 }
 
-/// Where a change went, in two lines: the share and the call with its stack, then the leaf
-/// that spent it. `90.9% of it (165.20 ms → 12.0 us per instance): sleep, nanosleep in
-/// flow_control_sleep ← sender ← …` and `in Primary::send_packet #e613`.
-pub fn cause_lines(c: &Cause) -> [String; 2] {
+/// Where a change went: the share and the call with its stack (`90.9% of it (165.20 ms → 12.0
+/// us per instance): sleep in flow_control_sleep ← sender ← …`), then the leaf that spent it
+/// (`in leaf Primary::send_packet #e613`), then, for a wait another thread ended, what that
+/// thread was blocked on (`behind it, … was blocked most in io: fdatasync in …`).
+pub fn cause_lines(c: &Cause) -> Vec<String> {
     let mut first = format!(
-        "{} of it ({} → {} per instance): {}",
+        "{} of it ({} → {} per instance): ",
         pct(c.share_change),
         duration(c.old_ns),
         duration(c.new_ns),
-        c.what
     );
-    // From the function that made the call outwards (the frames inside it are the library's).
-    let from = c
-        .function
-        .as_ref()
-        .and_then(|f| c.stack.iter().position(|s| s == f));
-    let at: Vec<&str> = match (from, &c.function) {
-        (Some(k), _) => c.stack[k..].iter().map(String::as_str).collect(),
-        (None, Some(f)) => std::iter::once(f.as_str())
-            .chain(c.stack.iter().map(String::as_str))
-            .collect(),
-        (None, None) => c.stack.iter().map(String::as_str).collect(),
-    };
     match &c.call {
-        // `sleep in f`, not `sleep: sleep in f`.
-        Some(call) if call == c.what => first.truncate(first.len() - c.what.len()),
-        Some(_) => first += ": ",
-        None => {}
-    }
-    if let Some(call) = &c.call {
-        first += call;
-        if !at.is_empty() {
-            first += &format!(" in {}", at.join(" ← "));
-        }
+        Some(call) => first += &call_at(c.what, call, c.function.as_deref(), &c.stack),
+        None => first += c.what,
     }
     let mut second = format!("in leaf {}", c.leaf);
     if let Some(q) = &c.while_queued {
         second += &format!(", spent while a path leaf ({q}) waited for this thread");
     }
-    [first, second]
+    let mut lines = vec![first, second];
+    if let Some(b) = &c.behind {
+        lines.push(format!(
+            "behind it, {} was blocked most in {} ({} a call)",
+            b.leaf,
+            call_at(b.what, &b.call, b.function.as_deref(), &b.stack),
+            duration(b.mean_ns)
+        ));
+    }
+    lines
+}
+
+/// `what: call in f ← g ← …`, from the function that made the call outwards (the frames inside
+/// it are the library's); `call in f` when the call names its kind (`sleep in f`).
+fn call_at(what: &str, call: &str, function: Option<&str>, stack: &[String]) -> String {
+    let from = function.and_then(|f| stack.iter().position(|s| s == f));
+    let at: Vec<&str> = match (from, function) {
+        (Some(k), _) => stack[k..].iter().map(String::as_str).collect(),
+        (None, Some(f)) => std::iter::once(f)
+            .chain(stack.iter().map(String::as_str))
+            .collect(),
+        (None, None) => stack.iter().map(String::as_str).collect(),
+    };
+    let mut s = if call == what {
+        call.to_owned()
+    } else {
+        format!("{what}: {call}")
+    };
+    if !at.is_empty() {
+        s += &format!(" in {}", at.join(" ← "));
+    }
+    s
 }
 
 fn cut(s: &str, width: usize) -> String {
@@ -160,12 +171,22 @@ pub fn write_diff_table(o: &mut impl Write, d: &Diff, limit: usize) -> io::Resul
     Ok(())
 }
 
+/// A type's name as the table and the report show it: a type that runs inside others says so.
+fn shown_name(t: &TypeDiff) -> String {
+    if t.nested {
+        format!("{} (nested)", t.name)
+    } else {
+        t.name.clone()
+    }
+}
+
 fn row(o: &mut impl Write, t: &TypeDiff) -> io::Result<()> {
-    let name = if t.name.chars().count() > NAME {
-        writeln!(o, "{}", t.name)?;
+    let full = shown_name(t);
+    let name = if full.chars().count() > NAME {
+        writeln!(o, "{full}")?;
         "  ↳"
     } else {
-        &t.name
+        &full
     };
     let n = |f: &Option<Figures>| f.as_ref().map_or("-".into(), |f| f.count.to_string());
     let p50 = |f: &Option<Figures>| f.as_ref().map_or("-".into(), |f| duration(f.p50_ns));
@@ -186,9 +207,10 @@ fn row(o: &mut impl Write, t: &TypeDiff) -> io::Result<()> {
     )?;
     if t.significant {
         if let Some(c) = &t.cause {
-            let [first, second] = cause_lines(c);
-            writeln!(o, "{}", cut(&format!("  └ {first}"), 120))?;
-            writeln!(o, "{}", cut(&format!("    {second}"), 120))?;
+            for (i, line) in cause_lines(c).iter().enumerate() {
+                let lead = if i == 0 { "  └ " } else { "    " };
+                writeln!(o, "{}", cut(&format!("{lead}{line}"), 120))?;
+            }
         }
     }
     if let (Some(a), Some(b)) = (&t.old, &t.new) {
@@ -225,7 +247,7 @@ pub fn write_diff_json(w: &mut impl Write, d: &Diff, old: &str, new: &str) -> io
 /// The diff as CSV: one row per changed type, in the table's order.
 pub fn write_diff_csv(o: &mut impl Write, d: &Diff) -> io::Result<()> {
     o.write_all(
-        b"name,verdict,significant,p_value,old_count,new_count,old_p50_ns,new_p50_ns,old_p90_ns,new_p90_ns,old_p99_ns,new_p99_ns,old_max_ns,new_max_ns,old_total_ns,new_total_ns,total_change_ns,cause_what,cause_leaf,cause_call,cause_function,cause_share_change\n",
+        b"name,nested,verdict,significant,p_value,old_count,new_count,old_p50_ns,new_p50_ns,old_p90_ns,new_p90_ns,old_p99_ns,new_p99_ns,old_max_ns,new_max_ns,old_total_ns,new_total_ns,total_change_ns,cause_what,cause_leaf,cause_call,cause_function,cause_share_change\n",
     )?;
     for t in &d.types {
         let f = |s: &Option<Figures>, g: fn(&Figures) -> u64| {
@@ -236,8 +258,9 @@ pub fn write_diff_csv(o: &mut impl Write, d: &Diff) -> io::Result<()> {
         let text = |x: Option<&str>| csv_field(x.unwrap_or(""));
         writeln!(
             o,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             csv_field(&t.name),
+            t.nested,
             verdict(t),
             t.significant,
             t.test.map_or(String::new(), |x| format!("{:e}", x.p_value)),
@@ -261,7 +284,7 @@ pub fn write_diff_csv(o: &mut impl Write, d: &Diff) -> io::Result<()> {
 /// The finding: the first type changed beyond noise, and how its median moved and where the
 /// change went (`p50 +180.23 ms (-84.9%), 90.9% of it in sleep in flow_control_sleep`);
 /// `None` when nothing changed beyond noise.
-pub fn finding(d: &Diff) -> Option<(&str, String)> {
+pub fn finding(d: &Diff) -> Option<(String, String)> {
     let t = d.types.iter().find(|t| t.significant)?;
     let (o, n) = (t.old.as_ref()?, t.new.as_ref()?);
     let mut s = format!(
@@ -274,15 +297,21 @@ pub fn finding(d: &Diff) -> Option<(&str, String)> {
         if let Some(f) = c.function.as_ref().or(c.stack.first()) {
             s += &format!(" in {f}");
         }
+        if let Some(b) = &c.behind {
+            s += &format!(", behind it {}", b.what);
+            if let Some(f) = b.function.as_ref().or(b.stack.first()) {
+                s += &format!(" in {f}");
+            }
+        }
     }
-    Some((&t.name, s))
+    Some((shown_name(t), s))
 }
 
 /// The report's first section with a baseline: the finding, then the changed types.
 pub fn write_diff_html(o: &mut impl Write, d: &Diff, old: &str) -> io::Result<()> {
     writeln!(o, "<h2>Compared with {}</h2>", esc(old))?;
     match finding(d) {
-        Some((name, what)) => writeln!(o, "<p><b>task {}: {}</b></p>", esc(name), esc(&what))?,
+        Some((name, what)) => writeln!(o, "<p><b>task {}: {}</b></p>", esc(&name), esc(&what))?,
         None => writeln!(o, "<p>No task type changed beyond noise.</p>")?,
     }
     if d.types.is_empty() {
@@ -308,7 +337,7 @@ pub fn write_diff_html(o: &mut impl Write, d: &Diff, old: &str) -> io::Result<()
             o,
             "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{} → {}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td></tr>",
-            esc(&t.name),
+            esc(&shown_name(t)),
             verdict(t),
             n(&t.old),
             n(&t.new),

@@ -67,6 +67,49 @@ pub struct Cause {
     /// Its change over the change of the whole critical path per instance (0.91: 91% of the
     /// path's change is here; 0 when the path did not change).
     pub share_change: f64,
+    /// For a wait that another thread ended (a lock's release, a wake-up), what that thread's
+    /// leaf spent its own blocked time on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behind: Option<Behind>,
+}
+
+/// What the thread at the other end of a wait was blocked on: for a lock, the holder; for a
+/// wake-up, the waker. A commit that waits for the log's lock while another commit flushes
+/// the log waits, in the end, for the flush: the lock wait is the symptom and the flush the
+/// cause, and a reader should see both.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Behind {
+    /// The leaf type that held the lock or woke the wait.
+    pub leaf: String,
+    /// The kind of its largest blocked time, other than waiting the way the waiter did.
+    pub what: &'static str,
+    /// The call that blocked.
+    pub call: String,
+    /// The function that made it.
+    pub function: Option<String>,
+    /// Its call stack, innermost first.
+    pub stack: Vec<String>,
+    /// Mean time per call.
+    pub mean_ns: u64,
+}
+
+/// What the peer of `row` (the lock's holder or the waker) was blocked on most, other than
+/// waits of `row`'s own kind and call (a holder that queued for the same lock first says
+/// nothing new). Rows of a leaf type come largest first.
+fn behind(name: impl Fn(LeafTypeId) -> String, blame: &[Blame], row: &Blame) -> Option<Behind> {
+    let peer = row.peer?;
+    let top = blame
+        .iter()
+        .filter(|b| b.leaf_type == peer && !(b.kind == row.kind && b.call == row.call))
+        .max_by(|a, b| a.total_ns.cmp(&b.total_ns).then(b.call.cmp(&a.call)))?;
+    Some(Behind {
+        leaf: name(peer),
+        what: top.kind.name(),
+        call: top.call.clone(),
+        function: top.function.clone(),
+        stack: top.stack.clone(),
+        mean_ns: top.total_ns / top.count.max(1),
+    })
 }
 
 /// One run's type, for the cause's search.
@@ -74,6 +117,14 @@ pub(super) struct Side<'a> {
     pub model: &'a Model,
     pub stats: &'a TypeStats,
     pub blame: &'a [Blame],
+}
+
+/// The name of leaf type `t` (leaf types are the model's first types, in the graph's order).
+fn leaf_name(model: &Model, t: LeafTypeId) -> String {
+    model
+        .types
+        .get(t.index())
+        .map_or_else(|| "?".to_owned(), |ty| ty.name.clone())
 }
 
 /// A contributor's key across runs: leaf type name, kind (`None`: running), queued-behind name.
@@ -166,5 +217,50 @@ pub(super) fn cause(old: &Side, new: &Side) -> Option<Cause> {
         } else {
             d as f64 / path_change as f64
         },
+        behind: blame.and_then(|r| behind(|t| leaf_name(side.model, t), side.blame, r)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(leaf: u32, kind: BlockKind, call: &str, peer: Option<u32>, total_ns: u64) -> Blame {
+        Blame {
+            leaf_type: LeafTypeId::new(leaf),
+            kind,
+            call: call.to_owned(),
+            function: Some(format!("{call}_caller")),
+            stack: vec![format!("{call}_caller"), "commit".to_owned()],
+            object: "-".to_owned(),
+            peer: peer.map(LeafTypeId::new),
+            count: 4,
+            total_ns,
+            max_ns: total_ns,
+        }
+    }
+
+    #[test]
+    fn behind_a_lock_wait_is_what_its_holder_was_blocked_on_besides_the_same_lock() {
+        // Leaf 0 waits for the log's lock, held by leaf 1; leaf 1 queued for that lock too,
+        // longer than it flushed, and flushed with fdatasync.
+        let wait = row(0, BlockKind::Lock, "sem_wait", Some(1), 900);
+        let blame = [
+            wait.clone(),
+            row(1, BlockKind::Lock, "sem_wait", Some(1), 5_000),
+            row(1, BlockKind::Io, "fdatasync", None, 4_000),
+            row(1, BlockKind::Write, "send", None, 100),
+            row(2, BlockKind::Io, "fsync", None, 9_000),
+        ];
+        let b = behind(|t| format!("leaf {}", t.index()), &blame, &wait).unwrap();
+        assert_eq!(
+            (b.leaf.as_str(), b.what, b.call.as_str()),
+            ("leaf 1", "io", "fdatasync")
+        );
+        assert_eq!(b.mean_ns, 1_000);
+        assert_eq!(b.function.as_deref(), Some("fdatasync_caller"));
+        // A wait nobody ended (a sleep) has nothing behind it.
+        let sleep = row(0, BlockKind::Sleep, "nanosleep", None, 100);
+        assert!(behind(|_| String::new(), &blame, &sleep).is_none());
+    }
 }

@@ -1,9 +1,10 @@
 //! Two runs compared task by task: which kind of task got slower or faster, whether beyond
 //! noise, and where its extra time went (`scalpel diff`).
 //!
-//! Scope: the top-level task types of two models with their rollups (the requests, commits and
-//! jobs a reader compares; a nested type's change shows in the cause of the type that holds
-//! it). Types are paired by name, then by structure ([`matching`](self) rules); each pair's
+//! Scope: the task types of two models with their rollups: the top-level types (the requests,
+//! commits and jobs a reader compares) over their top-level instances, and the group, loop and
+//! session types that run inside others (a statement inside a database session) over all
+//! their instances; leaf types show in the cause of the types that hold them. Types are paired by name, then by structure ([`matching`](self) rules); each pair's
 //! latency samples are compared with a rank test ([`mann_whitney`]); its cause is the leaf
 //! and kind of time whose share of the critical path per instance moved most. Non-goals:
 //! writing it (`scalpel-views`) and loading the runs. Two runs' flame graphs are put side by
@@ -27,7 +28,7 @@ use serde::Serialize;
 
 use crate::rollup::{Rollup, TypeStats};
 
-pub use cause::{Cause, PathPart};
+pub use cause::{Behind, Cause, PathPart};
 pub use flame::{diff_folded, FoldedDiff};
 pub use matching::MatchedBy;
 pub use ranks::{mann_whitney, RankTest};
@@ -78,7 +79,7 @@ pub enum Status {
     Gone,
 }
 
-/// One run's figures for a type (its top-level instances).
+/// One run's figures for a type (its top-level instances; all of them for a nested type).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figures {
     /// The type's name in this run.
@@ -112,6 +113,10 @@ pub struct TypeDiff {
     pub name: String,
     /// Leaf, group, loop or session.
     pub kind: TaskKind,
+    /// A type that runs inside others, compared over all its instances (a top-level type is
+    /// compared over its top-level instances).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nested: bool,
     /// In both runs, or one.
     pub status: Status,
     /// How the pair was made.
@@ -164,54 +169,108 @@ pub struct Diff {
     pub new: RunShare,
 }
 
-/// Compares `old` with `new`.
+/// Compares `old` with `new`: their top-level types, then the group, loop and session types
+/// that run inside others (each over all its instances).
 pub fn diff(old: Run, new: Run, opts: &DiffOptions) -> Diff {
-    let (oc, nc) = (candidates(old), candidates(new));
-    let pairs = pair(&oc.0, &nc.0);
-    let (oc, nc) = (oc.1, nc.1);
-    let tested = pairs
-        .iter()
-        .filter(|&&(o, n, _)| oc[o].count >= opts.min_count && nc[n].count >= opts.min_count)
-        .count() as u64;
+    let top = Level::pair(old, new, false);
+    let nested = Level::pair(old, new, true);
+    let tested = top.tested(opts) + nested.tested(opts);
     let mut out = Diff {
         types: Vec::new(),
         unchanged: 0,
         tested,
-        old: share(old, &oc, pairs.iter().map(|p| p.0)),
-        new: share(new, &nc, pairs.iter().map(|p| p.1)),
+        old: share(old, &top.old, top.pairs.iter().map(|p| p.0)),
+        new: share(new, &top.new, top.pairs.iter().map(|p| p.1)),
     };
-    let (mut old_done, mut new_done) = (vec![false; oc.len()], vec![false; nc.len()]);
-    for &(o, n, by) in &pairs {
-        old_done[o] = true;
-        new_done[n] = true;
-        let d = matched((old, oc[o]), (new, nc[n]), by, tested, opts);
-        if d.old == d.new && d.test.is_some_and(|t| t.p_value >= 1.0) {
-            out.unchanged += 1;
-        } else {
-            out.types.push(d);
-        }
-    }
-    for (_, &s) in oc.iter().enumerate().filter(|&(o, _)| !old_done[o]) {
-        out.types.push(alone(old, s, Status::Gone));
-    }
-    for (_, &s) in nc.iter().enumerate().filter(|&(n, _)| !new_done[n]) {
-        out.types.push(alone(new, s, Status::New));
+    for level in [top, nested] {
+        level.compare(old, new, tested, opts, &mut out);
     }
     out.types.sort_by(|a, b| {
         b.total_change_ns
             .unsigned_abs()
             .cmp(&a.total_change_ns.unsigned_abs())
+            .then(a.nested.cmp(&b.nested))
             .then(a.name.cmp(&b.name))
     });
     out
 }
 
-/// A run's top-level types as match candidates, and their stats.
-fn candidates<'a>(run: Run<'a>) -> (Vec<Candidate<'a>>, Vec<&'a TypeStats>) {
-    run.rollup
-        .top_level
+/// One level's types in both runs and their pairs.
+struct Level<'a> {
+    nested: bool,
+    old: Vec<&'a TypeStats>,
+    new: Vec<&'a TypeStats>,
+    pairs: Vec<(usize, usize, MatchedBy)>,
+}
+
+impl<'a> Level<'a> {
+    fn pair(old: Run<'a>, new: Run<'a>, nested: bool) -> Self {
+        let (oc, nc) = (candidates(old, nested), candidates(new, nested));
+        Level {
+            nested,
+            pairs: pair(&oc.0, &nc.0),
+            old: oc.1,
+            new: nc.1,
+        }
+    }
+
+    /// Pairs with enough instances on both sides to be tested.
+    fn tested(&self, opts: &DiffOptions) -> u64 {
+        let enough = |s: &TypeStats| s.count >= opts.min_count;
+        self.pairs
+            .iter()
+            .filter(|&&(o, n, _)| enough(self.old[o]) && enough(self.new[n]))
+            .count() as u64
+    }
+
+    /// Adds this level's changed, gone and new types to `out`.
+    fn compare(self, old: Run, new: Run, tested: u64, opts: &DiffOptions, out: &mut Diff) {
+        let (mut old_done, mut new_done) =
+            (vec![false; self.old.len()], vec![false; self.new.len()]);
+        for &(o, n, by) in &self.pairs {
+            old_done[o] = true;
+            new_done[n] = true;
+            let d = matched(
+                (old, self.old[o]),
+                (new, self.new[n]),
+                (by, self.nested),
+                tested,
+                opts,
+            );
+            if d.old == d.new && d.test.is_some_and(|t| t.p_value >= 1.0) {
+                out.unchanged += 1;
+            } else {
+                out.types.push(d);
+            }
+        }
+        let gone = self.old.iter().zip(&old_done).filter(|(_, &done)| !done);
+        for (&s, _) in gone {
+            out.types.push(alone(old, s, Status::Gone, self.nested));
+        }
+        let added = self.new.iter().zip(&new_done).filter(|(_, &done)| !done);
+        for (&s, _) in added {
+            out.types.push(alone(new, s, Status::New, self.nested));
+        }
+    }
+}
+
+/// A run's match candidates and their stats: its top-level types (their top-level instances),
+/// or, `nested`, its group, loop and session types that have instances inside others (all
+/// their instances). Leaf types are compared through the types that hold them (the cause).
+fn candidates<'a>(run: Run<'a>, nested: bool) -> (Vec<Candidate<'a>>, Vec<&'a TypeStats>) {
+    let stats: &[TypeStats] = if nested {
+        &run.rollup.types
+    } else {
+        &run.rollup.top_level
+    };
+    stats
         .iter()
-        .filter(|s| s.ty.index() < run.model.types.len())
+        .filter(|s| {
+            let Some(t) = run.model.types.get(s.ty.index()) else {
+                return false;
+            };
+            !nested || (t.kind != TaskKind::Leaf && t.top_level < t.count && s.count > 0)
+        })
         .map(|s| (Candidate::of(run.model, s.ty.index(), s.count), s))
         .unzip()
 }
@@ -244,7 +303,19 @@ fn top_leaves(model: &Model, s: &TypeStats) -> u64 {
         .sum()
 }
 
-fn figures(run: Run, s: &TypeStats) -> Figures {
+/// Leaves held by all of a type's instances.
+fn all_leaves(model: &Model, s: &TypeStats) -> u64 {
+    let t = &model.types[s.ty.index()];
+    if t.kind == TaskKind::Leaf {
+        return t.count;
+    }
+    t.occurrences
+        .iter()
+        .map(|o| o.leaves.as_slice().len() as u64)
+        .sum()
+}
+
+fn figures(run: Run, s: &TypeStats, nested: bool) -> Figures {
     Figures {
         name: run.model.types[s.ty.index()].name.clone(),
         count: s.count,
@@ -255,7 +326,11 @@ fn figures(run: Run, s: &TypeStats) -> Figures {
         max_ns: s.latency.max_ns,
         total_ns: s.total_ns,
         bytes_per_instance: (s.bytes_in + s.bytes_out) / s.count.max(1),
-        leaves: top_leaves(run.model, s),
+        leaves: if nested {
+            all_leaves(run.model, s)
+        } else {
+            top_leaves(run.model, s)
+        },
         path: composition(s),
     }
 }
@@ -263,7 +338,7 @@ fn figures(run: Run, s: &TypeStats) -> Figures {
 fn matched(
     (old, os): (Run, &TypeStats),
     (new, ns): (Run, &TypeStats),
-    by: MatchedBy,
+    (by, nested): (MatchedBy, bool),
     tested: u64,
     opts: &DiffOptions,
 ) -> TypeDiff {
@@ -276,10 +351,11 @@ fn matched(
     let significant = enough
         && test.is_some_and(|t| t.p_value < opts.alpha / tested.max(1) as f64)
         && moved >= opts.min_effect * os.latency.p50_ns as f64;
-    let (of, nf) = (figures(old, os), figures(new, ns));
+    let (of, nf) = (figures(old, os, nested), figures(new, ns, nested));
     TypeDiff {
         name: nf.name.clone(),
         kind: new.model.types[ns.ty.index()].kind,
+        nested,
         status: Status::Matched,
         matched_by: Some(by),
         total_change_ns: ns.total_ns as i64 - os.total_ns as i64,
@@ -326,12 +402,13 @@ fn side<'a>(run: Run<'a>, stats: &'a TypeStats) -> cause::Side<'a> {
     }
 }
 
-fn alone(run: Run, s: &TypeStats, status: Status) -> TypeDiff {
-    let f = figures(run, s);
+fn alone(run: Run, s: &TypeStats, status: Status, nested: bool) -> TypeDiff {
+    let f = figures(run, s, nested);
     let total = s.total_ns as i64;
     TypeDiff {
         name: f.name.clone(),
         kind: run.model.types[s.ty.index()].kind,
+        nested,
         status,
         matched_by: None,
         total_change_ns: if status == Status::Gone {

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use scalpel_e2e::schema::violations;
-use scalpel_e2e::score::load_tasks;
-use scalpel_e2e::{own_bin, record_with, scalpel, Run};
+use scalpel_e2e::{own_bin, record_with, replicated_primary, scalpel, Run};
 use serde_json::Value;
 
 fn diff(old: &Path, new: &Path, extra: &[&str]) -> Output {
@@ -32,34 +31,11 @@ fn diff_json(old: &Path, new: &Path) -> Value {
 }
 
 /// The replicated store recorded with a flow-control sleep of `sleep_ms`, and the primary's
-/// model inferred from it (the client and the backup are other processes; the paper models the
-/// primary).
+/// model inferred from it.
 fn primary_model(sleep_ms: u32) -> (Run, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let truth = tmp.path().join("truth.jsonl");
-    let run = record_with(
-        &own_bin("replicated-store"),
-        &["--rpc", "async", "--flow-sleep-ms", &sleep_ms.to_string()],
-        |c| {
-            c.env("SCALPEL_TRUTH", &truth);
-        },
-    )
-    .success();
-    let primary = load_tasks(&truth)
-        .iter()
-        .find(|t| t.ty == "local_commit")
-        .expect("the primary wrote local commits")
-        .pid;
-    let out = run.tmp.path().join("primary");
-    let o = Command::new(scalpel())
-        .arg("infer")
-        .arg(&run.dir)
-        .args(["--include", &format!("pid:{primary}"), "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    (run, out)
+    let sleep = sleep_ms.to_string();
+    let (run, model, _) = replicated_primary(&["--rpc", "async", "--flow-sleep-ms", &sleep]);
+    (run, model)
 }
 
 fn share(side: &Value) -> f64 {

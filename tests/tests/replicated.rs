@@ -5,10 +5,8 @@
 //! reply on the wire). Local commit and remote ack run on the same worker and sender threads
 //! and must still come out as two task types.
 
-use std::process::Command;
-
-use scalpel_e2e::score::{load_model as load, load_tasks, report, score, TypeScore};
-use scalpel_e2e::{own_bin, record_with, scalpel};
+use scalpel_e2e::replicated_primary;
+use scalpel_e2e::score::{load_model as load, report, score, TypeScore};
 
 fn get<'a>(sc: &'a [TypeScore], ty: &str) -> &'a TypeScore {
     sc.iter().find(|t| t.truth == ty).expect("true type scored")
@@ -16,32 +14,8 @@ fn get<'a>(sc: &'a [TypeScore], ty: &str) -> &'a TypeScore {
 
 #[test]
 fn the_primary_has_the_papers_three_tasks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let truth = tmp.path().join("truth.jsonl");
-    let run = record_with(
-        &own_bin("replicated-store"),
-        &["--flow-limit", "16384", "--flow-sleep-ms", "100"],
-        |c| {
-            c.env("SCALPEL_TRUTH", &truth);
-        },
-    )
-    .success();
-    let tasks = load_tasks(&truth);
-    let primary = tasks
-        .iter()
-        .find(|t| t.ty == "local_commit")
-        .expect("the primary wrote local commits")
-        .pid;
-    // The primary alone, as the paper modelled it: the client and the backup are outside.
-    let out = run.tmp.path().join("primary");
-    let o = Command::new(scalpel())
-        .arg("infer")
-        .arg(&run.dir)
-        .args(["--include", &format!("pid:{primary}"), "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (run, out, tasks) =
+        replicated_primary(&["--flow-limit", "16384", "--flow-sleep-ms", "100"]);
     let (model, graph) = load(&out);
     let sc = score(
         &model,
@@ -55,9 +29,7 @@ fn the_primary_has_the_papers_three_tasks() {
     eprintln!("{}", report(&sc));
     // To look at a failing run: SCALPEL_KEEP=1 keeps the trace, model and truth.
     if std::env::var_os("SCALPEL_KEEP").is_some() {
-        std::fs::copy(&truth, out.join("truth.jsonl")).unwrap();
         eprintln!("kept {}", run.tmp.keep().display());
-        std::mem::forget(tmp);
     }
     for ty in ["worker_task", "local_commit", "remote_ack"] {
         let t = get(&sc, ty);

@@ -172,6 +172,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("probability"), "{e}");
+        // The smallest move that counts: 20 µs unless told, in any unit.
+        assert_eq!(d.options.min_shift_ns, 20_000);
+        for (given, ns) in [
+            ("1.5ms", 1_500_000),
+            ("0", 0),
+            ("250ns", 250),
+            ("2s", 2e9 as u64),
+        ] {
+            let Job::Diff(d) = parse(&["diff", "a", "b", "--min-shift", given]).unwrap() else {
+                panic!()
+            };
+            assert_eq!(d.options.min_shift_ns, ns, "{given}");
+        }
+        let e = parse(&["diff", "a", "b", "--min-shift", "3 weeks"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("duration such as 20us"), "{e}");
     }
 
     #[test]

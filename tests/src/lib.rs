@@ -15,10 +15,12 @@ pub mod fuzzinput;
 pub mod fuzzrun;
 pub mod generated;
 pub mod mutate;
+pub mod replicated;
 pub mod schema;
 pub mod score;
 pub mod servers;
 
+pub use replicated::replicated_primary;
 pub use scalpel_model::format::{ObjKind, Op};
 pub use scalpel_model::read::{read_dir, Event, EventRef, FileTrace, Identity, TraceDir};
 
@@ -391,35 +393,4 @@ mod tests {
         assert_eq!(o.stdout, b"out\n");
         assert_eq!(o.stderr, b"err\n");
     }
-}
-
-/// The replicated-store sample recorded with `args`, and the primary's model inferred into
-/// `primary/` beside the trace: the primary alone, as the Scalpel paper models it (the client
-/// and the backup are other processes). Returns the run, the model directory and the true
-/// tasks the sample wrote (also kept as `truth.jsonl` in the model directory).
-pub fn replicated_primary(args: &[&str]) -> (Run, PathBuf, Vec<score::TruthTask>) {
-    let truth_dir = tempfile::tempdir().unwrap();
-    let truth = truth_dir.path().join("truth.jsonl");
-    let run = record_with(&own_bin("replicated-store"), args, |c| {
-        c.env("SCALPEL_TRUTH", &truth);
-    })
-    .success();
-    let tasks = score::load_tasks(&truth);
-    let primary = tasks
-        .iter()
-        .find(|t| t.ty == "local_commit")
-        .expect("the primary wrote local commits")
-        .pid;
-    let out = run.tmp.path().join("primary");
-    let o = Command::new(scalpel())
-        .arg("infer")
-        .arg(&run.dir)
-        .args(["--include", &format!("pid:{primary}"), "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // Beside the model, as `rescore` wants it.
-    std::fs::copy(&truth, out.join("truth.jsonl")).unwrap();
-    (run, out, tasks)
 }

@@ -171,21 +171,31 @@ fn says_nothing(f: &str, skip: &SkipList) -> bool {
         || f.starts_with("std::rt::")
 }
 
+/// A type with fewer leaves than this never lengthens another type's name: as many as the miner
+/// needs to call something repeated (`scalpel_mine::DEFAULT_MIN_SUPPORT`).
+const RARE_COUNT: u64 = 5;
+
+/// The share of a group's leaves (per cent) from which its largest path is its main one.
+const MAIN_SHARE: u64 = 95;
+
 /// Leaf types whose names collide (a helper like `send_msg` called from several places) are
 /// named after their callers too: `send_msg < stage_two`, taking the first named frame below
-/// the naming one that tells them apart (thread entry and runtime frames never do).
+/// the naming one that tells them apart (thread entry and runtime frames never do), with every
+/// caller on the way (`wait < read_msg < handshake`).
 ///
-/// The group's main path keeps the short name: the caller whose types hold the most leaves of
-/// the group. Only the other paths are lengthened, each with every caller down to the one that
-/// tells it apart (`wait < read_msg < handshake`). So the name of a type depends on its own
-/// stack and on which path is its group's main one, never on whether a side path happened to
-/// run, or to run often enough, in one recording. Earlier rules lengthened every common type
-/// of a group once a second caller was seen often enough (five leaves), and the name of
-/// PostgreSQL's 94,000 waits for a statement changed from one recording to the next because the
-/// waits of a session's start-up packet, a fixed handful, crossed that count in one of them.
-/// Before that, a share of the largest type was tried: a side path that runs a fixed number of
-/// times against a main path that grows with the load crossed it too. A main path changes only
-/// when the group's largest paths are close in size.
+/// Which types keep the short name, so that names stay the same from one recording to the
+/// next:
+/// - A group's *main path*, the caller whose types hold at least [`MAIN_SHARE`]% of its
+///   leaves, keeps it whatever else ran. A side path that runs a fixed handful of times (the
+///   waits for a PostgreSQL session's start-up packet, 0 to 10 a run) beside a main path that
+///   grows with the load (94,000 waits for a statement) must not rename the main path when it
+///   happens to run often enough, and it did under the rule below alone.
+/// - Otherwise, when the types with at least [`RARE_COUNT`] leaves all have one caller, those
+///   keep the name and only the rare types with another caller are lengthened: one stray leaf
+///   (a backend that waited once inside a `COPY`) does not rename 50,000 waits.
+/// - Otherwise (two or more common paths of comparable size, such as a replicated store's
+///   commit and ack, 400 each) every type is named after its caller: choosing one of two equal
+///   paths as "main" would flip with a single leaf more on either side.
 pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     let caller = |b: &BoundaryInfo, depth: usize| -> Option<String> {
         let f = b.function.as_ref()?;
@@ -219,11 +229,12 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
                 .iter()
                 .map(|&i| caller(&boundaries[i], depth))
                 .collect();
-            let Some(main) = main_caller(&group, &callers, types) else {
+            let keep = keeper(&group, &callers, types);
+            if keep == Keep::Alike {
                 continue;
-            };
+            }
             for (&i, c) in group.iter().zip(&callers) {
-                if *c == main || c.is_none() {
+                if keep == Keep::Caller(c.clone()) || c.is_none() {
                     continue;
                 }
                 for d in shown[i]..=depth {
@@ -241,13 +252,19 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
     }
 }
 
-/// The caller whose types hold the most leaves of a group (ties to the first caller in
-/// order), or `None` when all the group's types have one caller and nothing tells them apart.
-fn main_caller(
-    group: &[usize],
-    callers: &[Option<String>],
-    types: &[LeafType],
-) -> Option<Option<String>> {
+/// Which types of a colliding group keep its name (see [`disambiguate`]).
+#[derive(Debug, PartialEq)]
+enum Keep {
+    /// The group's types have one caller at this depth: nothing tells them apart.
+    Alike,
+    /// The types with this caller (`None`: no caller at this depth).
+    Caller(Option<String>),
+    /// None: every type is named after its caller.
+    NoOne,
+}
+
+/// Which types of `group` (with `callers` at this depth) keep their name.
+fn keeper(group: &[usize], callers: &[Option<String>], types: &[LeafType]) -> Keep {
     let mut leaves: Vec<(&Option<String>, u64)> = Vec::new();
     for (&i, c) in group.iter().zip(callers) {
         match leaves.iter_mut().find(|(x, _)| *x == c) {
@@ -255,13 +272,29 @@ fn main_caller(
             None => leaves.push((c, types[i].count)),
         }
     }
-    if leaves.len() < 2 {
-        return None;
+    let total: u64 = leaves.iter().map(|l| l.1).sum();
+    let main = leaves
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)));
+    match main {
+        _ if leaves.len() < 2 => return Keep::Alike,
+        Some(&(c, n)) if n.saturating_mul(100) >= total.saturating_mul(MAIN_SHARE) => {
+            return Keep::Caller(c.clone())
+        }
+        _ => {}
     }
-    leaves
-        .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
-        .map(|(c, _)| c.clone())
+    let mut common: Vec<&Option<String>> = group
+        .iter()
+        .zip(callers)
+        .filter(|(&i, _)| types[i].count >= RARE_COUNT)
+        .map(|(_, c)| c)
+        .collect();
+    common.sort_unstable();
+    common.dedup();
+    match common.as_slice() {
+        [one] => Keep::Caller((*one).clone()),
+        _ => Keep::NoOne,
+    }
 }
 
 #[cfg(test)]
@@ -311,15 +344,39 @@ mod tests {
                 "{side}"
             );
         }
-        // The main path is the caller with the most leaves summed over its types, not the
-        // caller of the largest type.
+        // The main path is the caller with 95% of the leaves summed over its types.
+        let mut split = vec![
+            ty(&["read", "serve"], 30_000),
+            ty(&["write", "flush"], 2_000),
+            ty(&["read", "serve"], 20_000),
+        ];
+        disambiguate(&mut split, &skip);
+        assert_eq!(names(&split), ["wait", "wait < write", "wait"]);
+    }
+
+    #[test]
+    fn paths_of_comparable_size_are_all_named_after_their_callers() {
+        let skip = SkipList::default();
+        // Two equal paths: neither is the main one, whichever has a leaf more.
+        for extra in [0, 1] {
+            let mut two = vec![
+                ty(&["read", "serve"], 400 + extra),
+                ty(&["write", "flush"], 400),
+            ];
+            disambiguate(&mut two, &skip);
+            assert_eq!(names(&two), ["wait < read", "wait < write"]);
+        }
+        // Under 95%, with two common paths: all named after them.
         let mut two = vec![
-            ty(&["read", "serve"], 300),
-            ty(&["write", "flush"], 500),
-            ty(&["read", "serve"], 400),
+            ty(&["read", "serve"], 9_000),
+            ty(&["write", "flush"], 1_000),
         ];
         disambiguate(&mut two, &skip);
-        assert_eq!(names(&two), ["wait", "wait < write", "wait"]);
+        assert_eq!(names(&two), ["wait < read", "wait < write"]);
+        // One common path and rare ones: the rare ones are named after their callers.
+        let mut two = vec![ty(&["read", "serve"], 10), ty(&["write", "flush"], 4)];
+        disambiguate(&mut two, &skip);
+        assert_eq!(names(&two), ["wait", "wait < write"]);
     }
 
     #[test]
@@ -330,7 +387,7 @@ mod tests {
             ty(&["read", "handshake"], 9),
             ty(&["read", "serve", "copy"], 1),
             ty(&["latch", "sleep"], 300),
-            ty(&["latch", "walwriter"], 30),
+            ty(&["latch", "walwriter"], 10),
         ];
         disambiguate(&mut types, &skip);
         assert_eq!(

@@ -299,6 +299,29 @@ mod tests {
         assert_eq!(fs::read_dir(&victim).unwrap().count(), 1);
     }
 
+    /// A directory of the user's own (mode 0755) holding their files is refused with and
+    /// without `--force`, and keeps its mode and its files: the recorder changes nothing it
+    /// refuses.
+    #[test]
+    fn a_users_own_directory_is_refused_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs = tmp.path().join("mydocs");
+        fs::create_dir(&docs).unwrap();
+        fs::write(docs.join("notes.txt"), b"mine").unwrap();
+        fs::set_permissions(&docs, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(matches!(
+            prepare_dir(&docs, false),
+            Err(RecordError::NotEmpty(_))
+        ));
+        assert!(matches!(
+            prepare_dir(&docs, true),
+            Err(RecordError::NotATrace(..))
+        ));
+        assert_eq!(fs::metadata(&docs).unwrap().mode() & 0o7777, 0o755);
+        assert_eq!(fs::read(docs.join("notes.txt")).unwrap(), b"mine");
+        assert_eq!(fs::read_dir(&docs).unwrap().count(), 1);
+    }
+
     /// An existing directory of the user's that others can write is refused as it is.
     #[test]
     fn a_directory_open_to_others_is_refused_unchanged() {

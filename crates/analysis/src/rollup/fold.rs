@@ -37,6 +37,8 @@ type ContribKey = (LeafTypeId, Option<BlockKind>, Option<LeafTypeId>);
 /// [`TypeStats`] of the instances added so far.
 pub(super) struct TypeFold<'g> {
     g: &'g Graph,
+    /// The trace's span, which rates are taken over.
+    trace_span_ns: u64,
     /// Each instance's (start, latency).
     latencies: Vec<(u64, u64)>,
     first: Option<u64>,
@@ -52,9 +54,11 @@ pub(super) struct TypeFold<'g> {
 }
 
 impl<'g> TypeFold<'g> {
-    pub(super) fn new(g: &'g Graph) -> Self {
+    /// An empty fold whose rates are taken over `trace_span_ns`.
+    pub(super) fn new(g: &'g Graph, trace_span_ns: u64) -> Self {
         TypeFold {
             g,
+            trace_span_ns,
             latencies: Vec::new(),
             first: None,
             last: 0,
@@ -113,11 +117,14 @@ impl<'g> TypeFold<'g> {
         let by_start_ns: Vec<u64> = self.latencies.iter().map(|&(_, l)| l).collect();
         let latency = Latency::of(&mut by_start_ns.clone());
         let span_ns = self.last.saturating_sub(self.first.unwrap_or(0));
+        // Over the trace's span, not the type's own: fifteen thread exits in the last
+        // milliseconds of a three-second trace are five per second, not thousands.
+        let trace_span_ns = self.trace_span_ns;
         let per_s = |x: f64| {
-            if span_ns == 0 {
+            if trace_span_ns == 0 {
                 0.0
             } else {
-                x * 1e9 / span_ns as f64
+                x * 1e9 / trace_span_ns as f64
             }
         };
         let mut contributors: Vec<Contributor> = self
@@ -343,6 +350,7 @@ pub(super) fn type_stats(
     g: &Graph,
     model: &Model,
     idx: &GraphIndex,
+    trace_span_ns: u64,
 ) -> (Vec<TypeStats>, Vec<TypeStats>) {
     let mut eval = Evaluator::new(g, idx);
     let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
@@ -366,9 +374,9 @@ pub(super) fn type_stats(
         let ty = &model.types[t];
         let leaf_type =
             (ty.kind == TaskKind::Leaf).then(|| ty.leaf_type.unwrap_or(LeafTypeId::at(t)));
-        let mut all = TypeFold::new(g);
+        let mut all = TypeFold::new(g, trace_span_ns);
         // The top-level instances alone, kept apart only once one is found nested.
-        let mut alone = (ty.top_level > 0).then(|| TypeFold::new(g));
+        let mut alone = (ty.top_level > 0).then(|| TypeFold::new(g, trace_span_ns));
         let mut nested = false;
         let mut fold = |inst: &Instance, at_top: bool| {
             all.add(inst);

@@ -71,12 +71,13 @@ pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
         }
     }
     channels.sort_by(|a, b| a.kind.cmp(&b.kind));
-    let (types, top_level) = type_stats(graph, model, &idx);
+    let span_ns = last.saturating_sub(first);
+    let (types, top_level) = type_stats(graph, model, &idx, span_ns);
     Rollup {
         types,
         top_level,
         blame: blame::blame(graph, &idx),
-        span_ns: last.saturating_sub(first),
+        span_ns,
         channels,
     }
 }

@@ -84,13 +84,13 @@ pub struct TypeStats {
     pub critical_ns: u64,
     /// From the first instance's start to the last one's end.
     pub span_ns: u64,
-    /// Instances per second of `span_ns`.
+    /// Instances per second of the trace's span ([`Rollup::span_ns`](super::Rollup)).
     pub per_second: f64,
     /// Bytes read by its leaves.
     pub bytes_in: u64,
     /// Bytes written.
     pub bytes_out: u64,
-    /// Bytes in and out per second of `span_ns`.
+    /// Bytes in and out per second of the trace's span.
     pub bandwidth: f64,
     /// CPU time its instances used, added up (traces recorded with CPU times).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -208,3 +208,17 @@ fn a_session_steps_back_over_its_threads_gaps_as_idle_and_queued_time() {
     assert_eq!(s.running_ns, 6);
     assert_eq!(i.path[0].total() + s.total(), i.latency());
 }
+
+#[test]
+fn rates_are_over_the_traces_span_not_the_types_own() {
+    // One thread exit, 2 ns long, in a trace of three seconds: a third of one per second.
+    let g = graph();
+    let idx = GraphIndex::new(&g);
+    let mut ev = Evaluator::new(&g, &idx);
+    let mut f = fold::TypeFold::new(&g, 3_000_000_000);
+    f.add(&ev.eval(&[LeafId::new(1)]));
+    let s = f.finish(1, Vec::new());
+    assert_eq!(s.count, 1);
+    assert!((s.per_second - 1.0 / 3.0).abs() < 1e-9, "{}", s.per_second);
+    assert_eq!(s.span_ns, 2);
+}

@@ -28,6 +28,15 @@ pub(crate) fn text_stdout() -> BufWriter<Escaping<io::StdoutLock<'static>>> {
     BufWriter::new(Escaping::new(io::stdout().lock()))
 }
 
+/// The width of the terminal standard output is, when it is one; `None` for a pipe or a file.
+pub(crate) fn terminal_width() -> Option<usize> {
+    let out = io::stdout();
+    rustix::termios::tcgetwinsize(&out)
+        .ok()
+        .map(|w| usize::from(w.ws_col))
+        .filter(|&w| w > 0)
+}
+
 /// Prints up to `most` warnings on stderr, then how many more there were (and `hint`), then
 /// what flag to change for each kind printed (`hints`), once.
 pub(crate) fn warn(warnings: &[impl std::error::Error + 'static], most: usize, hint: &str) {

@@ -146,7 +146,19 @@ fn every_view_of_the_server_graph_matches_its_golden_file() {
     for (name, v) in [("top", &view), ("top-expand", &expanded)] {
         let mut out = Vec::new();
         table::write_table(&mut out, v).unwrap();
+        // The default table fits 120 columns (a name longer than its column is printed whole
+        // on a line of its own, and none here is that long).
+        let text = String::from_utf8(out.clone()).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 120, "{name}: a line of {widest} columns\n{text}");
         golden(&format!("{name}.txt"), &out);
+        let mut out = Vec::new();
+        let wide = table::TableOptions {
+            wide: true,
+            ..table::TableOptions::default()
+        };
+        table::write_table_with(&mut out, v, wide).unwrap();
+        golden(&format!("{name}-wide.txt"), &out);
         let mut out = Vec::new();
         csv::write_csv(&mut out, v).unwrap();
         golden(&format!("{name}.csv"), &out);

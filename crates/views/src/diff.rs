@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::csv::csv_field;
 use super::html::esc;
-use super::units::{duration, pct};
+use super::units::{cut, duration, pct};
 
 /// The JSON document's schema name, bumped when a field changes meaning.
 pub const DIFF_SCHEMA: &str = "scalpel-diff/1";
@@ -105,15 +105,6 @@ fn call_at(what: &str, call: &str, function: Option<&str>, stack: &[String]) -> 
         s += &format!(" in {}", at.join(" ← "));
     }
     s
-}
-
-fn cut(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(width - 1).collect();
-    out.push('…');
-    out
 }
 
 /// The diff as a table: a summary, then a row per changed type (at most `limit`), each

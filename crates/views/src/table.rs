@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::units::{bytes, count, duration, pct};
+use super::units::{bytes, count, cut, duration, pct, wrap};
 use scalpel_analysis::rollup::{TaskRow, TopView};
 
 /// The three largest blocked shares: `sleep 80.0%, cond 5.1%, …`.
@@ -24,51 +24,125 @@ fn blocked(r: &TaskRow) -> String {
     }
 }
 
-/// Width of the name column. A longer name is printed whole on a line of its own, with its
-/// figures on the next: `--expand` takes the name exactly as printed, `#` suffix and all.
+/// How `top`'s tables are laid out. `Default`: 120 columns, the narrow columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Columns the narrow layout fits in (at least [`MIN_WIDTH`]).
+    pub width: usize,
+    /// Every column (mean, rate and bandwidth too) and lines as long as they come.
+    pub wide: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            width: 120,
+            wide: false,
+        }
+    }
+}
+
+/// The narrowest layout: the name and figure columns and a little of the critical path.
+pub const MIN_WIDTH: usize = 100;
+
+/// Width of the name column: wide, and narrow. A longer name is printed whole on a line of its
+/// own, with its figures on the next: `--expand` takes the name exactly as printed, `#`
+/// suffix and all.
 const NAME: usize = 56;
+const NAME_NARROW: usize = 34;
 
 /// Fewest instances for a rate: "63680.7 per second" for a task seen 3 times says nothing.
 const MIN_FOR_RATE: u64 = 10;
 
-fn task_header(o: &mut impl Write, first: &str) -> io::Result<()> {
-    writeln!(
-        o,
-        "{first:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}  critical path",
-        "count", "summed", "mean", "p50", "p99", "max", "per s", "bandwidth"
-    )
+impl TableOptions {
+    fn width(self) -> usize {
+        self.width.max(MIN_WIDTH)
+    }
+
+    fn name_width(self) -> usize {
+        if self.wide {
+            NAME
+        } else {
+            NAME_NARROW
+        }
+    }
+
+    /// A line of prose, wrapped to the width unless wide.
+    fn prose(self, o: &mut impl Write, text: &str, indent: usize) -> io::Result<()> {
+        if self.wide {
+            return writeln!(o, "{text}");
+        }
+        for line in wrap(text, self.width(), indent) {
+            writeln!(o, "{line}")?;
+        }
+        Ok(())
+    }
+
+    fn header(self, o: &mut impl Write, first: &str) -> io::Result<()> {
+        if self.wide {
+            return writeln!(
+                o,
+                "{first:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}  critical path",
+                "count", "summed", "mean", "p50", "p99", "max", "per s", "bandwidth"
+            );
+        }
+        writeln!(
+            o,
+            "{first:<NAME_NARROW$} {:>7} {:>9} {:>9} {:>9} {:>9}  critical path",
+            "count", "summed", "p50", "p99", "max"
+        )
+    }
+
+    fn line(self, o: &mut impl Write, name: &str, r: &TaskRow) -> io::Result<()> {
+        let name = if name.chars().count() > self.name_width() {
+            // Whole even past the width: `--expand` takes it as printed.
+            writeln!(o, "{name}")?;
+            "  ↳"
+        } else {
+            name
+        };
+        if self.wide {
+            let rate = if r.count >= MIN_FOR_RATE {
+                format!("{:.1}", r.per_second)
+            } else {
+                "-".to_owned()
+            };
+            return writeln!(
+                o,
+                "{:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}  {}",
+                name,
+                r.count,
+                duration(r.total_ns),
+                duration(r.latency.mean_ns),
+                duration(r.latency.p50_ns),
+                duration(r.latency.p99_ns),
+                duration(r.latency.max_ns),
+                rate,
+                format!("{}/s", bytes(r.bandwidth)),
+                blocked(r)
+            );
+        }
+        let figures = format!(
+            "{:<NAME_NARROW$} {:>7} {:>9} {:>9} {:>9} {:>9}  ",
+            name,
+            r.count,
+            duration(r.total_ns),
+            duration(r.latency.p50_ns),
+            duration(r.latency.p99_ns),
+            duration(r.latency.max_ns),
+        );
+        let room = self.width().saturating_sub(figures.chars().count());
+        writeln!(o, "{figures}{}", cut(&blocked(r), room))
+    }
 }
 
-fn task_line(o: &mut impl Write, name: &str, r: &TaskRow) -> io::Result<()> {
-    let name = if name.chars().count() > NAME {
-        writeln!(o, "{name}")?;
-        "  ↳"
-    } else {
-        name
-    };
-    let rate = if r.count >= MIN_FOR_RATE {
-        format!("{:.1}", r.per_second)
-    } else {
-        "-".to_owned()
-    };
-    writeln!(
-        o,
-        "{:<NAME$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>10}  {}",
-        name,
-        r.count,
-        duration(r.total_ns),
-        duration(r.latency.mean_ns),
-        duration(r.latency.p50_ns),
-        duration(r.latency.p99_ns),
-        duration(r.latency.max_ns),
-        rate,
-        format!("{}/s", bytes(r.bandwidth)),
-        blocked(r)
-    )
-}
-
-/// The view as text tables.
+/// The view as text tables, 120 columns wide.
 pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
+    write_table_with(o, v, TableOptions::default())
+}
+
+/// The view as text tables laid out as `t` says.
+pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io::Result<()> {
     writeln!(
         o,
         "{}, {}, {} over {}",
@@ -91,57 +165,69 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
         })
         .collect();
     if !chans.is_empty() {
-        writeln!(o, "bytes: {}", chans.join("; "))?;
+        t.prose(o, &format!("bytes: {}", chans.join("; ")), 2)?;
     }
     match &v.expanded {
         None => {
-            writeln!(
+            writeln!(o)?;
+            t.prose(
                 o,
-                "\ntop-level tasks by summed latency (instances that stand alone; an instance \
-                 inside another task counts in its parent; instances overlap, so a sum can pass \
-                 the trace's span of {}):",
-                duration(v.span_ns)
+                &format!(
+                    "top-level tasks by summed latency (instances that stand alone; an instance \
+                     inside another task counts in its parent; instances overlap, so a sum can \
+                     pass the trace's span of {}):",
+                    duration(v.span_ns)
+                ),
+                0,
             )?;
-            task_header(o, "task")?;
+            t.header(o, "task")?;
             for r in &v.tasks {
-                task_line(o, &r.name, r)?;
+                t.line(o, &r.name, r)?;
             }
         }
         Some(e) => {
-            let t = &e.task;
-            writeln!(
+            let task = &e.task;
+            writeln!(o)?;
+            t.prose(
                 o,
-                "\n{} ({:?}, level {}): {}, latency mean {} p50 {} p90 {} p99 {} max {}",
-                t.name,
-                t.kind,
-                t.level,
-                count(t.count, "instance", "instances"),
-                duration(t.latency.mean_ns),
-                duration(t.latency.p50_ns),
-                duration(t.latency.p90_ns),
-                duration(t.latency.p99_ns),
-                duration(t.latency.max_ns)
+                &format!(
+                    "{} ({:?}, level {}): {}, latency mean {} p50 {} p90 {} p99 {} max {}",
+                    task.name,
+                    task.kind,
+                    task.level,
+                    count(task.count, "instance", "instances"),
+                    duration(task.latency.mean_ns),
+                    duration(task.latency.p50_ns),
+                    duration(task.latency.p90_ns),
+                    duration(task.latency.p99_ns),
+                    duration(task.latency.max_ns)
+                ),
+                2,
             )?;
-            let cpu = t
+            let cpu = task
                 .cpu_mean_ns
                 .map(|c| format!("CPU {} per instance; ", duration(c)))
                 .unwrap_or_default();
-            writeln!(
+            t.prose(
                 o,
-                "  {:.1} per second, {} in, {} out, {}/s; {cpu}critical path {} per instance: {}",
-                t.per_second,
-                bytes(t.bytes_in as f64),
-                bytes(t.bytes_out as f64),
-                bytes(t.bandwidth),
-                duration(e.critical_ns),
-                blocked(t)
+                &format!(
+                    "  {:.1} per second, {} in, {} out, {}/s; {cpu}critical path {} per \
+                     instance: {}",
+                    task.per_second,
+                    bytes(task.bytes_in as f64),
+                    bytes(task.bytes_out as f64),
+                    bytes(task.bandwidth),
+                    duration(e.critical_ns),
+                    blocked(task)
+                ),
+                4,
             )?;
             if !e.children.is_empty() {
                 writeln!(
                     o,
                     "\nchildren (share of the parent's latency / critical path):"
                 )?;
-                task_header(o, "child")?;
+                t.header(o, "child")?;
                 for c in &e.children {
                     let label = format!(
                         "{} [x{:.2}, {} / {}]",
@@ -150,7 +236,7 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
                         pct(c.latency_share),
                         pct(c.critical_share)
                     );
-                    task_line(o, &label, &c.task)?;
+                    t.line(o, &label, &c.task)?;
                 }
             }
             writeln!(o, "\nwhere the critical path went (per instance):")?;
@@ -160,13 +246,16 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
                     .as_ref()
                     .map(|q| format!("  (while {q} waited for this thread)"))
                     .unwrap_or_default();
-                writeln!(
+                t.prose(
                     o,
-                    "  {:>6}  {:>10}  {:<8} {}{queued}",
-                    pct(c.share),
-                    duration(c.per_instance_ns),
-                    c.what,
-                    c.leaf
+                    &format!(
+                        "  {:>6}  {:>10}  {:<8} {}{queued}",
+                        pct(c.share),
+                        duration(c.per_instance_ns),
+                        c.what,
+                        c.leaf
+                    ),
+                    32,
                 )?;
                 for k in &c.calls {
                     let peer = k
@@ -174,18 +263,25 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
                         .as_ref()
                         .map(|p| format!(", woken/held by {p}"))
                         .unwrap_or_default();
-                    writeln!(
+                    t.prose(
                         o,
-                        "            {} x{} on {} in {} (total {}, max {}){peer}",
-                        k.call,
-                        k.count,
-                        k.object,
-                        k.function.as_deref().unwrap_or("?"),
-                        duration(k.total_ns),
-                        duration(k.max_ns)
+                        &format!(
+                            "            {} x{} on {} in {} (total {}, max {}){peer}",
+                            k.call,
+                            k.count,
+                            k.object,
+                            k.function.as_deref().unwrap_or("?"),
+                            duration(k.total_ns),
+                            duration(k.max_ns)
+                        ),
+                        16,
                     )?;
                     for f in &k.stack {
-                        writeln!(o, "                at {f}")?;
+                        let frame = format!("                at {f}");
+                        match t.wide {
+                            true => writeln!(o, "{frame}")?,
+                            false => writeln!(o, "{}", cut(&frame, t.width()))?,
+                        }
                     }
                 }
             }

@@ -46,9 +46,61 @@ pub fn seconds(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
+/// `s` cut to `width` characters, the last one `…` when something was cut.
+pub fn cut(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `text` broken at spaces into lines of at most `width` characters, every line after the
+/// first indented by `indent` spaces; a word longer than a line is cut.
+pub fn wrap(text: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let (mut line, mut len, mut words) = (String::new(), 0, 0);
+    for word in text.split(' ') {
+        let w = word.chars().count();
+        if words > 0 && len + 1 + w > width {
+            lines.push(cut(&line, width));
+            (line, len, words) = (" ".repeat(indent), indent, 0);
+        }
+        if words > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        line.push_str(word);
+        len += w;
+        words += 1;
+    }
+    lines.push(cut(&line, width));
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_lines_break_at_spaces_and_keep_their_width() {
+        let text = "top-level tasks by summed latency (instances that stand alone)";
+        let lines = wrap(text, 24, 2);
+        assert_eq!(
+            lines,
+            [
+                "top-level tasks by",
+                "  summed latency",
+                "  (instances that stand",
+                "  alone)"
+            ]
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= 24));
+        assert_eq!(wrap("short", 24, 2), ["short"]);
+        assert_eq!(wrap("abcdefghij", 5, 0), ["abcd…"]);
+        assert_eq!(cut("abcdef", 4), "abc…");
+    }
 
     #[test]
     fn units_read_as_people_write_them() {

@@ -192,6 +192,26 @@ mod tests {
     }
 
     #[test]
+    fn top_command_line_fits_a_width_or_shows_every_column() {
+        let Job::Top(t) = parse(&["top", "m", "--width", "150"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!((t.table.width, t.table.wide), (150, false));
+        let Job::Top(t) = parse(&["top", "m", "--wide"]).unwrap() else {
+            panic!()
+        };
+        assert!(t.table.wide);
+        // The terminal's width, or 120 columns when standard output is not a terminal.
+        let Job::Top(t) = parse(&["top", "m"]).unwrap() else {
+            panic!()
+        };
+        let expected = crate::output::terminal_width().unwrap_or(120);
+        assert_eq!(t.table.width, expected);
+        assert!(parse(&["top", "m", "--width", "60"]).is_err());
+        assert!(parse(&["top", "m", "--wide", "--width", "130"]).is_err());
+    }
+
+    #[test]
     fn dump_command_line() {
         let args = [
             "dump",

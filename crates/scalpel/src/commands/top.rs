@@ -8,10 +8,10 @@ use scalpel_analysis::rollup::{top_view, TopOptions};
 use scalpel_model::progress::Timings;
 use scalpel_views::csv::write_csv;
 use scalpel_views::json::write_top_json;
-use scalpel_views::table::write_table;
+use scalpel_views::table::{write_table_with, TableOptions, MIN_WIDTH};
 
 use crate::args::SourceArgs;
-use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::output::{broken_pipe_is_fine, print_timings, terminal_width, text_stdout};
 use crate::source::Source;
 
 /// How `top` prints.
@@ -39,6 +39,13 @@ pub(crate) struct TopArgs {
     /// Rows per list.
     #[arg(long, value_name = "N", default_value = "20")]
     pub limit: usize,
+    /// Every column (mean, rate, bandwidth), lines as long as they come.
+    #[arg(long, conflicts_with = "width")]
+    pub wide: bool,
+    /// Columns the table fits in [default: the terminal's width, or 120 when the output is
+    /// not a terminal; at least 100].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(MIN_WIDTH as i64..))]
+    pub width: Option<u16>,
 }
 
 /// `top` in the library's terms.
@@ -47,6 +54,7 @@ pub(crate) struct Top {
     pub source: Source,
     pub view: TopOptions,
     pub format: Format,
+    pub table: TableOptions,
 }
 
 impl TopArgs {
@@ -59,6 +67,14 @@ impl TopArgs {
                 ..TopOptions::default()
             },
             format: self.format,
+            table: TableOptions {
+                width: self
+                    .width
+                    .map(usize::from)
+                    .or_else(terminal_width)
+                    .unwrap_or(TableOptions::default().width),
+                wide: self.wide,
+            },
         }
     }
 }
@@ -70,7 +86,7 @@ pub(crate) fn run(top: &Top) -> Result<()> {
     let view = top_view(&l.graph, &l.model, &r, &top.view)?;
     let mut o = text_stdout();
     let written = match top.format {
-        Format::Table => write_table(&mut o, &view),
+        Format::Table => write_table_with(&mut o, &view, top.table),
         Format::Csv => write_csv(&mut o, &view),
         Format::Json => write_top_json(&mut o, &view),
     };

@@ -95,7 +95,8 @@ pub fn c_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
 }
 
-/// Compiles `tests/c/<src>.c` (plus `extra` arguments) into an executable named `out`.
+/// Compiles `tests/c/<src>.c` (or `<src>.cpp`, with the C++ compiler; plus `extra` arguments)
+/// into an executable named `out`.
 ///
 /// Each program is built once per test binary: tests run at once, and one test's build
 /// replacing the executable while another's trace of it is symbolized left that trace's frames
@@ -123,14 +124,21 @@ fn compile_c(src: &str, out: &str, extra: &[&str]) -> PathBuf {
         std::process::id(),
         std::thread::current().id()
     ));
-    let status = Command::new("cc")
+    // A C++ program is `<src>.cpp`, built with the C++ compiler.
+    let cpp = c_dir().join(format!("{src}.cpp"));
+    let (compiler, file) = if cpp.exists() {
+        ("c++", cpp)
+    } else {
+        ("cc", c_dir().join(format!("{src}.c")))
+    };
+    let status = Command::new(compiler)
         .args(["-O1", "-g", "-pthread", "-Wall", "-o"])
         .arg(&tmp)
-        .arg(c_dir().join(format!("{src}.c")))
+        .arg(file)
         .args(extra)
         .status()
         .expect("cc runs");
-    assert!(status.success(), "compiling {src}.c failed");
+    assert!(status.success(), "compiling {src} failed");
     std::fs::rename(&tmp, &exe).unwrap();
     exe
 }

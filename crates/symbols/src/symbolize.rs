@@ -14,6 +14,8 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
 use scalpel_model::read::{MapEntry, ModuleMap};
 
+use super::demangle::demangle;
+
 /// A module whose frames could not be symbolized, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {problem}; its frames show addresses only", .path.display())]
@@ -60,7 +62,7 @@ pub struct Frame {
     pub module: Option<PathBuf>,
     /// The address as an offset into the module's file, when a mapping holds it.
     pub offset: Option<u64>,
-    /// The function (demangled), when found.
+    /// The function (demangled; a C++ function without its parameters), when found.
     pub function: Option<String>,
     /// Source file and line, when debug information has them.
     pub line: Option<(String, u32)>,
@@ -218,7 +220,10 @@ impl Symbolizer {
         if let Some(hit) = self.frames.get(&(path.clone(), offset)) {
             return hit.clone();
         }
-        let blaze = self.blaze.get_or_insert_with(Blaze::new);
+        // Names demangled here (`demangle`): C++ names without their parameters.
+        let blaze = self
+            .blaze
+            .get_or_insert_with(|| Blaze::builder().enable_demangling(false).build());
         let src = Source::Elf(Elf::new(path));
         let found = match blaze.symbolize(&src, Input::FileOffset(&[offset][..])) {
             Ok(mut v) => match v.pop() {
@@ -227,7 +232,7 @@ impl Symbolizer {
                         .code_info
                         .as_ref()
                         .and_then(|c| Some((c.to_path().display().to_string(), c.line?)));
-                    (Some(s.name.into_owned()), line)
+                    (Some(demangle(&s.name)), line)
                 }
                 _ => (None, None),
             },

@@ -11,7 +11,11 @@ use serde_json::Value;
 #[test]
 fn cpp_methods_name_their_tasks_without_their_parameters() {
     let run = record(&build_c("cppnames", "cppnames", &[]), &[]).success();
-    assert!(run.stdout().contains("cppnames items 200"), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("cppnames items 200"),
+        "{}",
+        run.stdout()
+    );
     let out = run.tmp.path().join("model");
     let o = Command::new(scalpel())
         .arg("infer")

@@ -261,3 +261,18 @@ fn a_reader_that_stops_early_is_not_an_error() {
         );
     }
 }
+
+/// A program that makes none of the calls Scalpel records gives a trace with no leaf: `top`
+/// says so beside its empty table, instead of the table alone.
+#[test]
+fn top_on_a_trace_with_no_leaf_says_why_its_table_is_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    let d = dir.to_str().unwrap();
+    let o = scalpel_cmd(&["record", "-o", d, "--", "true"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = scalpel_cmd(&["top", d]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("holds no leaf"), "{err}");
+}

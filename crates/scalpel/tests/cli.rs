@@ -223,6 +223,26 @@ fn inferred() -> (tempfile::TempDir, std::path::PathBuf) {
     (tmp, out_dir)
 }
 
+/// `infer` on a directory `infer` wrote says what the directory is instead of "no trace
+/// found"; a trace with a model written into it still infers.
+#[test]
+fn an_inferred_directory_is_named_for_what_it_is() {
+    let (tmp, out_dir) = inferred();
+    let o = scalpel(&["infer", out_dir.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("a directory `scalpel infer` wrote") && err.contains("not a trace"),
+        "{err}"
+    );
+    // The trace itself still infers, written into its own directory or not.
+    let trace = tmp.path().to_str().unwrap();
+    let o = scalpel(&["infer", trace, "-o", trace], None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = scalpel(&["infer", trace, "-o", out_dir.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
 /// A graph.json or model.json edited to name a leaf, node or object that does not exist is
 /// refused with the file, the table, the entry and the bad value; nothing panics. The edits are
 /// made on the complete documents `scalpel export` writes, which the readers take in place of

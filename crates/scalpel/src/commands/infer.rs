@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_model::progress::Timings;
@@ -91,8 +91,37 @@ impl InferArgs {
     }
 }
 
+/// Whether `dir` holds an entry named like a traced process's directory (`<pid>.<n>`).
+fn holds_a_process_directory(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.split_once('.').is_some_and(|(pid, n)| {
+                [pid, n]
+                    .iter()
+                    .all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+    })
+}
+
 /// Runs the stages and reports on stdout (results) and stderr (warnings).
 pub(crate) fn run(job: &Infer) -> Result<()> {
+    // A directory `infer` wrote is not a trace; reading it as one would say "no trace found"
+    // and leave the user guessing.
+    if ["model.json", "graph.json"]
+        .iter()
+        .any(|f| job.dir.join(f).is_file())
+        && !holds_a_process_directory(&job.dir)
+    {
+        bail!(
+            "{}: this is a directory `scalpel infer` wrote (it holds its model or graph), not a \
+             trace; `scalpel top`, `report`, `flame` and the other views read it as it is, and \
+             `scalpel infer` takes the trace directory it came from",
+            job.dir.display()
+        );
+    }
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;

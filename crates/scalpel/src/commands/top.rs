@@ -83,6 +83,14 @@ impl TopArgs {
 pub(crate) fn run(top: &Top) -> Result<()> {
     let mut t = Timings::new();
     let (l, r) = top.source.load_rollups(&mut t)?;
+    if l.graph.leaves.is_empty() {
+        // An empty table alone says nothing about why.
+        crate::say!(
+            "scalpel: hint: {} holds no leaf: the program made none of the calls Scalpel \
+             records, or nothing was recorded (`scalpel summary` on the trace says which)",
+            top.source.path.display()
+        );
+    }
     let view = top_view(&l.graph, &l.model, &r, &top.view)?;
     let mut o = text_stdout();
     let written = match top.format {

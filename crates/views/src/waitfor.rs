@@ -50,7 +50,9 @@ pub fn knot_name(w: &WaitFor, k: &Knot) -> String {
     names.join(" + ")
 }
 
-/// How an edge's weight splits: `(1.20 s direct, 3.40 s passed on)`.
+/// How an edge's weight splits: `(1.20 s direct, 3.40 s passed on)`. Idle time is said from the
+/// waiter's side, `[disk] → syncer  (8.22 s idle until given work)`: the disk had nothing to do
+/// until the syncer gave it some ("waiting for work" read as if the syncer waited).
 fn split(e: &WaitEdge) -> String {
     let mut parts = Vec::new();
     if e.direct_ns > 0 {
@@ -60,7 +62,7 @@ fn split(e: &WaitEdge) -> String {
         parts.push(format!("{} passed on", duration(e.cascaded_ns)));
     }
     if e.idle_ns > 0 {
-        parts.push(format!("{} idle, waiting for work", duration(e.idle_ns)));
+        parts.push(format!("{} idle until given work", duration(e.idle_ns)));
     }
     parts.join(", ")
 }

@@ -66,6 +66,10 @@ pub struct Summary {
 /// The most renamed processes `Display` lists.
 const TITLES_SHOWN: usize = 12;
 
+/// The most characters of a title `Display` prints: a linker's title is its whole command line
+/// (531 characters for one `ld` under `make`), and one line of the summary should stay one line.
+const TITLE_CHARS: usize = 100;
+
 /// Bytes of a READY record: kind, length, form, two counts, the values.
 fn ready_record_len(r: &Ready) -> u64 {
     let payload = 1
@@ -219,7 +223,14 @@ impl fmt::Display for Summary {
         }
         for (pid, title) in self.titles.iter().take(TITLES_SHOWN) {
             // The program chose its title: printed escaped (see `scalpel_model::text`).
-            writeln!(f, "title:      {pid} {}", escape_control(title))?;
+            let shown = escape_control(title);
+            let shown = match shown.char_indices().nth(TITLE_CHARS) {
+                Some((cut, _)) => {
+                    format!("{}… ({} characters)", &shown[..cut], title.chars().count())
+                }
+                None => shown.into_owned(),
+            };
+            writeln!(f, "title:      {pid} {shown}")?;
         }
         if self.titles.len() > TITLES_SHOWN {
             writeln!(
@@ -236,5 +247,25 @@ impl fmt::Display for Summary {
             )?;
         }
         write!(f, "warnings:   {}", self.warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_title_is_cut_to_one_line_and_says_how_long_it_was() {
+        let long = format!("ld {}", "-L/usr/lib/x86_64-linux-gnu ".repeat(20));
+        let s = Summary {
+            titles: vec![(7, long.clone()), (8, "postgres: walwriter".to_owned())],
+            ..Summary::default()
+        };
+        let text = s.to_string();
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("title:")).collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].chars().count() < 140, "{}", lines[0]);
+        assert!(lines[0].ends_with(&format!("… ({} characters)", long.chars().count())));
+        assert_eq!(lines[1], "title:      8 postgres: walwriter");
     }
 }

@@ -4,8 +4,10 @@
 # makes the whole drawing fit its box, "+" makes it larger, "100%" brings back the size it loaded
 # at); no text is smaller than 9 px (HTML text by
 # its computed size, the drawing's labels by their rendered height, what sits in closed
-# <details> left out); each NAME given with --visible can be read without opening anything; and a
-# screenshot at each width is not blank (kept in /tmp, out of the repository).
+# <details> left out); each NAME given with --visible can be read without opening anything; the
+# page does not scroll sideways (wide tables scroll inside their own box); the "at a glance"
+# section (the heaviest task and where its critical path went) ends within the first 1,000 px;
+# and a screenshot at each width is not blank (kept in /tmp, out of the repository).
 #
 # Usage: scripts/check-report.sh REPORT.html [--visible NAME]...
 set -euo pipefail
@@ -62,13 +64,17 @@ cat >> "$PROBE" <<EOF
     zoom = {start: start, fit: fit, bigger: bigger, back: w(),
             box: {w: box.clientWidth, h: box.clientHeight}};
   }
-  document.body.setAttribute('data-probe', JSON.stringify({html: html, svg: svg, hidden: hidden, zoom: zoom}));
+  var page = {wide: document.documentElement.scrollWidth, window: window.innerWidth};
+  var glance = document.getElementById('finding');
+  var glanceEnd = glance ? glance.getBoundingClientRect().bottom + window.scrollY : null;
+  document.body.setAttribute('data-probe', JSON.stringify({html: html, svg: svg, hidden: hidden,
+    zoom: zoom, page: page, glance: glanceEnd}));
 })();
 </script>
 EOF
 for width in 1400 800; do
     DOM=$(timeout 120 "$CHROME" "${FLAGS[@]}" --window-size=$width,2000 --dump-dom "file://$PROBE" 2>/dev/null)
-    for want in "<svg" "Top-level tasks by summed latency" "How to read these tables" "Drill-down" "<table"; do
+    for want in "<svg" "At a glance" "Top-level tasks by summed latency" "How to read these tables" "Drill-down" "<table"; do
         if ! grep -q "$want" <<<"$DOM"; then
             echo "check-report: the page rendered at $width px has no \"$want\"" >&2
             exit 1
@@ -96,11 +102,18 @@ else:
         bad.append(f"'+' did not enlarge the drawing ({z['fit']['w']:.0f} -> {z['bigger']:.0f} px)")
     if abs(z["back"] - z["start"]) > 1:
         bad.append(f"'100%' gave {z['back']:.0f} px, the drawing loaded at {z['start']:.0f}")
+if p["page"]["wide"] > p["page"]["window"] + 1:
+    bad.append(f"the page scrolls sideways: {p['page']['wide']} px wide in a window of {p['page']['window']}")
+if p["glance"] is None:
+    bad.append("no 'at a glance' section")
+elif p["glance"] > 1000:
+    bad.append(f"the 'at a glance' section ends {p['glance']:.0f} px down, past the first 1,000")
 if bad:
     sys.exit(f"check-report: at {width} px: " + "; ".join(bad))
 svg = "none" if p["svg"] >= 1e9 else f"{p['svg']:.1f} px"
 print(f"check-report: at {width} px the smallest text is {p['html']:.0f} px, the smallest label {svg}; "
-      f"zoom: {z['start']:.0f} px wide, fit {z['fit']['w']:.0f}, + {z['bigger']:.0f}, 100% {z['back']:.0f}")
+      f"zoom: {z['start']:.0f} px wide, fit {z['fit']['w']:.0f}, + {z['bigger']:.0f}, 100% {z['back']:.0f}; "
+      f"page {p['page']['wide']} px wide; 'at a glance' ends at {p['glance']:.0f} px")
 PY
     SHOT=/tmp/scalpel-report-$width.png
     rm -f "$SHOT"

@@ -199,7 +199,7 @@ fn the_replicated_stores_knot_is_the_senders_flow_control_sleep() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
     let at = page
-        .find("<h2>Where the waiting ends</h2>")
+        .find("<h2 id=knots>Where the waiting ends</h2>")
         .expect("a knots section");
     let knot = &page[at..];
     assert!(knot.contains("<h3>Knot 1: [timer] &mdash;"), "{knot}");

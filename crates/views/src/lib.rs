@@ -14,6 +14,7 @@ pub mod diff;
 pub mod export;
 pub mod flame;
 pub mod flamediff;
+mod glance;
 pub mod graph;
 pub mod graphviz;
 mod html;

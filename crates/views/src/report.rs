@@ -9,6 +9,7 @@ use scalpel_model::task::{Model, TaskTypeId};
 
 use super::diff::write_diff_html;
 use super::flame::{write_flame_svg, write_flame_svg_as, Weights};
+use super::glance::write_glance;
 use super::graphviz::DrawError;
 use super::html::esc;
 use super::model::{model_svg, ModelDraw};
@@ -41,8 +42,10 @@ impl Default for ReportOptions {
     }
 }
 
-const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;color:#222}\
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;\
+const STYLE: &str = "body{font-family:Helvetica,Arial,sans-serif;margin:2em;color:#222;\
+overflow-wrap:anywhere}table{border-collapse:collapse;margin:1em 0;display:block;\
+overflow-x:auto;max-width:100%}pre{overflow-x:auto}.glance{border-left:4px solid #c44;\
+padding:2px 12px;background:#fafafa}td,th{border:1px solid #ccc;padding:3px 8px;\
 text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left;\
 white-space:normal}th{background:#eee}\
 .svg{overflow:auto;max-height:85vh;border:1px solid #ccc;cursor:grab}.svg.drag{cursor:grabbing}\
@@ -271,7 +274,7 @@ const KNOTS: usize = 3;
 
 /// The wait-for graph's knots: where the waiting ends, with the edges inside and into each.
 fn knots(o: &mut impl Write, w: &WaitFor) -> io::Result<()> {
-    writeln!(o, "<h2>Where the waiting ends</h2>")?;
+    writeln!(o, "<h2 id=knots>Where the waiting ends</h2>")?;
     writeln!(
         o,
         "<p class=hint>The knots of the wait-for graph: thread groups (and the disk, network, \
@@ -371,6 +374,67 @@ pub fn write_report(
     if let Some((old, d)) = &opts.baseline {
         write_diff_html(o, d, old)?;
     }
+    let tasks = view.map(|v| v.tasks).unwrap_or_default();
+    // Tasks seen once (start-up, shutdown, one-off closures) are folded away below the ones
+    // that recur, which are what a reader came for.
+    let (recurring, once): (Vec<&TaskRow>, Vec<&TaskRow>) = tasks.iter().partition(|t| t.count > 1);
+    // The answer first, then the tables it comes from; the drawing, which fills screens, after.
+    write_glance(o, (graph, model, r), recurring.first().copied(), waits)?;
+    task_tables(o, &recurring, &once)?;
+    knots(o, waits)?;
+    let err = drawing(o, graph, model, r)?;
+    writeln!(o, "<h2 id=drill>Drill-down</h2>")?;
+    let drilled = if recurring.is_empty() {
+        &once
+    } else {
+        &recurring
+    };
+    for t in drilled.iter().take(opts.tasks) {
+        let view_opts = TopOptions {
+            expand: Some(t.name.clone()),
+            limit: 10,
+            ..TopOptions::default()
+        };
+        if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
+            drill(o, &e)?;
+            flame_picture(o, graph, model, &t.name)?;
+        }
+    }
+    writeln!(o, "</body></html>")?;
+    Ok(err)
+}
+
+/// The top-level tasks that recur, then those seen once (folded), and the legend.
+fn task_tables(o: &mut impl Write, recurring: &[&TaskRow], once: &[&TaskRow]) -> io::Result<()> {
+    writeln!(o, "<h2 id=tasks>Top-level tasks by summed latency</h2>")?;
+    let table = |o: &mut dyn Write, rows: &[&TaskRow]| -> io::Result<()> {
+        writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>")?;
+        for t in rows {
+            writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t))?;
+        }
+        writeln!(o, "</table>")
+    };
+    table(o, recurring)?;
+    if !once.is_empty() {
+        writeln!(
+            o,
+            "<details><summary>{} task{} seen once (start-up, shutdown, one-off work)</summary>",
+            once.len(),
+            if once.len() == 1 { "" } else { "s" }
+        )?;
+        table(o, once)?;
+        writeln!(o, "</details>")?;
+    }
+    writeln!(o, "{LEGEND}")
+}
+
+/// The task model's drawing with its zoom; why there is none, when there is none.
+fn drawing(
+    o: &mut impl Write,
+    graph: &Graph,
+    model: &Model,
+    r: &Rollup,
+) -> io::Result<Option<DrawError>> {
     // Steps seen once (start-up, shutdown) are left out of the drawing, as from the table: they
     // took half of the demo's picture. A model of nothing but those is drawn whole.
     let draw = ModelDraw {
@@ -389,8 +453,8 @@ pub fn write_report(
         ),
         other => other,
     };
-    writeln!(o, "<h2>Task model</h2>")?;
-    let err = match svg {
+    writeln!(o, "<h2 id=drawing>Task model</h2>")?;
+    Ok(match svg {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
             let body = text.find("<svg").map_or(&text[..], |i| &text[i..]);
@@ -412,49 +476,5 @@ pub fn write_report(
             writeln!(o, "<p>No drawing: {}</p>", esc(&e.to_string()))?;
             Some(e)
         }
-    };
-    writeln!(o, "<h2>Top-level tasks by summed latency</h2>")?;
-    let tasks = view.map(|v| v.tasks).unwrap_or_default();
-    // Tasks seen once (start-up, shutdown, one-off closures) are folded away below the ones
-    // that recur, which are what a reader came for.
-    let (recurring, once): (Vec<&TaskRow>, Vec<&TaskRow>) = tasks.iter().partition(|t| t.count > 1);
-    let table = |o: &mut dyn Write, rows: &[&TaskRow]| -> io::Result<()> {
-        writeln!(o, "<table><tr><th>task</th>{TASK_HEAD}</tr>")?;
-        for t in rows {
-            writeln!(o, "<tr><td>{}</td>{}</tr>", esc(&t.name), task_cells(t))?;
-        }
-        writeln!(o, "</table>")
-    };
-    table(o, &recurring)?;
-    if !once.is_empty() {
-        writeln!(
-            o,
-            "<details><summary>{} task{} seen once (start-up, shutdown, one-off work)</summary>",
-            once.len(),
-            if once.len() == 1 { "" } else { "s" }
-        )?;
-        table(o, &once)?;
-        writeln!(o, "</details>")?;
-    }
-    writeln!(o, "{LEGEND}")?;
-    knots(o, waits)?;
-    writeln!(o, "<h2>Drill-down</h2>")?;
-    let drilled = if recurring.is_empty() {
-        &once
-    } else {
-        &recurring
-    };
-    for t in drilled.iter().take(opts.tasks) {
-        let view_opts = TopOptions {
-            expand: Some(t.name.clone()),
-            limit: 10,
-            ..TopOptions::default()
-        };
-        if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
-            drill(o, &e)?;
-            flame_picture(o, graph, model, &t.name)?;
-        }
-    }
-    writeln!(o, "</body></html>")?;
-    Ok(err)
+    })
 }

@@ -13,7 +13,7 @@ use super::glance::write_glance;
 use super::graphviz::DrawError;
 use super::html::esc;
 use super::model::{model_svg, ModelDraw};
-use super::table::blocked_shares;
+use super::table::{blocked_shares, recorded_note};
 use super::units::{bytes, count, duration, pct};
 use super::waitfor::{edge_name, knot_name, site_line};
 use scalpel_analysis::diff::Diff;
@@ -370,6 +370,9 @@ pub fn write_report(
             ),
             count(supers as u64, "task type", "task types")
         )?;
+        if let Some(note) = recorded_note(v) {
+            writeln!(o, "<p class=hint>{}</p>", esc(note.trim()))?;
+        }
     }
     if let Some((old, d)) = &opts.baseline {
         write_diff_html(o, d, old)?;

@@ -136,6 +136,26 @@ impl TableOptions {
     }
 }
 
+/// When the graph holds processes or threads with no leaf, how many: `infer` counts every
+/// process recorded, `top` those with leaves, and a reader comparing the two should not have
+/// to guess why they differ.
+pub(crate) fn recorded_note(v: &TopView) -> Option<String> {
+    let (p, t) = (
+        v.processes_recorded.saturating_sub(v.processes),
+        v.threads_recorded.saturating_sub(v.threads),
+    );
+    (p > 0 || t > 0).then(|| {
+        format!(
+            "  ({} and {} recorded; {} and {} of them have no leaf: they made no call that ends \
+             one, or a filter left it out)",
+            count(v.processes_recorded as u64, "process", "processes"),
+            count(v.threads_recorded as u64, "thread", "threads"),
+            p,
+            t
+        )
+    })
+}
+
 /// The view as text tables, 120 columns wide.
 pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
     write_table_with(o, v, TableOptions::default())
@@ -151,6 +171,9 @@ pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io:
         count(v.leaves as u64, "leaf", "leaves"),
         duration(v.span_ns)
     )?;
+    if let Some(note) = recorded_note(v) {
+        t.prose(o, &note, 2)?;
+    }
     let chans: Vec<String> = v
         .channels
         .iter()
@@ -288,4 +311,41 @@ pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io:
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(processes: usize, recorded: usize) -> TopView {
+        TopView {
+            processes,
+            threads: processes * 2,
+            processes_recorded: recorded,
+            threads_recorded: recorded * 2,
+            leaves: 10,
+            span_ns: 1_000,
+            channels: Vec::new(),
+            tasks: Vec::new(),
+            expanded: None,
+        }
+    }
+
+    #[test]
+    fn processes_without_leaves_are_counted_beside_those_with() {
+        let mut out = Vec::new();
+        write_table(&mut out, &view(58, 71)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("58 processes, 116 threads, 10 leaves over 1.0 us")
+        );
+        let note = lines.next().unwrap();
+        assert!(
+            note.starts_with("  (71 processes and 142 threads recorded; 13 and 26 of them"),
+            "{note}"
+        );
+        assert_eq!(recorded_note(&view(3, 3)), None);
+    }
 }

@@ -158,6 +158,11 @@ pub struct TopView {
     pub processes: usize,
     /// Threads with leaves.
     pub threads: usize,
+    /// Processes in the graph, with leaves or not (those that made no call ending a leaf, or
+    /// whose leaves a filter left out): the count `infer` gives.
+    pub processes_recorded: usize,
+    /// Threads in the graph, the same way.
+    pub threads_recorded: usize,
     /// Leaf instances.
     pub leaves: usize,
     /// The trace's span.
@@ -219,6 +224,8 @@ pub fn top_view(
     Ok(TopView {
         processes: processes.len(),
         threads: live.len(),
+        processes_recorded: graph.processes.len(),
+        threads_recorded: graph.threads.len(),
         leaves: graph.leaves.len(),
         span_ns: r.span_ns,
         channels: r

@@ -18,21 +18,12 @@ cd "$(dirname "$0")/.."
 OUT=${1:-target/postgres-trace}
 PORT=${PORT:-18432}
 DURATION=${DURATION:-5}
-BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-
-if [ -z "$BIN" ] || [ ! -x "$BIN/postgres" ] || ! command -v pgbench >/dev/null; then
-    echo "installing postgresql" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null
-    BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-fi
+source scripts/servers/postgres-env.sh
 
 cargo build --release -q -p scalpel-agent -p scalpel
 cargo build --release -q -p scalpel-e2e --bin server-check
 SCALPEL=$PWD/target/release/scalpel
 
-AS=()
-if [ "$(id -u)" = 0 ]; then AS=(runuser -u postgres --); fi
 WORK=$(mktemp -d /tmp/scalpel-postgres.XXXXXX)
 RECORD_PID=""
 cleanup() {

@@ -288,11 +288,7 @@ fn candidates<'a>(run: Run<'a>, nested: bool) -> (Vec<Candidate<'a>>, Vec<&'a Ty
             !nested || (t.kind != TaskKind::Leaf && t.top_level < t.count && s.count > 0)
         })
         .map(|s| {
-            let leaves = if nested {
-                all_leaves(run.model, s)
-            } else {
-                top_leaves(run.model, s)
-            };
+            let leaves = leaves_held(run.model, s, nested);
             (Candidate::of(run.model, s.ty.index(), s.count, leaves), s)
         })
         .unzip()
@@ -300,7 +296,7 @@ fn candidates<'a>(run: Run<'a>, nested: bool) -> (Vec<Candidate<'a>>, Vec<&'a Ty
 
 /// How much of a run the pairs (by candidate index) cover.
 fn share(run: Run, c: &[&TypeStats], paired: impl Iterator<Item = usize>) -> RunShare {
-    let leaves: Vec<u64> = c.iter().map(|s| top_leaves(run.model, s)).collect();
+    let leaves: Vec<u64> = c.iter().map(|s| leaves_held(run.model, s, false)).collect();
     let mut r = RunShare {
         types: c.len() as u64,
         leaves: leaves.iter().sum(),
@@ -313,27 +309,15 @@ fn share(run: Run, c: &[&TypeStats], paired: impl Iterator<Item = usize>) -> Run
     r
 }
 
-/// Leaves held by a type's top-level instances.
-fn top_leaves(model: &Model, s: &TypeStats) -> u64 {
+/// Leaves held by a type's instances: its top-level ones, or all of them for a nested type.
+fn leaves_held(model: &Model, s: &TypeStats, nested: bool) -> u64 {
     let t = &model.types[s.ty.index()];
     if t.kind == TaskKind::Leaf {
-        return t.top_level;
+        return if nested { t.count } else { t.top_level };
     }
     t.occurrences
         .iter()
-        .filter(|o| o.parent.is_none())
-        .map(|o| o.leaves.as_slice().len() as u64)
-        .sum()
-}
-
-/// Leaves held by all of a type's instances.
-fn all_leaves(model: &Model, s: &TypeStats) -> u64 {
-    let t = &model.types[s.ty.index()];
-    if t.kind == TaskKind::Leaf {
-        return t.count;
-    }
-    t.occurrences
-        .iter()
+        .filter(|o| nested || o.parent.is_none())
         .map(|o| o.leaves.as_slice().len() as u64)
         .sum()
 }
@@ -349,11 +333,7 @@ fn figures(run: Run, s: &TypeStats, nested: bool) -> Figures {
         max_ns: s.latency.max_ns,
         total_ns: s.total_ns,
         bytes_per_instance: (s.bytes_in + s.bytes_out) / s.count.max(1),
-        leaves: if nested {
-            all_leaves(run.model, s)
-        } else {
-            top_leaves(run.model, s)
-        },
+        leaves: leaves_held(run.model, s, nested),
         path: composition(s),
     }
 }

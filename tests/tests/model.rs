@@ -284,7 +284,7 @@ fn model_json_follows_the_checked_in_schema() {
         let mut bad = doc.clone();
         bad["mining"]["min_suport"] = serde_json::json!(5);
         assert!(
-            !common::model_schema(version).is_valid(&bad),
+            !scalpel_e2e::schema::validator(&format!("scalpel-model-{version}")).is_valid(&bad),
             "schema {version}"
         );
     }

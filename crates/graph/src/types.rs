@@ -234,7 +234,7 @@ pub(super) fn disambiguate(types: &mut [LeafType], skip: &SkipList) {
                 continue;
             }
             for (&i, c) in group.iter().zip(&callers) {
-                if keep == Keep::Caller(c.clone()) || c.is_none() {
+                if matches!(&keep, Keep::Caller(k) if k == c) || c.is_none() {
                     continue;
                 }
                 for d in shown[i]..=depth {

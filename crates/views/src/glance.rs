@@ -5,26 +5,23 @@
 
 use std::io::{self, Write};
 
-use scalpel_analysis::rollup::{top_view, Rollup, TaskRow, TopOptions};
+use scalpel_analysis::rollup::{Expanded, TaskRow};
 use scalpel_analysis::waitfor::WaitFor;
-use scalpel_model::graph::Graph;
-use scalpel_model::task::Model;
 
 use super::html::esc;
 use super::units::{duration, pct};
 use super::waitfor::knot_name;
 
 /// Writes the "at a glance" section for `heaviest` (the recurring task type with the most
-/// summed latency), when there is one, and the first knot of `waits`.
+/// summed latency, and its view expanded), when there is one, and the first knot of `waits`.
 pub(crate) fn write_glance(
     o: &mut impl Write,
-    (graph, model, r): (&Graph, &Model, &Rollup),
-    heaviest: Option<&TaskRow>,
+    heaviest: Option<(&TaskRow, &Expanded)>,
     waits: &WaitFor,
 ) -> io::Result<()> {
     writeln!(o, "<div class=glance id=finding><h2>At a glance</h2>")?;
     match heaviest {
-        Some(t) => {
+        Some((t, e)) => {
             writeln!(
                 o,
                 "<p><b>{}</b> took the most time: {} instances, p50 {}, p99 {}, {} summed.",
@@ -34,16 +31,7 @@ pub(crate) fn write_glance(
                 duration(t.latency.p99_ns),
                 duration(t.total_ns)
             )?;
-            let opts = TopOptions {
-                expand: Some(t.name.clone()),
-                limit: 3,
-                ..TopOptions::default()
-            };
-            let lead = top_view(graph, model, r, &opts)
-                .ok()
-                .and_then(|v| v.expanded)
-                .and_then(|e| e.contributors.into_iter().next());
-            if let Some(c) = lead {
+            if let Some(c) = e.contributors.first() {
                 // `sleep in flow_control_sleep`, `lock: sem_wait in XLogFlush`, `running`.
                 let mut what = esc(&c.what);
                 if let Some(k) = c.calls.first() {

@@ -381,27 +381,36 @@ pub fn write_report(
     // Tasks seen once (start-up, shutdown, one-off closures) are folded away below the ones
     // that recur, which are what a reader came for.
     let (recurring, once): (Vec<&TaskRow>, Vec<&TaskRow>) = tasks.iter().partition(|t| t.count > 1);
-    // The answer first, then the tables it comes from; the drawing, which fills screens, after.
-    write_glance(o, (graph, model, r), recurring.first().copied(), waits)?;
-    task_tables(o, &recurring, &once)?;
-    knots(o, waits)?;
-    let err = drawing(o, graph, model, r)?;
-    writeln!(o, "<h2 id=drill>Drill-down</h2>")?;
     let drilled = if recurring.is_empty() {
         &once
     } else {
         &recurring
     };
-    for t in drilled.iter().take(opts.tasks) {
-        let view_opts = TopOptions {
-            expand: Some(t.name.clone()),
-            limit: 10,
-            ..TopOptions::default()
-        };
-        if let Ok(Some(e)) = top_view(graph, model, r, &view_opts).map(|v| v.expanded) {
-            drill(o, &e)?;
-            flame_picture(o, graph, model, &t.name)?;
-        }
+    // Each drilled task's view, computed once: the first (the heaviest recurring task) also
+    // gives the answer the page opens with.
+    let drills: Vec<(&TaskRow, Expanded)> = drilled
+        .iter()
+        .take(opts.tasks)
+        .filter_map(|t| {
+            let view_opts = TopOptions {
+                expand: Some(t.name.clone()),
+                limit: 10,
+                ..TopOptions::default()
+            };
+            let e = top_view(graph, model, r, &view_opts).ok()?.expanded?;
+            Some((*t, e))
+        })
+        .collect();
+    let heaviest = drills.first().filter(|_| !recurring.is_empty());
+    // The answer first, then the tables it comes from; the drawing, which fills screens, after.
+    write_glance(o, heaviest.map(|(t, e)| (*t, e)), waits)?;
+    task_tables(o, &recurring, &once)?;
+    knots(o, waits)?;
+    let err = drawing(o, graph, model, r)?;
+    writeln!(o, "<h2 id=drill>Drill-down</h2>")?;
+    for (t, e) in &drills {
+        drill(o, e)?;
+        flame_picture(o, graph, model, &t.name)?;
     }
     writeln!(o, "</body></html>")?;
     Ok(err)

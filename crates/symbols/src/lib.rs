@@ -8,5 +8,6 @@ mod symbolize;
 
 pub use naming::{
     naming_frame, short_name, SkipList, DEFAULT_SKIP_FUNCTIONS, DEFAULT_SKIP_MODULES,
+    DEFAULT_SKIP_SOURCES,
 };
 pub use symbolize::{Frame, Missing, ModuleProblem, ModuleWarning, Symbolizer};

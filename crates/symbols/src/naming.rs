@@ -39,6 +39,13 @@ pub const DEFAULT_SKIP_FUNCTIONS: &[&str] = &[
     "__GI_",
 ];
 
+/// Source-file prefixes whose frames never name a task: Rust's own library (`std`, `core`,
+/// `alloc`), whose sources a toolchain records as `/rustc/<commit>/library/…`. Why the file
+/// and not only the function prefixes: a program built with line tables only (`debug =
+/// "line-tables-only"`, common in release profiles) names an inlined library function without
+/// its path (`default_read_exact<…>`, not `std::io::default_read_exact<…>`).
+pub const DEFAULT_SKIP_SOURCES: &[&str] = &["/rustc/"];
+
 /// Which frames a leaf name skips. `Default` holds the lists above.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkipList {
@@ -46,6 +53,8 @@ pub struct SkipList {
     pub modules: Vec<String>,
     /// Function-name prefixes to skip.
     pub functions: Vec<String>,
+    /// Source-file prefixes to skip.
+    pub sources: Vec<String>,
 }
 
 impl Default for SkipList {
@@ -56,6 +65,7 @@ impl Default for SkipList {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            sources: DEFAULT_SKIP_SOURCES.iter().map(|s| s.to_string()).collect(),
         }
     }
 }
@@ -69,6 +79,10 @@ impl SkipList {
             .and_then(|m| m.file_name())
             .map(|n| n.to_string_lossy().into_owned());
         if module.is_some_and(|m| self.modules.iter().any(|s| m.contains(s.as_str()))) {
+            return true;
+        }
+        let source = frame.line.as_ref().map(|(file, _)| file.as_str());
+        if source.is_some_and(|f| self.sources.iter().any(|s| f.starts_with(s.as_str()))) {
             return true;
         }
         match &frame.function {
@@ -180,6 +194,7 @@ mod tests {
         let none = SkipList {
             modules: vec![],
             functions: vec![],
+            sources: vec![],
         };
         assert_eq!(naming_frame(&stack, &none), Some(0));
         // Only skipped frames: the first named one; no names at all: the innermost.
@@ -197,5 +212,26 @@ mod tests {
         outer.insert(2, frame("/usr/sbin/apache2", Some("ap_core_output_filter")));
         assert_eq!(naming_frame(&outer, &skip), Some(2));
         assert_eq!(naming_frame(&[], &skip), None);
+    }
+
+    #[test]
+    fn skips_rust_library_frames_named_without_their_path() {
+        // Line tables only: an inlined `std::io::default_read_exact` keeps its source file,
+        // not its path.
+        let mut inlined = frame(
+            "/srv/store",
+            Some("default_read_exact<std::net::tcp::TcpStream>"),
+        );
+        inlined.line = Some(("/rustc/0123abcd/library/std/src/io/mod.rs".into(), 480));
+        let mut own = frame("/srv/store", Some("recv_packet<std::net::tcp::TcpStream>"));
+        own.line = Some(("/home/dev/store/src/main.rs".into(), 42));
+        let skip = SkipList::default();
+        assert_eq!(
+            naming_frame(&[inlined.clone(), own.clone()], &skip),
+            Some(1)
+        );
+        // With no source file known the name alone decides.
+        inlined.line = None;
+        assert_eq!(naming_frame(&[inlined, own], &skip), Some(0));
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::csv::csv_field;
 use super::html::esc;
-use super::units::{cut, duration, pct};
+use super::units::{cut, duration, pct, wrap};
 
 /// The JSON document's schema name, bumped when a field changes meaning.
 pub const DIFF_SCHEMA: &str = "scalpel-diff/1";
@@ -111,7 +111,8 @@ fn call_at(what: &str, call: &str, function: Option<&str>, stack: &[String]) -> 
 /// significant one with the line that says where its time went.
 pub fn write_diff_table(o: &mut impl Write, d: &Diff, limit: usize) -> io::Result<()> {
     if let Some((name, what)) = finding(d) {
-        writeln!(o, "finding: task {name}")?;
+        // Two lines whatever the name's length: the table below shows the whole name.
+        writeln!(o, "{}", cut(&format!("finding: task {name}"), 120))?;
         writeln!(o, "{}", cut(&format!("  {what}"), 120))?;
     }
     let changed = d.types.iter().filter(|t| t.significant).count();
@@ -174,7 +175,9 @@ fn shown_name(t: &TypeDiff) -> String {
 fn row(o: &mut impl Write, t: &TypeDiff) -> io::Result<()> {
     let full = shown_name(t);
     let name = if full.chars().count() > NAME {
-        writeln!(o, "{full}")?;
+        for line in wrap(&full, 120, 4) {
+            writeln!(o, "{line}")?;
+        }
         "  ↳"
     } else {
         &full
@@ -206,7 +209,9 @@ fn row(o: &mut impl Write, t: &TypeDiff) -> io::Result<()> {
     }
     if let (Some(a), Some(b)) = (&t.old, &t.new) {
         if a.name != b.name {
-            writeln!(o, "    (was {})", a.name)?;
+            for line in wrap(&format!("    (was {})", a.name), 120, 8) {
+                writeln!(o, "{line}")?;
+            }
         }
     }
     Ok(())

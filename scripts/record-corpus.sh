@@ -81,6 +81,7 @@ gen-commit|gen:20|
 gen-call|gen:1|
 condlock|c:condlock|
 gen-futex-queue|gen:17|
+gen-eventfd-queue|gen:884327012|
 LIST
 }
 

@@ -17,7 +17,7 @@ use crate::local::{LocalLeaf, Ticks};
 use scalpel_model::read::{FileTrace, Ready};
 
 use super::event::{reads_bytes, sends, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
-use super::queues::{Section, Step, Tracker};
+use super::queues::{Counter, Section, Step, Tracker};
 use super::ready::{Close, Ctl, ReadyWait};
 use super::weak::{weak_boundaries, WeakOrder};
 
@@ -548,6 +548,7 @@ impl Cutter {
                 res: e.res,
                 stack: e.stack,
                 open_leaf: self.out.leaves.len() as u32,
+                counter: Counter::of(op, o.and_then(|o| o.chan), e.res),
             });
         }
         self.last_end = self.last_end.max(ret);

@@ -16,6 +16,7 @@ mod calls;
 mod condlocks;
 mod edges;
 mod event;
+mod eventfd;
 mod eventloop;
 mod filter;
 mod futexlocks;

@@ -30,9 +30,10 @@
 //! site are not takes.
 
 use ahash::{AHashMap, AHashSet};
-use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
+use scalpel_model::format::{ChanKind, Op};
+use scalpel_model::graph::{ChannelKind, Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
 
+use super::event::reads_bytes;
 use super::waits::wait_of;
 use std::collections::VecDeque;
 
@@ -106,6 +107,32 @@ pub(super) struct Step {
     pub stack: u32,
     /// The leaf open after the event (or the next one to open).
     pub open_leaf: u32,
+    /// What the event does to a counter of items (a futex word, a semaphore, an eventfd).
+    pub counter: Option<Counter>,
+}
+
+/// An event on a counter of items kept beside a queue's mutex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Counter {
+    /// Adds to it: a futex wake, a `sem_post`, an eventfd write.
+    Give,
+    /// Takes from it, or waits to: a futex wait, a successful `sem_wait`, an eventfd read.
+    Take,
+}
+
+impl Counter {
+    /// What `op` on an object of channel kind `chan` does to a counter, `res` its result.
+    pub(super) fn of(op: Op, chan: Option<ChannelKind>, res: i32) -> Option<Counter> {
+        use Op::*;
+        let eventfd = chan.and_then(ChannelKind::known) == Some(ChanKind::Eventfd) && res > 0;
+        match op {
+            FutexWake | SemPost => Some(Counter::Give),
+            FutexWait => Some(Counter::Take),
+            SemWait | SemTimedwait | SemClockwait | SemTrywait if res == 0 => Some(Counter::Take),
+            _ if eventfd => reads_bytes(op).map(|r| if r { Counter::Take } else { Counter::Give }),
+            _ => None,
+        }
+    }
 }
 
 impl Tracker {
@@ -115,18 +142,25 @@ impl Tracker {
         let (unlocked, waited) = (self.just_unlocked, self.just_waited);
         self.just_unlocked = false;
         self.just_waited = None;
-        match s.op {
-            // A queue notified by a futex word outside the mutex (a counter of items): the wake
-            // right after a put's section is that section's signal, and the section right after
-            // a wait on the word is a take that waited for it.
-            FutexWake if unlocked => {
+        // A queue whose items are counted outside the mutex (a futex word, a semaphore, an
+        // eventfd): the post right after a put's section is that section's signal, and the
+        // section right after a take from the counter is a take that waited for it.
+        match s.counter {
+            Some(Counter::Give) if unlocked => {
                 if let Some(last) = self.sections.last_mut() {
                     last.signals
                         .push((s.obj, s.open_leaf.saturating_sub(1), last.order));
                     self.signal_holds.push((s.obj, ANY_MUTEX));
                 }
+                return;
             }
-            FutexWait => self.just_waited = Some(s.obj),
+            Some(Counter::Take) => {
+                self.just_waited = Some(s.obj);
+                return;
+            }
+            _ => {}
+        }
+        match s.op {
             MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock if s.res == 0 => {
                 for x in self.sections.iter_mut().rev().take(4) {
                     if x.obj == s.obj && x.stack == UNKNOWN_SITE {
@@ -463,7 +497,7 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
         takers.entry(t.from).or_default().push(t.to);
     }
     edges.retain_mut(|e| {
-        let Some(c) = e.obj.filter(|_| e.kind == EdgeKind::Cond) else {
+        let Some(c) = e.obj.filter(|_| wakes_a_taker(e.kind)) else {
             return true;
         };
         let went_elsewhere = takers
@@ -480,6 +514,14 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
             None => !waits_again(graph, e),
         }
     });
+}
+
+/// Edges that wake a taker of a queue: a condition's signal, or a counter's post.
+fn wakes_a_taker(kind: EdgeKind) -> bool {
+    matches!(
+        kind,
+        EdgeKind::Cond | EdgeKind::Futex | EdgeKind::Sem | EdgeKind::Eventfd
+    )
 }
 
 /// Whether the leaf a `cond` edge woke only waited again on the same condition: the wakeup

@@ -4,8 +4,8 @@
 //!
 //! Bytes that no traced write produced come from an `external` source node of the channel (an
 //! untraced client, bytes written before recording started); bytes that no traced read took go
-//! to its `external` sink. An eventfd has no byte positions: a read collects every write made
-//! since the previous read (by sequence number). Connections pair `connect` with `accept` by the
+//! to its `external` sink. An eventfd has no byte positions: a read takes the writes before it
+//! (by sequence number) that no read took, all of them or the oldest (see [`super::eventfd`]). Connections pair `connect` with `accept` by the
 //! connection's key; an accept of an untraced client comes from the listening endpoint's
 //! external source. A connection that one thread accepts and another thread uses first was
 //! handed over through memory: a `handoff` edge joins the two.
@@ -20,6 +20,7 @@ use scalpel_model::graph::{EdgeKind, Graph, Leaf};
 
 use super::event::reads_bytes;
 use super::event::{HAS_SEQ, HAS_X, NO_OBJ};
+use super::eventfd;
 use super::leaves::Bound;
 use super::notify::GroupOut;
 use super::ready::Reports;
@@ -90,7 +91,8 @@ fn reported(write: u32, obj: u32, leaves: &[Leaf], reports: &Reports, out: &mut 
     true
 }
 
-/// An eventfd: each read collects the writes since the previous read.
+/// An eventfd: each read takes the writes before it that no read took, all of them or the
+/// oldest one by the mode its calls show (see [`super::eventfd`]).
 pub(super) fn eventfd(
     group: &[Bound],
     obj: u32,
@@ -98,22 +100,22 @@ pub(super) fn eventfd(
     reports: &Reports,
     out: &mut GroupOut,
 ) {
-    let mut pending: Vec<u32> = Vec::new();
-    for b in group.iter().filter(|b| b.flags & HAS_SEQ != 0 && b.res > 0) {
-        match b.op.op().and_then(reads_bytes) {
-            Some(false) => pending.push(b.leaf),
-            Some(true) => {
-                if pending.is_empty() {
-                    out.external.push((b.leaf, true, obj));
-                }
-                for from in pending.drain(..) {
-                    out.edge(from, b.leaf, EdgeKind::Eventfd, obj);
-                }
-            }
-            None => {}
-        }
+    let transfers: Vec<eventfd::Transfer> = group
+        .iter()
+        .filter(|b| b.flags & HAS_SEQ != 0 && b.res > 0)
+        .filter_map(|b| {
+            let read = b.op.op().and_then(reads_bytes)?;
+            Some(eventfd::Transfer { leaf: b.leaf, read })
+        })
+        .collect();
+    let paired = eventfd::pair(&transfers, eventfd::mode(&transfers));
+    for (from, to) in paired.edges {
+        out.edge(from, to, EdgeKind::Eventfd, obj);
     }
-    for from in pending {
+    for read in paired.from_outside {
+        out.external.push((read, true, obj));
+    }
+    for from in paired.untaken {
         if !reported(from, obj, leaves, reports, out) {
             out.external.push((from, false, obj));
         }

@@ -82,6 +82,7 @@ gen-call|gen:1|
 condlock|c:condlock|
 gen-futex-queue|gen:17|
 gen-eventfd-queue|gen:884327012|
+gen-sem-queue|gen:887023002|
 LIST
 }
 

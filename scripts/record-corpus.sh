@@ -83,6 +83,7 @@ condlock|c:condlock|
 gen-futex-queue|gen:17|
 gen-eventfd-queue|gen:884327012|
 gen-sem-queue|gen:887023002|
+gen-forwarded|gen:884327022|
 LIST
 }
 

@@ -21,7 +21,10 @@
 //!   them all. Without this, every request after the first of a read joined the one before it.
 //!   What it assumes: a reply is written by one call. A reply written in several calls from one
 //!   call site (a large body written piece by piece) is taken for several pipelined replies;
-//!   replies written from different sites (a header, then a body) stay one;
+//!   replies written from different sites (a header, then a body) stay one. Likewise a
+//!   hand-off to a worker (a write, signal, post or wake) in a run of the same call that began
+//!   right after a read, when the next cut is the same call: requests read at once and passed
+//!   on one by one (see `super::replies`);
 //! - `poll` or `ppoll` over two or more descriptors (a dispatch loop; a single-descriptor poll
 //!   is a timed wait inside one request, as APR's socket reads do), and any `select` or
 //!   `pselect` (their count is the highest descriptor plus one, which says nothing);

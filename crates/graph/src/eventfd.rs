@@ -81,14 +81,14 @@ pub(super) fn pair(transfers: &[Transfer], mode: Mode) -> Paired {
             pending.push_back(t.leaf);
             continue;
         }
-        let took: Vec<u32> = match mode {
-            Mode::Counting => pending.drain(..).collect(),
-            Mode::Semaphore => pending.pop_front().into_iter().collect(),
-        };
-        if took.is_empty() {
+        if pending.is_empty() {
             out.from_outside.push(t.leaf);
         }
-        out.edges.extend(took.into_iter().map(|w| (w, t.leaf)));
+        let took = match mode {
+            Mode::Counting => pending.len(),
+            Mode::Semaphore => pending.len().min(1),
+        };
+        out.edges.extend(pending.drain(..took).map(|w| (w, t.leaf)));
     }
     out.untaken = pending.into();
     out

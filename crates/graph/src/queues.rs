@@ -34,6 +34,7 @@ use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::{ChannelKind, Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
 
 use super::event::reads_bytes;
+use super::service::is_wakeup;
 use super::waits::wait_of;
 use std::collections::VecDeque;
 
@@ -497,7 +498,8 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
         takers.entry(t.from).or_default().push(t.to);
     }
     edges.retain_mut(|e| {
-        let Some(c) = e.obj.filter(|_| wakes_a_taker(e.kind)) else {
+        // A condition's signal or a counter's post (the queue's own edges are added after).
+        let Some(c) = e.obj.filter(|_| is_wakeup(e.kind)) else {
             return true;
         };
         let went_elsewhere = takers
@@ -514,14 +516,6 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
             None => !waits_again(graph, e),
         }
     });
-}
-
-/// Edges that wake a taker of a queue: a condition's signal, or a counter's post.
-fn wakes_a_taker(kind: EdgeKind) -> bool {
-    matches!(
-        kind,
-        EdgeKind::Cond | EdgeKind::Futex | EdgeKind::Sem | EdgeKind::Eventfd
-    )
 }
 
 /// Whether the leaf a `cond` edge woke only waited again on the same condition: the wakeup

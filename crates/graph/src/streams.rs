@@ -5,10 +5,11 @@
 //! Bytes that no traced write produced come from an `external` source node of the channel (an
 //! untraced client, bytes written before recording started); bytes that no traced read took go
 //! to its `external` sink. An eventfd has no byte positions: a read takes the writes before it
-//! (by sequence number) that no read took, all of them or the oldest (see [`super::eventfd`]). Connections pair `connect` with `accept` by the
-//! connection's key; an accept of an untraced client comes from the listening endpoint's
-//! external source. A connection that one thread accepts and another thread uses first was
-//! handed over through memory: a `handoff` edge joins the two.
+//! (by sequence number) that no read took, all of them or the oldest (see [`super::eventfd`]).
+//! Connections pair `connect` with `accept` by the connection's key; an accept of an untraced
+//! client comes from the listening endpoint's external source. A connection that one thread
+//! accepts and another thread uses first was handed over through memory: a `handoff` edge joins
+//! the two.
 //!
 //! A write that no read took goes to the first wait that reported its stream ready after the
 //! write began, when one did (a `ready` edge, see [`super::ready`]), and to the sink only if none

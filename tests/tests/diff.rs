@@ -32,9 +32,23 @@ fn diff_json(old: &Path, new: &Path) -> Value {
 
 /// The replicated store recorded with a flow-control sleep of `sleep_ms`, and the primary's
 /// model inferred from it.
+///
+/// Why a 2 MB/s link: the bug shows in every stretch of the run only while the workers outpace
+/// the link. At the sample's default 4 MB/s, a 2-core machine busy with other work (CI, with
+/// three spinning loops beside it here) stalled 2–3 times a run instead of 7: the commits
+/// between stalls ran at the no-sleep speed, the median moved 43 → 52 ms against 32 ms, and
+/// the diff rightly called it noise (p = 0.002–0.02, four runs of four). At 2 MB/s the same
+/// load gave 7 stalls in each of four runs, medians 221–239 ms against 65 ms, p ≤ 3·10⁻⁵.
 fn primary_model(sleep_ms: u32) -> (Run, PathBuf) {
     let sleep = sleep_ms.to_string();
-    let (run, model, _) = replicated_primary(&["--rpc", "async", "--flow-sleep-ms", &sleep]);
+    let (run, model, _) = replicated_primary(&[
+        "--rpc",
+        "async",
+        "--link-mbps",
+        "2",
+        "--flow-sleep-ms",
+        &sleep,
+    ]);
     (run, model)
 }
 

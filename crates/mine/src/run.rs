@@ -12,13 +12,16 @@ use crate::work::{kind_index, Rule, Work, XEdge, NONE};
 use crate::{acyclic, build, canon, cross, names, round, sessions, tree, variants};
 
 /// The kind an edge has in patterns. A take from a queue under a mutex without a wait (`queue`)
-/// is the same hand-off as the wakeup of a taker that waited on the queue's condition (`cond`):
-/// whether the taker had to wait is timing, not structure, and keeping the two apart split
-/// nginx's offload task in two types of equal shape (667 and 764 of 2,000 offloads). So a
-/// task type's edges say `cond` for both.
+/// is the same hand-off as the wakeup of a taker that waited on the queue's condition (`cond`)
+/// or on a futex word counting its items (`futex`): whether the taker had to wait is timing,
+/// not structure, and keeping them apart split nginx's offload task in two types of equal shape
+/// (667 and 764 of 2,000 offloads), and a pool fed through a futex word in two (its requests
+/// that found an item and those that waited). So a task type's edges say `cond` for all three.
+/// Why not `sem` and `eventfd` too: their calls are made whether or not the taker waits, so
+/// their edge is there every time and never splits a type.
 pub(crate) fn pattern_kind(k: EdgeKind) -> EdgeKind {
     match k {
-        EdgeKind::Queue => EdgeKind::Cond,
+        EdgeKind::Queue | EdgeKind::Futex => EdgeKind::Cond,
         k => k,
     }
 }

@@ -84,6 +84,7 @@ gen-futex-queue|gen:17|
 gen-eventfd-queue|gen:884327012|
 gen-sem-queue|gen:887023002|
 gen-forwarded|gen:884327022|
+gen-room-between-pushes|gen:893100003|
 LIST
 }
 

@@ -243,7 +243,20 @@ fn program_order(c: &mut Caused) -> Vec<bool> {
     let order = std::mem::take(&mut c.rest.weak);
     let mut weak = handoff_weak(&c.graph, &c.edges, order);
     eventloop::weaken(&c.graph, &c.rest.conns, &mut weak);
-    eventloop::split_handoffs(&c.graph, &c.edges, &mut weak);
+    // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
+    // used as a lock): the split looks through them.
+    let turned: Vec<LockWait> = c
+        .rest
+        .capacity_waits
+        .iter()
+        .chain(&c.rest.cond_locks.waits)
+        .copied()
+        .collect();
+    let mut merged = vec![false; c.graph.leaves.len()];
+    for w in service::uncut(&c.graph, &c.edges, &turned, &[], &[]) {
+        merged[w as usize] = true;
+    }
+    eventloop::split_handoffs(&c.graph, &c.edges, &merged, &mut weak);
     program_edges(&c.graph, &weak, &mut c.edges);
     weak
 }

@@ -30,7 +30,10 @@
 //!   work, or the return to the wait. An accept reached that way is reached as straight from
 //!   the wait as one right after it, so its own edge keeps its strength (see `weak`). A next
 //!   leaf that ends anywhere else (the item's reply written by the same thread) keeps the
-//!   edge: that may still be the same item's work.
+//!   edge: that may still be the same item's work. A wait that will not stay a cut (room in a
+//!   bounded queue, a condition used as a lock; `merge` joins the leaves on both sides of it)
+//!   is looked through: the next leaf is the one the merge will end at, so a loop that waits
+//!   for room between two pushes hands on two items, as one that did not wait does.
 
 use ahash::AHashMap;
 use scalpel_model::format::{ObjKind, Op};
@@ -138,8 +141,9 @@ pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
 
 /// Marks weak the program edges of epoll threads out of a hand-off to another thread (`cond`,
 /// `queue` or `handoff` edge) into a leaf that ends at the next hand-off, an accept or an epoll
-/// wait (see the module docs).
-pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], weak: &mut [bool]) {
+/// wait (see the module docs). `merged[i]`: leaf `i` ends at a wait whose cut the merge will
+/// undo, so the next leaf ends where the leaf after it does.
+pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], weak: &mut [bool]) {
     let n = graph.leaves.len();
     let mut posts = vec![false; n];
     for e in edges {
@@ -163,16 +167,24 @@ pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], weak: &mut [bool]) {
         if !posts[i] || a.thread != b.thread || !epoll_thread[a.thread.index()] {
             continue;
         }
-        let accept = matches!(ends(i + 1), Some(Op::Accept | Op::Accept4));
-        let next_work = posts[i + 1] || accept || is_epoll_wait(ends(i + 1));
+        // The leaf the next one will be once the merge has joined it to those after it.
+        let mut next = i + 1;
+        while merged.get(next).copied().unwrap_or(false)
+            && next + 1 < n
+            && graph.leaves[next + 1].thread == b.thread
+        {
+            next += 1;
+        }
+        let accept = matches!(ends(next), Some(Op::Accept | Op::Accept4));
+        let next_work = posts[next] || accept || is_epoll_wait(ends(next));
         if !next_work {
             continue;
         }
         weak[i] = true;
         // The accept was reached straight from a finished event, as from the wait: the edge
         // out of it, into the leaf that hands the connection on, stays strong.
-        if accept && i + 2 < n && graph.leaves[i + 2].thread == b.thread {
-            weak[i + 1] = false;
+        if accept && next + 1 < n && graph.leaves[next + 1].thread == b.thread {
+            weak[next] = false;
         }
     }
 }
@@ -296,10 +308,50 @@ mod tests {
         // The accept rule made the edge out of the accept after a push weak.
         let mut weak = vec![false; g.leaves.len()];
         weak[3] = true;
-        split_handoffs(&g, &g.edges, &mut weak);
+        split_handoffs(&g, &g.edges, &[], &mut weak);
         assert_eq!(
             &weak[..steps.len() - 1],
             &[false, true, true, false, true, false, false]
         );
+    }
+
+    /// A wakeup's pushes into a bounded queue, the second after a wait for room: the leaf that
+    /// ends at the wait will be merged with the push after it, so the push before the wait
+    /// ends its event as much as one followed by the push itself. Without the merge to come,
+    /// the wait is a step of the same item (the edge stays strong).
+    #[test]
+    fn a_wait_for_room_between_two_pushes_is_looked_through() {
+        use Op::*;
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let (producer, consumer) = (b.thread("producer"), b.thread("consumer"));
+        let steps = [
+            (EpollWait, Read),
+            (Read, CondSignal),
+            (CondSignal, CondWait),
+            (CondWait, CondSignal),
+            (CondSignal, EpollWait),
+        ];
+        for (i, (from, to)) in steps.into_iter().enumerate() {
+            let t = 1_000 * i as u64;
+            let mut l = Leaf::new(producer, ty, t, t + 10);
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
+            b.push(producer, l);
+        }
+        for push in [1u32, 3] {
+            let t = 1_000 * u64::from(push) + 500;
+            let w = b.leaf(consumer, ty, t, t + 10);
+            b.edge((producer, push), w, EdgeKind::Queue);
+        }
+        let g = b.build();
+        let split = |merged: &[bool]| {
+            let mut weak = vec![false; g.leaves.len()];
+            split_handoffs(&g, &g.edges, merged, &mut weak);
+            weak[..steps.len() - 1].to_vec()
+        };
+        assert_eq!(split(&[]), [false, false, false, true]);
+        let merged = [false, false, true, false, false, false, false];
+        assert_eq!(split(&merged), [false, true, false, true]);
     }
 }

@@ -14,9 +14,10 @@
 
 use std::path::Path;
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, Graph, LockWait};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
+use scalpel_model::object::Channel;
 use scalpel_model::read::{read_dir_with, ProcessSinks, TraceDir};
 
 use crate::assemble::Assembled;
@@ -196,6 +197,13 @@ fn causal_edges(asm: Assembled) -> Caused {
         .copied()
         .collect();
     let conns = eventloop::conns(&asm.bounds, &asm.obj_kinds, &asm.obj_channel, &graph);
+    // Where connections ended, by key (a client port comes back for the next connection).
+    let closed: Vec<(u64, u64)> = asm
+        .closes
+        .iter()
+        .filter(|c| c.3 != 0)
+        .map(|c| (c.3, c.2))
+        .collect();
     let reports = ready::reports(
         &asm.ready,
         asm.ctls,
@@ -209,6 +217,7 @@ fn causal_edges(asm: Assembled) -> Caused {
         &asm.obj_kinds,
         &asm.obj_channel,
         &reports,
+        &closed,
         &mut graph,
     );
     land_handoffs(&graph, &mut edges);
@@ -242,7 +251,12 @@ fn causal_edges(asm: Assembled) -> Caused {
 fn program_order(c: &mut Caused) -> Vec<bool> {
     let order = std::mem::take(&mut c.rest.weak);
     let mut weak = handoff_weak(&c.graph, &c.edges, order);
-    eventloop::weaken(&c.graph, &c.rest.conns, &mut weak);
+    eventloop::weaken(
+        &c.graph,
+        &c.rest.conns,
+        &call_keys(&c.graph, &c.edges),
+        &mut weak,
+    );
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
     // used as a lock): the split looks through them.
     let turned: Vec<LockWait> = c
@@ -259,6 +273,19 @@ fn program_order(c: &mut Caused) -> Vec<bool> {
     eventloop::split_handoffs(&c.graph, &c.edges, &merged, &mut weak);
     program_edges(&c.graph, &weak, &mut c.edges);
     weak
+}
+
+/// The connection keys of calls through peers outside the trace (`call` edges).
+fn call_keys(graph: &Graph, edges: &[Edge]) -> AHashSet<u64> {
+    edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Call)
+        .filter_map(|e| graph.objects.get(e.obj?.index())?.channel.as_ref())
+        .filter_map(|c| match c {
+            Channel::Stream { key, .. } => Some(*key),
+            Channel::Listening { .. } => None,
+        })
+        .collect()
 }
 
 /// Phase 6: leaf types split where a thread goes back for new work, then named from their

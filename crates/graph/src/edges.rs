@@ -12,7 +12,7 @@ use crate::event::{KindOf, HAS_SEQ, HAS_X, NO_OBJ};
 use crate::leaves::Bound;
 use crate::notify::GroupOut;
 use crate::weak::WeakOrder;
-use crate::{notify, queues, ready, streams};
+use crate::{notify, outbound, queues, ready, streams};
 
 /// An edge to or from an external node: (leaf, the external is the source, object).
 pub(crate) type ExtEdge = (u32, bool, u32);
@@ -23,11 +23,13 @@ pub(crate) fn notification_edges(
     kinds: &[KindOf],
     channels: &[u64],
     reports: &ready::Reports,
+    closed: &[(u64, u64)],
     graph: &mut Graph,
 ) -> (Vec<Edge>, Vec<ExtEdge>) {
     let mut conns = GroupOut::default();
     streams::connections(&bounds, &mut conns);
     streams::handoffs(&bounds, channels, graph, &mut conns);
+    outbound::calls(&bounds, closed, graph, &mut conns);
     // A byte stream's transfers carry an offset and, from agents since issue 25, no sequence
     // number: `streams::stream` orders them by offset and time.
     bounds.retain(|b| b.obj != NO_OBJ && b.flags & (HAS_SEQ | HAS_X) != 0);

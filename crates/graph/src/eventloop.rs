@@ -35,7 +35,7 @@
 //!   is looked through: the next leaf is the one the merge will end at, so a loop that waits
 //!   for room between two pushes hands on two items, as one that did not wait does.
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
 
@@ -122,8 +122,10 @@ fn after_epoll(graph: &Graph, i: usize) -> bool {
     is_epoll_wait(graph.leaves[i].start_op.and_then(|o| o.op()))
 }
 
-/// Marks weak the program edges of epoll threads that go on to another connection.
-pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
+/// Marks weak the program edges of epoll threads that go on to another connection, except from
+/// a connection the thread opened for a call (`calls`: their keys) to one it did not: the
+/// call's answer goes on with the request that made the call (a proxy relays it).
+pub(super) fn weaken(graph: &Graph, conns: &Conns, calls: &AHashSet<u64>, weak: &mut [bool]) {
     let epoll_thread = epoll_threads(graph);
     for i in 0..graph.leaves.len().saturating_sub(1) {
         let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
@@ -131,7 +133,8 @@ pub(super) fn weaken(graph: &Graph, conns: &Conns, weak: &mut [bool]) {
             continue;
         }
         let (from, to) = (conns.of(i), conns.end[i + 1]);
-        if from != 0 && to != 0 && from != to {
+        let relayed = calls.contains(&from) && !calls.contains(&to);
+        if from != 0 && to != 0 && from != to && !relayed {
             if let Some(w) = weak.get_mut(i) {
                 *w = true;
             }

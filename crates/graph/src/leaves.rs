@@ -575,10 +575,10 @@ impl Cutter {
         self.out.ctls.push(c);
     }
 
-    /// A descriptor closed at `ticks`, when the thread registered descriptors with epoll (a
-    /// registration ends with its descriptor).
-    pub(super) fn closed(&mut self, fd: u32, ticks: u64) {
-        self.out.closes.push((0, fd, ticks));
+    /// A descriptor closed at `ticks` (an epoll registration ends with its descriptor), with the
+    /// key of the connection it was, or 0 (a client port is reused: a key's connection ends here).
+    pub(super) fn closed(&mut self, fd: u32, ticks: u64, key: u64) {
+        self.out.closes.push((0, fd, ticks, key));
     }
 
     /// Keeps a call inside the open leaf that took long enough to be worth explaining.

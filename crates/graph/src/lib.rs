@@ -28,6 +28,7 @@ mod merge;
 mod naming;
 mod notify;
 mod options;
+mod outbound;
 mod queues;
 mod ready;
 mod replies;

@@ -51,8 +51,9 @@ pub(super) struct Ctl {
     pub process: u32,
 }
 
-/// A descriptor closed: (process, descriptor, when), nanoseconds after assembly.
-pub(super) type Close = (u32, u32, u64);
+/// A descriptor closed: (process, descriptor, when, the key of the connection it was or 0), times
+/// in nanoseconds after assembly.
+pub(super) type Close = (u32, u32, u64, u64);
 
 /// How many earlier registrations of the same data a report looks through for one that is
 /// still open.
@@ -96,10 +97,10 @@ pub(super) fn reports(
     closes.sort_unstable();
     // Whether `c`'s descriptor was closed after it was registered and by `at`.
     let closed = |c: &Ctl, at: u64| {
-        let i = closes.partition_point(|&k| k <= (c.process, c.fd, c.at));
+        let i = closes.partition_point(|&k| (k.0, k.1, k.2) <= (c.process, c.fd, c.at));
         closes
             .get(i)
-            .is_some_and(|&(p, fd, t)| p == c.process && fd == c.fd && t <= at)
+            .is_some_and(|&(p, fd, t, _)| p == c.process && fd == c.fd && t <= at)
     };
     let mut by_obj: AHashMap<u32, Vec<(u64, u32)>> = AHashMap::new();
     for w in waits {

@@ -195,7 +195,9 @@ impl FileSink for ThreadSink {
                     });
                 }
             }
-            (Some(Op::Close), Some(fd)) if e.result == Some(0) => self.cut.closed(fd, e.ticks),
+            (Some(Op::Close), Some(fd)) if e.result == Some(0) => {
+                self.cut.closed(fd, e.ticks, e.aux.unwrap_or(0))
+            }
             _ => {}
         }
         self.last_obj = obj;

@@ -67,6 +67,10 @@ pub enum EdgeKind {
     Join,
     /// `fork` to the child's first leaf.
     Fork,
+    /// A call through a peer outside the trace, on a connection the program opened: its
+    /// `connect` to its first write, and the last write of each request to the read that took
+    /// the first bytes of the answer.
+    Call,
 }
 
 impl EdgeKind {
@@ -87,6 +91,7 @@ impl EdgeKind {
         EdgeKind::Create,
         EdgeKind::Join,
         EdgeKind::Fork,
+        EdgeKind::Call,
     ];
 
     /// The name used in JSON and summaries.
@@ -107,6 +112,7 @@ impl EdgeKind {
             EdgeKind::Create => "create",
             EdgeKind::Join => "join",
             EdgeKind::Fork => "fork",
+            EdgeKind::Call => "call",
         }
     }
 

@@ -21,9 +21,12 @@
 use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use super::ix::{IxVec, LeafIx, NodeIx, RuleIx};
 use super::round::Proposal;
-use super::work::XEdge;
-use super::work::{weak_kind, NONE};
+use super::work::{weak_kind, LeafEdge, XEdge};
+
+/// "None" among the quotient graph's nodes and the leaves' components.
+const NONE: u32 = u32::MAX;
 
 /// Passes that refuse only part of each component.
 pub(super) const PASSES: usize = 24;
@@ -67,11 +70,12 @@ fn cyclic_components(
     proposals: &[Proposal],
     refused: &[bool],
 ) -> Vec<Vec<usize>> {
-    let mut rep: Vec<u32> = (0..n_nodes as u32).collect();
+    // The quotient graph's node of each node: itself, or `n_nodes + i` inside proposal `i`.
+    let mut rep: IxVec<NodeIx, u32> = (0..n_nodes as u32).collect();
     for (i, p) in proposals.iter().enumerate() {
         if !refused[i] {
             for &part in &p.parts {
-                rep[part as usize] = (n_nodes + i) as u32;
+                rep[part] = (n_nodes + i) as u32;
             }
         }
     }
@@ -79,7 +83,7 @@ fn cyclic_components(
     let quotient: Vec<(u32, u32)> = x
         .iter()
         .filter(|e| e.kind != weak)
-        .map(|e| (rep[e.u as usize], rep[e.v as usize]))
+        .map(|e| (rep[e.u], rep[e.v]))
         .filter(|(a, b)| a != b)
         .collect();
     if is_acyclic(n_nodes + proposals.len(), &quotient) {
@@ -123,7 +127,7 @@ pub(super) fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal])
         if comps.is_empty() {
             break;
         }
-        let rules = |f: fn(std::slice::Iter<'_, usize>) -> Option<&usize>| -> Option<u32> {
+        let rules = |f: fn(std::slice::Iter<'_, usize>) -> Option<&usize>| -> Option<RuleIx> {
             comps
                 .iter()
                 .filter_map(|c| f(c.iter()).map(|&p| proposals[p].rule))
@@ -161,11 +165,11 @@ pub(super) fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal])
 /// edge still inside a component. Returns the edges kept and how many were dropped.
 pub(super) fn break_leaf_cycles(
     n_leaves: usize,
-    edges: Vec<(u32, u32, u8)>,
-    backwards: impl Fn(u32, u32) -> bool,
-) -> (Vec<(u32, u32, u8)>, u64) {
-    let component = |edges: &[(u32, u32, u8)]| -> Option<Vec<u32>> {
-        let pairs: Vec<(u32, u32)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
+    edges: Vec<LeafEdge>,
+    backwards: impl Fn(LeafIx, LeafIx) -> bool,
+) -> (Vec<LeafEdge>, u64) {
+    let component = |edges: &[LeafEdge]| -> Option<IxVec<LeafIx, u32>> {
+        let pairs: Vec<(u32, u32)> = edges.iter().map(|&(a, b, _)| (a.raw(), b.raw())).collect();
         if is_acyclic(n_leaves, &pairs) {
             return None;
         }
@@ -174,16 +178,16 @@ pub(super) fn break_leaf_cycles(
             g.add_node(());
         }
         for &(a, b, _) in edges {
-            g.add_edge(NodeIndex::new(a as usize), NodeIndex::new(b as usize), ());
+            g.add_edge(NodeIndex::new(a.index()), NodeIndex::new(b.index()), ());
         }
         if toposort(&g, None).is_ok() {
             return None;
         }
-        let mut comp = vec![NONE; n_leaves];
+        let mut comp = IxVec::from_elem(NONE, n_leaves);
         for (c, scc) in kosaraju_scc(&g).into_iter().enumerate() {
             if scc.len() > 1 {
                 for n in scc {
-                    comp[n.index()] = c as u32;
+                    comp[LeafIx::new(n.index())] = c as u32;
                 }
             }
         }
@@ -194,7 +198,7 @@ pub(super) fn break_leaf_cycles(
     for pass in 0..2 {
         let Some(comp) = component(&edges) else { break };
         edges.retain(|&(a, b, _)| {
-            let inside = comp[a as usize] != NONE && comp[a as usize] == comp[b as usize];
+            let inside = comp[a] != NONE && comp[a] == comp[b];
             !(inside && (pass == 1 || backwards(a, b)))
         });
     }

@@ -14,6 +14,7 @@
 use ahash::AHashMap;
 
 use super::canon_tree::{tree_canonical, UEdge};
+use super::ix::{IxVec, KindIx, Port, SymIx};
 use super::work::{Link, Rule, Work};
 
 /// Orderings tried per rule at most.
@@ -35,19 +36,25 @@ const TAG_GROUP: u64 = 3;
 /// The merge classes of all symbols.
 pub(super) struct Classes {
     /// Class of each symbol: the smallest symbol id with the same canonical form.
-    pub of: Vec<u32>,
+    pub of: IxVec<SymIx, SymIx>,
 }
+
+/// Canonical port of each derivation port of a symbol.
+type PortMap = IxVec<Port, Port>;
+
+/// Each symbol's [`PortMap`], if it has one.
+type PortMaps = IxVec<SymIx, Option<PortMap>>;
 
 /// A unit's view of an edge: direction, kind, its port, the other's port, the other unit.
 type Adj = (u8, u8, u32, u32, u32);
 
 struct Expansion {
-    /// (unit symbol, derivation offset)
-    units: Vec<(u32, u32)>,
-    edges: Vec<(u8, u32, u32)>,
+    /// (unit symbol, derivation offset: its first port's)
+    units: Vec<(SymIx, u32)>,
+    edges: Vec<(KindIx, Port, Port)>,
 }
 
-fn expand(work: &Work, sym: u32) -> Expansion {
+fn expand(work: &Work, sym: SymIx) -> Expansion {
     let mut e = Expansion {
         units: Vec::new(),
         edges: Vec::new(),
@@ -55,11 +62,12 @@ fn expand(work: &Work, sym: u32) -> Expansion {
     let mut stack = vec![(sym, 0u32)];
     // Depth-first, first part first, so units come in derivation order.
     while let Some((s, base)) = stack.pop() {
-        match &work.syms[s as usize].rule {
+        match &work.syms[s].rule {
             Rule::Pair { a, b, links } => {
-                let sa = work.syms[*a as usize].space;
+                let sa = work.syms[*a].space;
                 for l in links {
-                    e.edges.push((l.kind, base + l.from, base + sa + l.to));
+                    e.edges
+                        .push((l.kind, l.from.shifted(base), l.to.shifted(base + sa)));
                 }
                 stack.push((*b, base + sa));
                 stack.push((*a, base));
@@ -75,37 +83,35 @@ fn expand(work: &Work, sym: u32) -> Expansion {
 /// alone. (Recomputing all of them every round took 83% of mining on an nginx recording.)
 #[derive(Default)]
 pub(super) struct ClassCache {
-    of: Vec<u32>,
-    maps: Vec<Option<Vec<u32>>>,
-    seen: AHashMap<Vec<u64>, u32>,
+    of: IxVec<SymIx, SymIx>,
+    maps: PortMaps,
+    seen: AHashMap<Vec<u64>, SymIx>,
 }
 
 impl ClassCache {
     /// The classes of every symbol of `work`, computing those of symbols new since last time.
     pub(super) fn update(&mut self, work: &Work) -> Classes {
         let n = work.syms.len();
-        for s in self.of.len()..n {
+        for s in (self.of.len()..n).map(SymIx::new) {
             self.maps.push(None);
             let key: Option<Vec<u64>> = match &work.syms[s].rule {
                 Rule::Leaf(t) => {
-                    self.maps[s] = Some(vec![0]);
-                    Some(vec![TAG_LEAF, u64::from(*t)])
+                    self.maps[s] = Some(IxVec::from_vec(vec![Port::new(0)]));
+                    Some(vec![TAG_LEAF, u64::from(t.get())])
                 }
                 Rule::Loop { body, links } => loop_key(work, &self.of, &self.maps, *body, links)
                     .map(|(k, m)| {
                         self.maps[s] = Some(m);
                         k
                     }),
-                Rule::Pair { .. } => {
-                    group_key(work, &self.of, &self.maps, s as u32).map(|(k, m)| {
-                        self.maps[s] = Some(m);
-                        k
-                    })
-                }
+                Rule::Pair { .. } => group_key(work, &self.of, &self.maps, s).map(|(k, m)| {
+                    self.maps[s] = Some(m);
+                    k
+                }),
             };
             let class = match key {
-                Some(k) => *self.seen.entry(k).or_insert(s as u32),
-                None => s as u32,
+                Some(k) => *self.seen.entry(k).or_insert(s),
+                None => s,
             };
             self.of.push(class);
         }
@@ -116,40 +122,34 @@ impl ClassCache {
 }
 
 /// Canonical port of derivation port `p` of unit symbol `u`.
-fn unit_port(work: &Work, maps: &[Option<Vec<u32>>], u: u32, p: u32) -> Option<u32> {
-    maps[u as usize]
+fn unit_port(work: &Work, maps: &PortMaps, u: SymIx, p: Port) -> Option<Port> {
+    maps[u]
         .as_ref()?
-        .get(p as usize)
+        .get(p)
         .copied()
-        .or_else(|| (work.syms[u as usize].space == 1).then_some(0))
+        .or_else(|| (work.syms[u].space == 1).then_some(Port::new(0)))
 }
 
 fn loop_key(
     work: &Work,
-    of: &[u32],
-    maps: &[Option<Vec<u32>>],
-    body: u32,
+    of: &IxVec<SymIx, SymIx>,
+    maps: &PortMaps,
+    body: SymIx,
     links: &[Link],
-) -> Option<(Vec<u64>, Vec<u32>)> {
-    let bmap = maps[body as usize].as_ref()?;
-    let space = work.syms[body as usize].space;
+) -> Option<(Vec<u64>, PortMap)> {
+    let bmap = maps[body].as_ref()?;
+    let space = work.syms[body].space;
     if space > MAX_SPACE {
         return None;
     }
-    let mut l: Vec<(u8, u32, u32)> = links
+    let mut l: Vec<(KindIx, Port, Port)> = links
         .iter()
-        .map(|k| {
-            Some((
-                k.kind,
-                *bmap.get(k.from as usize)?,
-                *bmap.get(k.to as usize)?,
-            ))
-        })
+        .map(|k| Some((k.kind, *bmap.get(k.from)?, *bmap.get(k.to)?)))
         .collect::<Option<_>>()?;
     l.sort_unstable();
-    let mut key = vec![TAG_LOOP, u64::from(of[body as usize]), l.len() as u64];
+    let mut key = vec![TAG_LOOP, u64::from(of[body].raw()), l.len() as u64];
     for (k, a, b) in l {
-        key.extend([u64::from(k), u64::from(a), u64::from(b)]);
+        key.extend([u64::from(k.raw()), u64::from(a.raw()), u64::from(b.raw())]);
     }
     let map = bmap.clone();
     Some((key, map))
@@ -157,48 +157,45 @@ fn loop_key(
 
 fn group_key(
     work: &Work,
-    of: &[u32],
-    maps: &[Option<Vec<u32>>],
-    s: u32,
-) -> Option<(Vec<u64>, Vec<u32>)> {
-    if work.syms[s as usize].space > MAX_SPACE {
+    of: &IxVec<SymIx, SymIx>,
+    maps: &PortMaps,
+    s: SymIx,
+) -> Option<(Vec<u64>, PortMap)> {
+    if work.syms[s].space > MAX_SPACE {
         return None;
     }
     let exp = expand(work, s);
     let offsets: Vec<u32> = exp.units.iter().map(|u| u.1).collect();
-    let locate = |p: u32| -> Option<(u32, u32)> {
-        let i = offsets.partition_point(|&o| o <= p).checked_sub(1)?;
+    // The unit a derivation port lies in, and its canonical port there (the unit graph of
+    // `canon_tree` is raw numbers: units, kinds and ports of its own).
+    let locate = |p: Port| -> Option<(u32, u32)> {
+        let i = offsets.partition_point(|&o| o <= p.raw()).checked_sub(1)?;
         let (u, off) = exp.units[i];
-        Some((i as u32, unit_port(work, maps, u, p - off)?))
+        Some((
+            i as u32,
+            unit_port(work, maps, u, Port::from_raw(p.raw() - off))?.raw(),
+        ))
     };
     let mut edges: Vec<UEdge> = Vec::with_capacity(exp.edges.len());
     for &(k, a, b) in &exp.edges {
         let (ua, pa) = locate(a)?;
         let (ub, pb) = locate(b)?;
-        edges.push((ua, ub, k, pa, pb));
+        edges.push((ua, ub, k.raw(), pa, pb));
     }
-    let labels: Vec<u64> = exp
-        .units
-        .iter()
-        .map(|u| u64::from(of[u.0 as usize]))
-        .collect();
+    let labels: Vec<u64> = exp.units.iter().map(|u| u64::from(of[u.0].raw())).collect();
     let (mut enc, order) = canonical(&labels, &edges);
     // order[c] = the unit at canonical position c.
-    let spaces: Vec<u32> = exp
-        .units
-        .iter()
-        .map(|u| work.syms[u.0 as usize].space)
-        .collect();
+    let spaces: Vec<u32> = exp.units.iter().map(|u| work.syms[u.0].space).collect();
     let mut canon_offset = vec![0u32; labels.len()];
     let mut acc = 0;
     for &u in &order {
         canon_offset[u as usize] = acc;
         acc += spaces[u as usize];
     }
-    let mut map = vec![0u32; work.syms[s as usize].space as usize];
+    let mut map = IxVec::from_elem(Port::new(0), work.syms[s].space as usize);
     for (i, &(u, off)) in exp.units.iter().enumerate() {
-        for p in 0..spaces[i] {
-            map[(off + p) as usize] = canon_offset[i] + unit_port(work, maps, u, p)?;
+        for p in (0..spaces[i]).map(Port::from_raw) {
+            map[p.shifted(off)] = unit_port(work, maps, u, p)?.shifted(canon_offset[i]);
         }
     }
     enc.insert(0, TAG_GROUP);

@@ -21,41 +21,37 @@
 use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::ix::{IxVec, LeafIx, NodeIx, RuleIx};
+use super::ix::{index_type, Idx, IxLists, IxVec, LeafIx, NodeIx, RuleIx};
 use super::round::Proposal;
 use super::work::{weak_kind, LeafEdge, XEdge};
 
-/// "None" among the quotient graph's nodes and the leaves' components.
+/// "No component" for a leaf, "not added yet" for a node of the quotient graph.
 const NONE: u32 = u32::MAX;
+
+index_type! {
+    /// A node of the graph as it would be after the round: node `n` for a node in no proposal
+    /// (or a refused one), `n_nodes + i` for proposal `i`.
+    QuotIx(u32)
+}
 
 /// Passes that refuse only part of each component.
 pub(super) const PASSES: usize = 24;
 
 /// Whether the graph on nodes `0..n` is acyclic (Kahn's algorithm on flat arrays: the common
 /// case, checked before building anything bigger).
-pub(super) fn is_acyclic(n: usize, edges: &[(u32, u32)]) -> bool {
-    let mut indeg = vec![0u32; n];
-    let mut start = vec![0u32; n + 1];
-    for &(a, b) in edges {
-        start[a as usize + 1] += 1;
-        indeg[b as usize] += 1;
+pub(super) fn is_acyclic<I: Idx>(n: usize, edges: &[(I, I)]) -> bool {
+    let mut indeg: IxVec<I, u32> = IxVec::from_elem(0, n);
+    for &(_, b) in edges {
+        indeg[b] += 1;
     }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut out = vec![0u32; edges.len()];
-    for &(a, b) in edges {
-        out[fill[a as usize] as usize] = b;
-        fill[a as usize] += 1;
-    }
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+    let out = IxLists::new(n, edges.iter().copied(), I::new(0));
+    let mut stack: Vec<I> = indeg.indices().filter(|&i| indeg[i] == 0).collect();
     let mut seen = 0usize;
     while let Some(v) = stack.pop() {
         seen += 1;
-        for &w in &out[start[v as usize] as usize..start[v as usize + 1] as usize] {
-            indeg[w as usize] -= 1;
-            if indeg[w as usize] == 0 {
+        for &w in out.of(v) {
+            indeg[w] -= 1;
+            if indeg[w] == 0 {
                 stack.push(w);
             }
         }
@@ -70,17 +66,17 @@ fn cyclic_components(
     proposals: &[Proposal],
     refused: &[bool],
 ) -> Vec<Vec<usize>> {
-    // The quotient graph's node of each node: itself, or `n_nodes + i` inside proposal `i`.
-    let mut rep: IxVec<NodeIx, u32> = (0..n_nodes as u32).collect();
+    // The quotient graph's node of each node: itself, or its proposal's.
+    let mut rep: IxVec<NodeIx, QuotIx> = (0..n_nodes).map(QuotIx::new).collect();
     for (i, p) in proposals.iter().enumerate() {
         if !refused[i] {
             for &part in &p.parts {
-                rep[part] = (n_nodes + i) as u32;
+                rep[part] = QuotIx::new(n_nodes + i);
             }
         }
     }
     let weak = weak_kind();
-    let quotient: Vec<(u32, u32)> = x
+    let quotient: Vec<(QuotIx, QuotIx)> = x
         .iter()
         .filter(|e| e.kind != weak)
         .map(|e| (rep[e.u], rep[e.v]))
@@ -89,13 +85,14 @@ fn cyclic_components(
     if is_acyclic(n_nodes + proposals.len(), &quotient) {
         return Vec::new();
     }
-    let mut index = vec![NONE; n_nodes + proposals.len()];
-    let mut g: DiGraph<u32, ()> = DiGraph::with_capacity(quotient.len(), quotient.len());
-    let mut node = |g: &mut DiGraph<u32, ()>, id: u32| -> NodeIndex {
-        if index[id as usize] == NONE {
-            index[id as usize] = g.add_node(id).index() as u32;
+    // Each quotient node's node in `g`, once added.
+    let mut index: IxVec<QuotIx, u32> = IxVec::from_elem(NONE, n_nodes + proposals.len());
+    let mut g: DiGraph<QuotIx, ()> = DiGraph::with_capacity(quotient.len(), quotient.len());
+    let mut node = |g: &mut DiGraph<QuotIx, ()>, id: QuotIx| -> NodeIndex {
+        if index[id] == NONE {
+            index[id] = g.add_node(id).index() as u32;
         }
-        NodeIndex::new(index[id as usize] as usize)
+        NodeIndex::new(index[id] as usize)
     };
     for &(a, b) in &quotient {
         let (na, nb) = (node(&mut g, a), node(&mut g, b));
@@ -108,7 +105,7 @@ fn cyclic_components(
         }
         let mut props: Vec<usize> = scc
             .iter()
-            .map(|&n| g[n] as usize)
+            .map(|&n| g[n].index())
             .filter(|&id| id >= n_nodes)
             .map(|id| id - n_nodes)
             .collect();
@@ -169,7 +166,7 @@ pub(super) fn break_leaf_cycles(
     backwards: impl Fn(LeafIx, LeafIx) -> bool,
 ) -> (Vec<LeafEdge>, u64) {
     let component = |edges: &[LeafEdge]| -> Option<IxVec<LeafIx, u32>> {
-        let pairs: Vec<(u32, u32)> = edges.iter().map(|&(a, b, _)| (a.raw(), b.raw())).collect();
+        let pairs: Vec<(LeafIx, LeafIx)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
         if is_acyclic(n_leaves, &pairs) {
             return None;
         }

@@ -71,7 +71,7 @@ macro_rules! index_type {
             }
         }
 
-        impl Idx for $name {
+        impl $crate::ix::Idx for $name {
             #[inline]
             fn new(i: usize) -> Self {
                 $name::new(i)
@@ -83,6 +83,8 @@ macro_rules! index_type {
         }
     };
 }
+
+pub(crate) use index_type;
 
 index_type! {
     /// A leaf of the graph (the graph's leaf id, as the miner numbers it).

@@ -148,6 +148,18 @@ impl Port {
     }
 }
 
+/// The graph's leaf ids index the tables the naming builds after mining.
+impl Idx for LeafId {
+    #[inline]
+    fn new(i: usize) -> Self {
+        LeafId::new(i as u32)
+    }
+    #[inline]
+    fn index(self) -> usize {
+        LeafId::index(self)
+    }
+}
+
 /// A vector indexed by one index type only.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct IxVec<I, T> {

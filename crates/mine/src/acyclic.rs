@@ -21,38 +21,37 @@
 use petgraph::algo::{kosaraju_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use super::ix::{index_type, Idx, IxLists, IxVec, LeafIx, NodeIx, RuleIx};
 use super::round::Proposal;
-use super::work::XEdge;
-use super::work::{weak_kind, NONE};
+use super::work::{weak_kind, LeafEdge, XEdge};
+
+/// "No component" for a leaf, "not added yet" for a node of the quotient graph.
+const NONE: u32 = u32::MAX;
+
+index_type! {
+    /// A node of the graph as it would be after the round: node `n` for a node in no proposal
+    /// (or a refused one), `n_nodes + i` for proposal `i`.
+    QuotIx(u32)
+}
 
 /// Passes that refuse only part of each component.
 pub(super) const PASSES: usize = 24;
 
 /// Whether the graph on nodes `0..n` is acyclic (Kahn's algorithm on flat arrays: the common
 /// case, checked before building anything bigger).
-pub(super) fn is_acyclic(n: usize, edges: &[(u32, u32)]) -> bool {
-    let mut indeg = vec![0u32; n];
-    let mut start = vec![0u32; n + 1];
-    for &(a, b) in edges {
-        start[a as usize + 1] += 1;
-        indeg[b as usize] += 1;
+pub(super) fn is_acyclic<I: Idx>(n: usize, edges: &[(I, I)]) -> bool {
+    let mut indeg: IxVec<I, u32> = IxVec::from_elem(0, n);
+    for &(_, b) in edges {
+        indeg[b] += 1;
     }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut out = vec![0u32; edges.len()];
-    for &(a, b) in edges {
-        out[fill[a as usize] as usize] = b;
-        fill[a as usize] += 1;
-    }
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+    let out = IxLists::new(n, edges.iter().copied(), I::new(0));
+    let mut stack: Vec<I> = indeg.indices().filter(|&i| indeg[i] == 0).collect();
     let mut seen = 0usize;
     while let Some(v) = stack.pop() {
         seen += 1;
-        for &w in &out[start[v as usize] as usize..start[v as usize + 1] as usize] {
-            indeg[w as usize] -= 1;
-            if indeg[w as usize] == 0 {
+        for &w in out.of(v) {
+            indeg[w] -= 1;
+            if indeg[w] == 0 {
                 stack.push(w);
             }
         }
@@ -67,31 +66,33 @@ fn cyclic_components(
     proposals: &[Proposal],
     refused: &[bool],
 ) -> Vec<Vec<usize>> {
-    let mut rep: Vec<u32> = (0..n_nodes as u32).collect();
+    // The quotient graph's node of each node: itself, or its proposal's.
+    let mut rep: IxVec<NodeIx, QuotIx> = (0..n_nodes).map(QuotIx::new).collect();
     for (i, p) in proposals.iter().enumerate() {
         if !refused[i] {
             for &part in &p.parts {
-                rep[part as usize] = (n_nodes + i) as u32;
+                rep[part] = QuotIx::new(n_nodes + i);
             }
         }
     }
     let weak = weak_kind();
-    let quotient: Vec<(u32, u32)> = x
+    let quotient: Vec<(QuotIx, QuotIx)> = x
         .iter()
         .filter(|e| e.kind != weak)
-        .map(|e| (rep[e.u as usize], rep[e.v as usize]))
+        .map(|e| (rep[e.u], rep[e.v]))
         .filter(|(a, b)| a != b)
         .collect();
     if is_acyclic(n_nodes + proposals.len(), &quotient) {
         return Vec::new();
     }
-    let mut index = vec![NONE; n_nodes + proposals.len()];
-    let mut g: DiGraph<u32, ()> = DiGraph::with_capacity(quotient.len(), quotient.len());
-    let mut node = |g: &mut DiGraph<u32, ()>, id: u32| -> NodeIndex {
-        if index[id as usize] == NONE {
-            index[id as usize] = g.add_node(id).index() as u32;
+    // Each quotient node's node in `g`, once added.
+    let mut index: IxVec<QuotIx, u32> = IxVec::from_elem(NONE, n_nodes + proposals.len());
+    let mut g: DiGraph<QuotIx, ()> = DiGraph::with_capacity(quotient.len(), quotient.len());
+    let mut node = |g: &mut DiGraph<QuotIx, ()>, id: QuotIx| -> NodeIndex {
+        if index[id] == NONE {
+            index[id] = g.add_node(id).index() as u32;
         }
-        NodeIndex::new(index[id as usize] as usize)
+        NodeIndex::new(index[id] as usize)
     };
     for &(a, b) in &quotient {
         let (na, nb) = (node(&mut g, a), node(&mut g, b));
@@ -104,7 +105,7 @@ fn cyclic_components(
         }
         let mut props: Vec<usize> = scc
             .iter()
-            .map(|&n| g[n] as usize)
+            .map(|&n| g[n].index())
             .filter(|&id| id >= n_nodes)
             .map(|id| id - n_nodes)
             .collect();
@@ -123,7 +124,7 @@ pub(super) fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal])
         if comps.is_empty() {
             break;
         }
-        let rules = |f: fn(std::slice::Iter<'_, usize>) -> Option<&usize>| -> Option<u32> {
+        let rules = |f: fn(std::slice::Iter<'_, usize>) -> Option<&usize>| -> Option<RuleIx> {
             comps
                 .iter()
                 .filter_map(|c| f(c.iter()).map(|&p| proposals[p].rule))
@@ -161,11 +162,11 @@ pub(super) fn refuse_cycles(x: &[XEdge], n_nodes: usize, proposals: &[Proposal])
 /// edge still inside a component. Returns the edges kept and how many were dropped.
 pub(super) fn break_leaf_cycles(
     n_leaves: usize,
-    edges: Vec<(u32, u32, u8)>,
-    backwards: impl Fn(u32, u32) -> bool,
-) -> (Vec<(u32, u32, u8)>, u64) {
-    let component = |edges: &[(u32, u32, u8)]| -> Option<Vec<u32>> {
-        let pairs: Vec<(u32, u32)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
+    edges: Vec<LeafEdge>,
+    backwards: impl Fn(LeafIx, LeafIx) -> bool,
+) -> (Vec<LeafEdge>, u64) {
+    let component = |edges: &[LeafEdge]| -> Option<IxVec<LeafIx, u32>> {
+        let pairs: Vec<(LeafIx, LeafIx)> = edges.iter().map(|&(a, b, _)| (a, b)).collect();
         if is_acyclic(n_leaves, &pairs) {
             return None;
         }
@@ -174,16 +175,16 @@ pub(super) fn break_leaf_cycles(
             g.add_node(());
         }
         for &(a, b, _) in edges {
-            g.add_edge(NodeIndex::new(a as usize), NodeIndex::new(b as usize), ());
+            g.add_edge(NodeIndex::new(a.index()), NodeIndex::new(b.index()), ());
         }
         if toposort(&g, None).is_ok() {
             return None;
         }
-        let mut comp = vec![NONE; n_leaves];
+        let mut comp = IxVec::from_elem(NONE, n_leaves);
         for (c, scc) in kosaraju_scc(&g).into_iter().enumerate() {
             if scc.len() > 1 {
                 for n in scc {
-                    comp[n.index()] = c as u32;
+                    comp[LeafIx::new(n.index())] = c as u32;
                 }
             }
         }
@@ -194,7 +195,7 @@ pub(super) fn break_leaf_cycles(
     for pass in 0..2 {
         let Some(comp) = component(&edges) else { break };
         edges.retain(|&(a, b, _)| {
-            let inside = comp[a as usize] != NONE && comp[a as usize] == comp[b as usize];
+            let inside = comp[a] != NONE && comp[a] == comp[b];
             !(inside && (pass == 1 || backwards(a, b)))
         });
     }

@@ -2,14 +2,19 @@
 //! between them.
 
 use ahash::{AHashMap, AHashSet};
-use scalpel_model::graph::{EdgeKind, LeafId, LeafTypeId};
+use scalpel_model::graph::{EdgeKind, LeafTypeId};
 use scalpel_model::task::{
     ChildRef, LeafList, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge, Variant,
 };
 
 use super::input::MineInput;
+use super::ix::{IxLists, IxVec, LeafIx, NodeIx, SymIx};
 use super::tree::Tree;
-use super::work::{Rule, Work, NONE};
+use super::work::{Rule, Work};
+
+/// "No type": a class with no type of its own, or the host of an edge between top-level types
+/// (the largest id, so such edges sort last).
+const NO_TYPE: TaskTypeId = TaskTypeId::new(u32::MAX);
 
 /// Types and top-level edges, unnamed (names come after).
 pub(super) struct Built {
@@ -20,12 +25,14 @@ pub(super) struct Built {
 }
 
 /// Longest-path levels of the kept classes.
-fn levels(work: &Work, tree: &Tree) -> Vec<u32> {
-    let mut pairs: Vec<(u32, u32)> = (0..work.nodes.len())
-        .filter(|&n| tree.is_kept(n as u32) && tree.kept_parent[n] != NONE)
+fn levels(work: &Work, tree: &Tree) -> IxVec<SymIx, u32> {
+    let mut pairs: Vec<(SymIx, SymIx)> = work
+        .nodes
+        .indices()
+        .filter(|&n| tree.is_kept(n) && tree.kept_parent[n].is_some())
         .map(|n| {
             let p = tree.kept_parent[n];
-            (tree.class[n], tree.class[p as usize])
+            (tree.class[n], tree.class[p])
         })
         .collect();
     pairs.sort_unstable();
@@ -33,28 +40,21 @@ fn levels(work: &Work, tree: &Tree) -> Vec<u32> {
     // Children before parents (Kahn's order over the (child, parent) pairs): linear, and
     // with no loop to run away should the class graph not be acyclic.
     let n = work.syms.len();
-    let mut level = vec![0u32; n];
-    let mut waiting = vec![0u32; n];
-    let mut parents_start = vec![0u32; n + 1];
-    for &(c, p) in &pairs {
-        waiting[p as usize] += 1;
-        parents_start[c as usize + 1] += 1;
+    let mut level = IxVec::from_elem(0u32, n);
+    let mut waiting = IxVec::from_elem(0u32, n);
+    for &(_, p) in &pairs {
+        waiting[p] += 1;
     }
-    for i in 0..n {
-        parents_start[i + 1] += parents_start[i];
-    }
-    // `pairs` is sorted by child, so each child's parents are one run of it, in order.
-    let mut ready: Vec<u32> = (0..n as u32)
-        .filter(|&c| waiting[c as usize] == 0)
-        .collect();
+    // Each child's parents, in the pairs' order.
+    let parents = IxLists::new(n, pairs.iter().copied(), SymIx::NONE);
+    let mut ready: Vec<SymIx> = waiting.indices().filter(|&c| waiting[c] == 0).collect();
     let mut done = 0;
     while let Some(c) = ready.pop() {
         done += 1;
-        let run = parents_start[c as usize] as usize..parents_start[c as usize + 1] as usize;
-        for &(_, p) in &pairs[run] {
-            level[p as usize] = level[p as usize].max(level[c as usize] + 1);
-            waiting[p as usize] -= 1;
-            if waiting[p as usize] == 0 {
+        for &p in parents.of(c) {
+            level[p] = level[p].max(level[c] + 1);
+            waiting[p] -= 1;
+            if waiting[p] == 0 {
                 ready.push(p);
             }
         }
@@ -70,20 +70,21 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
     let n_leaf_types = graph.types.len() as u32;
     let level = levels(work, tree);
     // Super classes in (level, class) order after the leaf types.
-    let mut present = vec![false; work.syms.len()];
+    let mut present = IxVec::from_elem(false, work.syms.len());
     for &c in &tree.class {
-        present[c as usize] = true;
+        present[c] = true;
     }
-    let mut supers: Vec<u32> = (work.leaf_types..work.syms.len() as u32)
-        .filter(|&c| tree.kept[c as usize] && present[c as usize])
+    let mut supers: Vec<SymIx> = (work.leaf_types as usize..work.syms.len())
+        .map(SymIx::new)
+        .filter(|&c| tree.kept[c] && present[c])
         .collect();
-    supers.sort_unstable_by_key(|&c| (level[c as usize], c));
-    let mut type_of_class = vec![NONE; work.syms.len()];
+    supers.sort_unstable_by_key(|&c| (level[c], c));
+    let mut type_of_class = IxVec::from_elem(NO_TYPE, work.syms.len());
     for t in 0..n_leaf_types {
-        type_of_class[t as usize] = t;
+        type_of_class[SymIx::from_raw(t)] = TaskTypeId::new(t);
     }
     for (i, &c) in supers.iter().enumerate() {
-        type_of_class[c as usize] = n_leaf_types + i as u32;
+        type_of_class[c] = TaskTypeId::new(n_leaf_types + i as u32);
     }
     let n_types = (n_leaf_types as usize) + supers.len();
     let mut types: Vec<TaskType> = (0..n_types)
@@ -92,11 +93,11 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
                 (TaskKind::Leaf, Some(LeafTypeId::at(t)), 0)
             } else {
                 let c = supers[t - n_leaf_types as usize];
-                let kind = match work.syms[c as usize].rule {
+                let kind = match work.syms[c].rule {
                     Rule::Loop { .. } => TaskKind::Loop,
                     _ => TaskKind::Group,
                 };
-                (kind, None, level[c as usize])
+                (kind, None, level[c])
             };
             TaskType {
                 name: String::new(),
@@ -116,20 +117,20 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
     // occurrences are its leaves (index = leaf id); only their parents are kept.
     let n_nodes = work.nodes.len();
     let n_leaves = graph.leaves.len();
-    let mut occ_nodes: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_types];
-    for n in n_leaves as u32..n_nodes as u32 {
+    let mut occ_nodes: Vec<Vec<(LeafIx, NodeIx)>> = vec![Vec::new(); n_types];
+    for n in (n_leaves..n_nodes).map(NodeIx::new) {
         if !tree.is_kept(n) {
             continue;
         }
-        let t = type_of_class[tree.class[n as usize] as usize];
-        let first = work.leaves_of(n).min().unwrap_or(NONE);
-        occ_nodes[t as usize].push((first, n));
+        let t = type_of_class[tree.class[n]];
+        let first = work.leaves_of(n).min().unwrap_or(LeafIx::NONE);
+        occ_nodes[t.index()].push((first, n));
     }
     let none = OccRef {
-        ty: TaskTypeId::new(NONE),
+        ty: NO_TYPE,
         index: 0,
     };
-    let mut occ_of: Vec<OccRef> = vec![none; n_nodes];
+    let mut occ_of: IxVec<NodeIx, OccRef> = IxVec::from_elem(none, n_nodes);
     for (l, o) in occ_of.iter_mut().enumerate().take(n_leaves) {
         *o = OccRef {
             ty: TaskTypeId::new(graph.leaves[l].ty.get()),
@@ -139,17 +140,18 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
     for (t, list) in occ_nodes.iter_mut().enumerate() {
         list.sort_unstable();
         for (i, &(_, n)) in list.iter().enumerate() {
-            occ_of[n as usize] = OccRef {
+            occ_of[n] = OccRef {
                 ty: TaskTypeId::at(t),
                 index: i as u32,
             };
         }
     }
-    let parent_of = |n: usize| {
+    let parent_of = |n: NodeIx| {
         let p = tree.kept_parent[n];
-        (p != NONE).then(|| occ_of[p as usize])
+        p.is_some().then(|| occ_of[p])
     };
-    let leaf_parent: Vec<Option<OccRef>> = (0..n_leaves).map(parent_of).collect();
+    let leaf_parent: Vec<Option<OccRef>> =
+        (0..n_leaves).map(|l| parent_of(NodeIx::new(l))).collect();
     for (l, p) in graph.leaves.iter().zip(&leaf_parent) {
         let ty = &mut types[l.ty.index()];
         ty.count += 1;
@@ -162,16 +164,15 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
         }
         ty.count = list.len() as u64;
         for &(_, n) in list {
-            let parent = parent_of(n as usize);
+            let parent = parent_of(n);
             ty.top_level += u64::from(parent.is_none());
-            let iterations =
-                (ty.kind == TaskKind::Loop).then(|| match tree.iterations[n as usize] {
-                    0 => work.nodes[n as usize].children,
-                    collapsed => collapsed,
-                });
+            let iterations = (ty.kind == TaskKind::Loop).then(|| match tree.iterations[n] {
+                0 => work.nodes[n].children,
+                collapsed => collapsed,
+            });
             // Listed here rather than kept per node from above: a vector per node of the miner
             // cost 12 MiB more at the peak on a 1.77M-event recording.
-            let mut leaves: LeafList = work.leaves_of(n).map(LeafId::new).collect();
+            let mut leaves: LeafList = work.leaves_of(n).map(LeafIx::id).collect();
             leaves.sort_unstable();
             ty.occurrences.push(Occurrence {
                 leaves,
@@ -180,7 +181,7 @@ pub(super) fn build(graph: &MineInput<'_>, work: &Work, tree: &Tree) -> Built {
                 variant: None,
             });
         }
-        if list.iter().any(|&(_, n)| tree.core_of[n as usize] != NONE) {
+        if list.iter().any(|&(_, n)| tree.core_of[n].is_some()) {
             let (variants, of) = variants_of(graph, work, tree, list);
             ty.variants = variants;
             for (o, v) in ty.occurrences.iter_mut().zip(of) {
@@ -204,21 +205,21 @@ fn variants_of(
     graph: &MineInput<'_>,
     work: &Work,
     tree: &Tree,
-    list: &[(u32, u32)],
+    list: &[(LeafIx, NodeIx)],
 ) -> (Vec<Variant>, Vec<u32>) {
     let mut keys: Vec<Vec<(u32, u64)>> = Vec::with_capacity(list.len());
     for &(_, n) in list {
         let mut core = n;
-        while tree.core_of[core as usize] != NONE {
-            core = tree.core_of[core as usize];
+        while tree.core_of[core].is_some() {
+            core = tree.core_of[core];
         }
         let mut extra: Vec<u32> = Vec::new();
         if core != n {
-            let inner: AHashSet<u32> = work.leaves_of(core).collect();
+            let inner: AHashSet<LeafIx> = work.leaves_of(core).collect();
             extra = work
                 .leaves_of(n)
                 .filter(|l| !inner.contains(l))
-                .map(|l| graph.leaves[l as usize].ty.get())
+                .map(|l| graph.leaves[l.index()].ty.get())
                 .collect();
         }
         extra.sort_unstable();
@@ -264,37 +265,38 @@ fn children(
     types: &mut [TaskType],
     work: &Work,
     tree: &Tree,
-    occ_nodes: &[Vec<(u32, u32)>],
-    occ_of: &[OccRef],
+    occ_nodes: &[Vec<(LeafIx, NodeIx)>],
+    occ_of: &IxVec<NodeIx, OccRef>,
 ) {
     // Kept children of each kept node, as linked lists in node order.
     let n = work.nodes.len();
-    let (mut first, mut last, mut next) = (vec![NONE; n], vec![NONE; n], vec![NONE; n]);
-    for c in 0..n as u32 {
-        let p = tree.kept_parent[c as usize];
-        if p == NONE || !tree.is_kept(c) {
+    let none = IxVec::from_elem(NodeIx::NONE, n);
+    let (mut first, mut last, mut next) = (none.clone(), none.clone(), none);
+    for c in work.nodes.indices() {
+        let p = tree.kept_parent[c];
+        if p.is_none() || !tree.is_kept(c) {
             continue;
         }
-        if first[p as usize] == NONE {
-            first[p as usize] = c;
+        if first[p].is_none() {
+            first[p] = c;
         } else {
-            next[last[p as usize] as usize] = c;
+            next[last[p]] = c;
         }
-        last[p as usize] = c;
+        last[p] = c;
     }
     for (t, list) in occ_nodes.iter().enumerate() {
         let mut order: Vec<u32> = Vec::new();
         let mut count: AHashMap<u32, u64> = AHashMap::new();
         for (k, &(_, node)) in list.iter().enumerate() {
-            let mut ch: Vec<(u32, u32)> = Vec::new();
-            let mut c = first[node as usize];
-            while c != NONE {
-                ch.push((work.nodes[c as usize].head, occ_of[c as usize].ty.get()));
-                c = next[c as usize];
+            let mut ch: Vec<(LeafIx, u32)> = Vec::new();
+            let mut c = first[node];
+            while c.is_some() {
+                ch.push((work.nodes[c].head, occ_of[c].ty.get()));
+                c = next[c];
             }
             if k == 0 {
                 // First appearance: by position of each child's first leaf in port order.
-                let pos: AHashMap<u32, usize> = work
+                let pos: AHashMap<LeafIx, usize> = work
                     .leaves_of(node)
                     .enumerate()
                     .map(|(i, l)| (l, i))
@@ -326,48 +328,39 @@ fn edges(
     graph: &MineInput<'_>,
     work: &Work,
     tree: &Tree,
-    occ_of: &[OccRef],
+    occ_of: &IxVec<NodeIx, OccRef>,
 ) -> Vec<TypeEdge> {
-    let n = work.nodes.len();
-    let mut depth = vec![0u32; n];
-    for i in (0..n).rev() {
+    let mut depth = IxVec::from_elem(0u32, work.nodes.len());
+    for i in work.nodes.indices().rev() {
         let p = tree.kept_parent[i];
-        if p != NONE && tree.is_kept(i as u32) {
-            depth[i] = depth[p as usize] + 1;
+        if p.is_some() && tree.is_kept(i) {
+            depth[i] = depth[p] + 1;
         }
     }
-    let mut at: AHashMap<(u32, u32, u32, EdgeKind), u64> = AHashMap::new();
+    let mut at: AHashMap<(TaskTypeId, TaskTypeId, TaskTypeId, EdgeKind), u64> = AHashMap::new();
     let n_leaves = graph.leaves.len() as u32;
     for e in graph.edges.iter() {
-        let (mut a, mut b) = (e.from.get(), e.to.get());
-        if a >= n_leaves || b >= n_leaves || a == b {
+        if e.from.get() >= n_leaves || e.to.get() >= n_leaves || e.from == e.to {
             continue;
         }
-        while depth[a as usize] > depth[b as usize] {
-            a = tree.kept_parent[a as usize];
+        let node = |l| NodeIx::of_leaf(LeafIx::of_node(l));
+        let (mut a, mut b) = (node(e.from), node(e.to));
+        while depth[a] > depth[b] {
+            a = tree.kept_parent[a];
         }
-        while depth[b as usize] > depth[a as usize] {
-            b = tree.kept_parent[b as usize];
+        while depth[b] > depth[a] {
+            b = tree.kept_parent[b];
         }
-        while tree.kept_parent[a as usize] != tree.kept_parent[b as usize] {
-            a = tree.kept_parent[a as usize];
-            b = tree.kept_parent[b as usize];
+        while tree.kept_parent[a] != tree.kept_parent[b] {
+            a = tree.kept_parent[a];
+            b = tree.kept_parent[b];
         }
         if a == b {
             continue;
         }
-        let p = tree.kept_parent[a as usize];
-        let host = if p == NONE {
-            NONE
-        } else {
-            occ_of[p as usize].ty.get()
-        };
-        let key = (
-            host,
-            occ_of[a as usize].ty.get(),
-            occ_of[b as usize].ty.get(),
-            e.kind,
-        );
+        let p = tree.kept_parent[a];
+        let host = if p.is_none() { NO_TYPE } else { occ_of[p].ty };
+        let key = (host, occ_of[a].ty, occ_of[b].ty, e.kind);
         *at.entry(key).or_insert(0) += 1;
     }
     let mut list: Vec<_> = at.into_iter().collect();
@@ -375,15 +368,15 @@ fn edges(
     let mut top = Vec::new();
     for ((host, from, to, kind), count) in list {
         let edge = TypeEdge {
-            from: TaskTypeId::new(from),
-            to: TaskTypeId::new(to),
+            from,
+            to,
             kind,
             count,
         };
-        if host == NONE {
+        if host == NO_TYPE {
             top.push(edge);
         } else {
-            types[host as usize].edges.push(edge);
+            types[host.index()].edges.push(edge);
         }
     }
     top

@@ -13,7 +13,8 @@
 
 use ahash::AHashMap;
 
-use super::canon_tree::{tree_canonical, UEdge};
+use super::canon_tree::{tree_canonical, UEdge, UnitIx};
+use super::ix::{IxVec, KindIx, Port, SymIx};
 use super::work::{Link, Rule, Work};
 
 /// Orderings tried per rule at most.
@@ -35,19 +36,34 @@ const TAG_GROUP: u64 = 3;
 /// The merge classes of all symbols.
 pub(super) struct Classes {
     /// Class of each symbol: the smallest symbol id with the same canonical form.
-    pub of: Vec<u32>,
+    pub of: IxVec<SymIx, SymIx>,
 }
+
+/// Canonical port of each derivation port of a symbol.
+type PortMap = IxVec<Port, Port>;
+
+/// Each symbol's [`PortMap`], if it has one.
+type PortMaps = IxVec<SymIx, Option<PortMap>>;
 
 /// A unit's view of an edge: direction, kind, its port, the other's port, the other unit.
-type Adj = (u8, u8, u32, u32, u32);
+type Adj = (u8, u8, u32, u32, UnitIx);
+
+/// Each unit's view of its edges.
+type Adjs = IxVec<UnitIx, Vec<Adj>>;
+
+/// A colour per unit (a rank: colours are numbered from 0 without gaps).
+type Colours = IxVec<UnitIx, u32>;
+
+/// An encoding and the unit at each canonical position.
+type Canonical = (Vec<u64>, Vec<UnitIx>);
 
 struct Expansion {
-    /// (unit symbol, derivation offset)
-    units: Vec<(u32, u32)>,
-    edges: Vec<(u8, u32, u32)>,
+    /// (unit symbol, derivation offset: its first port's)
+    units: Vec<(SymIx, u32)>,
+    edges: Vec<(KindIx, Port, Port)>,
 }
 
-fn expand(work: &Work, sym: u32) -> Expansion {
+fn expand(work: &Work, sym: SymIx) -> Expansion {
     let mut e = Expansion {
         units: Vec::new(),
         edges: Vec::new(),
@@ -55,11 +71,12 @@ fn expand(work: &Work, sym: u32) -> Expansion {
     let mut stack = vec![(sym, 0u32)];
     // Depth-first, first part first, so units come in derivation order.
     while let Some((s, base)) = stack.pop() {
-        match &work.syms[s as usize].rule {
+        match &work.syms[s].rule {
             Rule::Pair { a, b, links } => {
-                let sa = work.syms[*a as usize].space;
+                let sa = work.syms[*a].space;
                 for l in links {
-                    e.edges.push((l.kind, base + l.from, base + sa + l.to));
+                    e.edges
+                        .push((l.kind, l.from.shifted(base), l.to.shifted(base + sa)));
                 }
                 stack.push((*b, base + sa));
                 stack.push((*a, base));
@@ -75,37 +92,35 @@ fn expand(work: &Work, sym: u32) -> Expansion {
 /// alone. (Recomputing all of them every round took 83% of mining on an nginx recording.)
 #[derive(Default)]
 pub(super) struct ClassCache {
-    of: Vec<u32>,
-    maps: Vec<Option<Vec<u32>>>,
-    seen: AHashMap<Vec<u64>, u32>,
+    of: IxVec<SymIx, SymIx>,
+    maps: PortMaps,
+    seen: AHashMap<Vec<u64>, SymIx>,
 }
 
 impl ClassCache {
     /// The classes of every symbol of `work`, computing those of symbols new since last time.
     pub(super) fn update(&mut self, work: &Work) -> Classes {
         let n = work.syms.len();
-        for s in self.of.len()..n {
+        for s in (self.of.len()..n).map(SymIx::new) {
             self.maps.push(None);
             let key: Option<Vec<u64>> = match &work.syms[s].rule {
                 Rule::Leaf(t) => {
-                    self.maps[s] = Some(vec![0]);
-                    Some(vec![TAG_LEAF, u64::from(*t)])
+                    self.maps[s] = Some(IxVec::from_vec(vec![Port::new(0)]));
+                    Some(vec![TAG_LEAF, u64::from(t.get())])
                 }
                 Rule::Loop { body, links } => loop_key(work, &self.of, &self.maps, *body, links)
                     .map(|(k, m)| {
                         self.maps[s] = Some(m);
                         k
                     }),
-                Rule::Pair { .. } => {
-                    group_key(work, &self.of, &self.maps, s as u32).map(|(k, m)| {
-                        self.maps[s] = Some(m);
-                        k
-                    })
-                }
+                Rule::Pair { .. } => group_key(work, &self.of, &self.maps, s).map(|(k, m)| {
+                    self.maps[s] = Some(m);
+                    k
+                }),
             };
             let class = match key {
-                Some(k) => *self.seen.entry(k).or_insert(s as u32),
-                None => s as u32,
+                Some(k) => *self.seen.entry(k).or_insert(s),
+                None => s,
             };
             self.of.push(class);
         }
@@ -116,40 +131,34 @@ impl ClassCache {
 }
 
 /// Canonical port of derivation port `p` of unit symbol `u`.
-fn unit_port(work: &Work, maps: &[Option<Vec<u32>>], u: u32, p: u32) -> Option<u32> {
-    maps[u as usize]
+fn unit_port(work: &Work, maps: &PortMaps, u: SymIx, p: Port) -> Option<Port> {
+    maps[u]
         .as_ref()?
-        .get(p as usize)
+        .get(p)
         .copied()
-        .or_else(|| (work.syms[u as usize].space == 1).then_some(0))
+        .or_else(|| (work.syms[u].space == 1).then_some(Port::new(0)))
 }
 
 fn loop_key(
     work: &Work,
-    of: &[u32],
-    maps: &[Option<Vec<u32>>],
-    body: u32,
+    of: &IxVec<SymIx, SymIx>,
+    maps: &PortMaps,
+    body: SymIx,
     links: &[Link],
-) -> Option<(Vec<u64>, Vec<u32>)> {
-    let bmap = maps[body as usize].as_ref()?;
-    let space = work.syms[body as usize].space;
+) -> Option<(Vec<u64>, PortMap)> {
+    let bmap = maps[body].as_ref()?;
+    let space = work.syms[body].space;
     if space > MAX_SPACE {
         return None;
     }
-    let mut l: Vec<(u8, u32, u32)> = links
+    let mut l: Vec<(KindIx, Port, Port)> = links
         .iter()
-        .map(|k| {
-            Some((
-                k.kind,
-                *bmap.get(k.from as usize)?,
-                *bmap.get(k.to as usize)?,
-            ))
-        })
+        .map(|k| Some((k.kind, *bmap.get(k.from)?, *bmap.get(k.to)?)))
         .collect::<Option<_>>()?;
     l.sort_unstable();
-    let mut key = vec![TAG_LOOP, u64::from(of[body as usize]), l.len() as u64];
+    let mut key = vec![TAG_LOOP, u64::from(of[body].raw()), l.len() as u64];
     for (k, a, b) in l {
-        key.extend([u64::from(k), u64::from(a), u64::from(b)]);
+        key.extend([u64::from(k.raw()), u64::from(a.raw()), u64::from(b.raw())]);
     }
     let map = bmap.clone();
     Some((key, map))
@@ -157,48 +166,46 @@ fn loop_key(
 
 fn group_key(
     work: &Work,
-    of: &[u32],
-    maps: &[Option<Vec<u32>>],
-    s: u32,
-) -> Option<(Vec<u64>, Vec<u32>)> {
-    if work.syms[s as usize].space > MAX_SPACE {
+    of: &IxVec<SymIx, SymIx>,
+    maps: &PortMaps,
+    s: SymIx,
+) -> Option<(Vec<u64>, PortMap)> {
+    if work.syms[s].space > MAX_SPACE {
         return None;
     }
     let exp = expand(work, s);
     let offsets: Vec<u32> = exp.units.iter().map(|u| u.1).collect();
-    let locate = |p: u32| -> Option<(u32, u32)> {
-        let i = offsets.partition_point(|&o| o <= p).checked_sub(1)?;
+    // The unit a derivation port lies in, and its canonical port there (the unit graph of
+    // `canon_tree` is raw numbers: units, kinds and ports of its own).
+    let locate = |p: Port| -> Option<(UnitIx, u32)> {
+        let i = offsets.partition_point(|&o| o <= p.raw()).checked_sub(1)?;
         let (u, off) = exp.units[i];
-        Some((i as u32, unit_port(work, maps, u, p - off)?))
+        Some((
+            UnitIx::new(i),
+            unit_port(work, maps, u, Port::from_raw(p.raw() - off))?.raw(),
+        ))
     };
     let mut edges: Vec<UEdge> = Vec::with_capacity(exp.edges.len());
     for &(k, a, b) in &exp.edges {
         let (ua, pa) = locate(a)?;
         let (ub, pb) = locate(b)?;
-        edges.push((ua, ub, k, pa, pb));
+        edges.push((ua, ub, k.raw(), pa, pb));
     }
-    let labels: Vec<u64> = exp
-        .units
-        .iter()
-        .map(|u| u64::from(of[u.0 as usize]))
-        .collect();
+    let labels: Vec<u64> = exp.units.iter().map(|u| u64::from(of[u.0].raw())).collect();
     let (mut enc, order) = canonical(&labels, &edges);
     // order[c] = the unit at canonical position c.
-    let spaces: Vec<u32> = exp
-        .units
-        .iter()
-        .map(|u| work.syms[u.0 as usize].space)
-        .collect();
-    let mut canon_offset = vec![0u32; labels.len()];
+    let spaces: IxVec<UnitIx, u32> = exp.units.iter().map(|u| work.syms[u.0].space).collect();
+    let mut canon_offset: IxVec<UnitIx, u32> = IxVec::from_elem(0, labels.len());
     let mut acc = 0;
     for &u in &order {
-        canon_offset[u as usize] = acc;
-        acc += spaces[u as usize];
+        canon_offset[u] = acc;
+        acc += spaces[u];
     }
-    let mut map = vec![0u32; work.syms[s as usize].space as usize];
+    let mut map = IxVec::from_elem(Port::new(0), work.syms[s].space as usize);
     for (i, &(u, off)) in exp.units.iter().enumerate() {
-        for p in 0..spaces[i] {
-            map[(off + p) as usize] = canon_offset[i] + unit_port(work, maps, u, p)?;
+        let i = UnitIx::new(i);
+        for p in (0..spaces[i]).map(Port::from_raw) {
+            map[p.shifted(off)] = unit_port(work, maps, u, p)?.shifted(canon_offset[i]);
         }
     }
     enc.insert(0, TAG_GROUP);
@@ -206,7 +213,7 @@ fn group_key(
 }
 
 /// The canonical encoding of a labelled unit graph and the unit order that gives it.
-pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
+pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> Canonical {
     match tree_canonical(labels, edges) {
         Some(tree) => tree,
         None => search_canonical(labels, edges),
@@ -214,12 +221,12 @@ pub(super) fn canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>)
 }
 
 /// The canonical encoding by individualization and refinement, for any unit graph.
-pub(super) fn search_canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
+pub(super) fn search_canonical(labels: &[u64], edges: &[UEdge]) -> Canonical {
     let n = labels.len();
-    let mut adj: Vec<Vec<Adj>> = vec![Vec::new(); n];
+    let mut adj: Adjs = IxVec::from_elem(Vec::new(), n);
     for &(a, b, k, pa, pb) in edges {
-        adj[a as usize].push((0, k, pa, pb, b));
-        adj[b as usize].push((1, k, pb, pa, a));
+        adj[a].push((0, k, pa, pb, b));
+        adj[b].push((1, k, pb, pa, a));
     }
     let mut budget = Budget {
         leaves: SEARCH_LEAVES,
@@ -228,7 +235,7 @@ pub(super) fn search_canonical(labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Ve
     };
     let colours = refine(&rank(labels), &adj, &mut budget);
     let twins = twin_classes(labels, &adj);
-    let mut best: Option<(Vec<u64>, Vec<u32>)> = None;
+    let mut best: Option<Canonical> = None;
     let g = Searched {
         labels,
         edges,
@@ -257,19 +264,19 @@ impl Budget {
 /// same orderings as singling out the other. A fan-out of many identical units (one task that
 /// starts the same step many times) would otherwise cost a factorial search. Returns a class per
 /// unit: the first unit with its neighbourhood.
-fn twin_classes(labels: &[u64], adj: &[Vec<Adj>]) -> Vec<u32> {
-    let mut first: AHashMap<(u64, Vec<Adj>), u32> = AHashMap::new();
-    adj.iter()
-        .enumerate()
+fn twin_classes(labels: &[u64], adj: &Adjs) -> IxVec<UnitIx, UnitIx> {
+    let mut first: AHashMap<(u64, Vec<Adj>), UnitIx> = AHashMap::new();
+    adj.iter_enumerated()
         .map(|(u, nb)| {
             let mut key = nb.clone();
             key.sort_unstable();
-            *first.entry((labels[u], key)).or_insert(u as u32)
+            *first.entry((labels[u.index()], key)).or_insert(u)
         })
         .collect()
 }
 
-fn rank<T: Ord + Clone>(keys: &[T]) -> Vec<u32> {
+/// Each unit's key's rank among the distinct keys (`keys[u]`: unit `u`'s).
+fn rank<T: Ord + Clone>(keys: &[T]) -> Colours {
     let mut sorted: Vec<T> = keys.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -278,8 +285,8 @@ fn rank<T: Ord + Clone>(keys: &[T]) -> Vec<u32> {
         .collect()
 }
 
-fn distinct(c: &[u32]) -> usize {
-    let mut v = c.to_vec();
+fn distinct(c: &Colours) -> usize {
+    let mut v: Vec<u32> = c.iter().copied().collect();
     v.sort_unstable();
     v.dedup();
     v.len()
@@ -290,15 +297,17 @@ fn distinct(c: &[u32]) -> usize {
 /// Each round's signatures (a unit's colour and its sorted neighbourhood) live in one flat
 /// buffer and are ranked by sorting unit indices: the same ranks as sorting the distinct
 /// signatures themselves, without a vector per unit (the search refines thousands of times).
-fn refine(start: &[u32], adj: &[Vec<Adj>], budget: &mut Budget) -> Vec<u32> {
+fn refine(start: &Colours, adj: &Adjs, budget: &mut Budget) -> Colours {
     let n = adj.len();
-    let mut c = start.to_vec();
+    let mut c = start.clone();
     let mut classes = distinct(&c);
     let edges: usize = adj.iter().map(Vec::len).sum();
-    let mut flat: Vec<Adj> = Vec::with_capacity(edges);
+    // An edge as in `Adj`, with the other unit's colour in place of the unit.
+    let mut flat: Vec<(u8, u8, u32, u32, u32)> = Vec::with_capacity(edges);
+    // Unit `u`'s signature is `flat[off[u]..off[u + 1]]`.
     let mut off = vec![0usize; n + 1];
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    let mut next = vec![0u32; n];
+    let mut order: Vec<UnitIx> = adj.indices().collect();
+    let mut next: Colours = IxVec::from_elem(0, n);
     loop {
         budget.work += (n + edges) as u64;
         flat.clear();
@@ -306,19 +315,19 @@ fn refine(start: &[u32], adj: &[Vec<Adj>], budget: &mut Budget) -> Vec<u32> {
             let from = flat.len();
             flat.extend(
                 nb.iter()
-                    .map(|&(d, k, mine, theirs, other)| (d, k, mine, theirs, c[other as usize])),
+                    .map(|&(d, k, mine, theirs, other)| (d, k, mine, theirs, c[other])),
             );
             flat[from..].sort_unstable();
             off[i + 1] = flat.len();
         }
-        let sig = |i: u32| (c[i as usize], &flat[off[i as usize]..off[i as usize + 1]]);
+        let sig = |i: UnitIx| (c[i], &flat[off[i.index()]..off[i.index() + 1]]);
         order.sort_unstable_by(|&a, &b| sig(a).cmp(&sig(b)));
         let mut rank = 0u32;
         for w in 0..n {
             if w > 0 && sig(order[w - 1]) != sig(order[w]) {
                 rank += 1;
             }
-            next[order[w] as usize] = rank;
+            next[order[w]] = rank;
         }
         let now = if n == 0 { 0 } else { rank as usize + 1 };
         std::mem::swap(&mut c, &mut next);
@@ -333,22 +342,17 @@ fn refine(start: &[u32], adj: &[Vec<Adj>], budget: &mut Budget) -> Vec<u32> {
 struct Searched<'a> {
     labels: &'a [u64],
     edges: &'a [UEdge],
-    adj: &'a [Vec<Adj>],
-    twins: &'a [u32],
+    adj: &'a Adjs,
+    twins: &'a IxVec<UnitIx, UnitIx>,
 }
 
-fn search(
-    colours: Vec<u32>,
-    g: &Searched<'_>,
-    best: &mut Option<(Vec<u64>, Vec<u32>)>,
-    budget: &mut Budget,
-) {
+fn search(colours: Colours, g: &Searched<'_>, best: &mut Option<Canonical>, budget: &mut Budget) {
     // Past the budget, only the first descent goes on, so there is always an ordering.
     if best.is_some() && budget.spent() {
         return;
     }
     let n = colours.len();
-    // The first colour shared by several units.
+    // The first colour shared by several units (`count` is by colour, not by unit).
     let mut count = vec![0u32; n];
     for &c in &colours {
         count[c as usize] += 1;
@@ -384,17 +388,23 @@ fn search(
 
 /// Searches below every way of singling out one unit of `cell` (one per twin class).
 fn individualize(
-    colours: Vec<u32>,
+    colours: Colours,
     cell: usize,
     g: &Searched<'_>,
-    best: &mut Option<(Vec<u64>, Vec<u32>)>,
+    best: &mut Option<Canonical>,
     budget: &mut Budget,
 ) {
-    let n = colours.len();
+    let in_cell = |m: UnitIx| colours[m] as usize == cell;
     // A cell of twins only: every order of them is the same under an automorphism, so all are
     // singled out at once, in index order, instead of one level of search each.
-    let first = (0..n).find(|&m| colours[m] as usize == cell).unwrap_or(0);
-    if (0..n).all(|m| colours[m] as usize != cell || g.twins[m] == g.twins[first]) {
+    let first = colours
+        .indices()
+        .find(|&m| in_cell(m))
+        .unwrap_or(UnitIx::new(0));
+    if colours
+        .indices()
+        .all(|m| !in_cell(m) || g.twins[m] == g.twins[first])
+    {
         let mut k = 0u32;
         let split: Vec<(u32, u32)> = colours
             .iter()
@@ -411,15 +421,14 @@ fn individualize(
         search(refined, g, best, budget);
         return;
     }
-    let mut tried: Vec<u32> = Vec::new();
-    for m in 0..n {
-        if colours[m] as usize != cell || tried.contains(&g.twins[m]) {
+    let mut tried: Vec<UnitIx> = Vec::new();
+    for m in colours.indices() {
+        if !in_cell(m) || tried.contains(&g.twins[m]) {
             continue;
         }
         tried.push(g.twins[m]);
         let split: Vec<u32> = colours
-            .iter()
-            .enumerate()
+            .iter_enumerated()
             .map(|(i, &c)| 2 * c + u32::from(i != m && c as usize == cell))
             .collect();
         let refined = refine(&rank(&split), g.adj, budget);
@@ -428,21 +437,22 @@ fn individualize(
 }
 
 /// Encoding of a discrete colouring (colour = canonical position).
-fn encode(colours: &[u32], labels: &[u64], edges: &[UEdge]) -> (Vec<u64>, Vec<u32>) {
+fn encode(colours: &Colours, labels: &[u64], edges: &[UEdge]) -> Canonical {
     let n = colours.len();
-    let mut order = vec![0u32; n];
-    for (u, &c) in colours.iter().enumerate() {
-        order[c as usize] = u as u32;
+    // By colour: the unit at each canonical position.
+    let mut order = vec![UnitIx::new(0); n];
+    for (u, &c) in colours.iter_enumerated() {
+        order[c as usize] = u;
     }
     let mut enc = Vec::with_capacity(2 + n + 5 * edges.len());
     enc.push(n as u64);
-    enc.extend(order.iter().map(|&u| labels[u as usize]));
+    enc.extend(order.iter().map(|&u| labels[u.index()]));
     let mut e: Vec<[u64; 5]> = edges
         .iter()
         .map(|&(a, b, k, pa, pb)| {
             [
-                u64::from(colours[a as usize]),
-                u64::from(colours[b as usize]),
+                u64::from(colours[a]),
+                u64::from(colours[b]),
                 u64::from(k),
                 u64::from(pa),
                 u64::from(pb),

@@ -14,8 +14,19 @@
 
 use ahash::AHashMap;
 
-/// A unit edge: from unit, to unit, kind, canonical port in each.
-pub(super) type UEdge = (u32, u32, u8, u32, u32);
+use super::ix::{index_type, IxVec};
+
+index_type! {
+    /// A unit of an expansion (a leaf type or a loop, opaque), numbered in derivation order.
+    UnitIx(u32)
+}
+
+/// A unit edge: from unit, to unit, kind, canonical port in each (kinds and ports are plain
+/// labels here: the unit graph compares them, it indexes nothing with them).
+pub(super) type UEdge = (UnitIx, UnitIx, u8, u32, u32);
+
+/// Each unit's neighbours.
+type Nbrs = IxVec<UnitIx, Vec<UnitIx>>;
 
 /// The bundle of edges between two adjacent units, seen from one of them: (direction, kind, own
 /// port, other's port), sorted.
@@ -26,13 +37,13 @@ const TREE: u64 = u64::MAX;
 
 /// The canonical encoding and unit order of the graph, if it is a connected tree (counting the
 /// edges between two units as one); `None` otherwise.
-pub(super) fn tree_canonical(labels: &[u64], edges: &[UEdge]) -> Option<(Vec<u64>, Vec<u32>)> {
+pub(super) fn tree_canonical(labels: &[u64], edges: &[UEdge]) -> Option<(Vec<u64>, Vec<UnitIx>)> {
     let n = labels.len();
     if n == 0 {
         return None;
     }
     // Bundles per ordered pair of units.
-    let mut bundles: AHashMap<(u32, u32), Bundle> = AHashMap::new();
+    let mut bundles: AHashMap<(UnitIx, UnitIx), Bundle> = AHashMap::new();
     for &(a, b, k, pa, pb) in edges {
         if a == b {
             return None;
@@ -43,16 +54,16 @@ pub(super) fn tree_canonical(labels: &[u64], edges: &[UEdge]) -> Option<(Vec<u64
     if bundles.len() != 2 * (n - 1) {
         return None;
     }
-    let mut nbrs: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut nbrs: Nbrs = IxVec::from_elem(Vec::new(), n);
     for (&(a, b), bundle) in bundles.iter_mut() {
         bundle.sort_unstable();
-        nbrs[a as usize].push(b);
+        nbrs[a].push(b);
     }
     for l in &mut nbrs {
         l.sort_unstable();
     }
     let centres = centres(&nbrs)?;
-    let mut best: Option<(Vec<u64>, Vec<u32>)> = None;
+    let mut best: Option<(Vec<u64>, Vec<UnitIx>)> = None;
     for root in centres {
         let cand = rooted(root, labels, &nbrs, &bundles);
         if best.as_ref().is_none_or(|b| cand.0 < b.0) {
@@ -63,21 +74,21 @@ pub(super) fn tree_canonical(labels: &[u64], edges: &[UEdge]) -> Option<(Vec<u64
 }
 
 /// The one or two centres of the tree, or `None` if it is not connected.
-fn centres(nbrs: &[Vec<u32>]) -> Option<Vec<u32>> {
+fn centres(nbrs: &Nbrs) -> Option<Vec<UnitIx>> {
     let n = nbrs.len();
-    let mut degree: Vec<usize> = nbrs.iter().map(Vec::len).collect();
-    let mut layer: Vec<u32> = (0..n as u32).filter(|&u| degree[u as usize] <= 1).collect();
+    let mut degree: IxVec<UnitIx, usize> = nbrs.iter().map(Vec::len).collect();
+    let mut layer: Vec<UnitIx> = nbrs.indices().filter(|&u| degree[u] <= 1).collect();
     let mut left = n;
-    let mut removed = vec![false; n];
+    let mut removed = IxVec::from_elem(false, n);
     while left > 2 {
         let mut next = Vec::new();
         for &u in &layer {
-            removed[u as usize] = true;
+            removed[u] = true;
             left -= 1;
-            for &v in &nbrs[u as usize] {
-                if !removed[v as usize] {
-                    degree[v as usize] -= 1;
-                    if degree[v as usize] == 1 {
+            for &v in &nbrs[u] {
+                if !removed[v] {
+                    degree[v] -= 1;
+                    if degree[v] == 1 {
                         next.push(v);
                     }
                 }
@@ -89,75 +100,76 @@ fn centres(nbrs: &[Vec<u32>]) -> Option<Vec<u32>> {
         }
         layer = next;
     }
-    let c: Vec<u32> = (0..n as u32).filter(|&u| !removed[u as usize]).collect();
+    let c: Vec<UnitIx> = nbrs.indices().filter(|&u| !removed[u]).collect();
     // A forest peels down to more pieces than one tree's centre: check the edge count held
     // (n - 1 pairs) and that the centre is one unit or one adjacent pair.
     match c.as_slice() {
         [_] => Some(c),
-        [a, b] if nbrs[*a as usize].contains(b) => Some(c),
+        [a, b] if nbrs[*a].contains(b) => Some(c),
         _ => None,
     }
 }
 
 /// The encoding and order of the tree rooted at `root`.
 fn rooted(
-    root: u32,
+    root: UnitIx,
     labels: &[u64],
-    nbrs: &[Vec<u32>],
-    bundles: &AHashMap<(u32, u32), Bundle>,
-) -> (Vec<u64>, Vec<u32>) {
+    nbrs: &Nbrs,
+    bundles: &AHashMap<(UnitIx, UnitIx), Bundle>,
+) -> (Vec<u64>, Vec<UnitIx>) {
     let n = labels.len();
     // Parents and a breadth-first order from the root (no recursion: trees can be long paths).
-    let mut parent = vec![u32::MAX; n];
+    let mut parent = IxVec::from_elem(UnitIx::NONE, n);
     let mut bfs = vec![root];
-    parent[root as usize] = root;
+    parent[root] = root;
     let mut i = 0;
     while i < bfs.len() {
         let u = bfs[i];
         i += 1;
-        for &v in &nbrs[u as usize] {
-            if parent[v as usize] == u32::MAX {
-                parent[v as usize] = u;
+        for &v in &nbrs[u] {
+            if parent[v].is_none() {
+                parent[v] = u;
                 bfs.push(v);
             }
         }
     }
     // Heights, children first (reverse breadth-first order).
-    let mut height = vec![0u32; n];
+    let mut height = IxVec::from_elem(0u32, n);
     for &u in bfs.iter().rev() {
-        let p = parent[u as usize];
+        let p = parent[u];
         if p != u {
-            height[p as usize] = height[p as usize].max(height[u as usize] + 1);
+            height[p] = height[p].max(height[u] + 1);
         }
     }
-    let top = height[root as usize] as usize;
-    let mut by_height: Vec<Vec<u32>> = vec![Vec::new(); top + 1];
+    let top = height[root] as usize;
+    let mut by_height: Vec<Vec<UnitIx>> = vec![Vec::new(); top + 1];
     for &u in &bfs {
-        by_height[height[u as usize] as usize].push(u);
+        by_height[height[u] as usize].push(u);
     }
     // Codes per height: a unit's tuple is its label and its children's (bundle, height, rank),
     // sorted; its rank is its tuple's place among the distinct tuples of its height.
     type Tuple = (u64, Vec<(Bundle, u32, u32)>);
-    let mut rank = vec![0u32; n];
+    let mut rank = IxVec::from_elem(0u32, n);
     let mut enc = vec![TREE, n as u64];
-    let mut kids_of: Vec<Vec<(Bundle, u32, u32, u32)>> = vec![Vec::new(); n];
+    let mut kids_of: IxVec<UnitIx, Vec<(Bundle, u32, u32, UnitIx)>> =
+        IxVec::from_elem(Vec::new(), n);
     for &u in bfs.iter().skip(1) {
-        let p = parent[u as usize];
+        let p = parent[u];
         let b = bundles[&(p, u)].clone();
-        kids_of[p as usize].push((b, height[u as usize], 0, u));
+        kids_of[p].push((b, height[u], 0, u));
     }
     for level in &by_height {
-        let mut tuples: Vec<(Tuple, u32)> = level
+        let mut tuples: Vec<(Tuple, UnitIx)> = level
             .iter()
             .map(|&u| {
-                let kids = &mut kids_of[u as usize];
+                let kids = &mut kids_of[u];
                 for k in kids.iter_mut() {
-                    k.2 = rank[k.3 as usize];
+                    k.2 = rank[k.3];
                 }
                 kids.sort_unstable();
                 let t: Vec<(Bundle, u32, u32)> =
                     kids.iter().map(|k| (k.0.clone(), k.1, k.2)).collect();
-                ((labels[u as usize], t), u)
+                ((labels[u.index()], t), u)
             })
             .collect();
         tuples.sort_unstable();
@@ -166,7 +178,7 @@ fn rooted(
             if distinct.last() != Some(&t) {
                 distinct.push(t);
             }
-            rank[*u as usize] = distinct.len() as u32 - 1;
+            rank[*u] = distinct.len() as u32 - 1;
         }
         enc.push(distinct.len() as u64);
         for (label, kids) in distinct {
@@ -181,13 +193,13 @@ fn rooted(
             }
         }
     }
-    enc.push(u64::from(rank[root as usize]));
+    enc.push(u64::from(rank[root]));
     // The order: a depth-first walk from the root, children in their sorted (code) order.
     let mut order = Vec::with_capacity(n);
     let mut stack = vec![root];
     while let Some(u) = stack.pop() {
         order.push(u);
-        stack.extend(kids_of[u as usize].iter().rev().map(|k| k.3));
+        stack.extend(kids_of[u].iter().rev().map(|k| k.3));
     }
     (enc, order)
 }
@@ -197,7 +209,12 @@ mod tests {
     use super::*;
 
     fn e(a: u32, b: u32) -> UEdge {
-        (a, b, 0, 0, 0)
+        edge(a, b, 0, 0)
+    }
+
+    /// An edge of kind `k` from port `pa` of unit `a` to port 0 of unit `b`.
+    fn edge(a: u32, b: u32, k: u8, pa: u32) -> UEdge {
+        (UnitIx::from_raw(a), UnitIx::from_raw(b), k, pa, 0)
     }
 
     #[test]
@@ -211,16 +228,16 @@ mod tests {
         let (b, ob) = tree_canonical(&l2, &e2).unwrap();
         assert_eq!(a, b);
         assert_eq!(oa.len(), 6);
-        assert_eq!(l1[oa[0] as usize], 1);
-        assert_eq!(l2[ob[0] as usize], 1);
+        assert_eq!(l1[oa[0].index()], 1);
+        assert_eq!(l2[ob[0].index()], 1);
     }
 
     #[test]
     fn direction_and_ports_tell_trees_apart() {
         let l = [1, 2];
-        let a = tree_canonical(&l, &[(0, 1, 0, 0, 0)]).unwrap().0;
-        let b = tree_canonical(&l, &[(1, 0, 0, 0, 0)]).unwrap().0;
-        let c = tree_canonical(&l, &[(0, 1, 0, 1, 0)]).unwrap().0;
+        let a = tree_canonical(&l, &[edge(0, 1, 0, 0)]).unwrap().0;
+        let b = tree_canonical(&l, &[edge(1, 0, 0, 0)]).unwrap().0;
+        let c = tree_canonical(&l, &[edge(0, 1, 0, 1)]).unwrap().0;
         assert_ne!(a, b);
         assert_ne!(a, c);
     }
@@ -230,7 +247,7 @@ mod tests {
         assert!(tree_canonical(&[1, 1, 1], &[e(0, 1), e(1, 2), e(2, 0)]).is_none());
         assert!(tree_canonical(&[1, 1, 1, 1], &[e(0, 1), e(2, 3)]).is_none());
         // Two edges between one pair are one bundle: still a tree.
-        assert!(tree_canonical(&[1, 2], &[e(0, 1), (0, 1, 3, 0, 0)]).is_some());
+        assert!(tree_canonical(&[1, 2], &[e(0, 1), edge(0, 1, 3, 0)]).is_some());
     }
 
     /// Small random trees, each also relabelled at random: the tree encoding says two are equal
@@ -254,15 +271,17 @@ mod tests {
                     let u = next(u64::from(v)) as u32;
                     let k = next(2) as u8;
                     if next(2) == 0 {
-                        (u, v, k, 0, 0)
+                        edge(u, v, k, 0)
                     } else {
-                        (v, u, k, 0, 0)
+                        edge(v, u, k, 0)
                     }
                 })
                 .collect();
             // The same tree with its units numbered in reverse.
-            let flip = |u: u32| n - 1 - u;
-            let relabelled: Vec<u64> = (0..n).map(|u| labels[flip(u) as usize]).collect();
+            let flip = |u: UnitIx| UnitIx::from_raw(n - 1 - u.raw());
+            let relabelled: Vec<u64> = (0..n)
+                .map(|u| labels[flip(UnitIx::from_raw(u)).index()])
+                .collect();
             let moved: Vec<UEdge> = edges
                 .iter()
                 .map(|&(a, b, k, pa, pb)| (flip(a), flip(b), k, pa, pb))

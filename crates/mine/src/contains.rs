@@ -7,53 +7,57 @@
 //! no level for either type (a timing-dependent case on a syncer and its handlers made one of
 //! six classes, and computing levels never ended). A fold checks with this graph first.
 
-use super::work::NONE;
+use super::ix::{IxVec, NodeIx, SymIx};
 
 /// Parent class → child classes, as the kept tree showed it, plus the folds made since.
 pub(super) struct Contains {
-    kids: Vec<Vec<u32>>,
+    kids: IxVec<SymIx, Vec<SymIx>>,
     /// Per class: the search that last visited it (no clearing between searches).
-    seen: Vec<u32>,
+    seen: IxVec<SymIx, u32>,
     search: u32,
-    queue: Vec<u32>,
+    queue: Vec<SymIx>,
 }
 
 impl Contains {
-    /// From each kept node's class and its kept parent (or [`NONE`]), over `n_classes`.
-    pub(super) fn new(n_classes: usize, class: &[u32], parent: &[u32]) -> Contains {
+    /// From each kept node's class and its kept parent (or [`NodeIx::NONE`]), over
+    /// `n_classes`.
+    pub(super) fn new(
+        n_classes: usize,
+        class: &IxVec<NodeIx, SymIx>,
+        parent: &IxVec<NodeIx, NodeIx>,
+    ) -> Contains {
         // Distinct pairs first: a class has as many nodes as the trace has occurrences, but few
         // kinds of children.
-        let pairs: ahash::AHashSet<(u32, u32)> = parent
-            .iter()
-            .enumerate()
-            .filter(|&(_, &p)| p != NONE)
-            .map(|(n, &p)| (class[p as usize], class[n]))
+        let pairs: ahash::AHashSet<(SymIx, SymIx)> = parent
+            .iter_enumerated()
+            .filter(|&(_, &p)| p.is_some())
+            .map(|(n, &p)| (class[p], class[n]))
             .collect();
-        let mut kids = vec![Vec::new(); n_classes];
+        let mut kids = IxVec::from_elem(Vec::new(), n_classes);
         for (p, c) in pairs {
-            kids[p as usize].push(c);
+            kids[p].push(c);
         }
         for k in &mut kids {
             k.sort_unstable();
         }
         Contains {
             kids,
-            seen: vec![0; n_classes],
+            seen: IxVec::from_elem(0, n_classes),
             search: 0,
             queue: Vec::new(),
         }
     }
 
     /// Records that class `parent` now holds class `child`.
-    pub(super) fn add(&mut self, parent: u32, child: u32) {
-        let k = &mut self.kids[parent as usize];
+    pub(super) fn add(&mut self, parent: SymIx, child: SymIx) {
+        let k = &mut self.kids[parent];
         if let Err(i) = k.binary_search(&child) {
             k.insert(i, child);
         }
     }
 
     /// Whether class `from` holds class `to`, directly or through others (or is it).
-    pub(super) fn holds(&mut self, from: u32, to: u32) -> bool {
+    pub(super) fn holds(&mut self, from: SymIx, to: SymIx) -> bool {
         self.search += 1;
         if self.search == 0 {
             // Wrapped after 2^32 searches: start the stamps afresh.
@@ -62,7 +66,7 @@ impl Contains {
         }
         self.queue.clear();
         self.queue.push(from);
-        self.seen[from as usize] = self.search;
+        self.seen[from] = self.search;
         // Breadth-first with an explicit queue: the graph may be as deep as the derivation.
         let mut i = 0;
         while let Some(&c) = self.queue.get(i) {
@@ -70,9 +74,9 @@ impl Contains {
             if c == to {
                 return true;
             }
-            for &k in &self.kids[c as usize] {
-                if self.seen[k as usize] != self.search {
-                    self.seen[k as usize] = self.search;
+            for &k in &self.kids[c] {
+                if self.seen[k] != self.search {
+                    self.seen[k] = self.search;
                     self.queue.push(k);
                 }
             }
@@ -88,14 +92,15 @@ mod tests {
     #[test]
     fn holding_is_transitive_and_follows_added_edges() {
         // Nodes 0..4 of classes 0, 1, 2, 3: 1 under 0, 2 under 1; 3 alone.
-        let class = [0, 1, 2, 3];
-        let parent = [NONE, 0, 1, NONE];
-        let mut g = Contains::new(4, &class, &parent);
-        assert!(g.holds(0, 2));
-        assert!(!g.holds(2, 0));
-        assert!(!g.holds(0, 3));
-        g.add(2, 3);
-        assert!(g.holds(0, 3));
-        assert!(g.holds(3, 3));
+        let c = SymIx::new;
+        let class = (0..4).map(c).collect();
+        let parent = [NodeIx::NONE, NodeIx::new(0), NodeIx::new(1), NodeIx::NONE];
+        let mut g = Contains::new(4, &class, &IxVec::from_vec(parent.to_vec()));
+        assert!(g.holds(c(0), c(2)));
+        assert!(!g.holds(c(2), c(0)));
+        assert!(!g.holds(c(0), c(3)));
+        g.add(c(2), c(3));
+        assert!(g.holds(c(0), c(3)));
+        assert!(g.holds(c(3), c(3)));
     }
 }

@@ -11,55 +11,43 @@
 
 use rayon::prelude::*;
 
-use super::work::{Moved, Work, XEdge, NONE};
+use super::ix::{IxLists, LeafIx};
+use super::work::{LeafEdge, Moved, Work, XEdge};
 use scalpel_model::graph::merge_into;
 
 /// The edges at each leaf, to find the moved ones by: built the first time few leaves moved
 /// (rounds that move most leaves map every edge and need no index).
 #[derive(Default)]
 pub(super) struct CrossEdges {
-    /// The edges (indices into [`Work::edges`]) at leaf `l` are `ids[at[l]..at[l + 1]]`.
-    at: Vec<u32>,
-    ids: Vec<u32>,
+    /// The edges (indices into [`Work::edges`]) at each leaf.
+    at: Option<IxLists<LeafIx, u32>>,
     /// Whether the edges have been computed once.
     ready: bool,
 }
 
 impl CrossEdges {
     /// Indexes `work`'s leaf-level edges by leaf.
-    fn index(&mut self, work: &Work) {
-        let n = work.node_of.len();
-        let mut at = vec![0u32; n + 1];
-        for &(a, b, _) in &work.edges {
-            at[a as usize + 1] += 1;
-            at[b as usize + 1] += 1;
-        }
-        for i in 0..n {
-            at[i + 1] += at[i];
-        }
-        let mut fill = at.clone();
-        let mut ids = vec![0u32; at[n] as usize];
-        for (i, &(a, b, _)) in work.edges.iter().enumerate() {
-            for l in [a, b] {
-                ids[fill[l as usize] as usize] = i as u32;
-                fill[l as usize] += 1;
-            }
-        }
-        (self.at, self.ids) = (at, ids);
+    fn index(work: &Work) -> IxLists<LeafIx, u32> {
+        let pairs = work
+            .edges
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &(a, b, _))| [(a, i as u32), (b, i as u32)]);
+        IxLists::new(work.node_of.len(), pairs, 0)
     }
 
     /// The edges between `work`'s current nodes, sorted, without duplicates, from `last` (what
     /// the last call returned) and the leaves `work` moved since, which are then forgotten.
     pub(super) fn update(&mut self, work: &mut Work, last: Vec<XEdge>) -> Vec<XEdge> {
         let moved = std::mem::replace(&mut work.moved, Moved::Few(Vec::new()));
-        let map = |&(a, b, kind): &(u32, u32, u8)| {
-            let (u, v) = (work.node_of[a as usize], work.node_of[b as usize]);
+        let map = |&(a, b, kind): &LeafEdge| {
+            let (u, v) = (work.node_of[a], work.node_of[b]);
             (u != v).then(|| XEdge {
                 u,
                 v,
                 kind,
-                pu: work.port[a as usize],
-                pv: work.port[b as usize],
+                pu: work.port[a],
+                pv: work.port[b],
             })
         };
         let moved = match moved {
@@ -72,19 +60,18 @@ impl CrossEdges {
                 self.ready = true;
                 drop(last);
                 let node_of = &work.node_of;
-                work.edges
-                    .retain(|&(a, b, _)| node_of[a as usize] != node_of[b as usize]);
-                self.at.clear();
+                work.edges.retain(|&(a, b, _)| node_of[a] != node_of[b]);
+                self.at = None;
                 let port = &work.port;
                 let mut x: Vec<XEdge> = work
                     .edges
                     .par_iter()
                     .map(|&(a, b, kind)| XEdge {
-                        u: node_of[a as usize],
-                        v: node_of[b as usize],
+                        u: node_of[a],
+                        v: node_of[b],
                         kind,
-                        pu: port[a as usize],
-                        pv: port[b as usize],
+                        pu: port[a],
+                        pv: port[b],
                     })
                     .collect();
                 x.par_sort_unstable();
@@ -95,17 +82,13 @@ impl CrossEdges {
         if moved.is_empty() {
             return last;
         }
-        if self.at.is_empty() {
-            self.index(work);
-        }
+        let at = self.at.get_or_insert_with(|| CrossEdges::index(work));
         let nodes = &work.nodes;
-        let current = |n: u32| nodes[n as usize].parent == NONE;
         let mut kept = last;
-        kept.retain(|e| current(e.u) && current(e.v));
-        let (at, ids) = (&self.at, &self.ids);
+        kept.retain(|e| nodes[e.u].parent.is_none() && nodes[e.v].parent.is_none());
         let mut fresh: Vec<XEdge> = moved
             .iter()
-            .flat_map(|&l| &ids[at[l as usize] as usize..at[l as usize + 1] as usize])
+            .flat_map(|&l| at.of(l))
             .filter_map(|&i| map(&work.edges[i as usize]))
             .collect();
         fresh.par_sort_unstable();
@@ -125,14 +108,21 @@ fn merge(mut a: Vec<XEdge>, b: Vec<XEdge>) -> Vec<XEdge> {
 mod tests {
     use super::*;
 
+    use crate::ix::{KindIx, NodeIx, Port, SymIx};
+    use scalpel_model::graph::LeafTypeId;
+
     fn e(u: u32, v: u32) -> XEdge {
         XEdge {
-            u,
-            v,
-            kind: 0,
-            pu: 0,
-            pv: 0,
+            u: NodeIx::from_raw(u),
+            v: NodeIx::from_raw(v),
+            kind: KindIx::from_raw(0),
+            pu: Port::from_raw(0),
+            pv: Port::from_raw(0),
         }
+    }
+
+    fn nodes(ids: [u32; 2]) -> [NodeIx; 2] {
+        ids.map(NodeIx::from_raw)
     }
 
     #[test]
@@ -149,9 +139,11 @@ mod tests {
     fn kept_edges_equal_a_full_recomputation() {
         // 40 leaves of types 0 and 1 alternating; a chain of program edges, and edges from each
         // leaf to the one three on.
-        let types: Vec<u32> = (0..40).map(|i| i % 2).collect();
-        let mut edges: Vec<(u32, u32, u8)> = (0..39).map(|i| (i, i + 1, 0)).collect();
-        edges.extend((0..37).map(|i| (i, i + 3, 1)));
+        let types: Vec<LeafTypeId> = (0..40).map(|i| LeafTypeId::new(i % 2)).collect();
+        let leaf = LeafIx::from_raw;
+        let kind = KindIx::from_raw;
+        let mut edges: Vec<LeafEdge> = (0..39).map(|i| (leaf(i), leaf(i + 1), kind(0))).collect();
+        edges.extend((0..37).map(|i| (leaf(i), leaf(i + 3), kind(1))));
         let mut work = Work::new(&types, 2, edges);
         // What a full recomputation gives, without touching `work` (the kept index points into
         // its edges).
@@ -159,13 +151,13 @@ mod tests {
             let mut x: Vec<XEdge> = work
                 .edges
                 .iter()
-                .filter(|&&(a, b, _)| work.node_of[a as usize] != work.node_of[b as usize])
+                .filter(|&&(a, b, _)| work.node_of[a] != work.node_of[b])
                 .map(|&(a, b, kind)| XEdge {
-                    u: work.node_of[a as usize],
-                    v: work.node_of[b as usize],
+                    u: work.node_of[a],
+                    v: work.node_of[b],
                     kind,
-                    pu: work.port[a as usize],
-                    pv: work.port[b as usize],
+                    pu: work.port[a],
+                    pv: work.port[b],
                 })
                 .collect();
             x.sort_unstable();
@@ -177,26 +169,26 @@ mod tests {
         assert_eq!(x, full(&work));
         let sym = work
             .add_symbol(super::super::work::Rule::Pair {
-                a: 0,
-                b: 1,
+                a: SymIx::new(0),
+                b: SymIx::new(1),
                 links: Vec::new(),
             })
             .unwrap();
         // Few leaves move: the kept list is updated, not computed again.
-        let p = work.contract(&[0, 1], sym, false);
-        work.contract(&[4, 5], sym, false);
+        let p = work.contract(&nodes([0, 1]), sym, false);
+        work.contract(&nodes([4, 5]), sym, false);
         let x = kept.update(&mut work, x);
-        assert!(!kept.at.is_empty(), "the incremental path ran");
+        assert!(kept.at.is_some(), "the incremental path ran");
         assert_eq!(x, full(&work));
         assert!(x.iter().any(|e| e.u == p), "{x:?}");
-        work.contract(&[2, 3], sym, false);
+        work.contract(&nodes([2, 3]), sym, false);
         let x = kept.update(&mut work, x);
         assert_eq!(x, full(&work));
         assert_eq!(kept.update(&mut work, x.clone()), x, "nothing moved");
         // Most leaves move: computed again.
-        let pairs: Vec<u32> = (6..40)
+        let pairs: Vec<NodeIx> = (6..40)
             .step_by(2)
-            .map(|i| work.contract(&[i, i + 1], sym, false))
+            .map(|i| work.contract(&nodes([i, i + 1]), sym, false))
             .collect();
         assert!(matches!(work.moved, super::super::work::Moved::Many));
         let x = kept.update(&mut work, x);

@@ -23,6 +23,7 @@ mod canon_tree;
 mod contains;
 mod cross;
 mod input;
+mod ix;
 mod loops;
 mod names;
 mod options;

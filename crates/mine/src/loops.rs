@@ -10,38 +10,41 @@
 //! with the distribution of iteration counts in its occurrences.
 
 use super::canon::Classes;
+use super::ix::{IxVec, NodeIx, SymIx};
 use super::variants::{parents, Folds};
-use super::work::{Rule, Work, NONE};
+use super::work::{Rule, Work};
 
 /// Collapses nested loops (see the module docs); returns whether any was collapsed.
 /// `iterations[n]`, when not 0, is a collapsed node's iteration count.
 pub(super) fn collapse(
     work: &Work,
     classes: &Classes,
-    class: &mut [u32],
-    by_class: &mut [Vec<u32>],
-    kept: &[bool],
+    class: &mut IxVec<NodeIx, SymIx>,
+    by_class: &mut IxVec<SymIx, Vec<NodeIx>>,
+    kept: &IxVec<SymIx, bool>,
     folds: &mut Folds,
-    iterations: &mut [u32],
+    iterations: &mut IxVec<NodeIx, u32>,
 ) -> bool {
-    let loop_body = |c: u32| match &work.syms[c as usize].rule {
-        Rule::Loop { body, .. } => Some(classes.of[*body as usize]),
+    let loop_body = |c: SymIx| match &work.syms[c].rule {
+        Rule::Loop { body, .. } => Some(classes.of[*body]),
         _ => None,
     };
     // Where each class went: itself, or the loop it was collapsed into.
-    let mut into: Vec<u32> = (0..work.syms.len() as u32).collect();
-    let resolve = |into: &[u32], mut c: u32| {
+    let mut into: IxVec<SymIx, SymIx> = work.syms.indices().collect();
+    let resolve = |into: &IxVec<SymIx, SymIx>, mut c: SymIx| {
         // Bounded by the number of classes; each step goes to a class collapsed earlier.
         for _ in 0..into.len() {
-            if into[c as usize] == c {
+            if into[c] == c {
                 break;
             }
-            c = into[c as usize];
+            c = into[c];
         }
         c
     };
-    let mut order: Vec<u32> = (0..work.syms.len() as u32)
-        .filter(|&c| kept[c as usize] && !by_class[c as usize].is_empty() && loop_body(c).is_some())
+    let mut order: Vec<SymIx> = work
+        .syms
+        .indices()
+        .filter(|&c| kept[c] && !by_class[c].is_empty() && loop_body(c).is_some())
         .collect();
     // Inner loops first: a loop's body was made before the loop, and a class is numbered by its
     // first symbol.
@@ -53,37 +56,37 @@ pub(super) fn collapse(
             continue;
         };
         let inner = resolve(&into, body);
-        if inner == outer || !kept[inner as usize] || loop_body(inner).is_none() {
+        if inner == outer || !kept[inner] || loop_body(inner).is_none() {
             continue;
         }
-        let nodes = std::mem::take(&mut by_class[outer as usize]);
+        let nodes = std::mem::take(&mut by_class[outer]);
         for &n in &nodes {
-            class[n as usize] = inner;
+            class[n] = inner;
         }
         // The inner loops' nodes directly under the outer ones: hidden, their iterations
         // summed into their parent.
         let mut sum = vec![0u32; nodes.len()];
-        let index: ahash::AHashMap<u32, usize> =
+        let index: ahash::AHashMap<NodeIx, usize> =
             nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-        for &k in &by_class[inner as usize] {
-            let p = parent[k as usize];
-            if let Some(&i) = (p != NONE).then(|| index.get(&p)).flatten() {
-                folds.hidden[k as usize] = true;
-                let own = match iterations[k as usize] {
-                    0 => work.nodes[k as usize].children,
+        for &k in &by_class[inner] {
+            let p = parent[k];
+            if let Some(&i) = p.is_some().then(|| index.get(&p)).flatten() {
+                folds.hidden[k] = true;
+                let own = match iterations[k] {
+                    0 => work.nodes[k].children,
                     x => x,
                 };
                 sum[i] = sum[i].saturating_add(own);
             }
         }
         for (i, &n) in nodes.iter().enumerate() {
-            iterations[n as usize] = sum[i].max(1);
+            iterations[n] = sum[i].max(1);
         }
-        let list = &mut by_class[inner as usize];
-        list.retain(|&k| !folds.hidden[k as usize]);
+        let list = &mut by_class[inner];
+        list.retain(|&k| !folds.hidden[k]);
         list.extend(nodes);
         list.sort_unstable();
-        into[outer as usize] = inner;
+        into[outer] = inner;
         any = true;
     }
     any

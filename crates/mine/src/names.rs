@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::EdgeKind;
-use scalpel_model::graph::LeafTypeId;
+use scalpel_model::graph::{LeafId, LeafTypeId};
 
 use super::input::MineInput;
+use super::ix::IxLists;
 use scalpel_model::task::{OccRef, TaskKind, TaskType, TaskTypeId};
 
 /// The name override file could not be used.
@@ -333,37 +334,30 @@ fn content_keys(
 }
 
 /// Every leaf's outgoing edges to leaves (an index, built once).
-struct OutEdges {
-    start: Vec<u32>,
-    to: Vec<(u32, EdgeKind)>,
-}
+struct OutEdges(IxLists<LeafId, (LeafId, EdgeKind)>);
 
 impl OutEdges {
     fn new(graph: &MineInput<'_>) -> OutEdges {
         let n = graph.leaves.len() as u32;
-        let mut list: Vec<(u32, u32, EdgeKind)> = graph
+        // Graph nodes below the leaf count are the leaves, by id.
+        let leaf = |id: scalpel_model::graph::NodeId| LeafId::new(id.get());
+        let mut list: Vec<(LeafId, LeafId, EdgeKind)> = graph
             .edges
             .iter()
             .filter(|e| e.from.get() < n && e.to.get() < n)
-            .map(|e| (e.from.get(), e.to.get(), super::pattern_kind(e.kind)))
+            .map(|e| (leaf(e.from), leaf(e.to), super::pattern_kind(e.kind)))
             .collect();
         list.sort_unstable_by_key(|&(a, b, k)| (a, b, k as u8));
-        let mut start = vec![0u32; n as usize + 1];
-        for &(a, _, _) in &list {
-            start[a as usize + 1] += 1;
-        }
-        for i in 0..n as usize {
-            start[i + 1] += start[i];
-        }
-        OutEdges {
-            start,
-            to: list.into_iter().map(|(_, b, k)| (b, k)).collect(),
-        }
+        let pairs = list.iter().map(|&(a, b, k)| (a, (b, k)));
+        OutEdges(IxLists::new(
+            n as usize,
+            pairs,
+            (LeafId::new(0), EdgeKind::Program),
+        ))
     }
 
-    fn of(&self, leaf: u32) -> &[(u32, EdgeKind)] {
-        let (a, b) = (self.start[leaf as usize], self.start[leaf as usize + 1]);
-        &self.to[a as usize..b as usize]
+    fn of(&self, leaf: LeafId) -> &[(LeafId, EdgeKind)] {
+        self.0.of(leaf)
     }
 }
 
@@ -406,7 +400,7 @@ impl Parts<'_> {
             index: at as u32,
         };
         // Each leaf's direct part: the child occurrence under `me` that holds it, or itself.
-        let mut part_of: AHashMap<u32, usize> = AHashMap::new();
+        let mut part_of: AHashMap<LeafId, usize> = AHashMap::new();
         let mut parts: Vec<(Option<OccRef>, u64)> = Vec::new();
         let mut index: AHashMap<Option<OccRef>, usize> = AHashMap::new();
         for &l in &occ.leaves {
@@ -444,20 +438,20 @@ impl Parts<'_> {
                     parts.len() - 1
                 }),
             };
-            part_of.insert(l.get(), id);
+            part_of.insert(l, id);
         }
         // Edges between parts, each with the leaf types at its ends (its ports, near enough).
-        let leaf_key = |l: u32| {
-            let lt = self.graph.leaves[l as usize].ty;
+        let leaf_key = |l: LeafId| {
+            let lt = self.graph.leaves[l.index()].ty;
             self.leaf_model_type.get(&lt).map_or(0, |&m| self.keys[m])
         };
         let mut edges: Vec<(usize, usize, EdgeKind, u64)> = Vec::new();
         for &l in &occ.leaves {
-            let a = part_of[&l.get()];
-            for &(to, kind) in self.out_edges.of(l.get()) {
+            let a = part_of[&l];
+            for &(to, kind) in self.out_edges.of(l) {
                 if let Some(&b) = part_of.get(&to) {
                     if a != b {
-                        let ports = Fnv::new().u64(leaf_key(l.get())).u64(leaf_key(to)).0;
+                        let ports = Fnv::new().u64(leaf_key(l)).u64(leaf_key(to)).0;
                         edges.push((a, b, kind, ports));
                     }
                 }

@@ -5,14 +5,15 @@
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::EdgeKind;
 
+use super::ix::{IxVec, NodeIx, Port, RuleIx, SymIx};
 use super::runs::Partners;
-use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge, NONE};
+use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge};
 
 /// A pair key with its own non-overlapping support and its occurrences.
-type Ranked = (u32, Rule, Vec<(u32, u32)>);
+type Ranked = (u32, Rule, Vec<(NodeIx, NodeIx)>);
 
 /// A loop's key: the body symbol and the links from one iteration to the next.
-type LoopKey = (u32, Vec<Link>);
+type LoopKey = (SymIx, Vec<Link>);
 
 /// Which candidates a round considers, in the order they are tried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,22 +28,22 @@ pub(super) enum Phase {
 
 /// A contraction chosen for this round: `parts` of the proposal become one node of `rule`.
 pub(super) struct Proposal {
-    pub rule: u32,
-    pub parts: Vec<u32>,
+    pub rule: RuleIx,
+    pub parts: Vec<NodeIx>,
 }
 
 /// The rules proposals refer to, and the proposals.
 #[derive(Default)]
 pub(super) struct Proposals {
-    pub rules: Vec<Rule>,
+    pub rules: IxVec<RuleIx, Rule>,
     pub list: Vec<Proposal>,
 }
 
 /// Current nodes per symbol.
-pub(super) fn symbol_counts(work: &Work) -> Vec<u32> {
-    let mut counts = vec![0u32; work.syms.len()];
-    for n in work.nodes.iter().filter(|n| n.parent == NONE) {
-        counts[n.sym as usize] += 1;
+pub(super) fn symbol_counts(work: &Work) -> IxVec<SymIx, u32> {
+    let mut counts = IxVec::from_elem(0u32, work.syms.len());
+    for n in work.nodes.iter().filter(|n| n.parent.is_none()) {
+        counts[n.sym] += 1;
     }
     counts
 }
@@ -77,46 +78,40 @@ pub(super) fn loop_proposals(
 ) -> Proposals {
     let prog = program_kind();
     let n = work.nodes.len();
-    let (mut succ, mut pred) = (vec![NONE; n], vec![NONE; n]);
-    const AMBIGUOUS: u32 = NONE - 1;
-    let mut key_of: AHashMap<u32, Vec<Link>> = AHashMap::new();
+    let (mut succ, mut pred) = (
+        IxVec::from_elem(NodeIx::NONE, n),
+        IxVec::from_elem(NodeIx::NONE, n),
+    );
+    // Below "none": a node with two successors (or predecessors) of its symbol.
+    const AMBIGUOUS: NodeIx = NodeIx::from_raw(NodeIx::NONE.raw() - 1);
+    let mut key_of: AHashMap<NodeIx, Vec<Link>> = AHashMap::new();
     for g in groups(x) {
         let (u, v) = (g[0].u, g[0].v);
-        if work.nodes[u as usize].sym != work.nodes[v as usize].sym
-            || !g.iter().any(|e| e.kind == prog)
-        {
+        if work.nodes[u].sym != work.nodes[v].sym || !g.iter().any(|e| e.kind == prog) {
             continue;
         }
-        succ[u as usize] = if succ[u as usize] == NONE {
-            v
-        } else {
-            AMBIGUOUS
-        };
-        pred[v as usize] = if pred[v as usize] == NONE {
-            u
-        } else {
-            AMBIGUOUS
-        };
+        succ[u] = if succ[u].is_none() { v } else { AMBIGUOUS };
+        pred[v] = if pred[v].is_none() { u } else { AMBIGUOUS };
         key_of.insert(u, links(g));
     }
-    let link = |u: u32| -> Option<(u32, &Vec<Link>)> {
-        let v = succ[u as usize];
-        (v < AMBIGUOUS && pred[v as usize] == u).then(|| (v, &key_of[&u]))
+    let link = |u: NodeIx| -> Option<(NodeIx, &Vec<Link>)> {
+        let v = succ[u];
+        (v < AMBIGUOUS && pred[v] == u).then(|| (v, &key_of[&u]))
     };
     // Runs in node order; a run stops where the link's key changes or a node is taken.
-    let mut used = vec![false; n];
-    let mut runs: AHashMap<LoopKey, Vec<Vec<u32>>> = AHashMap::new();
-    let mut starts: Vec<u32> = key_of.keys().copied().collect();
+    let mut used = IxVec::from_elem(false, n);
+    let mut runs: AHashMap<LoopKey, Vec<Vec<NodeIx>>> = AHashMap::new();
+    let mut starts: Vec<NodeIx> = key_of.keys().copied().collect();
     starts.sort_unstable();
     for s in starts {
-        if used[s as usize] {
+        if used[s] {
             continue;
         }
         let Some((_, key)) = link(s) else { continue };
         let mut run = vec![s];
         let mut at = s;
         while let Some((v, k)) = link(at) {
-            if k != key || used[v as usize] {
+            if k != key || used[v] {
                 break;
             }
             run.push(v);
@@ -126,9 +121,9 @@ pub(super) fn loop_proposals(
             continue;
         }
         for &r in &run {
-            used[r as usize] = true;
+            used[r] = true;
         }
-        let sym = work.nodes[s as usize].sym;
+        let sym = work.nodes[s].sym;
         runs.entry((sym, key.clone())).or_default().push(run);
     }
     // A run is one task repeating only if its iterations share their partners (`runs`).
@@ -140,12 +135,12 @@ pub(super) fn loop_proposals(
             .collect();
     }
     // The best key per symbol, if it has the support.
-    let mut keys: Vec<(LoopKey, Vec<Vec<u32>>)> = runs.into_iter().collect();
+    let mut keys: Vec<(LoopKey, Vec<Vec<NodeIx>>)> = runs.into_iter().collect();
     keys.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
     let mut out = Proposals::default();
-    let mut chosen: AHashMap<u32, u32> = AHashMap::new();
-    let mut parts: Vec<(u32, Vec<u32>)> = Vec::new();
-    let mut in_runs: AHashSet<u32> = AHashSet::new();
+    let mut chosen: AHashMap<SymIx, RuleIx> = AHashMap::new();
+    let mut parts: Vec<(RuleIx, Vec<NodeIx>)> = Vec::new();
+    let mut in_runs: AHashSet<NodeIx> = AHashSet::new();
     for ((sym, key), list) in keys {
         if (list.len() as u32) < min_support || chosen.contains_key(&sym) {
             continue;
@@ -157,19 +152,18 @@ pub(super) fn loop_proposals(
         if banned.contains(&candidate) {
             continue;
         }
-        let rule = out.rules.len() as u32;
+        let rule = out.rules.push(candidate);
         chosen.insert(sym, rule);
-        out.rules.push(candidate);
         in_runs.extend(list.iter().flatten().copied());
         parts.extend(list.into_iter().map(|p| (rule, p)));
     }
     if chosen.is_empty() {
         return out;
     }
-    for (i, node) in work.nodes.iter().enumerate() {
-        if node.parent == NONE && !in_runs.contains(&(i as u32)) {
+    for (i, node) in work.nodes.iter_enumerated() {
+        if node.parent.is_none() && !in_runs.contains(&i) {
             if let Some(&rule) = chosen.get(&node.sym) {
-                parts.push((rule, vec![i as u32]));
+                parts.push((rule, vec![i]));
             }
         }
     }
@@ -197,7 +191,7 @@ pub(super) fn pair_proposals(
     phase: Phase,
     min_support: u32,
     banned: &AHashSet<Rule>,
-    classes: Option<&[u32]>,
+    classes: Option<&IxVec<SymIx, SymIx>>,
 ) -> Proposals {
     let (weak, prog) = (weak_kind(), program_kind());
     let handoff = kind_index(EdgeKind::Handoff);
@@ -210,11 +204,11 @@ pub(super) fn pair_proposals(
         EdgeKind::Signal,
     ]
     .map(kind_index);
-    let same_class = |a: u32, b: u32| classes.is_some_and(|c| c[a as usize] == c[b as usize]);
-    let mut cands: AHashMap<Rule, Vec<(u32, u32)>> = AHashMap::new();
+    let same_class = |a: SymIx, b: SymIx| classes.is_some_and(|c| c[a] == c[b]);
+    let mut cands: AHashMap<Rule, Vec<(NodeIx, NodeIx)>> = AHashMap::new();
     for g in groups(x) {
         let (u, v) = (g[0].u, g[0].v);
-        let (a, b) = (work.nodes[u as usize].sym, work.nodes[v as usize].sym);
+        let (a, b) = (work.nodes[u].sym, work.nodes[v].sym);
         let all_weak = g.iter().all(|e| e.kind == weak);
         let in_thread = g.iter().any(|e| e.kind == weak || e.kind == prog);
         // Same symbol along program order is a loop, never a pair; and two occurrences of one
@@ -234,7 +228,7 @@ pub(super) fn pair_proposals(
         // notification: there when the taker was already waiting, not when it found the item
         // queued. Keyed on it, one request pattern split in two by timing (Apache: 1,200 of
         // 4,576 hand-offs came with a cond signal).
-        let handoffs: Vec<(u32, u32)> = links
+        let handoffs: Vec<(Port, Port)> = links
             .iter()
             .filter(|l| l.kind == handoff)
             .map(|l| (l.from, l.to))
@@ -247,7 +241,7 @@ pub(super) fn pair_proposals(
     }
     // Rank by each key's own non-overlapping support: a key whose occurrences share a node (a
     // node with two successors of one label) counts that node once.
-    let mut stamp = vec![u32::MAX; work.nodes.len()];
+    let mut stamp = IxVec::from_elem(u32::MAX, work.nodes.len());
     let mut cands: Vec<Ranked> = cands
         .into_iter()
         .enumerate()
@@ -255,9 +249,9 @@ pub(super) fn pair_proposals(
             let i = i as u32;
             let mut n = 0;
             for &(u, v) in &occ {
-                if stamp[u as usize] != i && stamp[v as usize] != i {
-                    stamp[u as usize] = i;
-                    stamp[v as usize] = i;
+                if stamp[u] != i && stamp[v] != i {
+                    stamp[u] = i;
+                    stamp[v] = i;
                     n += 1;
                 }
             }
@@ -280,16 +274,16 @@ pub(super) fn pair_proposals(
     let counts = if phase == Phase::Weak {
         symbol_counts(work)
     } else {
-        Vec::new()
+        IxVec::new()
     };
-    let mut used = vec![false; work.nodes.len()];
-    let mut claimed: AHashSet<u32> = AHashSet::new();
+    let mut used = IxVec::from_elem(false, work.nodes.len());
+    let mut claimed: AHashSet<SymIx> = AHashSet::new();
     // Per symbol, the support of the best key it was kept from this round because its partner
     // was claimed. A symbol waits for that key rather than join a rarer one now: a
     // connection's last request-end leaf, whose usual partner (the response write) was just
     // claimed by the request, must not pair with the dequeue after it (5 occurrences of 400)
     // and so drop out of the request pattern that takes the other 395 next round.
-    let mut kept_from: AHashMap<u32, u32> = AHashMap::new();
+    let mut kept_from: AHashMap<SymIx, u32> = AHashMap::new();
     let mut out = Proposals::default();
     for (support, rule, occ) in cands {
         if support < min_support {
@@ -311,31 +305,30 @@ pub(super) fn pair_proposals(
             }
             continue;
         }
-        let waits = |x: u32| kept_from.get(&x).is_some_and(|&k| k > support);
+        let waits = |x: SymIx| kept_from.get(&x).is_some_and(|&k| k > support);
         if waits(a) || waits(b) {
             continue;
         }
         let mut sel = Vec::new();
         for (u, v) in occ {
-            if !used[u as usize] && !used[v as usize] {
-                used[u as usize] = true;
-                used[v as usize] = true;
+            if !used[u] && !used[v] {
+                used[u] = true;
+                used[v] = true;
                 sel.push((u, v));
             }
         }
         let support = sel.len() as u32;
-        let covers = |s: u32| counts.is_empty() || 2 * support >= counts[s as usize];
+        let covers = |s: SymIx| counts.is_empty() || 2 * support >= counts[s];
         if support < min_support || !covers(a) || !covers(b) {
             for (u, v) in sel {
-                used[u as usize] = false;
-                used[v as usize] = false;
+                used[u] = false;
+                used[v] = false;
             }
             continue;
         }
         claimed.insert(a);
         claimed.insert(b);
-        let r = out.rules.len() as u32;
-        out.rules.push(rule);
+        let r = out.rules.push(rule);
         out.list.extend(sel.into_iter().map(|(u, v)| Proposal {
             rule: r,
             parts: vec![u, v],

@@ -1,14 +1,15 @@
 //! The miner's driver: rounds until nothing repeats often enough, then the model.
 
 use ahash::AHashSet;
-use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId};
 use scalpel_model::progress::Progress;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
 use crate::input::MineInput;
+use crate::ix::{IxVec, LeafIx, SymIx};
 use crate::options::{MineOptions, MineWarning, Mined};
 use crate::round::{Phase, Proposals};
-use crate::work::{kind_index, Rule, Work, XEdge, NONE};
+use crate::work::{kind_index, LeafEdge, Rule, Work, XEdge};
 use crate::{acyclic, build, canon, cross, names, round, sessions, tree, variants};
 
 /// The kind an edge has in patterns. A take from a queue under a mutex without a wait (`queue`)
@@ -41,22 +42,25 @@ pub fn mine_input(
 ) -> Mined {
     let min_support = opts.min_support.max(2);
     let n_leaves = graph.leaves.len() as u32;
-    let mut edges: Vec<(u32, u32, u8)> = graph
+    let mut edges: Vec<LeafEdge> = graph
         .edges
         .iter()
         .filter(|e| e.from.get() < n_leaves && e.to.get() < n_leaves && e.from != e.to)
-        .map(|e| (e.from.get(), e.to.get(), kind_index(pattern_kind(e.kind))))
+        .map(|e| {
+            let kind = kind_index(pattern_kind(e.kind));
+            (LeafIx::of_node(e.from), LeafIx::of_node(e.to), kind)
+        })
         .collect();
     edges.sort_unstable();
     edges.dedup();
     let (edges, dropped) = acyclic::break_leaf_cycles(n_leaves as usize, edges, |a, b| {
-        graph.leaves[a as usize].end_ns > graph.leaves[b as usize].start_ns
+        graph.leaves[a.index()].end_ns > graph.leaves[b.index()].start_ns
     });
     let mut warnings = Vec::new();
     if dropped > 0 {
         warnings.push(MineWarning::CyclesBroken(dropped));
     }
-    let leaf_types: Vec<u32> = graph.leaves.iter().map(|l| l.ty.get()).collect();
+    let leaf_types: Vec<LeafTypeId> = graph.leaves.iter().map(|l| l.ty).collect();
     let local = tree::local_leaves(graph.leaves.len(), &edges);
     let causal = variants::Causal::new(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
@@ -86,7 +90,7 @@ pub fn mine_input(
                     }
                     Phase::Weak => {
                         let classes = class_cache.update(&work);
-                        let of = Some(classes.of.as_slice());
+                        let of = Some(&classes.of);
                         round::pair_proposals(&work, &x, phase, min_support, &banned, of)
                     }
                 };
@@ -148,29 +152,29 @@ pub fn mine_input(
 /// took their support.
 fn apply(work: &mut Work, x: &[XEdge], props: Proposals, min_support: u32) -> (bool, Vec<Rule>) {
     let refused = acyclic::refuse_cycles(x, work.nodes.len(), &props.list);
-    let mut left = vec![0u32; props.rules.len()];
+    let mut left = IxVec::from_elem(0u32, props.rules.len());
     for (p, &r) in props.list.iter().zip(&refused) {
         // Loops of one iteration do not count toward a loop's support.
         if !r && p.parts.len() >= 2 {
-            left[p.rule as usize] += 1;
+            left[p.rule] += 1;
         }
     }
-    let mut sym_of = vec![NONE; props.rules.len()];
+    let mut sym_of = IxVec::from_elem(SymIx::NONE, props.rules.len());
     let mut dropped = Vec::new();
-    for (i, rule) in props.rules.into_iter().enumerate() {
+    for (i, rule) in props.rules.into_iter_enumerated() {
         if left[i] >= min_support {
-            sym_of[i] = work.add_symbol(rule).unwrap_or(NONE);
+            sym_of[i] = work.add_symbol(rule).unwrap_or(SymIx::NONE);
         } else {
             dropped.push(rule);
         }
     }
     let mut any = false;
     for (p, r) in props.list.iter().zip(refused) {
-        let sym = sym_of[p.rule as usize];
-        if r || sym == NONE {
+        let sym = sym_of[p.rule];
+        if r || sym.is_none() {
             continue;
         }
-        let is_loop = matches!(work.syms[sym as usize].rule, Rule::Loop { .. });
+        let is_loop = matches!(work.syms[sym].rule, Rule::Loop { .. });
         work.contract(&p.parts, sym, is_loop);
         any = true;
     }

@@ -11,21 +11,22 @@
 
 use ahash::{AHashMap, AHashSet};
 
+use super::ix::{KindIx, NodeIx};
 use super::work::XEdge;
 
 /// The partners of the nodes in `runs`: the other ends of their edges that are neither
 /// program order (strong or weak), sorted and without duplicates.
-pub(super) struct Partners(AHashMap<u32, Vec<u32>>);
+pub(super) struct Partners(AHashMap<NodeIx, Vec<NodeIx>>);
 
 impl Partners {
     /// Collects the partners of every node in `runs` from the round's edges.
     pub(super) fn new<'a>(
-        runs: impl Iterator<Item = &'a Vec<u32>>,
+        runs: impl Iterator<Item = &'a Vec<NodeIx>>,
         x: &[XEdge],
-        thread_kinds: [u8; 2],
+        thread_kinds: [KindIx; 2],
     ) -> Partners {
-        let members: AHashSet<u32> = runs.flatten().copied().collect();
-        let mut partners: AHashMap<u32, Vec<u32>> = AHashMap::new();
+        let members: AHashSet<NodeIx> = runs.flatten().copied().collect();
+        let mut partners: AHashMap<NodeIx, Vec<NodeIx>> = AHashMap::new();
         for e in x.iter().filter(|e| !thread_kinds.contains(&e.kind)) {
             if members.contains(&e.u) {
                 partners.entry(e.u).or_default().push(e.v);
@@ -42,9 +43,9 @@ impl Partners {
     }
 
     /// The pieces of `run` that are one task repeating (see the module docs), in run order.
-    pub(super) fn split(&self, run: Vec<u32>) -> Vec<Vec<u32>> {
-        let inside: AHashSet<u32> = run.iter().copied().collect();
-        let sets: Vec<Vec<u32>> = run
+    pub(super) fn split(&self, run: Vec<NodeIx>) -> Vec<Vec<NodeIx>> {
+        let inside: AHashSet<NodeIx> = run.iter().copied().collect();
+        let sets: Vec<Vec<NodeIx>> = run
             .iter()
             .map(|n| {
                 self.0
@@ -74,12 +75,12 @@ impl Partners {
 /// The loop's entry and exit edges attach to its first and last iterations (a connection's
 /// hand-off to the worker that then serves its requests), so with three or more iterations
 /// those two may have partners beyond the others'.
-fn whole(sets: &[Vec<u32>]) -> bool {
+fn whole(sets: &[Vec<NodeIx>]) -> bool {
     match sets.len() {
         0..=2 => sets.iter().all(|s| *s == sets[0]),
         len => {
             let inner = &sets[1];
-            let within = |outer: &Vec<u32>| inner.iter().all(|p| outer.binary_search(p).is_ok());
+            let within = |outer: &Vec<NodeIx>| inner.iter().all(|p| outer.binary_search(p).is_ok());
             sets[2..len - 1].iter().all(|s| s == inner)
                 && within(&sets[0])
                 && within(&sets[len - 1])
@@ -91,20 +92,28 @@ fn whole(sets: &[Vec<u32>]) -> bool {
 mod tests {
     use super::*;
 
+    use crate::ix::Port;
+
     fn stream(u: u32, v: u32) -> XEdge {
         XEdge {
-            u,
-            v,
-            kind: 9,
-            pu: 0,
-            pv: 0,
+            u: NodeIx::from_raw(u),
+            v: NodeIx::from_raw(v),
+            kind: KindIx::from_raw(9),
+            pu: Port::from_raw(0),
+            pv: Port::from_raw(0),
         }
     }
+
+    fn nodes<const N: usize>(ids: [u32; N]) -> Vec<NodeIx> {
+        ids.into_iter().map(NodeIx::from_raw).collect()
+    }
+
+    const THREAD: [KindIx; 2] = [KindIx::from_raw(0), KindIx::from_raw(1)];
 
     /// Writes 0..6 on one thread; 0 and 1 feed read 10, 2 feeds 11, 3..6 feed 12.
     #[test]
     fn a_run_is_cut_where_its_partners_change() {
-        let run: Vec<u32> = (0..6).collect();
+        let run: Vec<NodeIx> = (0..6).map(NodeIx::from_raw).collect();
         let x = [
             stream(0, 10),
             stream(1, 10),
@@ -113,15 +122,15 @@ mod tests {
             stream(4, 12),
             stream(5, 12),
         ];
-        let p = Partners::new([&run].into_iter(), &x, [0, 1]);
-        assert_eq!(p.split(run), vec![vec![0, 1], vec![3, 4, 5]]);
+        let p = Partners::new([&run].into_iter(), &x, THREAD);
+        assert_eq!(p.split(run), vec![nodes([0, 1]), nodes([3, 4, 5])]);
     }
 
     /// A connection's hand-off into the first iteration and its close from the last keep the
     /// run whole.
     #[test]
     fn entry_and_exit_partners_keep_a_run_whole() {
-        let run: Vec<u32> = (0..4).collect();
+        let run: Vec<NodeIx> = (0..4).map(NodeIx::from_raw).collect();
         let x = [
             stream(20, 0),
             stream(0, 10),
@@ -130,7 +139,7 @@ mod tests {
             stream(3, 10),
             stream(3, 21),
         ];
-        let p = Partners::new([&run].into_iter(), &x, [0, 1]);
+        let p = Partners::new([&run].into_iter(), &x, THREAD);
         assert_eq!(p.split(run.clone()), vec![run]);
     }
 }

@@ -21,87 +21,93 @@
 use ahash::AHashSet;
 
 use super::canon::Classes;
-use super::work::{program_kind, weak_kind, Rule, Work, NONE};
+use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
+use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
 use super::{loops, variants};
 
 /// The kept tree.
 pub(super) struct Tree {
     /// Class of each node.
-    pub class: Vec<u32>,
+    pub class: IxVec<NodeIx, SymIx>,
     /// Whether each class is a task type.
-    pub kept: Vec<bool>,
-    /// For each node of the tree: its nearest ancestor in the tree, or [`NONE`].
-    pub kept_parent: Vec<u32>,
+    pub kept: IxVec<SymIx, bool>,
+    /// For each node of the tree: its nearest ancestor in the tree, or [`NodeIx::NONE`].
+    pub kept_parent: IxVec<NodeIx, NodeIx>,
     /// Per node: a task's node whose wrapper became that task's occurrence in its place (see
     /// [`super::variants`]); not a node of the tree.
-    pub hidden: Vec<bool>,
+    pub hidden: IxVec<NodeIx, bool>,
     /// Per node: when it is a wrapper folded into the task it holds, that task's node.
-    pub core_of: Vec<u32>,
+    pub core_of: IxVec<NodeIx, NodeIx>,
     /// Per node: a collapsed loop's iterations (see [`super::loops`]); 0 for the others.
-    pub iterations: Vec<u32>,
+    pub iterations: IxVec<NodeIx, u32>,
 }
 
 impl Tree {
     /// Whether node `n` is a node of the tree.
-    pub(super) fn is_kept(&self, n: u32) -> bool {
-        self.kept[self.class[n as usize] as usize] && !self.hidden[n as usize]
+    pub(super) fn is_kept(&self, n: NodeIx) -> bool {
+        self.kept[self.class[n]] && !self.hidden[n]
     }
 }
 
+/// What decides whether a node is a node of the tree: its class, whether that is kept, and
+/// whether a fold hid the node.
+#[derive(Clone, Copy)]
+struct Kept<'a> {
+    class: &'a IxVec<NodeIx, SymIx>,
+    kept: &'a IxVec<SymIx, bool>,
+    hidden: &'a IxVec<NodeIx, bool>,
+}
+
 /// The nearest ancestor of `n` that is a node of the tree (its class kept, not hidden by a fold).
-fn nearest_kept(work: &Work, class: &[u32], kept: &[bool], hidden: &[bool], n: u32) -> u32 {
-    let mut p = work.nodes[n as usize].parent;
-    while p != NONE && (!kept[class[p as usize] as usize] || hidden[p as usize]) {
-        p = work.nodes[p as usize].parent;
+fn nearest_kept(work: &Work, tree: Kept<'_>, n: NodeIx) -> NodeIx {
+    let Kept {
+        class,
+        kept,
+        hidden,
+    } = tree;
+    let mut p = work.nodes[n].parent;
+    while p.is_some() && (!kept[class[p]] || hidden[p]) {
+        p = work.nodes[p].parent;
     }
     p
 }
 
 /// Whether class `c`'s nodes sit under kept parents of two or more classes (top level counting
 /// as one).
-fn under_several(
-    work: &Work,
-    class: &[u32],
-    kept: &[bool],
-    hidden: &[bool],
-    nodes: &[u32],
-) -> bool {
+fn under_several(work: &Work, tree: Kept<'_>, nodes: &[NodeIx]) -> bool {
     let mut first = None;
     nodes.iter().any(|&n| {
-        let p = nearest_kept(work, class, kept, hidden, n);
-        let pc = if p == NONE { NONE } else { class[p as usize] };
+        let p = nearest_kept(work, tree, n);
+        let pc = if p.is_none() {
+            SymIx::NONE
+        } else {
+            tree.class[p]
+        };
         *first.get_or_insert(pc) != pc
     })
 }
 
 /// How many of class `c`'s `nodes` sit elsewhere than directly under a node of class `w` (under
 /// another kept parent, or at the top level).
-fn stands_elsewhere(
-    work: &Work,
-    class: &[u32],
-    kept: &[bool],
-    hidden: &[bool],
-    nodes: &[u32],
-    w: u32,
-) -> u32 {
+fn stands_elsewhere(work: &Work, tree: Kept<'_>, nodes: &[NodeIx], w: SymIx) -> u32 {
     nodes
         .iter()
         .filter(|&&n| {
-            let p = nearest_kept(work, class, kept, hidden, n);
-            p == NONE || class[p as usize] != w
+            let p = nearest_kept(work, tree, n);
+            p.is_none() || tree.class[p] != w
         })
         .count() as u32
 }
 
 /// Per leaf: whether it touches nothing but its own thread's program order (no causal edge in
 /// or out). Given (from, to, kind index) leaf edges.
-pub(super) fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<bool> {
+pub(super) fn local_leaves(n_leaves: usize, edges: &[LeafEdge]) -> IxVec<LeafIx, bool> {
     let (prog, weak) = (program_kind(), weak_kind());
-    let mut local = vec![true; n_leaves];
+    let mut local = IxVec::from_elem(true, n_leaves);
     for &(a, b, k) in edges {
         if k != weak && k != prog {
-            local[a as usize] = false;
-            local[b as usize] = false;
+            local[a] = false;
+            local[b] = false;
         }
     }
     local
@@ -112,16 +118,16 @@ pub(super) fn local_leaves(n_leaves: usize, edges: &[(u32, u32, u8)]) -> Vec<boo
 #[derive(Clone, Copy)]
 struct ContextRule<'a> {
     /// Per leaf: no edge but program order (see [`local_leaves`]).
-    local: &'a [bool],
+    local: &'a IxVec<LeafIx, bool>,
     /// The miner's `--min-support`.
     min_support: u32,
 }
 
 /// The tree as [`fold_contexts`] changes it.
 struct TreeState<'a> {
-    class: &'a mut [u32],
-    by_class: &'a mut [Vec<u32>],
-    kept: &'a mut [bool],
+    class: &'a mut IxVec<NodeIx, SymIx>,
+    by_class: &'a mut IxVec<SymIx, Vec<NodeIx>>,
+    kept: &'a mut IxVec<SymIx, bool>,
     folds: &'a mut variants::Folds,
 }
 
@@ -145,7 +151,12 @@ struct TreeState<'a> {
 /// finishing it, and belong to it (left at the top level, each such step was a type of its
 /// own beside the request). A wrapper that adds work with edges of its own (the paper's local
 /// commit: a mutation and an RPC around a send) is left to [`variants::fold`].
-fn fold_contexts(work: &Work, rule: ContextRule<'_>, groups: &[u32], tree: TreeState<'_>) -> bool {
+fn fold_contexts(
+    work: &Work,
+    rule: ContextRule<'_>,
+    groups: &[SymIx],
+    tree: TreeState<'_>,
+) -> bool {
     let ContextRule { local, min_support } = rule;
     let TreeState {
         class,
@@ -153,56 +164,52 @@ fn fold_contexts(work: &Work, rule: ContextRule<'_>, groups: &[u32], tree: TreeS
         kept,
         folds,
     } = tree;
-    let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
-    let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
+    let is_group = |c: SymIx| matches!(work.syms[c].rule, Rule::Pair { .. });
+    let is_leaf = |c: SymIx| matches!(work.syms[c].rule, Rule::Leaf(_));
     // The kept nodes directly under each kept node, in node order, as offsets into one array
     // (a map of vectors cost a quarter of the miner's time at 10^7 leaves): those under node
-    // `p` are `kids[start[p]..start[p + 1]]`.
+    // `p` are `kids.of(p)`.
     let parent = variants::parents(work, class, kept, &folds.hidden);
-    let (start, kids) = variants::children(&parent);
-    let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
-    let context = |n: u32, class: &[u32]| {
-        is_leaf(class[n as usize]) && work.leaves_of(n).all(|l| local[l as usize])
+    let kids = variants::children(&parent);
+    let under = |n: NodeIx| kids.of(n);
+    let context = |n: NodeIx, class: &IxVec<NodeIx, SymIx>| {
+        is_leaf(class[n]) && work.leaves_of(n).all(|l| local[l])
     };
     // Classes changed in this pass: a wrapper of a wrapper waits for the next one.
-    let mut touched = vec![false; work.syms.len()];
+    let mut touched = IxVec::from_elem(false, work.syms.len());
     let mut changed = false;
     for &w in groups {
-        if !kept[w as usize] || touched[w as usize] {
+        if !kept[w] || touched[w] {
             continue;
         }
         let mut core = None;
-        let mut cores = Vec::with_capacity(by_class[w as usize].len());
+        let mut cores = Vec::with_capacity(by_class[w].len());
         let mut once = true;
-        let only_context = by_class[w as usize].iter().all(|&n| {
+        let only_context = by_class[w].iter().all(|&n| {
             let kids = under(n);
-            let Some(&t) = kids.iter().find(|&&k| is_group(class[k as usize])) else {
+            let Some(&t) = kids.iter().find(|&&k| is_group(class[k])) else {
                 return false;
             };
-            let tc = class[t as usize];
-            once &= kids.iter().filter(|&&k| class[k as usize] == tc).count() == 1;
+            let tc = class[t];
+            once &= kids.iter().filter(|&&k| class[k] == tc).count() == 1;
             cores.push(t);
             *core.get_or_insert(tc) == tc
-                && kids
-                    .iter()
-                    .all(|&k| class[k as usize] == tc || context(k, class))
+                && kids.iter().all(|&k| class[k] == tc || context(k, class))
         });
-        let Some(core) = core.filter(|&c| only_context && !touched[c as usize]) else {
+        let Some(core) = core.filter(|&c| only_context && !touched[c]) else {
             continue;
         };
-        let elsewhere = stands_elsewhere(
-            work,
+        let tree = Kept {
             class,
             kept,
-            &folds.hidden,
-            &by_class[core as usize],
-            w,
-        );
+            hidden: &folds.hidden,
+        };
+        let elsewhere = stands_elsewhere(work, tree, &by_class[core], w);
         if elsewhere < min_support {
             continue;
         }
-        touched[w as usize] = true;
-        touched[core as usize] = true;
+        touched[w] = true;
+        touched[core] = true;
         changed = true;
         if once {
             let fold = variants::Fold { wrapper: w, core };
@@ -214,7 +221,7 @@ fn fold_contexts(work: &Work, rule: ContextRule<'_>, groups: &[u32], tree: TreeS
                 &mut folds.core_of,
             );
         } else {
-            kept[w as usize] = false;
+            kept[w] = false;
         }
     }
     changed
@@ -225,89 +232,87 @@ fn fold_contexts(work: &Work, rule: ContextRule<'_>, groups: &[u32], tree: TreeS
 pub(super) fn build(
     work: &Work,
     classes: &Classes,
-    local: &[bool],
+    local: &IxVec<LeafIx, bool>,
     causal: &variants::Causal,
     min_support: u32,
 ) -> Tree {
-    let mut class: Vec<u32> = work
-        .nodes
-        .iter()
-        .map(|n| classes.of[n.sym as usize])
-        .collect();
+    let mut class: IxVec<NodeIx, SymIx> = work.nodes.iter().map(|n| classes.of[n.sym]).collect();
     let n_syms = work.syms.len();
-    let mut kept = vec![true; n_syms];
-    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); n_syms];
-    for (i, &c) in class.iter().enumerate() {
-        by_class[c as usize].push(i as u32);
+    let mut kept = IxVec::from_elem(true, n_syms);
+    let mut by_class: IxVec<SymIx, Vec<NodeIx>> = IxVec::from_elem(Vec::new(), n_syms);
+    for (i, &c) in class.iter_enumerated() {
+        by_class[c].push(i);
     }
     let mut folds = variants::Folds::new(work.nodes.len());
-    let mut iterations = vec![0u32; work.nodes.len()];
-    let groups: Vec<u32> = (0..n_syms as u32)
-        .filter(|&c| {
-            !by_class[c as usize].is_empty()
-                && matches!(work.syms[c as usize].rule, Rule::Pair { .. })
-        })
+    let mut iterations = IxVec::from_elem(0u32, work.nodes.len());
+    let groups: Vec<SymIx> = work
+        .syms
+        .indices()
+        .filter(|&c| !by_class[c].is_empty() && matches!(work.syms[c].rule, Rule::Pair { .. }))
         .collect();
     // The two children of each pair node.
-    let mut kids = vec![[NONE; 2]; work.nodes.len()];
-    for (i, n) in work.nodes.iter().enumerate() {
-        if n.parent != NONE {
-            let k = &mut kids[n.parent as usize];
-            let slot = usize::from(k[0] != NONE);
-            k[slot] = i as u32;
+    let mut kids = IxVec::from_elem([NodeIx::NONE; 2], work.nodes.len());
+    for (i, n) in work.nodes.iter_enumerated() {
+        if n.parent.is_some() {
+            let k = &mut kids[n.parent];
+            let slot = usize::from(k[0].is_some());
+            k[slot] = i;
         }
     }
     loop {
         let mut changed = false;
         // Whether a kept class's nodes sit under kept parents of two or more classes (top
         // level counting as one), memoized for this pass.
-        let mut shared: Vec<Option<bool>> = vec![None; n_syms];
-        let mut is_shared = |c: u32, kept: &[bool]| -> bool {
-            *shared[c as usize].get_or_insert_with(|| {
-                under_several(work, &class, kept, &folds.hidden, &by_class[c as usize])
+        let mut shared: IxVec<SymIx, Option<bool>> = IxVec::from_elem(None, n_syms);
+        let mut is_shared = |c: SymIx, kept: &IxVec<SymIx, bool>| -> bool {
+            *shared[c].get_or_insert_with(|| {
+                let tree = Kept {
+                    class: &class,
+                    kept,
+                    hidden: &folds.hidden,
+                };
+                under_several(work, tree, &by_class[c])
             })
         };
         for &c in &groups {
-            if !kept[c as usize] {
+            if !kept[c] {
                 continue;
             }
-            let beside_shared = by_class[c as usize].iter().all(|&n| {
-                let p = work.nodes[n as usize].parent;
-                if p == NONE
-                    || !matches!(
-                        work.syms[work.nodes[p as usize].sym as usize].rule,
-                        Rule::Pair { .. }
-                    )
-                {
+            let beside_shared = by_class[c].iter().all(|&n| {
+                let p = work.nodes[n].parent;
+                if p.is_none() || !matches!(work.syms[work.nodes[p].sym].rule, Rule::Pair { .. }) {
                     return false;
                 }
-                let k = kids[p as usize];
+                let k = kids[p];
                 let sib = if k[0] == n { k[1] } else { k[0] };
-                sib != NONE && {
-                    let sc = class[sib as usize];
-                    sc != c && kept[sc as usize] && is_shared(sc, &kept)
+                sib.is_some() && {
+                    let sc = class[sib];
+                    sc != c && kept[sc] && is_shared(sc, &kept)
                 }
             });
             if beside_shared {
                 continue;
             }
-            let mut parent_class = NONE;
+            let mut parent_class = SymIx::NONE;
             let mut seen = AHashSet::new();
-            let inline = by_class[c as usize].iter().all(|&n| {
-                let p = nearest_kept(work, &class, &kept, &folds.hidden, n);
-                if p == NONE || !seen.insert(p) {
+            let inline = by_class[c].iter().all(|&n| {
+                let tree = Kept {
+                    class: &class,
+                    kept: &kept,
+                    hidden: &folds.hidden,
+                };
+                let p = nearest_kept(work, tree, n);
+                if p.is_none() || !seen.insert(p) {
                     return false;
                 }
-                let pc = class[p as usize];
-                if parent_class == NONE {
+                let pc = class[p];
+                if parent_class.is_none() {
                     parent_class = pc;
                 }
-                pc == parent_class
-                    && pc != c
-                    && !matches!(work.syms[pc as usize].rule, Rule::Loop { .. })
+                pc == parent_class && pc != c && !matches!(work.syms[pc].rule, Rule::Loop { .. })
             });
             if inline {
-                kept[c as usize] = false;
+                kept[c] = false;
                 changed = true;
             }
         }

@@ -29,105 +29,83 @@
 //! leaves in two) changes the core's leaves, so it is a different type too.
 
 use super::contains::Contains;
-use super::work::{program_kind, weak_kind, Rule, Work, NONE};
+use super::ix::{IxLists, IxVec, LeafIx, NodeIx, SymIx};
+use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
 
 /// The folds made: which nodes are hidden (the core of a folded wrapper) and, for a folded
 /// wrapper's node, the core node it holds.
 pub(super) struct Folds {
     /// Per node: a core whose wrapper took its place.
-    pub hidden: Vec<bool>,
-    /// Per node: the core node it holds, when it is a folded wrapper; else [`NONE`].
-    pub core_of: Vec<u32>,
+    pub hidden: IxVec<NodeIx, bool>,
+    /// Per node: the core node it holds, when it is a folded wrapper; else [`NodeIx::NONE`].
+    pub core_of: IxVec<NodeIx, NodeIx>,
 }
 
 /// Kept, visible nodes' nearest kept, visible ancestors.
-pub(super) fn parents(work: &Work, class: &[u32], kept: &[bool], hidden: &[bool]) -> Vec<u32> {
-    let visible = |n: u32| kept[class[n as usize] as usize] && !hidden[n as usize];
-    (0..work.nodes.len() as u32)
+pub(super) fn parents(
+    work: &Work,
+    class: &IxVec<NodeIx, SymIx>,
+    kept: &IxVec<SymIx, bool>,
+    hidden: &IxVec<NodeIx, bool>,
+) -> IxVec<NodeIx, NodeIx> {
+    let visible = |n: NodeIx| kept[class[n]] && !hidden[n];
+    work.nodes
+        .indices()
         .map(|n| {
             if !visible(n) {
-                return NONE;
+                return NodeIx::NONE;
             }
-            let mut p = work.nodes[n as usize].parent;
-            while p != NONE && !visible(p) {
-                p = work.nodes[p as usize].parent;
+            let mut p = work.nodes[n].parent;
+            while p.is_some() && !visible(p) {
+                p = work.nodes[p].parent;
             }
             p
         })
         .collect()
 }
 
-/// Children lists from parent pointers, as offsets into one array: `kids[start[p]..start[p+1]]`
-/// (a map of vectors cost a quarter of the miner's time at 10^7 leaves).
-pub(super) fn children(parent: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let n = parent.len();
-    let mut start = vec![0u32; n + 1];
-    for &p in parent.iter().filter(|&&p| p != NONE) {
-        start[p as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut kids = vec![NONE; start[n] as usize];
-    for (c, &p) in parent.iter().enumerate() {
-        if p != NONE {
-            kids[fill[p as usize] as usize] = c as u32;
-            fill[p as usize] += 1;
-        }
-    }
-    (start, kids)
+/// Children lists from parent pointers, in node order, in one array (a map of vectors cost a
+/// quarter of the miner's time at 10^7 leaves).
+pub(super) fn children(parent: &IxVec<NodeIx, NodeIx>) -> IxLists<NodeIx, NodeIx> {
+    let pairs = parent
+        .iter_enumerated()
+        .filter(|&(_, &p)| p.is_some())
+        .map(|(c, &p)| (p, c));
+    IxLists::new(parent.len(), pairs, NodeIx::NONE)
 }
 
 impl Folds {
     /// No folds yet, for `n` nodes.
     pub(super) fn new(n: usize) -> Folds {
         Folds {
-            hidden: vec![false; n],
-            core_of: vec![NONE; n],
+            hidden: IxVec::from_elem(false, n),
+            core_of: IxVec::from_elem(NodeIx::NONE, n),
         }
     }
 }
 
 /// Leaf-level causal edges (neither kind of program order), both directions, by leaf. Taken
 /// from the leaf edges before mining (the miner drops the edges its nodes swallow).
-pub(super) struct Causal {
-    start: Vec<u32>,
-    to: Vec<u32>,
-}
+pub(super) struct Causal(IxLists<LeafIx, LeafIx>);
 
 impl Causal {
     /// From the (from, to, kind index) leaf edges.
-    pub(super) fn new(n: usize, edges: &[(u32, u32, u8)]) -> Causal {
+    pub(super) fn new(n: usize, edges: &[LeafEdge]) -> Causal {
         let (prog, weak) = (program_kind(), weak_kind());
-        let list: Vec<(u32, u32)> = edges
+        let list = edges
             .iter()
-            .filter(|&&(_, _, k)| k != prog && k != weak)
-            .flat_map(|&(a, b, _)| [(a, b), (b, a)])
-            .collect();
-        let mut start = vec![0u32; n + 1];
-        for &(a, _) in &list {
-            start[a as usize + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut to = vec![0u32; list.len()];
-        for (a, b) in list {
-            to[fill[a as usize] as usize] = b;
-            fill[a as usize] += 1;
-        }
-        Causal { start, to }
+            .filter(move |&&(_, _, k)| k != prog && k != weak)
+            .flat_map(|&(a, b, _)| [(a, b), (b, a)]);
+        Causal(IxLists::new(n, list, LeafIx::NONE))
     }
 
-    fn of(&self, leaf: u32) -> &[u32] {
-        &self.to[self.start[leaf as usize] as usize..self.start[leaf as usize + 1] as usize]
+    fn of(&self, leaf: LeafIx) -> &[LeafIx] {
+        self.0.of(leaf)
     }
 
     /// Which of `parts` (nodes) are joined to another of them by a causal edge.
-    fn joined(&self, work: &Work, parts: &[u32]) -> Vec<bool> {
-        let mut part_of: ahash::AHashMap<u32, usize> = ahash::AHashMap::new();
+    fn joined(&self, work: &Work, parts: &[NodeIx]) -> Vec<bool> {
+        let mut part_of: ahash::AHashMap<LeafIx, usize> = ahash::AHashMap::new();
         for (i, &p) in parts.iter().enumerate() {
             for l in work.leaves_of(p) {
                 part_of.insert(l, i);
@@ -153,9 +131,9 @@ impl Causal {
 /// A wrapper class and the task class its nodes hold once each.
 pub(super) struct Fold {
     /// The wrapper: its nodes become occurrences of `core`.
-    pub wrapper: u32,
+    pub wrapper: SymIx,
     /// The task it is a variant of.
-    pub core: u32,
+    pub core: SymIx,
 }
 
 impl Fold {
@@ -165,20 +143,20 @@ impl Fold {
     /// list.
     pub(super) fn apply(
         &self,
-        cores: &[u32],
-        class: &mut [u32],
-        by_class: &mut [Vec<u32>],
-        hidden: &mut [bool],
-        core_of: &mut [u32],
+        cores: &[NodeIx],
+        class: &mut IxVec<NodeIx, SymIx>,
+        by_class: &mut IxVec<SymIx, Vec<NodeIx>>,
+        hidden: &mut IxVec<NodeIx, bool>,
+        core_of: &mut IxVec<NodeIx, NodeIx>,
     ) {
-        let moved = std::mem::take(&mut by_class[self.wrapper as usize]);
+        let moved = std::mem::take(&mut by_class[self.wrapper]);
         for (&x, &k) in moved.iter().zip(cores) {
-            hidden[k as usize] = true;
-            core_of[x as usize] = k;
-            class[x as usize] = self.core;
+            hidden[k] = true;
+            core_of[x] = k;
+            class[x] = self.core;
         }
-        let list = &mut by_class[self.core as usize];
-        list.retain(|&n| !hidden[n as usize]);
+        let list = &mut by_class[self.core];
+        list.retain(|&n| !hidden[n]);
         list.extend(moved);
         list.sort_unstable();
     }
@@ -189,9 +167,9 @@ impl Fold {
 /// class's list. Returns whether anything was folded.
 pub(super) fn fold(
     work: &Work,
-    class: &mut [u32],
-    by_class: &mut [Vec<u32>],
-    kept: &mut [bool],
+    class: &mut IxVec<NodeIx, SymIx>,
+    by_class: &mut IxVec<SymIx, Vec<NodeIx>>,
+    kept: &mut IxVec<SymIx, bool>,
     causal: &Causal,
     min_support: u32,
     folds: &mut Folds,
@@ -199,27 +177,27 @@ pub(super) fn fold(
     let n_nodes = work.nodes.len();
     let Folds { hidden, core_of } = folds;
     let mut any = false;
-    let is_group = |c: u32| matches!(work.syms[c as usize].rule, Rule::Pair { .. });
-    let is_leaf = |c: u32| matches!(work.syms[c as usize].rule, Rule::Leaf(_));
+    let is_group = |c: SymIx| matches!(work.syms[c].rule, Rule::Pair { .. });
+    let is_leaf = |c: SymIx| matches!(work.syms[c].rule, Rule::Leaf(_));
     // Each pass folds what it can on the tree as it stood; a wrapper of a wrapper folds in the
     // next pass, once its inner wrapper has become the task. Bounded by the tree's depth.
     for _ in 0..n_nodes.max(1) {
         let parent = parents(work, class, kept, hidden);
-        let (start, kids) = children(&parent);
-        let under = |n: u32| &kids[start[n as usize] as usize..start[n as usize + 1] as usize];
+        let kids = children(&parent);
+        let under = |n: NodeIx| kids.of(n);
         let mut graph = Contains::new(work.syms.len(), class, &parent);
-        let mut standalone = vec![0u64; work.syms.len()];
-        for (n, &p) in parent.iter().enumerate() {
-            let c = class[n] as usize;
-            if p == NONE && kept[c] && !hidden[n] {
+        let mut standalone = IxVec::from_elem(0u64, work.syms.len());
+        for (n, &p) in parent.iter_enumerated() {
+            let c = class[n];
+            if p.is_none() && kept[c] && !hidden[n] {
                 standalone[c] += 1;
             }
         }
         // Whether the subtree of kept node `n` holds a node of class `c`.
-        let holds = |n: u32, c: u32, class: &[u32]| {
+        let holds = |n: NodeIx, c: SymIx, class: &IxVec<NodeIx, SymIx>| {
             let mut stack = vec![n];
             while let Some(x) = stack.pop() {
-                if class[x as usize] == c {
+                if class[x] == c {
                     return true;
                 }
                 stack.extend_from_slice(under(x));
@@ -229,28 +207,25 @@ pub(super) fn fold(
         let mut changed = false;
         // Classes changed in this pass: a wrapper with such a child waits for the next pass,
         // when the tree shows the change.
-        let mut touched = vec![false; work.syms.len()];
-        for w in 0..work.syms.len() as u32 {
-            let nodes = &by_class[w as usize];
-            if nodes.is_empty() || !kept[w as usize] || !is_group(w) {
+        let mut touched = IxVec::from_elem(false, work.syms.len());
+        for w in work.syms.indices() {
+            let nodes = &by_class[w];
+            if nodes.is_empty() || !kept[w] || !is_group(w) {
                 continue;
             }
-            if under(nodes[0])
-                .iter()
-                .any(|&k| touched[class[k as usize] as usize])
-            {
+            if under(nodes[0]).iter().any(|&k| touched[class[k]]) {
                 continue;
             }
             // The core: the group child that stands alone most often, in the first node.
             let Some(core) = under(nodes[0])
                 .iter()
-                .map(|&k| class[k as usize])
+                .map(|&k| class[k])
                 .filter(|&c| c != w && is_group(c))
-                .max_by_key(|&c| (standalone[c as usize], std::cmp::Reverse(c)))
+                .max_by_key(|&c| (standalone[c], std::cmp::Reverse(c)))
             else {
                 continue;
             };
-            if standalone[core as usize] < u64::from(min_support) {
+            if standalone[core] < u64::from(min_support) {
                 continue;
             }
             // Per node: its core child, and whether the rest are extra steps (else the node
@@ -264,13 +239,13 @@ pub(super) fn fold(
             let mut others: Vec<usize> = Vec::new();
             // Whether a step's class holds the core, per class: asked once per class, not once
             // per node (a wrapper can have 10^5 nodes with the same steps).
-            let mut class_holds: ahash::AHashMap<u32, bool> = ahash::AHashMap::new();
+            let mut class_holds: ahash::AHashMap<SymIx, bool> = ahash::AHashMap::new();
             let holds_core = nodes.iter().enumerate().all(|(i, &x)| {
-                let mut found = NONE;
+                let mut found = NodeIx::NONE;
                 for (j, &k) in under(x).iter().enumerate() {
-                    let c = class[k as usize];
+                    let c = class[k];
                     if c == core {
-                        if found != NONE {
+                        if found.is_some() {
                             variant = false;
                             if i == 0 {
                                 others.push(j);
@@ -278,7 +253,7 @@ pub(super) fn fold(
                         }
                         found = k;
                     } else if !is_leaf(c)
-                        && (standalone[c as usize] > 0
+                        && (standalone[c] > 0
                             || *class_holds.entry(c).or_insert_with(|| graph.holds(c, core))
                             || holds(k, core, class))
                     {
@@ -289,7 +264,7 @@ pub(super) fn fold(
                     }
                 }
                 cores.push(found);
-                found != NONE
+                found.is_some()
             });
             if !holds_core {
                 continue;
@@ -300,21 +275,21 @@ pub(super) fn fold(
                     continue;
                 }
             }
-            touched[w as usize] = true;
-            touched[core as usize] = true;
+            touched[w] = true;
+            touched[core] = true;
             changed = true;
             if !variant {
                 // A coincidence: the task and the rest each rise to the wrapper's parent.
-                kept[w as usize] = false;
+                kept[w] = false;
                 continue;
             }
-            let moved = by_class[w as usize].clone();
+            let moved = by_class[w].clone();
             for (&x, &k) in moved.iter().zip(&cores) {
                 for &e in under(x).iter().filter(|&&e| e != k) {
-                    graph.add(core, class[e as usize]);
+                    graph.add(core, class[e]);
                 }
-                if parent[x as usize] != NONE {
-                    graph.add(class[parent[x as usize] as usize], core);
+                if parent[x].is_some() {
+                    graph.add(class[parent[x]], core);
                 }
             }
             let fold = Fold { wrapper: w, core };

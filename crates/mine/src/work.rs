@@ -9,41 +9,46 @@
 //! and an edge into a loop says which step of the body it reaches, not which iteration (else a
 //! task would split by how often its loop ran).
 
-use scalpel_model::graph::EdgeKind;
+use scalpel_model::graph::{EdgeKind, LeafTypeId};
 
-/// "No node" / "no leaf" in the index arrays.
-pub(super) const NONE: u32 = u32::MAX;
+use super::ix::{IxVec, KindIx, LeafIx, NodeIx, Port, SymIx};
+
+/// A leaf-level edge: from leaf, to leaf, kind.
+pub(super) type LeafEdge = (LeafIx, LeafIx, KindIx);
 
 /// An edge between two parts of a rule: kind, port in the source part, port in the target part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) struct Link {
-    /// Index into [`EdgeKind::ALL`].
-    pub kind: u8,
+    pub kind: KindIx,
     /// Port in the part the edge leaves.
-    pub from: u32,
+    pub from: Port,
     /// Port in the part the edge enters.
-    pub to: u32,
+    pub to: Port,
 }
 
 /// An edge between two current nodes, with the ports it attaches at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct XEdge {
-    pub u: u32,
-    pub v: u32,
-    pub kind: u8,
-    pub pu: u32,
-    pub pv: u32,
+    pub u: NodeIx,
+    pub v: NodeIx,
+    pub kind: KindIx,
+    pub pu: Port,
+    pub pv: Port,
 }
 
 /// What a symbol stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) enum Rule {
     /// A leaf type of the graph.
-    Leaf(u32),
+    Leaf(LeafTypeId),
     /// `a` then `b`, joined by `links` (from ports of `a` to ports of `b`).
-    Pair { a: u32, b: u32, links: Vec<Link> },
+    Pair {
+        a: SymIx,
+        b: SymIx,
+        links: Vec<Link>,
+    },
     /// Iterations of `body` on one thread, iteration `j` joined to `j + 1` by `links`.
-    Loop { body: u32, links: Vec<Link> },
+    Loop { body: SymIx, links: Vec<Link> },
 }
 
 /// A symbol and the size of its port space.
@@ -57,12 +62,12 @@ pub(super) struct Symbol {
 /// set, so the derivation of every occurrence survives).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Node {
-    pub sym: u32,
-    /// The node this one was contracted into, or [`NONE`] while it is current.
-    pub parent: u32,
+    pub sym: SymIx,
+    /// The node this one was contracted into, or [`NodeIx::NONE`] while it is current.
+    pub parent: NodeIx,
     /// First leaf, in port order; the node's leaves follow through [`Work::next`].
-    pub head: u32,
-    pub tail: u32,
+    pub head: LeafIx,
+    pub tail: LeafIx,
     pub leaves: u32,
     /// Child nodes: 0 for a leaf, 2 for a pair, the iteration count for a loop.
     pub children: u32,
@@ -71,16 +76,16 @@ pub(super) struct Node {
 /// The whole working state.
 pub(super) struct Work {
     /// Current node of each leaf.
-    pub node_of: Vec<u32>,
+    pub node_of: IxVec<LeafIx, NodeIx>,
     /// Port of each leaf within its current node's symbol.
-    pub port: Vec<u32>,
+    pub port: IxVec<LeafIx, Port>,
     /// Next leaf of the same node (linked list in port order).
-    pub next: Vec<u32>,
-    pub nodes: Vec<Node>,
-    pub syms: Vec<Symbol>,
+    pub next: IxVec<LeafIx, LeafIx>,
+    pub nodes: IxVec<NodeIx, Node>,
+    pub syms: IxVec<SymIx, Symbol>,
     /// Leaf-level edges (from leaf, to leaf, kind index); some may lie inside one node (they
     /// are dropped whenever the edges between nodes are computed from scratch).
-    pub edges: Vec<(u32, u32, u8)>,
+    pub edges: Vec<LeafEdge>,
     /// Leaves whose node or port changed since the edges between nodes were last computed
     /// ([`super::cross::CrossEdges`]), or [`Moved::Many`] once they are an eighth of all.
     pub moved: Moved,
@@ -92,7 +97,7 @@ pub(super) struct Work {
 #[derive(Debug)]
 pub(super) enum Moved {
     /// These (a leaf may repeat).
-    Few(Vec<u32>),
+    Few(Vec<LeafIx>),
     /// At least an eighth of all leaves: the edges are best computed again from scratch, and
     /// the list and the index it needs are not worth their memory.
     Many,
@@ -100,7 +105,7 @@ pub(super) enum Moved {
 
 impl Moved {
     /// Notes that `leaf` moved, out of `all` leaves.
-    fn push(&mut self, leaf: u32, all: usize) {
+    fn push(&mut self, leaf: LeafIx, all: usize) {
         if let Moved::Few(v) = self {
             if v.len() < all / 8 {
                 v.push(leaf);
@@ -112,43 +117,43 @@ impl Moved {
 }
 
 /// Index of an edge kind in [`EdgeKind::ALL`].
-pub(super) fn kind_index(k: EdgeKind) -> u8 {
-    EdgeKind::ALL.iter().position(|&x| x == k).unwrap_or(0) as u8
+pub(super) fn kind_index(k: EdgeKind) -> KindIx {
+    KindIx::new(EdgeKind::ALL.iter().position(|&x| x == k).unwrap_or(0))
 }
 
 /// Kind index of weak program order.
-pub(super) fn weak_kind() -> u8 {
+pub(super) fn weak_kind() -> KindIx {
     kind_index(EdgeKind::ProgramWeak)
 }
 
 /// Kind index of (strong) program order.
-pub(super) fn program_kind() -> u8 {
+pub(super) fn program_kind() -> KindIx {
     kind_index(EdgeKind::Program)
 }
 
 impl Work {
-    /// One node per leaf, symbol = leaf type.
-    pub(super) fn new(leaf_types: &[u32], n_types: u32, edges: Vec<(u32, u32, u8)>) -> Work {
-        let n = leaf_types.len() as u32;
+    /// One node per leaf, symbol = leaf type (leaf type `t` is symbol `t`).
+    pub(super) fn new(leaf_types: &[LeafTypeId], n_types: u32, edges: Vec<LeafEdge>) -> Work {
+        let n = leaf_types.len();
         Work {
-            node_of: (0..n).collect(),
-            port: vec![0; n as usize],
-            next: vec![NONE; n as usize],
+            node_of: (0..n).map(NodeIx::new).collect(),
+            port: IxVec::from_elem(Port::new(0), n),
+            next: IxVec::from_elem(LeafIx::NONE, n),
             nodes: leaf_types
                 .iter()
                 .enumerate()
                 .map(|(i, &t)| Node {
-                    sym: t,
-                    parent: NONE,
-                    head: i as u32,
-                    tail: i as u32,
+                    sym: SymIx::new(t.index()),
+                    parent: NodeIx::NONE,
+                    head: LeafIx::new(i),
+                    tail: LeafIx::new(i),
                     leaves: 1,
                     children: 0,
                 })
                 .collect(),
             syms: (0..n_types)
                 .map(|t| Symbol {
-                    rule: Rule::Leaf(t),
+                    rule: Rule::Leaf(LeafTypeId::new(t)),
                     space: 1,
                 })
                 .collect(),
@@ -159,22 +164,21 @@ impl Work {
     }
 
     /// Adds a symbol, refusing one whose port space would not fit in 32 bits.
-    pub(super) fn add_symbol(&mut self, rule: Rule) -> Option<u32> {
+    pub(super) fn add_symbol(&mut self, rule: Rule) -> Option<SymIx> {
         let space: u64 = match &rule {
             Rule::Leaf(_) => 1,
             Rule::Pair { a, b, .. } => {
-                u64::from(self.syms[*a as usize].space) + u64::from(self.syms[*b as usize].space)
+                u64::from(self.syms[*a].space) + u64::from(self.syms[*b].space)
             }
-            Rule::Loop { body, .. } => u64::from(self.syms[*body as usize].space),
+            Rule::Loop { body, .. } => u64::from(self.syms[*body].space),
         };
         let space = u32::try_from(space).ok()?;
-        self.syms.push(Symbol { rule, space });
-        Some(self.syms.len() as u32 - 1)
+        Some(self.syms.push(Symbol { rule, space }))
     }
 
     /// The leaves of node `n`, in port order.
-    pub(super) fn leaves_of(&self, n: u32) -> LeafIter<'_> {
-        let node = &self.nodes[n as usize];
+    pub(super) fn leaves_of(&self, n: NodeIx) -> LeafIter<'_> {
+        let node = &self.nodes[n];
         LeafIter {
             next: &self.next,
             at: node.head,
@@ -184,59 +188,58 @@ impl Work {
 
     /// Contracts `parts` (in order) into a new node of symbol `sym`. For a pair, the second
     /// part's ports move past the first's; a loop's iterations keep their body's ports.
-    pub(super) fn contract(&mut self, parts: &[u32], sym: u32, is_loop: bool) -> u32 {
-        let id = self.nodes.len() as u32;
+    pub(super) fn contract(&mut self, parts: &[NodeIx], sym: SymIx, is_loop: bool) -> NodeIx {
+        let id = NodeIx::new(self.nodes.len());
         let k = parts.len();
         let mut offset = 0u32;
         let mut total = 0u32;
         for (j, &p) in parts.iter().enumerate() {
             let shift = if is_loop { 0 } else { offset };
-            let node = self.nodes[p as usize];
+            let node = self.nodes[p];
             let mut at = node.head;
             for _ in 0..node.leaves {
-                self.node_of[at as usize] = id;
-                self.port[at as usize] += shift;
+                self.node_of[at] = id;
+                self.port[at] = self.port[at].shifted(shift);
                 self.moved.push(at, self.node_of.len());
-                at = self.next[at as usize];
+                at = self.next[at];
             }
             if j > 0 {
-                let prev_tail = self.nodes[parts[j - 1] as usize].tail;
-                self.next[prev_tail as usize] = node.head;
+                let prev_tail = self.nodes[parts[j - 1]].tail;
+                self.next[prev_tail] = node.head;
             }
-            self.nodes[p as usize].parent = id;
-            offset += self.syms[node.sym as usize].space;
+            self.nodes[p].parent = id;
+            offset += self.syms[node.sym].space;
             total += node.leaves;
         }
-        let first = self.nodes[parts[0] as usize];
-        let last = self.nodes[parts[k - 1] as usize];
+        let first = self.nodes[parts[0]];
+        let last = self.nodes[parts[k - 1]];
         self.nodes.push(Node {
             sym,
-            parent: NONE,
+            parent: NodeIx::NONE,
             head: first.head,
             tail: last.tail,
             leaves: total,
             children: k as u32,
-        });
-        id
+        })
     }
 }
 
 /// Iterator over one node's leaves.
 pub(super) struct LeafIter<'a> {
-    next: &'a [u32],
-    at: u32,
+    next: &'a IxVec<LeafIx, LeafIx>,
+    at: LeafIx,
     left: u32,
 }
 
 impl Iterator for LeafIter<'_> {
-    type Item = u32;
-    fn next(&mut self) -> Option<u32> {
+    type Item = LeafIx;
+    fn next(&mut self) -> Option<LeafIx> {
         if self.left == 0 {
             return None;
         }
         let here = self.at;
         self.left -= 1;
-        self.at = self.next[here as usize];
+        self.at = self.next[here];
         Some(here)
     }
 }

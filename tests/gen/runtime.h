@@ -8,7 +8,9 @@
  * address to DIR/addr and its truth to $SCALPEL_TRUTH, and exits once every client has closed)
  * and `prog client DIR` (outside the recording: the load, NCLIENTS connections of REQS requests
  * each, PIPELINE requests written before their responses are read; it checks every response
- * and exits non-zero on any mismatch). */
+ * and exits non-zero on any mismatch). With CALL, `prog backend DIR` runs outside the recording
+ * too: a peer every request calls on a connection of its own (TCP on 127.0.0.1, its port in
+ * DIR/backend), as a proxy calls its backend. */
 #ifndef SCALPEL_GEN_RUNTIME_H
 #define SCALPEL_GEN_RUNTIME_H
 #define _GNU_SOURCE
@@ -230,8 +232,84 @@ static inline void commit(void) {
     pthread_mutex_unlock(&log_mu);
 }
 
+/* ---- a backend outside the trace (CALL): a connection per call, one message each way ---- */
+
+#ifndef CALL
+#define CALL 0
+#endif
+
+static struct sockaddr_in backend_addr;
+
+static inline int read_full(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read_some(fd, (char *)buf + got, n - got);
+        if (r <= 0) return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static inline void *backend_conn(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    struct msg m;
+    while (read_full(fd, &m, sizeof m) == 0) full_write(fd, &m, sizeof m);
+    close(fd);
+    return NULL;
+}
+
+/* `prog backend DIR`: answers every call until killed. */
+static inline int run_backend(const char *dir) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 128) < 0 ||
+        getsockname(lfd, (struct sockaddr *)&a, &len) < 0)
+        die("backend listen");
+    char tmp[560], final[560];
+    snprintf(tmp, sizeof tmp, "%s/backend.tmp", dir);
+    snprintf(final, sizeof final, "%s/backend", dir);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", ntohs(a.sin_port)) < 0 || fclose(f) != 0 || rename(tmp, final))
+        die("backend file");
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0 && errno != EINTR) die("backend accept");
+        if (fd < 0) continue;
+        pthread_t t;
+        pthread_create(&t, NULL, backend_conn, (void *)(intptr_t)fd);
+        pthread_detach(t);
+    }
+    return 0;
+}
+
+static inline void backend_locate(const char *dir) {
+    char path[560];
+    int port = 0;
+    snprintf(path, sizeof path, "%s/backend", dir);
+    FILE *f = fopen(path, "r");
+    if (!f || fscanf(f, "%d", &port) != 1) die("backend file");
+    fclose(f);
+    backend_addr.sin_family = AF_INET;
+    backend_addr.sin_port = htons((uint16_t)port);
+    backend_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+/* The request's call: connect, write it, read the answer, close. */
+static inline void call_backend(const struct msg *m) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&backend_addr, sizeof backend_addr) < 0)
+        die("connect backend");
+    struct msg answer;
+    full_write(fd, m, sizeof *m);
+    if (read_full(fd, &answer, sizeof answer) != 0 || answer.id != m->id) die("backend answer");
+    close(fd);
+}
+
 /* What every request costs where it is served, the slow path included. */
 static inline void serve(const struct msg *m) {
+    if (CALL) call_backend(m);
     spin(WORK_SPIN);
     if (m->slow) {
         if (SLOW_COMMIT)
@@ -460,12 +538,14 @@ static void server(int listen_fd);
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s server|client DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s server|client|backend DIR\n", argv[0]);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     if (strcmp(argv[1], "client") == 0) return run_load(argv[2]);
+    if (strcmp(argv[1], "backend") == 0) return run_backend(argv[2]);
     if (strcmp(argv[1], "server") != 0) return 2;
+    if (CALL) backend_locate(argv[2]);
     truth_open(PROGRAM);
     int lfd = server_listen(argv[2]);
     services_start(argv[2]);

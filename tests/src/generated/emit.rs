@@ -40,6 +40,7 @@ fn header(c: &mut String, s: &Spec) {
         ("NOISE", s.noise.to_string()),
         ("WORKERS", s.workers.to_string()),
         ("HANDOFF", s.handoff.c_name().to_owned()),
+        ("CALL", u32::from(s.call).to_string()),
     ];
     for (k, v) in defs {
         let _ = writeln!(c, "#define {k} {v}");

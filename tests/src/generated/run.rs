@@ -134,11 +134,49 @@ fn spawn(cmd: &mut Command, seed: u64, step: &'static str) -> Result<Child, GenE
         .map_err(|source| GenError::Io { seed, step, source })
 }
 
+/// A process stopped (its group, by its id) when this is dropped: the backend, whatever way
+/// the recording ends.
+struct StopOnDrop(Child);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Ok(group) = i32::try_from(self.0.id()) {
+            // SAFETY: kill(2) on the process group `spawn` made for this child.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the backend a program with calls needs (outside the recording, as the load is) and
+/// waits for the port it writes to `dir/backend`.
+fn start_backend(exe: &Path, dir: &Path, seed: u64) -> Result<StopOnDrop, GenError> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("backend").arg(dir);
+    let mut backend = StopOnDrop(spawn(&mut cmd, seed, "starting the backend")?);
+    let start = Instant::now();
+    while !dir.join("backend").exists() {
+        if start.elapsed() > START_LIMIT || matches!(backend.0.try_wait(), Ok(Some(_))) {
+            return Err(GenError::Step {
+                seed,
+                step: "starting the backend",
+                detail: format!("no port within {START_LIMIT:?}"),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(backend)
+}
+
 /// Records the server of `exe` under the load; the trace goes to `dir/trace`, the truth to
 /// `dir/truth.jsonl`.
 pub fn record(spec: &Spec, exe: &Path, dir: &Path, scalpel: &Path) -> Result<(), GenError> {
     let seed = spec.seed;
     let step = |step: &'static str, detail: String| GenError::Step { seed, step, detail };
+    let _backend = match spec.call {
+        true => Some(start_backend(exe, dir, seed)?),
+        false => None,
+    };
     let mut server = Command::new(scalpel);
     server
         .arg("record")

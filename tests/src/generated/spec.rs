@@ -124,6 +124,10 @@ pub struct Spec {
     pub capacity: u32,
     /// The serving stage is slow enough that the reader fills the queue and waits for room.
     pub flooded: bool,
+    /// Every request calls a backend outside the trace on a connection of its own, as a proxy
+    /// does (thread per connection and event loop only: drawn for every architecture, last,
+    /// so that adding it left every other choice of every seed as it was).
+    pub call: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -170,6 +174,7 @@ impl Spec {
         let stages = d.range(1, 2);
         let capacity = d.range(2, 8);
         let flooded = d.chance(500);
+        let call = d.chance(250);
         let forked = arch == Arch::ForkPerConnection;
         Spec {
             seed,
@@ -188,6 +193,7 @@ impl Spec {
             stages,
             capacity,
             flooded,
+            call: call && matches!(arch, Arch::ThreadPerConnection | Arch::EventLoop),
         }
     }
 
@@ -216,6 +222,9 @@ impl fmt::Display for Spec {
                 self.flooded
             )?,
             _ => {}
+        }
+        if self.call {
+            write!(f, " call=backend")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

@@ -64,7 +64,8 @@ pub(super) fn calls(bounds: &[Bound], closed: &[(u64, u64)], graph: &Graph, out:
     if dials.is_empty() {
         return;
     }
-    let per_key = transfers(bounds, closed, graph);
+    let addrs: AHashSet<&Endpoint> = dials.keys().map(|&(addr, _)| addr).collect();
+    let per_key = transfers(bounds, closed, &addrs, graph);
     // Every connection's start (its first write), in time order.
     let mut starts: Vec<(u64, u64, usize)> = Vec::new();
     for (&key, xfers) in &per_key {
@@ -106,11 +107,12 @@ fn first_writes(xfers: &[Transfer]) -> Vec<bool> {
         .collect()
 }
 
-/// The transfers of every connection key that no traced process accepted, each key's in
-/// time order.
+/// The transfers of every connection key that no traced process accepted and that has an
+/// address some `connect` dialled at one end, each key's in time order.
 fn transfers(
     bounds: &[Bound],
     closed: &[(u64, u64)],
+    dialled: &AHashSet<&Endpoint>,
     graph: &Graph,
 ) -> AHashMap<u64, Vec<Transfer>> {
     let accepted: AHashSet<u64> = bounds
@@ -127,7 +129,12 @@ fn transfers(
         let Some(read) = b.op.op().and_then(reads_bytes) else {
             continue;
         };
-        let Some((key, _)) = stream(graph, b.obj).filter(|(k, _)| !accepted.contains(k)) else {
+        let Some((key, _)) = stream(graph, b.obj)
+            .filter(|(k, _)| !accepted.contains(k))
+            .filter(|_| {
+                ends(graph, b.obj).is_some_and(|(s, r)| dialled.contains(s) || dialled.contains(r))
+            })
+        else {
             continue;
         };
         let Some(l) = graph.leaves.get(b.leaf as usize) else {
@@ -161,6 +168,16 @@ fn transfers(
 fn stream(graph: &Graph, obj: u32) -> Option<(u64, &Endpoint)> {
     match graph.objects.get(obj as usize)?.channel.as_ref()? {
         Channel::Stream { key, receiver, .. } => Some((*key, receiver)),
+        Channel::Listening { .. } => None,
+    }
+}
+
+/// The sending and receiving ends of stream object `obj`.
+fn ends(graph: &Graph, obj: u32) -> Option<(&Endpoint, &Endpoint)> {
+    match graph.objects.get(obj as usize)?.channel.as_ref()? {
+        Channel::Stream {
+            sender, receiver, ..
+        } => Some((sender, receiver)),
         Channel::Listening { .. } => None,
     }
 }

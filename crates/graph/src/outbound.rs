@@ -15,11 +15,14 @@
 //!
 //! A client port is reused as soon as its connection closes, so one connection key can stand
 //! for many connections in a trace: a key's connection ends where the program closed it (its
-//! offsets run on; the close names the key). A blocking connect names its connection; a non-blocking one returns before the connection
-//! exists (in progress) and names only the address it dialled. So a connection's start takes
-//! the earliest connect not yet taken that its thread made to that address before it, the
+//! offsets run on; the close names the key). A blocking connect names its connection; a
+//! non-blocking one returns before the connection exists (in progress) and names only the
+//! address it dialled. So a connection's start takes the earliest connect not yet taken that
+//! names it, else the earliest in progress that its thread made to that address before it, the
 //! starts taken in time order (assumed: what a thread dialled first it uses first; a connect
 //! that failed later leaves its place to the next).
+
+use std::collections::VecDeque;
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
@@ -46,26 +49,32 @@ struct Transfer {
     conn: u32,
 }
 
-/// A `connect`: when its leaf ended, the leaf, the connection it names (0: in progress).
+/// A `connect`: when its leaf ended, and the leaf.
 #[derive(Clone, Copy)]
 struct Dial {
     at: u64,
     leaf: u32,
-    key: u64,
 }
 
-/// Dials by the address dialled and the dialling thread, in time order.
-type Dials<'g> = AHashMap<(&'g Endpoint, u32), Vec<Dial>>;
+/// The trace's connects, each list in time order and taken from its front.
+#[derive(Default)]
+struct Dials<'g> {
+    /// Those that named their connection, by its key.
+    named: AHashMap<u64, VecDeque<Dial>>,
+    /// Those in progress, by the address dialled and the dialling thread.
+    pending: AHashMap<(&'g Endpoint, u32), VecDeque<Dial>>,
+    /// Every address dialled.
+    addrs: AHashSet<&'g Endpoint>,
+}
 
 /// Adds the `call` edges of every connection the trace opened to a peer outside it.
 /// `closed`: (connection key, when the program closed it).
 pub(super) fn calls(bounds: &[Bound], closed: &[(u64, u64)], graph: &Graph, out: &mut GroupOut) {
     let mut dials = dials(bounds, graph);
-    if dials.is_empty() {
+    if dials.addrs.is_empty() {
         return;
     }
-    let addrs: AHashSet<&Endpoint> = dials.keys().map(|&(addr, _)| addr).collect();
-    let per_key = transfers(bounds, closed, &addrs, graph);
+    let per_key = transfers(bounds, closed, &dials.addrs, graph);
     // Every connection's start (its first write), in time order.
     let mut starts: Vec<(u64, u64, usize)> = Vec::new();
     for (&key, xfers) in &per_key {
@@ -184,7 +193,7 @@ fn ends(graph: &Graph, obj: u32) -> Option<(&Endpoint, &Endpoint)> {
 
 /// Every `connect`, by the address it dialled and its thread, in time order.
 fn dials<'g>(bounds: &[Bound], graph: &'g Graph) -> Dials<'g> {
-    let mut out: Dials<'g> = AHashMap::new();
+    let mut out = Dials::default();
     for b in bounds.iter().filter(|b| b.op.op() == Some(Op::Connect)) {
         let addr = match graph
             .objects
@@ -197,35 +206,43 @@ fn dials<'g>(bounds: &[Bound], graph: &'g Graph) -> Dials<'g> {
         let Some(l) = graph.leaves.get(b.leaf as usize) else {
             continue;
         };
-        let key = if b.flags & HAS_X != 0 { b.x } else { 0 };
-        out.entry((addr, l.thread.get())).or_default().push(Dial {
+        let dial = Dial {
             at: l.end_ns,
             leaf: b.leaf,
-            key,
-        });
+        };
+        out.addrs.insert(addr);
+        let list = match b.flags & HAS_X != 0 && b.x != 0 {
+            true => out.named.entry(b.x).or_default(),
+            false => out.pending.entry((addr, l.thread.get())).or_default(),
+        };
+        list.push_back(dial);
     }
-    for v in out.values_mut() {
-        v.sort_unstable_by_key(|d| (d.at, d.leaf));
+    for v in out.named.values_mut().chain(out.pending.values_mut()) {
+        v.make_contiguous().sort_unstable_by_key(|d| (d.at, d.leaf));
     }
     out
 }
 
 /// The connect that opened the connection whose first write is `first`: the earliest not yet
-/// taken that the writer's thread made, before the write, to the address it writes to, and
-/// that names this connection or none (in progress). It is used up.
+/// taken, made before the write, that names this connection; else the earliest in progress
+/// that the writer's thread made to the address it writes to. It is used up. (Starts come in
+/// time order, so each list is taken from its front.)
 fn dialled<'g>(
     dials: &mut Dials<'g>,
     key: u64,
     first: &Transfer,
     graph: &'g Graph,
 ) -> Option<Dial> {
+    let before = |q: &mut VecDeque<Dial>| match q.front() {
+        Some(d) if d.at <= first.at => q.pop_front(),
+        _ => None,
+    };
+    if let Some(d) = dials.named.get_mut(&key).and_then(before) {
+        return Some(d);
+    }
     let (_, peer) = stream(graph, first.obj)?;
     let thread = graph.leaves.get(first.leaf as usize)?.thread.get();
-    let candidates = dials.get_mut(&(peer, thread))?;
-    let i = candidates
-        .iter()
-        .position(|d| (d.key == key || d.key == 0) && d.at <= first.at)?;
-    Some(candidates.remove(i))
+    dials.pending.get_mut(&(peer, thread)).and_then(before)
 }
 
 /// The `call` edges of one connection key, its transfers in time order; `opened`: the connect

@@ -95,6 +95,26 @@ pub fn c_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
 }
 
+/// Builds `tests/c/<src>.c` as the shared library `lib<src>.so` beside the test programs (with
+/// `extra` compiler arguments), for programs that link it with `-L` and an rpath on
+/// [`target_dir`]`/e2e-c`.
+pub fn build_lib(src: &str, extra: &[&str]) -> PathBuf {
+    let dir = target_dir().join("e2e-c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = dir.join(format!("lib{src}.so"));
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-pthread"])
+        .args(extra)
+        .arg("-o")
+        .arg(&lib)
+        .arg(c_dir().join(format!("{src}.c")))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "building lib{src}.so failed");
+    lib
+}
+
 /// Compiles `tests/c/<src>.c` (or `<src>.cpp`, with the C++ compiler; plus `extra` arguments)
 /// into an executable named `out`.
 ///

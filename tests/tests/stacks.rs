@@ -8,30 +8,12 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use scalpel::inspect::map_at;
-use scalpel_e2e::{build_c, c_dir, record_with, target_dir, Run};
+use scalpel_e2e::{build_c, build_lib, record_with, target_dir, Run};
 use scalpel_model::format::Op;
 use scalpel_model::read::{FileTrace, TraceDir};
 use scalpel_symbols::Symbolizer;
 
 const NO_FP: &[&str] = &["-O2", "-fomit-frame-pointer", "-g"];
-
-/// Builds `tests/c/<src>.c` as a shared library without frame pointers.
-fn build_lib(src: &str) -> PathBuf {
-    let dir = target_dir().join("e2e-c");
-    std::fs::create_dir_all(&dir).unwrap();
-    let lib = dir.join(format!("lib{src}.so"));
-    let ok = Command::new("cc")
-        .args(["-shared", "-fPIC", "-pthread"])
-        .args(NO_FP)
-        .arg("-o")
-        .arg(&lib)
-        .arg(c_dir().join(format!("{src}.c")))
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "building lib{src}.so failed");
-    lib
-}
 
 /// The C program, its constructor library linked in, and the plug-in to dlopen (built once:
 /// the tests run in parallel).
@@ -41,8 +23,8 @@ fn c_program() -> (PathBuf, PathBuf) {
 }
 
 fn build_c_program() -> (PathBuf, PathBuf) {
-    build_lib("stackctor");
-    let plug = build_lib("stackplug");
+    build_lib("stackctor", NO_FP);
+    let plug = build_lib("stackplug", NO_FP);
     let dir = target_dir().join("e2e-c");
     let rpath = format!("-Wl,-rpath,{}", dir.display());
     let mut extra = NO_FP.to_vec();

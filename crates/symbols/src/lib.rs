@@ -4,6 +4,7 @@
 
 mod demangle;
 mod naming;
+mod program;
 mod symbolize;
 
 pub use naming::{

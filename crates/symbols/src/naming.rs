@@ -96,11 +96,21 @@ impl SkipList {
 /// the first frame not skipped even with no symbol (a stripped static function of the program
 /// names its call site by offset better than an outer library frame would); failing that, the
 /// first named frame; failing that, the innermost frame.
+///
+/// Frames of a shared library outside the program's innermost frame are never chosen before
+/// the last two fallbacks: a library that called into the program is a loop dispatching to it
+/// (an event loop's callbacks, a thread pool's jobs), and the program's code it called is the
+/// work. Where the program is stripped that code has no name, and its module says more than the
+/// loop's exported name would (`tcp read → sendmsg in memcached`, not `in event_base_loop`).
 pub fn naming_frame(frames: &[Frame], skip: &SkipList) -> Option<usize> {
-    frames
-        .iter()
-        .position(|f| f.function.is_some() && !skip.skips(f))
-        .or_else(|| frames.iter().position(|f| !skip.skips(f)))
+    let program = frames.iter().position(|f| f.program);
+    let dispatches =
+        |i: usize, f: &Frame| program.is_some_and(|p| i > p) && !f.program && f.module.is_some();
+    let candidate = |i: usize, f: &Frame| !skip.skips(f) && !dispatches(i, f);
+    let enumerated = || frames.iter().enumerate();
+    enumerated()
+        .position(|(i, f)| f.function.is_some() && candidate(i, f))
+        .or_else(|| enumerated().position(|(i, f)| candidate(i, f)))
         .or_else(|| frames.iter().position(|f| f.function.is_some()))
         .or(if frames.is_empty() { None } else { Some(0) })
 }
@@ -145,6 +155,7 @@ mod tests {
             function: function.map(str::to_string),
             line: None,
             missing: None,
+            program: !module.contains(".so"),
         }
     }
 
@@ -233,5 +244,46 @@ mod tests {
         // With no source file known the name alone decides.
         inlined.line = None;
         assert_eq!(naming_frame(&[inlined, own], &skip), Some(0));
+    }
+
+    #[test]
+    fn a_library_loop_that_called_the_program_never_names_its_work() {
+        let skip = SkipList::default();
+        // A stripped program under libevent: its callback has no name, the loop has one.
+        let mut stack = vec![
+            frame("/usr/lib/x86_64-linux-gnu/libc.so.6", Some("sendmsg")),
+            frame("/usr/bin/memcached", None),
+            frame("/usr/lib/x86_64-linux-gnu/libevent-2.1.so.7", None),
+            frame(
+                "/usr/lib/x86_64-linux-gnu/libevent-2.1.so.7",
+                Some("event_base_loop"),
+            ),
+            frame("/usr/bin/memcached", None),
+            frame("/usr/lib/x86_64-linux-gnu/libc.so.6", Some("start_thread")),
+        ];
+        assert_eq!(naming_frame(&stack, &skip), Some(1));
+        // The program's callback named: it names the work, as before.
+        stack[1].function = Some("drive_machine".into());
+        assert_eq!(naming_frame(&stack, &skip), Some(1));
+        // A library the program called (inside its innermost frame) still names the site.
+        let called = [
+            frame(
+                "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                Some("pthread_cond_signal"),
+            ),
+            frame("/usr/lib/x86_64-linux-gnu/liblzma.so.5", None),
+            frame("/usr/lib/x86_64-linux-gnu/liblzma.so.5", Some("lzma_code")),
+            frame("/usr/bin/xz", None),
+        ];
+        assert_eq!(naming_frame(&called, &skip), Some(2));
+        // No program frame at all (a library's own thread): libraries name it as before.
+        let own = [
+            frame("/usr/lib/x86_64-linux-gnu/libc.so.6", Some("epoll_wait")),
+            frame(
+                "/usr/lib/x86_64-linux-gnu/libevent-2.1.so.7",
+                Some("event_base_loop"),
+            ),
+        ];
+        assert_eq!(naming_frame(&own, &skip), Some(1));
     }
 }

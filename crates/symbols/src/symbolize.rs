@@ -15,6 +15,7 @@ use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
 use scalpel_model::read::{MapEntry, ModuleMap};
 
 use super::demangle::demangle;
+use super::program::is_program;
 
 /// A module whose frames could not be symbolized, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +69,8 @@ pub struct Frame {
     pub line: Option<(String, u32)>,
     /// Why there is no function name.
     pub missing: Option<Missing>,
+    /// Whether the module is a program (it names an interpreter), not a shared library.
+    pub program: bool,
 }
 
 impl std::fmt::Display for Frame {
@@ -118,6 +121,7 @@ enum OnDisk {
 pub struct Symbolizer {
     blaze: Option<Blaze>,
     modules: HashMap<(PathBuf, u64), OnDisk>,
+    programs: HashMap<PathBuf, bool>,
     frames: HashMap<(PathBuf, u64), Found>,
     /// One warning per module that could not be used, in the order they were met.
     warnings: Vec<ModuleWarning>,
@@ -139,6 +143,7 @@ impl Symbolizer {
             function: None,
             line: None,
             missing: None,
+            program: false,
         };
         let Some(entry) = map
             .find(addr)
@@ -168,6 +173,10 @@ impl Symbolizer {
             OnDisk::Deleted => frame.missing = Some(Missing::ModuleDeleted(path)),
             OnDisk::Replaced => frame.missing = Some(Missing::ModuleReplaced(path)),
             OnDisk::Same => {
+                frame.program = *self
+                    .programs
+                    .entry(path.clone())
+                    .or_insert_with(|| is_program(&path));
                 let offset = addr - entry.start + entry.offset;
                 frame.offset = Some(offset);
                 let (function, line) = self.lookup(&path, offset);

@@ -2,13 +2,13 @@
 //!
 //! A leaf type is named by the function that reached its ending call (`send_reply`) when that
 //! function is the program's own code at the call. In a stripped program the nearest named frame
-//! is often far out (libevent's `event_base_loop` around every memcached handler, whose own
-//! functions have no symbols), and the name would say nothing: every memcached leaf was
-//! `event_base_loop`. Then the leaf is named by its operations and the kinds of channel they
-//! were on, with the named frame as the place: `tcp read → sendmsg in event_base_loop`. With
-//! no named frame at all the place is the module: `cond_signal → epoll_wait in
-//! mod_mpm_event.so`. A leaf that starts where its thread fetched new work has no start
-//! operation and is named by its end: `tcp read in event_base_loop`.
+//! can be far out, and the name would say nothing of what the leaf did. Then the leaf is named
+//! by its operations and the kinds of channel they were on, with the named frame as the place:
+//! `tcp read → writev in ap_core_output_filter`. With no usable named frame the place is the
+//! module: `tcp read → sendmsg in memcached` (its handlers are stripped, and libevent's
+//! `event_base_loop` that called them is a loop, which never names the work: see
+//! `scalpel_symbols::naming_frame`). A leaf that starts where its thread fetched new work has
+//! no start operation and is named by its end: `tcp read in memcached`.
 
 use ahash::AHashMap;
 use scalpel_model::format::ChanKind;

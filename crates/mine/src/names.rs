@@ -4,7 +4,7 @@
 //! operations in their place: see `graph::naming`). A group is named by its first leaf (the
 //! earliest in its first occurrence) and its dominant leaf type (the most running time over all
 //! its occurrences): `recv_packet → do_work`, or one name when they are the same; operation
-//! names in one place share it (`tcp read → sendmsg in event_base_loop`). A loop is `loop:
+//! names in one place share it (`tcp read → sendmsg in memcached`). A loop is `loop:
 //! BODY`. Names that come out equal (leaf types included) get `#` and the first hex digits of
 //! a key computed from the type's content (its leaf boundaries' operations and stacks; for a
 //! group, its children's keys and the edges most of its occurrences have; for a loop, its
@@ -224,8 +224,8 @@ fn group_name(
 }
 
 /// Two leaf names as one: `a → b`, or where both are operations in one place, the operations in
-/// that place (`tcp read` and `tcp read → sendmsg` in `event_base_loop` give `tcp read →
-/// sendmsg in event_base_loop`).
+/// that place (`tcp read` and `tcp read → sendmsg` in `memcached` give `tcp read → sendmsg in
+/// memcached`).
 fn joined(first: &str, dominant: &str) -> String {
     let split = |n: &str| {
         n.rsplit_once(" in ")

@@ -28,8 +28,8 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
 use crate::{
-    assemble, calls, condlocks, event, eventloop, filter, futexlocks, latches, locks, merge,
-    naming, queues, ready, retype, service, signals, types,
+    assemble, calls, completions, condlocks, event, eventloop, filter, futexlocks, latches, locks,
+    merge, naming, queues, ready, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -174,6 +174,8 @@ struct Rest {
     lock_aggs: Vec<(u32, LockAgg)>,
     latch: AHashMap<FileEvent, LatchCall>,
     conns: eventloop::Conns,
+    /// Per leaf: it handed over a job whose reply was found (`completions`).
+    answered: Vec<bool>,
     weak: crate::weak::WeakOrder,
     /// Waits for room in a bounded queue (`queues::add_edges`): lock waits, not edges.
     capacity_waits: Vec<LockWait>,
@@ -225,7 +227,7 @@ fn causal_edges(asm: Assembled) -> Caused {
     drop_stolen_wakeups(&graph, &mut edges);
     let mutexes = queues::cond_mutexes(&asm.sections, &asm.signal_holds);
     let capacity_waits = queues::add_edges(&graph, &mut edges, asm.sections);
-    eventloop::land_completions(&graph, &conns, &mut edges);
+    let answered = completions::land_completions(&graph, &conns, &mut edges);
     // Before program order: a lock's hand-overs are no takes of new work.
     let cond_locks = condlocks::cond_locks(&graph, &mut edges, &mutexes);
     Caused {
@@ -239,6 +241,7 @@ fn causal_edges(asm: Assembled) -> Caused {
             lock_aggs: asm.lock_aggs,
             latch: asm.latch,
             conns,
+            answered,
             weak: asm.weak,
             capacity_waits,
             cond_locks,
@@ -257,6 +260,7 @@ fn program_order(c: &mut Caused) -> Vec<bool> {
         &call_keys(&c.graph, &c.edges),
         &mut weak,
     );
+    completions::split_replies(&c.graph, &c.rest.conns, &c.rest.answered, &mut weak);
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
     // used as a lock): the split looks through them.
     let turned: Vec<LockWait> = c

@@ -3,21 +3,14 @@
 //! An epoll loop (nginx's worker, memcached's libevent threads) handles every connection an
 //! epoll wait reported, one after another, and writes the replies of a batch of completions back
 //! to back. Program order then joins steps of *different* connections (`cond_signal → recv` of
-//! the next connection, `writev → writev`), and a task built on it mixes requests. Two rules,
-//! both only in threads that wait in epoll and only where the leaves say which connection they
-//! worked on (the channel of a byte transfer or accept at either end):
+//! the next connection, `writev → writev`), and a task built on it mixes requests. The rules
+//! here (and those on a pool's completions in `completions`) hold only in threads that wait in
+//! epoll and only where the leaves say which connection they worked on (the channel of a byte
+//! transfer or accept at either end):
 //!
 //! - **Per-connection order.** The program edge from a leaf to the next is weak when the next
 //!   leaf ends on a different connection than the one the leaf worked on (its end's, else its
 //!   start's): the loop went on to other work.
-//! - **Completions find their connection.** A `ready` edge from a pool thread's completion goes
-//!   to the leaf of the waiting thread that writes the reply: the first that ends after the
-//!   completion's write began and ends on the connection the job came from (the connection of
-//!   the leaf that handed the job over by a `cond` or `queue` edge), rather than to the first
-//!   leaf after the wait the write was matched to. With a batch of completions each is handled
-//!   where its reply is written; a write still under way when a wait gathered its events is
-//!   reported by a later wait; and a completion that joined a batch already reported is handled
-//!   under the earlier report, before the wait it was matched to.
 //! - **Each hand-off ends its event's work.** A loop that hands work to other threads (Apache's
 //!   listener pushes each accepted connection, and each connection whose lingering close is
 //!   ready, onto the workers' queue) pushes as many items in one wakeup as the wait reported.
@@ -35,28 +28,25 @@
 //!   is looked through: the next leaf is the one the merge will end at, so a loop that waits
 //!   for room between two pushes hands on two items, as one that did not wait does.
 
-use ahash::{AHashMap, AHashSet};
+use ahash::AHashSet;
 use scalpel_model::format::{ObjKind, Op};
-use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
+use scalpel_model::graph::{Edge, EdgeKind, Graph};
 
 use super::event::{is_epoll_wait, reads_bytes, KindOf, HAS_X};
 use super::leaves::Bound;
-
-/// How far past a wait a completion's connection is looked for, in leaves.
-const LOOK_AHEAD: usize = 256;
-
-/// How many of the loop's later waits a completion's connection is looked for past. The wait a
-/// completion is first matched to is the first that returned after its write *began*; a write
-/// still under way when that wait gathered its events is reported by the next one, and the
-/// worker handles the job there (a 1.77M-event nginx recording: of 140,001 completions, 98,489
-/// handled before the loop's next wait, 39,943 after it, 1,551 after a later one).
-const LATER_WAITS: usize = 3;
 
 /// Per leaf, the channel its starting and ending calls moved bytes on (0: none).
 pub(super) struct Conns {
     start: Vec<u64>,
     end: Vec<u64>,
+    /// Per leaf: [`STARTS_AFTER_WRITE`] and [`ENDS_AT_WRITE`].
+    wrote: Vec<u8>,
 }
+
+/// The leaf's start connection is that of the write that ended the leaf before it.
+const STARTS_AFTER_WRITE: u8 = 1;
+/// The leaf's end connection is that of the write it ends at.
+const ENDS_AT_WRITE: u8 = 2;
 
 impl Conns {
     /// The connection leaf `i` worked on: its end's, else its start's (0: none known).
@@ -65,6 +55,45 @@ impl Conns {
             0 => self.start.get(i).copied().unwrap_or(0),
             c => c,
         }
+    }
+
+    /// The connection leaf `i` works for when it hands a job over: its end's, else the one a
+    /// read or accept opened it with. A leaf that begins right after a reply was written does
+    /// not work for that connection: the reply ended its turn (a pipelined request parsed next
+    /// may be another connection's, or the same one's next request).
+    pub(super) fn job_of(&self, i: usize) -> u64 {
+        match self.end.get(i).copied().unwrap_or(0) {
+            0 if self.flags(i) & STARTS_AFTER_WRITE != 0 => 0,
+            0 => self.start.get(i).copied().unwrap_or(0),
+            c => c,
+        }
+    }
+
+    /// The connection leaf `i` ends writing to (0: it ends at no write on a connection).
+    pub(super) fn reply_of(&self, i: usize) -> u64 {
+        if self.flags(i) & ENDS_AT_WRITE != 0 {
+            self.end.get(i).copied().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// The connection a read or accept opened leaf `i` with (0: none).
+    pub(super) fn opened(&self, i: usize) -> u64 {
+        if self.flags(i) & STARTS_AFTER_WRITE != 0 {
+            0
+        } else {
+            self.start.get(i).copied().unwrap_or(0)
+        }
+    }
+
+    /// The connection leaf `i` ends on (0: none known).
+    pub(super) fn end(&self, i: usize) -> u64 {
+        self.end.get(i).copied().unwrap_or(0)
+    }
+
+    fn flags(&self, i: usize) -> u8 {
+        self.wrote.get(i).copied().unwrap_or(0)
     }
 }
 
@@ -75,6 +104,7 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
     let mut c = Conns {
         start: vec![0; n],
         end: vec![0; n],
+        wrote: vec![0; n],
     };
     let same_thread = |a: usize, b: usize| {
         graph.leaves.get(a).map(|l| l.thread) == graph.leaves.get(b).map(|l| l.thread)
@@ -104,13 +134,17 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
         }
         if opens {
             c.start[leaf] = chan;
+            c.wrote[leaf] &= !STARTS_AFTER_WRITE;
             if leaf > 0 && same_thread(leaf - 1, leaf) {
                 c.end[leaf - 1] = chan;
+                c.wrote[leaf - 1] &= !ENDS_AT_WRITE;
             }
         } else {
             c.end[leaf] = chan;
+            c.wrote[leaf] |= ENDS_AT_WRITE;
             if leaf + 1 < n && same_thread(leaf, leaf + 1) {
                 c.start[leaf + 1] = chan;
+                c.wrote[leaf + 1] |= STARTS_AFTER_WRITE;
             }
         }
     }
@@ -118,7 +152,7 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
 }
 
 /// Whether a leaf began at the return of an epoll wait.
-fn after_epoll(graph: &Graph, i: usize) -> bool {
+pub(super) fn after_epoll(graph: &Graph, i: usize) -> bool {
     is_epoll_wait(graph.leaves[i].start_op.and_then(|o| o.op()))
 }
 
@@ -193,7 +227,7 @@ pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], wea
 }
 
 /// Per thread: whether it waits in epoll (a leaf of it begins at an epoll wait's return).
-fn epoll_threads(graph: &Graph) -> Vec<bool> {
+pub(super) fn epoll_threads(graph: &Graph) -> Vec<bool> {
     let mut epoll_thread = vec![false; graph.threads.len()];
     for (i, l) in graph.leaves.iter().enumerate() {
         if after_epoll(graph, i) {
@@ -201,62 +235,6 @@ fn epoll_threads(graph: &Graph) -> Vec<bool> {
         }
     }
     epoll_thread
-}
-
-/// Moves each `ready` edge to the leaf of the waiting thread that writes its job's reply: the
-/// first leaf that ends after the completion's write began and ends on the job's connection.
-/// The search starts before the wait the edge was matched to when leaves after the write came
-/// first: a completion that joined a batch already reported (one eventfd report for several
-/// writes) was handled under the earlier report, and its only wait of its own is a later one.
-pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge]) {
-    // Per leaf: the leaves that handed it work (cond or queue edges into it).
-    let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
-    for e in edges.iter() {
-        if matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue) {
-            handed.entry(e.to).or_default().push(e.from);
-        }
-    }
-    let ranges = thread_ranges(graph);
-    for e in edges.iter_mut().filter(|e| e.kind == EdgeKind::Ready) {
-        let job = handed
-            .get(&e.from)
-            .and_then(|v| v.iter().map(|h| conns.of(h.index())).find(|&c| c != 0));
-        let (Some(job), Some(write), Some(wait)) = (
-            job,
-            graph.leaves.get(e.from.index()),
-            graph.leaves.get(e.to.index()),
-        ) else {
-            continue;
-        };
-        let Some(&(lo, hi)) = ranges.get(wait.thread.index()) else {
-            continue;
-        };
-        // The write began where its leaf ended.
-        let first = lo + graph.leaves[lo..hi].partition_point(|l| l.end_ns < write.end_ns);
-        let mut waits = 0;
-        let found = (first..hi.min(first + LOOK_AHEAD))
-            .take_while(|&k| {
-                waits += usize::from(k > e.to.index() && after_epoll(graph, k));
-                waits <= LATER_WAITS
-            })
-            .find(|&k| conns.end[k] == job);
-        if let Some(k) = found {
-            e.to = NodeId::new(k as u32);
-        }
-    }
-}
-
-/// Each thread's leaves as an index range (a thread's leaves are contiguous and in time order).
-fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
-    let mut r = vec![(0, 0); graph.threads.len()];
-    let mut i = 0;
-    for run in graph.leaves.chunk_by(|a, b| a.thread == b.thread) {
-        if let Some(slot) = r.get_mut(run[0].thread.index()) {
-            *slot = (i, i + run.len());
-        }
-        i += run.len();
-    }
-    r
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 mod assemble;
 mod build;
 mod calls;
+mod completions;
 mod condlocks;
 mod edges;
 mod event;

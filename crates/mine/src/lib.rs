@@ -30,6 +30,7 @@ mod options;
 mod round;
 mod run;
 mod runs;
+mod same;
 mod sessions;
 mod tree;
 mod variants;

@@ -23,7 +23,7 @@ use ahash::AHashSet;
 use super::canon::Classes;
 use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
 use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
-use super::{loops, variants};
+use super::{loops, same, variants};
 
 /// The kept tree.
 pub(super) struct Tree {
@@ -352,6 +352,8 @@ pub(super) fn build(
         }
     }
     let kept_parent = variants::parents(work, &class, &kept, &folds.hidden);
+    let folded = (&folds.hidden, &folds.core_of);
+    same::merge_equal(work, causal, &kept, &kept_parent, folded, &mut class);
     Tree {
         class,
         kept,

@@ -99,7 +99,7 @@ impl Causal {
         Causal(IxLists::new(n, list, LeafIx::NONE))
     }
 
-    fn of(&self, leaf: LeafIx) -> &[LeafIx] {
+    pub(super) fn of(&self, leaf: LeafIx) -> &[LeafIx] {
         self.0.of(leaf)
     }
 

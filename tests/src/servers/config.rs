@@ -56,6 +56,11 @@ pub struct RequestRule {
     /// Operations a request task's occurrence holds a leaf ending at.
     #[serde(default)]
     pub needs: Vec<String>,
+    /// How many task types count as the request task (1 unless set): the types holding the
+    /// most markers, one per occurrence. More than one only where a server runs one kind of
+    /// request through two code paths that no rule can tell are one (see the server's toml).
+    #[serde(default = "one")]
+    pub request_types: usize,
     /// Least share of the requests the request task holds.
     pub min_share: f64,
     /// Least share of its occurrences that are top-level or under a session.
@@ -64,6 +69,10 @@ pub struct RequestRule {
     pub max_types: usize,
     /// Least share of its occurrences directly inside a session.
     pub min_in_session: Option<f64>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One role of a leaf: the operation it ends at and a function among its end frames.

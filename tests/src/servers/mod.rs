@@ -177,10 +177,14 @@ fn requests_check(
     let top = share(f.top_or_session, f.held);
     writeln!(
         out,
-        "{}: request task '{}': {} of {} requests ({:.1}%; {} marker leaves), {} of them \
+        "{}: request task '{}'{}: {} of {} requests ({:.1}%; {} marker leaves), {} of them \
          top-level or under a session ({:.1}%), {} in a session task",
         run.name,
         name(req),
+        match f.request_types.len() {
+            0 | 1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        },
         f.held,
         run.requests,
         100.0 * held,
@@ -189,6 +193,18 @@ fn requests_check(
         100.0 * top,
         f.in_session
     )?;
+    if f.request_types.len() > 1 {
+        for &(t, n) in &f.request_types {
+            writeln!(
+                out,
+                "{}:   request task type '{}': {} requests ({:.1}%)",
+                run.name,
+                name(t),
+                n,
+                100.0 * share(n, run.requests)
+            )?;
+        }
+    }
     writeln!(
         out,
         "{}: {} session types, {} sessions",

@@ -23,7 +23,10 @@ pub struct RequestFigures {
     pub markers: usize,
     /// The request task, if any type holds a marker.
     pub request_type: Option<TaskTypeId>,
-    /// Markers inside one of its occurrences, one per occurrence.
+    /// The request task types (`RequestRule::request_types` at most), each with the markers it
+    /// holds, most first; the first is `request_type`.
+    pub request_types: Vec<(TaskTypeId, u64)>,
+    /// Markers inside one of their occurrences, one per occurrence.
     pub held: u64,
     /// Of those, occurrences that are top-level or whose nearest group above touches no
     /// connection but the marker's.
@@ -164,19 +167,18 @@ pub fn request_figures(graph: &Graph, model: &Model, rule: &RequestRule) -> Requ
         types: model.types.len(),
         ..RequestFigures::default()
     };
-    let request_type = holders
-        .iter()
-        .max_by_key(|(t, n)| {
-            (
-                **n,
-                std::cmp::Reverse(model.types[t.index()].level),
-                std::cmp::Reverse(t.index()),
-            )
-        })
-        .map(|(t, n)| (*t, *n));
-    if let Some((req, held)) = request_type {
-        f.request_type = Some(req);
-        f.held = held;
+    let mut ranked: Vec<(TaskTypeId, u64)> = holders.into_iter().collect();
+    ranked.sort_by_key(|&(t, n)| {
+        (
+            std::cmp::Reverse(n),
+            model.types[t.index()].level,
+            t.index(),
+        )
+    });
+    ranked.truncate(rule.request_types.max(1));
+    f.request_type = ranked.first().map(|&(t, _)| t);
+    for &(req, held) in &ranked {
+        f.held += held;
         place(
             graph,
             &chains,
@@ -186,6 +188,7 @@ pub fn request_figures(graph: &Graph, model: &Model, rule: &RequestRule) -> Requ
             &mut f,
         );
     }
+    f.request_types = ranked;
     let sessions: Vec<_> = model
         .types
         .iter()

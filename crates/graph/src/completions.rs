@@ -4,7 +4,8 @@
 //! - **Completions find their connection.** A `ready` edge from a pool thread's completion goes
 //!   to the leaf of the waiting thread that writes the reply: the first that ends after the
 //!   completion's write began and ends on the connection the job came from (the connection of
-//!   the leaf that handed the job over by a `cond` or `queue` edge), rather than to the first
+//!   the waiting thread's leaf that handed the job over: a wake-up, a queue's take, the job's
+//!   bytes in a pipe), rather than to the first
 //!   leaf after the wait the edge was matched to. With a batch of completions each is handled
 //!   where its reply is written; a write still under way when a wait gathered its events is
 //!   reported by a later wait; and a completion that joined a batch already reported is handled
@@ -41,10 +42,21 @@ const LATER_WAITS: usize = 3;
 /// report for several writes) was handled under the earlier report, and its only wait of its
 /// own is a later one. Returns, per leaf, whether it handed over a job whose reply was found.
 pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge]) -> Vec<bool> {
-    // Per leaf: the leaves that handed it work (cond or queue edges into it).
+    // Per completion: the leaves of the waiting thread that handed it work (any edge from that
+    // thread into it but program order: a wake-up, a queue's take, the job's bytes in a pipe).
+    let waiting: AHashMap<NodeId, NodeId> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Ready)
+        .map(|e| (e.from, e.to))
+        .collect();
+    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
     let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
     for e in edges.iter() {
-        if matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue) {
+        let program = matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak);
+        let Some(&wait) = waiting.get(&e.to) else {
+            continue;
+        };
+        if !program && e.kind != EdgeKind::Ready && thread(e.from) == thread(wait) {
             handed.entry(e.to).or_default().push(e.from);
         }
     }

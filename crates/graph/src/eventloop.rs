@@ -30,7 +30,7 @@
 
 use ahash::AHashSet;
 use scalpel_model::format::{ObjKind, Op};
-use scalpel_model::graph::{Edge, EdgeKind, Graph};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, ThreadId};
 
 use super::event::{is_epoll_wait, reads_bytes, KindOf, HAS_X};
 use super::leaves::Bound;
@@ -98,7 +98,8 @@ impl Conns {
 }
 
 /// Reads each leaf's connections off the cuts: a read or accept starts the leaf it opens (and
-/// ends the one before), a write ends its leaf (and starts the next).
+/// ends the one before), a write on a channel its thread also reads ends its leaf (and starts
+/// the next).
 pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph: &Graph) -> Conns {
     let n = graph.leaves.len();
     let mut c = Conns {
@@ -109,6 +110,8 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
     let same_thread = |a: usize, b: usize| {
         graph.leaves.get(a).map(|l| l.thread) == graph.leaves.get(b).map(|l| l.thread)
     };
+    // (leaf, channel, whether a read or accept opened the leaf) for every transfer.
+    let mut cuts: Vec<(usize, u64, bool)> = Vec::new();
     for b in bounds {
         let leaf = b.leaf as usize;
         if leaf >= n || b.res < 0 {
@@ -129,9 +132,19 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
                 _ => continue,
             },
         };
-        if chan == 0 {
-            continue;
+        if chan != 0 {
+            cuts.push((leaf, chan, opens));
         }
+    }
+    // A write answers only on a channel its thread also reads (a connection): a write to a pipe
+    // that other threads read hands work over, it is no reply and names no connection.
+    let thread = |leaf: usize| graph.leaves[leaf].thread;
+    let read: AHashSet<(ThreadId, u64)> = cuts
+        .iter()
+        .filter(|&&(_, _, opens)| opens)
+        .map(|&(leaf, chan, _)| (thread(leaf), chan))
+        .collect();
+    for (leaf, chan, opens) in cuts {
         if opens {
             c.start[leaf] = chan;
             c.wrote[leaf] &= !STARTS_AFTER_WRITE;
@@ -139,7 +152,7 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
                 c.end[leaf - 1] = chan;
                 c.wrote[leaf - 1] &= !ENDS_AT_WRITE;
             }
-        } else {
+        } else if read.contains(&(thread(leaf), chan)) {
             c.end[leaf] = chan;
             c.wrote[leaf] |= ENDS_AT_WRITE;
             if leaf + 1 < n && same_thread(leaf, leaf + 1) {

@@ -19,6 +19,7 @@ pub fn program(spec: &Spec) -> String {
     match spec.arch {
         Arch::ThreadPerConnection => thread_per_connection(&mut c),
         Arch::EventLoop => event_loop(&mut c),
+        Arch::Pool if spec.completions => completion_pool(&mut c),
         Arch::Pool => pool(&mut c),
         Arch::Pipeline => pipeline(&mut c, spec),
         Arch::ForkPerConnection => fork_per_connection(&mut c),
@@ -228,6 +229,142 @@ static void server(int lfd) {
 }
 "#,
     );
+}
+
+/// A pool whose workers report finished requests to the epoll thread, which writes the replies
+/// (see [`Spec::completions`]): a connection has one request at the pool at a time; the next one
+/// it sent (pipelined) is handed over after the replies of the wakeup that answered it.
+const COMPLETION_POOL: &str = r#"
+static struct handoff hq;
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct item done_ring[RING];
+static unsigned done_head, done_tail;
+static int done_efd;
+
+struct pconn {
+    struct conn c;
+    int busy, posted;
+};
+static struct pconn *by_fd[4096];
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct item it = handoff_take(&hq);
+        uint64_t mark = truth_now();
+        if (it.fd < 0) break;
+        serve(&it.m);
+        truth_part(1, &it.m, mark);
+        pthread_mutex_lock(&done_mu);
+        done_ring[done_tail++ % RING] = it;
+        pthread_mutex_unlock(&done_mu);
+        uint64_t one = 1;
+        full_write(done_efd, &one, sizeof one);
+    }
+    return NULL;
+}
+
+/* Hands the connection's next buffered request to the pool, when none is there already. */
+static void hand_over(struct pconn *pc, uint64_t *mark) {
+    struct msg m;
+    if (pc->busy || !conn_next(&pc->c, &m)) return;
+    truth_part(0, &m, *mark);
+    pc->busy = 1;
+    handoff_put(&hq, (struct item){.m = m, .fd = pc->c.fd});
+    *mark = truth_now();
+}
+
+/* Writes the reply of every finished request, oldest first, then hands over the next request
+ * of each of their connections. */
+static void replies(uint64_t *mark) {
+    struct item got[64];
+    struct pconn *posted[64];
+    unsigned n = 0, np = 0;
+    pthread_mutex_lock(&done_mu);
+    while (done_head != done_tail && n < 64) got[n++] = done_ring[done_head++ % RING];
+    pthread_mutex_unlock(&done_mu);
+    for (unsigned i = 0; i < n; i++) {
+        answer(2, got[i].fd, &got[i].m, *mark);
+        *mark = truth_now();
+        struct pconn *pc = by_fd[got[i].fd];
+        pc->busy = 0;
+        if (!pc->posted) {
+            pc->posted = 1;
+            posted[np++] = pc;
+        }
+    }
+    for (unsigned i = 0; i < np; i++) {
+        posted[i]->posted = 0;
+        hand_over(posted[i], mark);
+    }
+}
+
+static void completion_loop(int lfd) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) die("epoll_create1");
+    static char done_mark;
+    struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev) < 0) die("epoll_ctl");
+    /* Every write reports it again; its count is never read. */
+    struct epoll_event dev = {.events = EPOLLIN | EPOLLET, .data.ptr = &done_mark};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, done_efd, &dev) < 0) die("epoll_ctl");
+    unsigned accepted = 0, open = 0;
+    while (accepted < NCLIENTS || open > 0) {
+        struct epoll_event ev[16];
+        int n = epoll_wait(ep, ev, 16, -1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) die("epoll_wait");
+        uint64_t mark = truth_now();
+        for (int i = 0; i < n; i++) {
+            struct pconn *pc = ev[i].data.ptr;
+            if ((void *)pc == (void *)&done_mark) {
+                replies(&mark);
+                continue;
+            }
+            if (pc == NULL) {
+                int fd = accept(lfd, NULL, NULL);
+                mark = truth_now();
+                if (fd < 0 || fd >= 4096) die("accept");
+                pc = calloc(1, sizeof *pc);
+                pc->c.fd = fd;
+                by_fd[fd] = pc;
+                struct epoll_event cev = {.events = EPOLLIN, .data.ptr = pc};
+                if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev) < 0) die("epoll_ctl");
+                accepted++;
+                open++;
+                if (accepted == NCLIENTS) epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
+                continue;
+            }
+            ssize_t r = conn_fill(&pc->c);
+            mark = truth_now();
+            if (r <= 0) {
+                epoll_ctl(ep, EPOLL_CTL_DEL, pc->c.fd, NULL);
+                by_fd[pc->c.fd] = NULL;
+                close(pc->c.fd);
+                free(pc);
+                open--;
+                continue;
+            }
+            hand_over(pc, &mark);
+        }
+    }
+    close(ep);
+    close(lfd);
+}
+
+static void server(int lfd) {
+    handoff_init(&hq);
+    if ((done_efd = eventfd(0, 0)) < 0) die("eventfd");
+    pthread_t t[WORKERS];
+    for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker_main, NULL);
+    completion_loop(lfd);
+    for (int i = 0; i < WORKERS; i++) handoff_put(&hq, (struct item){.fd = -1});
+    for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
+}
+"#;
+
+fn completion_pool(c: &mut String) {
+    c.push_str(COMPLETION_POOL);
 }
 
 fn pipeline(c: &mut String, s: &Spec) {

@@ -128,6 +128,11 @@ pub struct Spec {
     /// does (thread per connection and event loop only: drawn for every architecture, last,
     /// so that adding it left every other choice of every seed as it was).
     pub call: bool,
+    /// The pool's workers report each finished request through an eventfd that the epoll
+    /// thread watches edge-triggered and never reads, and the epoll thread writes the replies
+    /// and hands over a connection's next (pipelined) request only after its reply, as nginx's
+    /// thread pools do (pool only; drawn after `call`, for the same reason).
+    pub completions: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -175,6 +180,7 @@ impl Spec {
         let capacity = d.range(2, 8);
         let flooded = d.chance(500);
         let call = d.chance(250);
+        let completions = d.chance(500);
         let forked = arch == Arch::ForkPerConnection;
         Spec {
             seed,
@@ -194,6 +200,7 @@ impl Spec {
             capacity,
             flooded,
             call: call && matches!(arch, Arch::ThreadPerConnection | Arch::EventLoop),
+            completions: completions && arch == Arch::Pool,
         }
     }
 
@@ -225,6 +232,9 @@ impl fmt::Display for Spec {
         }
         if self.call {
             write!(f, " call=backend")?;
+        }
+        if self.completions {
+            write!(f, " replies=loop")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

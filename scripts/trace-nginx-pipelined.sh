@@ -9,7 +9,7 @@
 # the trace is open to other users.
 #
 # Usage: scripts/trace-nginx-pipelined.sh [TRACE_DIR]   (default: target/nginx-pipelined-trace)
-# Environment: RESPONSES (4000 per wrk thread), THREADS (2), CONNECTIONS (8), LOAD_SECONDS (30:
+# Environment: RESPONSES (4000 per wrk thread), THREADS (2), CONNECTIONS (8), LOAD_SECONDS (10:
 # wrk's -d), PORT. Needs nginx-light, wrk and apache2-utils (installed with apt-get when missing
 # and run as root).
 set -euo pipefail
@@ -56,7 +56,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 # Bounded in count (RESPONSES per wrk thread, by the script) and in time (-d).
-WRK_RESPONSES=$RESPONSES wrk -t "$THREADS" -c "$CONNECTIONS" -d "${LOAD_SECONDS:-30}s" \
+WRK_RESPONSES=$RESPONSES wrk -t "$THREADS" -c "$CONNECTIONS" -d "${LOAD_SECONDS:-10}s" \
     -s scripts/servers/pipeline.lua "http://127.0.0.1:$PORT/index.html" > "$WORK/wrk.txt"
 cat "$WORK/wrk.txt"
 kill -QUIT "$(cat "$WORK/nginx.pid")"

@@ -5,7 +5,8 @@
 //!   to the leaf of the waiting thread that writes the reply: the first that ends after the
 //!   completion's write began and ends on the connection the job came from (the connection of
 //!   the waiting thread's leaf that handed the job over: a wake-up, a queue's take, the job's
-//!   bytes in a pipe), rather than to the first
+//!   bytes in a pipe, into the completion's leaf or an earlier one of the job, which waited
+//!   inside for a lock or a commit), rather than to the first
 //!   leaf after the wait the edge was matched to. With a batch of completions each is handled
 //!   where its reply is written; a write still under way when a wait gathered its events is
 //!   reported by a later wait; and a completion that joined a batch already reported is handled
@@ -42,24 +43,7 @@ const LATER_WAITS: usize = 3;
 /// report for several writes) was handled under the earlier report, and its only wait of its
 /// own is a later one. Returns, per leaf, whether it handed over a job whose reply was found.
 pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge]) -> Vec<bool> {
-    // Per completion: the leaves of the waiting thread that handed it work (any edge from that
-    // thread into it but program order: a wake-up, a queue's take, the job's bytes in a pipe).
-    let waiting: AHashMap<NodeId, NodeId> = edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Ready)
-        .map(|e| (e.from, e.to))
-        .collect();
-    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
-    let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
-    for e in edges.iter() {
-        let program = matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak);
-        let Some(&wait) = waiting.get(&e.to) else {
-            continue;
-        };
-        if !program && e.kind != EdgeKind::Ready && thread(e.from) == thread(wait) {
-            handed.entry(e.to).or_default().push(e.from);
-        }
-    }
+    let handed = handed_jobs(graph, edges);
     let ranges = thread_ranges(graph);
     let mut answered = vec![false; graph.leaves.len()];
     let mut taken: AHashSet<usize> = AHashSet::new();
@@ -101,6 +85,60 @@ pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge])
         }
     }
     answered
+}
+
+/// How many of its own leaves back a completion's job is looked for (a job that waited inside,
+/// for a lock or a group commit, ends in a later leaf than the one that took it).
+const LOOK_BACK: usize = 64;
+
+/// Per completion (the source of a `ready` edge): the leaves of the waiting thread that handed
+/// it its job. The job is the last one its thread took from that thread: any edge from there
+/// into the completion's leaf, or into one of the leaves before it on its thread since its
+/// previous completion, but program order (a wake-up, a queue's take, the job's bytes in a
+/// pipe).
+fn handed_jobs(graph: &Graph, edges: &[Edge]) -> AHashMap<NodeId, Vec<NodeId>> {
+    let waiting: AHashMap<NodeId, NodeId> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Ready)
+        .map(|e| (e.from, e.to))
+        .collect();
+    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
+    // Per leaf: the other threads' leaves with an edge into it.
+    let mut into: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
+    for e in edges {
+        let program = matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak);
+        if !program && e.kind != EdgeKind::Ready && thread(e.from) != thread(e.to) {
+            into.entry(e.to).or_default().push(e.from);
+        }
+    }
+    let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
+    for (&done, &wait) in &waiting {
+        let mut k = done.index();
+        for step in 0..LOOK_BACK {
+            let here = NodeId::new(k as u32);
+            if step > 0 && (waiting.contains_key(&here) || thread(here) != thread(done)) {
+                break;
+            }
+            let by: Vec<NodeId> = into
+                .get(&here)
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|&f| thread(f) == thread(wait))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !by.is_empty() {
+                handed.insert(done, by);
+                break;
+            }
+            if k == 0 {
+                break;
+            }
+            k -= 1;
+        }
+    }
+    handed
 }
 
 fn mark(answered: &mut [bool], by: &[NodeId]) {

@@ -201,3 +201,84 @@ fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::format::Op;
+    use scalpel_model::graph::{EdgeKind, Leaf};
+    use scalpel_model::testgraph::GraphBuilder;
+
+    use super::super::eventloop::{Conns, ENDS_AT_WRITE, STARTS_AFTER_WRITE};
+    use super::{land_completions, split_replies};
+
+    /// An epoll loop hands B's request to a pool thread and writes its reply when the pool
+    /// reports it; then, with no call on A, it hands over a request of A's that was pipelined
+    /// (leaf 4, right after B's reply); then it reads B's next request and hands it over. Both
+    /// jobs are reported at one wait, and the loop writes A's reply, then B's. B's jobs land on
+    /// the replies written to B; A's job, whose hand-off names no connection, on the next reply
+    /// in turn: not on leaf 5, which ends at B's read and which the write before the hand-off
+    /// would have made its connection's. The edge from B's first reply into A's hand-off is
+    /// weak.
+    #[test]
+    fn a_pipelined_job_is_answered_in_turn_and_its_hand_off_is_new_work() {
+        use Op::*;
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let (lp, pool) = (b.thread("loop"), b.thread("pool"));
+        let steps = [
+            (EpollWait, Read),
+            (Read, CondSignal),
+            (CondSignal, EpollWait),
+            (EpollWait, Writev),
+            (Writev, CondSignal),
+            (CondSignal, Read),
+            (Read, CondSignal),
+            (CondSignal, EpollWait),
+            (EpollWait, Writev),
+            (Writev, Writev),
+        ];
+        for (i, (from, to)) in steps.into_iter().enumerate() {
+            let t = 1_000 * i as u64;
+            let mut l = Leaf::new(lp, ty, t, t + 10);
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
+            b.push(lp, l);
+        }
+        let jobs = [(1, 1_500, 3), (4, 4_500, 8), (6, 6_500, 8)];
+        for (by, t, reported) in jobs {
+            let done = b.leaf(pool, ty, t, t + 100);
+            b.edge((lp, by), done, EdgeKind::Cond);
+            b.edge(done, (lp, reported), EdgeKind::Ready);
+        }
+        let g = b.build();
+        const A: u64 = 7;
+        const B: u64 = 9;
+        let mut rows = vec![(0, 0, 0); g.leaves.len()];
+        rows[0] = (0, B, 0);
+        rows[1] = (B, 0, 0);
+        rows[3] = (0, B, ENDS_AT_WRITE);
+        rows[4] = (B, 0, STARTS_AFTER_WRITE);
+        rows[5] = (0, B, 0);
+        rows[6] = (B, 0, 0);
+        rows[8] = (0, A, ENDS_AT_WRITE);
+        rows[9] = (A, B, STARTS_AFTER_WRITE | ENDS_AT_WRITE);
+        let conns = Conns::from_rows(&rows);
+        let mut edges = g.edges.clone();
+        let answered = land_completions(&g, &conns, &mut edges);
+        let mut ready: Vec<(u32, u32)> = edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Ready)
+            .map(|e| (e.from.get(), e.to.get()))
+            .collect();
+        ready.sort_unstable();
+        assert_eq!(ready, [(10, 3), (11, 8), (12, 9)]);
+        assert_eq!(
+            &answered[..10],
+            &[false, true, false, false, true, false, true, false, false, false]
+        );
+        let mut weak = vec![false; g.leaves.len()];
+        split_replies(&g, &conns, &answered, &mut weak);
+        let weak_at: Vec<usize> = (0..10).filter(|&i| weak[i]).collect();
+        assert_eq!(weak_at, [3]);
+    }
+}

@@ -44,9 +44,9 @@ pub(super) struct Conns {
 }
 
 /// The leaf's start connection is that of the write that ended the leaf before it.
-const STARTS_AFTER_WRITE: u8 = 1;
+pub(super) const STARTS_AFTER_WRITE: u8 = 1;
 /// The leaf's end connection is that of the write it ends at.
-const ENDS_AT_WRITE: u8 = 2;
+pub(super) const ENDS_AT_WRITE: u8 = 2;
 
 impl Conns {
     /// The connection leaf `i` worked on: its end's, else its start's (0: none known).
@@ -94,6 +94,18 @@ impl Conns {
 
     fn flags(&self, i: usize) -> u8 {
         self.wrote.get(i).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+impl Conns {
+    /// Per leaf: (start connection, end connection, [`STARTS_AFTER_WRITE`] | [`ENDS_AT_WRITE`]).
+    pub(super) fn from_rows(rows: &[(u64, u64, u8)]) -> Conns {
+        Conns {
+            start: rows.iter().map(|r| r.0).collect(),
+            end: rows.iter().map(|r| r.1).collect(),
+            wrote: rows.iter().map(|r| r.2).collect(),
+        }
     }
 }
 

@@ -4,10 +4,8 @@
 //! (`pipe read in loopmain`), never by the loop that called it (`in dispatch_run`), while the
 //! loop's own wait keeps the loop's name.
 
-use std::process::Command;
-
-use scalpel_e2e::{build_c, build_lib, record, scalpel, target_dir};
-use serde_json::Value;
+use scalpel_e2e::score::infer_model;
+use scalpel_e2e::{build_c, build_lib, record, target_dir};
 
 #[test]
 fn a_library_loop_never_names_the_program_work_it_called() {
@@ -26,23 +24,8 @@ fn a_library_loop_never_names_the_program_work_it_called() {
         "{}",
         run.stdout()
     );
-    let out = run.tmp.path().join("model");
-    let o = Command::new(scalpel())
-        .arg("infer")
-        .arg(&run.dir)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("graph.json")).unwrap()).unwrap();
-    let leaves: Vec<&str> = v["types"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let (_, graph) = infer_model(&run.dir, &run.tmp.path().join("model"), &[]);
+    let leaves: Vec<&str> = graph.types.iter().map(|t| t.name.as_str()).collect();
     // The callback's read of a request, on the loop's thread.
     assert!(
         leaves

@@ -122,16 +122,13 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
     let same_thread = |a: usize, b: usize| {
         graph.leaves.get(a).map(|l| l.thread) == graph.leaves.get(b).map(|l| l.thread)
     };
-    // (leaf, channel, whether a read or accept opened the leaf) for every transfer.
-    let mut cuts: Vec<(usize, u64, bool)> = Vec::new();
-    for b in bounds {
+    // A transfer: (leaf, channel, whether a read or accept opened the leaf).
+    let cut = |b: &Bound| -> Option<(usize, u64, bool)> {
         let leaf = b.leaf as usize;
         if leaf >= n || b.res < 0 {
-            continue;
+            return None;
         }
-        let Some(op) = b.op.op() else {
-            continue;
-        };
+        let op = b.op.op()?;
         let is_stream = kinds
             .get(b.obj as usize)
             .is_some_and(|&(k, _)| k.is(ObjKind::Stream));
@@ -141,22 +138,23 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
                 Some(read) if is_stream => {
                     (channels.get(b.obj as usize).copied().unwrap_or(0), read)
                 }
-                _ => continue,
+                _ => return None,
             },
         };
-        if chan != 0 {
-            cuts.push((leaf, chan, opens));
-        }
-    }
+        (chan != 0).then_some((leaf, chan, opens))
+    };
     // A write answers only on a channel its thread also reads (a connection): a write to a pipe
-    // that other threads read hands work over, it is no reply and names no connection.
+    // that other threads read hands work over, it is no reply and names no connection. Two
+    // passes over the cuts rather than a list of every transfer: the set holds one entry per
+    // thread and channel.
     let thread = |leaf: usize| graph.leaves[leaf].thread;
-    let read: AHashSet<(ThreadId, u64)> = cuts
+    let read: AHashSet<(ThreadId, u64)> = bounds
         .iter()
-        .filter(|&&(_, _, opens)| opens)
-        .map(|&(leaf, chan, _)| (thread(leaf), chan))
+        .filter_map(cut)
+        .filter(|&(_, _, opens)| opens)
+        .map(|(leaf, chan, _)| (thread(leaf), chan))
         .collect();
-    for (leaf, chan, opens) in cuts {
+    for (leaf, chan, opens) in bounds.iter().filter_map(cut) {
         if opens {
             c.start[leaf] = chan;
             c.wrote[leaf] &= !STARTS_AFTER_WRITE;

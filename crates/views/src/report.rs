@@ -56,16 +56,19 @@ margin:2px 0 8px 2em;font-size:85%}img.flame{max-width:100%;border:1px solid #cc
 
 /// The drawing's pan and zoom: the SVG is resized (so labels stay sharp) about a point that
 /// stays where it is, and the box scrolls; at load it shows the topmost node at full size.
+/// Zooming out stops at 5%, or lower when that is what fits the whole drawing in its box: a
+/// server's model can be 16,000 px wide, and "fit" must fit it however small its labels get.
 const ZOOM_SCRIPT: &str = "(function(){var d=document.getElementById('model'),\
 s=d.querySelector('svg'),l=document.querySelector('#zoom span');if(!s)return;\
 var r0=s.getBoundingClientRect(),w0=r0.width,h0=r0.height,z=1;\
-function set(n,cx,cy){n=Math.max(0.05,Math.min(4,n));var x=(d.scrollLeft+cx)/z,\
+function fit(){return Math.min(d.clientWidth/w0,d.clientHeight/h0,1);}\
+function set(n,cx,cy){n=Math.max(Math.min(0.05,fit()),Math.min(4,n));var x=(d.scrollLeft+cx)/z,\
 y=(d.scrollTop+cy)/z;z=n;s.style.width=w0*z+'px';s.style.height=h0*z+'px';\
 d.scrollLeft=x*z-cx;d.scrollTop=y*z-cy;l.textContent=Math.round(z*100)+'%';}\
 function mid(n){set(n,d.clientWidth/2,d.clientHeight/2);}\
 document.querySelectorAll('#zoom button').forEach(function(b){b.onclick=function(){\
 var k=b.getAttribute('data-z');if(k=='in')mid(z*1.25);else if(k=='out')mid(z/1.25);\
-else if(k=='one')mid(1);else{set(Math.min(d.clientWidth/w0,d.clientHeight/h0,1),0,0);\
+else if(k=='one')mid(1);else{set(fit(),0,0);\
 d.scrollLeft=0;d.scrollTop=0;}};});\
 d.addEventListener('wheel',function(e){if(!e.ctrlKey&&!e.metaKey)return;e.preventDefault();\
 var b=d.getBoundingClientRect();set(z*Math.pow(1.002,-e.deltaY),e.clientX-b.left,e.clientY-b.top);},\

@@ -260,6 +260,7 @@ mod tests {
             op: None,
             function: None,
             frames: Vec::new(),
+            code_key: 0,
         };
         let ty = LeafType {
             name: "t".to_owned(),

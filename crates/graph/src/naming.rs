@@ -136,6 +136,7 @@ mod tests {
             op: op.map(OpName::from),
             function: function.map(str::to_owned),
             frames: frames.iter().map(|s| s.to_string()).collect(),
+            code_key: 0,
         }
     }
 

@@ -52,6 +52,7 @@ pub(super) fn new_work_types(graph: &mut Graph, weak: &[bool]) {
                             op: None,
                             function: None,
                             frames: Vec::new(),
+                            code_key: 0,
                         };
                     }
                     types.push(nt);

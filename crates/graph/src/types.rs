@@ -3,6 +3,7 @@
 //! of one program give one type.
 
 use ahash::AHashMap;
+use scalpel_model::fnv::Fnv;
 use scalpel_model::graph::{BoundaryInfo, LeafType, OpName};
 use scalpel_model::read::{FileTrace, ModuleMap, ProcessTrace};
 
@@ -10,8 +11,9 @@ use super::leaves::LocalType;
 use scalpel_symbols::{naming_frame, short_name, SkipList};
 use scalpel_symbols::{ModuleWarning, Symbolizer};
 
-/// A symbolized stack: frame names, innermost first, and the naming function.
-type Sig = (Vec<String>, Option<String>);
+/// A symbolized stack: frame names, innermost first, the naming function and the stack's key
+/// (`BoundaryInfo::code_key`).
+type Sig = (Vec<String>, Option<String>, u64);
 
 /// Interns symbolized stacks and leaf types for one trace.
 pub(super) struct TypeTable<'a> {
@@ -43,7 +45,7 @@ impl<'a> TypeTable<'a> {
             sym: Symbolizer::new(),
             empty: ModuleMap::parse(0, b""),
             skip,
-            sigs: vec![(Vec::new(), None)],
+            sigs: vec![(Vec::new(), None, 0)],
             sig_index: AHashMap::from_iter([(Vec::new(), 0)]),
             index: AHashMap::new(),
             types: Vec::new(),
@@ -79,9 +81,10 @@ impl<'a> TypeTable<'a> {
             return i;
         }
         let function = naming_frame(&frames, self.skip).map(|i| frame_name(&frames[i]));
+        let key = code_key(&frames, &names);
         let i = self.sigs.len() as u32;
         self.sig_index.insert(names.clone(), i);
-        self.sigs.push((names, function));
+        self.sigs.push((names, function, key));
         i
     }
 
@@ -98,11 +101,12 @@ impl<'a> TypeTable<'a> {
                 let sig = self.sig(&maps, file, stack);
                 let next = self.sites.len() as u32;
                 *self.site_index.entry(sig).or_insert_with(|| {
-                    let (frames, function) = &self.sigs[sig as usize];
+                    let (frames, function, key) = &self.sigs[sig as usize];
                     self.sites.push(BoundaryInfo {
                         op: None,
                         function: function.clone(),
                         frames: frames.clone(),
+                        code_key: *key,
                     });
                     next
                 })
@@ -134,6 +138,7 @@ impl<'a> TypeTable<'a> {
                     op,
                     function: sig.1.clone(),
                     frames: sig.0.clone(),
+                    code_key: sig.2,
                 };
                 let start = boundary(sop, &self.sigs[s as usize]);
                 let end = boundary(eop, &self.sigs[e as usize]);
@@ -151,6 +156,31 @@ impl<'a> TypeTable<'a> {
 }
 
 /// A frame as a type key and display text: its function, or its module offset.
+/// The stack's key (`BoundaryInfo::code_key`): each frame of the program (or of no known
+/// module) by its name, each run of frames in one shared library by the library's file name.
+/// Why: a library's names, and how many frames its inlined functions show as, come from debug
+/// files that one machine has and the next does not; its file name is the same on both.
+fn code_key(frames: &[scalpel_symbols::Frame], names: &[String]) -> u64 {
+    let mut h = Fnv::new();
+    let mut last_lib: Option<&std::ffi::OsStr> = None;
+    for (f, name) in frames.iter().zip(names) {
+        let lib = (!f.program)
+            .then(|| f.module.as_deref().and_then(|m| m.file_name()))
+            .flatten();
+        match lib {
+            Some(l) if last_lib == Some(l) => {}
+            Some(l) => {
+                h.bytes(b"lib").bytes(l.as_encoded_bytes());
+            }
+            None => {
+                h.bytes(name.as_bytes());
+            }
+        }
+        last_lib = lib;
+    }
+    h.get()
+}
+
 fn frame_name(f: &scalpel_symbols::Frame) -> String {
     match (&f.function, &f.module, f.offset) {
         (Some(name), _, _) => name.clone(),
@@ -311,6 +341,7 @@ mod tests {
                 op: None,
                 function: None,
                 frames: Vec::new(),
+                code_key: 0,
             },
             end: BoundaryInfo {
                 op: None,

@@ -6,7 +6,8 @@
 //! its occurrences): `recv_packet → do_work`, or one name when they are the same; operation
 //! names in one place share it (`tcp read → sendmsg in memcached`). A loop is `loop:
 //! BODY`. Names that come out equal (leaf types included) get `#` and the first hex digits of
-//! a key computed from the type's content (its leaf boundaries' operations and stacks; for a
+//! a key computed from the type's content (its leaf boundaries' operations and stack keys,
+//! which do not depend on the debug symbols a machine has; for a
 //! group, its children's keys and the edges most of its occurrences have; for a loop, its
 //! body's), enough digits to tell them apart, so that a name picks one type and the same
 //! program gives the same names whatever order the types were found in. An override file maps
@@ -20,6 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use ahash::{AHashMap, AHashSet};
+use scalpel_model::fnv::Fnv;
 use scalpel_model::graph::EdgeKind;
 use scalpel_model::graph::{LeafId, LeafTypeId};
 
@@ -245,27 +247,6 @@ fn joined(first: &str, dominant: &str) -> String {
     }
 }
 
-/// FNV-1a: a hash fixed by its definition, so keys (and names) do not change with the build,
-/// the process or the platform.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-    fn bytes(&mut self, b: &[u8]) -> &mut Fnv {
-        for &x in b {
-            self.0 = (self.0 ^ u64::from(x)).wrapping_mul(0x100_0000_01b3);
-        }
-        // A separator, so that ("ab", "c") and ("a", "bc") differ.
-        self.0 = (self.0 ^ 0xff).wrapping_mul(0x100_0000_01b3);
-        self
-    }
-    fn u64(&mut self, v: u64) -> &mut Fnv {
-        self.bytes(&v.to_le_bytes())
-    }
-}
-
 /// Each type's content key (see the module docs), children before parents.
 fn content_keys(
     types: &[TaskType],
@@ -292,10 +273,7 @@ fn content_keys(
                 if let Some(l) = graph.types.get(lt.index()) {
                     for b in [&l.start, &l.end] {
                         h.u64(b.op.map_or(u64::MAX, |o| u64::from(o.code())));
-                        for f in &b.frames {
-                            h.bytes(f.as_bytes());
-                        }
-                        h.bytes(b"|");
+                        h.u64(b.code_key);
                     }
                 }
             }
@@ -328,7 +306,7 @@ fn content_keys(
                 h.u64(parts.shape(TaskTypeId::at(i)));
             }
         }
-        keys[i] = h.0;
+        keys[i] = h.get();
     }
     keys
 }
@@ -451,7 +429,7 @@ impl Parts<'_> {
             for &(to, kind) in self.out_edges.of(l) {
                 if let Some(&b) = part_of.get(&to) {
                     if a != b {
-                        let ports = Fnv::new().u64(leaf_key(l)).u64(leaf_key(to)).0;
+                        let ports = Fnv::new().u64(leaf_key(l)).u64(leaf_key(to)).get();
                         edges.push((a, b, kind, ports));
                     }
                 }
@@ -496,7 +474,7 @@ impl Parts<'_> {
                 for (dir, k, ports, x) in around {
                     h.u64(u64::from(dir)).u64(u64::from(k)).u64(ports).u64(x);
                 }
-                next.push(h.0);
+                next.push(h.get());
             }
             colour = next;
         }
@@ -506,7 +484,7 @@ impl Parts<'_> {
         for c in colour {
             h.u64(c);
         }
-        h.0
+        h.get()
     }
 }
 

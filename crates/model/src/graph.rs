@@ -26,7 +26,7 @@ pub use crate::ids::{
 pub use crate::object::{Channel, ChannelKind, ObjectInfo, ObjectKind};
 
 /// Version tag of the graph JSON. Bumped on any incompatible change.
-pub const GRAPH_SCHEMA: &str = "scalpel-graph/4";
+pub const GRAPH_SCHEMA: &str = "scalpel-graph/5";
 
 /// Why one node depends on another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -214,6 +214,12 @@ pub struct BoundaryInfo {
     pub function: Option<String>,
     /// The symbolized call stack, innermost first.
     pub frames: Vec<String>,
+    /// A key of the call stack that does not depend on which symbols the machine has (0: no
+    /// stack): the program's frames by name, and each run of frames in one shared library by
+    /// the library's file name alone. A shared library's names come from debug files that one
+    /// machine has and the next does not (`libc6-dbg` names `__libc_start_call_main` where
+    /// `libc.so.6` alone has no name), so task names keyed by them would change by machine.
+    pub code_key: u64,
 }
 
 /// A leaf task type: leaves whose two boundaries have the same operations and stacks. A leaf

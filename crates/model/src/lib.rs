@@ -2,7 +2,7 @@
 //! directory into typed events ([`read`]), a writer for tests and tools ([`write`](mod@write)), the causal
 //! graph's types ([`graph`]), the task model's ([`task`]), typed indices into both ([`ids`]),
 //! their checks ([`check`]), how both are stored on disk ([`store`]) and found by name
-//! ([`lookup`]). Beside them, what every stage shares: how a stage reports where it is
+//! ([`lookup`]). Beside them, what every stage shares: a hash fixed by its definition ([`fnv`]), how a stage reports where it is
 //! ([`progress`]), the allocator's policy ([`memory`]), names for option enums ([`choice`]) and
 //! a builder of small graphs for tests and benchmarks ([`testgraph`]).
 //! The file layout and encoders live in `scalpel-format`, re-exported here as [`format`](mod@format),
@@ -23,6 +23,7 @@
 pub mod check;
 pub mod choice;
 mod coded;
+pub mod fnv;
 pub mod graph;
 pub mod ids;
 mod leaflist;

@@ -16,7 +16,7 @@
 //! binary file, says how many rows each table has and carries the binary file's length and
 //! FNV-1a checksum, so a binary file from another run is refused, not misread.
 //!
-//! The complete documents (`scalpel-graph/4`, `scalpel-model/1`: every table inline, as
+//! The complete documents (`scalpel-graph/5`, `scalpel-model/1`: every table inline, as
 //! [`Graph`] and [`Model`] serialize) are what `scalpel export` writes, and are read too.
 
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ use tables::fnv1a;
 use tables::{len, TableReader, TableWriter, MAGIC};
 
 /// Schema of `graph.json` as `scalpel infer` writes it: the graph less its bulk tables.
-pub const GRAPH_FILE_SCHEMA: &str = "scalpel-graph/5";
+pub const GRAPH_FILE_SCHEMA: &str = "scalpel-graph/6";
 /// Schema of `model.json` as `scalpel infer` writes it: the model less its occurrences.
 pub const MODEL_FILE_SCHEMA: &str = "scalpel-model/2";
 /// The binary file beside `graph.json`.

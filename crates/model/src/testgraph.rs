@@ -39,6 +39,7 @@ impl GraphBuilder {
             op: op.map(OpName::from),
             function,
             frames: Vec::new(),
+            code_key: 0,
         };
         self.types.push(LeafType {
             name: name.to_owned(),

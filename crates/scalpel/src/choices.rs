@@ -42,7 +42,7 @@ wraps!(CliStackCache => StackCache {
 });
 
 wraps!(CliTable => Table {
-    /// The whole causal graph, every table inline (`scalpel-graph/4`).
+    /// The whole causal graph, every table inline (`scalpel-graph/5`).
     Graph,
     /// The whole model, every occurrence inline (`scalpel-model/1`).
     Model,

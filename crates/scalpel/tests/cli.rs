@@ -372,7 +372,7 @@ fn export_writes_the_stored_tables_and_refuses_what_does_not_fit() {
     };
     let graph: serde_json::Value =
         serde_json::from_slice(&run(&["--table", "graph"]).stdout).unwrap();
-    assert_eq!(graph["schema"], "scalpel-graph/4");
+    assert_eq!(graph["schema"], "scalpel-graph/5");
     let leaves = graph["leaves"].as_array().unwrap();
     assert!(!leaves.is_empty());
     let lines = text(&run(&["--table", "leaves"]).stdout);

@@ -1,5 +1,5 @@
 //! `scalpel export`: the stored graph and model in JSON for readers outside Rust: the complete
-//! documents (`scalpel-graph/4`, `scalpel-model/1`, every table inline), or one bulk table as
+//! documents (`scalpel-graph/5`, `scalpel-model/1`, every table inline), or one bulk table as
 //! JSON Lines (a row a line, with its id) or as one JSON array.
 //!
 //! Non-goals: a query language (the rows go to jq, DuckDB or pandas), CSV (rows hold lists).
@@ -13,7 +13,7 @@ use serde::Serialize;
 /// What to export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Table {
-    /// The whole causal graph, every table inline (`scalpel-graph/4`).
+    /// The whole causal graph, every table inline (`scalpel-graph/5`).
     Graph,
     /// The whole model, every occurrence inline (`scalpel-model/1`).
     Model,

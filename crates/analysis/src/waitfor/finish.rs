@@ -20,6 +20,7 @@ impl Built<'_> {
             op: None,
             function: None,
             frames: Vec::new(),
+            code_key: 0,
         })
     }
 

@@ -49,6 +49,7 @@ fn inner(g: &mut Graph, leaf: u32, op: Op, at: u64, ns: u64, obj: Option<u32>) {
         op: None,
         function: Some(format!("{}_site", op as u8)),
         frames: Vec::new(),
+        code_key: 0,
     });
     g.inner_waits.push(InnerWait {
         leaf: LeafId::new(leaf),

@@ -11,14 +11,9 @@ use super::{StoreError, TablesFile};
 /// The first bytes of every binary table file.
 pub(super) const MAGIC: &[u8; 8] = b"SCALPELB";
 
-/// FNV-1a, 64 bits.
+/// FNV-1a, 64 bits, as 16 hex digits.
 pub(super) fn fnv1a(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::fnv::Fnv::new().raw(bytes).get())
 }
 
 /// Writes the tables into a buffer: magic, then per table its name and rows.

@@ -6,11 +6,13 @@
 //! its occurrences): `recv_packet → do_work`, or one name when they are the same; operation
 //! names in one place share it (`tcp read → sendmsg in memcached`). A loop is `loop:
 //! BODY`. Names that come out equal (leaf types included) get `#` and the first hex digits of
-//! a key computed from the type's content (its leaf boundaries' operations and stack keys,
-//! which do not depend on the debug symbols a machine has; for a
+//! a key computed from the type's content (its leaf boundaries' operations and stacks; for a
 //! group, its children's keys and the edges most of its occurrences have; for a loop, its
 //! body's), enough digits to tell them apart, so that a name picks one type and the same
-//! program gives the same names whatever order the types were found in. An override file maps
+//! program gives the same names whatever order the types were found in. Stacks enter the key
+//! in the form that does not depend on the machine's debug symbols (`BoundaryInfo::code_key`:
+//! a shared library's frames by its file name alone) when that tells a name's types apart, and
+//! as symbolized when it does not (two call sites in one library). An override file maps
 //! generated names to the user's:
 //!
 //! ```toml
@@ -128,19 +130,31 @@ pub(super) fn name_types(
         };
         types[i].name = name;
     }
-    // Disambiguate by content, so that the suffix does not depend on type order.
-    let keys = content_keys(types, graph, leaf_parent);
+    // Disambiguate by content, so that the suffix does not depend on type order; by the keys
+    // that hold on every machine when they tell a name's types apart, else by the stacks as
+    // this machine symbolized them (shared libraries' call sites told apart by their names).
+    let portable = content_keys(types, graph, leaf_parent, Stacks::Portable);
+    let mut full: Option<Vec<u64>> = None;
     let mut by_name: AHashMap<String, Vec<usize>> = AHashMap::new();
     for (i, ty) in types.iter().enumerate() {
         by_name.entry(ty.name.clone()).or_default().push(i);
     }
+    let mut renamed = Vec::new();
     for group in by_name.into_values().filter(|g| g.len() > 1) {
         let main = dominant(&group, types);
-        for (i, suffix) in group.iter().zip(suffixes(&group, &keys)) {
-            if Some(*i) != main {
-                types[*i].name = format!("{} #{suffix}", types[*i].name);
+        let keys = if all_differ(&group, &portable) {
+            &portable
+        } else {
+            full.get_or_insert_with(|| content_keys(types, graph, leaf_parent, Stacks::Full))
+        };
+        for (&i, suffix) in group.iter().zip(suffixes(&group, keys)) {
+            if Some(i) != main {
+                renamed.push((i, suffix));
             }
         }
+    }
+    for (i, suffix) in renamed {
+        types[i].name = format!("{} #{suffix}", types[i].name);
     }
     let mut used = AHashSet::new();
     for ty in types.iter_mut() {
@@ -248,10 +262,28 @@ fn joined(first: &str, dominant: &str) -> String {
 }
 
 /// Each type's content key (see the module docs), children before parents.
+/// Which form of a leaf boundary's stack a key is computed from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stacks {
+    /// `BoundaryInfo::code_key`: the same whichever debug symbols the machine has.
+    Portable,
+    /// The frames as symbolized, shared libraries' by name: tells apart call sites in one
+    /// library, on this machine.
+    Full,
+}
+
+/// Whether the types of `group` all have different keys.
+fn all_differ(group: &[usize], keys: &[u64]) -> bool {
+    let mut seen: Vec<u64> = group.iter().map(|&i| keys[i]).collect();
+    seen.sort_unstable();
+    seen.windows(2).all(|w| w[0] != w[1])
+}
+
 fn content_keys(
     types: &[TaskType],
     graph: &MineInput<'_>,
     leaf_parent: &[Option<OccRef>],
+    stacks: Stacks,
 ) -> Vec<u64> {
     let mut keys = vec![0u64; types.len()];
     let mut order: Vec<usize> = (0..types.len()).collect();
@@ -273,7 +305,17 @@ fn content_keys(
                 if let Some(l) = graph.types.get(lt.index()) {
                     for b in [&l.start, &l.end] {
                         h.u64(b.op.map_or(u64::MAX, |o| u64::from(o.code())));
-                        h.u64(b.code_key);
+                        match stacks {
+                            Stacks::Portable => {
+                                h.u64(b.code_key);
+                            }
+                            Stacks::Full => {
+                                for f in &b.frames {
+                                    h.bytes(f.as_bytes());
+                                }
+                                h.bytes(b"|");
+                            }
+                        }
                     }
                 }
             }
@@ -546,5 +588,63 @@ mod tests {
         // Equal counts: neither.
         let types = [ty(5), ty(5)];
         assert_eq!(dominant(&[0, 1], &types), None);
+    }
+
+    /// Names of three leaf types called `wait`, whose ending stacks are `ends` (frames and
+    /// the stack's machine-independent key).
+    fn names_of(ends: [(&[&str], u64); 3]) -> Vec<String> {
+        let mut b = scalpel_model::testgraph::GraphBuilder::new();
+        for _ in 0..3 {
+            b.leaf_type("wait", None);
+        }
+        let mut graph = b.build();
+        for (t, (frames, key)) in graph.types.iter_mut().zip(ends) {
+            t.end.frames = frames.iter().map(|f| f.to_string()).collect();
+            t.end.code_key = key;
+        }
+        let input = MineInput::of(&graph);
+        let mut types: Vec<TaskType> = (0..3)
+            .map(|i| TaskType {
+                leaf_type: Some(LeafTypeId::at(i)),
+                ..ty(10)
+            })
+            .collect();
+        name_types(&mut types, &input, &[], &NameOverrides::default());
+        types.into_iter().map(|t| t.name).collect()
+    }
+
+    #[test]
+    fn suffixes_do_not_change_with_the_debug_symbols_of_a_library() {
+        // The same program on a machine with libc's debug symbols and on one without.
+        let with = names_of([
+            (&["wait", "a", "__libc_start_call_main"], 1),
+            (&["wait", "b", "__libc_start_call_main"], 2),
+            (&["wait", "c", "__libc_start_call_main"], 3),
+        ]);
+        let without = names_of([
+            (&["wait", "a", "[+0x27249] in libc.so.6"], 1),
+            (&["wait", "b", "[+0x27249] in libc.so.6"], 2),
+            (&["wait", "c", "[+0x27249] in libc.so.6"], 3),
+        ]);
+        assert_eq!(with, without);
+        assert!(with
+            .iter()
+            .all(|n| n.starts_with("wait #") && n.len() == 10));
+    }
+
+    #[test]
+    fn call_sites_told_apart_only_inside_a_library_get_suffixes_from_their_stacks() {
+        // Two stacks that differ in a library's frames alone have one machine-independent
+        // key; their suffixes then come from the frames, short and without a `.2`.
+        let names = names_of([
+            (&["wait", "[+0x10] in mod_x.so"], 7),
+            (&["wait", "[+0x20] in mod_x.so"], 7),
+            (&["wait", "other"], 9),
+        ]);
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 3, "{names:?}");
+        assert!(names.iter().all(|n| n.len() == 10), "{names:?}");
     }
 }

@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --workspace --all-targets
-# The optimized agent too: the tests of a host's timing under the agent use the one users run.
-cargo build --release -p scalpel-agent
+# The optimized agent too: the tests of a host's timing under the agent use the one users run;
+# and the samples, for the test that the README's example names what the demo prints.
+cargo build --release -p scalpel-agent -p scalpel-samples
 # Tests that cannot run here (no root, a library missing) append a line to not-run.txt.
 rm -f target/debug/not-run.txt
 cargo test --workspace

@@ -20,7 +20,7 @@ pub mod schema;
 pub mod score;
 pub mod servers;
 
-pub use replicated::replicated_primary;
+pub use replicated::{replicated_primary, replicated_primary_of};
 pub use scalpel_model::format::{ObjKind, Op};
 pub use scalpel_model::read::{read_dir, Event, EventRef, FileTrace, Identity, TraceDir};
 
@@ -73,13 +73,25 @@ pub fn agent() -> PathBuf {
 /// users run the optimized agent, and the debug one costs several times as much per call.
 /// `scripts/test.sh` builds it (`cargo build --release -p scalpel-agent`).
 pub fn release_agent() -> PathBuf {
+    release_built("libscalpel_agent.so", "scalpel-agent")
+}
+
+/// A sample program of the release build (the demo's), for tests of what the README shows:
+/// a debug build's stacks, without inlining, give other call paths. `scripts/test.sh` builds
+/// it (`cargo build --release -p scalpel-samples`).
+pub fn release_sample(name: &str) -> PathBuf {
+    release_built(name, "scalpel-samples")
+}
+
+fn release_built(name: &str, package: &str) -> PathBuf {
     let p = target_dir()
         .parent()
         .expect("target/<profile> has a parent")
-        .join("release/libscalpel_agent.so");
+        .join("release")
+        .join(name);
     assert!(
         p.exists(),
-        "{} is missing: build it with `cargo build --release -p scalpel-agent` (scripts/test.sh does)",
+        "{} is missing: build it with `cargo build --release -p {package}` (scripts/test.sh does)",
         p.display()
     );
     p

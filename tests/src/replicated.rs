@@ -1,6 +1,6 @@
 //! The replicated-store sample as the tests that study it record it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::score::{self, TruthTask};
@@ -11,9 +11,14 @@ use crate::{own_bin, record_with, scalpel, Run};
 /// and the backup are other processes). Returns the run, the model directory and the true
 /// tasks the sample wrote (also kept as `truth.jsonl` in the model directory).
 pub fn replicated_primary(args: &[&str]) -> (Run, PathBuf, Vec<TruthTask>) {
+    replicated_primary_of(&own_bin("replicated-store"), args)
+}
+
+/// [`replicated_primary`] of the sample at `exe` (a release build, for one).
+pub fn replicated_primary_of(exe: &Path, args: &[&str]) -> (Run, PathBuf, Vec<TruthTask>) {
     let truth_dir = tempfile::tempdir().unwrap();
     let truth = truth_dir.path().join("truth.jsonl");
-    let run = record_with(&own_bin("replicated-store"), args, |c| {
+    let run = record_with(exe, args, |c| {
         c.env("SCALPEL_TRUTH", &truth);
     })
     .success();

@@ -81,7 +81,7 @@ impl<'a> TypeTable<'a> {
             return i;
         }
         let function = naming_frame(&frames, self.skip).map(|i| frame_name(&frames[i]));
-        let key = code_key(&frames, &names);
+        let key = code_key(&frames, &names, self.skip);
         let i = self.sigs.len() as u32;
         self.sig_index.insert(names.clone(), i);
         self.sigs.push((names, function, key));
@@ -156,27 +156,44 @@ impl<'a> TypeTable<'a> {
 }
 
 /// A frame as a type key and display text: its function, or its module offset.
-/// The stack's key (`BoundaryInfo::code_key`): each frame of the program (or of no known
-/// module) by its name, each run of frames in one shared library by the library's file name.
-/// Why: a library's names, and how many frames its inlined functions show as, come from debug
-/// files that one machine has and the next does not; its file name is the same on both.
-fn code_key(frames: &[scalpel_symbols::Frame], names: &[String]) -> u64 {
+/// The stack's key (`BoundaryInfo::code_key`): each of the program's own frames by its name;
+/// each run of frames in one shared library by the library's file name; each run of the
+/// frames `skip` looks past when naming (a language runtime linked into the program, lock and
+/// channel wrappers) as one mark. Why: a library's names, and how many frames its inlined
+/// functions show as, come from debug files that one machine has and the next does not, and a
+/// runtime's internal names change with the toolchain; the program's code is what the key is
+/// for.
+fn code_key(frames: &[scalpel_symbols::Frame], names: &[String], skip: &SkipList) -> u64 {
+    #[derive(PartialEq)]
+    enum Run<'f> {
+        Library(&'f std::ffi::OsStr),
+        Runtime,
+        Own,
+    }
     let mut h = Fnv::new();
-    let mut last_lib: Option<&std::ffi::OsStr> = None;
+    let mut last = Run::Own;
     for (f, name) in frames.iter().zip(names) {
         let lib = (!f.program)
             .then(|| f.module.as_deref().and_then(|m| m.file_name()))
             .flatten();
-        match lib {
-            Some(l) if last_lib == Some(l) => {}
-            Some(l) => {
-                h.bytes(b"lib").bytes(l.as_encoded_bytes());
-            }
-            None => {
+        let run = match lib {
+            Some(l) => Run::Library(l),
+            None if skip.skips(f) => Run::Runtime,
+            None => Run::Own,
+        };
+        match &run {
+            Run::Own => {
                 h.bytes(name.as_bytes());
             }
+            r if *r == last => {}
+            Run::Library(l) => {
+                h.bytes(b"lib").bytes(l.as_encoded_bytes());
+            }
+            Run::Runtime => {
+                h.bytes(b"runtime");
+            }
         }
-        last_lib = lib;
+        last = run;
     }
     h.get()
 }

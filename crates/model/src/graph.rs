@@ -215,10 +215,12 @@ pub struct BoundaryInfo {
     /// The symbolized call stack, innermost first.
     pub frames: Vec<String>,
     /// A key of the call stack that does not depend on which symbols the machine has (0: no
-    /// stack): the program's frames by name, and each run of frames in one shared library by
-    /// the library's file name alone. A shared library's names come from debug files that one
-    /// machine has and the next does not (`libc6-dbg` names `__libc_start_call_main` where
-    /// `libc.so.6` alone has no name), so task names keyed by them would change by machine.
+    /// stack): the program's own frames by name, each run of frames in one shared library by
+    /// the library's file name alone, each run of runtime frames (those naming skips) as one.
+    /// A shared library's names come from debug files that one machine has and the next does
+    /// not (`libc6-dbg` names `__libc_start_call_main` where `libc.so.6` alone has no name),
+    /// and a runtime's internal names change with the toolchain, so task names keyed by them
+    /// would change by machine.
     pub code_key: u64,
 }
 

@@ -364,6 +364,7 @@ mod tests {
                 op: None,
                 function: Some("wait".to_string()),
                 frames,
+                code_key: 0,
             },
             count,
         }

@@ -2,6 +2,7 @@
 //! and the rule that picks the frame naming a call site ([`naming_frame`], [`SkipList`]). Used
 //! by the graph stage to name leaf types and by `scalpel dump` to print stacks.
 
+mod aliases;
 mod demangle;
 mod naming;
 mod program;

@@ -14,6 +14,7 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
 use scalpel_model::read::{MapEntry, ModuleMap};
 
+use super::aliases::Aliases;
 use super::demangle::demangle;
 use super::program::is_program;
 
@@ -123,6 +124,7 @@ pub struct Symbolizer {
     modules: HashMap<(PathBuf, u64), OnDisk>,
     programs: HashMap<PathBuf, bool>,
     frames: HashMap<(PathBuf, u64), Found>,
+    aliases: Aliases,
     /// One warning per module that could not be used, in the order they were met.
     warnings: Vec<ModuleWarning>,
     warned: std::collections::HashSet<PathBuf>,
@@ -241,7 +243,8 @@ impl Symbolizer {
                         .code_info
                         .as_ref()
                         .and_then(|c| Some((c.to_path().display().to_string(), c.line?)));
-                    (Some(demangle(&s.name)), line)
+                    let name = self.aliases.name(path, s.addr, demangle(&s.name));
+                    (Some(name), line)
                 }
                 _ => (None, None),
             },

@@ -5,9 +5,11 @@
 # commands run there as they are written: `scripts/demo.sh`, then `scripts/test.sh`. Passes only
 # if both exit 0; prints the tests the second lists as "not run".
 #
-# The toolchain is this machine's rustup home, mounted into the new system (a newcomer installs
-# it with rustup; the toolchain server is not reachable from here). Crates are fetched afresh
-# from crates.io, and Debian's packages from its mirror, into the new system.
+# The toolchain is installed inside the new system as the README says: rustup's installer,
+# then `rustup component add rustfmt clippy`; so it is whatever Rust is stable that day, not
+# this machine's. Where sh.rustup.rs does not resolve, the same installer script is taken from
+# its home, static.rust-lang.org/rustup/rustup-init.sh. Crates are fetched afresh from
+# crates.io, and Debian's packages from its mirror, into the new system.
 #
 # Runs as root inside, as the README's root path (the demo installs Graphviz itself; the tests
 # that need root run). Needs root (debootstrap, chroot, mounts); about 15 minutes on 2 cores
@@ -20,12 +22,9 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 NEW=${1:-/tmp/scalpel-newcomer}
-RUSTUP=${RUSTUP_HOME:-$HOME/.rustup}
-CARGO_BIN=${CARGO_HOME:-$HOME/.cargo}/bin
-[ -d "$RUSTUP/toolchains" ] || { echo "newcomer-test: no rustup home at $RUSTUP" >&2; exit 2; }
 command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
 
-MOUNTS=(proc sys dev dev/pts dev/shm root/.rustup root/.cargo/bin)
+MOUNTS=(proc sys dev dev/pts dev/shm)
 unmount_all() {
     for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
         if mountpoint -q "$NEW/${MOUNTS[$i]}" 2>/dev/null; then
@@ -36,7 +35,7 @@ unmount_all() {
 }
 unmount_all
 trap unmount_all EXIT
-# Never into a mount left behind (the toolchain is mounted read-write).
+# Never into a mount left behind.
 rm -rf --one-file-system "$NEW"
 
 echo "== a fresh Debian 12 in $NEW =="
@@ -50,9 +49,6 @@ mount --bind /dev "$NEW/dev"
 mount --make-rslave "$NEW/dev"
 mount --bind /dev/pts "$NEW/dev/pts"
 mount -t tmpfs -o mode=1777 tmpfs "$NEW/dev/shm"
-mkdir -p "$NEW/root/.rustup" "$NEW/root/.cargo/bin"
-mount --bind "$RUSTUP" "$NEW/root/.rustup"
-mount --bind -o ro "$CARGO_BIN" "$NEW/root/.cargo/bin"
 
 in_new() {
     chroot "$NEW" env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
@@ -68,6 +64,15 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
     cp /usr/local/share/ca-certificates/*.crt "$NEW/usr/local/share/ca-certificates/"
     in_new "update-ca-certificates >/dev/null"
 fi
+echo "== Rust as the README installs it: rustup, then rustfmt and clippy =="
+INSTALLER=https://sh.rustup.rs
+if ! getent hosts sh.rustup.rs >/dev/null; then
+    INSTALLER=https://static.rust-lang.org/rustup/rustup-init.sh
+    echo "(sh.rustup.rs does not resolve here: the same script from $INSTALLER)"
+fi
+# -y: the installer asks before it changes anything, and there is nobody to answer here.
+in_new "curl --proto '=https' --tlsv1.2 -sSf $INSTALLER | sh -s -- -y >/dev/null 2>&1 \
+    && rustup component add rustfmt clippy >/dev/null 2>&1"
 in_new "cargo --version && rustc --version && python3 --version && cc --version | head -1"
 
 echo "== a fresh clone of HEAD ($(git rev-parse --short HEAD)) =="

@@ -91,6 +91,12 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, a: *const sockaddr, l: sockle
     r
 }
 
+// Newer compilers check a definition of a symbol their standard library calls (`close`,
+// `read`, `write`) against the declaration it uses: `extern "C"`. This hook is `C-unwind` on
+// purpose (a thread cancelled inside the call unwinds through it; see the module docs of
+// `hooks`), which changes only what an unwind may do, not how the call is made.
+// `unknown_lints`: compilers older than that check do not know its name.
+#[allow(unknown_lints, invalid_runtime_symbol_definitions)]
 #[no_mangle]
 pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
     type F = unsafe extern "C-unwind" fn(c_int) -> c_int;

@@ -101,8 +101,14 @@ fn output(
     r
 }
 
+// Newer compilers check a definition of a symbol their standard library calls (`close`,
+// `read`, `write`) against the declaration it uses: `extern "C"`. This hook is `C-unwind` on
+// purpose (a thread cancelled inside the call unwinds through it; see the module docs of
+// `hooks`), which changes only what an unwind may do, not how the call is made.
+// `unknown_lints`: compilers older than that check do not know its name.
 macro_rules! io_hook {
     ($dir:ident, $op:expr, $name:ident ( $fd:ident : c_int $(, $a:ident : $t:ty)* ) $(aux $aux:ident)? $(flags $fl:ident)?) => {
+        #[allow(unknown_lints, invalid_runtime_symbol_definitions)]
         #[no_mangle]
         pub unsafe extern "C-unwind" fn $name($fd: c_int $(, $a: $t)*) -> ssize_t {
             type F = unsafe extern "C-unwind" fn(c_int $(, $t)*) -> ssize_t;

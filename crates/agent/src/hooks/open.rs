@@ -27,8 +27,14 @@ pub(crate) fn fresh(fd: c_int) -> c_int {
     fd
 }
 
+// Newer compilers check a definition of a symbol their standard library calls (`open`)
+// against the declaration it uses, variadic. Stable Rust cannot define a variadic function;
+// a fixed third argument is where the Linux x86-64 and AArch64 calling conventions put a
+// variadic `int` (registers, the count of vector registers in `al` unread), so the hook reads
+// the mode the caller passed. `unknown_lints`: older compilers do not know the check's name.
 macro_rules! open_hook {
     ($name:ident) => {
+        #[allow(unknown_lints, invalid_runtime_symbol_definitions)]
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
             let Some(f) = real!($name: OpenFn) else { return enosys() };

@@ -74,7 +74,7 @@ fn read_is_program(path: &Path) -> std::io::Result<bool> {
     f.seek(SeekFrom::Start(offset))?;
     f.read_exact(&mut entries)?;
     let (mut pie, mut soname) = (false, false);
-    for e in entries.chunks_exact(16) {
+    for e in entries.as_chunks::<16>().0 {
         match (u64_at(e, 0), u64_at(e, 8)) {
             (DT_NULL, _) => break,
             (DT_SONAME, _) => soname = true,

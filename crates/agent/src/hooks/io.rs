@@ -125,21 +125,41 @@ macro_rules! io_hook {
     };
 }
 
-io_hook!(input, Op::Read, read(fd: c_int, buf: *mut c_void, n: size_t));
-io_hook!(input, Op::Readv, readv(fd: c_int, iov: *const iovec, cnt: c_int));
+io_hook!(
+    input,
+    Op::Read,
+    read(fd: c_int, buf: *mut c_void, n: size_t)
+);
+io_hook!(
+    input,
+    Op::Readv,
+    readv(fd: c_int, iov: *const iovec, cnt: c_int)
+);
 io_hook!(input, Op::Pread, pread(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off_t) aux off);
 io_hook!(input, Op::Pread, pread64(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off64_t) aux off);
 io_hook!(input, Op::Recv, recv(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int) flags fl);
 io_hook!(input, Op::Recvfrom, recvfrom(fd: c_int, buf: *mut c_void, n: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t) flags fl);
 io_hook!(input, Op::Recvmsg, recvmsg(fd: c_int, m: *mut msghdr, fl: c_int) flags fl);
-io_hook!(input, Op::Read, __read_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t));
+io_hook!(
+    input,
+    Op::Read,
+    __read_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t)
+);
 io_hook!(input, Op::Pread, __pread_chk(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off_t, cap: size_t) aux off);
 io_hook!(input, Op::Pread, __pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, off: libc::off64_t, cap: size_t) aux off);
 io_hook!(input, Op::Recv, __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int) flags fl);
 io_hook!(input, Op::Recvfrom, __recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, cap: size_t, fl: c_int, a: *mut sockaddr, l: *mut socklen_t) flags fl);
 
-io_hook!(output, Op::Write, write(fd: c_int, buf: *const c_void, n: size_t));
-io_hook!(output, Op::Writev, writev(fd: c_int, iov: *const iovec, cnt: c_int));
+io_hook!(
+    output,
+    Op::Write,
+    write(fd: c_int, buf: *const c_void, n: size_t)
+);
+io_hook!(
+    output,
+    Op::Writev,
+    writev(fd: c_int, iov: *const iovec, cnt: c_int)
+);
 io_hook!(output, Op::Pwrite, pwrite(fd: c_int, buf: *const c_void, n: size_t, off: libc::off_t) aux off);
 io_hook!(output, Op::Pwrite, pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: libc::off64_t) aux off);
 io_hook!(output, Op::Send, send(fd: c_int, buf: *const c_void, n: size_t, fl: c_int) flags fl);

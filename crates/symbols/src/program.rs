@@ -96,31 +96,31 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 mod tests {
     use super::*;
 
+    /// The path of a module mapped into this process whose path contains `fragment`.
+    fn mapped(fragment: &str) -> String {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.contains(fragment))
+            .unwrap_or_else(|| panic!("{fragment} in this process's maps"))
+            .to_owned()
+    }
+
     #[test]
     fn this_test_binary_is_a_program_and_its_c_library_is_not() {
         let exe = std::env::current_exe().unwrap();
         assert!(is_program(&exe), "{}", exe.display());
         // Rust's runtime on linux-gnu links the unwinder as a shared library.
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let lib = maps
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|p| p.contains("libgcc_s"))
-            .expect("libgcc_s in this process's maps");
-        assert!(!is_program(Path::new(lib)), "{lib}");
+        let lib = mapped("libgcc_s");
+        assert!(!is_program(Path::new(&lib)), "{lib}");
     }
 
     /// glibc's libc.so.6 names an interpreter (it can be run to print its version); it is a
     /// library all the same.
     #[test]
     fn the_c_library_is_no_program_though_it_can_be_run() {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let libc = maps
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|p| p.contains("/libc.so"))
-            .expect("libc in this process's maps");
-        assert!(!is_program(Path::new(libc)), "{libc}");
+        let libc = mapped("/libc.so");
+        assert!(!is_program(Path::new(&libc)), "{libc}");
     }
 
     #[test]

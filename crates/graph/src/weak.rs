@@ -34,6 +34,9 @@
 //!   reaches at least twice. A worker's first repeated wait is where it takes work; a later one
 //!   (joining sub-requests, waiting for a reply) is part of the work. This is a guess, and the
 //!   graph stage drops it on threads whose new work is known from hand-off edges (see `mod.rs`).
+//!   A site visited once before the head, with the head's operation and object and the head's
+//!   stack but for one return address, is the head too: the loop's first take, which a
+//!   compiler that peels or rotates the loop calls from a copy of its own (`peeled_heads`).
 //!
 //! Weak edges are still edges: the hierarchy miner contracts them after everything else.
 
@@ -111,6 +114,7 @@ pub(super) fn weak_boundaries(
         .filter(|(_, (count, _))| *count >= 2)
         .min_by_key(|(_, (_, first))| *first)
         .map(|(site, _)| *site);
+    let peeled = head.map_or_else(Vec::new, |h| peeled_heads(&visits, h, leaves));
     let dispatch_at = |i: usize| {
         let x = sites.get(i).map_or(0, |s| s.1);
         match leaves[i].end_op.and_then(|o| o.op()) {
@@ -156,7 +160,8 @@ pub(super) fn weak_boundaries(
             _ if next_fetch => (true, false),
             _ if next_reply(i) => (true, false),
             Some(op) if dequeue_like(op) => {
-                let h = head == Some(site_of(i, op.into()));
+                let site = site_of(i, op.into());
+                let h = head == Some(site) || peeled.contains(&site);
                 (h, h)
             }
             Some(_) => (false, false),
@@ -166,4 +171,41 @@ pub(super) fn weak_boundaries(
         order.head.push(at_head);
     }
     order
+}
+
+/// The loop head's first visit where the compiler gave it a call of its own: a site visited
+/// once, before the head's first visit, with the head's operation on the head's object, whose
+/// stack is the head's but for one return address. A compiler that peels a loop's first
+/// iteration, or rotates the loop, copies the call: the first take of work returns to another
+/// place in the same function (rustc 1.99's `read_exact` in a worker's loop does). Without this
+/// the worker's first item was not new work, and its task differed from every later one's.
+fn peeled_heads<'a>(
+    visits: &AHashMap<Site<'a>, (u32, usize)>,
+    head: Site<'a>,
+    leaves: &[LocalLeaf],
+) -> Vec<Site<'a>> {
+    let (Some(head_frames), Some(&(_, head_first))) = (head.1, visits.get(&head)) else {
+        return Vec::new();
+    };
+    let head_obj = leaves[head_first].end_obj;
+    let mut peeled: Vec<(usize, Site<'a>)> = visits
+        .iter()
+        .filter(|(site, (count, first))| {
+            *count == 1
+                && *first < head_first
+                && site.0 == head.0
+                && head_obj.is_some()
+                && leaves[*first].end_obj == head_obj
+                && site.1.is_some_and(|f| one_frame_apart(f, head_frames))
+        })
+        .map(|(site, (_, first))| (*first, *site))
+        .collect();
+    // By first visit: the map's order is not the trace's.
+    peeled.sort_unstable_by_key(|(first, _)| *first);
+    peeled.into_iter().map(|(_, site)| site).collect()
+}
+
+/// Whether two stacks have the same depth and differ in exactly one frame.
+fn one_frame_apart(a: &[u64], b: &[u64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).filter(|(x, y)| x != y).count() == 1
 }

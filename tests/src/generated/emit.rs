@@ -19,8 +19,8 @@ pub fn program(spec: &Spec) -> String {
     match spec.arch {
         Arch::ThreadPerConnection => thread_per_connection(&mut c),
         Arch::EventLoop => event_loop(&mut c),
-        Arch::Pool if spec.completions => completion_pool(&mut c),
-        Arch::Pool => pool(&mut c),
+        Arch::Pool if spec.completions => completion_pool(&mut c, spec.peeled),
+        Arch::Pool => pool(&mut c, spec.peeled),
         Arch::Pipeline => pipeline(&mut c, spec),
         Arch::ForkPerConnection => fork_per_connection(&mut c),
     }
@@ -193,8 +193,25 @@ fn event_loop(c: &mut String) {
     c.push_str("\nstatic void server(int lfd) { epoll_loop(lfd); }\n");
 }
 
-fn pool(c: &mut String) {
-    c.push_str(
+/// A pool worker's loop header as written, and with its first take peeled out of the loop
+/// (see [`Spec::peeled`]): the first item then comes from a call site of its own.
+const WORKER_LOOP: &str = "    for (;;) {\n        struct item it = handoff_take(&hq);\n";
+const PEELED_LOOP: &str =
+    "    struct item it = handoff_take(&hq);\n    for (;; it = handoff_take(&hq)) {\n";
+
+/// `code`'s worker loop peeled when `peeled`.
+fn push_worker(c: &mut String, code: &str, peeled: bool) {
+    assert!(code.contains(WORKER_LOOP), "the worker loop to peel");
+    if peeled {
+        c.push_str(&code.replacen(WORKER_LOOP, PEELED_LOOP, 1));
+    } else {
+        c.push_str(code);
+    }
+}
+
+fn pool(c: &mut String, peeled: bool) {
+    push_worker(
+        c,
         r#"
 static struct handoff hq;
 
@@ -210,6 +227,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 "#,
+        peeled,
     );
     epoll_loop(
         c,
@@ -363,8 +381,8 @@ static void server(int lfd) {
 }
 "#;
 
-fn completion_pool(c: &mut String) {
-    c.push_str(COMPLETION_POOL);
+fn completion_pool(c: &mut String, peeled: bool) {
+    push_worker(c, COMPLETION_POOL, peeled);
 }
 
 fn pipeline(c: &mut String, s: &Spec) {

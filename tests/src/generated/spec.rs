@@ -133,6 +133,10 @@ pub struct Spec {
     /// and hands over a connection's next (pipelined) request only after its reply, as nginx's
     /// thread pools do (pool only; drawn after `call`, for the same reason).
     pub completions: bool,
+    /// The pool's workers take their first item before their loop, from a call of its own,
+    /// as a compiler that peels or rotates a loop writes it (pool only; drawn last, for the
+    /// same reason).
+    pub peeled: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -181,6 +185,7 @@ impl Spec {
         let flooded = d.chance(500);
         let call = d.chance(250);
         let completions = d.chance(500);
+        let peeled = d.chance(500);
         let forked = arch == Arch::ForkPerConnection;
         Spec {
             seed,
@@ -201,6 +206,7 @@ impl Spec {
             flooded,
             call: call && matches!(arch, Arch::ThreadPerConnection | Arch::EventLoop),
             completions: completions && arch == Arch::Pool,
+            peeled: peeled && arch == Arch::Pool,
         }
     }
 
@@ -235,6 +241,9 @@ impl fmt::Display for Spec {
         }
         if self.completions {
             write!(f, " replies=loop")?;
+        }
+        if self.peeled {
+            write!(f, " first-take=peeled")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

@@ -169,9 +169,12 @@ fn a_directory_swapped_for_a_link_at_creation_changes_nothing() {
         );
         return;
     }
-    let swap = build_c("rec_swap", "rec_swap", &[]);
     let tmp = tempfile::tempdir().unwrap();
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    // The attacker runs as uid 65534, which may not reach the build directory (a checkout in
+    // root's 0700 home, as the README's newcomer has): it runs from a copy here.
+    let swap = tmp.path().join("rec_swap");
+    fs::copy(build_c("rec_swap", "rec_swap", &[]), &swap).unwrap();
     // Not named like a trace: a recorder that followed the link would fill it.
     let victim = tmp.path().join("victim");
     fs::create_dir(&victim).unwrap();

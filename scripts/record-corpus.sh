@@ -86,6 +86,7 @@ gen-sem-queue|gen:887023002|
 gen-forwarded|gen:884327022|
 gen-room-between-pushes|gen:893100003|
 gen-peeled|gen:42|
+gen-pipelined-commit|gen:896200010|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -29,7 +29,7 @@ use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
 use crate::{
     assemble, calls, completions, condlocks, event, eventloop, filter, futexlocks, latches, locks,
-    merge, naming, queues, ready, retype, service, signals, types,
+    merge, naming, queues, ready, replycalls, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -58,13 +58,22 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     // Waits that were cuts: back-pressure, calls to a service, calls to a helper, and
     // conditions used as locks. They become waits inside their leaves (`merge`), before the
     // leaves are typed and named.
+    let mut calling = served.waits;
+    calling.extend(called.waits);
+    let calls = service::uncut(&graph, &edges, &calling, &served.callers, &called.callers);
     let mut turned = asm.capacity_waits;
-    turned.extend(served.waits);
-    turned.extend(called.waits);
+    turned.extend(calling);
     turned.extend(asm.cond_locks.waits);
     let mut signals = served.callers;
     signals.extend(asm.cond_locks.signals);
     let uncut = service::uncut(&graph, &edges, &turned, &signals, &called.callers);
+    replycalls::weaken(
+        &graph,
+        &mut edges,
+        &mut weak,
+        &uncut.iter().copied().collect(),
+        &calls.into_iter().collect(),
+    );
     waits.extend(turned);
     graph.locks = locks;
     graph.lock_waits = waits;

@@ -33,6 +33,7 @@ mod outbound;
 mod queues;
 mod ready;
 mod replies;
+mod replycalls;
 mod retype;
 mod service;
 mod signals;

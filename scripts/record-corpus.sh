@@ -87,6 +87,7 @@ gen-forwarded|gen:884327022|
 gen-room-between-pushes|gen:893100003|
 gen-peeled|gen:42|
 gen-pipelined-commit|gen:896200010|
+gen-pipelined-call|gen:899300016|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

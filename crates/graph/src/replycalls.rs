@@ -5,11 +5,12 @@
 //! the same write: the second answers a request read with the first. A pipelined request that
 //! calls out before its reply (it waits for a group commit, it asks a backend) puts cuts between
 //! the two writes, and the rule did not see them as neighbours: the next request's call joined
-//! the request before it. Those cuts are the ones the stages below turn into waits inside the
-//! work (`service`, `calls`): with them merged, the two replies are neighbours again. So a reply
-//! whose thread's next remaining cut is a write from the same call on the same connection, with
-//! only merged cuts between and at least one of them a call of that kind, ends a request, as
-//! two neighbouring replies do.
+//! the request before it. Those cuts are the next request's calls: into a service or a helper
+//! (which the stages below turn into waits inside the work, `service`, `calls`), or through a
+//! peer outside the trace (`call` edges, `outbound`). So a reply whose thread's next remaining
+//! cut, past merged cuts and the cuts of calls through a peer, is a write from the same call on
+//! the same connection, with at least one call between, ends a request, as two neighbouring
+//! replies do.
 //!
 //! Why a call must be among them: with lock traffic alone between two writes from one site (an
 //! interpreter's global lock taken and dropped between a reply's header and its body), nothing
@@ -43,9 +44,10 @@ fn same_call(graph: &Graph, a: &Leaf, b: &Leaf) -> bool {
     a.end_op == b.end_op && a.end_obj == b.end_obj && ta.op == tb.op && ta.frames == tb.frames
 }
 
-/// Marks weak the program edge out of every reply followed, across merged cuts of which one is
-/// a call (`calls`), by the same reply call. `uncut`: the leaves whose ending call the merge
-/// will undo. Returns how many edges it weakened.
+/// Marks weak the program edge out of every reply followed, across calls (`calls`: merged calls
+/// into a service or a helper; and calls through a peer, from the `call` edges) and other
+/// merged cuts (`uncut`: the leaves whose ending call the merge will undo), by the same reply
+/// call. Returns how many edges it weakened.
 pub(super) fn weaken(
     graph: &Graph,
     edges: &mut [Edge],
@@ -53,6 +55,24 @@ pub(super) fn weaken(
     uncut: &AHashSet<u32>,
     calls: &AHashSet<u32>,
 ) -> usize {
+    // Calls through a peer: the leaves a `call` edge leaves, and every cut on its connection.
+    let mut call_chans: AHashSet<u64> = AHashSet::new();
+    let mut calls = calls.clone();
+    for e in edges.iter().filter(|e| e.kind == EdgeKind::Call) {
+        calls.insert(e.from.get());
+        let chan = e
+            .obj
+            .and_then(|o| graph.objects.get(o.index())?.channel.as_ref());
+        if let Some(Channel::Stream { key, .. }) = chan {
+            call_chans.insert(*key);
+        }
+    }
+    for (i, l) in graph.leaves.iter().enumerate() {
+        if channel(graph, l).is_some_and(|c| call_chans.contains(&c)) {
+            calls.insert(i as u32);
+        }
+    }
+    let passed = |k: u32| uncut.contains(&k) || calls.contains(&k);
     let mut found: AHashSet<u32> = AHashSet::new();
     for t in &graph.threads {
         let first = t.first_leaf.index();
@@ -68,7 +88,7 @@ pub(super) fn weaken(
                     read.insert(ch);
                 }
                 Some(false) if read.contains(&ch) => {
-                    if let Some(j) = next_remaining(i, range.end, uncut) {
+                    if let Some(j) = next_remaining(i, range.end, passed) {
                         let between = |k: usize| {
                             let m = &graph.leaves[k];
                             (
@@ -99,11 +119,11 @@ pub(super) fn weaken(
     found.len()
 }
 
-/// The thread's next cut after leaf `i` that the merge leaves (the first leaf after `i`, before
-/// `end`, whose predecessor's cut is not undone), when at least one cut between is undone.
-fn next_remaining(i: usize, end: usize, uncut: &AHashSet<u32>) -> Option<usize> {
+/// The thread's next cut after leaf `i`, before `end`, past the cuts `passed` says to pass,
+/// when there is at least one such cut between.
+fn next_remaining(i: usize, end: usize, passed: impl Fn(u32) -> bool) -> Option<usize> {
     let mut j = i + 1;
-    while j < end && uncut.contains(&(j as u32)) {
+    while j < end && passed(j as u32) {
         j += 1;
     }
     (j > i + 1 && j < end).then_some(j)

@@ -17,8 +17,11 @@ const SEEDS: std::ops::Range<u64> = 0..25;
 /// tried, the machine idle or loaded). Pipelined replies (4, 14, 15, 19, 24), a group commit's
 /// waits (20) and calls to a helper (1) joined them in session 27. Seed 8 (a flooded 3-stage
 /// pipeline with commits) meets them on an idle machine but fell to 0.65 on a loaded one.
+/// Seed 17 (a pool reporting back to its event loop through a futex-counted queue) joined in
+/// session 34: 1.0 in six runs, one of them loaded; seeds 8, 13 and 23 reached the bounds in
+/// most of those runs but not all (23 once gave 0).
 const HOLDING: &[u64] = &[
-    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 18, 19, 20, 21, 22, 24,
+    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24,
 ];
 
 #[test]

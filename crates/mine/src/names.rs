@@ -531,30 +531,33 @@ impl Parts<'_> {
 }
 
 /// Suffixes for types of one name: the fewest hex digits of their keys (at least 4) that tell
-/// them apart; types whose whole keys are equal are numbered after the key, in type order.
+/// their distinct keys apart; a type whose whole key equals an earlier one's (in type order)
+/// gets that suffix numbered (`b104.2`). Why the distinct keys: one pair of equal keys used to
+/// make every type of the name carry all sixteen digits.
 fn suffixes(group: &[usize], keys: &[u64]) -> Vec<String> {
-    for digits in [4usize, 6, 8, 12, 16] {
-        let cut: Vec<String> = group
-            .iter()
-            .map(|&i| format!("{:016x}", keys[i])[..digits].to_owned())
-            .collect();
-        let mut sorted = cut.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() == cut.len() {
-            return cut;
-        }
-    }
+    let mut distinct: Vec<u64> = group.iter().map(|&i| keys[i]).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let hex = |k: u64| format!("{k:016x}");
+    let digits = [4usize, 6, 8, 12]
+        .into_iter()
+        .find(|&d| {
+            let mut cut: Vec<String> = distinct.iter().map(|&k| hex(k)[..d].to_owned()).collect();
+            cut.dedup();
+            cut.len() == distinct.len()
+        })
+        .unwrap_or(16);
     let mut seen: AHashMap<u64, u32> = AHashMap::new();
     group
         .iter()
         .map(|&i| {
             let n = seen.entry(keys[i]).or_insert(0);
             *n += 1;
+            let base = hex(keys[i])[..digits].to_owned();
             if *n == 1 {
-                format!("{:016x}", keys[i])
+                base
             } else {
-                format!("{:016x}.{n}", keys[i])
+                format!("{base}.{n}")
             }
         })
         .collect()
@@ -646,5 +649,18 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), 3, "{names:?}");
         assert!(names.iter().all(|n| n.len() == 10), "{names:?}");
+    }
+
+    #[test]
+    fn equal_keys_are_numbered_and_leave_the_others_short() {
+        let keys = [
+            0xb104_8090_d647_5257,
+            0xb104_8090_d647_5257,
+            0x2e03_0000_0000_0001,
+        ];
+        assert_eq!(suffixes(&[0, 1, 2], &keys), ["b104", "b104.2", "2e03"]);
+        // Distinct keys sharing their first four digits get six.
+        let keys = [0x1234_5600_0000_0000, 0x1234_7800_0000_0000];
+        assert_eq!(suffixes(&[0, 1], &keys), ["123456", "123478"]);
     }
 }

@@ -259,9 +259,15 @@ impl<T> Port<T> {
 struct Flow {
     /// Bytes queued for the senders.
     bytes: usize,
-    /// Set after a flow-control sleep, until the queue is down to half the limit: the senders
-    /// then drain it without sleeping again.
+    /// Set when a stall begins, until the queue is down to half the limit: the senders then
+    /// drain it without stalling again.
     draining: bool,
+    /// The end of the stall under way (nanoseconds after `epoch`): every sender that takes a
+    /// packet before then sleeps until then, so the senders stall together. Why one shared end
+    /// rather than each sender's own sleep deciding: a sender that woke after the others had
+    /// drained the queue set `draining` again, and how often that happened decided how many
+    /// stalls a run had (3 to 7 in runs of one setting).
+    stall_until: Option<u64>,
 }
 
 struct Primary {
@@ -397,10 +403,11 @@ impl Primary {
         }
     }
 
-    /// The network layer's flow control: the paper's one-second sleep when too much is queued.
+    /// The network layer's flow control: the paper's one-second sleep when too much is queued
+    /// (`left` of it, for a sender that joins a stall under way).
     #[inline(never)]
-    fn flow_control_sleep(&self) {
-        thread::sleep(self.opts.flow_sleep);
+    fn flow_control_sleep(&self, left: Duration) {
+        thread::sleep(left);
         // Counted after the sleep so that the sleep is not a tail call: the frame of this
         // function stays on the stack the agent records.
         self.stalls.fetch_add(1, Ordering::Relaxed);
@@ -447,18 +454,28 @@ impl Primary {
 
     fn sender(&self) {
         while let Some(o) = self.net.get() {
-            let over = {
+            let left = {
                 let mut f = self.flow.lock().expect("flow lock");
-                let over = f.bytes > self.opts.flow_limit && !f.draining;
+                let now = self.epoch.elapsed().as_nanos() as u64;
+                if f.bytes > self.opts.flow_limit && !f.draining && f.stall_until.is_none() {
+                    f.stall_until = Some(now + self.opts.flow_sleep.as_nanos() as u64);
+                    f.draining = true;
+                }
+                let left = match f.stall_until {
+                    Some(end) if end > now => Some(Duration::from_nanos(end - now)),
+                    _ => None,
+                };
+                if left.is_none() {
+                    f.stall_until = None;
+                }
                 f.bytes -= o.payload.len() + 13;
                 if f.bytes <= self.opts.flow_limit / 2 {
                     f.draining = false;
                 }
-                over
+                left
             };
-            if over {
-                self.flow_control_sleep();
-                self.flow.lock().expect("flow lock").draining = true;
+            if let Some(left) = left {
+                self.flow_control_sleep(left);
             }
             self.send_packet(&o);
         }

@@ -20,8 +20,9 @@
 //!   machine under the agent they manage 1.2 to 3 MB/s; at 10 MB/s some runs never filled the
 //!   queue.
 //! - Flow control in the network layer: when more than `--flow-limit` bytes (default 32 KiB)
-//!   are queued, a sender sleeps `--flow-sleep-ms` (default 1 s), then the senders drain the
-//!   queue to half the limit.
+//!   are queued, the senders stall together for `--flow-sleep-ms` (default 1 s: each sender
+//!   that takes a packet in that time sleeps to its end), then drain the queue to half the
+//!   limit.
 //!   With `--rpc async` (the default) the workers queue mutations faster than the link carries
 //!   them, so the senders stall together again and again and the link idles most of the time;
 //!   `--rpc sync` sends from the worker and waits for the ack, so the queue never fills.

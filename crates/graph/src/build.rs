@@ -12,11 +12,11 @@
 //! 7. Locks: mutex order as contention data, never as edges.
 //! 8. Filters, then the edges' final form.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
+use scalpel_model::graph::{Edge, EdgeKind, Graph, HostInfo, LockWait};
 use scalpel_model::object::Channel;
 use scalpel_model::read::{read_dir_with, ProcessSinks, TraceDir};
 
@@ -28,14 +28,22 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
 use crate::{
-    assemble, calls, completions, condlocks, event, eventloop, filter, futexlocks, latches, locks,
-    merge, naming, queues, ready, replycalls, retype, service, signals, types,
+    assemble, calls, completions, condlocks, event, eventloop, filter, futexlocks, hosts, latches,
+    locks, merge, naming, queues, ready, replycalls, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
 pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError> {
-    let mut read = read(dir, opts)?;
-    let (mut warnings, events) = account(dir, opts, &mut read)?;
+    build_graph_of(&[dir.to_path_buf()], opts)
+}
+
+/// Builds one causal graph of the traces in `dirs`, recorded on one machine or several (see
+/// [`crate::hosts`]); the first directory's machine is the reference whose clock every time
+/// is put on. One directory gives exactly what [`build_graph`] gives.
+pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, GraphError> {
+    let (read, mut warnings, events, hosts) = read_all(dirs, opts)?;
+    let dir = read.trace.path.clone();
+    let dir = dir.as_path();
     let Read {
         trace,
         sinks,
@@ -88,6 +96,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
         });
     }
     finish_edges(&mut graph, edges, ext, &asm.obj_kinds);
+    graph.hosts = hosts;
     Ok(Built {
         graph,
         warnings,
@@ -97,10 +106,53 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
 
 /// Phase 1's result: the trace, each thread cut into leaves, and each latch wait with the send
 /// that ended it.
-struct Read {
-    trace: TraceDir,
-    sinks: Vec<ProcessSinks<ThreadSink>>,
-    latched: Vec<(FileEvent, FileEvent)>,
+pub(crate) struct Read {
+    pub trace: TraceDir,
+    pub sinks: Vec<ProcessSinks<ThreadSink>>,
+    pub latched: Vec<(FileEvent, FileEvent)>,
+}
+
+/// Phases 1 and 2 for each directory, and the directories put together when there are several;
+/// with the warnings, the events read and the machines (none for one directory).
+fn read_all(
+    dirs: &[PathBuf],
+    opts: &GraphOptions,
+) -> Result<(Read, Vec<GraphWarning>, u64, Vec<HostInfo>), GraphError> {
+    given_once(dirs)?;
+    let mut reads = Vec::with_capacity(dirs.len());
+    let mut warnings = Vec::new();
+    let mut events = 0u64;
+    for dir in dirs {
+        let mut r = read(dir, opts)?;
+        let (w, e) = account(dir, opts, &mut r)?;
+        warnings.extend(w);
+        events += e;
+        reads.push(r);
+    }
+    if reads.len() == 1 {
+        let r = reads.pop().expect("one read");
+        return Ok((r, warnings, events, Vec::new()));
+    }
+    let merged = hosts::merge(reads);
+    warnings.extend(merged.warnings);
+    Ok((merged.read, warnings, events, merged.hosts))
+}
+
+/// Refuses a directory given twice (under two names or one).
+fn given_once(dirs: &[PathBuf]) -> Result<(), GraphError> {
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for d in dirs {
+        let real = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+        if let Some((_, first)) = seen.iter().find(|(r, _)| *r == real) {
+            return Err(GraphError::GivenTwice {
+                dir: real,
+                first: (*first).clone(),
+                second: d.clone(),
+            });
+        }
+        seen.push((real, d));
+    }
+    Ok(())
 }
 
 /// Phase 1: decodes and cuts every file, then recuts threads at the futex words that turned

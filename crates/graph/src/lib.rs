@@ -21,6 +21,7 @@ mod eventfd;
 mod eventloop;
 mod filter;
 mod futexlocks;
+mod hosts;
 mod latches;
 mod leaves;
 mod local;
@@ -44,6 +45,6 @@ mod types;
 mod waits;
 mod weak;
 
-pub use build::build_graph;
+pub use build::{build_graph, build_graph_of};
 pub use filter::{Filter, FilterError};
 pub use options::{Built, GraphError, GraphOptions, GraphWarning};

@@ -51,6 +51,19 @@ pub enum GraphError {
         /// Leaves before filtering.
         leaves: usize,
     },
+    /// One trace directory given twice among the traces of several machines.
+    #[error(
+        "{}: given twice (as {} and {}): each machine's trace is given once",
+        .dir.display(), .first.display(), .second.display()
+    )]
+    GivenTwice {
+        /// The directory, resolved.
+        dir: PathBuf,
+        /// How it was given first.
+        first: PathBuf,
+        /// How it was given again.
+        second: PathBuf,
+    },
 }
 
 /// Data the graph stage had to do without: each names its file (and offset, if any). What is
@@ -91,6 +104,68 @@ pub enum GraphWarning {
         path: PathBuf,
         /// What was lost.
         losses: RecordingLosses,
+    },
+    /// Traces of several machines, one without the file that says which machine it is.
+    #[error(
+        "{}: no {} (a recorder older than the file made it): taken as a machine of its own",
+        .path.display(), scalpel_model::format::HOST_FILE
+    )]
+    NoHostFile {
+        /// The trace directory.
+        path: PathBuf,
+    },
+    /// Two trace directories of one machine (one boot, one network and time namespace).
+    #[error(
+        "{}: recorded on the same machine as {} (one boot, the same namespaces): merged as \
+         one machine, on one clock",
+        .path.display(), .first.display()
+    )]
+    OneMachine {
+        /// The later directory.
+        path: PathBuf,
+        /// The directory of that machine given first.
+        first: PathBuf,
+    },
+    /// A machine that shares no connection (seen from its start on both ends) with the others.
+    #[error(
+        "host {host} ({}): no connection with the other machines seen from its start on both \
+         ends: placed by its wall clock, with no bound",
+        .path.display()
+    )]
+    Unaligned {
+        /// The machine's name.
+        host: String,
+        /// Its trace directory.
+        path: PathBuf,
+    },
+    /// The messages between two machines contradict each other.
+    #[error(
+        "host {host}: its messages with {with} contradict each other by {overlap_ns} ns (no \
+         clock offset satisfies them all; clocks that jumped, or connections wrongly paired): \
+         placed midway"
+    )]
+    ClocksCross {
+        /// The machine placed.
+        host: String,
+        /// The machine it was placed against.
+        with: String,
+        /// By how much the tightest messages each way overlap.
+        overlap_ns: u64,
+    },
+    /// Messages read before they were written, once the clocks are aligned.
+    #[error(
+        "{count} message(s) from {from} to {to} end before they begin on the aligned clocks \
+         (by up to {worst_ns} ns)"
+    )]
+    OutOfOrder {
+        /// The writing machine.
+        from: String,
+        /// The reading machine.
+        to: String,
+        /// How many.
+        count: u64,
+        /// The largest gap (ns).
+        worst_ns: u64,
     },
 }
 

@@ -40,12 +40,18 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
         .collect();
     let leaves = &graph.leaves;
     let thread_of = |leaf: u32| leaves.get(leaf as usize).map(|l| l.thread);
-    // Threads by pid and by tid; pthread handles by (process, handle).
-    let mut by_pid: AHashMap<u32, Vec<ThreadId>> = AHashMap::new();
-    let mut by_tid: AHashMap<u32, Vec<ThreadId>> = AHashMap::new();
+    // Threads by pid and by tid, each on its machine (a signal never leaves one); pthread
+    // handles by (process, handle).
+    let host = |t: ThreadId| {
+        let p = graph.threads[t.index()].process;
+        graph.processes.get(p.index()).map(|p| p.host)
+    };
+    let mut by_pid: AHashMap<_, Vec<ThreadId>> = AHashMap::new();
+    let mut by_tid: AHashMap<_, Vec<ThreadId>> = AHashMap::new();
     for (i, t) in graph.threads.iter().enumerate() {
-        by_pid.entry(t.pid).or_default().push(ThreadId::at(i));
-        by_tid.entry(t.tid).or_default().push(ThreadId::at(i));
+        let id = ThreadId::at(i);
+        by_pid.entry((host(id), t.pid)).or_default().push(id);
+        by_tid.entry((host(id), t.tid)).or_default().push(id);
     }
     let mut by_handle: AHashMap<(u32, u64), ThreadId> = AHashMap::new();
     for b in bounds
@@ -69,10 +75,10 @@ pub(super) fn signals(bounds: &[Bound], graph: &Graph, edges: &[Edge]) -> Vec<Ed
             // A pid of 0 or above i32::MAX is a process group: not followed.
             Op::Kill | Op::Sigqueue => target
                 .filter(|&p| p != 0 && p <= i32::MAX as u32)
-                .and_then(|p| by_pid.get(&p).cloned())
+                .and_then(|p| by_pid.get(&(host(sender), p)).cloned())
                 .unwrap_or_default(),
             Op::Tgkill => target
-                .and_then(|p| by_tid.get(&p).cloned())
+                .and_then(|p| by_tid.get(&(host(sender), p)).cloned())
                 .unwrap_or_default(),
             Op::PthreadKill => {
                 let process = graph.threads[sender.index()].process.get();

@@ -20,8 +20,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::format::Op;
+pub use crate::host::{ClockGrade, HostClock, HostInfo};
 pub use crate::ids::{
-    ExternalId, LeafId, LeafTypeId, Node, NodeId, ObjId, ProcessId, SiteId, ThreadId,
+    ExternalId, HostId, LeafId, LeafTypeId, Node, NodeId, ObjId, ProcessId, SiteId, ThreadId,
 };
 pub use crate::object::{Channel, ChannelKind, ObjectInfo, ObjectKind};
 
@@ -179,6 +180,9 @@ pub struct ProcessInfo {
     /// (PostgreSQL's `postgres: walwriter`, nginx's `nginx: worker process`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The machine it ran on (see [`Graph::hosts`]).
+    #[serde(default, skip_serializing_if = "HostId::is_first")]
+    pub host: HostId,
 }
 
 /// One thread (one trace file).
@@ -496,6 +500,11 @@ pub struct Graph {
     pub sample_period_ns: u64,
     /// What did not pair up.
     pub unmatched: Unmatched,
+    /// The machines, when the graph was built from the traces of several (empty for one):
+    /// their names and how their clocks were aligned. Every time in the graph is on the
+    /// reference host's clock.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostInfo>,
 }
 
 impl Graph {
@@ -525,6 +534,7 @@ impl Graph {
             samples: Vec::new(),
             sample_period_ns: 0,
             unmatched: Unmatched::default(),
+            hosts: Vec::new(),
         }
     }
 

@@ -111,6 +111,9 @@ ids! {
     /// A task type: an index into [`Model::types`](crate::task::Model::types). The first
     /// types are the leaf types, in the graph's order.
     TaskTypeId;
+    /// A machine: an index into [`Graph::hosts`](crate::graph::Graph::hosts); 0 in a graph of
+    /// one machine, which lists none.
+    HostId;
 }
 
 /// An object: an index into [`Graph::objects`](crate::graph::Graph::objects). Four bytes even
@@ -235,4 +238,15 @@ pub enum Node {
     Leaf(LeafId),
     /// An untraced peer.
     External(ExternalId),
+}
+
+impl HostId {
+    /// Whether it is the first machine (the only one of a graph of one), which files leave out.
+    #[allow(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's skip_serializing_if passes a reference"
+    )]
+    pub fn is_first(&self) -> bool {
+        self.0 == 0
+    }
 }

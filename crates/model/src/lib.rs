@@ -25,6 +25,7 @@ pub mod choice;
 mod coded;
 pub mod fnv;
 pub mod graph;
+pub mod host;
 pub mod ids;
 mod leaflist;
 pub mod lookup;

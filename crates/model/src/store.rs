@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{
-    BoundaryInfo, External, Graph, LeafFile, LeafType, LockInfo, LockWait, ObjectInfo, ProcessInfo,
-    ThreadInfo, Unmatched, GRAPH_SCHEMA,
+    BoundaryInfo, External, Graph, HostInfo, LeafFile, LeafType, LockInfo, LockWait, ObjectInfo,
+    ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA,
 };
 use crate::open::{read_all, Dir, OpenError};
 use crate::task::{MiningInfo, Model, OccRef, TaskType, TypeEdge, MODEL_SCHEMA};
@@ -137,6 +137,8 @@ struct GraphHead {
     sites: Vec<BoundaryInfo>,
     sample_period_ns: u64,
     unmatched: Unmatched,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    hosts: Vec<HostInfo>,
     tables: TablesFile,
 }
 
@@ -275,6 +277,7 @@ pub fn encode_graph(graph: &Graph) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
         sites: graph.sites.clone(),
         sample_period_ns: graph.sample_period_ns,
         unmatched: graph.unmatched.clone(),
+        hosts: graph.hosts.clone(),
         tables,
     };
     let mut json = serde_json::to_vec(&head).map_err(std::io::Error::other)?;
@@ -366,6 +369,7 @@ pub fn read_graph(path: &Path) -> Result<Graph, StoreError> {
         samples: samples.into_iter().map(SampleRow::sample).collect(),
         sample_period_ns: head.sample_period_ns,
         unmatched: head.unmatched,
+        hosts: head.hosts,
     })
 }
 

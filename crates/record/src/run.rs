@@ -4,11 +4,14 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 
 use scalpel_model::broker::ENV_BROKER;
-use scalpel_model::format::{ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_LOCKS, ENV_SAMPLE, ENV_STACKS};
+use scalpel_model::format::{
+    ENV_AGENT, ENV_CPU_TIME, ENV_DIR, ENV_LOCKS, ENV_SAMPLE, ENV_STACKS, HOST_FILE,
+};
+use scalpel_model::read::HostIdentity;
 
 use crate::broker::BrokerReport;
 use crate::child::Outcome;
@@ -71,6 +74,7 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         fd: root,
         path: dir,
     } = prepare_dir(&opts.dir, opts.force)?;
+    write_host(&root).map_err(io_err(&dir, "write the host file"))?;
     let preload = ld_preload(&agent, std::env::var_os("LD_PRELOAD").as_deref());
     let mut command = std::process::Command::new(cmd);
     command
@@ -121,6 +125,15 @@ pub fn record(opts: &RecordOptions) -> Result<Recording, RecordError> {
         outcome,
         files,
     })
+}
+
+/// Says which machine the recording is made on ([`HOST_FILE`]): what merging the traces of
+/// several machines needs to know first (which share a clock, which share addresses).
+fn write_host(root: &OwnedFd) -> std::io::Result<()> {
+    use std::io::Write;
+    let fd = crate::made::create(root, HOST_FILE)?;
+    let text = HostIdentity::of_this_machine().render();
+    fs::File::from(fd).write_all(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -42,10 +42,11 @@ fn io_err(path: &Path, action: &'static str) -> impl FnOnce(Errno) -> RecordErro
 }
 
 /// Whether a directory entry is something `scalpel record` writes: a process directory
-/// `<pid>.<n>`, the shared counter table or the list of files made.
+/// `<pid>.<n>`, the shared counter table, the list of files made or the host file.
 pub(super) fn is_trace_entry(name: &OsStr) -> bool {
+    use scalpel_model::format::{HOST_FILE, MANIFEST, SHARED_TABLE};
     let name = name.to_string_lossy();
-    if name == scalpel_model::format::SHARED_TABLE || name == scalpel_model::format::MANIFEST {
+    if name == SHARED_TABLE || name == MANIFEST || name == HOST_FILE {
         return true;
     }
     let mut parts = name.splitn(2, '.');

@@ -313,6 +313,7 @@ fn process_info(p: &ProcessTrace) -> ProcessInfo {
         exe: p.exe().map(|e| e.display().to_string()),
         cmdline: p.cmdline().map(<[String]>::to_vec).unwrap_or_default(),
         title: p.title(),
+        host: p.host,
     }
 }
 

@@ -19,6 +19,35 @@ pub struct Clock {
     ticks_per_sec: u64,
     /// Sorted by ticks, no two with the same ticks.
     points: Vec<(u64, u64)>,
+    /// Another machine's clock these times are put on, when traces of several are merged.
+    shift: Option<Shift>,
+}
+
+/// A machine's monotonic clock on another's: `t + offset_ns + (t - start_ns) * drift_ppb / 1e9`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shift {
+    /// Added at `start_ns`.
+    pub offset_ns: i64,
+    /// Parts per billion by which the other clock runs faster.
+    pub drift_ppb: i64,
+    /// Where `offset_ns` holds, on this machine's clock.
+    pub start_ns: u64,
+}
+
+impl Shift {
+    fn apply(&self, ns: u64) -> u64 {
+        let t = i128::from(ns);
+        let since = t - i128::from(self.start_ns);
+        clamp(
+            t + i128::from(self.offset_ns)
+                + since * i128::from(self.drift_ppb) / i128::from(NS_PER_SEC),
+        )
+    }
+
+    fn scale(&self, dur: u64) -> u64 {
+        let d = i128::from(dur);
+        clamp(d + d * i128::from(self.drift_ppb) / i128::from(NS_PER_SEC))
+    }
 }
 
 /// `x` rounded to the nearest integer, saturating: negative and NaN give 0.
@@ -56,6 +85,15 @@ impl Clock {
                 header.ticks_per_sec
             },
             points,
+            shift: None,
+        }
+    }
+
+    /// The same clock with its times put on another machine's clock by `shift`.
+    pub fn shifted(self, shift: Shift) -> Clock {
+        Clock {
+            shift: Some(shift),
+            ..self
         }
     }
 
@@ -70,6 +108,7 @@ impl Clock {
             tsc: true,
             ticks_per_sec: tps.max(1),
             points: vec![(t, m)],
+            shift: None,
         };
         let (tmin, tmax) = points
             .iter()
@@ -98,8 +137,14 @@ impl Clock {
         line(tps, tmin + round_u64(tmean), mmin + round_u64(mmean))
     }
 
-    /// CLOCK_MONOTONIC nanoseconds at `ticks`.
+    /// CLOCK_MONOTONIC nanoseconds at `ticks` (on the machine the clock is shifted to, if any).
     pub fn ns(&self, ticks: u64) -> u64 {
+        let ns = self.own_ns(ticks);
+        self.shift.map_or(ns, |s| s.apply(ns))
+    }
+
+    /// CLOCK_MONOTONIC nanoseconds at `ticks` on the recording machine.
+    fn own_ns(&self, ticks: u64) -> u64 {
         if !self.tsc {
             return ticks;
         }
@@ -146,8 +191,13 @@ impl Clock {
         !self.tsc || self.points.windows(2).all(|w| w[1].1 >= w[0].1)
     }
 
-    /// Nanoseconds in a duration of `ticks`.
+    /// Nanoseconds in a duration of `ticks` (as the clock it is shifted to counts them).
     pub fn dur_ns(&self, ticks: u64) -> u64 {
+        let ns = self.own_dur_ns(ticks);
+        self.shift.map_or(ns, |s| s.scale(ns))
+    }
+
+    fn own_dur_ns(&self, ticks: u64) -> u64 {
         if !self.tsc {
             return ticks;
         }
@@ -173,6 +223,19 @@ mod tests {
             ticks_per_sec: tps,
             ..Header::default()
         }
+    }
+
+    #[test]
+    fn a_shift_moves_and_stretches_times() {
+        let c = Clock::new(&Header::default(), &[]).shifted(Shift {
+            offset_ns: -1_000,
+            drift_ppb: 50_000,
+            start_ns: 10_000_000,
+        });
+        assert_eq!(c.ns(10_000_000), 9_999_000);
+        // 1 s later: 50 µs more.
+        assert_eq!(c.ns(1_010_000_000), 1_010_049_000);
+        assert_eq!(c.dur_ns(1_000_000_000), 1_000_050_000);
     }
 
     #[test]

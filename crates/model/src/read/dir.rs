@@ -11,6 +11,7 @@ use super::clock::Clock;
 use super::error::ReadError;
 use super::file::read_opened;
 use super::filetrace::{FileSink, FileTrace};
+use super::host::HostIdentity;
 use super::identity::Identity;
 use super::types::Event;
 use crate::format::{shared_loss, FileKind, PROCESS_FILE, SHARED_TABLE, TRACE_EXT};
@@ -29,6 +30,8 @@ pub struct ProcessTrace {
     pub process: Option<FileTrace>,
     /// Thread files, sorted by tid, then reuse number.
     pub threads: Vec<FileTrace>,
+    /// The machine it ran on: the first, unless traces of several were merged.
+    pub host: crate::ids::HostId,
 }
 
 impl ProcessTrace {
@@ -108,6 +111,8 @@ pub struct TraceDir {
     pub warnings: Vec<ReadError>,
     /// What the recording lost outside any thread file (from `shared.tbl`).
     pub losses: RecordingLosses,
+    /// The machine it was recorded on (from `host.id`), when the recorder wrote one.
+    pub host: Option<HostIdentity>,
 }
 
 /// Losses no thread file holds, counted by the agent in `shared.tbl` (zero when the file is
@@ -453,6 +458,7 @@ fn read_dir_inner<S: FileSink + Send>(
                     dir: sub.path().to_path_buf(),
                     process: None,
                     threads: Vec::new(),
+                    host: crate::ids::HostId::default(),
                 });
             }
             Err(e) => warnings.push(e),
@@ -520,11 +526,16 @@ fn read_dir_inner<S: FileSink + Send>(
         warnings.push(e);
         RecordingLosses::default()
     });
+    let host = HostIdentity::read(&top).unwrap_or_else(|e| {
+        warnings.push(e);
+        None
+    });
     let dir = TraceDir {
         path: path.to_path_buf(),
         processes,
         warnings,
         losses,
+        host,
     };
     Ok((dir, sinks))
 }

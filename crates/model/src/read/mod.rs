@@ -11,11 +11,12 @@ mod error;
 mod file;
 mod filetrace;
 mod header;
+mod host;
 mod identity;
 mod maps;
 mod types;
 
-pub use clock::Clock;
+pub use clock::{Clock, Shift};
 pub use dir::{
     read_dir, read_dir_with, EventRef, ProcessSinks, ProcessTrace, RecordingLosses, TraceDir,
 };
@@ -23,6 +24,7 @@ pub use error::ReadError;
 pub use file::{decode_file, read_file, read_file_streaming};
 pub use filetrace::{FileSink, FileTrace};
 pub use header::{Header, MIN_HEADER_SIZE};
+pub use host::HostIdentity;
 pub use identity::{chan_name, obj_kind_name, put_varint, Endpoint, Identity};
 pub use maps::{MapEntry, ModuleMap};
 pub use types::Title;

@@ -1,0 +1,165 @@
+//! Which objects two machines share, and new keys for every other one.
+//!
+//! The agent names an object by a key it derives from what it is: an address, an inode, a pair
+//! of socket addresses. On one machine equal keys are one object; across machines they are one
+//! object only for a TCP connection whose two ends are each on one of them. Everything else is
+//! given a key of its own machine before the traces are put together: pipes and unix sockets
+//! (inodes repeat across machines), loopback connections (every machine has its own
+//! `127.0.0.1`), process-shared futex words, eventfds, listening sockets.
+//!
+//! A connection is shared only when both machines saw it begin (a `connect` on one, an `accept`
+//! on the other, the same connection key): the byte offsets each end counts start at that
+//! point, and a connection already open when one recording started would pair bytes that do not
+//! belong together. It then stays each machine's own, ending at an untraced peer.
+
+use std::net::SocketAddr;
+
+use ahash::AHashSet;
+use scalpel_model::format::{ObjKind, Op};
+use scalpel_model::read::{Endpoint, Identity, ProcessSinks, TraceDir};
+use scalpel_model::record::stable_hash;
+
+use crate::event::HAS_X;
+use crate::sink::ThreadSink;
+
+/// The connection keys of channels between two machines that both saw begin.
+pub(crate) type Shared = AHashSet<u64>;
+
+/// A trace directory as read, with the machine it belongs to (an index among the machines).
+pub(crate) struct OnHost<'a> {
+    pub host: usize,
+    pub trace: &'a TraceDir,
+    pub sinks: &'a [ProcessSinks<ThreadSink>],
+}
+
+/// Whether an address can be the same socket seen from two machines.
+fn routable(e: &Endpoint) -> bool {
+    match e {
+        Endpoint::Inet(a) => routable_addr(a),
+        _ => false,
+    }
+}
+
+fn routable_addr(a: &SocketAddr) -> bool {
+    let ip = a.ip();
+    !(ip.is_loopback() || ip.is_unspecified())
+}
+
+/// The connection keys of TCP channels between routable addresses in `trace`.
+fn routable_channels(trace: &TraceDir) -> AHashSet<u64> {
+    let mut out = AHashSet::new();
+    for (_, f) in trace.files() {
+        for o in &f.objects {
+            if let Identity::Stream {
+                channel_key,
+                sender,
+                receiver,
+                ..
+            } = &o.identity
+            {
+                if routable(sender) && routable(receiver) {
+                    out.insert(*channel_key);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The connection keys a `connect` or an `accept` of `dir` carries.
+fn begun(dir: &OnHost<'_>) -> AHashSet<u64> {
+    let opens = |op: Option<Op>| matches!(op, Some(Op::Connect | Op::Accept | Op::Accept4));
+    dir.sinks
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter_map(|s| s.out.as_ref())
+        .flat_map(|o| o.bounds.iter())
+        .filter(|b| b.flags & HAS_X != 0 && opens(b.op.op()))
+        .map(|b| b.x)
+        .collect()
+}
+
+/// The connections seen beginning on two machines, between routable addresses.
+pub(crate) fn shared(dirs: &[OnHost<'_>]) -> Shared {
+    // Per machine, so that two directories of one machine count once.
+    let mut per_host: Vec<(usize, AHashSet<u64>)> = Vec::new();
+    for d in dirs {
+        let routable = routable_channels(d.trace);
+        let keys: AHashSet<u64> = begun(d).intersection(&routable).copied().collect();
+        match per_host.iter_mut().find(|(h, _)| *h == d.host) {
+            Some((_, k)) => k.extend(keys),
+            None => per_host.push((d.host, keys)),
+        }
+    }
+    let mut seen: AHashSet<u64> = AHashSet::new();
+    let mut out = Shared::new();
+    for (_, keys) in &per_host {
+        for &k in keys {
+            if !seen.insert(k) {
+                out.insert(k);
+            }
+        }
+    }
+    out
+}
+
+/// `key` as machine `host` names it: unchanged on the first machine (so a trace of one machine
+/// keeps its keys) and for 0, which means none.
+pub(crate) fn host_key(key: u64, host: usize) -> u64 {
+    if host == 0 || key == 0 {
+        return key;
+    }
+    stable_hash(&[
+        &key.to_le_bytes(),
+        &(host as u64).to_le_bytes(),
+        b"host".as_slice(),
+    ])
+}
+
+/// Gives every object of machine `host` that it does not share its machine's key: in the
+/// files' object records (their identities) and in the cut threads (their objects and the
+/// connection keys of `connect` and `accept`).
+pub(crate) fn rekey(
+    host: usize,
+    shared: &Shared,
+    trace: &mut TraceDir,
+    sinks: &mut [ProcessSinks<ThreadSink>],
+) {
+    if host == 0 {
+        return;
+    }
+    for p in &mut trace.processes {
+        for f in p.process.iter_mut().chain(p.threads.iter_mut()) {
+            for o in &mut f.objects {
+                if let Identity::Stream { channel_key, .. } = &mut o.identity {
+                    if shared.contains(channel_key) {
+                        continue;
+                    }
+                    *channel_key = host_key(*channel_key, host);
+                }
+                o.key = host_key(o.key, host);
+            }
+        }
+    }
+    let opens = |op: Option<Op>| matches!(op, Some(Op::Connect | Op::Accept | Op::Accept4));
+    for s in sinks.iter_mut().flat_map(|p| p.threads.iter_mut()) {
+        let Some(out) = s.out.as_mut() else { continue };
+        for o in &mut out.objs {
+            let stream = o.kind.is(ObjKind::Stream);
+            if stream && shared.contains(&o.channel) {
+                continue;
+            }
+            o.key = host_key(o.key, host);
+            o.channel = if shared.contains(&o.channel) {
+                o.channel
+            } else {
+                host_key(o.channel, host)
+            };
+        }
+        for b in &mut out.bounds {
+            if b.flags & HAS_X != 0 && opens(b.op.op()) && !shared.contains(&b.x) {
+                b.x = host_key(b.x, host);
+            }
+        }
+    }
+}

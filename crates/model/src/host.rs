@@ -1,0 +1,86 @@
+//! The machines a graph was recorded on, and how each one's clock was put on the reference
+//! machine's: the rows of `scalpel export --table hosts`.
+
+use serde::{Deserialize, Serialize};
+
+/// How well a host's clock is known on the reference host's, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockGrade {
+    /// Messages both ways, spread over enough time to bound the drift too.
+    Accurate,
+    /// Messages both ways bound the offset, but the drift only by what clocks can do.
+    Approximate,
+    /// No messages with the other hosts: placed by its wall clock, with no bound.
+    WallClock,
+    /// The messages contradict each other: no offset satisfies them all.
+    Fail,
+}
+
+/// A host's clock on the reference host's: `t_ref = t + offset_ns + drift_ppb * 1e-9 * (t -
+/// start)`, where `start` is the host's first time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostClock {
+    /// It is the reference host.
+    pub reference: bool,
+    /// Added to the host's times at its start to get the reference host's (ns).
+    pub offset_ns: i64,
+    /// How much faster the reference clock runs, parts per billion.
+    pub drift_ppb: i64,
+    /// Half the width of the offsets its messages allow (ns); none when placed by wall clock.
+    pub bound_ns: Option<u64>,
+    /// Messages that bound it (both ways, with the host it was placed against).
+    pub pairs: u64,
+    /// How well it is known.
+    pub grade: ClockGrade,
+}
+
+impl HostClock {
+    /// The reference host's clock: itself.
+    pub fn reference() -> HostClock {
+        HostClock {
+            reference: true,
+            offset_ns: 0,
+            drift_ppb: 0,
+            bound_ns: Some(0),
+            pairs: 0,
+            grade: ClockGrade::Accurate,
+        }
+    }
+}
+
+/// One machine of a graph recorded on several.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Its name (the node name it was recorded under, made unique among the hosts).
+    pub host: String,
+    /// The trace directories recorded on it, as given.
+    pub trace: String,
+    /// Its clock.
+    #[serde(flatten)]
+    pub clock: HostClock,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_one_flat_json_object() {
+        let h = HostInfo {
+            host: "db".into(),
+            trace: "t-db".into(),
+            clock: HostClock::reference(),
+        };
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(
+            text,
+            r#"{"host":"db","trace":"t-db","reference":true,"offset_ns":0,"drift_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
+        );
+        assert_eq!(serde_json::from_str::<HostInfo>(&text).unwrap(), h);
+        assert_eq!(
+            serde_json::to_string(&ClockGrade::WallClock).unwrap(),
+            "\"wall-clock\""
+        );
+    }
+}

@@ -117,7 +117,7 @@ pub fn dump_summary_infer(dir: &Path, out: &Path) {
     drop(trace);
     let mut t = Timings::new();
     let draw = DrawOptions { min_count: 1 };
-    let Ok(mut step) = p.infer_graph(dir, out, &draw, &mut t, &Quiet) else {
+    let Ok(mut step) = p.infer_graph(&[dir.to_path_buf()], out, &draw, &mut t, &Quiet) else {
         return;
     };
     let _ = write_graph_summary(&mut io::sink(), &step.built);

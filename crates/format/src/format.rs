@@ -684,6 +684,14 @@ pub const PROCESS_FILE: &str = "process.trace";
 /// Extension of thread files `t<tid>.trace` (or `t<tid>.<k>.trace` when a tid is reused).
 pub const TRACE_EXT: &str = "trace";
 
+/// Name of the file that says which machine a trace directory was recorded on, written by the
+/// recorder when the recording starts: a first line [`HOST_HEADER`], then one `key value` per
+/// line: `hostname` (for people), `boot_id` (the kernel's), `net_ns` and `time_ns` (the inode
+/// numbers of the recorder's network and time namespaces). Readers skip keys they do not know.
+pub const HOST_FILE: &str = "host.id";
+/// First line of [`HOST_FILE`].
+pub const HOST_HEADER: &str = "scalpel-host 1";
+
 #[cfg(test)]
 mod kind_tests {
     use super::*;
@@ -703,11 +711,3 @@ mod kind_tests {
         assert_eq!((ChanKind::Other.code(), ChanKind::Char.code()), (0, 7));
     }
 }
-
-/// Name of the file that says which machine a trace directory was recorded on, written by the
-/// recorder when the recording starts: a first line [`HOST_HEADER`], then one `key value` per
-/// line: `hostname` (for people), `boot_id` (the kernel's), `net_ns` and `time_ns` (the inode
-/// numbers of the recorder's network and time namespaces). Readers skip keys they do not know.
-pub const HOST_FILE: &str = "host.id";
-/// First line of [`HOST_FILE`].
-pub const HOST_HEADER: &str = "scalpel-host 1";

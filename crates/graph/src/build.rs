@@ -87,6 +87,15 @@ pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, Gr
     graph.lock_waits = waits;
     merge::merge_cuts(&mut graph, &mut edges, &mut ext, &mut weak, &uncut);
     name_types(&mut graph, &weak, &asm.obj_kinds, opts);
+    // Before the filters, which may choose machines by name.
+    graph.hosts = hosts;
+    let filters = [opts.include.as_slice(), opts.exclude.as_slice()].concat();
+    if let Some(name) = filter::unknown_host(&graph, &filters) {
+        return Err(GraphError::UnknownHost {
+            name: name.to_string(),
+            known: graph.hosts.iter().map(|h| h.host.clone()).collect(),
+        });
+    }
     let before = graph.leaves.len();
     let ext = filter::apply(&mut graph, &mut edges, ext, &opts.include, &opts.exclude);
     if before > 0 && graph.leaves.is_empty() {
@@ -96,7 +105,6 @@ pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, Gr
         });
     }
     finish_edges(&mut graph, edges, ext, &asm.obj_kinds);
-    graph.hosts = hosts;
     Ok(Built {
         graph,
         warnings,

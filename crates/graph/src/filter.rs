@@ -1,4 +1,5 @@
-//! `--include` and `--exclude`: keeping the leaves of some processes, threads or a time window.
+//! `--include` and `--exclude`: keeping the leaves of some machines, processes, threads or a
+//! time window.
 //!
 //! Filters apply after matching, so an edge is found the same way whatever is kept; an edge
 //! survives when both its ends do.
@@ -7,7 +8,8 @@ use std::str::FromStr;
 
 use scalpel_model::graph::{Edge, Graph, Leaf, LeafId};
 
-/// One filter, parsed from `pid:N`, `tid:N`, `process:NAME`, `thread:NAME` or `time:A..B`.
+/// One filter, parsed from `pid:N`, `tid:N`, `process:NAME`, `thread:NAME`, `host:NAME` or
+/// `time:A..B`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Filter {
     /// A process id.
@@ -20,11 +22,13 @@ pub enum Filter {
     Thread(String),
     /// Leaves overlapping this window, in seconds from the trace's first leaf (either end open).
     Time(Option<f64>, Option<f64>),
+    /// The machine of this name, in a graph of several (its name in `Graph::hosts`).
+    Host(String),
 }
 
 /// A filter that does not parse.
 #[derive(Debug, thiserror::Error)]
-#[error("bad filter {text:?}: {why} (expected pid:N, tid:N, process:NAME, thread:NAME or time:A..B in seconds)")]
+#[error("bad filter {text:?}: {why} (expected pid:N, tid:N, process:NAME, thread:NAME, host:NAME or time:A..B in seconds)")]
 pub struct FilterError {
     text: String,
     why: String,
@@ -54,7 +58,8 @@ impl FromStr for Filter {
             "tid" => Ok(Filter::Tid(num(value)?)),
             "process" if !value.is_empty() => Ok(Filter::Process(value.to_string())),
             "thread" if !value.is_empty() => Ok(Filter::Thread(value.to_string())),
-            "process" | "thread" => Err(err("empty name")),
+            "host" if !value.is_empty() => Ok(Filter::Host(value.to_string())),
+            "process" | "thread" | "host" => Err(err("empty name")),
             "time" => {
                 let (a, b) = value.split_once("..").ok_or_else(|| err("no '..'"))?;
                 let (a, b) = (secs(a)?, secs(b)?);
@@ -78,6 +83,7 @@ impl Filter {
             Filter::Process(_) => 2,
             Filter::Thread(_) => 3,
             Filter::Time(..) => 4,
+            Filter::Host(_) => 5,
         }
     }
 
@@ -85,6 +91,12 @@ impl Filter {
         let t = &g.threads[l.thread.index()];
         match self {
             Filter::Pid(p) => t.pid == *p,
+            // A graph of one machine lists none: every leaf is on "its" machine, whatever the
+            // name (the trace does not say it).
+            Filter::Host(n) => {
+                g.processes[t.process.index()].host.index() < g.hosts.len()
+                    && g.hosts[g.processes[t.process.index()].host.index()].host == *n
+            }
             Filter::Tid(x) => t.tid == *x,
             Filter::Thread(n) => t.name.contains(n.as_str()),
             Filter::Process(n) => g.processes[t.process.index()]
@@ -111,6 +123,14 @@ impl Filter {
     }
 }
 
+/// The first `host:NAME` filter that names no machine of `g`.
+pub(super) fn unknown_host<'f>(g: &Graph, filters: &'f [Filter]) -> Option<&'f str> {
+    filters.iter().find_map(|f| match f {
+        Filter::Host(n) if !g.hosts.iter().any(|h| h.host == *n) => Some(n.as_str()),
+        _ => None,
+    })
+}
+
 /// Drops the leaves the filters reject and renumbers what is left. Returns the external edges
 /// that survive.
 pub(super) fn apply(
@@ -128,7 +148,7 @@ pub(super) fn apply(
         .leaves
         .iter()
         .map(|l| {
-            let included = (0..5u8).all(|c| {
+            let included = (0..6u8).all(|c| {
                 let mut of = include.iter().filter(|f| f.category() == c).peekable();
                 of.peek().is_none() || of.any(|f| f.matches(g, l, t0))
             });

@@ -51,6 +51,21 @@ pub enum GraphError {
         /// Leaves before filtering.
         leaves: usize,
     },
+    /// A `host:NAME` filter names no machine of the traces.
+    #[error(
+        "no machine is named {name:?}: {}",
+        if .known.is_empty() {
+            "the traces are of one machine, whose name no filter needs".to_string()
+        } else {
+            format!("the machines are {}", .known.join(", "))
+        }
+    )]
+    UnknownHost {
+        /// The name given.
+        name: String,
+        /// The machines' names.
+        known: Vec<String>,
+    },
     /// One trace directory given twice among the traces of several machines.
     #[error(
         "{}: given twice (as {} and {}): each machine's trace is given once",

@@ -56,6 +56,8 @@ pub struct HostInfo {
     pub host: String,
     /// The trace directories recorded on it, as given.
     pub trace: String,
+    /// Its first time, on its own clock (ns): where `offset_ns` holds.
+    pub start_ns: u64,
     /// Its clock.
     #[serde(flatten)]
     pub clock: HostClock,
@@ -70,12 +72,13 @@ mod tests {
         let h = HostInfo {
             host: "db".into(),
             trace: "t-db".into(),
+            start_ns: 5,
             clock: HostClock::reference(),
         };
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(
             text,
-            r#"{"host":"db","trace":"t-db","reference":true,"offset_ns":0,"drift_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
+            r#"{"host":"db","trace":"t-db","start_ns":5,"reference":true,"offset_ns":0,"drift_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
         );
         assert_eq!(serde_json::from_str::<HostInfo>(&text).unwrap(), h);
         assert_eq!(

@@ -20,8 +20,9 @@ pub(crate) struct PipelineArgs {
     /// programs that hand work over under locks alone (lock order still draws no edges).
     #[arg(long)]
     pub cut_at_locks: bool,
-    /// Keep only leaves matching FILTER: pid:N, tid:N, process:NAME, thread:NAME or time:A..B
-    /// (seconds from the start). Repeatable; one match per kind given is needed.
+    /// Keep only leaves matching FILTER: pid:N, tid:N, process:NAME, thread:NAME, host:NAME (of
+    /// traces of several machines) or time:A..B (seconds from the start). Repeatable; one
+    /// match per kind given is needed.
     #[arg(long = "include", value_name = "FILTER")]
     pub include: Vec<Filter>,
     /// Drop leaves matching FILTER (same forms as --include). Repeatable.

@@ -35,6 +35,9 @@ pub enum Table {
     Occurrences,
     /// Each leaf's parent occurrence.
     LeafParent,
+    /// The machines of a graph built from several, with their clocks' alignment (none for a
+    /// graph of one machine).
+    Hosts,
 }
 
 impl Table {
@@ -61,6 +64,7 @@ scalpel_model::named!(Table, "table" {
     LeafCpu => "leaf-cpu",
     Occurrences => "occurrences",
     LeafParent => "leaf-parent",
+    Hosts => "hosts",
 });
 
 /// How rows are written.
@@ -200,6 +204,8 @@ pub fn write_export(
         Table::InnerWaits => rows(&mut r, &graph.inner_waits)?,
         Table::Samples => rows(&mut r, &graph.samples)?,
         Table::LeafFiles => rows(&mut r, &graph.leaf_files)?,
+        // One object per machine as it is: its name is its key.
+        Table::Hosts => graph.hosts.iter().try_for_each(|h| r.row(h))?,
         Table::LeafCpu => {
             for (leaf, cpu) in graph.leaf_ids().zip(&graph.leaf_cpu_ns) {
                 r.row(&LeafCpu { leaf, cpu_ns: *cpu })?;

@@ -72,6 +72,14 @@ struct Opts {
     link_bps: u64,
     port: u16,
     log_dir: std::path::PathBuf,
+    /// The address the primary's and the backup's listeners bind, and the client connects to
+    /// (`--bind`, `--host`): loopback unless the roles run on machines of their own.
+    host: String,
+    /// The backup to connect to (`--backup ADDR:PORT`), already running elsewhere; else the
+    /// primary starts one.
+    backup: Option<String>,
+    /// The clients connect from elsewhere (`--remote-clients`); else the primary starts them.
+    remote_clients: bool,
 }
 
 /// Where the logs go unless `--log-dir` says otherwise: tmpfs when there is one (see the module
@@ -102,6 +110,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         link_bps: 4_000_000,
         port: 0,
         log_dir: default_log_dir(),
+        host: "127.0.0.1".to_string(),
+        backup: None,
+        remote_clients: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -127,6 +138,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--link-mbps" => o.link_bps = num(val()?)?.max(1) * 1_000_000,
             "--port" => o.port = num(val()?)? as u16,
             "--log-dir" => o.log_dir = val()?.into(),
+            "--bind" | "--host" => o.host = val()?.clone(),
+            "--backup" => o.backup = Some(val()?.clone()),
+            "--remote-clients" => o.remote_clients = true,
             _ => return Err(format!("unknown option {a}")),
         }
     }
@@ -528,44 +542,46 @@ fn run_primary(opts: Opts) -> Result<(), String> {
     fn e(what: &str) -> impl Fn(io::Error) -> String + '_ {
         move |err| format!("{what}: {err}")
     }
-    let mut backup = spawn_self(
-        &["backup", "--log-dir", &opts.log_dir.to_string_lossy()],
-        Stdio::piped(),
-    )
-    .map_err(e("starting the backup"))?;
-    let mut line = String::new();
-    BufReader::new(backup.stdout.take().expect("piped"))
-        .read_line(&mut line)
-        .map_err(e("backup port"))?;
-    let backup_port: u16 = line
-        .trim()
-        .parse()
-        .map_err(|_| format!("backup said {line:?}, not a port"))?;
+    let (mut backup, backup_at) = match &opts.backup {
+        Some(at) => (None, at.clone()),
+        None => {
+            let (child, port) = start_backup(&opts)?;
+            (Some(child), format!("127.0.0.1:{port}"))
+        }
+    };
     let backup_stream =
-        TcpStream::connect(("127.0.0.1", backup_port)).map_err(e("connecting to the backup"))?;
+        TcpStream::connect(backup_at.as_str()).map_err(e("connecting to the backup"))?;
     backup_stream.set_nodelay(true).map_err(e("nodelay"))?;
 
-    let listener = TcpListener::bind(("127.0.0.1", opts.port)).map_err(e("listening"))?;
+    let listener = TcpListener::bind((opts.host.as_str(), opts.port)).map_err(e("listening"))?;
     let port = listener
         .local_addr()
         .map_err(e("local address"))?
         .port()
         .to_string();
-    let client_args = [
-        "client",
-        "--port",
-        &port,
-        "--clients",
-        &opts.clients.to_string(),
-        "--commits",
-        &opts.commits.to_string(),
-        "--window",
-        &opts.window.to_string(),
-        "--value-size",
-        &opts.value_size.to_string(),
-    ];
-    let mut client =
-        spawn_self(&client_args, Stdio::inherit()).map_err(e("starting the client"))?;
+    let mut client = if opts.remote_clients {
+        // Whoever starts the clients elsewhere waits for this line.
+        println!("listening on {}:{port}", opts.host);
+        io::stdout().flush().map_err(e("stdout"))?;
+        None
+    } else {
+        let client_args = [
+            "client",
+            "--host",
+            &opts.host,
+            "--port",
+            &port,
+            "--clients",
+            &opts.clients.to_string(),
+            "--commits",
+            &opts.commits.to_string(),
+            "--window",
+            &opts.window.to_string(),
+            "--value-size",
+            &opts.value_size.to_string(),
+        ];
+        Some(spawn_self(&client_args, Stdio::inherit()).map_err(e("starting the client"))?)
+    };
     let mut clients = Vec::new();
     for _ in 0..opts.clients {
         let (s, _) = listener.accept().map_err(e("accepting a client"))?;
@@ -625,12 +641,17 @@ fn run_primary(opts: Opts) -> Result<(), String> {
         );
     }
     let backup_session = sessions.pop().expect("the backup's session");
-    let status = client.wait().map_err(e("waiting for the client"))?;
-    let elapsed = started.elapsed();
     let join = |t: thread::JoinHandle<()>| t.join().map_err(|_| "a thread panicked".to_string());
+    // Clients elsewhere are done when they have closed their connections, which ends their
+    // sessions.
+    let ok = match client.as_mut() {
+        Some(c) => c.wait().map_err(e("waiting for the client"))?.success(),
+        None => true,
+    };
     for s in sessions {
         join(s)?;
     }
+    let elapsed = started.elapsed();
     // Every reply went out before the client finished: stop the pool, then the senders, then
     // the backup (closing its connection ends it and then its session).
     p.pool.close(opts.workers);
@@ -647,7 +668,9 @@ fn run_primary(opts: Opts) -> Result<(), String> {
         .shutdown(std::net::Shutdown::Both)
         .map_err(e("shutdown"))?;
     join(backup_session)?;
-    backup.wait().map_err(e("waiting for the backup"))?;
+    if let Some(b) = backup.as_mut() {
+        b.wait().map_err(e("waiting for the backup"))?;
+    }
     let _ = std::fs::remove_file(&log_path);
     let bytes = p.sent_bytes.load(Ordering::Relaxed) as f64;
     let secs = elapsed.as_secs_f64();
@@ -661,10 +684,29 @@ fn run_primary(opts: Opts) -> Result<(), String> {
         p.stalls.load(Ordering::Relaxed),
         opts.flow_sleep.as_millis()
     );
-    if !status.success() {
+    if !ok {
         return Err("the client failed".into());
     }
     Ok(())
+}
+
+/// Starts the backup on loopback; returns it and the port it listens on.
+fn start_backup(opts: &Opts) -> Result<(Child, u16), String> {
+    let e = |what: &'static str| move |err: io::Error| format!("{what}: {err}");
+    let mut backup = spawn_self(
+        &["backup", "--log-dir", &opts.log_dir.to_string_lossy()],
+        Stdio::piped(),
+    )
+    .map_err(e("starting the backup"))?;
+    let mut line = String::new();
+    BufReader::new(backup.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .map_err(e("backup port"))?;
+    let port = line
+        .trim()
+        .parse()
+        .map_err(|_| format!("backup said {line:?}, not a port"))?;
+    Ok((backup, port))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -687,8 +729,8 @@ fn send_ack(s: &mut TcpStream, id: u64, position: u64) {
 
 fn run_backup(opts: Opts) -> Result<(), String> {
     truth::open("replicated-store-backup");
-    let listener =
-        TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("backup listen: {e}"))?;
+    let listener = TcpListener::bind((opts.host.as_str(), opts.port))
+        .map_err(|e| format!("backup listen: {e}"))?;
     println!(
         "{}",
         listener.local_addr().map_err(|e| e.to_string())?.port()
@@ -723,8 +765,8 @@ fn submit_commit(s: &mut TcpStream, id: u64, value: &[u8]) {
     write_frame(s, COMMIT, id, value).expect("submit");
 }
 
-fn client_connection(port: u16, conn: u64, opts: &Opts) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("client connect");
+fn client_connection(conn: u64, opts: &Opts) {
+    let mut s = TcpStream::connect((opts.host.as_str(), opts.port)).expect("client connect");
     s.set_nodelay(true).expect("nodelay");
     let mut r = s.try_clone().expect("clone");
     let value: Vec<u8> = (0..opts.value_size)
@@ -750,11 +792,10 @@ fn client_connection(port: u16, conn: u64, opts: &Opts) {
 
 fn run_client(opts: Opts) -> Result<(), String> {
     truth::open("replicated-store-client");
-    let port = opts.port;
     let handles: Vec<_> = (0..opts.clients)
         .map(|c| {
             let o = opts.clone();
-            thread::spawn(move || client_connection(port, c, &o))
+            thread::spawn(move || client_connection(c, &o))
         })
         .collect();
     for h in handles {

@@ -60,6 +60,7 @@ pub(crate) fn merge(reads: Vec<Read>) -> Merged {
         .map(|h| HostInfo {
             host: names[h].clone(),
             trace: traces(&reads, &host_of, h),
+            start_ns: times[h].start,
             clock: clocks[h].clone(),
         })
         .collect();

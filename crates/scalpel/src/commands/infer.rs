@@ -28,9 +28,11 @@ pub(crate) enum Stage {
 
 #[derive(Args, Debug)]
 pub(crate) struct InferArgs {
-    /// The trace directory.
-    pub dir: PathBuf,
-    /// Where to write the outputs [default: DIR/model].
+    /// The trace directory; several, recorded on several machines, make one model (the first
+    /// machine's clock is the one every time is put on).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the outputs [default: DIR/model, in the first DIR].
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// How far to go.
@@ -53,8 +55,8 @@ pub(crate) struct InferArgs {
 /// What `infer` does, in the library's terms.
 #[derive(Debug)]
 pub(crate) struct Infer {
-    /// The trace directory.
-    pub dir: PathBuf,
+    /// The trace directories (one per machine, or one).
+    pub dirs: Vec<PathBuf>,
     /// The output directory.
     pub out: PathBuf,
     /// The stage.
@@ -73,8 +75,8 @@ impl InferArgs {
     pub(crate) fn options(self) -> Infer {
         let a = self;
         Infer {
-            out: a.output.unwrap_or_else(|| a.dir.join("model")),
-            dir: a.dir,
+            out: a.output.unwrap_or_else(|| a.dirs[0].join("model")),
+            dirs: a.dirs,
             stage: a.stage,
             pipeline: a.pipeline.options(),
             timings: a.pipeline.timings,
@@ -110,22 +112,24 @@ fn holds_a_process_directory(dir: &std::path::Path) -> bool {
 pub(crate) fn run(job: &Infer) -> Result<()> {
     // A directory `infer` wrote is not a trace; reading it as one would say "no trace found"
     // and leave the user guessing.
-    if ["model.json", "graph.json"]
-        .iter()
-        .any(|f| job.dir.join(f).is_file())
-        && !holds_a_process_directory(&job.dir)
-    {
-        bail!(
-            "{}: this is a directory `scalpel infer` wrote (it holds its model or graph), not a \
-             trace; `scalpel top`, `report`, `flame` and the other views read it as it is, and \
-             `scalpel infer` takes the trace directory it came from",
-            job.dir.display()
-        );
+    for dir in &job.dirs {
+        if ["model.json", "graph.json"]
+            .iter()
+            .any(|f| dir.join(f).is_file())
+            && !holds_a_process_directory(dir)
+        {
+            bail!(
+                "{}: this is a directory `scalpel infer` wrote (it holds its model or graph), \
+                 not a trace; `scalpel top`, `report`, `flame` and the other views read it as it \
+                 is, and `scalpel infer` takes the trace directory it came from",
+                dir.display()
+            );
+        }
     }
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;
-    let mut step = pipeline.infer_graph(&job.dir, &job.out, &job.draw, &mut t, &spinner)?;
+    let mut step = pipeline.infer_graph(&job.dirs, &job.out, &job.draw, &mut t, &spinner)?;
     warn(&step.built.warnings, 10, " (see the summary file)");
     let mut o = text_stdout();
     let files = &step.files;

@@ -70,13 +70,13 @@ impl Pipeline {
     /// Phases timed in `t`: `causal graph`, then the files'.
     pub fn infer_graph(
         &self,
-        dir: &Path,
+        dirs: &[PathBuf],
         out: &Path,
         draw: &DrawOptions,
         t: &mut Timings,
         progress: &dyn Progress,
     ) -> Result<GraphStep, InferError> {
-        let built = t.phase("causal graph", progress, || self.graph(dir))?;
+        let built = t.phase("causal graph", progress, || self.graph_of(dirs))?;
         let files = write_graph_files(&built, out, draw, t, progress).map_err(|source| {
             InferError::GraphFiles {
                 dir: out.to_path_buf(),

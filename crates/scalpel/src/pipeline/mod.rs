@@ -15,7 +15,7 @@ use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
 use scalpel_analysis::rollup::Rollup;
-use scalpel_graph::{build_graph, Built, GraphError, GraphOptions, GraphWarning};
+use scalpel_graph::{build_graph_of, Built, GraphError, GraphOptions, GraphWarning};
 use scalpel_mine::{MineInput, MineOptions, MineWarning, Mined, NameOverrides, NamesError};
 use scalpel_model::progress::{Progress, Timings};
 
@@ -108,10 +108,16 @@ impl Pipeline {
 
     /// The graph stage: the causal graph of the trace in `dir`.
     pub fn graph(&self, dir: &Path) -> Result<Built, PipelineError> {
+        self.graph_of(&[dir.to_path_buf()])
+    }
+
+    /// The graph stage on the traces of one machine or several: one causal graph, every time
+    /// on the first directory's machine's clock.
+    pub fn graph_of(&self, dirs: &[PathBuf]) -> Result<Built, PipelineError> {
         let built = self
-            .install(|| build_graph(dir, &self.opts.graph))
+            .install(|| build_graph_of(dirs, &self.opts.graph))
             .map_err(|source| PipelineError::Graph {
-                dir: dir.to_path_buf(),
+                dir: dirs.first().cloned().unwrap_or_default(),
                 source,
             });
         scalpel_model::memory::release_freed_memory();

@@ -4,6 +4,10 @@
 //! (edges that close a cycle, which only clock trouble makes). The golden corpus
 //! (`tests/corpus/`) covers the same matchers on recorded programs; these pin the rule itself.
 
+#[allow(
+    dead_code,
+    reason = "the module serves several test binaries, each using a part"
+)]
 mod tracebuild;
 
 use scalpel_mine::{mine, MineOptions};

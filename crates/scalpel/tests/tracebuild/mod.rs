@@ -85,6 +85,11 @@ impl Thread {
         }
     }
 
+    /// Its file's header, to set what the defaults leave out (clock points, …).
+    pub(crate) fn header(&mut self) -> &mut Header {
+        self.w.header_mut()
+    }
+
     /// Appends `c` (calls must come in time order).
     pub(crate) fn call(&mut self, c: Call) -> &mut Thread {
         let obj = c.obj.map(|(kind, key, id)| {
@@ -121,6 +126,12 @@ impl Thread {
 
 /// Writes the threads into `root` (a process directory per pid) and builds the graph.
 pub(crate) fn graph(root: &Path, threads: Vec<Thread>) -> Graph {
+    write(root, threads);
+    build_graph(root, &GraphOptions::default()).unwrap().graph
+}
+
+/// Writes the threads into `root`: a process directory per pid.
+pub(crate) fn write(root: &Path, threads: Vec<Thread>) {
     let mut pids: Vec<u32> = threads.iter().map(|t| t.pid).collect();
     pids.sort_unstable();
     pids.dedup();
@@ -135,7 +146,6 @@ pub(crate) fn graph(root: &Path, threads: Vec<Thread>) -> Graph {
         let path = root.join(format!("{}.0/t{}.trace", t.pid, t.tid));
         t.w.write_to(path).unwrap();
     }
-    build_graph(root, &GraphOptions::default()).unwrap().graph
 }
 
 /// The graph's edges of `kind` as (from thread's tid, to thread's tid), leaf-level only.

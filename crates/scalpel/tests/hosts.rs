@@ -1,0 +1,304 @@
+//! Traces of several machines, written call by call (`tracebuild`) so that their clocks are
+//! known exactly: offsets of days, drifts of ±50 ppm, machines that share no connection, clocks
+//! that contradict their messages, a directory given twice or two of one machine.
+
+#[allow(
+    dead_code,
+    reason = "the module serves several test binaries, each using a part"
+)]
+mod tracebuild;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use scalpel_graph::{build_graph_of, Built, GraphError, GraphOptions, GraphWarning};
+use scalpel_model::format::{ChanKind, ObjKind, Op};
+use scalpel_model::graph::{ClockGrade, EdgeKind};
+use scalpel_model::read::{Endpoint, HostIdentity, Identity};
+use tracebuild::{edges, write, Call, Thread};
+
+/// A connection's key, and its two directions' after it (the agent derives them from the
+/// addresses; any distinct numbers do here, the same on both machines).
+const CONN: u64 = 0xc000;
+const TO_B: u64 = 1;
+const TO_A: u64 = 2;
+
+fn addr(s: &str) -> Endpoint {
+    Endpoint::Inet(s.parse::<SocketAddr>().unwrap())
+}
+
+/// Direction `key` of connection `conn`, from one address to another: its key and identity.
+fn stream(conn: u64, key: u64, from: &str, to: &str) -> (u64, Identity) {
+    let id = Identity::Stream {
+        chan: ChanKind::Tcp.code(),
+        channel_key: conn,
+        sender: addr(from),
+        receiver: addr(to),
+    };
+    (key, id)
+}
+
+/// A transfer of `bytes` at `offset` on direction `key`.
+fn transfer(
+    at: u64,
+    dur: u64,
+    op: Op,
+    (key, id): (u64, Identity),
+    offset: u64,
+    bytes: i64,
+) -> Call {
+    Call {
+        obj: Some((ObjKind::Stream, key, id)),
+        offset: Some(offset),
+        result: bytes,
+        ..Call::new(at, dur, op)
+    }
+}
+
+/// A machine's clock against true time: it reads `ahead_ns` more at true time 0 and runs
+/// `ppm` parts per million fast.
+#[derive(Clone, Copy)]
+struct Clock {
+    ahead_ns: i64,
+    ppm: f64,
+}
+
+impl Clock {
+    fn at(self, t: u64) -> u64 {
+        (t as f64 * (1.0 + self.ppm * 1e-6) + self.ahead_ns as f64).round() as u64
+    }
+}
+
+const A_ADDR: &str = "10.0.0.1:40000";
+const B_ADDR: &str = "10.0.0.2:80";
+
+/// Machine A (a client) and machine B (a server) talking on connection `conn` for `secs`
+/// seconds of true time, a request and its answer every 100 ms, 20 µs each way: their two
+/// trace directories.
+fn talk(root: &Path, a: Clock, b: Clock, secs: u64, conn: u64) -> (PathBuf, PathBuf) {
+    let to_b = || stream(conn, conn + TO_B, A_ADDR, B_ADDR);
+    let to_a = || stream(conn, conn + TO_A, B_ADDR, A_ADDR);
+    let t0 = 10_000_000_000u64;
+    let mut client = Thread::new(100, 100);
+    let mut server = Thread::new(200, 200);
+    client.call(Call {
+        aux: Some(conn),
+        ..Call::new(a.at(t0), 1_000, Op::Connect)
+    });
+    server.call(Call {
+        aux: Some(conn),
+        ..Call::new(b.at(t0) + 10_000, 1_000, Op::Accept)
+    });
+    for i in 0..secs * 10 {
+        let t = t0 + 1_000_000 + i * 100_000_000;
+        let off = i * 64;
+        client.call(transfer(a.at(t), 2_000, Op::Write, to_b(), off, 64));
+        // The server's read returns 20 µs after the write began; it answers 50 µs later.
+        server.call(transfer(b.at(t + 19_000), 1_000, Op::Read, to_b(), off, 64));
+        server.call(transfer(
+            b.at(t + 70_000),
+            2_000,
+            Op::Write,
+            to_a(),
+            off,
+            64,
+        ));
+        client.call(transfer(a.at(t + 89_000), 1_000, Op::Read, to_a(), off, 64));
+    }
+    let (da, db) = (root.join("a"), root.join("b"));
+    for (dir, thread, clock, name) in [(&da, client, a, "a"), (&db, server, b, "b")] {
+        let mut thread = thread;
+        let h = thread.header();
+        h.mono0 = clock.at(t0 - 1_000_000);
+        // The wall clocks agree: both read true time plus the epoch.
+        h.realtime0 = t0 - 1_000_000 + 1_700_000_000_000_000_000;
+        write(dir, vec![thread]);
+        host_file(dir, name, 0);
+    }
+    (da, db)
+}
+
+/// Writes `dir`'s `host.id`: machine `name`, in network namespace `net`.
+fn host_file(dir: &Path, name: &str, net: u64) {
+    let id = HostIdentity {
+        hostname: name.into(),
+        boot_id: format!("boot-of-{name}"),
+        net_ns: 4026531000 + net,
+        time_ns: 4026532000,
+    };
+    std::fs::write(dir.join("host.id"), id.render()).unwrap();
+}
+
+fn build(dirs: &[&Path]) -> Result<Built, GraphError> {
+    let dirs: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    build_graph_of(&dirs, &GraphOptions::default())
+}
+
+#[test]
+fn an_offset_of_days_and_a_drift_of_50_ppm_are_found() {
+    for ppm in [50.0, -50.0] {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = Clock {
+            ahead_ns: 0,
+            ppm: 0.0,
+        };
+        // Two days ahead.
+        let b = Clock {
+            ahead_ns: 172_800_000_000_000,
+            ppm,
+        };
+        let (da, db) = talk(tmp.path(), a, b, 120, CONN);
+        let built = build(&[&da, &db]).unwrap();
+        let g = &built.graph;
+        assert!(built.warnings.is_empty(), "{:?}", built.warnings);
+        let h = &g.hosts[1].clock;
+        // B's times map to A's as t_a = (t_b - ahead) / (1 + ppm): at B's start, and
+        // -ppm / (1 + ppm) per unit of B's time after it.
+        let start_b = g.hosts[1].start_ns;
+        let truth = ((start_b as f64 - b.ahead_ns as f64) / (1.0 + ppm * 1e-6)) - start_b as f64;
+        let drift_truth_ppb = (1.0 / (1.0 + ppm * 1e-6) - 1.0) * 1e9;
+        let err = h.offset_ns as f64 - truth;
+        eprintln!(
+            "ppm {ppm}: offset error {err:.0} ns (bound {:?}), drift {} ppb against {drift_truth_ppb:.0}",
+            h.bound_ns, h.drift_ppb
+        );
+        assert!(err.abs() <= h.bound_ns.unwrap() as f64 + 1.0, "{h:?}");
+        assert!(
+            (h.drift_ppb as f64 - drift_truth_ppb).abs() <= 2_000.0,
+            "{h:?}"
+        );
+        assert_eq!(h.grade, ClockGrade::Accurate);
+        assert_eq!(h.pairs, 2 * 1200);
+        // Every request and answer is an edge between the machines, none external.
+        assert_eq!(edges(g, EdgeKind::Stream).len(), 2 * 1200);
+        assert_eq!(g.unmatched.external_bytes_in, 0);
+        // On the aligned clocks, every read ends after its write began.
+        for e in g.edges.iter().filter(|e| e.kind == EdgeKind::Stream) {
+            let (from, to) = (g.leaf_of(e.from).unwrap(), g.leaf_of(e.to).unwrap());
+            assert!(g.leaf(from).end_ns <= g.leaf(to).start_ns, "{e:?}");
+        }
+    }
+}
+
+#[test]
+fn one_machine_given_alone_is_read_as_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let same = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+    let (da, _) = talk(tmp.path(), same, same, 2, CONN);
+    let alone = build(&[&da]).unwrap();
+    assert!(alone.graph.hosts.is_empty());
+    // Its connection's answers come from outside the trace.
+    assert_eq!(alone.graph.unmatched.external_bytes_in, 20 * 64);
+}
+
+#[test]
+fn a_directory_given_twice_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+    let (da, db) = talk(tmp.path(), c, c, 1, CONN);
+    let again = tmp.path().join(".").join("a");
+    let e = build(&[&da, &db, &again]).unwrap_err();
+    assert!(matches!(e, GraphError::GivenTwice { .. }), "{e}");
+    assert!(e.to_string().contains("given twice"), "{e}");
+}
+
+#[test]
+fn two_directories_of_one_machine_are_one_machine_on_one_clock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+    let (da, db) = talk(tmp.path(), c, c, 1, CONN);
+    host_file(&db, "a", 0);
+    let built = build(&[&da, &db]).unwrap();
+    assert!(
+        built
+            .warnings
+            .iter()
+            .any(|w| matches!(w, GraphWarning::OneMachine { .. })),
+        "{:?}",
+        built.warnings
+    );
+    assert_eq!(built.graph.hosts.len(), 1);
+    assert_eq!(edges(&built.graph, EdgeKind::Stream).len(), 20);
+}
+
+#[test]
+fn a_machine_nobody_talks_to_keeps_its_wall_clock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+    let (da, _) = talk(tmp.path(), c, c, 1, CONN);
+    let other = tempfile::tempdir().unwrap();
+    let ahead = Clock {
+        ahead_ns: 5_000_000_000,
+        ppm: 0.0,
+    };
+    // Another recording: another connection.
+    let (_, lone) = talk(other.path(), c, ahead, 1, CONN + 0x100);
+    host_file(&lone, "lone", 7);
+    let built = build(&[&da, &lone]).unwrap();
+    let h = &built.graph.hosts[1];
+    assert_eq!(h.clock.grade, ClockGrade::WallClock, "{h:?}");
+    assert_eq!(h.clock.bound_ns, None);
+    // Both wall clocks read the same: its monotonic clock is 5 s ahead.
+    assert_eq!(h.clock.offset_ns, -5_000_000_000);
+    assert!(
+        built
+            .warnings
+            .iter()
+            .any(|w| matches!(w, GraphWarning::Unaligned { .. })),
+        "{:?}",
+        built.warnings
+    );
+}
+
+#[test]
+fn messages_that_contradict_each_other_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+    let (da, db) = talk(tmp.path(), c, c, 1, CONN);
+    // B's clock jumps 1 ms back halfway through: no offset fits both halves.
+    let mut server = Thread::new(200, 200);
+    let t0 = 10_000_000_000u64;
+    server.call(Call {
+        aux: Some(CONN),
+        ..Call::new(t0 + 10_000, 1_000, Op::Accept)
+    });
+    for i in 0..10u64 {
+        let t = t0 + 1_000_000 + i * 100_000_000 - if i >= 5 { 1_000_000 } else { 0 };
+        let off = i * 64;
+        let to_b = stream(CONN, CONN + TO_B, A_ADDR, B_ADDR);
+        let to_a = stream(CONN, CONN + TO_A, B_ADDR, A_ADDR);
+        server.call(transfer(t + 19_000, 1_000, Op::Read, to_b, off, 64));
+        server.call(transfer(t + 70_000, 2_000, Op::Write, to_a, off, 64));
+    }
+    std::fs::remove_dir_all(&db).unwrap();
+    write(&db, vec![server]);
+    host_file(&db, "b", 0);
+    let built = build(&[&da, &db]).unwrap();
+    let crossed: Vec<_> = built
+        .warnings
+        .iter()
+        .filter(|w| matches!(w, GraphWarning::ClocksCross { .. }))
+        .collect();
+    assert_eq!(crossed.len(), 1, "{:?}", built.warnings);
+    assert!(
+        crossed[0].to_string().contains("contradict"),
+        "{}",
+        crossed[0]
+    );
+    assert_eq!(built.graph.hosts[1].clock.grade, ClockGrade::Fail);
+}

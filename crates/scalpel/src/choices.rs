@@ -64,6 +64,9 @@ wraps!(CliTable => Table {
     Occurrences,
     /// Each leaf's parent occurrence.
     LeafParent,
+    /// The machines of a graph built from several, with their clocks' alignment (none for a
+    /// graph of one machine).
+    Hosts,
 });
 
 wraps!(CliExportFormat => ExportFormat {

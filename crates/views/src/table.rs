@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use super::units::{bytes, count, cut, duration, pct, wrap};
 use scalpel_analysis::rollup::{TaskRow, TopView};
+use scalpel_model::graph::{ClockGrade, HostInfo};
 
 /// The three largest blocked shares: `sleep 80.0%, cond 5.1%, …`.
 pub(crate) fn blocked_shares(r: &TaskRow) -> String {
@@ -161,6 +162,40 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
     write_table_with(o, v, TableOptions::default())
 }
 
+/// The machines and their clocks, when there are several: `machines: web (reference), db
+/// (clock -1000.000 011 s ± 26.6 us, accurate)`.
+fn hosts_line(hosts: &[HostInfo]) -> Option<String> {
+    if hosts.is_empty() {
+        return None;
+    }
+    let one = |h: &HostInfo| {
+        let c = &h.clock;
+        if c.reference {
+            return format!("{} (reference)", h.host);
+        }
+        let bound = c
+            .bound_ns
+            .map_or_else(|| "no bound".to_string(), |b| format!("± {}", duration(b)));
+        format!(
+            "{} (clock {:+.9} s {bound}, {})",
+            h.host,
+            c.offset_ns as f64 / 1e9,
+            grade(c.grade)
+        )
+    };
+    let all: Vec<String> = hosts.iter().map(one).collect();
+    Some(format!("machines: {}", all.join(", ")))
+}
+
+fn grade(g: ClockGrade) -> &'static str {
+    match g {
+        ClockGrade::Accurate => "accurate",
+        ClockGrade::Approximate => "approximate",
+        ClockGrade::WallClock => "by wall clock",
+        ClockGrade::Fail => "messages contradict",
+    }
+}
+
 /// The view as text tables laid out as `t` says.
 pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io::Result<()> {
     writeln!(
@@ -173,6 +208,9 @@ pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io:
     )?;
     if let Some(note) = recorded_note(v) {
         t.prose(o, &note, 2)?;
+    }
+    if let Some(line) = hosts_line(&v.hosts) {
+        t.prose(o, &line, 2)?;
     }
     let chans: Vec<String> = v
         .channels
@@ -328,7 +366,46 @@ mod tests {
             channels: Vec::new(),
             tasks: Vec::new(),
             expanded: None,
+            hosts: Vec::new(),
         }
+    }
+
+    #[test]
+    fn several_machines_are_named_with_their_clocks() {
+        use scalpel_model::graph::HostClock;
+        let mut v = view(2, 2);
+        let host = |name: &str, clock: HostClock| HostInfo {
+            host: name.into(),
+            trace: format!("t-{name}"),
+            start_ns: 1,
+            clock,
+        };
+        v.hosts = vec![
+            host("web", HostClock::reference()),
+            host(
+                "db",
+                HostClock {
+                    reference: false,
+                    offset_ns: -1_000_000_002_116,
+                    drift_ppb: 0,
+                    bound_ns: Some(29_355),
+                    pairs: 1200,
+                    grade: ClockGrade::Accurate,
+                },
+            ),
+        ];
+        let mut out = Vec::new();
+        write_table(&mut out, &v).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "machines: web (reference), db (clock -1000.000002116 s ± 29.4 us, accurate)"
+            ),
+            "{text}"
+        );
+        let mut out = Vec::new();
+        write_table(&mut out, &view(2, 2)).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("machines"));
     }
 
     #[test]

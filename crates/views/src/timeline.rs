@@ -2,7 +2,9 @@
 //! trace-event JSON format, one event per line.
 //!
 //! - A track per thread, grouped by process (`process_name`, `thread_name` metadata; a process
-//!   is named by its title when it renamed itself).
+//!   is named by its title when it renamed itself). Traces of several machines: each process's
+//!   name begins with its machine's, and the processes are sorted machine by machine
+//!   (`process_sort_index`).
 //! - Each leaf is a complete slice (`"ph":"X"`) named by its leaf type, from its start to the
 //!   return of the call that ended it; nested in it, each slow call inside it (a lock wait with
 //!   the lock's holder, a sleep, file I/O) and the call that ended it (with its waker).
@@ -106,8 +108,11 @@ pub fn write_timeline(
         }
         Ok(())
     };
-    for p in &g.processes {
-        let name = p.title.clone().unwrap_or_else(|| p.cmdline.join(" "));
+    for (i, p) in g.processes.iter().enumerate() {
+        let mut name = p.title.clone().unwrap_or_else(|| p.cmdline.join(" "));
+        if let Some(h) = g.hosts.get(p.host.index()) {
+            name = format!("{}: {name}", h.host);
+        }
         sep(o)?;
         write!(
             o,
@@ -116,6 +121,16 @@ pub fn write_timeline(
             p.pid,
             js(&name)
         )?;
+        if !g.hosts.is_empty() {
+            sep(o)?;
+            write!(
+                o,
+                "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                p.pid,
+                p.pid,
+                p.host.index() * 1_000_000 + i
+            )?;
+        }
     }
     for t in &g.threads {
         sep(o)?;

@@ -1,5 +1,5 @@
 //! Off-CPU time as folded stacks (`scalpel flame`): every blocking call, weighted by the time
-//! it blocked, under the stack that made it, with the process and thread as root frames.
+//! it blocked, under the stack that made it, with the process and thread as root frames (under the machine, for traces of several).
 //!
 //! The agent records a stack at every sync call, so the blocking stacks an off-CPU profiler gets
 //! from the scheduler with root and a kernel probe are already in the graph: the call that ended
@@ -126,8 +126,9 @@ pub(super) fn selected(g: &Graph, model: &Model, opts: &FlameOptions) -> Vec<boo
     }
 }
 
-/// Per thread, its root frames: its process's name (the title, or the command's file name),
-/// then the thread's name unless `per_process`.
+/// Per thread, its root frames: its machine's name when the traces were of several, its
+/// process's name (the title, or the command's file name), then the thread's name unless
+/// `per_process`.
 pub(super) fn thread_roots(g: &Graph, per_process: bool) -> Vec<Vec<String>> {
     g.threads
         .iter()
@@ -138,7 +139,9 @@ pub(super) fn thread_roots(g: &Graph, per_process: bool) -> Vec<Vec<String>> {
                 .map(|c| c.rsplit('/').next().unwrap_or("").to_owned())
                 .filter(|c| !c.is_empty())
                 .unwrap_or_else(|| "process".to_owned());
-            let mut r = vec![frame(&name)];
+            let host = p.and_then(|p| g.hosts.get(p.host.index()));
+            let mut r: Vec<String> = host.map(|h| frame(&h.host)).into_iter().collect();
+            r.push(frame(&name));
             if !per_process {
                 r.push(frame(&t.name));
             }

@@ -173,6 +173,9 @@ pub struct TopView {
     pub tasks: Vec<TaskRow>,
     /// The task asked for.
     pub expanded: Option<Expanded>,
+    /// The machines, when the traces were of several (their clocks on the first's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<scalpel_model::graph::HostInfo>,
 }
 
 fn row(model: &Model, s: &TypeStats) -> TaskRow {
@@ -226,6 +229,7 @@ pub fn top_view(
         threads: live.len(),
         processes_recorded: graph.processes.len(),
         threads_recorded: graph.threads.len(),
+        hosts: graph.hosts.clone(),
         leaves: graph.leaves.len(),
         span_ns: r.span_ns,
         channels: r

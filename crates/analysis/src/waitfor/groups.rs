@@ -35,8 +35,24 @@ pub(super) struct Grouping {
 
 /// The name of thread `t`'s process: its title, or the command's file name and its first word
 /// that is neither an option nor an option's value (`replicated-store client`); digits masked
-/// and cut before a `(` (PostgreSQL's client address), so that a role's processes agree.
+/// and cut before a `(` (PostgreSQL's client address), so that a role's processes agree. In
+/// traces of several machines it begins with the machine's name: a wait on another machine is
+/// a wait between machines, and the same role on two machines is two nodes.
 fn process_label(g: &Graph, t: usize) -> String {
+    format!("{}{}", host_prefix(g, t), role_label(g, t))
+}
+
+/// `NAME: ` for thread `t`'s machine in traces of several machines, else nothing.
+fn host_prefix(g: &Graph, t: usize) -> String {
+    g.threads
+        .get(t)
+        .and_then(|t| g.processes.get(t.process.index()))
+        .and_then(|p| g.hosts.get(p.host.index()))
+        .map_or_else(String::new, |h| format!("{}: ", h.host))
+}
+
+/// [`process_label`] without the machine.
+fn role_label(g: &Graph, t: usize) -> String {
     let p = g
         .threads
         .get(t)
@@ -238,9 +254,11 @@ fn name_groups(
     groups: &mut [Group],
 ) {
     let base = |gr: &Group| {
-        let (label, role) = &labels[gr.threads[0] as usize];
+        let t = gr.threads[0] as usize;
+        let (label, role) = &labels[t];
         // A main thread is named after its command, cut to 15 bytes by the kernel.
-        let first = label.split([' ', ':']).next().unwrap_or("");
+        let bare = label.strip_prefix(&host_prefix(g, t)).unwrap_or(label);
+        let first = bare.split([' ', ':']).next().unwrap_or("");
         if role.is_empty() || first.starts_with(role.as_str()) || label.is_empty() {
             label.clone()
         } else {

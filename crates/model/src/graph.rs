@@ -538,6 +538,14 @@ impl Graph {
         }
     }
 
+    /// The machine thread `thread` ran on (the first for a graph of one).
+    pub fn host_of(&self, thread: ThreadId) -> HostId {
+        self.threads
+            .get(thread.index())
+            .and_then(|t| self.processes.get(t.process.index()))
+            .map_or_else(HostId::default, |p| p.host)
+    }
+
     /// The leaf of `thread` that was running at `ns`: started by then, and its ending call not
     /// yet returned. Leaves of a thread are in time order, so this is a binary search.
     pub fn leaf_at(&self, thread: ThreadId, ns: u64) -> Option<LeafId> {

@@ -17,6 +17,18 @@ pub enum ClockGrade {
     Fail,
 }
 
+impl std::fmt::Display for ClockGrade {
+    /// Its name in files (`accurate`, `approximate`, `wall-clock`, `fail`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClockGrade::Accurate => "accurate",
+            ClockGrade::Approximate => "approximate",
+            ClockGrade::WallClock => "wall-clock",
+            ClockGrade::Fail => "fail",
+        })
+    }
+}
+
 /// A host's clock on the reference host's: `t_ref = t + offset_ns + drift_ppb * 1e-9 * (t -
 /// start)`, where `start` is the host's first time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,9 +93,13 @@ mod tests {
             r#"{"host":"db","trace":"t-db","start_ns":5,"reference":true,"offset_ns":0,"drift_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
         );
         assert_eq!(serde_json::from_str::<HostInfo>(&text).unwrap(), h);
-        assert_eq!(
-            serde_json::to_string(&ClockGrade::WallClock).unwrap(),
-            "\"wall-clock\""
-        );
+        for g in [
+            ClockGrade::Accurate,
+            ClockGrade::Approximate,
+            ClockGrade::WallClock,
+            ClockGrade::Fail,
+        ] {
+            assert_eq!(serde_json::to_string(&g).unwrap(), format!("\"{g}\""));
+        }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use scalpel_model::format::ChanKind;
-use scalpel_model::graph::{EdgeKind, ExternalRole, Graph, NodeId, ObjectInfo};
+use scalpel_model::graph::{Channel, EdgeKind, ExternalRole, Graph, NodeId, ObjectInfo};
 
 use super::budget;
 use super::graphviz::quote;
@@ -143,6 +143,43 @@ pub fn write_type_dot(w: &mut impl Write, g: &Graph, draw: &DrawOptions) -> io::
     w.write_all(b"}\n")
 }
 
+/// For traces of several machines: how many, the connections between them (the byte channels
+/// with a stream edge from one machine to another) and each clock.
+fn write_hosts_summary(w: &mut impl Write, g: &Graph) -> io::Result<()> {
+    let host = |n: NodeId| g.leaf_of(n).map(|l| g.host_of(g.leaf(l).thread));
+    let mut channels: Vec<u64> = g
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Stream)
+        .filter(|e| matches!((host(e.from), host(e.to)), (Some(a), Some(b)) if a != b))
+        .filter_map(|e| match &g.objects.get(e.obj?.index())?.channel {
+            Some(Channel::Stream { key, .. }) => Some(*key),
+            _ => None,
+        })
+        .collect();
+    channels.sort_unstable();
+    channels.dedup();
+    writeln!(
+        w,
+        "{} machines, {} connections between them; clocks on {}'s:",
+        g.hosts.len(),
+        channels.len(),
+        g.hosts[0].host
+    )?;
+    for h in &g.hosts[1..] {
+        let c = &h.clock;
+        let bound = c
+            .bound_ns
+            .map_or_else(|| "no bound".into(), |b| format!("± {b} ns"));
+        writeln!(
+            w,
+            "  {}: {:+} ns {bound}, drift {} ppb, {} ({} messages)",
+            h.host, c.offset_ns, c.drift_ppb, c.grade, c.pairs
+        )?;
+    }
+    Ok(())
+}
+
 /// The short summary: leaves, types, edges by kind, externals, what did not pair up, locks.
 pub fn write_graph_summary(w: &mut impl Write, built: &Built) -> io::Result<()> {
     let g = &built.graph;
@@ -153,6 +190,9 @@ pub fn write_graph_summary(w: &mut impl Write, built: &Built) -> io::Result<()> 
         g.threads.len(),
         built.events
     )?;
+    if !g.hosts.is_empty() {
+        write_hosts_summary(w, g)?;
+    }
     let used = g.types.iter().filter(|t| t.count > 0).count();
     writeln!(w, "{} leaves of {} types", g.leaves.len(), used)?;
     let mut by_kind: BTreeMap<EdgeKind, u64> = BTreeMap::new();

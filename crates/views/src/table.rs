@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::units::{bytes, count, cut, duration, pct, wrap};
 use scalpel_analysis::rollup::{TaskRow, TopView};
-use scalpel_model::graph::{ClockGrade, HostInfo};
+use scalpel_model::graph::HostInfo;
 
 /// The three largest blocked shares: `sleep 80.0%, cond 5.1%, …`.
 pub(crate) fn blocked_shares(r: &TaskRow) -> String {
@@ -180,20 +180,11 @@ fn hosts_line(hosts: &[HostInfo]) -> Option<String> {
             "{} (clock {:+.9} s {bound}, {})",
             h.host,
             c.offset_ns as f64 / 1e9,
-            grade(c.grade)
+            c.grade
         )
     };
     let all: Vec<String> = hosts.iter().map(one).collect();
     Some(format!("machines: {}", all.join(", ")))
-}
-
-fn grade(g: ClockGrade) -> &'static str {
-    match g {
-        ClockGrade::Accurate => "accurate",
-        ClockGrade::Approximate => "approximate",
-        ClockGrade::WallClock => "by wall clock",
-        ClockGrade::Fail => "messages contradict",
-    }
 }
 
 /// The view as text tables laid out as `t` says.
@@ -372,7 +363,7 @@ mod tests {
 
     #[test]
     fn several_machines_are_named_with_their_clocks() {
-        use scalpel_model::graph::HostClock;
+        use scalpel_model::graph::{ClockGrade, HostClock};
         let mut v = view(2, 2);
         let host = |name: &str, clock: HostClock| HostInfo {
             host: name.into(),

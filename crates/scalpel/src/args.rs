@@ -82,8 +82,10 @@ impl PipelineArgs {
 #[derive(Args, Debug)]
 pub(crate) struct SourceArgs {
     /// A model.json, a directory `scalpel infer` wrote, or a trace directory (inferred on the
-    /// spot, with the options below, which only a trace directory takes).
-    pub path: PathBuf,
+    /// spot, with the options below, which only a trace directory takes); several trace
+    /// directories, recorded on several machines, are inferred together.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
 }
@@ -91,10 +93,12 @@ pub(crate) struct SourceArgs {
 impl SourceArgs {
     /// The source in the library's terms.
     pub(crate) fn options(self) -> Source {
+        let mut paths = self.paths.into_iter();
         Source {
             pipeline: self.pipeline.options(),
             timings: self.pipeline.timings,
-            path: self.path,
+            path: paths.next().unwrap_or_default(),
+            more: paths.collect(),
         }
     }
 }

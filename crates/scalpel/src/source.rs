@@ -22,6 +22,8 @@ use crate::spinner::Spinner;
 pub(crate) struct Source {
     /// A model.json, a directory `infer` wrote, or a trace directory.
     pub path: PathBuf,
+    /// The trace directories of other machines, inferred with `path` (empty for one).
+    pub more: Vec<PathBuf>,
     /// How the pipeline runs on a trace directory.
     pub pipeline: PipelineOptions,
     /// Print the phase timings at the end.
@@ -32,7 +34,14 @@ impl Source {
     /// Runs the pipeline (or reads what `infer` wrote) for a view.
     pub(crate) fn load(&self, t: &mut Timings, spinner: &Spinner) -> Result<(Pipeline, Loaded)> {
         let pipeline = Pipeline::new(self.pipeline.clone())?;
-        let loaded = pipeline.load(&self.path, spinner, t)?;
+        let loaded = if self.more.is_empty() {
+            pipeline.load(&self.path, spinner, t)?
+        } else {
+            let all: Vec<PathBuf> = std::iter::once(self.path.clone())
+                .chain(self.more.iter().cloned())
+                .collect();
+            pipeline.load_all(&all, spinner, t)?
+        };
         warn(&loaded.warnings, 10, "");
         Ok((pipeline, loaded))
     }

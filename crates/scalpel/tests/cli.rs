@@ -139,13 +139,24 @@ fn record_runs_the_command_under_the_agent() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("no trace was recorded"));
     // The earlier trace is gone; only what `record` itself writes is there: the table of shared
-    // counters and the (empty) list of files it made.
+    // counters, the (empty) list of files it made and the machine it ran on, each the user's
+    // alone.
     let mut left: Vec<_> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     left.sort();
-    assert_eq!(left, ["files.list", "shared.tbl"]);
+    assert_eq!(left, ["files.list", "host.id", "shared.tbl"]);
+    for f in &left {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir.join(f)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{f:?}");
+    }
+    let host = fs::read_to_string(dir.join("host.id")).unwrap();
+    assert!(
+        host.starts_with("scalpel-host 1\n") && host.contains("\nboot_id "),
+        "{host}"
+    );
 }
 
 #[test]

@@ -302,3 +302,56 @@ fn messages_that_contradict_each_other_are_reported() {
     );
     assert_eq!(built.graph.hosts[1].clock.grade, ClockGrade::Fail);
 }
+
+/// The command line: every command that takes a trace takes several, and says what is wrong
+/// with a model among them or a directory given twice.
+#[test]
+fn the_commands_take_the_directories_of_several_machines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+    let (da, db) = talk(tmp.path(), c, c, 1, CONN);
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scalpel"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (da.as_os_str(), db.as_os_str());
+    let o = run(&[
+        "export".as_ref(),
+        a,
+        b,
+        "--table".as_ref(),
+        "hosts".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0]["host"].as_str(), rows[1]["host"].as_str()),
+        (Some("a"), Some("b"))
+    );
+    assert_eq!(rows[0]["reference"], true);
+    let model = tmp.path().join("m");
+    let o = run(&["infer".as_ref(), a, b, "-o".as_ref(), model.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        summary.contains("2 machines, 1 connection between them"),
+        "{summary}"
+    );
+    let o = run(&["top".as_ref(), model.as_os_str(), b]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("not a trace directory"), "{e}");
+    let o = run(&["infer".as_ref(), a, b, a]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("given twice"), "{e}");
+}

@@ -161,9 +161,9 @@ fn write_hosts_summary(w: &mut impl Write, g: &Graph) -> io::Result<()> {
     channels.dedup();
     writeln!(
         w,
-        "{} machines, {} connections between them; clocks on {}'s:",
+        "{} machines, {} between them; clocks on {}'s:",
         g.hosts.len(),
-        channels.len(),
+        super::units::count(channels.len() as u64, "connection", "connections"),
         g.hosts[0].host
     )?;
     for h in &g.hosts[1..] {

@@ -105,6 +105,7 @@ impl DiffArgs {
     pub(crate) fn options(self) -> Diff {
         let source = |path| Source {
             path,
+            more: Vec::new(),
             pipeline: self.pipeline.options(),
             timings: self.pipeline.timings,
         };

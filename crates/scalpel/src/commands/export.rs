@@ -82,7 +82,9 @@ fn graph_only(path: &Path) -> Option<PathBuf> {
 pub(crate) fn run(a: &Export) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let (graph, model) = match graph_only(&a.source.path) {
+    // A graph alone is read alone; several paths are traces to infer together.
+    let alone = a.source.more.is_empty();
+    let (graph, model) = match graph_only(&a.source.path).filter(|_| alone) {
         Some(path) => {
             let g = t.phase("reading graph.json and graph.bin", &spinner, || {
                 read_graph(&path)

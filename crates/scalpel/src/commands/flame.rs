@@ -106,6 +106,7 @@ impl FlameArgs {
         let source = self.source.options();
         let diff = self.diff.map(|path| Source {
             path,
+            more: Vec::new(),
             pipeline: source.pipeline.clone(),
             timings: source.timings,
         });

@@ -47,6 +47,7 @@ impl ReportArgs {
         let source = self.source.options();
         let baseline = self.baseline.map(|path| Source {
             path,
+            more: Vec::new(),
             pipeline: source.pipeline.clone(),
             timings: source.timings,
         });

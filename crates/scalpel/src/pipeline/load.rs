@@ -42,6 +42,17 @@ pub enum SourceError {
         /// The first bad index.
         problem: Invalid,
     },
+    /// Several paths were given and one is not a trace directory: only the traces of several
+    /// machines are inferred together.
+    #[error(
+        "{}: not a trace directory; several paths are the trace directories of several \
+         machines, inferred together (a model `scalpel infer` wrote is given alone)",
+        .path.display()
+    )]
+    NotATrace {
+        /// The path.
+        path: PathBuf,
+    },
     /// Options that only inferring applies were given with a model already inferred.
     #[error(
         "{} is an inferred model, and {} apply only to a trace directory: pass the trace \
@@ -70,6 +81,26 @@ pub struct Loaded {
     pub from: PathBuf,
     /// Warnings from inferring a trace directory.
     pub warnings: Vec<Warning>,
+}
+
+/// Loads the traces of several machines, inferred together: `paths` must all be trace
+/// directories.
+pub(super) fn load_traces(
+    pipeline: &Pipeline,
+    paths: &[PathBuf],
+    progress: &dyn Progress,
+    t: &mut Timings,
+) -> Result<Loaded, SourceError> {
+    if let [one] = paths {
+        return load(pipeline, one, progress, t);
+    }
+    if let Some(p) = paths
+        .iter()
+        .find(|p| !p.is_dir() || p.join("model.json").exists())
+    {
+        return Err(SourceError::NotATrace { path: p.clone() });
+    }
+    infer(pipeline, paths, progress, t)
 }
 
 /// Loads `path`: a model file, a directory holding `model.json`, or a trace directory (inferred
@@ -139,7 +170,17 @@ pub(super) fn load(
             warnings: Vec::new(),
         });
     }
-    let built = t.phase("causal graph", progress, || pipeline.graph(path))?;
+    infer(pipeline, &[path.to_path_buf()], progress, t)
+}
+
+/// The graph and the model of the trace directories `dirs` (one machine's, or several's).
+fn infer(
+    pipeline: &Pipeline,
+    dirs: &[PathBuf],
+    progress: &dyn Progress,
+    t: &mut Timings,
+) -> Result<Loaded, SourceError> {
+    let built = t.phase("causal graph", progress, || pipeline.graph_of(dirs))?;
     let mined = t.phase("mining", progress, || {
         pipeline.model(&built.graph, progress)
     });
@@ -148,7 +189,7 @@ pub(super) fn load(
     Ok(Loaded {
         graph: built.graph,
         model: mined.model,
-        from: path.to_path_buf(),
+        from: dirs.first().cloned().unwrap_or_default(),
         warnings,
     })
 }

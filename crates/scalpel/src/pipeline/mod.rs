@@ -151,4 +151,15 @@ impl Pipeline {
     ) -> Result<Loaded, SourceError> {
         load::load(self, path, progress, t)
     }
+
+    /// [`Pipeline::load`] of several paths: the trace directories of several machines,
+    /// inferred together (one path is read as [`Pipeline::load`] reads it).
+    pub fn load_all(
+        &self,
+        paths: &[PathBuf],
+        progress: &dyn Progress,
+        t: &mut Timings,
+    ) -> Result<Loaded, SourceError> {
+        load::load_traces(self, paths, progress, t)
+    }
 }

@@ -1,9 +1,9 @@
 //! `build_graph`: the stage's phases, in order. Each phase takes what the one before it
 //! returned, by value where it consumes it, so the order below is the only one that compiles:
 //!
-//! 1. [`read`]: every file decoded and cut into leaves on the thread that decoded it; futex
+//! 1. [`read`](crate::read::read): every file decoded and cut into leaves on the thread that decoded it; futex
 //!    words used as locks and latch wake-ups found across threads, and the threads recut.
-//! 2. [`account`]: what the recording lost, as warnings (strict mode refuses them).
+//! 2. [`account`](crate::read::account): what the recording lost, as warnings (strict mode refuses them).
 //! 3. `assemble`: the per-thread pieces numbered trace-wide into a graph without edges.
 //! 4. [`causal_edges`]: notifications matched per object, then the passes over all of them
 //!    (hand-offs landed, signals, stolen wake-ups dropped, queues, event-loop completions).
@@ -14,11 +14,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::read::{account, read, Read};
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, HostInfo, LockWait};
 use scalpel_model::object::Channel;
-use scalpel_model::read::{read_dir_with, ProcessSinks, TraceDir};
 
 use crate::assemble::Assembled;
 use crate::edges::*;
@@ -26,10 +26,9 @@ use crate::event::{KindOf, NO_OBJ};
 use crate::latches::FileEvent;
 use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
-use crate::sink::ThreadSink;
 use crate::{
-    assemble, calls, completions, condlocks, event, eventloop, filter, futexlocks, hosts, latches,
-    locks, merge, naming, queues, ready, replycalls, retype, service, signals, types,
+    assemble, calls, completions, condlocks, event, eventloop, filter, hosts, latches, locks,
+    merge, naming, queues, ready, replycalls, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -37,9 +36,10 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
     build_graph_of(&[dir.to_path_buf()], opts)
 }
 
-/// Builds one causal graph of the traces in `dirs`, recorded on one machine or several (see
-/// [`crate::hosts`]); the first directory's machine is the reference whose clock every time
-/// is put on. One directory gives exactly what [`build_graph`] gives.
+/// Builds one causal graph of the traces in `dirs`, recorded on one machine or several: objects
+/// are shared only by a TCP connection both machines saw begin, and every time is put on the
+/// first directory's machine's clock, aligned from the messages on those connections. One
+/// directory gives exactly what [`build_graph`] gives.
 pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, GraphError> {
     let (read, mut warnings, events, hosts) = read_all(dirs, opts)?;
     let dir = read.trace.path.clone();
@@ -112,14 +112,6 @@ pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, Gr
     })
 }
 
-/// Phase 1's result: the trace, each thread cut into leaves, and each latch wait with the send
-/// that ended it.
-pub(crate) struct Read {
-    pub trace: TraceDir,
-    pub sinks: Vec<ProcessSinks<ThreadSink>>,
-    pub latched: Vec<(FileEvent, FileEvent)>,
-}
-
 /// Phases 1 and 2 for each directory, and the directories put together when there are several;
 /// with the warnings, the events read and the machines (none for one directory).
 fn read_all(
@@ -161,69 +153,6 @@ fn given_once(dirs: &[PathBuf]) -> Result<(), GraphError> {
         seen.push((real, d));
     }
     Ok(())
-}
-
-/// Phase 1: decodes and cuts every file, then recuts threads at the futex words that turned
-/// out to be locks.
-fn read(dir: &Path, opts: &GraphOptions) -> Result<Read, GraphError> {
-    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
-    // Reading grew every thread's arrays by doubling; the blocks they left are garbage.
-    scalpel_model::memory::release_freed_memory();
-    let words = futexlocks::lock_words(&sinks);
-    let latched = latches::latch_wakeups(&trace, &sinks);
-    futexlocks::recut(&trace, &mut sinks, words, latched.uncut, opts.lock_cuts);
-    Ok(Read {
-        trace,
-        sinks,
-        latched: latched.pairs,
-    })
-}
-
-/// Phase 2: the warnings for what the recording lost (an error in strict mode), and the
-/// number of events read.
-fn account(
-    dir: &Path,
-    opts: &GraphOptions,
-    read: &mut Read,
-) -> Result<(Vec<GraphWarning>, u64), GraphError> {
-    let Read { trace, sinks, .. } = read;
-    let mut warnings: Vec<GraphWarning> = trace
-        .take_warnings()
-        .into_iter()
-        .map(GraphWarning::Read)
-        .collect();
-    if trace.losses.any() {
-        warnings.push(GraphWarning::Unrecorded {
-            path: trace.path.clone(),
-            losses: trace.losses,
-        });
-    }
-    for (_, f) in trace.files() {
-        if f.lost_events() > 0 {
-            warnings.push(GraphWarning::Lost {
-                path: f.path.clone(),
-                count: f.lost_events(),
-            });
-        }
-    }
-    if opts.strict && !warnings.is_empty() {
-        return Err(GraphError::Strict {
-            dir: dir.to_path_buf(),
-            problems: warnings,
-        });
-    }
-    let threads = || sinks.iter().flat_map(|p| p.threads.iter());
-    let events = threads().map(|s| s.events).sum();
-    let counted: u64 = threads()
-        .filter_map(|s| s.out.as_ref().map(|o| o.counted_pairs))
-        .fold(0, u64::saturating_add);
-    if opts.lock_cuts && counted > 0 {
-        warnings.push(GraphWarning::CountedLocks {
-            path: trace.path.clone(),
-            pairs: counted,
-        });
-    }
-    Ok((warnings, events))
 }
 
 /// Phase 4's result: the graph with its causal edges, the edges to external nodes, and what

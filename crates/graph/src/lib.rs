@@ -32,6 +32,7 @@ mod notify;
 mod options;
 mod outbound;
 mod queues;
+mod read;
 mod ready;
 mod replies;
 mod replycalls;

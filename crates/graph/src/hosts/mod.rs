@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use scalpel_model::graph::{ClockGrade, HostClock, HostId, HostInfo};
 use scalpel_model::read::{HostIdentity, Shift, TraceDir};
 
-use crate::build::Read;
 use crate::options::GraphWarning;
+use crate::read::Read;
 use keys::OnHost;
 use tree::{HostTimes, Messages};
 

@@ -203,6 +203,12 @@ fn the_replicated_store_on_three_machines_is_one_model() {
         .and_then(|(_, rest)| rest.split_once("</div>"))
         .map_or("", |(g, _)| g);
     assert!(glance.contains("flow_control_sleep"), "{glance}");
+    // The report names the machines and their clocks.
+    assert!(
+        text.contains("machines: primary (reference), client (clock -999.99")
+            || text.contains("machines: primary (reference), client (clock -1000.00"),
+        "no machines line in the report"
+    );
     // And across machines: in the whole model, the heaviest task (the client's commits) has a
     // critical path through the primary's flow-control sleep and the backup's receive.
     let top = |extra: &[&str]| {

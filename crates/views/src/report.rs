@@ -376,6 +376,9 @@ pub fn write_report(
         if let Some(note) = recorded_note(v) {
             writeln!(o, "<p class=hint>{}</p>", esc(note.trim()))?;
         }
+        if let Some(line) = super::table::hosts_line(&v.hosts) {
+            writeln!(o, "<p>{}</p>", esc(&line))?;
+        }
     }
     if let Some((old, d)) = &opts.baseline {
         write_diff_html(o, d, old)?;

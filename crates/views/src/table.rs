@@ -164,7 +164,7 @@ pub fn write_table(o: &mut impl Write, v: &TopView) -> io::Result<()> {
 
 /// The machines and their clocks, when there are several: `machines: web (reference), db
 /// (clock -1000.000 011 s ± 26.6 us, accurate)`.
-fn hosts_line(hosts: &[HostInfo]) -> Option<String> {
+pub(crate) fn hosts_line(hosts: &[HostInfo]) -> Option<String> {
     if hosts.is_empty() {
         return None;
     }

@@ -151,3 +151,27 @@ pub fn wait_ok(child: &mut Child, what: &str, limit: Duration) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `tasks` with their times on the reference machine's clock: a truth file's times are each on
+/// its own machine's clock, the graph's on the first machine's.
+pub fn on_reference(
+    graph: &scalpel_model::graph::Graph,
+    tasks: &[crate::score::TruthTask],
+) -> Vec<crate::score::TruthTask> {
+    tasks
+        .iter()
+        .map(|t| {
+            let host = graph
+                .processes
+                .iter()
+                .find(|p| p.pid == t.pid)
+                .and_then(|p| graph.hosts.get(p.host.index()));
+            let shift = |ns: u64| host.map_or(ns, |h| h.on_reference(ns));
+            crate::score::TruthTask {
+                start_ns: shift(t.start_ns),
+                end_ns: shift(t.end_ns),
+                ..t.clone()
+            }
+        })
+        .collect()
+}

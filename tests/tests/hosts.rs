@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use scalpel_e2e::hosts::{line_from, missing, record_on, wait_ok, Net};
+use scalpel_e2e::hosts::{line_from, missing, on_reference, record_on, wait_ok, Net};
 use scalpel_e2e::score::{load_model, load_tasks, report, score};
 use scalpel_e2e::{not_run, own_bin, scalpel};
 use scalpel_model::format::ChanKind;
@@ -232,4 +232,115 @@ fn the_replicated_store_on_three_machines_is_one_model() {
     for on_path in ["flow_control_sleep", "run_backup"] {
         assert!(expanded.contains(on_path), "{on_path}: {expanded}");
     }
+}
+
+/// A three-tier chain on three machines (client, front, back; the client's clock 500 s ahead,
+/// the back's 7 s ahead): each request is one task from the client through the front to the
+/// back and back again.
+#[test]
+fn a_request_through_three_machines_is_one_task() {
+    if let Some(why) = missing() {
+        assert!(
+            std::env::var_os("SCALPEL_HOSTS_REQUIRED").is_none(),
+            "several-machine test: {why}"
+        );
+        not_run("a_request_through_three_machines_is_one_task", &why);
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let net = Net::new(&["fro", "cli", "bac"]);
+    net.link(0, 1, 203); // front 10.203.0.1, client 10.203.0.2
+    net.link(0, 2, 204); // front 10.204.0.1, back 10.204.0.2
+    let exe = own_bin("chain");
+    let truth = root.join("truth.jsonl");
+    let env = [("SCALPEL_TRUTH", truth.as_path())];
+    let limit = Duration::from_secs(120);
+    let dir = |name: &str| root.join(name);
+    let mut back = record_on(
+        &net,
+        2,
+        7,
+        &dir("back"),
+        &exe,
+        &["back", "--bind", "10.204.0.2", "--port", "7301"],
+        &env,
+    );
+    line_from(&mut back, "7301", limit);
+    let mut front = record_on(
+        &net,
+        0,
+        0,
+        &dir("front"),
+        &exe,
+        &[
+            "front",
+            "--bind",
+            "10.203.0.1",
+            "--port",
+            "7300",
+            "--back",
+            "10.204.0.2:7301",
+        ],
+        &env,
+    );
+    line_from(&mut front, "7300", limit);
+    let mut client = record_on(
+        &net,
+        1,
+        500,
+        &dir("client"),
+        &exe,
+        &["client", "--host", "10.203.0.1", "--port", "7300"],
+        &env,
+    );
+    wait_ok(&mut client, "the client", limit);
+    wait_ok(&mut front, "the front", limit);
+    wait_ok(&mut back, "the back", limit);
+    let model_dir = dir("model");
+    let o = Command::new(scalpel())
+        .arg("infer")
+        .args(["front", "client", "back"].map(dir))
+        .arg("-o")
+        .arg(&model_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    eprintln!("{stdout}");
+    assert!(
+        stdout.contains("3 machines, 4 connections between them"),
+        "{stdout}"
+    );
+    let (model, graph) = load_model(&model_dir);
+    for (h, ahead_s) in graph.hosts.iter().zip([0i64, 500, 7]) {
+        let err = h.clock.offset_ns + ahead_s * 1_000_000_000;
+        eprintln!(
+            "host {}: error {err} ns, bound {:?}",
+            h.host, h.clock.bound_ns
+        );
+        assert!(
+            err.unsigned_abs() <= h.clock.bound_ns.expect("bounded"),
+            "{h:?}"
+        );
+        assert!(err.abs() <= 50_000, "{h:?}");
+    }
+    let tasks = on_reference(&graph, &load_tasks(&truth));
+    let sc = score(
+        &model,
+        &graph,
+        &tasks,
+        &[("request", &["request", "front", "back"])],
+    );
+    eprintln!("{}", report(&sc));
+    let r = sc.iter().find(|t| t.truth == "request").expect("scored");
+    assert_eq!(r.instances, 400);
+    assert!(
+        r.precision >= 0.95 && r.recall >= 0.95,
+        "the request across three machines: P {:.3} R {:.3}\n{}",
+        r.precision,
+        r.recall,
+        report(&sc)
+    );
 }

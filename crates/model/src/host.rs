@@ -75,6 +75,17 @@ pub struct HostInfo {
     pub clock: HostClock,
 }
 
+impl HostInfo {
+    /// A time of this machine's clock (ns) on the reference machine's.
+    pub fn on_reference(&self, ns: u64) -> u64 {
+        let t = i128::from(ns);
+        let since = t - i128::from(self.start_ns);
+        let c = &self.clock;
+        let v = t + i128::from(c.offset_ns) + since * i128::from(c.drift_ppb) / 1_000_000_000;
+        u64::try_from(v.max(0)).unwrap_or(u64::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +104,18 @@ mod tests {
             r#"{"host":"db","trace":"t-db","start_ns":5,"reference":true,"offset_ns":0,"drift_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
         );
         assert_eq!(serde_json::from_str::<HostInfo>(&text).unwrap(), h);
+        let ahead = HostInfo {
+            start_ns: 1_000_000_000,
+            clock: HostClock {
+                reference: false,
+                offset_ns: -500,
+                drift_ppb: 1_000,
+                ..HostClock::reference()
+            },
+            ..h
+        };
+        // 1 s after its start: 500 ns off and 1 µs of drift.
+        assert_eq!(ahead.on_reference(2_000_000_000), 2_000_000_500);
         for g in [
             ClockGrade::Accurate,
             ClockGrade::Approximate,

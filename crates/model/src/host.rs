@@ -70,6 +70,10 @@ pub struct HostInfo {
     pub trace: String,
     /// Its first time, on its own clock (ns): where `offset_ns` holds.
     pub start_ns: u64,
+    /// Its addresses that its traces show (the local ends of its connections with the other
+    /// machines), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<std::net::IpAddr>,
     /// Its clock.
     #[serde(flatten)]
     pub clock: HostClock,
@@ -96,6 +100,7 @@ mod tests {
             host: "db".into(),
             trace: "t-db".into(),
             start_ns: 5,
+            addresses: Vec::new(),
             clock: HostClock::reference(),
         };
         let text = serde_json::to_string(&h).unwrap();

@@ -169,6 +169,10 @@ fn an_offset_of_days_and_a_drift_of_50_ppm_are_found() {
         );
         assert_eq!(h.grade, ClockGrade::Accurate);
         assert_eq!(h.pairs, 2 * 1200);
+        // Each machine's address is the end it wrote from.
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert_eq!(g.hosts[0].addresses, [ip("10.0.0.1")]);
+        assert_eq!(g.hosts[1].addresses, [ip("10.0.0.2")]);
         // Every request and answer is an edge between the machines, none external.
         assert_eq!(edges(g, EdgeKind::Stream).len(), 2 * 1200);
         assert_eq!(g.unmatched.external_bytes_in, 0);

@@ -14,7 +14,7 @@
 
 use std::net::SocketAddr;
 
-use ahash::AHashSet;
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::read::{Endpoint, Identity, ProcessSinks, TraceDir};
 use scalpel_model::record::stable_hash;
@@ -162,4 +162,40 @@ pub(crate) fn rekey(
             }
         }
     }
+}
+
+/// The addresses of `d`'s machine that its traces show: the sending end of every shared
+/// connection it wrote to. Sorted, for people.
+pub(crate) fn addresses(d: &OnHost<'_>, shared: &Shared) -> Vec<std::net::IpAddr> {
+    let mut sender_of: AHashMap<u64, std::net::IpAddr> = AHashMap::new();
+    for (_, f) in d.trace.files() {
+        for o in &f.objects {
+            if let Identity::Stream {
+                channel_key,
+                sender: Endpoint::Inet(a),
+                ..
+            } = &o.identity
+            {
+                if shared.contains(channel_key) {
+                    sender_of.insert(o.key, a.ip());
+                }
+            }
+        }
+    }
+    let mut out: Vec<std::net::IpAddr> = d
+        .sinks
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .filter_map(|s| s.out.as_ref())
+        .flat_map(|out| {
+            out.bounds.iter().filter_map(|b| {
+                let o = out.objs.get(b.obj as usize)?;
+                let wrote = b.op.op().and_then(crate::event::reads_bytes) == Some(false);
+                wrote.then(|| sender_of.get(&o.key).copied()).flatten()
+            })
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }

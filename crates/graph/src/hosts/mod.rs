@@ -45,6 +45,14 @@ pub(crate) fn merge(reads: Vec<Read>) -> Merged {
         .collect();
     let shared = keys::shared(&on);
     let messages = messages::messages(&on, &shared);
+    let mut addresses: Vec<Vec<std::net::IpAddr>> = vec![Vec::new(); n];
+    for d in &on {
+        addresses[d.host].extend(keys::addresses(d, &shared));
+    }
+    for a in &mut addresses {
+        a.sort_unstable();
+        a.dedup();
+    }
     let times = host_times(&reads, &host_of, n);
     let placed = tree::align(&times, &messages);
     let names = names(&reads, &host_of, n);
@@ -61,6 +69,7 @@ pub(crate) fn merge(reads: Vec<Read>) -> Merged {
             host: names[h].clone(),
             trace: traces(&reads, &host_of, h),
             start_ns: times[h].start,
+            addresses: std::mem::take(&mut addresses[h]),
             clock: clocks[h].clone(),
         })
         .collect();

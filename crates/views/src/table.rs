@@ -369,6 +369,7 @@ mod tests {
             host: name.into(),
             trace: format!("t-{name}"),
             start_ns: 1,
+            addresses: Vec::new(),
             clock,
         };
         v.hosts = vec![

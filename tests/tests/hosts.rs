@@ -139,6 +139,9 @@ fn the_replicated_store_on_three_machines_is_one_model() {
         assert!(err.unsigned_abs() <= bound, "{h:?}: error {err} ns");
         assert!(err.abs() <= 50_000, "{h:?}: error {err} ns");
         assert_ne!(h.clock.grade, ClockGrade::Fail);
+        // One crystal under every namespace: the true drift is 0, within the drift's bound.
+        let drift_bound = h.clock.drift_bound_ppb.expect("placed by messages");
+        assert!(h.clock.drift_ppb.unsigned_abs() <= drift_bound, "{h:?}");
     }
     // Every connection between machines matched: the client's four and the backup's one, and
     // no TCP peer left outside the trace (the primary's stdout, a pipe to this test, is one).

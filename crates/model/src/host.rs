@@ -39,6 +39,10 @@ pub struct HostClock {
     pub offset_ns: i64,
     /// How much faster the reference clock runs, parts per billion.
     pub drift_ppb: i64,
+    /// Half the width of the drifts its messages allow (ppb); none when placed by wall clock.
+    /// Short recordings bound the drift loosely; the offset at the start is bounded all the
+    /// same.
+    pub drift_bound_ppb: Option<u64>,
     /// Half the width of the offsets its messages allow (ns); none when placed by wall clock.
     pub bound_ns: Option<u64>,
     /// Messages that bound it (both ways, with the host it was placed against).
@@ -54,6 +58,7 @@ impl HostClock {
             reference: true,
             offset_ns: 0,
             drift_ppb: 0,
+            drift_bound_ppb: Some(0),
             bound_ns: Some(0),
             pairs: 0,
             grade: ClockGrade::Accurate,
@@ -106,7 +111,7 @@ mod tests {
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(
             text,
-            r#"{"host":"db","trace":"t-db","start_ns":5,"reference":true,"offset_ns":0,"drift_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
+            r#"{"host":"db","trace":"t-db","start_ns":5,"reference":true,"offset_ns":0,"drift_ppb":0,"drift_bound_ppb":0,"bound_ns":0,"pairs":0,"grade":"accurate"}"#
         );
         assert_eq!(serde_json::from_str::<HostInfo>(&text).unwrap(), h);
         let ahead = HostInfo {

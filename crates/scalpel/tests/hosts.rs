@@ -167,6 +167,13 @@ fn an_offset_of_days_and_a_drift_of_50_ppm_are_found() {
             (h.drift_ppb as f64 - drift_truth_ppb).abs() <= 2_000.0,
             "{h:?}"
         );
+        // The truth is within the drift's bound, which 120 s of messages keep small.
+        let drift_bound = h.drift_bound_ppb.unwrap() as f64;
+        assert!(
+            (h.drift_ppb as f64 - drift_truth_ppb).abs() <= drift_bound + 1.0,
+            "{h:?}"
+        );
+        assert!(drift_bound <= 2_000.0, "{h:?}");
         assert_eq!(h.grade, ClockGrade::Accurate);
         assert_eq!(h.pairs, 2 * 1200);
         // Each machine's address is the end it wrote from.

@@ -171,9 +171,12 @@ fn write_hosts_summary(w: &mut impl Write, g: &Graph) -> io::Result<()> {
         let bound = c
             .bound_ns
             .map_or_else(|| "no bound".into(), |b| format!("± {b} ns"));
+        let drift_bound = c
+            .drift_bound_ppb
+            .map_or_else(String::new, |b| format!(" ± {b}"));
         writeln!(
             w,
-            "  {}: {:+} ns {bound}, drift {} ppb, {} ({} messages)",
+            "  {}: {:+} ns {bound}, drift {} ppb{drift_bound}, {} ({} messages)",
             h.host, c.offset_ns, c.drift_ppb, c.grade, c.pairs
         )?;
     }

@@ -380,6 +380,7 @@ mod tests {
                     reference: false,
                     offset_ns: -1_000_000_002_116,
                     drift_ppb: 0,
+                    drift_bound_ppb: Some(100),
                     bound_ns: Some(29_355),
                     pairs: 1200,
                     grade: ClockGrade::Accurate,

@@ -34,6 +34,8 @@ pub(crate) struct PairFit {
     pub drift: f64,
     /// Half the width of the offsets the messages allow at the start (ns).
     pub bound: f64,
+    /// Half the width of the drifts the messages allow (a fraction).
+    pub drift_bound: f64,
     /// The messages allow a range of drifts narrower than the cap: they span enough time.
     pub drift_known: bool,
     /// Messages used, both directions.
@@ -195,6 +197,7 @@ fn from_polygon(poly: &[Pt], messages: usize) -> PairFit {
             0.0
         },
         bound: (hi - lo) / 2.0,
+        drift_bound: (dmax - dmin) / 2.0,
         drift_known: dmax - dmin < 2.0 * MAX_DRIFT * 0.999,
         messages,
         crossed: false,
@@ -210,6 +213,7 @@ fn crossed(below: &[Pt], above: &[Pt], messages: usize) -> PairFit {
         offset: (least + most) / 2.0,
         drift: 0.0,
         bound: (least - most).max(0.0) / 2.0,
+        drift_bound: MAX_DRIFT,
         drift_known: false,
         messages,
         crossed: true,

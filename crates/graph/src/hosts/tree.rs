@@ -34,6 +34,7 @@ fn same_clock() -> PairFit {
         offset: 0.0,
         drift: 0.0,
         bound: 0.0,
+        drift_bound: 0.0,
         drift_known: true,
         messages: 0,
         crossed: false,
@@ -116,6 +117,9 @@ fn chain(via: &HostClock, start_a: u64, start_b: u64, f: &PairFit) -> HostClock 
         reference: false,
         offset_ns: offset.round() as i64,
         drift_ppb: (drift * 1e9).round() as i64,
+        drift_bound_ppb: via
+            .drift_bound_ppb
+            .map(|b| b + (f.drift_bound * 1e9).ceil() as u64),
         bound_ns: via.bound_ns.map(|b| b + f.bound.ceil() as u64),
         pairs: f.messages as u64,
         // The worse of the way there and this pair.
@@ -133,6 +137,7 @@ fn by_wall_clock(reference: Option<i128>, own: Option<i128>) -> HostClock {
         reference: false,
         offset_ns: offset,
         drift_ppb: 0,
+        drift_bound_ppb: None,
         bound_ns: None,
         pairs: 0,
         grade: ClockGrade::WallClock,

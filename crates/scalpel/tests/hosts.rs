@@ -366,3 +366,41 @@ fn the_commands_take_the_directories_of_several_machines() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("given twice"), "{e}");
 }
+
+/// A pipe is a machine's own: one machine's reader of a pipe and another's writer of a pipe with
+/// the same key (one inode number, one pid, the same offsets) are two pipes, and the read's
+/// bytes come from outside the trace.
+#[test]
+fn a_pipe_with_the_same_key_on_two_machines_stays_on_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pipe = |key: u64| Identity::Stream {
+        chan: ChanKind::Pipe.code(),
+        channel_key: key,
+        sender: Endpoint::Inode { dev: 1, ino: key },
+        receiver: Endpoint::Inode { dev: 1, ino: key },
+    };
+    let (da, db) = (tmp.path().join("a"), tmp.path().join("b"));
+    let mut reader = Thread::new(10, 11);
+    reader.call(transfer(500, 2_000, Op::Read, (0x77, pipe(0x77)), 0, 8));
+    write(&da, vec![reader]);
+    host_file(&da, "a", 0);
+    let mut writer = Thread::new(10, 10);
+    writer.call(transfer(1_000, 100, Op::Write, (0x77, pipe(0x77)), 0, 8));
+    write(&db, vec![writer]);
+    host_file(&db, "b", 0);
+    let built = build(&[&da, &db]).unwrap();
+    assert!(edges(&built.graph, EdgeKind::Stream).is_empty());
+    assert_eq!(built.graph.unmatched.external_bytes_in, 8);
+    // The same two files as one machine's trace: one pipe, one edge.
+    let one = tmp.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    let mut reader = Thread::new(10, 11);
+    reader.call(transfer(500, 2_000, Op::Read, (0x77, pipe(0x77)), 0, 8));
+    let mut writer = Thread::new(10, 10);
+    writer.call(transfer(1_000, 100, Op::Write, (0x77, pipe(0x77)), 0, 8));
+    write(&one, vec![writer, reader]);
+    assert_eq!(
+        edges(&build(&[&one]).unwrap().graph, EdgeKind::Stream).len(),
+        1
+    );
+}

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ObjKind, Op};
-use scalpel_model::read::{Endpoint, Identity, ProcessSinks, TraceDir};
+use scalpel_model::read::{Endpoint, Identity, ProcessSinks, ReadyForm, TraceDir};
 use scalpel_model::record::stable_hash;
 
 use crate::event::HAS_X;
@@ -117,8 +117,9 @@ pub(crate) fn host_key(key: u64, host: usize) -> u64 {
 }
 
 /// Gives every object of machine `host` that it does not share its machine's key: in the
-/// files' object records (their identities) and in the cut threads (their objects and the
-/// connection keys of `connect` and `accept`).
+/// files' object records (their identities) and in the cut threads (their objects, the
+/// connection keys of `connect`, `accept` and closes, the epoll instances of readiness waits
+/// and registrations, and the stream keys poll and select reported).
 pub(crate) fn rekey(
     host: usize,
     shared: &Shared,
@@ -128,6 +129,15 @@ pub(crate) fn rekey(
     if host == 0 {
         return;
     }
+    // The stream directions of shared connections keep their keys wherever they appear.
+    let shared_streams: AHashSet<u64> = trace
+        .files()
+        .flat_map(|(_, f)| f.objects.iter())
+        .filter(|o| {
+            matches!(&o.identity, Identity::Stream { channel_key, .. } if shared.contains(channel_key))
+        })
+        .map(|o| o.key)
+        .collect();
     for p in &mut trace.processes {
         for f in p.process.iter_mut().chain(p.threads.iter_mut()) {
             for o in &mut f.objects {
@@ -159,6 +169,22 @@ pub(crate) fn rekey(
         for b in &mut out.bounds {
             if b.flags & HAS_X != 0 && opens(b.op.op()) && !shared.contains(&b.x) {
                 b.x = host_key(b.x, host);
+            }
+        }
+        for c in &mut out.closes {
+            if !shared.contains(&c.3) {
+                c.3 = host_key(c.3, host);
+            }
+        }
+        for c in &mut out.ctls {
+            c.epoll = host_key(c.epoll, host);
+        }
+        for w in &mut out.ready {
+            w.epoll = host_key(w.epoll, host);
+            if w.form == ReadyForm::StreamKeys {
+                for v in w.values.iter_mut().filter(|v| !shared_streams.contains(v)) {
+                    *v = host_key(*v, host);
+                }
             }
         }
     }

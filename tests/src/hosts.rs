@@ -32,7 +32,13 @@ pub fn missing() -> Option<String> {
 /// Network namespaces with veth links between them, removed when dropped.
 pub struct Net {
     names: Vec<String>,
+    /// This process's id and the net's number in it: every name the net makes carries it, so
+    /// that tests side by side (in one process or several) never meet.
+    tag: String,
 }
+
+/// Nets made so far by this process.
+static NETS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn ip(args: &[&str]) {
     let o = Command::new("ip").args(args).output().expect("ip runs");
@@ -45,16 +51,17 @@ fn ip(args: &[&str]) {
 }
 
 impl Net {
-    /// Namespaces named `<prefix><name>` for each name (with this process's id, so that runs
-    /// side by side do not meet).
+    /// Namespaces named `sc<tag><name>` for each name.
     pub fn new(names: &[&str]) -> Net {
-        let tag = std::process::id() % 100_000;
+        let n = NETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}n{n}", std::process::id() % 100_000);
         let names: Vec<String> = names.iter().map(|n| format!("sc{tag}{n}")).collect();
-        for n in &names {
+        let net = Net { names, tag };
+        for n in &net.names {
             ip(&["netns", "add", n]);
             ip(&["-n", n, "link", "set", "lo", "up"]);
         }
-        Net { names }
+        net
     }
 
     /// The namespace of host `i`.
@@ -64,7 +71,8 @@ impl Net {
 
     /// A link between hosts `a` and `b` on subnet `10.<subnet>.0.0/24`, `a` at `.1`, `b` at `.2`.
     pub fn link(&self, a: usize, b: usize, subnet: u8) {
-        let tag = std::process::id() % 100_000;
+        // At most 15 bytes: v, 5 digits, n, a digit or two, s, 3 digits, a or b.
+        let tag = &self.tag;
         let (va, vb) = (format!("v{tag}s{subnet}a"), format!("v{tag}s{subnet}b"));
         ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb]);
         for (v, ns, host) in [(&va, &self.names[a], 1), (&vb, &self.names[b], 2)] {

@@ -21,7 +21,7 @@ pub mod schema;
 pub mod score;
 pub mod servers;
 
-pub use replicated::{replicated_primary, replicated_primary_of};
+pub use replicated::{replicated_primary, replicated_primary_of, PAPER_TASKS};
 pub use scalpel_model::format::{ObjKind, Op};
 pub use scalpel_model::read::{read_dir, Event, EventRef, FileTrace, Identity, TraceDir};
 

@@ -6,6 +6,13 @@ use std::process::Command;
 use crate::score::{self, TruthTask};
 use crate::{own_bin, record_with, scalpel, Run};
 
+/// The paper's local commit and remote ack as the sample's truth composes them: each with the
+/// send of the same commit (see samples/README.md).
+pub const PAPER_TASKS: &[(&str, &[&str])] = &[
+    ("local_commit", &["local_commit", "send_mutation"]),
+    ("remote_ack", &["remote_ack", "send_reply"]),
+];
+
 /// The replicated-store sample recorded with `args`, and the primary's model inferred into
 /// `primary/` beside the trace: the primary alone, as the Scalpel paper models it (the client
 /// and the backup are other processes). Returns the run, the model directory and the true

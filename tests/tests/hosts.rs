@@ -13,12 +13,24 @@ use std::time::Duration;
 
 use scalpel_e2e::hosts::{line_from, missing, on_reference, record_on, wait_ok, Net};
 use scalpel_e2e::score::{load_model, load_tasks, report, score};
-use scalpel_e2e::{not_run, own_bin, scalpel};
+use scalpel_e2e::{not_run, own_bin, scalpel, PAPER_TASKS};
 use scalpel_model::format::ChanKind;
 use scalpel_model::graph::{ClockGrade, EdgeKind, Graph};
 
 const CLIENT_AHEAD_S: i64 = 1000;
 const BACKUP_AHEAD_S: i64 = -3;
+
+/// Whether the machines can be made here; if not, says so as a test not run, or fails when
+/// `SCALPEL_HOSTS_REQUIRED` says they must.
+fn can_run(test: &str) -> bool {
+    let Some(why) = missing() else { return true };
+    assert!(
+        std::env::var_os("SCALPEL_HOSTS_REQUIRED").is_none(),
+        "several-machine test: {why}"
+    );
+    not_run(test, &why);
+    false
+}
 
 /// Stream edges whose two leaves are on different machines.
 fn crossing_edges(g: &Graph) -> usize {
@@ -36,12 +48,7 @@ fn crossing_edges(g: &Graph) -> usize {
 
 #[test]
 fn the_replicated_store_on_three_machines_is_one_model() {
-    if let Some(why) = missing() {
-        assert!(
-            std::env::var_os("SCALPEL_HOSTS_REQUIRED").is_none(),
-            "several-machine test: {why}"
-        );
-        not_run("the_replicated_store_on_three_machines_is_one_model", &why);
+    if !can_run("the_replicated_store_on_three_machines_is_one_model") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -174,15 +181,7 @@ fn the_replicated_store_on_three_machines_is_one_model() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (model, graph) = load_model(&primary_dir);
     let tasks = load_tasks(&truth);
-    let sc = score(
-        &model,
-        &graph,
-        &tasks,
-        &[
-            ("local_commit", &["local_commit", "send_mutation"]),
-            ("remote_ack", &["remote_ack", "send_reply"]),
-        ],
-    );
+    let sc = score(&model, &graph, &tasks, PAPER_TASKS);
     eprintln!("{}", report(&sc));
     for ty in ["worker_task", "local_commit", "remote_ack"] {
         let t = sc.iter().find(|t| t.truth == ty).expect("scored");
@@ -242,12 +241,7 @@ fn the_replicated_store_on_three_machines_is_one_model() {
 /// back and back again.
 #[test]
 fn a_request_through_three_machines_is_one_task() {
-    if let Some(why) = missing() {
-        assert!(
-            std::env::var_os("SCALPEL_HOSTS_REQUIRED").is_none(),
-            "several-machine test: {why}"
-        );
-        not_run("a_request_through_three_machines_is_one_task", &why);
+    if !can_run("a_request_through_three_machines_is_one_task") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

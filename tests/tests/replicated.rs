@@ -5,8 +5,8 @@
 //! reply on the wire). Local commit and remote ack run on the same worker and sender threads
 //! and must still come out as two task types.
 
-use scalpel_e2e::replicated_primary;
 use scalpel_e2e::score::{load_model as load, report, score, TypeScore};
+use scalpel_e2e::{replicated_primary, PAPER_TASKS};
 
 fn get<'a>(sc: &'a [TypeScore], ty: &str) -> &'a TypeScore {
     sc.iter().find(|t| t.truth == ty).expect("true type scored")
@@ -17,15 +17,7 @@ fn the_primary_has_the_papers_three_tasks() {
     let (run, out, tasks) =
         replicated_primary(&["--flow-limit", "16384", "--flow-sleep-ms", "100"]);
     let (model, graph) = load(&out);
-    let sc = score(
-        &model,
-        &graph,
-        &tasks,
-        &[
-            ("local_commit", &["local_commit", "send_mutation"]),
-            ("remote_ack", &["remote_ack", "send_reply"]),
-        ],
-    );
+    let sc = score(&model, &graph, &tasks, PAPER_TASKS);
     eprintln!("{}", report(&sc));
     // To look at a failing run: SCALPEL_KEEP=1 keeps the trace, model and truth.
     if std::env::var_os("SCALPEL_KEEP").is_some() {

@@ -64,6 +64,12 @@ struct Clock {
 }
 
 impl Clock {
+    /// True time.
+    const TRUE: Clock = Clock {
+        ahead_ns: 0,
+        ppm: 0.0,
+    };
+
     fn at(self, t: u64) -> u64 {
         (t as f64 * (1.0 + self.ppm * 1e-6) + self.ahead_ns as f64).round() as u64
     }
@@ -138,10 +144,7 @@ fn build(dirs: &[&Path]) -> Result<Built, GraphError> {
 fn an_offset_of_days_and_a_drift_of_50_ppm_are_found() {
     for ppm in [50.0, -50.0] {
         let tmp = tempfile::tempdir().unwrap();
-        let a = Clock {
-            ahead_ns: 0,
-            ppm: 0.0,
-        };
+        let a = Clock::TRUE;
         // Two days ahead.
         let b = Clock {
             ahead_ns: 172_800_000_000_000,
@@ -194,10 +197,7 @@ fn an_offset_of_days_and_a_drift_of_50_ppm_are_found() {
 #[test]
 fn one_machine_given_alone_is_read_as_before() {
     let tmp = tempfile::tempdir().unwrap();
-    let same = Clock {
-        ahead_ns: 0,
-        ppm: 0.0,
-    };
+    let same = Clock::TRUE;
     let (da, _) = talk(tmp.path(), same, same, 2, CONN);
     let alone = build(&[&da]).unwrap();
     assert!(alone.graph.hosts.is_empty());
@@ -208,10 +208,7 @@ fn one_machine_given_alone_is_read_as_before() {
 #[test]
 fn a_directory_given_twice_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = Clock {
-        ahead_ns: 0,
-        ppm: 0.0,
-    };
+    let c = Clock::TRUE;
     let (da, db) = talk(tmp.path(), c, c, 1, CONN);
     let again = tmp.path().join(".").join("a");
     let e = build(&[&da, &db, &again]).unwrap_err();
@@ -222,10 +219,7 @@ fn a_directory_given_twice_is_refused() {
 #[test]
 fn two_directories_of_one_machine_are_one_machine_on_one_clock() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = Clock {
-        ahead_ns: 0,
-        ppm: 0.0,
-    };
+    let c = Clock::TRUE;
     let (da, db) = talk(tmp.path(), c, c, 1, CONN);
     host_file(&db, "a", 0);
     let built = build(&[&da, &db]).unwrap();
@@ -244,10 +238,7 @@ fn two_directories_of_one_machine_are_one_machine_on_one_clock() {
 #[test]
 fn a_machine_nobody_talks_to_keeps_its_wall_clock() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = Clock {
-        ahead_ns: 0,
-        ppm: 0.0,
-    };
+    let c = Clock::TRUE;
     let (da, _) = talk(tmp.path(), c, c, 1, CONN);
     let other = tempfile::tempdir().unwrap();
     let ahead = Clock {
@@ -276,10 +267,7 @@ fn a_machine_nobody_talks_to_keeps_its_wall_clock() {
 #[test]
 fn messages_that_contradict_each_other_are_reported() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = Clock {
-        ahead_ns: 0,
-        ppm: 0.0,
-    };
+    let c = Clock::TRUE;
     let (da, db) = talk(tmp.path(), c, c, 1, CONN);
     // B's clock jumps 1 ms back halfway through: no offset fits both halves.
     let mut server = Thread::new(200, 200);
@@ -319,10 +307,7 @@ fn messages_that_contradict_each_other_are_reported() {
 #[test]
 fn the_commands_take_the_directories_of_several_machines() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = Clock {
-        ahead_ns: 0,
-        ppm: 0.0,
-    };
+    let c = Clock::TRUE;
     let (da, db) = talk(tmp.path(), c, c, 1, CONN);
     let run = |args: &[&std::ffi::OsStr]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_scalpel"))

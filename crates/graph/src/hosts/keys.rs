@@ -66,9 +66,13 @@ fn routable_channels(trace: &TraceDir) -> AHashSet<u64> {
     out
 }
 
+/// Whether `op` opens a connection (its event carries the connection key).
+fn opens(op: Option<Op>) -> bool {
+    matches!(op, Some(Op::Connect | Op::Accept | Op::Accept4))
+}
+
 /// The connection keys a `connect` or an `accept` of `dir` carries.
 fn begun(dir: &OnHost<'_>) -> AHashSet<u64> {
-    let opens = |op: Option<Op>| matches!(op, Some(Op::Connect | Op::Accept | Op::Accept4));
     dir.sinks
         .iter()
         .flat_map(|p| p.threads.iter())
@@ -151,7 +155,6 @@ pub(crate) fn rekey(
             }
         }
     }
-    let opens = |op: Option<Op>| matches!(op, Some(Op::Connect | Op::Accept | Op::Accept4));
     for s in sinks.iter_mut().flat_map(|p| p.threads.iter_mut()) {
         let Some(out) = s.out.as_mut() else { continue };
         for o in &mut out.objs {

@@ -47,14 +47,19 @@ pub(crate) type Messages = BTreeMap<(usize, usize), Vec<Message>>;
 /// The clock of every host (indices as in `hosts`), host 0 the reference.
 pub(crate) fn align(hosts: &[HostTimes], messages: &Messages) -> Vec<Placed> {
     let n = hosts.len();
-    let pair = |a: usize, b: usize| {
-        if hosts[a].clock_of == hosts[b].clock_of {
-            return Some(same_clock());
-        }
-        let none = Vec::new();
-        let fwd = messages.get(&(a, b)).unwrap_or(&none);
-        let back = messages.get(&(b, a)).unwrap_or(&none);
-        fit(fwd, back, hosts[b].start)
+    // Each ordered pair is fitted once, when a round of the tree first asks for it: the fit
+    // sorts its messages, and a round looks at every pair across the tree's edge.
+    let mut fits: BTreeMap<(usize, usize), Option<PairFit>> = BTreeMap::new();
+    let mut pair = |a: usize, b: usize| {
+        *fits.entry((a, b)).or_insert_with(|| {
+            if hosts[a].clock_of == hosts[b].clock_of {
+                return Some(same_clock());
+            }
+            let none = Vec::new();
+            let fwd = messages.get(&(a, b)).unwrap_or(&none);
+            let back = messages.get(&(b, a)).unwrap_or(&none);
+            fit(fwd, back, hosts[b].start)
+        })
     };
     let mut clocks: Vec<Option<Placed>> = vec![None; n];
     clocks[0] = Some(Placed {
@@ -65,8 +70,9 @@ pub(crate) fn align(hosts: &[HostTimes], messages: &Messages) -> Vec<Placed> {
     // (failed pairs last); ties go to the lower indices, so the tree is the same every run.
     loop {
         let mut best: Option<(usize, usize, PairFit)> = None;
-        for (a, _) in clocks.iter().enumerate().filter(|c| c.1.is_some()) {
-            for b in (0..n).filter(|&b| clocks[b].is_none()) {
+        let reached: Vec<bool> = clocks.iter().map(Option::is_some).collect();
+        for a in (0..n).filter(|&a| reached[a]) {
+            for b in (0..n).filter(|&b| !reached[b]) {
                 let Some(f) = pair(a, b) else { continue };
                 let better = best
                     .as_ref()

@@ -87,11 +87,16 @@ pub struct HostInfo {
 impl HostInfo {
     /// A time of this machine's clock (ns) on the reference machine's.
     pub fn on_reference(&self, ns: u64) -> u64 {
-        let t = i128::from(ns);
-        let since = t - i128::from(self.start_ns);
-        let c = &self.clock;
-        let v = t + i128::from(c.offset_ns) + since * i128::from(c.drift_ppb) / 1_000_000_000;
-        u64::try_from(v.max(0)).unwrap_or(u64::MAX)
+        self.shift().apply(ns)
+    }
+
+    /// The map of this machine's clock to the reference's, as the reader applies it.
+    pub fn shift(&self) -> crate::read::Shift {
+        crate::read::Shift {
+            offset_ns: self.clock.offset_ns,
+            drift_ppb: self.clock.drift_ppb,
+            start_ns: self.start_ns,
+        }
     }
 }
 

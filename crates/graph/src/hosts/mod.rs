@@ -250,8 +250,12 @@ fn out_of_order(
 ) {
     let on_ref = |h: usize, t: u64| {
         let c = &clocks[h];
-        let since = i128::from(t) - i128::from(times[h].start);
-        i128::from(t) + i128::from(c.offset_ns) + since * i128::from(c.drift_ppb) / 1_000_000_000
+        let shift = Shift {
+            offset_ns: c.offset_ns,
+            drift_ppb: c.drift_ppb,
+            start_ns: times[h].start,
+        };
+        i128::from(shift.apply(t))
     };
     for (&(from, to), ms) in messages {
         let gaps = ms

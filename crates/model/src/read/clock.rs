@@ -35,7 +35,8 @@ pub struct Shift {
 }
 
 impl Shift {
-    fn apply(&self, ns: u64) -> u64 {
+    /// `ns` of this machine's clock on the other's.
+    pub fn apply(&self, ns: u64) -> u64 {
         let t = i128::from(ns);
         let since = t - i128::from(self.start_ns);
         clamp(

@@ -37,18 +37,30 @@ fn a_busy_thread_has_a_calibration_point_within_each_millisecond() {
         let gap =
             u128::from(f.header.ticks_per_sec) * u128::from(CALIBRATION_GAP_NS) / 1_000_000_000;
         let gap = u64::try_from(gap).unwrap();
-        let points: Vec<u64> = f.calibrations.iter().map(|c| c.ticks).collect();
-        for e in &f.events {
-            // A point at most a gap before the call began, or one taken when it had returned.
-            let from = e.ticks.saturating_sub(gap);
-            let to = e.ticks + e.dur_ticks + gap;
-            let i = points.partition_point(|&t| t < from);
+        // (file offset, ticks), in file order.
+        let points: Vec<(u64, u64)> = f.calibrations.iter().map(|c| (c.offset, c.ticks)).collect();
+        for (k, e) in f.events.iter().enumerate() {
+            // The thread's last point is less than a gap before the call began, or a point is
+            // the next record after the event's (the agent takes it once the call returned,
+            // however long the thread then waits for a core).
+            let i = points.partition_point(|p| p.0 < e.file_offset);
+            let recent = i > 0 && points[i - 1].1 + gap > e.ticks;
+            let next_event = f.events[k + 1..]
+                .iter()
+                .map(|x| x.file_offset)
+                .find(|&o| o > e.file_offset)
+                .unwrap_or(u64::MAX);
+            let follows = points.get(i).is_some_and(|p| p.0 < next_event);
             assert!(
-                points.get(i).is_some_and(|&t| t <= to),
-                "{}: no calibration point near the event at {} ticks ({} points)",
+                recent || follows,
+                "{}: no calibration point near the event at {} ticks ({:?}; {} points, the \
+                 nearest {:?} and {:?})",
                 f.path.display(),
                 e.ticks,
-                points.len()
+                e.op,
+                points.len(),
+                i.checked_sub(1).map(|j| points[j]),
+                points.get(i)
             );
             checked += 1;
         }

@@ -183,6 +183,10 @@ pub struct ProcessInfo {
     /// The machine it ran on (see [`Graph::hosts`]).
     #[serde(default, skip_serializing_if = "HostId::is_first")]
     pub host: HostId,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC on its machine when it started, ns: what puts its
+    /// machine's times in Unix time. Absent when the trace does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_offset_ns: Option<i64>,
 }
 
 /// One thread (one trace file).

@@ -74,6 +74,9 @@ wraps!(CliExportFormat => ExportFormat {
     Json,
     /// One JSON object per line (the default for row tables).
     Jsonl,
+    /// The model's task instances as OpenTelemetry traces (OTLP/JSON, a trace a line), for a
+    /// Collector's `otlpjsonfile` receiver, Jaeger or Tempo.
+    Otlp,
 });
 
 #[cfg(test)]

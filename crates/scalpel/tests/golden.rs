@@ -1,5 +1,5 @@
 //! Golden files: every view of one hand-built server graph, byte for byte. The `top` table,
-//! CSV and JSON, `model.dot`, the model tree and the report HTML (its Graphviz drawing left
+//! CSV and JSON, `model.dot`, the model tree, the timeline, the OTLP traces and the report HTML (its Graphviz drawing left
 //! out, since its bytes are Graphviz's) must equal the files in `tests/golden/`. After a
 //! change that alters a view on purpose, `SCALPEL_BLESS=1 cargo test -p scalpel
 //! --test golden` rewrites them; review the diff before committing it.
@@ -194,6 +194,9 @@ fn every_view_of_the_server_graph_matches_its_golden_file() {
     )
     .unwrap();
     golden("timeline.json", &timeline);
+    let mut otlp = Vec::new();
+    scalpel_views::otlp::write_otlp(&mut otlp, &graph, &model, &spans).unwrap();
+    golden("traces.otlp.jsonl", &otlp);
 
     let waits = wait_for(&graph, &model, &WaitForOptions::default());
     write_report(&mut html, &graph, &model, &r, &waits, &opts).unwrap();

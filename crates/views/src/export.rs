@@ -74,9 +74,12 @@ pub enum ExportFormat {
     Json,
     /// One JSON object per line (the default for row tables).
     Jsonl,
+    /// The model's task instances as OpenTelemetry traces, OTLP/JSON (see [`crate::otlp`]):
+    /// not a table's rows.
+    Otlp,
 }
 
-scalpel_model::named!(ExportFormat, "format" { Json => "json", Jsonl => "jsonl" });
+scalpel_model::named!(ExportFormat, "format" { Json => "json", Jsonl => "jsonl", Otlp => "otlp" });
 
 /// Why an export could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +92,15 @@ pub enum ExportError {
     /// A whole document has no lines.
     #[error("JSON Lines holds rows; the {0} table is one document")]
     NotRows(&'static str),
+    /// OTLP traces were asked for and only a graph was given.
+    #[error(
+        "OTLP traces are the model's task instances: pass a model.json or the directory \
+         `scalpel infer` wrote it to"
+    )]
+    TracesNeedModel,
+    /// OTLP holds the model's task instances, not a table.
+    #[error("OTLP holds the model's task instances as traces; the {0} table has no OTLP form")]
+    NotTraces(&'static str),
     /// Writing failed.
     #[error("cannot write: {0}")]
     Io(#[from] io::Error),
@@ -171,6 +183,9 @@ pub fn write_export(
     format: Option<ExportFormat>,
 ) -> Result<u64, ExportError> {
     let name = table.name();
+    if format == Some(ExportFormat::Otlp) {
+        return write_traces(w, graph, model, table);
+    }
     let model = match (table.needs_model(), model) {
         (true, None) => return Err(ExportError::NeedsModel(name)),
         (_, m) => m,
@@ -234,6 +249,22 @@ pub fn write_export(
         Table::Graph | Table::Model => unreachable!("documents are written above"),
     }
     Ok(r.finish()?)
+}
+
+/// The OTLP export: from a model, whatever document was asked for (a graph's default), as
+/// traces; a table's rows have no such form. Returns the traces written.
+fn write_traces(
+    w: &mut impl Write,
+    graph: &Graph,
+    model: Option<&Model>,
+    table: Table,
+) -> Result<u64, ExportError> {
+    if !table.is_document() {
+        return Err(ExportError::NotTraces(table.name()));
+    }
+    let model = model.ok_or(ExportError::TracesNeedModel)?;
+    let spans = scalpel_analysis::rollup::task_spans(graph, model);
+    Ok(crate::otlp::write_otlp(w, graph, model, &spans)?.traces)
 }
 
 #[cfg(test)]

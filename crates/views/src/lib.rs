@@ -20,6 +20,7 @@ pub mod graphviz;
 mod html;
 pub mod json;
 pub mod model;
+pub mod otlp;
 pub mod outfile;
 pub mod outputs;
 

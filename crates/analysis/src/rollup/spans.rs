@@ -5,6 +5,7 @@ use scalpel_model::graph::{Graph, LeafId};
 use scalpel_model::task::{Model, TaskKind, TaskTypeId};
 
 use super::instance::Evaluator;
+use super::kinds::{BlockKind, KindTimes};
 use super::leaf::GraphIndex;
 
 /// One occurrence of a task type (not of a leaf type) over time.
@@ -24,6 +25,14 @@ pub struct TaskSpan {
     pub leaves: u32,
     /// The critical path's leaves, earliest first.
     pub critical: Vec<LeafId>,
+    /// Running time on the critical path.
+    pub running_ns: u64,
+    /// Blocked time on the critical path, by kind ([`BlockKind::index`]).
+    pub blocked: KindTimes,
+    /// Bytes its leaves read.
+    pub bytes_in: u64,
+    /// Bytes its leaves wrote.
+    pub bytes_out: u64,
 }
 
 /// Every occurrence of every group and loop type of `model`, in type order.
@@ -51,6 +60,18 @@ pub fn task_spans(g: &Graph, model: &Model) -> Vec<TaskSpan> {
                 first_leaf: first,
                 leaves: o.leaves.len() as u32,
                 critical: inst.path.iter().map(|p| LeafId::new(p.leaf)).collect(),
+                running_ns: inst.path.iter().map(|p| p.running_ns).sum(),
+                blocked: inst
+                    .path
+                    .iter()
+                    .fold([0; BlockKind::ALL.len()], |mut acc, p| {
+                        for (a, b) in acc.iter_mut().zip(p.blocked) {
+                            *a += b;
+                        }
+                        acc
+                    }),
+                bytes_in: inst.bytes_in,
+                bytes_out: inst.bytes_out,
             });
         }
     }

@@ -314,6 +314,12 @@ fn process_info(p: &ProcessTrace) -> ProcessInfo {
         cmdline: p.cmdline().map(<[String]>::to_vec).unwrap_or_default(),
         title: p.title(),
         host: p.host,
+        unix_offset_ns: p
+            .files()
+            .map(|f| &f.header)
+            .filter(|h| h.realtime0 > 0)
+            .min_by_key(|h| h.mono0)
+            .and_then(|h| i64::try_from(i128::from(h.realtime0) - i128::from(h.mono0)).ok()),
     }
 }
 

@@ -24,8 +24,9 @@ pub(crate) struct ExportArgs {
     /// What to write: a whole document (`graph`, `model`) or one table's rows.
     #[arg(long, value_enum, default_value = "graph")]
     pub table: CliTable,
-    /// `json` (one document; rows as one array) or `jsonl` (a row a line) [default: json for
-    /// `graph` and `model`, jsonl for the rows].
+    /// `json` (one document; rows as one array), `jsonl` (a row a line) or `otlp` (the
+    /// model's task instances as OpenTelemetry traces, OTLP/JSON, a trace a line) [default:
+    /// json for `graph` and `model`, jsonl for the rows].
     #[arg(long, value_enum)]
     pub format: Option<CliExportFormat>,
     /// The file to write [default: standard output]. Its directory must exist.
@@ -108,7 +109,11 @@ pub(crate) fn run(a: &Export) -> Result<()> {
                     e => io::Error::other(e),
                 })
             })?;
-            say!("scalpel: wrote {} ({name}, {rows} rows)", path.display());
+            if format == Some(ExportFormat::Otlp) {
+                say!("scalpel: wrote {} (otlp, {rows} traces)", path.display());
+            } else {
+                say!("scalpel: wrote {} ({name}, {rows} rows)", path.display());
+            }
             Ok(())
         }
         None => {

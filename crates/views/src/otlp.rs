@@ -12,7 +12,8 @@
 //! - A causal edge between two threads is a link on the receiving leaf's span to the sending
 //!   leaf's, in its own trace or another's, when that leaf was exported.
 //! - An occurrence's attributes are its critical path's composition (`scalpel.path.running_ns`,
-//!   `scalpel.path.<kind>_ns`) and its bytes; a leaf's are its thread and its bytes.
+//!   `scalpel.path.<kind>_ns`) and its bytes; a leaf's are its thread and its bytes, and its
+//!   events the calls inside it that took time and the call that ended it.
 //!
 //! Ids are derived from the occurrence and leaf numbers, so the same model gives the same bytes.
 //! Times are Unix nanoseconds, by the reference machine's CLOCK_REALTIME − CLOCK_MONOTONIC when
@@ -317,6 +318,38 @@ impl<'a> Exporter<'a> {
         Some((process_of(self.g, s.first_leaf), span))
     }
 
+    /// The calls that took time inside leaf `l` and the call that ended it, as span events
+    /// (`scalpel.wait_ns`, `scalpel.kind` as in `top`).
+    fn events(&self, l: LeafId) -> Vec<span::Event> {
+        let g = self.g;
+        let waits = &g.inner_waits;
+        let from = waits.partition_point(|w| w.leaf < l);
+        let to = from + waits[from..].partition_point(|w| w.leaf == l);
+        let event = |name: String, at: u64, ns: u64, kind: BlockKind| span::Event {
+            time_unix_nano: self.unix(at),
+            name,
+            attributes: vec![
+                int("scalpel.wait_ns", ns),
+                text("scalpel.kind", kind.name()),
+            ],
+            ..span::Event::default()
+        };
+        let mut out: Vec<span::Event> = waits[from..to]
+            .iter()
+            .map(|w| event(w.op.name(), w.at_ns, w.ns, BlockKind::inside(w.op.op())))
+            .collect();
+        let leaf = &g.leaves[l.index()];
+        if let Some(op) = leaf.end_op {
+            out.push(event(
+                op.name(),
+                leaf.end_ns,
+                leaf.block_ns,
+                BlockKind::of(op.op()),
+            ));
+        }
+        out
+    }
+
     /// Links to the spans of the leaves whose edges lead into `l`.
     fn links(&self, l: LeafId) -> Vec<span::Link> {
         let edges = self.incoming.get(&(l.index() as u32));
@@ -368,6 +401,7 @@ impl<'a> Exporter<'a> {
             end_time_unix_nano: self.unix((leaf.end_ns + leaf.block_ns).max(leaf.start_ns)),
             attributes,
             links: self.links(l),
+            events: self.events(l),
             ..Span::default()
         };
         (thread.process, span)

@@ -1,7 +1,8 @@
 //! `scalpel export --format otlp` on the demo's program: every line parses as an
 //! `ExportTraceServiceRequest` with the official protobuf definitions (Python's
-//! `opentelemetry-proto`, through `tests/otlp/parse.py`), every top-level task instance is one
-//! trace, parents and links point at spans that exist, and the times are Unix time.
+//! `opentelemetry-proto`, through `tests/otlp/parse.py`), every top-level task instance (every
+//! task in a session) is one trace, parents and links point at spans that exist, and the times
+//! are Unix time.
 //!
 //! The Python package is not Debian's: the test uses `SCALPEL_OTLP_PYTHON` (default `python3`)
 //! and skips when it cannot import the package, unless `SCALPEL_OTLP_REQUIRED=1` (CI sets both,
@@ -11,9 +12,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use scalpel_e2e::score::infer_model;
+use scalpel_e2e::corpus::corpus_dir;
+use scalpel_e2e::score::{infer_model, load_model};
 use scalpel_e2e::{own_bin, record, scalpel};
-use scalpel_model::task::TaskKind;
+use scalpel_model::task::{Model, OccRef, TaskKind};
 
 fn python() -> Option<String> {
     let py = std::env::var("SCALPEL_OTLP_PYTHON").unwrap_or_else(|_| "python3".to_owned());
@@ -67,13 +69,36 @@ fn parse(py: &str, file: &Path) -> Vec<Parsed> {
         .collect()
 }
 
-#[test]
-fn the_demos_task_instances_are_traces_that_otlp_reads() {
-    let Some(py) = python() else { return };
-    let r = record(&own_bin("replicated-store"), &["--rpc", "async"]).success();
-    let out = r.tmp.path().join("model");
-    let (model, graph) = infer_model(&r.dir, &out, &[]);
-    let file = r.tmp.path().join("traces.json");
+/// What the model says the export must hold: (traces, spans).
+fn expected(model: &Model) -> (usize, usize) {
+    let kind = |r: &OccRef| model.types[r.ty.index()].kind;
+    let exported = |k: TaskKind| !matches!(k, TaskKind::Leaf | TaskKind::Session);
+    let (mut traces, mut spans) = (0, 0);
+    for t in model.types.iter().filter(|t| exported(t.kind)) {
+        spans += t.occurrences.len();
+        traces += t
+            .occurrences
+            .iter()
+            .filter(|o| {
+                o.parent
+                    .as_ref()
+                    .is_none_or(|p| kind(p) == TaskKind::Session)
+            })
+            .count();
+    }
+    // Leaves in a task, but not directly in a session.
+    spans += model
+        .leaf_parent
+        .iter()
+        .flatten()
+        .filter(|p| exported(kind(p)))
+        .count();
+    (traces, spans)
+}
+
+/// Exports the model in `out` as OTLP into `file`, parses it and checks it against the model.
+fn check(py: &str, out: &Path, file: &Path) -> Vec<Parsed> {
+    let (model, _) = load_model(out);
     let o = export(&[
         out.to_str().unwrap(),
         "--format",
@@ -82,40 +107,26 @@ fn the_demos_task_instances_are_traces_that_otlp_reads() {
         file.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let lines = parse(&py, &file);
-
-    let top: usize = model
-        .types
-        .iter()
-        .filter(|t| t.kind != TaskKind::Leaf)
-        .map(|t| t.occurrences.iter().filter(|o| o.parent.is_none()).count())
-        .sum();
-    assert_eq!(lines.len(), top, "one trace per top-level task instance");
-    let occurrences: usize = model
-        .types
-        .iter()
-        .filter(|t| t.kind != TaskKind::Leaf)
-        .map(|t| t.occurrences.len())
-        .sum();
-    let in_tasks = model.leaf_parent.iter().filter(|p| p.is_some()).count();
-    let spans: usize = lines.iter().map(|l| l.spans.len()).sum();
+    let lines = parse(py, file);
+    let (traces, spans) = expected(&model);
+    assert_eq!(lines.len(), traces, "one trace per top-level task instance");
+    let written: usize = lines.iter().map(|l| l.spans.len()).sum();
     assert_eq!(
-        spans,
-        occurrences + in_tasks,
+        written, spans,
         "a span per occurrence and per leaf in a task"
     );
 
     let mut all: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut traces = BTreeSet::new();
+    let mut ids = BTreeSet::new();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
     for (n, l) in lines.iter().enumerate() {
-        let ids: BTreeSet<&str> = l.spans.iter().map(|s| s.0.as_str()).collect();
-        assert_eq!(ids.len(), 1, "line {n}: one trace id");
+        let trace: BTreeSet<&str> = l.spans.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(trace.len(), 1, "line {n}: one trace id");
         assert!(
-            traces.insert(l.spans[0].0.clone()),
+            ids.insert(l.spans[0].0.clone()),
             "line {n}: trace id used twice"
         );
         let own: BTreeSet<&str> = l.spans.iter().map(|s| s.1.as_str()).collect();
@@ -128,27 +139,37 @@ fn the_demos_task_instances_are_traces_that_otlp_reads() {
                 "{span}: no parent"
             );
             assert!(start <= end, "{span}: ends before it starts");
-            // Unix time: the recording was made minutes ago.
-            let day = 86_400 * 1_000_000_000;
+            // Unix time, for a trace recorded minutes ago (the corpus's are years old).
+            let years = 10 * 365 * 86_400 * 1_000_000_000;
             assert!(
-                now - day < *start && *start < now + day,
+                now - years < *start && *start < now + years,
                 "{span}: {start} is no Unix time"
             );
         }
         all.extend(l.spans.iter().map(|s| (s.0.clone(), s.1.clone())));
     }
-    let links: Vec<&(String, String)> = lines.iter().flat_map(|l| &l.links).collect();
-    assert!(
-        !links.is_empty(),
-        "the client, primary and backup pass messages"
-    );
-    for link in links {
+    for link in lines.iter().flat_map(|l| &l.links) {
         assert!(
             all.contains(link),
             "a link to a span that is not there: {link:?}"
         );
     }
+    lines
+}
+
+#[test]
+fn the_demos_task_instances_are_traces_that_otlp_reads() {
+    let Some(py) = python() else { return };
+    let r = record(&own_bin("replicated-store"), &["--rpc", "async"]).success();
+    let out = r.tmp.path().join("model");
+    let (_, graph) = infer_model(&r.dir, &out, &[]);
     assert!(graph.processes.len() >= 3);
+    let file = r.tmp.path().join("traces.json");
+    let lines = check(&py, &out, &file);
+    assert!(
+        lines.iter().any(|l| !l.links.is_empty()),
+        "the client, primary and backup pass messages"
+    );
 
     // The same model gives the same bytes.
     let again = r.tmp.path().join("again.json");
@@ -175,7 +196,29 @@ fn the_demos_task_instances_are_traces_that_otlp_reads() {
     ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no OTLP form"));
-    let o = export(&[out.join("graph.json").to_str().unwrap(), "--format", "otlp"]);
+    let graph_only = out.join("graph.json");
+    let o = export(&[graph_only.to_str().unwrap(), "--format", "otlp"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("the model's task instances"));
+}
+
+#[test]
+fn each_request_of_a_session_is_a_trace_of_its_own() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("model");
+    let (model, _) = infer_model(&corpus_dir().join("sessions-loop/trace"), &out, &[]);
+    let sessions = model
+        .types
+        .iter()
+        .filter(|t| t.kind == TaskKind::Session)
+        .map(|t| t.occurrences.len())
+        .sum::<usize>();
+    assert!(sessions > 0, "the case has sessions");
+    let lines = check(&py, &out, &tmp.path().join("traces.json"));
+    assert!(
+        lines.len() > sessions,
+        "{} traces from {sessions} sessions",
+        lines.len()
+    );
 }

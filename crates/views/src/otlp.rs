@@ -6,7 +6,9 @@
 //! - Each top-level occurrence of a task type (a group or a loop) is one trace and one line. Its
 //!   root span is the occurrence; each nested occurrence is a span under the one it is part of;
 //!   each leaf is a span under the occurrence it is directly part of. Leaves in no task are left
-//!   out.
+//!   out. A session (what one connection did) is no trace: each task in it is one, as a request
+//!   is in a tracer's eyes, with the session named in `scalpel.session`; the leaves a session
+//!   holds outside its tasks (an accept, a close) are left out.
 //! - Spans are grouped by process (a `ResourceSpans` each: `service.name`, `process.pid`,
 //!   `process.command_line`, and `host.name` for traces of several machines).
 //! - A causal edge between two threads is a link on the receiving leaf's span to the sending
@@ -96,8 +98,8 @@ fn text(key: &str, v: &str) -> KeyValue {
     kv(key, any_value::Value::StringValue(v.to_owned()))
 }
 
-/// The model's occurrences of group and loop types, numbered in one sequence, with the number
-/// of the top-level one each belongs to.
+/// The model's occurrences, numbered in one sequence, with the number of the one whose trace
+/// each belongs to: the top-level one above it, or the one just below a session.
 struct Occurrences {
     bases: Vec<usize>,
     root: Vec<u32>,
@@ -113,7 +115,7 @@ impl Occurrences {
         };
         let mut root: Vec<u32> = (0..total as u32).collect();
         // Parents are at higher levels, so a walk up ends within as many steps as there are
-        // types; the bound keeps a damaged model from looping.
+        // types; the bound keeps a damaged model from looping. It stops below a session.
         for (t, ty) in model.types.iter().enumerate() {
             for (i, o) in ty.occurrences.iter().enumerate() {
                 let mut up = o.parent;
@@ -121,6 +123,9 @@ impl Occurrences {
                 for _ in 0..model.types.len() {
                     let Some(p) = up else { break };
                     let Some(n) = number(p) else { break };
+                    if model.types[p.ty.index()].kind == TaskKind::Session {
+                        break;
+                    }
                     top = n;
                     up = model.types[p.ty.index()]
                         .occurrences
@@ -278,7 +283,8 @@ impl<'a> Exporter<'a> {
             }
         }
         members.retain(|&root, (_, leaves)| {
-            self.model.types[self.type_of(root)].kind != TaskKind::Leaf
+            let kind = self.model.types[self.type_of(root)].kind;
+            !matches!(kind, TaskKind::Leaf | TaskKind::Session)
                 && !leaves.is_empty()
                 && self.span_of.contains_key(&root)
         });
@@ -290,12 +296,25 @@ impl<'a> Exporter<'a> {
         let s = self.span_of.get(&n)?;
         let t = self.type_of(n);
         let o = &self.model.types[t].occurrences[n as usize - self.occ.bases[t]];
-        let parent = o.parent.and_then(|p| self.occ.number(p));
+        let session = o
+            .parent
+            .filter(|p| self.model.types[p.ty.index()].kind == TaskKind::Session);
+        let parent = o
+            .parent
+            .filter(|_| session.is_none())
+            .and_then(|p| self.occ.number(p));
         let mut attributes = vec![
             int("scalpel.task.occurrence", u64::from(s.occurrence)),
             int("scalpel.task.leaves", u64::from(s.leaves)),
             int("scalpel.path.running_ns", s.running_ns),
         ];
+        if let Some(p) = session {
+            attributes.push(text(
+                "scalpel.session",
+                &self.model.types[p.ty.index()].name,
+            ));
+            attributes.push(int("scalpel.session.occurrence", u64::from(p.index)));
+        }
         for k in BlockKind::ALL {
             let ns = s.blocked[k.index()];
             if ns > 0 {

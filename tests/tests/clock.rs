@@ -129,7 +129,10 @@ impl Drop for Slew {
 #[test]
 fn leaves_meet_the_truth_while_the_kernel_slews_its_clock() {
     if std::env::var_os("SCALPEL_SLEW_CLOCK").is_none_or(|v| v != "1") {
-        eprintln!("skipped: set SCALPEL_SLEW_CLOCK=1 (as root) to bend the machine's clock");
+        scalpel_e2e::not_run(
+            "clock::leaves_meet_the_truth_while_the_kernel_slews_its_clock",
+            "bends the machine's clock: only with SCALPEL_SLEW_CLOCK=1, as root",
+        );
         return;
     }
     let (r, truth) = {

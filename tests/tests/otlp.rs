@@ -17,7 +17,7 @@ use scalpel_e2e::score::{infer_model, load_model};
 use scalpel_e2e::{own_bin, record, scalpel};
 use scalpel_model::task::{Model, OccRef, TaskKind};
 
-fn python() -> Option<String> {
+fn python(test: &str) -> Option<String> {
     let py = std::env::var("SCALPEL_OTLP_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let ok = Command::new(&py)
         .args([
@@ -33,7 +33,10 @@ fn python() -> Option<String> {
         std::env::var_os("SCALPEL_OTLP_REQUIRED").is_none_or(|v| v != "1"),
         "SCALPEL_OTLP_REQUIRED=1 but {py} cannot import opentelemetry-proto"
     );
-    eprintln!("skipped: {py} has no opentelemetry-proto (set SCALPEL_OTLP_PYTHON)");
+    scalpel_e2e::not_run(
+        &format!("otlp::{test}"),
+        &format!("{py} has no opentelemetry-proto (set SCALPEL_OTLP_PYTHON; .ci/run makes one)"),
+    );
     None
 }
 
@@ -159,7 +162,9 @@ fn check(py: &str, out: &Path, file: &Path) -> Vec<Parsed> {
 
 #[test]
 fn the_demos_task_instances_are_traces_that_otlp_reads() {
-    let Some(py) = python() else { return };
+    let Some(py) = python("the_demos_task_instances_are_traces_that_otlp_reads") else {
+        return;
+    };
     let r = record(&own_bin("replicated-store"), &["--rpc", "async"]).success();
     let out = r.tmp.path().join("model");
     let (_, graph) = infer_model(&r.dir, &out, &[]);
@@ -204,7 +209,9 @@ fn the_demos_task_instances_are_traces_that_otlp_reads() {
 
 #[test]
 fn each_request_of_a_session_is_a_trace_of_its_own() {
-    let Some(py) = python() else { return };
+    let Some(py) = python("each_request_of_a_session_is_a_trace_of_its_own") else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("model");
     let (model, _) = infer_model(&corpus_dir().join("sessions-loop/trace"), &out, &[]);

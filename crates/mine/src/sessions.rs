@@ -24,7 +24,10 @@ use scalpel_model::graph::{EdgeKind, LeafId, ObjId, ObjectInfo};
 use scalpel_model::read::Endpoint;
 
 use super::input::MineInput;
-use scalpel_model::task::{ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId, TypeEdge};
+use scalpel_model::task::{
+    outermost_outside_session, ChildRef, OccRef, Occurrence, TaskKind, TaskType, TaskTypeId,
+    TypeEdge,
+};
 
 use super::build::Built;
 
@@ -206,24 +209,12 @@ pub(super) fn build_sessions(graph: &MineInput<'_>, built: &mut Built, min_suppo
     }
     // Each leaf's top-level occurrence before the sessions (a leaf alone: its own).
     let root_of = |l: usize| -> OccRef {
-        let mut r = OccRef {
+        let leaf = OccRef {
             ty: TaskTypeId::new(graph.leaves[l].ty.get()),
             index: l as u32,
         };
-        let mut up = built.leaf_parent.get(l).copied().flatten();
-        // Bounded by the hierarchy's depth: each step goes to a higher level.
-        for _ in 0..=built.types.len() {
-            let Some(p) = up else { break };
-            if built.types[p.ty.index()].kind == TaskKind::Session {
-                break;
-            }
-            r = p;
-            up = built.types[p.ty.index()]
-                .occurrences
-                .get(p.index as usize)
-                .and_then(|o| o.parent);
-        }
-        r
+        let parent = built.leaf_parent.get(l).copied().flatten();
+        outermost_outside_session(&built.types, leaf, parent)
     };
     let roots: Vec<OccRef> = (0..n_leaves).map(root_of).collect();
     let mut inside: BTreeMap<(TaskTypeId, TaskTypeId, TaskTypeId, EdgeKind), u64> = BTreeMap::new();

@@ -174,6 +174,30 @@ pub struct Model {
     pub leaf_parent: Vec<Option<OccRef>>,
 }
 
+/// The outermost of `start` and the occurrences above it (`parent` first) that is not in a
+/// session: what stands alone, or one of a session's tasks. The walk is bounded by the number of
+/// types (each step goes a level up), so a damaged hierarchy cannot loop.
+pub fn outermost_outside_session(
+    types: &[TaskType],
+    start: OccRef,
+    parent: Option<OccRef>,
+) -> OccRef {
+    let mut r = start;
+    let mut up = parent;
+    for _ in 0..=types.len() {
+        let Some(p) = up else { break };
+        let Some(ty) = types.get(p.ty.index()) else {
+            break;
+        };
+        if ty.kind == TaskKind::Session {
+            break;
+        }
+        r = p;
+        up = ty.occurrences.get(p.index as usize).and_then(|o| o.parent);
+    }
+    r
+}
+
 impl Model {
     /// Each type's first number when all occurrences are numbered in one sequence (type by type,
     /// then by index), and how many there are in all: for arrays indexed by occurrence.

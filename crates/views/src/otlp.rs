@@ -33,7 +33,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 use scalpel_analysis::rollup::{BlockKind, TaskSpan};
 use scalpel_model::graph::{Graph, LeafId, ProcessId};
-use scalpel_model::task::{Model, OccRef, TaskKind};
+use scalpel_model::task::{outermost_outside_session, Model, OccRef, TaskKind, TaskTypeId};
 
 /// What an export wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -114,25 +114,14 @@ impl Occurrences {
                 .map(|b| (b + r.index as usize) as u32)
         };
         let mut root: Vec<u32> = (0..total as u32).collect();
-        // Parents are at higher levels, so a walk up ends within as many steps as there are
-        // types; the bound keeps a damaged model from looping. It stops below a session.
         for (t, ty) in model.types.iter().enumerate() {
             for (i, o) in ty.occurrences.iter().enumerate() {
-                let mut up = o.parent;
-                let mut top = (bases[t] + i) as u32;
-                for _ in 0..model.types.len() {
-                    let Some(p) = up else { break };
-                    let Some(n) = number(p) else { break };
-                    if model.types[p.ty.index()].kind == TaskKind::Session {
-                        break;
-                    }
-                    top = n;
-                    up = model.types[p.ty.index()]
-                        .occurrences
-                        .get(p.index as usize)
-                        .and_then(|o| o.parent);
-                }
-                root[bases[t] + i] = top;
+                let me = OccRef {
+                    ty: TaskTypeId::at(t),
+                    index: i as u32,
+                };
+                let top = outermost_outside_session(&model.types, me, o.parent);
+                root[bases[t] + i] = number(top).unwrap_or((bases[t] + i) as u32);
             }
         }
         Occurrences { bases, root }

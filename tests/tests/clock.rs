@@ -33,7 +33,7 @@ fn a_busy_thread_has_a_calibration_point_within_each_millisecond() {
     let trace = r.load();
     let mut checked = 0;
     for f in trace.processes.iter().flat_map(|p| p.threads.iter()) {
-        assert!(f.header.is_tsc(), "{}: not TSC-clocked", f.path.display());
+        // Points are written whatever the clock (ticks are then CLOCK_MONOTONIC's ns).
         let gap =
             u128::from(f.header.ticks_per_sec) * u128::from(CALIBRATION_GAP_NS) / 1_000_000_000;
         let gap = u64::try_from(gap).unwrap();

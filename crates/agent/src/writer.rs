@@ -477,9 +477,8 @@ fn zero_ahead(fd: i32, from: u64, to: u64) {
     }
 }
 
-/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now. Returns its length and the
-/// ticks.
-pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64) {
+/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now.
+pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> usize {
     let (ticks, mono) = if cfg.tsc {
         sys::clock_pair()
     } else {
@@ -489,5 +488,5 @@ pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64) {
     let mut e = Enc::new(buf);
     e.varint(ticks);
     e.varint(mono);
-    (e.len(), ticks)
+    e.len()
 }

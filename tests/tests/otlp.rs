@@ -48,6 +48,19 @@ fn export(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Exports the model in `out` as OTLP into `file`, failing on an error.
+fn export_otlp(out: &Path, file: &Path) {
+    let args = [
+        out.to_str().unwrap(),
+        "--format",
+        "otlp",
+        "-o",
+        file.to_str().unwrap(),
+    ];
+    let o = export(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// One line of `parse.py`'s output.
 #[derive(serde::Deserialize)]
 struct Parsed {
@@ -102,14 +115,7 @@ fn expected(model: &Model) -> (usize, usize) {
 /// Exports the model in `out` as OTLP into `file`, parses it and checks it against the model.
 fn check(py: &str, out: &Path, file: &Path) -> Vec<Parsed> {
     let (model, _) = load_model(out);
-    let o = export(&[
-        out.to_str().unwrap(),
-        "--format",
-        "otlp",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    export_otlp(out, file);
     let lines = parse(py, file);
     let (traces, spans) = expected(&model);
     assert_eq!(lines.len(), traces, "one trace per top-level task instance");
@@ -178,14 +184,7 @@ fn the_demos_task_instances_are_traces_that_otlp_reads() {
 
     // The same model gives the same bytes.
     let again = r.tmp.path().join("again.json");
-    let o = export(&[
-        out.to_str().unwrap(),
-        "--format",
-        "otlp",
-        "-o",
-        again.to_str().unwrap(),
-    ]);
-    assert!(o.status.success());
+    export_otlp(&out, &again);
     assert_eq!(
         std::fs::read(&file).unwrap(),
         std::fs::read(&again).unwrap()

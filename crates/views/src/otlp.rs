@@ -108,12 +108,10 @@ struct Occurrences {
 impl Occurrences {
     fn new(model: &Model) -> Self {
         let (bases, total) = model.occurrence_bases();
-        let number = |r: OccRef| {
-            bases
-                .get(r.ty.index())
-                .map(|b| (b + r.index as usize) as u32)
+        let mut occ = Occurrences {
+            bases,
+            root: (0..total as u32).collect(),
         };
-        let mut root: Vec<u32> = (0..total as u32).collect();
         for (t, ty) in model.types.iter().enumerate() {
             for (i, o) in ty.occurrences.iter().enumerate() {
                 let me = OccRef {
@@ -121,10 +119,11 @@ impl Occurrences {
                     index: i as u32,
                 };
                 let top = outermost_outside_session(&model.types, me, o.parent);
-                root[bases[t] + i] = number(top).unwrap_or((bases[t] + i) as u32);
+                let n = occ.bases[t] + i;
+                occ.root[n] = occ.number(top).unwrap_or(n as u32);
             }
         }
-        Occurrences { bases, root }
+        occ
     }
 
     fn number(&self, r: OccRef) -> Option<u32> {

@@ -317,9 +317,9 @@ fn process_info(p: &ProcessTrace) -> ProcessInfo {
         unix_offset_ns: p
             .files()
             .map(|f| &f.header)
-            .filter(|h| h.realtime0 > 0)
+            .filter(|h| h.unix_offset_ns().is_some())
             .min_by_key(|h| h.mono0)
-            .and_then(|h| i64::try_from(i128::from(h.realtime0) - i128::from(h.mono0)).ok()),
+            .and_then(|h| i64::try_from(h.unix_offset_ns()?).ok()),
     }
 }
 

@@ -127,8 +127,7 @@ fn host_times(reads: &[Read], host_of: &[usize], n: usize) -> Vec<HostTimes> {
             let hd = &f.header;
             if hd.mono0 > 0 && hd.mono0 < out[h].start {
                 out[h].start = hd.mono0;
-                out[h].wall =
-                    (hd.realtime0 > 0).then(|| i128::from(hd.realtime0) - i128::from(hd.mono0));
+                out[h].wall = hd.unix_offset_ns();
             }
         }
     }

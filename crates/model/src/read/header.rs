@@ -142,6 +142,12 @@ impl Header {
         self.flags & flags::CLOCK_TSC != 0
     }
 
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC at the calibration point, ns: what puts the
+    /// machine's monotonic times in Unix time. `None` when the file does not say.
+    pub fn unix_offset_ns(&self) -> Option<i128> {
+        (self.realtime0 > 0).then(|| i128::from(self.realtime0) - i128::from(self.mono0))
+    }
+
     /// The thread name, lossily converted to UTF-8.
     pub fn thread_name_lossy(&self) -> String {
         String::from_utf8_lossy(&self.thread_name).into_owned()

@@ -166,7 +166,10 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
                     ticks,
                     ts_ns: clock.ns(ticks),
                     dur_ticks: r.dur,
-                    dur_ns: clock.dur_ns(r.dur),
+                    // The distance between the converted start and end.
+                    dur_ns: clock
+                        .ns(ticks.saturating_add(r.dur))
+                        .saturating_sub(clock.ns(ticks)),
                     obj,
                     seq,
                     result: r.result,

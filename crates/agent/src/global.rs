@@ -61,6 +61,8 @@ pub(crate) struct Config {
     pub real0: u64,
     /// Measured ticks per second.
     pub ticks_per_sec: u64,
+    /// Ticks in [`format::CALIBRATION_GAP_NS`].
+    pub calibration_gap: u64,
     /// The shared counters.
     pub table: *const Table,
     /// Executable path (truncated for the header).
@@ -103,6 +105,7 @@ static G: Global = Global {
         mono0: 0,
         real0: 0,
         ticks_per_sec: 1_000_000_000,
+        calibration_gap: format::CALIBRATION_GAP_NS,
         table: core::ptr::null(),
         exe: [0; format::hdr::EXE_LEN],
         key: 0,

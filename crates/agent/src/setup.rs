@@ -253,4 +253,7 @@ fn calibrate(cfg: &mut Config) {
         cfg.clock0 = cfg.mono0;
         cfg.ticks_per_sec = 1_000_000_000;
     }
+    cfg.calibration_gap = (u128::from(cfg.ticks_per_sec) * u128::from(format::CALIBRATION_GAP_NS)
+        / 1_000_000_000)
+        .max(1) as u64;
 }

@@ -117,6 +117,8 @@ pub(crate) struct ThreadState {
     /// The thread's CPU time at the last event written with one (see `Config::cpu_time`).
     last_cpu: u64,
     since_calib: u32,
+    /// The ticks of the thread's last calibration point.
+    calib_ticks: u64,
     next_idx: u32,
     /// The slot the last event's object took, plus one (0: none): consecutive events on one
     /// object (a lock and its unlock) skip the hash probe.
@@ -267,8 +269,9 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
         };
         (*mem).stacks.set_bounds(top, lo);
         let mut buf = [0u8; 24];
-        let n = writer::calibration(cfg, &mut buf);
+        let (n, ticks) = writer::calibration(cfg, &mut buf);
         (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]);
+        (*mem).calib_ticks = ticks;
         crate::modules::check(&mut (*mem).file, global::now(cfg));
         (*mem).tag = TAG;
     }
@@ -587,7 +590,8 @@ impl ThreadState {
     }
 
     /// What follows an event every so often: the title check (every 16th event) and a
-    /// calibration point (see `format::CALIBRATION_EVERY`) with a look at the loaded modules.
+    /// calibration point (see `format::CALIBRATION_EVERY` and `format::CALIBRATION_GAP_NS`)
+    /// with a look at the loaded modules.
     #[inline(always)]
     fn after_write(&mut self, cfg: &Config, ticks: u64) {
         // Every 16th event of a thread looks at the clock for the title check.
@@ -596,11 +600,23 @@ impl ThreadState {
         }
         if self.since_calib >= format::CALIBRATION_EVERY {
             self.since_calib = 0;
-            let mut buf = [0u8; 24];
-            let n = writer::calibration(cfg, &mut buf);
-            self.file.record(rec::CALIBRATION, &buf[..n], &[]);
+            self.calibrate(cfg);
             crate::modules::check(&mut self.file, ticks);
+        } else if ticks.saturating_sub(self.calib_ticks) >= cfg.calibration_gap {
+            // Why not the module check too: it takes the loader's lock, which a thousand
+            // points a second per thread should not contend for.
+            self.calibrate(cfg);
         }
+    }
+
+    /// A calibration point, out of line: most events skip it.
+    #[cold]
+    #[inline(never)]
+    fn calibrate(&mut self, cfg: &Config) {
+        let mut buf = [0u8; 24];
+        let (n, now) = writer::calibration(cfg, &mut buf);
+        self.file.record(rec::CALIBRATION, &buf[..n], &[]);
+        self.calib_ticks = now;
     }
 
     /// The title check (see `title`), out of line: 15 events in 16 skip it.

@@ -477,8 +477,9 @@ fn zero_ahead(fd: i32, from: u64, to: u64) {
     }
 }
 
-/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now.
-pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> usize {
+/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now. Returns its length and the
+/// ticks.
+pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64) {
     let (ticks, mono) = if cfg.tsc {
         sys::clock_pair()
     } else {
@@ -488,5 +489,5 @@ pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> usize {
     let mut e = Enc::new(buf);
     e.varint(ticks);
     e.varint(mono);
-    e.len()
+    (e.len(), ticks)
 }

@@ -596,6 +596,13 @@ ops! {
 /// two CALIBRATION records in one thread.
 pub const CALIBRATION_EVERY: u32 = 1 << 14;
 
+/// A thread's event more than this long (in nanoseconds of its clock) after the thread's last
+/// CALIBRATION record is followed by another. Why: the kernel slews CLOCK_MONOTONIC (NTP, a
+/// virtual machine's clock) against the TSC, and the reader can follow the slew only where it
+/// has points; one a millisecond keeps every event within a microsecond of CLOCK_MONOTONIC at
+/// the kernel's largest slew rate, for a few hundred bytes a second per busy thread.
+pub const CALIBRATION_GAP_NS: u64 = 1_000_000;
+
 /// Endpoint tags inside OBJECT identities.
 ///
 /// An OBJECT record's payload is `index:varint, kind:u8, key:varint` followed by an identity

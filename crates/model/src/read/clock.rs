@@ -8,7 +8,8 @@ use super::types::{Calibration, Event};
 const NS_PER_SEC: u64 = 1_000_000_000;
 /// The last segment's slope is trusted for extrapolation only when it spans more than this.
 const MIN_SLOPE_SPAN_NS: u64 = 10_000_000;
-/// A fitted clock has a knot in each stretch of this many nanoseconds that holds points.
+/// A fitted clock has a knot in each stretch of this many nanoseconds that holds points (the
+/// agent's `CALIBRATION_GAP_NS`: a busy thread writes a point each millisecond).
 const KNOT_NS: u64 = 1_000_000;
 
 /// Piecewise-linear map from ticks to nanoseconds.

@@ -338,10 +338,19 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// A bracket this narrow (about 10 µs on any current CPU) held no preemption.
+pub(crate) const TIGHT_TICKS: u64 = 30_000;
+
 /// A (TSC, CLOCK_MONOTONIC) pair read at one instant: the monotonic reading is bracketed by two
 /// TSC reads, and a pair the thread was preempted in the middle of is read again (up to four
 /// times; the tightest is kept). The TSC value is the bracket's midpoint.
 pub(crate) fn clock_pair() -> (u64, u64) {
+    let (t, m, _) = clock_pair_width();
+    (t, m)
+}
+
+/// [`clock_pair`] with the width of its bracket, in ticks.
+pub(crate) fn clock_pair_width() -> (u64, u64, u64) {
     let mut best = (0u64, 0u64, u64::MAX);
     for _ in 0..4 {
         let a = rdtsc();
@@ -352,11 +361,11 @@ pub(crate) fn clock_pair() -> (u64, u64) {
             best = (a + width / 2, m, width);
         }
         // About 10 µs on any current CPU: no preemption fits in that.
-        if width < 30_000 {
+        if width < TIGHT_TICKS {
             break;
         }
     }
-    (best.0, best.1)
+    best
 }
 
 /// Reads the timestamp counter.

@@ -269,7 +269,7 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
         };
         (*mem).stacks.set_bounds(top, lo);
         let mut buf = [0u8; 24];
-        let (n, ticks) = writer::calibration(cfg, &mut buf);
+        let (n, ticks, _) = writer::calibration(cfg, &mut buf);
         (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]);
         (*mem).calib_ticks = ticks;
         crate::modules::check(&mut (*mem).file, global::now(cfg));
@@ -600,23 +600,28 @@ impl ThreadState {
         }
         if self.since_calib >= format::CALIBRATION_EVERY {
             self.since_calib = 0;
-            self.calibrate(cfg);
+            self.calibrate(cfg, true);
             crate::modules::check(&mut self.file, ticks);
         } else if ticks.saturating_sub(self.calib_ticks) >= cfg.calibration_gap {
             // Why not the module check too: it takes the loader's lock, which a thousand
             // points a second per thread should not contend for.
-            self.calibrate(cfg);
+            self.calibrate(cfg, false);
         }
     }
 
     /// A calibration point, out of line: most events skip it.
     #[cold]
     #[inline(never)]
-    fn calibrate(&mut self, cfg: &Config) {
+    fn calibrate(&mut self, cfg: &Config, always: bool) {
         let mut buf = [0u8; 24];
-        let (n, now) = writer::calibration(cfg, &mut buf);
-        self.file.record(rec::CALIBRATION, &buf[..n], &[]);
-        self.calib_ticks = now;
+        let (n, now, tight) = writer::calibration(cfg, &mut buf);
+        // Why: a pair the thread was preempted in the middle of is off by the preemption
+        // (milliseconds); the points a millisecond are extra, so such a one is left out and the
+        // next event tries again.
+        if always || tight {
+            self.file.record(rec::CALIBRATION, &buf[..n], &[]);
+            self.calib_ticks = now;
+        }
     }
 
     /// The title check (see `title`), out of line: 15 events in 16 skip it.

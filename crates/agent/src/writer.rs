@@ -477,17 +477,18 @@ fn zero_ahead(fd: i32, from: u64, to: u64) {
     }
 }
 
-/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now. Returns its length and the
-/// ticks.
-pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64) {
-    let (ticks, mono) = if cfg.tsc {
-        sys::clock_pair()
+/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now. Returns its length, the
+/// ticks, and whether the pair was read without a preemption between its two clocks.
+pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64, bool) {
+    let (ticks, mono, tight) = if cfg.tsc {
+        let (t, m, width) = sys::clock_pair_width();
+        (t, m, width < sys::TIGHT_TICKS)
     } else {
         let m = sys::clock_ns(libc::CLOCK_MONOTONIC);
-        (m, m)
+        (m, m, true)
     };
     let mut e = Enc::new(buf);
     e.varint(ticks);
     e.varint(mono);
-    (e.len(), ticks)
+    (e.len(), ticks, tight)
 }

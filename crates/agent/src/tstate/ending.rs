@@ -44,7 +44,7 @@ pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
                         st.write_counts(global::now(cfg));
                     }
                     let mut buf = [0u8; 24];
-                    let (n, _) = writer::calibration(cfg, &mut buf);
+                    let (n, _, _) = writer::calibration(cfg, &mut buf);
                     st.file.record(rec::CALIBRATION, &buf[..n], &[]);
                     compiler_fence(Ordering::SeqCst);
                     st.busy.store(false, Ordering::Relaxed);

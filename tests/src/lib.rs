@@ -20,6 +20,7 @@ pub mod replicated;
 pub mod schema;
 pub mod score;
 pub mod servers;
+pub mod sqltop;
 
 pub use replicated::{replicated_primary, replicated_primary_of, PAPER_TASKS};
 pub use scalpel_model::format::{ObjKind, Op};

@@ -63,6 +63,10 @@ pub(crate) struct Config {
     pub ticks_per_sec: u64,
     /// Ticks in [`format::CALIBRATION_GAP_NS`].
     pub calibration_gap: u64,
+    /// The widest bracket of a calibration point written a millisecond after the last (see
+    /// `setup::calibrate`): four times the narrowest this process read, at least
+    /// [`crate::sys::TIGHT_FLOOR`], at most [`crate::sys::TIGHT_TICKS`].
+    pub tight_ticks: u64,
     /// The shared counters.
     pub table: *const Table,
     /// Executable path (truncated for the header).
@@ -106,6 +110,7 @@ static G: Global = Global {
         real0: 0,
         ticks_per_sec: 1_000_000_000,
         calibration_gap: format::CALIBRATION_GAP_NS,
+        tight_ticks: crate::sys::TIGHT_TICKS,
         table: core::ptr::null(),
         exe: [0; format::hdr::EXE_LEN],
         key: 0,

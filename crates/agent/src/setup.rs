@@ -235,16 +235,24 @@ fn calibrate(cfg: &mut Config) {
         cfg.ticks_per_sec = 1_000_000_000;
         return;
     }
-    (cfg.clock0, cfg.mono0) = sys::clock_pair();
+    (cfg.clock0, cfg.mono0) = sys::clock_pair(sys::TIGHT_FLOOR);
     // One millisecond of spinning bounds the frequency error to a few parts per million; later
-    // CALIBRATION records let the reader correct drift anyway.
-    let (mut t, mut m);
+    // CALIBRATION records let the reader correct drift anyway. The narrowest bracket seen is
+    // what a clock read costs here, which sets how tight a later point must be.
+    let (mut t, mut m, mut width);
+    let mut narrowest = u64::MAX;
     loop {
-        (t, m) = sys::clock_pair();
+        (t, m, width) = sys::clock_pair_width(sys::TIGHT_FLOOR);
+        narrowest = narrowest.min(width);
         if m.saturating_sub(cfg.mono0) >= 1_000_000 {
             break;
         }
     }
+    // Why four times: reads on a machine whose clock needs a system call are slower, not
+    // wrong; a point is refused only when something came between its two TSC reads.
+    cfg.tight_ticks = narrowest
+        .saturating_mul(4)
+        .clamp(sys::TIGHT_FLOOR, sys::TIGHT_TICKS);
     let dt = t.wrapping_sub(cfg.clock0) as u128;
     let dm = (m - cfg.mono0) as u128;
     cfg.ticks_per_sec = ((dt * 1_000_000_000) / dm.max(1)) as u64;

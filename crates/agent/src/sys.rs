@@ -338,19 +338,26 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// A bracket this narrow (about 10 µs on any current CPU) held no preemption.
+/// The widest bracket a calibration point may have (about 10 µs on any current CPU): no
+/// preemption fits in it.
 pub(crate) const TIGHT_TICKS: u64 = 30_000;
 
+/// The narrowest "tight" a process uses, in ticks. Why: a bracket's midpoint is off by up to
+/// half its width, and tasks of a microsecond are scored against `CLOCK_MONOTONIC`; a
+/// clock read is under 100 ticks here, so 1,000 leaves room yet stays well under a µs.
+pub(crate) const TIGHT_FLOOR: u64 = 1_000;
+
 /// A (TSC, CLOCK_MONOTONIC) pair read at one instant: the monotonic reading is bracketed by two
-/// TSC reads, and a pair the thread was preempted in the middle of is read again (up to four
-/// times; the tightest is kept). The TSC value is the bracket's midpoint.
-pub(crate) fn clock_pair() -> (u64, u64) {
-    let (t, m, _) = clock_pair_width();
+/// TSC reads, and a pair whose bracket is wider than `tight` ticks (the thread was preempted
+/// in the middle) is read again, up to four times; the tightest is kept. The TSC value is the
+/// bracket's midpoint.
+pub(crate) fn clock_pair(tight: u64) -> (u64, u64) {
+    let (t, m, _) = clock_pair_width(tight);
     (t, m)
 }
 
 /// [`clock_pair`] with the width of its bracket, in ticks.
-pub(crate) fn clock_pair_width() -> (u64, u64, u64) {
+pub(crate) fn clock_pair_width(tight: u64) -> (u64, u64, u64) {
     let mut best = (0u64, 0u64, u64::MAX);
     for _ in 0..4 {
         let a = rdtsc();
@@ -360,8 +367,7 @@ pub(crate) fn clock_pair_width() -> (u64, u64, u64) {
         if width < best.2 {
             best = (a + width / 2, m, width);
         }
-        // About 10 µs on any current CPU: no preemption fits in that.
-        if width < TIGHT_TICKS {
+        if width < tight {
             break;
         }
     }

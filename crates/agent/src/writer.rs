@@ -481,8 +481,8 @@ fn zero_ahead(fd: i32, from: u64, to: u64) {
 /// ticks, and whether the pair was read without a preemption between its two clocks.
 pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64, bool) {
     let (ticks, mono, tight) = if cfg.tsc {
-        let (t, m, width) = sys::clock_pair_width();
-        (t, m, width < sys::TIGHT_TICKS)
+        let (t, m, width) = sys::clock_pair_width(cfg.tight_ticks);
+        (t, m, width < cfg.tight_ticks)
     } else {
         let m = sys::clock_ns(libc::CLOCK_MONOTONIC);
         (m, m, true)

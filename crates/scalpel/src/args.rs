@@ -102,3 +102,28 @@ impl SourceArgs {
         }
     }
 }
+
+/// A duration with a unit (`ns`, `us`, `µs`, `ms`, `s`; none: ns) in ns.
+pub(crate) fn duration_ns(s: &str) -> Result<u64, String> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => {
+            return Err(format!(
+                "expected a duration such as 20us or 1.5ms, not {s:?}"
+            ))
+        }
+    };
+    match n.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok((v * scale).round() as u64),
+        _ => Err(format!(
+            "expected a duration such as 20us or 1.5ms, not {s:?}"
+        )),
+    }
+}

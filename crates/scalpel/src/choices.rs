@@ -77,6 +77,9 @@ wraps!(CliExportFormat => ExportFormat {
     /// The model's task instances as OpenTelemetry traces (OTLP/JSON, a trace a line), for a
     /// Collector's `otlpjsonfile` receiver, Jaeger or Tempo.
     Otlp,
+    /// Every table as a Parquet dataset in the directory `-o` names, partitioned by machine
+    /// and time window, for DataFusion, DuckDB, pyarrow or Spark (`scalpel sql` queries it).
+    Parquet,
 });
 
 #[cfg(test)]

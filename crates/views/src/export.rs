@@ -77,9 +77,16 @@ pub enum ExportFormat {
     /// The model's task instances as OpenTelemetry traces, OTLP/JSON (see [`crate::otlp`]):
     /// not a table's rows.
     Otlp,
+    /// Every table as a Parquet dataset, a directory ([`write_parquet`]): not a stream.
+    Parquet,
 }
 
-scalpel_model::named!(ExportFormat, "format" { Json => "json", Jsonl => "jsonl", Otlp => "otlp" });
+scalpel_model::named!(ExportFormat, "format" {
+    Json => "json",
+    Jsonl => "jsonl",
+    Otlp => "otlp",
+    Parquet => "parquet",
+});
 
 /// Why an export could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +108,15 @@ pub enum ExportError {
     /// OTLP holds the model's task instances, not a table.
     #[error("OTLP holds the model's task instances as traces; the {0} table has no OTLP form")]
     NotTraces(&'static str),
+    /// Parquet was asked for as a stream.
+    #[error("a Parquet dataset is a directory of files, not one stream: give a directory")]
+    ParquetIsADirectory,
+    /// Parquet holds every table; one table was asked for.
+    #[error("a Parquet dataset holds every table; the {0} table alone has no Parquet form")]
+    ParquetHoldsEveryTable(&'static str),
+    /// The tables could not be built or written.
+    #[error(transparent)]
+    Tables(#[from] scalpel_tables::TablesError),
     /// Writing failed.
     #[error("cannot write: {0}")]
     Io(#[from] io::Error),
@@ -183,8 +199,10 @@ pub fn write_export(
     format: Option<ExportFormat>,
 ) -> Result<u64, ExportError> {
     let name = table.name();
-    if format == Some(ExportFormat::Otlp) {
-        return write_traces(w, graph, model, table);
+    match format {
+        Some(ExportFormat::Otlp) => return write_traces(w, graph, model, table),
+        Some(ExportFormat::Parquet) => return Err(ExportError::ParquetIsADirectory),
+        _ => {}
     }
     let model = match (table.needs_model(), model) {
         (true, None) => return Err(ExportError::NeedsModel(name)),
@@ -249,6 +267,23 @@ pub fn write_export(
         Table::Graph | Table::Model => unreachable!("documents are written above"),
     }
     Ok(r.finish()?)
+}
+
+/// Writes every table of `graph` (and of `model`, when given) as a Parquet dataset in `dir`,
+/// partitioned by machine and windows of `window_ns` (see `scalpel_tables`); `table` must be a
+/// whole document (the default). Returns the dataset's manifest.
+pub fn write_parquet(
+    dir: &std::path::Path,
+    graph: &Graph,
+    model: Option<&Model>,
+    table: Table,
+    window_ns: u64,
+) -> Result<scalpel_tables::Manifest, ExportError> {
+    if !table.is_document() {
+        return Err(ExportError::ParquetHoldsEveryTable(table.name()));
+    }
+    let tables = scalpel_tables::build_tables(graph, model, window_ns)?;
+    Ok(scalpel_tables::write_dataset(dir, &tables)?)
 }
 
 /// The OTLP export: from a model, whatever document was asked for (a graph's default), as

@@ -29,6 +29,9 @@ pub struct Checks {
     /// Leaves a type needs for its edges to count (the drawing's `--min-count`).
     #[serde(default)]
     pub type_edge_min_count: u64,
+    /// `top`'s figures equal the tables guide's SQL for them (see [`crate::sqltop`]).
+    #[serde(default)]
+    pub top_equals_sql: bool,
 }
 
 /// An edge between leaf types, by what their labels contain.

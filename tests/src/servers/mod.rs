@@ -117,6 +117,9 @@ pub fn check(
         );
     }
     waits_check(graph, checks, run, out, &mut o)?;
+    if checks.top_equals_sql {
+        sql_check(graph, model, run, out, &mut o)?;
+    }
     if !checks.type_edges.is_empty() {
         let edges = typeedges::type_edges(graph, checks.type_edge_min_count);
         for want in &checks.type_edges {
@@ -135,6 +138,30 @@ pub fn check(
         writeln!(out, "FAIL: {f}")?;
     }
     Ok(o)
+}
+
+/// `top` against the guide's SQL, on the tables in memory and on a Parquet dataset.
+fn sql_check(
+    graph: &Graph,
+    model: &Model,
+    run: &Run,
+    out: &mut impl Write,
+    o: &mut Outcome,
+) -> io::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    match crate::sqltop::compare(graph, model, &scratch.path().join("tables")) {
+        Ok((types, diffs)) => {
+            writeln!(
+                out,
+                "{}: top and SQL on {types} task types: {} differences",
+                run.name,
+                diffs.len()
+            )?;
+            o.failures.extend(diffs);
+        }
+        Err(e) => o.failures.push(format!("the SQL for top failed: {e}")),
+    }
+    Ok(())
 }
 
 fn share(n: u64, of: u64) -> f64 {

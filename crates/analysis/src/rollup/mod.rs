@@ -11,6 +11,7 @@
 
 mod behind;
 mod blame;
+mod each;
 mod flame;
 mod fold;
 mod instance;
@@ -27,6 +28,7 @@ use serde::ser::SerializeMap;
 
 pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
+pub use each::{each_instance, InstanceOf};
 pub use flame::{kind_tag, off_cpu, task_leaves, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};

@@ -48,33 +48,8 @@ pub(crate) struct DiffArgs {
     pub min_effect: f64,
     /// The smallest move of a type's median latency that counts, whatever its share: a
     /// duration such as 20us, 1.5ms or 0 (a bare number is in ns).
-    #[arg(long, value_name = "DURATION", default_value = "20us", value_parser = duration_ns)]
+    #[arg(long, value_name = "DURATION", default_value = "20us", value_parser = crate::args::duration_ns)]
     pub min_shift: u64,
-}
-
-/// A duration with a unit (`ns`, `us`, `µs`, `ms`, `s`; none: ns) in ns.
-fn duration_ns(s: &str) -> Result<u64, String> {
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let scale = match unit.trim() {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => {
-            return Err(format!(
-                "expected a duration such as 20us or 1.5ms, not {s:?}"
-            ))
-        }
-    };
-    match n.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok((v * scale).round() as u64),
-        _ => Err(format!(
-            "expected a duration such as 20us or 1.5ms, not {s:?}"
-        )),
-    }
 }
 
 fn probability(s: &str) -> Result<f64, String> {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use scalpel_model::progress::Timings;
 use scalpel_model::store::read_graph;
-use scalpel_views::export::{write_export, ExportError, ExportFormat, Table};
+use scalpel_views::export::{write_export, write_parquet, ExportError, ExportFormat, Table};
 use scalpel_views::outfile::write_named;
 
 use crate::args::SourceArgs;
@@ -24,14 +24,27 @@ pub(crate) struct ExportArgs {
     /// What to write: a whole document (`graph`, `model`) or one table's rows.
     #[arg(long, value_enum, default_value = "graph")]
     pub table: CliTable,
-    /// `json` (one document; rows as one array), `jsonl` (a row a line) or `otlp` (the
-    /// model's task instances as OpenTelemetry traces, OTLP/JSON, a trace a line) [default:
-    /// json for `graph` and `model`, jsonl for the rows].
+    /// `json` (one document; rows as one array), `jsonl` (a row a line), `otlp` (the
+    /// model's task instances as OpenTelemetry traces, OTLP/JSON, a trace a line) or
+    /// `parquet` (every table, a dataset in the directory `-o` names) [default: json for
+    /// `graph` and `model`, jsonl for the rows].
     #[arg(long, value_enum)]
     pub format: Option<CliExportFormat>,
-    /// The file to write [default: standard output]. Its directory must exist.
+    /// The file to write [default: standard output]; with `--format parquet`, the dataset's
+    /// directory (created; an earlier dataset there is replaced). Its parent must exist.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The time window a Parquet dataset's leaves, edges, waits, samples and instances are
+    /// partitioned by: a duration such as 60s or 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = window_ns)]
+    pub window: u64,
+}
+
+fn window_ns(s: &str) -> Result<u64, String> {
+    match crate::args::duration_ns(s)? {
+        0 => Err("expected a window longer than 0".to_owned()),
+        ns => Ok(ns),
+    }
 }
 
 /// `export` in the library's terms.
@@ -41,6 +54,7 @@ pub(crate) struct Export {
     pub table: Table,
     pub format: Option<ExportFormat>,
     pub output: Option<PathBuf>,
+    pub window_ns: u64,
 }
 
 impl ExportArgs {
@@ -58,11 +72,17 @@ impl ExportArgs {
                 dir.display()
             );
         }
+        let format = self.format.map(Into::into);
+        anyhow::ensure!(
+            format != Some(ExportFormat::Parquet) || self.output.is_some(),
+            "a Parquet dataset is a directory of files: name it with -o DIR"
+        );
         Ok(Export {
             source: self.source.options(),
             table: self.table.into(),
-            format: self.format.map(Into::into),
+            format,
             output: self.output,
+            window_ns: self.window,
         })
     }
 }
@@ -101,6 +121,19 @@ pub(crate) fn run(a: &Export) -> Result<()> {
     let (table, format) = (a.table, a.format);
     let name = table.name();
     let written = match &a.output {
+        Some(dir) if format == Some(ExportFormat::Parquet) => {
+            let m = t.phase("writing Parquet", &Spinner::new(), || {
+                write_parquet(dir, &graph, model.as_ref(), table, a.window_ns)
+            })?;
+            let rows: u64 = m.tables.iter().map(|t| t.rows).sum();
+            let files: u64 = m.tables.iter().map(|t| t.files).sum();
+            say!(
+                "scalpel: wrote {} (parquet, {} tables, {rows} rows in {files} files)",
+                dir.display(),
+                m.tables.len()
+            );
+            Ok(())
+        }
         Some(path) => {
             // Created as every output is (see `outfile`): never through a link.
             let rows = write_named(path, |w| {

@@ -8,6 +8,7 @@ mod flame;
 mod infer;
 mod record;
 mod report;
+mod sql;
 mod timeline;
 mod top;
 mod waitfor;
@@ -48,6 +49,9 @@ pub(crate) enum Command {
     /// Write the stored graph or model as JSON for other tools: the whole document with every
     /// table inline, or one table (leaves, edges, occurrences, …) as JSON Lines.
     Export(export::ExportArgs),
+    /// Query a model's tables with SQL (DataFusion, embedded): leaves, edges, task instances
+    /// with their latencies and critical paths, waits, samples, machines.
+    Sql(sql::SqlArgs),
 }
 
 /// What to do, in the library's terms: no clap type gets past [`Command::job`].
@@ -63,6 +67,7 @@ pub(crate) enum Job {
     Waitfor(waitfor::Waitfor),
     Timeline(timeline::Timeline),
     Export(export::Export),
+    Sql(sql::Sql),
 }
 
 impl Command {
@@ -80,6 +85,7 @@ impl Command {
             Command::Waitfor(a) => Job::Waitfor(a.options()),
             Command::Timeline(a) => Job::Timeline(a.options()?),
             Command::Export(a) => Job::Export(a.options()?),
+            Command::Sql(a) => Job::Sql(a.options()?),
         })
     }
 }
@@ -98,6 +104,7 @@ impl Job {
             Job::Waitfor(w) => waitfor::run(&w),
             Job::Timeline(t) => timeline::run(&t),
             Job::Export(e) => export::run(&e),
+            Job::Sql(s) => sql::run(&s),
         }?;
         Ok(ExitCode::SUCCESS)
     }

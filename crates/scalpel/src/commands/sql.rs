@@ -1,0 +1,123 @@
+//! `scalpel sql`: SQL on a model's tables (DataFusion, embedded), from the model itself or from
+//! the Parquet dataset `scalpel export --format parquet` wrote.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use scalpel_model::progress::Timings;
+use scalpel_sql::{write_rows, Engine, RowFormat};
+use scalpel_tables::{build_tables, DEFAULT_WINDOW_NS};
+
+use crate::args::PipelineArgs;
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::source::Source;
+use crate::spinner::Spinner;
+
+/// How `sql` prints its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// An aligned text table.
+    Table,
+    /// Comma-separated values with a header line.
+    Csv,
+    /// One JSON object per row.
+    Jsonl,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SqlArgs {
+    /// What to query, then the query: a Parquet dataset `scalpel export --format parquet`
+    /// wrote, a model.json, a directory `scalpel infer` wrote, or trace directories (inferred
+    /// on the spot); the last word is the query, e.g. "SELECT name, count(*) FROM instances
+    /// GROUP BY name". The tables: docs/guide/tables.md.
+    #[arg(required = true, num_args = 2.., value_name = "PATH... QUERY")]
+    pub words: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+}
+
+/// `sql` in the library's terms.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    pub source: Source,
+    pub query: String,
+    pub format: RowFormat,
+}
+
+impl SqlArgs {
+    pub(crate) fn options(mut self) -> Result<Sql> {
+        let query = self.words.pop().unwrap_or_default();
+        anyhow::ensure!(
+            !query.trim().is_empty(),
+            "the query (the last argument) is empty"
+        );
+        let mut paths = self.words.into_iter().map(PathBuf::from);
+        Ok(Sql {
+            source: Source {
+                pipeline: self.pipeline.options(),
+                timings: self.pipeline.timings,
+                path: paths.next().unwrap_or_default(),
+                more: paths.collect(),
+            },
+            query,
+            format: match self.format {
+                Format::Table => RowFormat::Table,
+                Format::Csv => RowFormat::Csv,
+                Format::Jsonl => RowFormat::Jsonl,
+            },
+        })
+    }
+}
+
+/// Whether `path` is a dataset (it holds a manifest) rather than a model or traces.
+fn is_dataset(s: &Source) -> bool {
+    s.more.is_empty() && s.path.join("scalpel-tables.json").is_file()
+}
+
+pub(crate) fn run(a: &Sql) -> Result<()> {
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let engine = if is_dataset(&a.source) {
+        t.phase("opening the dataset", &spinner, || {
+            Engine::from_dataset(&a.source.path)
+        })?
+    } else {
+        let (_, l) = a.source.load(&mut t, &spinner)?;
+        let tables = t.phase("building tables", &spinner, || {
+            build_tables(&l.graph, Some(&l.model), DEFAULT_WINDOW_NS)
+        })?;
+        t.phase("registering tables", &spinner, || {
+            Engine::from_tables(&tables)
+        })?
+    };
+    let batches = t
+        .phase("query", &spinner, || engine.query(&a.query))
+        .context("the query failed")?;
+    drop(spinner);
+    let written = if a.format == RowFormat::Table {
+        let mut w = text_stdout();
+        write_and_flush(&mut w, &batches, a.format)
+    } else {
+        let mut w = BufWriter::new(io::stdout().lock());
+        write_and_flush(&mut w, &batches, a.format)
+    };
+    print_timings(a.source.timings, &t);
+    written
+}
+
+fn write_and_flush(
+    w: &mut impl Write,
+    batches: &[scalpel_sql::Batch],
+    format: RowFormat,
+) -> Result<()> {
+    match write_rows(w, batches, format) {
+        Ok(_) => broken_pipe_is_fine(w.flush()),
+        Err(scalpel_sql::SqlError::Io(e)) => broken_pipe_is_fine(Err(e)),
+        Err(e) => Err(e.into()),
+    }
+}

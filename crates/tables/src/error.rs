@@ -1,0 +1,51 @@
+//! Why a table could not be built, written or read.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why a table could not be built, written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum TablesError {
+    /// A column did not fit its table (a bug: every column is built to the table's length).
+    #[error("table {table}: {source}")]
+    Arrow {
+        /// The table.
+        table: &'static str,
+        /// What Arrow said.
+        source: arrow_schema::ArrowError,
+    },
+    /// A file or directory could not be created, written or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// Parquet could not encode a table's rows.
+    #[error("{}: {source}", path.display())]
+    Parquet {
+        /// The file being written.
+        path: PathBuf,
+        /// What the encoder said.
+        source: parquet::errors::ParquetError,
+    },
+    /// The output directory holds something other than an earlier dataset.
+    #[error(
+        "{}: not empty and not a Scalpel table dataset (no {}); nothing was written",
+        path.display(),
+        crate::dataset::MANIFEST
+    )]
+    NotADataset {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A dataset's manifest could not be read.
+    #[error("{}: {what}", path.display())]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What was wrong, with the offset where the JSON broke.
+        what: String,
+    },
+}

@@ -1,0 +1,30 @@
+//! Scalpel's stored tables as Apache Arrow record batches, and as a Parquet dataset that
+//! DataFusion, DuckDB, pyarrow or Spark read as it is.
+//!
+//! Scope: one typed Arrow table per kind of row the graph and model hold (leaves, edges,
+//! objects, task types, task instances with their latencies and critical-path composition,
+//! waits, samples, machines …; [`TableName`] lists them and `docs/guide/tables.md` documents
+//! every column), built from a [`Graph`](scalpel_model::graph::Graph) and its
+//! [`Model`](scalpel_model::task::Model) ([`build_tables`]); and their Parquet form, one
+//! directory per table partitioned Hive-style by machine and time window ([`write_dataset`],
+//! [`read_manifest`]). Ids are the indices the JSON export uses, so they join as foreign keys;
+//! times are nanoseconds on the reference machine's `CLOCK_MONOTONIC`; names are
+//! dictionary-encoded.
+//!
+//! Non-goals: a query engine (`scalpel-sql` embeds DataFusion on these tables), reading the
+//! dataset back into a graph, and appending to a dataset (it is written whole, from one model).
+
+mod batch;
+mod dataset;
+mod error;
+mod graph;
+mod model;
+mod partition;
+mod table;
+#[cfg(test)]
+mod tests;
+
+pub use dataset::{read_manifest, write_dataset, Manifest, ManifestTable};
+pub use error::TablesError;
+pub use partition::{Part, DEFAULT_WINDOW_NS};
+pub use table::{build_tables, Table, TableName, Tables};

@@ -1,0 +1,204 @@
+//! The tables of one graph and model, built in memory: what the dataset writes and what an
+//! engine registers.
+
+use arrow_array::RecordBatch;
+use scalpel_model::graph::Graph;
+use scalpel_model::task::Model;
+
+use crate::error::TablesError;
+use crate::graph::{self, Ctx};
+use crate::model;
+use crate::partition::{split, Part};
+
+/// A table of the dataset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TableName {
+    /// The machines, with their clocks on the reference's.
+    Hosts,
+    /// Process incarnations.
+    Processes,
+    /// Threads (one trace file each).
+    Threads,
+    /// Synchronization objects and byte channels.
+    Objects,
+    /// Untraced peers of channels: edge nodes past the last leaf.
+    Externals,
+    /// Leaf types.
+    LeafTypes,
+    /// Leaf instances.
+    Leaves,
+    /// Causal edges between leaves and untraced peers.
+    Edges,
+    /// Contended lock acquisitions and calls inside leaves that took time.
+    Waits,
+    /// On-CPU samples.
+    Samples,
+    /// Task types of the model (its leaf types first).
+    TaskTypes,
+    /// Which types each task type holds.
+    TaskChildren,
+    /// Every instance of every task type, with its latency and critical path.
+    Instances,
+}
+
+scalpel_model::named!(TableName, "table" {
+    Hosts => "hosts",
+    Processes => "processes",
+    Threads => "threads",
+    Objects => "objects",
+    Externals => "externals",
+    LeafTypes => "leaf_types",
+    Leaves => "leaves",
+    Edges => "edges",
+    Waits => "waits",
+    Samples => "samples",
+    TaskTypes => "task_types",
+    TaskChildren => "task_children",
+    Instances => "instances",
+});
+
+impl TableName {
+    /// Whether its rows are split by machine and time window.
+    pub fn is_partitioned(self) -> bool {
+        matches!(
+            self,
+            TableName::Leaves
+                | TableName::Edges
+                | TableName::Waits
+                | TableName::Samples
+                | TableName::Instances
+        )
+    }
+
+    /// Whether it is the model's (absent when only a graph was given).
+    pub fn needs_model(self) -> bool {
+        matches!(
+            self,
+            TableName::TaskTypes | TableName::TaskChildren | TableName::Instances
+        )
+    }
+}
+
+/// One table: its rows, and for a partitioned table each row's part.
+#[derive(Clone, Debug)]
+pub struct Table {
+    /// Which.
+    pub name: TableName,
+    /// Its rows, in the order of the graph's or model's own table.
+    pub batch: RecordBatch,
+    /// Each row's part (machine and window), when the table is partitioned.
+    parts: Option<Vec<Part>>,
+}
+
+impl Table {
+    /// Its rows split by part, parts in order (one part, `None`, when it is not partitioned).
+    pub fn partitions(&self) -> Result<Vec<(Option<Part>, RecordBatch)>, TablesError> {
+        match &self.parts {
+            None => Ok(vec![(None, self.batch.clone())]),
+            Some(p) if p.is_empty() => Ok(Vec::new()),
+            Some(p) => Ok(split(self.name.name(), &self.batch, p)?
+                .into_iter()
+                .map(|(p, b)| (Some(p), b))
+                .collect()),
+        }
+    }
+}
+
+/// Every table of one graph (and model).
+#[derive(Clone, Debug)]
+pub struct Tables {
+    /// The machines' names, by host id: the partition directories' `host=`.
+    pub hosts: Vec<String>,
+    /// The window partitions are cut by.
+    pub window_ns: u64,
+    /// The tables, in [`TableName`] order.
+    pub tables: Vec<Table>,
+}
+
+/// Builds every table of `g` and, when given, of `model` (mined from `g`), partitioned by
+/// windows of `window_ns` from the first leaf's start.
+pub fn build_tables(
+    g: &Graph,
+    model: Option<&Model>,
+    window_ns: u64,
+) -> Result<Tables, TablesError> {
+    let hosts: Vec<String> = if g.hosts.is_empty() {
+        vec!["local".to_owned()]
+    } else {
+        g.hosts.iter().map(|h| h.host.clone()).collect()
+    };
+    let c = Ctx {
+        g,
+        origin_ns: g.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0),
+        window_ns: window_ns.max(1),
+    };
+    let whole = |name, batch| Table {
+        name,
+        batch,
+        parts: None,
+    };
+    let split = |name, (batch, parts): (RecordBatch, Vec<Part>)| Table {
+        name,
+        batch,
+        parts: Some(parts),
+    };
+    let mut tables = vec![
+        whole(TableName::Hosts, graph::hosts(g, &hosts)?),
+        whole(TableName::Processes, graph::processes(g)?),
+        whole(TableName::Threads, graph::threads(g)?),
+        whole(TableName::Objects, graph::objects(g)?),
+        whole(TableName::Externals, graph::externals(g)?),
+        whole(TableName::LeafTypes, graph::leaf_types(g)?),
+        split(TableName::Leaves, graph::leaves(&c, model)?),
+        split(TableName::Edges, graph::edges(&c)?),
+        split(TableName::Waits, graph::waits(&c)?),
+        split(TableName::Samples, graph::samples(&c)?),
+    ];
+    if let Some(m) = model {
+        tables.push(whole(TableName::TaskTypes, model::task_types(m)?));
+        tables.push(whole(TableName::TaskChildren, model::task_children(m)?));
+        tables.push(split(TableName::Instances, model::instances(&c, m)?));
+    }
+    Ok(Tables {
+        hosts,
+        window_ns: c.window_ns,
+        tables,
+    })
+}
+
+impl Table {
+    /// Its rows with the partition columns a reader of the dataset sees (`host`, the machine's
+    /// name, and `time_window`) appended, for an engine given the tables in memory; a table
+    /// that is not partitioned as it is.
+    pub fn with_partition_columns(&self, hosts: &[String]) -> Result<RecordBatch, TablesError> {
+        use std::sync::Arc;
+
+        use arrow_array::{ArrayRef, Int64Array, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+
+        let Some(parts) = &self.parts else {
+            return Ok(self.batch.clone());
+        };
+        let host: StringArray = parts
+            .iter()
+            .map(|p| hosts.get(p.host as usize).map(String::as_str))
+            .collect();
+        let window: Int64Array = parts
+            .iter()
+            .map(|p| i64::try_from(p.window).unwrap_or(i64::MAX))
+            .collect();
+        let schema = self.batch.schema();
+        let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new("host", DataType::Utf8, true));
+        fields.push(Field::new("time_window", DataType::Int64, true));
+        let mut columns: Vec<ArrayRef> = self.batch.columns().to_vec();
+        columns.push(Arc::new(host));
+        columns.push(Arc::new(window));
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|source| {
+            TablesError::Arrow {
+                table: self.name.name(),
+                source,
+            }
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! The tables of a small graph and its model: rows as the graph's own tables, instances as the
+//! rollup's, parts by window, and a dataset that refuses a directory it did not write.
+
+use scalpel_mine::{mine, MineOptions};
+use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::progress::Quiet;
+use scalpel_model::task::Model;
+use scalpel_model::testgraph::GraphBuilder;
+
+use crate::{build_tables, read_manifest, write_dataset, TableName, TablesError};
+
+/// Two threads: one writes and the other reads, 20 times, 10 ms apart.
+fn graph_and_model() -> (Graph, Model) {
+    let mut b = GraphBuilder::new();
+    let (read, write) = (b.leaf_type("read", None), b.leaf_type("write", None));
+    let (a, z) = (b.thread("a"), b.thread("z"));
+    for i in 0..20u64 {
+        let t = 10_000_000 * i;
+        let w = b.leaf(a, write, t, t + 5);
+        let r = b.leaf(z, read, t + 10, t + 20);
+        b.edge(w, r, EdgeKind::Stream);
+    }
+    b.program_order(|_, _| Some(EdgeKind::Program));
+    let graph = b.build();
+    let model = mine(&graph, "graph.json", &MineOptions::default(), &Quiet).model;
+    (graph, model)
+}
+
+fn rows(t: &crate::Tables, name: TableName) -> usize {
+    t.tables
+        .iter()
+        .find(|x| x.name == name)
+        .map_or(0, |x| x.batch.num_rows())
+}
+
+#[test]
+fn rows_are_the_graphs_and_instances_the_rollups() {
+    let (g, m) = graph_and_model();
+    let t = build_tables(&g, Some(&m), 50_000_000).unwrap();
+    assert_eq!(rows(&t, TableName::Leaves), g.leaves.len());
+    assert_eq!(rows(&t, TableName::Edges), g.edges.len());
+    assert_eq!(rows(&t, TableName::TaskTypes), m.types.len());
+    let occurrences: usize = m.types.iter().map(|t| t.occurrences.len()).sum();
+    assert!(occurrences > 0);
+    assert_eq!(rows(&t, TableName::Instances), g.leaves.len() + occurrences);
+    assert_eq!(rows(&t, TableName::Hosts), 1);
+    assert_eq!(t.hosts, ["local"]);
+    // 200 ms of leaves in windows of 50 ms: four parts of leaves.
+    let leaves = t
+        .tables
+        .iter()
+        .find(|x| x.name == TableName::Leaves)
+        .unwrap();
+    let parts = leaves.partitions().unwrap();
+    assert_eq!(parts.len(), 4);
+    assert_eq!(
+        parts.iter().map(|(_, b)| b.num_rows()).sum::<usize>(),
+        g.leaves.len()
+    );
+    // Without a model, no model tables and no parents.
+    let t = build_tables(&g, None, 50_000_000).unwrap();
+    assert!(t.tables.iter().all(|x| !x.name.needs_model()));
+}
+
+#[test]
+fn a_dataset_replaces_its_own_and_refuses_a_users_directory() {
+    let (g, m) = graph_and_model();
+    let t = build_tables(&g, Some(&m), 50_000_000).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tables");
+    let first = write_dataset(&dir, &t).unwrap();
+    assert!(dir
+        .join("leaves/host=local/time_window=3/part-0.parquet")
+        .is_file());
+    assert!(dir.join("task_types/part-0.parquet").is_file());
+    assert_eq!(read_manifest(&dir).unwrap(), first);
+    // Written again: the same manifest, no file left from before.
+    let again = write_dataset(&dir, &build_tables(&g, Some(&m), 100_000_000).unwrap()).unwrap();
+    assert!(!dir.join("leaves/host=local/time_window=3").exists());
+    assert_eq!(again.tables.len(), first.tables.len());
+
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("a.txt"), "x").unwrap();
+    let err = write_dataset(&mine, &t).unwrap_err();
+    assert!(matches!(err, TablesError::NotADataset { .. }), "{err}");
+    assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 1);
+
+    std::fs::write(dir.join("scalpel-tables.json"), "{\"schema\": 3").unwrap();
+    let err = read_manifest(&dir).unwrap_err().to_string();
+    assert!(
+        err.contains("scalpel-tables.json") && err.contains("line 1"),
+        "{err}"
+    );
+}

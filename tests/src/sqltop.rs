@@ -9,7 +9,7 @@ use scalpel_analysis::rollup::{rollup, top_view, TopOptions};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 use scalpel_sql::{write_rows, Engine, RowFormat};
-use scalpel_tables::{build_tables, write_dataset, DEFAULT_WINDOW_NS};
+use scalpel_tables::{build_tables, write_dataset, TableSource, DEFAULT_WINDOW_NS};
 use serde_json::Value;
 
 /// The tables guide.
@@ -158,7 +158,8 @@ pub fn compare(g: &Graph, m: &Model, scratch: &Path) -> Result<(usize, Vec<Strin
             .into_iter()
             .map(|d| format!("in memory: {d}")),
     );
-    write_dataset(scratch, &tables).map_err(|e| e.to_string())?;
+    let src = TableSource::new(g, Some(m), DEFAULT_WINDOW_NS);
+    write_dataset(scratch, &src).map_err(|e| e.to_string())?;
     let parquet = Engine::from_dataset(scratch).map_err(|e| e.to_string())?;
     let from_files = rows(&parquet, &query)?;
     if from_files != in_memory {

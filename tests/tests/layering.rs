@@ -16,9 +16,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("scalpel-graph", &["scalpel-model", "scalpel-symbols"]),
     ("scalpel-mine", &["scalpel-model"]),
     ("scalpel-analysis", &["scalpel-model"]),
+    ("scalpel-tables", &["scalpel-model", "scalpel-analysis"]),
+    ("scalpel-sql", &["scalpel-tables"]),
     (
         "scalpel-views",
-        &["scalpel-model", "scalpel-graph", "scalpel-analysis"],
+        &[
+            "scalpel-model",
+            "scalpel-graph",
+            "scalpel-analysis",
+            "scalpel-tables",
+        ],
     ),
     (
         "scalpel",
@@ -30,6 +37,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "scalpel-mine",
             "scalpel-analysis",
             "scalpel-views",
+            "scalpel-tables",
+            "scalpel-sql",
         ],
     ),
 ];

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::TablesError;
 use crate::partition::Part;
-use crate::table::{TableName, Tables};
+use crate::table::{Table, TableName, TableSource};
 
 /// The manifest's file name.
 pub(crate) const MANIFEST: &str = "scalpel-tables.json";
@@ -156,43 +156,20 @@ fn part_dir(dir: &Path, hosts: &[String], p: Part) -> PathBuf {
         .join(format!("time_window={}", p.window))
 }
 
-/// Writes `tables` as a Parquet dataset in `dir` (created when missing; an earlier dataset
-/// there is replaced; a directory holding anything else is refused). Returns its manifest.
-pub fn write_dataset(dir: &Path, tables: &Tables) -> Result<Manifest, TablesError> {
+/// Writes every table of `src` as a Parquet dataset in `dir` (created when missing; an
+/// earlier dataset there is replaced; a directory holding anything else is refused), one table
+/// built and written at a time. Returns its manifest.
+pub fn write_dataset(dir: &Path, src: &TableSource<'_>) -> Result<Manifest, TablesError> {
     prepare(dir)?;
     let mut out = Vec::new();
-    for t in &tables.tables {
-        let name = t.name.name();
-        let tdir = dir.join(name);
-        let parts = t.partitions()?;
-        let mut files = 0;
-        if parts.is_empty() {
-            // An empty partitioned table still has a file, so that readers know its columns.
-            let empty = Part { host: 0, window: 0 };
-            let path = part_dir(&tdir, &tables.hosts, empty).join("part-0.parquet");
-            write_file(&path, name, &t.batch)?;
-            files = 1;
-        }
-        for (p, batch) in &parts {
-            let path = match p {
-                Some(p) => part_dir(&tdir, &tables.hosts, *p),
-                None => tdir.clone(),
-            }
-            .join("part-0.parquet");
-            write_file(&path, name, batch)?;
-            files += 1;
-        }
-        out.push(ManifestTable {
-            name: name.to_owned(),
-            partitioned: t.name.is_partitioned(),
-            rows: t.batch.num_rows() as u64,
-            files,
-        });
+    for name in src.names() {
+        let table = src.build(name)?;
+        out.push(write_table(dir, src.hosts(), &table)?);
     }
     let manifest = Manifest {
         schema: SCHEMA.to_owned(),
-        window_ns: tables.window_ns,
-        hosts: tables.hosts.clone(),
+        window_ns: src.window_ns(),
+        hosts: src.hosts().to_vec(),
         tables: out,
     };
     let path = dir.join(MANIFEST);
@@ -200,4 +177,34 @@ pub fn write_dataset(dir: &Path, tables: &Tables) -> Result<Manifest, TablesErro
     text.push('\n');
     std::io::Write::write_all(&mut create(&path)?, text.as_bytes()).map_err(io_err(&path))?;
     Ok(manifest)
+}
+
+/// Writes one table's files under `dir`.
+fn write_table(dir: &Path, hosts: &[String], t: &Table) -> Result<ManifestTable, TablesError> {
+    let name = t.name.name();
+    let tdir = dir.join(name);
+    let parts = t.partitions()?;
+    let mut files = 0;
+    if parts.is_empty() {
+        // An empty partitioned table still has a file, so that readers know its columns.
+        let empty = Part { host: 0, window: 0 };
+        let path = part_dir(&tdir, hosts, empty).join("part-0.parquet");
+        write_file(&path, name, &t.batch)?;
+        files = 1;
+    }
+    for (p, batch) in &parts {
+        let path = match p {
+            Some(p) => part_dir(&tdir, hosts, *p),
+            None => tdir.clone(),
+        }
+        .join("part-0.parquet");
+        write_file(&path, name, batch)?;
+        files += 1;
+    }
+    Ok(ManifestTable {
+        name: name.to_owned(),
+        partitioned: t.name.is_partitioned(),
+        rows: t.batch.num_rows() as u64,
+        files,
+    })
 }

@@ -14,6 +14,9 @@ pub enum TablesError {
         /// What Arrow said.
         source: arrow_schema::ArrowError,
     },
+    /// A table of the model was asked for, and there is no model.
+    #[error("the {0} table is the model's, and only a graph was given")]
+    NoModel(&'static str),
     /// A file or directory could not be created, written or read.
     #[error("{}: {source}", path.display())]
     Io {
@@ -32,9 +35,9 @@ pub enum TablesError {
     },
     /// The output directory holds something other than an earlier dataset.
     #[error(
-        "{}: not empty and not a Scalpel table dataset (no {}); nothing was written",
-        path.display(),
-        crate::dataset::MANIFEST
+        "{}: not empty and not a Scalpel table dataset (no scalpel-tables.json); nothing was \
+         written",
+        path.display()
     )]
     NotADataset {
         /// The directory.

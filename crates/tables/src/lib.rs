@@ -5,7 +5,8 @@
 //! objects, task types, task instances with their latencies and critical-path composition,
 //! waits, samples, machines …; [`TableName`] lists them and `docs/guide/tables.md` documents
 //! every column), built from a [`Graph`](scalpel_model::graph::Graph) and its
-//! [`Model`](scalpel_model::task::Model) ([`build_tables`]); and their Parquet form, one
+//! [`Model`](scalpel_model::task::Model), one at a time ([`TableSource`]) or all at once
+//! ([`build_tables`]); and their Parquet form, one
 //! directory per table partitioned Hive-style by machine and time window ([`write_dataset`],
 //! [`read_manifest`]). Ids are the indices the JSON export uses, so they join as foreign keys;
 //! times are nanoseconds on the reference machine's `CLOCK_MONOTONIC`; names are
@@ -27,4 +28,4 @@ mod tests;
 pub use dataset::{read_manifest, write_dataset, Manifest, ManifestTable};
 pub use error::TablesError;
 pub use partition::{Part, DEFAULT_WINDOW_NS};
-pub use table::{build_tables, Table, TableName, Tables};
+pub use table::{build_tables, Table, TableName, TableSource, Tables};

@@ -115,54 +115,102 @@ pub struct Tables {
     pub tables: Vec<Table>,
 }
 
-/// Builds every table of `g` and, when given, of `model` (mined from `g`), partitioned by
-/// windows of `window_ns` from the first leaf's start.
+/// The tables of one graph (and model), built one at a time on demand: a writer holds one
+/// table's columns at once, not all of them.
+pub struct TableSource<'g> {
+    c: Ctx<'g>,
+    model: Option<&'g Model>,
+    hosts: Vec<String>,
+}
+
+impl<'g> TableSource<'g> {
+    /// The tables of `g` and, when given, of `model` (mined from `g`), partitioned by windows
+    /// of `window_ns` from the first leaf's start.
+    pub fn new(g: &'g Graph, model: Option<&'g Model>, window_ns: u64) -> Self {
+        let hosts: Vec<String> = if g.hosts.is_empty() {
+            vec!["local".to_owned()]
+        } else {
+            g.hosts.iter().map(|h| h.host.clone()).collect()
+        };
+        TableSource {
+            c: Ctx {
+                g,
+                origin_ns: g.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0),
+                window_ns: window_ns.max(1),
+            },
+            model,
+            hosts,
+        }
+    }
+
+    /// The machines' names, by host id.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The window partitions are cut by.
+    pub fn window_ns(&self) -> u64 {
+        self.c.window_ns
+    }
+
+    /// The tables there are: the model's only with a model.
+    pub fn names(&self) -> Vec<TableName> {
+        TableName::ALL
+            .iter()
+            .copied()
+            .filter(|t| self.model.is_some() || !t.needs_model())
+            .collect()
+    }
+
+    /// Builds table `name` (an empty table when it is the model's and there is none).
+    pub fn build(&self, name: TableName) -> Result<Table, TablesError> {
+        let (c, g) = (&self.c, self.c.g);
+        let whole = |batch| Table {
+            name,
+            batch,
+            parts: None,
+        };
+        let split = |(batch, parts): (RecordBatch, Vec<Part>)| Table {
+            name,
+            batch,
+            parts: Some(parts),
+        };
+        Ok(match (name, self.model) {
+            (TableName::Hosts, _) => whole(graph::hosts(g, &self.hosts)?),
+            (TableName::Processes, _) => whole(graph::processes(g)?),
+            (TableName::Threads, _) => whole(graph::threads(g)?),
+            (TableName::Objects, _) => whole(graph::objects(g)?),
+            (TableName::Externals, _) => whole(graph::externals(g)?),
+            (TableName::LeafTypes, _) => whole(graph::leaf_types(g)?),
+            (TableName::Leaves, m) => split(graph::leaves(c, m)?),
+            (TableName::Edges, _) => split(graph::edges(c)?),
+            (TableName::Waits, _) => split(graph::waits(c)?),
+            (TableName::Samples, _) => split(graph::samples(c)?),
+            (TableName::TaskTypes, Some(m)) => whole(model::task_types(m)?),
+            (TableName::TaskChildren, Some(m)) => whole(model::task_children(m)?),
+            (TableName::Instances, Some(m)) => split(model::instances(c, m)?),
+            (TableName::TaskTypes | TableName::TaskChildren | TableName::Instances, None) => {
+                return Err(TablesError::NoModel(name.name()))
+            }
+        })
+    }
+}
+
+/// Builds every table of `g` and, when given, of `model` (see [`TableSource`]).
 pub fn build_tables(
     g: &Graph,
     model: Option<&Model>,
     window_ns: u64,
 ) -> Result<Tables, TablesError> {
-    let hosts: Vec<String> = if g.hosts.is_empty() {
-        vec!["local".to_owned()]
-    } else {
-        g.hosts.iter().map(|h| h.host.clone()).collect()
-    };
-    let c = Ctx {
-        g,
-        origin_ns: g.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0),
-        window_ns: window_ns.max(1),
-    };
-    let whole = |name, batch| Table {
-        name,
-        batch,
-        parts: None,
-    };
-    let split = |name, (batch, parts): (RecordBatch, Vec<Part>)| Table {
-        name,
-        batch,
-        parts: Some(parts),
-    };
-    let mut tables = vec![
-        whole(TableName::Hosts, graph::hosts(g, &hosts)?),
-        whole(TableName::Processes, graph::processes(g)?),
-        whole(TableName::Threads, graph::threads(g)?),
-        whole(TableName::Objects, graph::objects(g)?),
-        whole(TableName::Externals, graph::externals(g)?),
-        whole(TableName::LeafTypes, graph::leaf_types(g)?),
-        split(TableName::Leaves, graph::leaves(&c, model)?),
-        split(TableName::Edges, graph::edges(&c)?),
-        split(TableName::Waits, graph::waits(&c)?),
-        split(TableName::Samples, graph::samples(&c)?),
-    ];
-    if let Some(m) = model {
-        tables.push(whole(TableName::TaskTypes, model::task_types(m)?));
-        tables.push(whole(TableName::TaskChildren, model::task_children(m)?));
-        tables.push(split(TableName::Instances, model::instances(&c, m)?));
-    }
+    let src = TableSource::new(g, model, window_ns);
     Ok(Tables {
-        hosts,
-        window_ns: c.window_ns,
-        tables,
+        hosts: src.hosts.clone(),
+        window_ns: src.window_ns(),
+        tables: src
+            .names()
+            .into_iter()
+            .map(|n| src.build(n))
+            .collect::<Result<_, _>>()?,
     })
 }
 

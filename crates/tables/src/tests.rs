@@ -7,7 +7,7 @@ use scalpel_model::progress::Quiet;
 use scalpel_model::task::Model;
 use scalpel_model::testgraph::GraphBuilder;
 
-use crate::{build_tables, read_manifest, write_dataset, TableName, TablesError};
+use crate::{build_tables, read_manifest, write_dataset, TableName, TableSource, TablesError};
 
 /// Two threads: one writes and the other reads, 20 times, 10 ms apart.
 fn graph_and_model() -> (Graph, Model) {
@@ -60,12 +60,16 @@ fn rows_are_the_graphs_and_instances_the_rollups() {
     // Without a model, no model tables and no parents.
     let t = build_tables(&g, None, 50_000_000).unwrap();
     assert!(t.tables.iter().all(|x| !x.name.needs_model()));
+    let err = TableSource::new(&g, None, 1)
+        .build(TableName::Instances)
+        .unwrap_err();
+    assert!(matches!(err, TablesError::NoModel("instances")), "{err}");
 }
 
 #[test]
 fn a_dataset_replaces_its_own_and_refuses_a_users_directory() {
     let (g, m) = graph_and_model();
-    let t = build_tables(&g, Some(&m), 50_000_000).unwrap();
+    let t = TableSource::new(&g, Some(&m), 50_000_000);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("tables");
     let first = write_dataset(&dir, &t).unwrap();
@@ -75,7 +79,7 @@ fn a_dataset_replaces_its_own_and_refuses_a_users_directory() {
     assert!(dir.join("task_types/part-0.parquet").is_file());
     assert_eq!(read_manifest(&dir).unwrap(), first);
     // Written again: the same manifest, no file left from before.
-    let again = write_dataset(&dir, &build_tables(&g, Some(&m), 100_000_000).unwrap()).unwrap();
+    let again = write_dataset(&dir, &TableSource::new(&g, Some(&m), 100_000_000)).unwrap();
     assert!(!dir.join("leaves/host=local/time_window=3").exists());
     assert_eq!(again.tables.len(), first.tables.len());
 

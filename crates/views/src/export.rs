@@ -282,8 +282,8 @@ pub fn write_parquet(
     if !table.is_document() {
         return Err(ExportError::ParquetHoldsEveryTable(table.name()));
     }
-    let tables = scalpel_tables::build_tables(graph, model, window_ns)?;
-    Ok(scalpel_tables::write_dataset(dir, &tables)?)
+    let src = scalpel_tables::TableSource::new(graph, model, window_ns);
+    Ok(scalpel_tables::write_dataset(dir, &src)?)
 }
 
 /// The OTLP export: from a model, whatever document was asked for (a graph's default), as

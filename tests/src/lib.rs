@@ -20,6 +20,7 @@ pub mod replicated;
 pub mod schema;
 pub mod score;
 pub mod servers;
+#[cfg(feature = "sql")]
 pub mod sqltop;
 
 pub use replicated::{replicated_primary, replicated_primary_of, PAPER_TASKS};

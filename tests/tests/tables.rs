@@ -259,6 +259,48 @@ fn bad_requests_are_refused_clearly_and_touch_nothing() {
     ok(&run(&args));
     assert_eq!(scalpel_tables::read_manifest(&data).unwrap(), first);
 
+    // Lists (a machine's addresses, a process's arguments) as text in CSV.
+    let csv = ok(&run(&[
+        "sql",
+        data.to_str().unwrap(),
+        "SELECT id, cmdline FROM processes ORDER BY id",
+        "--format",
+        "csv",
+    ]));
+    assert!(
+        csv.lines().count() >= 4 && csv.contains("replicated-store"),
+        "{csv}"
+    );
+
+    // A window of nanoseconds, or a window without Parquet: refused before anything is read.
+    let o = run(&[
+        "export",
+        model,
+        "--format",
+        "parquet",
+        "--window",
+        "5",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert!(stderr(&o).contains("at least 1ms"), "{}", stderr(&o));
+    let o = run(&["export", model, "--window", "10s", "--table", "leaves"]);
+    assert!(stderr(&o).contains("--format parquet"), "{}", stderr(&o));
+
+    // An export that did not finish: its manifest says so, sql refuses it, the next export
+    // replaces it.
+    let manifest = data.join("scalpel-tables.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("\"complete\": true", "\"complete\": false"),
+    )
+    .unwrap();
+    let o = run(&["sql", data.to_str().unwrap(), "SELECT 1"]);
+    assert!(stderr(&o).contains("did not finish"), "{}", stderr(&o));
+    ok(&run(&args));
+    assert_eq!(scalpel_tables::read_manifest(&data).unwrap(), first);
+
     // A query that does not parse, or names no table: an error that says so.
     let o = run(&["sql", model, "SELEC 1"]);
     assert!(

@@ -5,7 +5,7 @@ use std::path::Path;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use scalpel_tables::{read_manifest, Tables};
+use scalpel_tables::{read_manifest, TableName, Tables};
 
 use crate::error::SqlError;
 
@@ -13,6 +13,25 @@ use crate::error::SqlError;
 pub struct Engine {
     ctx: SessionContext,
     rt: tokio::runtime::Runtime,
+}
+
+/// The dataset's directory as DataFusion reads a path: absolute, in UTF-8, with no glob
+/// character (DataFusion would expand it).
+fn table_root(dir: &Path) -> Result<String, SqlError> {
+    let bad = |what: &str| SqlError::Dataset {
+        path: dir.to_path_buf(),
+        what: what.to_owned(),
+    };
+    let abs = dir.canonicalize().map_err(|e| bad(&e.to_string()))?;
+    let s = abs
+        .to_str()
+        .ok_or_else(|| bad("its path is not UTF-8, which DataFusion needs"))?;
+    if s.contains(['*', '?', '[', ']', '{', '}']) {
+        return Err(bad(
+            "its path holds a glob character (*?[]{}), which DataFusion would expand",
+        ));
+    }
+    Ok(s.trim_end_matches('/').to_owned())
 }
 
 /// The partition columns, as the dataset's directories give them.
@@ -27,13 +46,14 @@ impl Engine {
     fn new() -> Result<Engine, SqlError> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
+            .worker_threads(threads.min(4))
             .thread_name("scalpel-sql")
             .build()?;
-        // Why: output is deterministic only when a query says its order; a session that
-        // keeps the scan order of files and rows at least keeps small results stable.
+        // Why one partition: with several, rows of a query without ORDER BY, and sketches
+        // such as approx_percentile_cont, depend on which thread finished first; output must
+        // be the same from one run to the next. The runtime's threads still do the I/O.
         let config = SessionConfig::new()
-            .with_target_partitions(threads)
+            .with_target_partitions(1)
             .with_information_schema(true);
         Ok(Engine {
             ctx: SessionContext::new_with_config(config),
@@ -55,14 +75,21 @@ impl Engine {
     pub fn from_dataset(dir: &Path) -> Result<Engine, SqlError> {
         let manifest = read_manifest(dir)?;
         let e = Engine::new()?;
+        let root = table_root(dir)?;
         for t in &manifest.tables {
+            let name: TableName = t.name.parse().map_err(|_| SqlError::Dataset {
+                path: dir.to_path_buf(),
+                what: format!(
+                    "its manifest names a table {:?} this version does not know",
+                    t.name
+                ),
+            })?;
             let mut opts = ParquetReadOptions::default();
             if t.partitioned {
                 opts = opts.table_partition_cols(partition_cols());
             }
-            let path = dir.join(&t.name);
-            let url = format!("{}/", path.display());
-            e.rt.block_on(e.ctx.register_parquet(&t.name, &url, opts))?;
+            let url = format!("{root}/{}/", name.name());
+            e.rt.block_on(e.ctx.register_parquet(name.name(), &url, opts))?;
         }
         Ok(e)
     }

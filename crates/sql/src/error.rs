@@ -6,6 +6,14 @@ pub enum SqlError {
     /// The tables could not be built or their dataset read.
     #[error(transparent)]
     Tables(#[from] scalpel_tables::TablesError),
+    /// A dataset's directory or manifest cannot be used.
+    #[error("{}: {what}", path.display())]
+    Dataset {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        what: String,
+    },
     /// DataFusion refused the query or failed running it.
     #[error("{0}")]
     Query(#[from] datafusion::error::DataFusionError),

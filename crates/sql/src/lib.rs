@@ -1,8 +1,8 @@
 //! SQL on Scalpel's tables, with DataFusion embedded.
 //!
 //! Scope: an [`Engine`] that holds every table of one model under its name (`leaves`,
-//! `instances`, …, see `scalpel-tables`), either from the tables built in memory or from a
-//! Parquet dataset `scalpel export --format parquet` wrote, with the same columns either way
+//! `instances`, …, see `scalpel-tables`), either from the tables built in memory or from the
+//! Parquet dataset `scalpel_tables::write_dataset` wrote, with the same columns either way
 //! (partitioned tables carry `host` and `time_window`); running a query; and writing its rows
 //! as a text table, CSV or JSON Lines ([`write_rows`]).
 //!

@@ -1,10 +1,15 @@
 //! The tables as a Parquet dataset: `DIR/<table>/part-0.parquet`, or for a partitioned table
 //! `DIR/<table>/host=<machine>/time_window=<k>/part-0.parquet` (Hive-style, which DataFusion,
 //! DuckDB, pyarrow and Spark turn into `host` and `time_window` columns), and a manifest
-//! (`DIR/scalpel-tables.json`) that says what was written.
+//! ([`crate::manifest`]) that says what was written.
+//!
+//! What it touches: a missing or empty directory is made a dataset; in an earlier dataset's
+//! directory only the tables its manifest names, and the manifest, are replaced; a directory
+//! without a manifest is refused untouched. Every directory below `DIR` is made here, never
+//! followed through a link, and every file is new.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::BufWriter;
+use std::io::{BufWriter, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,43 +17,15 @@ use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use serde::{Deserialize, Serialize};
 
 use crate::error::TablesError;
+use crate::manifest::{read_any, write_manifest, Manifest, ManifestTable};
 use crate::partition::Part;
 use crate::table::{Table, TableName, TableSource};
 
-/// The manifest's file name.
-pub(crate) const MANIFEST: &str = "scalpel-tables.json";
-
-/// The manifest's schema tag.
-const SCHEMA: &str = "scalpel-tables/1";
-
-/// What a dataset holds.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// `scalpel-tables/1`.
-    pub schema: String,
-    /// The partitions' time window.
-    pub window_ns: u64,
-    /// The machines, by host id (the directories' `host=` values, before escaping).
-    pub hosts: Vec<String>,
-    /// The tables written.
-    pub tables: Vec<ManifestTable>,
-}
-
-/// One table of a dataset.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestTable {
-    /// Its name, which is its directory's.
-    pub name: String,
-    /// Whether it is split by `host` and `time_window`.
-    pub partitioned: bool,
-    /// Its rows.
-    pub rows: u64,
-    /// Its files.
-    pub files: u64,
-}
+/// The most partitions one table may have: more would be a directory per handful of rows
+/// (a window of nanoseconds), which no engine reads well.
+pub const MAX_PARTITIONS: u64 = 100_000;
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TablesError + '_ {
     move |source| TablesError::Io {
@@ -71,28 +48,11 @@ fn escape(v: &str) -> String {
     s
 }
 
-/// Reads the manifest of the dataset in `dir`.
-pub fn read_manifest(dir: &Path) -> Result<Manifest, TablesError> {
-    let path = dir.join(MANIFEST);
-    let text = fs::read_to_string(&path).map_err(io_err(&path))?;
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| TablesError::Manifest {
-        path: path.clone(),
-        what: format!("line {} column {}: {e}", e.line(), e.column()),
-    })?;
-    if m.schema != SCHEMA {
-        return Err(TablesError::Manifest {
-            path,
-            what: format!("schema {:?}, expected {SCHEMA:?}", m.schema),
-        });
-    }
-    Ok(m)
-}
-
 /// Makes `dir` ready: created when missing; an earlier dataset's tables removed; anything else
 /// in it refused, untouched.
 fn prepare(dir: &Path) -> Result<(), TablesError> {
     match fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
             return fs::create_dir_all(dir).map_err(io_err(dir));
         }
         Err(e) => return Err(io_err(dir)(e)),
@@ -102,27 +62,41 @@ fn prepare(dir: &Path) -> Result<(), TablesError> {
             }
         }
     }
-    let old = read_manifest(dir).map_err(|_| TablesError::NotADataset {
-        path: dir.to_path_buf(),
-    })?;
-    // Only what the earlier manifest names, and only under a table's own name.
+    let Some(old) = read_any(dir)? else {
+        return Err(TablesError::NotADataset {
+            path: dir.to_path_buf(),
+        });
+    };
+    // Only what the earlier manifest names, and only under a table's own name; a link there
+    // is removed, never followed.
     for t in &old.tables {
         if let Ok(name) = t.name.parse::<TableName>() {
             let sub = dir.join(name.name());
-            if sub.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                fs::remove_dir_all(&sub).map_err(io_err(&sub))?;
+            match sub.symlink_metadata() {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&sub).map_err(io_err(&sub))?,
+                Ok(_) => fs::remove_file(&sub).map_err(io_err(&sub))?,
+                Err(_) => {}
             }
         }
     }
-    let manifest = dir.join(MANIFEST);
-    fs::remove_file(&manifest).map_err(io_err(&manifest))
+    Ok(())
+}
+
+/// Makes directory `path` (its parent exists): `fresh` when nothing may be there yet, else an
+/// existing directory is fine; a link or a file there is refused.
+fn make_dir(path: &Path, fresh: bool) -> Result<(), TablesError> {
+    match fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && !fresh => match path.symlink_metadata() {
+            Ok(m) if m.is_dir() => Ok(()),
+            _ => Err(io_err(path)(e)),
+        },
+        Err(e) => Err(io_err(path)(e)),
+    }
 }
 
 fn create(path: &Path) -> Result<File, TablesError> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_err(parent))?;
-    }
-    // Never through a link or over a file: the directory was emptied of this dataset.
+    // Never through a link or over a file: the directory is new.
     OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -150,32 +124,50 @@ fn write_file(path: &Path, table: &str, batch: &RecordBatch) -> Result<(), Table
     Ok(())
 }
 
-fn part_dir(dir: &Path, hosts: &[String], p: Part) -> PathBuf {
+/// The directory of part `p` under table directory `tdir`, made.
+fn part_dir(tdir: &Path, hosts: &[String], p: Part) -> Result<PathBuf, TablesError> {
     let host = hosts.get(p.host as usize).map_or("", String::as_str);
-    dir.join(format!("host={}", escape(host)))
-        .join(format!("time_window={}", p.window))
+    let h = tdir.join(format!("host={}", escape(host)));
+    make_dir(&h, false)?;
+    let w = h.join(format!("time_window={}", p.window));
+    make_dir(&w, false)?;
+    Ok(w)
 }
 
 /// Writes every table of `src` as a Parquet dataset in `dir` (created when missing; an
 /// earlier dataset there is replaced; a directory holding anything else is refused), one table
-/// built and written at a time. Returns its manifest.
+/// built and written at a time. The manifest is written first as incomplete, so that a failed
+/// export is still recognised (and replaced) by the next. Returns the complete manifest.
 pub fn write_dataset(dir: &Path, src: &TableSource<'_>) -> Result<Manifest, TablesError> {
+    let most = src.partitions_at_most();
+    if most > MAX_PARTITIONS {
+        return Err(TablesError::TooManyPartitions {
+            partitions: most,
+            most: MAX_PARTITIONS,
+        });
+    }
     prepare(dir)?;
+    let names = src.names();
+    let planned = names
+        .iter()
+        .map(|n| ManifestTable {
+            name: n.name().to_owned(),
+            partitioned: n.is_partitioned(),
+            rows: 0,
+            files: 0,
+        })
+        .collect();
+    write_manifest(
+        dir,
+        &Manifest::new(src.window_ns(), src.hosts(), planned, false),
+    )?;
     let mut out = Vec::new();
-    for name in src.names() {
+    for name in names {
         let table = src.build(name)?;
         out.push(write_table(dir, src.hosts(), &table)?);
     }
-    let manifest = Manifest {
-        schema: SCHEMA.to_owned(),
-        window_ns: src.window_ns(),
-        hosts: src.hosts().to_vec(),
-        tables: out,
-    };
-    let path = dir.join(MANIFEST);
-    let mut text = serde_json::to_string_pretty(&manifest).map_err(|e| io_err(&path)(e.into()))?;
-    text.push('\n');
-    std::io::Write::write_all(&mut create(&path)?, text.as_bytes()).map_err(io_err(&path))?;
+    let manifest = Manifest::new(src.window_ns(), src.hosts(), out, true);
+    write_manifest(dir, &manifest)?;
     Ok(manifest)
 }
 
@@ -183,28 +175,23 @@ pub fn write_dataset(dir: &Path, src: &TableSource<'_>) -> Result<Manifest, Tabl
 fn write_table(dir: &Path, hosts: &[String], t: &Table) -> Result<ManifestTable, TablesError> {
     let name = t.name.name();
     let tdir = dir.join(name);
-    let parts = t.partitions()?;
-    let mut files = 0;
+    make_dir(&tdir, true)?;
+    let mut parts = t.partitions()?;
     if parts.is_empty() {
         // An empty partitioned table still has a file, so that readers know its columns.
-        let empty = Part { host: 0, window: 0 };
-        let path = part_dir(&tdir, hosts, empty).join("part-0.parquet");
-        write_file(&path, name, &t.batch)?;
-        files = 1;
+        parts.push((Some(Part { host: 0, window: 0 }), t.batch.clone()));
     }
     for (p, batch) in &parts {
-        let path = match p {
-            Some(p) => part_dir(&tdir, hosts, *p),
+        let at = match p {
+            Some(p) => part_dir(&tdir, hosts, *p)?,
             None => tdir.clone(),
-        }
-        .join("part-0.parquet");
-        write_file(&path, name, batch)?;
-        files += 1;
+        };
+        write_file(&at.join("part-0.parquet"), name, batch)?;
     }
     Ok(ManifestTable {
         name: name.to_owned(),
         partitioned: t.name.is_partitioned(),
         rows: t.batch.num_rows() as u64,
-        files,
+        files: parts.len() as u64,
     })
 }

@@ -43,6 +43,23 @@ pub enum TablesError {
         /// The directory.
         path: PathBuf,
     },
+    /// The dataset's export did not finish.
+    #[error("{}: the export that wrote this dataset did not finish; export again", path.display())]
+    Incomplete {
+        /// The manifest.
+        path: PathBuf,
+    },
+    /// The window would cut a table into too many partitions.
+    #[error(
+        "the time window would cut a table into as many as {partitions} partitions (at most \
+         {most}): choose a wider window"
+    )]
+    TooManyPartitions {
+        /// How many it could be.
+        partitions: u64,
+        /// The most allowed.
+        most: u64,
+    },
     /// A dataset's manifest could not be read.
     #[error("{}: {what}", path.display())]
     Manifest {

@@ -18,14 +18,17 @@
 mod batch;
 mod dataset;
 mod error;
+mod events;
 mod graph;
+mod manifest;
 mod model;
 mod partition;
 mod table;
 #[cfg(test)]
 mod tests;
 
-pub use dataset::{read_manifest, write_dataset, Manifest, ManifestTable};
+pub use dataset::{write_dataset, MAX_PARTITIONS};
 pub use error::TablesError;
+pub use manifest::{read_manifest, Manifest, ManifestTable};
 pub use partition::{Part, DEFAULT_WINDOW_NS};
 pub use table::{build_tables, Table, TableName, TableSource, Tables};

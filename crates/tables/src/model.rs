@@ -8,7 +8,7 @@ use scalpel_model::task::{Model, TaskKind};
 
 use crate::batch::{ns, Batch};
 use crate::error::TablesError;
-use crate::graph::Ctx;
+use crate::events::Ctx;
 use crate::partition::Part;
 
 fn kind_name(k: TaskKind) -> &'static str {
@@ -117,7 +117,9 @@ fn row(c: &Ctx<'_>, i: &InstanceOf<'_>) -> Row {
     // The critical path's leader: the leaf type whose steps hold the most of it.
     let mut by_type: Vec<(LeafTypeId, u64)> = Vec::new();
     for s in &inst.path {
-        let lt = c.g.leaves[s.leaf as usize].ty;
+        let Some(lt) = c.g.leaves.get(s.leaf as usize).map(|l| l.ty) else {
+            continue;
+        };
         match by_type.iter_mut().find(|(t, _)| *t == lt) {
             Some((_, ns)) => *ns += s.total(),
             None => by_type.push((lt, s.total())),
@@ -131,7 +133,10 @@ fn row(c: &Ctx<'_>, i: &InstanceOf<'_>) -> Row {
         occurrence: i.occurrence,
         parent: i.parent.map(|p| (p.ty.get(), p.index)),
         first_leaf: i.first_leaf.map(|l| l.get()),
-        thread: i.first_leaf.map(|l| c.g.leaves[l.index()].thread),
+        thread: i
+            .first_leaf
+            .and_then(|l| c.g.leaves.get(l.index()))
+            .map(|l| l.thread),
         leaves: i.leaves,
         start_ns: inst.start_ns,
         end_ns: inst.end_ns,
@@ -189,12 +194,12 @@ pub(crate) fn instances(c: &Ctx<'_>, m: &Model) -> Result<(RecordBatch, Vec<Part
         )
         .u32_opt(
             "first_leaf",
-            "its first leaf (leaves.id)",
+            "its earliest leaf (leaves.id)",
             rows.iter().map(|r| r.first_leaf),
         )
         .u32_opt(
             "thread",
-            "its first leaf's thread (threads.id)",
+            "its earliest leaf's thread (threads.id)",
             rows.iter().map(|r| r.thread.map(|t| t.get())),
         )
         .u32(
@@ -204,7 +209,7 @@ pub(crate) fn instances(c: &Ctx<'_>, m: &Model) -> Result<(RecordBatch, Vec<Part
         )
         .i64(
             "start_ns",
-            "its first leaf's start",
+            "its earliest leaf's start",
             rows.iter().map(|r| ns(r.start_ns)),
         )
         .i64(
@@ -268,7 +273,7 @@ pub(crate) fn instances(c: &Ctx<'_>, m: &Model) -> Result<(RecordBatch, Vec<Part
         )
         .i64_opt(
             "cpu_ns",
-            "CPU time its leaves used (recorded with --cpu-time)",
+            "CPU time its leaves used (when the trace has CPU times)",
             rows.iter().map(|r| r.cpu_ns.map(ns)),
         )
         .finish()?;

@@ -1,12 +1,16 @@
 //! The tables of one graph and model, built in memory: what the dataset writes and what an
 //! engine registers.
 
-use arrow_array::RecordBatch;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
 use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
 use crate::error::TablesError;
-use crate::graph::{self, Ctx};
+use crate::events::{self, Ctx};
+use crate::graph;
 use crate::model;
 use crate::partition::{split, Part};
 
@@ -102,6 +106,36 @@ impl Table {
                 .collect()),
         }
     }
+
+    /// Its rows with the partition columns a reader of the dataset sees (`host`, the machine's
+    /// name, and `time_window`) appended, for an engine given the tables in memory; a table
+    /// that is not partitioned as it is.
+    pub fn with_partition_columns(&self, hosts: &[String]) -> Result<RecordBatch, TablesError> {
+        let Some(parts) = &self.parts else {
+            return Ok(self.batch.clone());
+        };
+        let host: StringArray = parts
+            .iter()
+            .map(|p| hosts.get(p.host as usize).map(String::as_str))
+            .collect();
+        let window: Int64Array = parts
+            .iter()
+            .map(|p| i64::try_from(p.window).unwrap_or(i64::MAX))
+            .collect();
+        let schema = self.batch.schema();
+        let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new("host", DataType::Utf8, true));
+        fields.push(Field::new("time_window", DataType::Int64, true));
+        let mut columns: Vec<ArrayRef> = self.batch.columns().to_vec();
+        columns.push(Arc::new(host));
+        columns.push(Arc::new(window));
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|source| {
+            TablesError::Arrow {
+                table: self.name.name(),
+                source,
+            }
+        })
+    }
 }
 
 /// Every table of one graph (and model).
@@ -153,6 +187,15 @@ impl<'g> TableSource<'g> {
         self.c.window_ns
     }
 
+    /// The most partitions a partitioned table can have: machines times windows from the
+    /// first leaf's start to the last's.
+    pub fn partitions_at_most(&self) -> u64 {
+        let g = self.c.g;
+        let last = g.leaves.iter().map(|l| l.start_ns).max().unwrap_or(0);
+        let windows = last.saturating_sub(self.c.origin_ns) / self.c.window_ns + 1;
+        windows.saturating_mul(self.hosts.len() as u64)
+    }
+
     /// The tables there are: the model's only with a model.
     pub fn names(&self) -> Vec<TableName> {
         TableName::ALL
@@ -182,10 +225,10 @@ impl<'g> TableSource<'g> {
             (TableName::Objects, _) => whole(graph::objects(g)?),
             (TableName::Externals, _) => whole(graph::externals(g)?),
             (TableName::LeafTypes, _) => whole(graph::leaf_types(g)?),
-            (TableName::Leaves, m) => split(graph::leaves(c, m)?),
-            (TableName::Edges, _) => split(graph::edges(c)?),
-            (TableName::Waits, _) => split(graph::waits(c)?),
-            (TableName::Samples, _) => split(graph::samples(c)?),
+            (TableName::Leaves, m) => split(events::leaves(c, m)?),
+            (TableName::Edges, _) => split(events::edges(c)?),
+            (TableName::Waits, _) => split(events::waits(c)?),
+            (TableName::Samples, _) => split(events::samples(c)?),
             (TableName::TaskTypes, Some(m)) => whole(model::task_types(m)?),
             (TableName::TaskChildren, Some(m)) => whole(model::task_children(m)?),
             (TableName::Instances, Some(m)) => split(model::instances(c, m)?),
@@ -212,41 +255,4 @@ pub fn build_tables(
             .map(|n| src.build(n))
             .collect::<Result<_, _>>()?,
     })
-}
-
-impl Table {
-    /// Its rows with the partition columns a reader of the dataset sees (`host`, the machine's
-    /// name, and `time_window`) appended, for an engine given the tables in memory; a table
-    /// that is not partitioned as it is.
-    pub fn with_partition_columns(&self, hosts: &[String]) -> Result<RecordBatch, TablesError> {
-        use std::sync::Arc;
-
-        use arrow_array::{ArrayRef, Int64Array, StringArray};
-        use arrow_schema::{DataType, Field, Schema};
-
-        let Some(parts) = &self.parts else {
-            return Ok(self.batch.clone());
-        };
-        let host: StringArray = parts
-            .iter()
-            .map(|p| hosts.get(p.host as usize).map(String::as_str))
-            .collect();
-        let window: Int64Array = parts
-            .iter()
-            .map(|p| i64::try_from(p.window).unwrap_or(i64::MAX))
-            .collect();
-        let schema = self.batch.schema();
-        let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-        fields.push(Field::new("host", DataType::Utf8, true));
-        fields.push(Field::new("time_window", DataType::Int64, true));
-        let mut columns: Vec<ArrayRef> = self.batch.columns().to_vec();
-        columns.push(Arc::new(host));
-        columns.push(Arc::new(window));
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|source| {
-            TablesError::Arrow {
-                table: self.name.name(),
-                source,
-            }
-        })
-    }
 }

@@ -115,6 +115,7 @@ pub enum ExportError {
     #[error("a Parquet dataset holds every table; the {0} table alone has no Parquet form")]
     ParquetHoldsEveryTable(&'static str),
     /// The tables could not be built or written.
+    #[cfg(feature = "parquet")]
     #[error(transparent)]
     Tables(#[from] scalpel_tables::TablesError),
     /// Writing failed.
@@ -269,6 +270,7 @@ pub fn write_export(
     Ok(r.finish()?)
 }
 
+#[cfg(feature = "parquet")]
 /// Writes every table of `graph` (and of `model`, when given) as a Parquet dataset in `dir`,
 /// partitioned by machine and windows of `window_ns` (see `scalpel_tables`); `table` must be a
 /// whole document (the default). Returns the dataset's manifest.

@@ -17,7 +17,8 @@ pub struct InstanceOf<'a> {
     pub occurrence: u32,
     /// The occurrence it is a child of (`None`: a top-level instance, which `top` lists).
     pub parent: Option<OccRef>,
-    /// Its first leaf (none for an occurrence with no leaves, which the rollup counts too).
+    /// Its earliest leaf, the lowest id among those that start first (none for an occurrence
+    /// with no leaves, which the rollup counts too).
     pub first_leaf: Option<LeafId>,
     /// How many leaves it has.
     pub leaves: u32,
@@ -60,7 +61,13 @@ pub fn each_instance(g: &Graph, model: &Model, mut f: impl FnMut(&InstanceOf<'_>
                 ty: id,
                 occurrence: i as u32,
                 parent: o.parent,
-                first_leaf: o.leaves.first().copied(),
+                first_leaf: o
+                    .leaves
+                    .iter()
+                    .copied()
+                    .filter_map(|l| g.leaves.get(l.index()).map(|x| (x.start_ns, l)))
+                    .min()
+                    .map(|(_, l)| l),
                 leaves: o.leaves.len() as u32,
                 instance: &instance,
             });

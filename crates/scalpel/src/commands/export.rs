@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use scalpel_model::progress::Timings;
 use scalpel_model::store::read_graph;
-use scalpel_views::export::{write_export, write_parquet, ExportError, ExportFormat, Table};
+use scalpel_views::export::{write_export, ExportError, ExportFormat, Table};
 use scalpel_views::outfile::write_named;
 
 use crate::args::SourceArgs;
@@ -35,14 +35,14 @@ pub(crate) struct ExportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The time window a Parquet dataset's leaves, edges, waits, samples and instances are
-    /// partitioned by: a duration such as 60s or 500ms.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = window_ns)]
-    pub window: u64,
+    /// partitioned by: a duration such as 60s or 500ms, at least 1ms [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = window_ns)]
+    pub window: Option<u64>,
 }
 
 fn window_ns(s: &str) -> Result<u64, String> {
     match crate::args::duration_ns(s)? {
-        0 => Err("expected a window longer than 0".to_owned()),
+        ns if ns < 1_000_000 => Err(format!("expected a window of at least 1ms, not {s:?}")),
         ns => Ok(ns),
     }
 }
@@ -73,16 +73,21 @@ impl ExportArgs {
             );
         }
         let format = self.format.map(Into::into);
+        let parquet = format == Some(ExportFormat::Parquet);
         anyhow::ensure!(
-            format != Some(ExportFormat::Parquet) || self.output.is_some(),
+            !parquet || self.output.is_some(),
             "a Parquet dataset is a directory of files: name it with -o DIR"
+        );
+        anyhow::ensure!(
+            parquet || self.window.is_none(),
+            "--window cuts a Parquet dataset's partitions; give it with --format parquet"
         );
         Ok(Export {
             source: self.source.options(),
             table: self.table.into(),
             format,
             output: self.output,
-            window_ns: self.window,
+            window_ns: self.window.unwrap_or(60_000_000_000),
         })
     }
 }
@@ -122,17 +127,7 @@ pub(crate) fn run(a: &Export) -> Result<()> {
     let name = table.name();
     let written = match &a.output {
         Some(dir) if format == Some(ExportFormat::Parquet) => {
-            let m = t.phase("writing Parquet", &Spinner::new(), || {
-                write_parquet(dir, &graph, model.as_ref(), table, a.window_ns)
-            })?;
-            let rows: u64 = m.tables.iter().map(|t| t.rows).sum();
-            let files: u64 = m.tables.iter().map(|t| t.files).sum();
-            say!(
-                "scalpel: wrote {} (parquet, {} tables, {rows} rows in {files} files)",
-                dir.display(),
-                m.tables.len()
-            );
-            Ok(())
+            parquet(&mut t, dir, &graph, model.as_ref(), table, a.window_ns)
         }
         Some(path) => {
             // Created as every output is (see `outfile`): never through a link.
@@ -160,4 +155,40 @@ pub(crate) fn run(a: &Export) -> Result<()> {
     };
     print_timings(a.source.timings, &t);
     written
+}
+
+/// Writes the Parquet dataset and says what it holds.
+#[cfg(feature = "tables")]
+fn parquet(
+    t: &mut Timings,
+    dir: &Path,
+    graph: &scalpel_model::graph::Graph,
+    model: Option<&scalpel_model::task::Model>,
+    table: Table,
+    window_ns: u64,
+) -> Result<()> {
+    let m = t.phase("writing Parquet", &Spinner::new(), || {
+        scalpel_views::export::write_parquet(dir, graph, model, table, window_ns)
+    })?;
+    let rows: u64 = m.tables.iter().map(|t| t.rows).sum();
+    let files: u64 = m.tables.iter().map(|t| t.files).sum();
+    say!(
+        "scalpel: wrote {} (parquet, {} tables, {rows} rows in {files} files)",
+        dir.display(),
+        m.tables.len()
+    );
+    Ok(())
+}
+
+/// Without the tables feature there is no Parquet.
+#[cfg(not(feature = "tables"))]
+fn parquet(
+    _: &mut Timings,
+    _: &Path,
+    _: &scalpel_model::graph::Graph,
+    _: Option<&scalpel_model::task::Model>,
+    _: Table,
+    _: u64,
+) -> Result<()> {
+    anyhow::bail!("this scalpel was built without its `tables` feature: no Parquet export")
 }

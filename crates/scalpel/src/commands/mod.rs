@@ -8,6 +8,7 @@ mod flame;
 mod infer;
 mod record;
 mod report;
+#[cfg(feature = "tables")]
 mod sql;
 mod timeline;
 mod top;
@@ -51,6 +52,7 @@ pub(crate) enum Command {
     Export(export::ExportArgs),
     /// Query a model's tables with SQL (DataFusion, embedded): leaves, edges, task instances
     /// with their latencies and critical paths, waits, samples, machines.
+    #[cfg(feature = "tables")]
     Sql(sql::SqlArgs),
 }
 
@@ -67,6 +69,7 @@ pub(crate) enum Job {
     Waitfor(waitfor::Waitfor),
     Timeline(timeline::Timeline),
     Export(export::Export),
+    #[cfg(feature = "tables")]
     Sql(sql::Sql),
 }
 
@@ -85,6 +88,7 @@ impl Command {
             Command::Waitfor(a) => Job::Waitfor(a.options()),
             Command::Timeline(a) => Job::Timeline(a.options()?),
             Command::Export(a) => Job::Export(a.options()?),
+            #[cfg(feature = "tables")]
             Command::Sql(a) => Job::Sql(a.options()?),
         })
     }
@@ -104,6 +108,7 @@ impl Job {
             Job::Waitfor(w) => waitfor::run(&w),
             Job::Timeline(t) => timeline::run(&t),
             Job::Export(e) => export::run(&e),
+            #[cfg(feature = "tables")]
             Job::Sql(s) => sql::run(&s),
         }?;
         Ok(ExitCode::SUCCESS)

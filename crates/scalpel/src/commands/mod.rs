@@ -53,6 +53,7 @@ pub(crate) enum Command {
     /// Query a model's tables with SQL (DataFusion, embedded): leaves, edges, task instances
     /// with their latencies and critical paths, waits, samples, machines.
     #[cfg(feature = "tables")]
+    #[command(override_usage = "scalpel sql [OPTIONS] <PATH>... <QUERY>")]
     Sql(sql::SqlArgs),
 }
 

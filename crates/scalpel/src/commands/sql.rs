@@ -32,7 +32,7 @@ pub(crate) struct SqlArgs {
     /// wrote, a model.json, a directory `scalpel infer` wrote, or trace directories (inferred
     /// on the spot); the last word is the query, e.g. "SELECT name, count(*) FROM instances
     /// GROUP BY name". The tables: docs/guide/tables.md.
-    #[arg(required = true, num_args = 2.., value_name = "PATH... QUERY")]
+    #[arg(required = true, num_args = 2.., value_name = "PATH|QUERY")]
     pub words: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]

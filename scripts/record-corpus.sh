@@ -88,6 +88,7 @@ gen-room-between-pushes|gen:893100003|
 gen-peeled|gen:42|
 gen-pipelined-commit|gen:896200010|
 gen-pipelined-call|gen:899300016|
+gen-answered-apart|gen:12|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

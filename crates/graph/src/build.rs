@@ -172,8 +172,8 @@ struct Rest {
     lock_aggs: Vec<(u32, LockAgg)>,
     latch: AHashMap<FileEvent, LatchCall>,
     conns: eventloop::Conns,
-    /// Per leaf: it handed over a job whose reply was found (`completions`).
-    answered: Vec<bool>,
+    /// Per leaf: the leaf that writes the reply of the job it handed over (`completions`).
+    answered: Vec<Option<scalpel_model::graph::NodeId>>,
     weak: crate::weak::WeakOrder,
     /// Waits for room in a bounded queue (`queues::add_edges`): lock waits, not edges.
     capacity_waits: Vec<LockWait>,

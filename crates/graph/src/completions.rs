@@ -21,6 +21,11 @@
 //! - **A reply ends its request.** In such a loop, the program edge from a leaf that ends at a
 //!   reply into a leaf that hands over a job whose reply is written later is weak: the job is
 //!   the next request, whichever connection it came from.
+//! - **So does a hand-off answered on its own.** After a batch of replies the loop hands over
+//!   the next request of each connection it answered, one hand-off after another with no call
+//!   between them. The program edge between two hand-offs whose jobs are answered by two
+//!   different replies is weak: two requests. Two jobs answered by one reply (a request fanned
+//!   out to several workers) stay one.
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
@@ -41,11 +46,16 @@ const LATER_WAITS: usize = 3;
 /// the module docs). The search starts before the wait the edge was matched to when leaves
 /// after the write came first: a completion that joined a batch already reported (one eventfd
 /// report for several writes) was handled under the earlier report, and its only wait of its
-/// own is a later one. Returns, per leaf, whether it handed over a job whose reply was found.
-pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge]) -> Vec<bool> {
+/// own is a later one. Returns, per leaf, the leaf that writes the reply of the job it handed
+/// over, where that reply was found.
+pub(super) fn land_completions(
+    graph: &Graph,
+    conns: &Conns,
+    edges: &mut [Edge],
+) -> Vec<Option<NodeId>> {
     let handed = handed_jobs(graph, edges);
     let ranges = thread_ranges(graph);
-    let mut answered = vec![false; graph.leaves.len()];
+    let mut answered = vec![None; graph.leaves.len()];
     let mut taken: AHashSet<usize> = AHashSet::new();
     let mut in_turn: Vec<usize> = Vec::new();
     for (at, e) in edges.iter_mut().enumerate() {
@@ -62,7 +72,7 @@ pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge])
         if let Some(k) = reply_leaf(graph, &ranges, e, |k| conns.end(k) == job) {
             e.to = NodeId::new(k as u32);
             taken.insert(k);
-            mark(&mut answered, by);
+            mark(&mut answered, by, e.to);
         }
     }
     // Jobs with no connection, in the order their completions were written.
@@ -80,7 +90,7 @@ pub(super) fn land_completions(graph: &Graph, conns: &Conns, edges: &mut [Edge])
             e.to = NodeId::new(k as u32);
             taken.insert(k);
             if let Some(by) = handed.get(&e.from) {
-                mark(&mut answered, by);
+                mark(&mut answered, by, e.to);
             }
         }
     }
@@ -141,10 +151,11 @@ fn handed_jobs(graph: &Graph, edges: &[Edge]) -> AHashMap<NodeId, Vec<NodeId>> {
     handed
 }
 
-fn mark(answered: &mut [bool], by: &[NodeId]) {
+/// Records `reply` as the reply of the jobs the leaves `by` handed over.
+fn mark(answered: &mut [Option<NodeId>], by: &[NodeId], reply: NodeId) {
     for h in by {
         if let Some(a) = answered.get_mut(h.index()) {
-            *a = true;
+            *a = Some(reply);
         }
     }
 }
@@ -171,17 +182,27 @@ fn reply_leaf(
         .find(|&k| fits(k))
 }
 
-/// Marks weak, in threads that wait in epoll, the program edge from a leaf that ends at a reply
-/// into a leaf that hands over a job whose reply was found (`answered`, from
-/// [`land_completions`]): see the module docs.
-pub(super) fn split_replies(graph: &Graph, conns: &Conns, answered: &[bool], weak: &mut [bool]) {
+/// Marks weak, in threads that wait in epoll, the program edge into a leaf that hands over a
+/// job whose reply was found (`answered`, from [`land_completions`]) from a leaf that ends at a
+/// reply, or that hands over a job another reply answers: see the module docs.
+pub(super) fn split_replies(
+    graph: &Graph,
+    conns: &Conns,
+    answered: &[Option<NodeId>],
+    weak: &mut [bool],
+) {
     let epoll_thread = epoll_threads(graph);
     for i in 0..graph.leaves.len().saturating_sub(1) {
         let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
         if a.thread != b.thread || !epoll_thread[a.thread.index()] {
             continue;
         }
-        if conns.reply_of(i) != 0 && answered.get(i + 1).copied().unwrap_or(false) {
+        let here = answered.get(i).copied().flatten();
+        let Some(next) = answered.get(i + 1).copied().flatten() else {
+            continue;
+        };
+        let apart = here.is_some_and(|h| h != next);
+        if conns.reply_of(i) != 0 || apart {
             if let Some(w) = weak.get_mut(i) {
                 *w = true;
             }
@@ -205,7 +226,7 @@ fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use scalpel_model::format::Op;
-    use scalpel_model::graph::{EdgeKind, Leaf};
+    use scalpel_model::graph::{EdgeKind, Leaf, NodeId};
     use scalpel_model::testgraph::GraphBuilder;
 
     use super::super::eventloop::{Conns, ENDS_AT_WRITE, STARTS_AFTER_WRITE};
@@ -272,13 +293,63 @@ mod tests {
             .collect();
         ready.sort_unstable();
         assert_eq!(ready, [(10, 3), (11, 8), (12, 9)]);
+        let reply: Vec<Option<u32>> = answered[..10].iter().map(|a| a.map(|n| n.get())).collect();
+        let none = None;
         assert_eq!(
-            &answered[..10],
-            &[false, true, false, false, true, false, true, false, false, false]
+            reply,
+            [
+                none,
+                Some(3),
+                none,
+                none,
+                Some(8),
+                none,
+                Some(9),
+                none,
+                none,
+                none
+            ]
         );
         let mut weak = vec![false; g.leaves.len()];
         split_replies(&g, &conns, &answered, &mut weak);
         let weak_at: Vec<usize> = (0..10).filter(|&i| weak[i]).collect();
         assert_eq!(weak_at, [3]);
+    }
+
+    /// After one wait's replies the loop hands over the next request of three connections, one
+    /// hand-off after another. The first two jobs are answered by replies of their own: two
+    /// requests, so the edge between them is weak, as is the one from the reply before them.
+    /// The last two jobs are answered by one reply (a request fanned out to two workers): the
+    /// edge between them stays.
+    #[test]
+    fn hand_offs_answered_apart_are_two_requests_and_a_fan_out_is_one() {
+        use Op::*;
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let lp = b.thread("loop");
+        let steps = [
+            (EpollWait, Writev),
+            (Writev, Write),
+            (Write, Write),
+            (Write, Write),
+            (Write, EpollWait),
+        ];
+        for (i, (from, to)) in steps.into_iter().enumerate() {
+            let t = 1_000 * i as u64;
+            let mut l = Leaf::new(lp, ty, t, t + 10);
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
+            b.push(lp, l);
+        }
+        let g = b.build();
+        let mut rows = vec![(0, 0, 0); g.leaves.len()];
+        rows[0] = (0, 7, ENDS_AT_WRITE);
+        let conns = Conns::from_rows(&rows);
+        let at = |k: u32| Some(NodeId::new(k));
+        let answered = [None, at(20), at(21), at(21), None];
+        let mut weak = vec![false; g.leaves.len()];
+        split_replies(&g, &conns, &answered, &mut weak);
+        let weak_at: Vec<usize> = (0..5).filter(|&i| weak[i]).collect();
+        assert_eq!(weak_at, [0, 1]);
     }
 }

@@ -89,6 +89,7 @@ gen-peeled|gen:42|
 gen-pipelined-commit|gen:896200010|
 gen-pipelined-call|gen:899300016|
 gen-answered-apart|gen:12|
+gen-pipe-readers|gen:7|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -53,7 +53,10 @@ pub(crate) fn notification_edges(
                 (Some(ObjKind::Stream), Some(ChanKind::Eventfd)) => {
                     streams::eventfd(g, o, leaves, reports, &mut out)
                 }
-                (Some(ObjKind::Stream), _) => streams::stream(g, o, leaves, reports, &mut out),
+                (Some(ObjKind::Stream), chan) => {
+                    let pipe = chan == Some(ChanKind::Pipe);
+                    streams::stream(g, o, pipe, leaves, reports, &mut out)
+                }
                 _ => {}
             }
             out

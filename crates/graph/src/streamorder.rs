@@ -11,10 +11,12 @@
 //! - a write's bytes move right after its call starts, so writes go by start time. For two
 //!   writes one of which caused the other (through the reader) this is always right;
 //! - a read takes bytes that were already there right after its call starts, and bytes it was
-//!   waiting for as they arrive, the first woken reader returning first. So at each position of
-//!   the stream the read that takes it is, among the reads not placed yet, the one that started
-//!   first, unless several were already waiting when the bytes were written: then the one that
-//!   returned first;
+//!   waiting for as they arrive. So at each position of the stream the read that takes it is,
+//!   among the reads not placed yet, the one that started first, unless several were already
+//!   waiting when the bytes were written. Then it depends on how the channel wakes its readers
+//!   ([`Wake`]): a socket wakes them all and the first to get a CPU takes the bytes, so the one
+//!   that returned first; a pipe wakes one, the one waiting longest, so the one that started
+//!   first, a reader woken for bytes another took going after those still asleep;
 //! - but no read takes bytes written after it returned: a woken reader can be robbed by one that
 //!   enters later, so the likely choice gives way when it would leave another read only such
 //!   bytes.
@@ -30,6 +32,19 @@ use scalpel_model::graph::Leaf;
 
 /// One transfer: offset, length, leaf.
 pub(super) type Xfer = (u64, u64, u32);
+
+/// Which of several readers waiting on a channel its bytes wake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wake {
+    /// Every waiter is woken and the first to run takes the bytes (a socket's readers wait
+    /// side by side), so the one that returned first took them.
+    All,
+    /// One waiter is woken, the one that began waiting first (Linux's pipes, since 5.5, queue
+    /// their readers and wake them one at a time): the first to start took them. A reader
+    /// woken for bytes another took is not in the queue any more: it goes after the readers
+    /// still waiting (it took its bytes when it at last ran, later than they).
+    Oldest,
+}
 
 /// A call's start and return times.
 #[derive(Clone, Copy)]
@@ -105,8 +120,9 @@ pub(super) fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
 const LOOKAHEAD: usize = 64;
 
 /// Reads (each the leaf its call started), renumbered in the order they took their bytes from
-/// `writes` (already ordered, sorted by offset); sorted by offset.
-pub(super) fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) {
+/// `writes` (already ordered, sorted by offset), waiting readers woken as `wake` says; sorted by
+/// offset.
+pub(super) fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf], wake: Wake) {
     // When the byte at `pos` was written: 0 (long ago) where no traced write put it.
     let written = |pos: u64| -> u64 {
         let i = writes.partition_point(|w| w.0.saturating_add(w.1) <= pos);
@@ -127,7 +143,14 @@ pub(super) fn order_reads(reads: &mut [Xfer], writes: &[Xfer], leaves: &[Leaf]) 
         if later_start.len() != writes.len() {
             later_start = suffix_min_start(writes, leaves);
         }
-        if let Some(placed) = place_reads(base, run, &written, writes, &later_start, leaves) {
+        let ctx = Placing {
+            written: &written,
+            writes,
+            later_start: &later_start,
+            leaves,
+            wake,
+        };
+        if let Some(placed) = place_reads(base, run, &ctx) {
             run.copy_from_slice(&placed);
         }
     });
@@ -144,12 +167,23 @@ fn suffix_min_start(writes: &[Xfer], leaves: &[Leaf]) -> Vec<u64> {
     out
 }
 
+/// What placing the reads of a run needs besides the run.
+struct Placing<'a, W> {
+    /// When the byte at a position was written (0: no traced write put it there).
+    written: &'a W,
+    writes: &'a [Xfer],
+    /// `later_start[i]`: the earliest call start among `writes[i..]`.
+    later_start: &'a [u64],
+    leaves: &'a [Leaf],
+    wake: Wake,
+}
+
 /// The order in which the concurrent reads of one run took their bytes, or None if it cannot
 /// be settled (left as recorded).
 ///
 /// Among the reads not placed yet, the bytes at each position go to the read that started
 /// first, unless several were already waiting when the bytes were written: then to the one
-/// that returned first. That is the likely order, but not always a possible one: a reader woken
+/// [`Wake`] says. That is the likely order, but not always a possible one: a reader woken
 /// by a write may not get a CPU before another thread enters its read, finds the bytes there
 /// and takes them, so the woken reader sleeps on until the next write. The likely choice is
 /// then kept only if every other pending read can still be given bytes written before it
@@ -157,14 +191,18 @@ fn suffix_min_start(writes: &[Xfer], leaves: &[Leaf]) -> Vec<u64> {
 /// replicated-store sample: the last reply's token went to a sender that was still asleep 4 ms
 /// later, the sender that took it was matched to the shutdown token written after it had
 /// returned, and the reply task lost its send.)
-fn place_reads(
+fn place_reads<W: Fn(u64) -> u64>(
     base: u64,
     run: &[Xfer],
-    written: &impl Fn(u64) -> u64,
-    writes: &[Xfer],
-    later_start: &[u64],
-    leaves: &[Leaf],
+    ctx: &Placing<'_, W>,
 ) -> Option<Vec<Xfer>> {
+    let Placing {
+        written,
+        writes,
+        later_start,
+        leaves,
+        wake,
+    } = *ctx;
     let spans: Vec<Span> = run.iter().map(|x| span_starting(leaves, x.2)).collect();
     // The highest offset at which each read can begin: its last byte must have been written by
     // a call that started before the read returned.
@@ -200,14 +238,20 @@ fn place_reads(
         true
     };
     let mut done = vec![false; run.len()];
-    // Reads that had started by the time the next bytes were written, first returned first.
-    let mut waiting: BinaryHeap<Reverse<(u64, u64, usize)>> = BinaryHeap::new();
+    // Reads that had started by the time the next bytes were written, the one they wake first:
+    // by (woken for bytes another took, time, offset, read), `time` being the return (`All`)
+    // or the start (`Oldest`).
+    let mut waiting: BinaryHeap<Reverse<(bool, u64, u64, usize)>> = BinaryHeap::new();
+    let time = |start: u64, end: u64| match wake {
+        Wake::All => end,
+        Wake::Oldest => start,
+    };
     let mut next = 0;
     let mut pos = base;
     let mut placed: Vec<Xfer> = Vec::with_capacity(run.len());
     while placed.len() < run.len() {
         let at = written(pos);
-        while waiting.peek().is_some_and(|Reverse(w)| done[w.2]) {
+        while waiting.peek().is_some_and(|Reverse(w)| done[w.3]) {
             waiting.pop();
         }
         while let Some(&(start, end, off, i)) = by_start.get(next) {
@@ -219,17 +263,19 @@ fn place_reads(
             if start > at && !waiting.is_empty() {
                 break;
             }
-            waiting.push(Reverse((end, off, i)));
+            waiting.push(Reverse((false, time(start, end), off, i)));
             next += 1;
             if start > at {
                 break;
             }
         }
         let Reverse(likely) = waiting.pop()?;
-        let i = if feasible(&pending, pos, likely.2) {
-            likely.2
+        let i = if feasible(&pending, pos, likely.3) {
+            likely.3
         } else {
-            waiting.push(Reverse(likely));
+            // Robbed: a pipe's reader left the queue when these bytes woke it.
+            let robbed = wake == Wake::Oldest;
+            waiting.push(Reverse((robbed, likely.1, likely.2, likely.3)));
             pending.first()?.2
         };
         done[i] = true;
@@ -274,7 +320,7 @@ mod tests {
         order_writes(&mut writes, &leaves);
         // As recorded: sender 2 reserved first.
         let mut reads = vec![(8, 8, 3), (0, 8, 5)];
-        order_reads(&mut reads, &writes, &leaves);
+        order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 3), (8, 8, 5)]);
     }
 
@@ -293,7 +339,7 @@ mod tests {
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
         order_writes(&mut writes, &leaves);
         let mut reads = vec![(0, 8, 3), (8, 8, 5)];
-        order_reads(&mut reads, &writes, &leaves);
+        order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
     }
 
@@ -315,7 +361,7 @@ mod tests {
         order_writes(&mut writes, &leaves);
         for recorded in [vec![(0, 8, 3), (8, 8, 5)], vec![(8, 8, 3), (0, 8, 5)]] {
             let mut reads = recorded;
-            order_reads(&mut reads, &writes, &leaves);
+            order_reads(&mut reads, &writes, &leaves, Wake::All);
             assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
         }
     }
@@ -341,8 +387,56 @@ mod tests {
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
         order_writes(&mut writes, &leaves);
         let mut reads = vec![(0, 8, 8), (8, 8, 6), (16, 8, 4)];
-        order_reads(&mut reads, &writes, &leaves);
+        order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 6), (8, 8, 8), (16, 8, 4)]);
+    }
+
+    /// Two workers wait on a pipe of jobs; a job is written, then a second. The worker that
+    /// waited longest is woken for the first and takes it, but is held up before it returns;
+    /// the other, woken for the second, returns first. A pipe wakes its oldest reader, so the
+    /// first job is the first waiter's; a socket's readers all wake, and the first back took it.
+    #[test]
+    fn a_pipe_gives_the_first_bytes_to_the_reader_waiting_longest() {
+        let leaves = vec![
+            leaf(0, 0, 1_000, 1),     // 0: writer, job A at 1000
+            leaf(0, 1_001, 1_100, 1), // 1: writer, job B at 1100
+            leaf(1, 0, 100, 1_900),   // 2: worker 1 waits from 100, returns at 2000
+            leaf(1, 2_000, 3_000, 0),
+            leaf(2, 0, 500, 700), // 4: worker 2 waits from 500, returns at 1200
+            leaf(2, 1_200, 3_000, 0),
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1)];
+        order_writes(&mut writes, &leaves);
+        let recorded = vec![(0, 8, 5), (8, 8, 3)];
+        let mut pipe = recorded.clone();
+        order_reads(&mut pipe, &writes, &leaves, Wake::Oldest);
+        assert_eq!(pipe, vec![(0, 8, 3), (8, 8, 5)]);
+        let mut socket = recorded;
+        order_reads(&mut socket, &writes, &leaves, Wake::All);
+        assert_eq!(socket, vec![(0, 8, 5), (8, 8, 3)]);
+    }
+
+    /// Worker 2 waits on a pipe; job A wakes it, but before it runs worker 1 enters, takes A and
+    /// returns, then waits again. Job B wakes worker 1, the only reader still queued, and job C
+    /// is left for worker 2, which at last runs. Worker 2 began waiting first, but a reader
+    /// robbed of the bytes that woke it goes after those still waiting.
+    #[test]
+    fn a_pipe_reader_robbed_of_its_bytes_goes_after_those_still_waiting() {
+        let leaves = vec![
+            leaf(0, 0, 1_000, 1),       // 0: job A at 1000
+            leaf(0, 1_001, 1_500, 1),   // 1: job B at 1500
+            leaf(0, 1_501, 1_700, 1),   // 2: job C at 1700
+            leaf(1, 0, 1_100, 10),      // 3: worker 1 enters at 1100, returns at 1110
+            leaf(1, 1_110, 1_400, 800), // 4: worker 1 waits from 1400, returns at 2200
+            leaf(1, 2_200, 3_000, 0),
+            leaf(2, 0, 900, 1_000), // 6: worker 2 waits from 900, returns at 1900
+            leaf(2, 1_900, 3_000, 0),
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
+        order_writes(&mut writes, &leaves);
+        let mut reads = vec![(0, 8, 4), (8, 8, 7), (16, 8, 5)];
+        order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
+        assert_eq!(reads, vec![(0, 8, 4), (8, 8, 5), (16, 8, 7)]);
     }
 
     /// A writer held up after its write reserved after the writer that followed it; a gap (a

@@ -28,9 +28,12 @@ use super::ready::Reports;
 use super::streamorder::{self, Xfer};
 
 /// A byte channel direction. `group` holds its cuts in sequence order.
+/// A pipe wakes its readers one at a time, oldest first; every other channel wakes them all
+/// (see [`streamorder::Wake`]).
 pub(super) fn stream(
     group: &[Bound],
     obj: u32,
+    pipe: bool,
     leaves: &[Leaf],
     reports: &Reports,
     out: &mut GroupOut,
@@ -45,7 +48,12 @@ pub(super) fn stream(
         }
     }
     streamorder::order_writes(&mut writes, leaves);
-    streamorder::order_reads(&mut reads, &writes, leaves);
+    let wake = if pipe {
+        streamorder::Wake::Oldest
+    } else {
+        streamorder::Wake::All
+    };
+    streamorder::order_reads(&mut reads, &writes, leaves, wake);
     let mut taken = vec![false; writes.len()];
     for &(a, len, leaf) in &reads {
         let end = a.saturating_add(len);

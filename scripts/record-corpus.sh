@@ -90,6 +90,7 @@ gen-pipelined-commit|gen:896200010|
 gen-pipelined-call|gen:899300016|
 gen-answered-apart|gen:12|
 gen-pipe-readers|gen:7|
+gen-pipe-requeue|gen:912700022|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -29,27 +29,17 @@
 //! calls, so a gap (lost events, bytes of an untraced writer) stays where it was. Among truly
 //! simultaneous calls the order stays a guess.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+mod waiting;
+
+use std::collections::BTreeSet;
+
+use waiting::Waiting;
+pub(crate) use waiting::Wake;
 
 use scalpel_model::graph::Leaf;
 
 /// One transfer: offset, length, leaf.
 pub(super) type Xfer = (u64, u64, u32);
-
-/// Which of several readers waiting on a channel its bytes wake.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Wake {
-    /// Every waiter is woken and the first to run takes the bytes (a socket's readers wait
-    /// side by side), so the one that returned first took them.
-    All,
-    /// One waiter is woken, the one that began waiting first (Linux's pipes, since 5.5, queue
-    /// their readers and wake them one at a time): the first to start took them, unless a
-    /// reader that entered before it returned found them first. A reader woken for bytes
-    /// another took is not in the queue any more: it goes after the readers still waiting (it
-    /// took its bytes when it at last ran, later than they).
-    Oldest,
-}
 
 /// A call's start and return times.
 #[derive(Clone, Copy)]
@@ -254,22 +244,15 @@ fn place_reads<W: Fn(u64) -> u64>(
         true
     };
     let mut done = vec![false; run.len()];
-    // Reads that had started by the time the next bytes were written, the one they wake first:
-    // by (woken for bytes another took, time, offset, read), `time` being the return (`All`)
-    // or the start (`Oldest`).
-    let mut waiting: BinaryHeap<Reverse<(bool, u64, u64, usize)>> = BinaryHeap::new();
-    let time = |start: u64, end: u64| match wake {
-        Wake::All => end,
-        Wake::Oldest => start,
-    };
+    // Reads that had started by the time the next bytes were written.
+    let mut waiting = Waiting::new(wake);
     let mut next = 0;
     let mut pos = base;
     let mut placed: Vec<Xfer> = Vec::with_capacity(run.len());
+    let thread = |k: usize| leaves.get(run[k].2 as usize).map(|l| l.thread);
     while placed.len() < run.len() {
         let at = written(pos);
-        while waiting.peek().is_some_and(|Reverse(w)| done[w.3]) {
-            waiting.pop();
-        }
+        waiting.retain(&done);
         while let Some(&(start, end, off, i)) = by_start.get(next) {
             if done[i] {
                 next += 1;
@@ -279,34 +262,35 @@ fn place_reads<W: Fn(u64) -> u64>(
             if start > at && !waiting.is_empty() {
                 break;
             }
-            waiting.push(Reverse((false, time(start, end), off, i)));
+            waiting.push(start, end, off, i);
             next += 1;
             if start > at {
                 break;
             }
         }
-        let Reverse(likely) = waiting.pop()?;
+        let likely = waiting.take_woken(at)?;
+        let woken = spans[likely];
+        // On a pipe, the first reader to enter after the bytes came, while the woken one was
+        // not back, robs it when it found them there (and no earlier read of its thread waits).
         let robber = (wake == Wake::Oldest)
             .then(|| {
-                let woken = spans[likely.3];
                 let r = by_start[next..].iter().find(|r| !done[r.3])?;
                 let entered = r.0 > at && r.0 < woken.end && found_bytes(ctx, spans[r.3]);
-                let thread = |k: usize| leaves.get(run[k].2 as usize).map(|l| l.thread);
-                let first_of_thread = !waiting
-                    .iter()
-                    .any(|Reverse(w)| !done[w.3] && thread(w.3) == thread(r.3));
+                let first_of_thread = !waiting.any(|w| thread(w) == thread(r.3));
                 (entered && first_of_thread && feasible(&pending, pos, r.3)).then_some(r.3)
             })
             .flatten();
+        let back = |waiting: &mut Waiting, robbed: bool| {
+            let robbed = robbed.then_some(at);
+            waiting.put_back(likely, (woken.start, woken.end), run[likely].0, robbed);
+        };
         let i = if let Some(r) = robber {
-            waiting.push(Reverse((true, likely.1, likely.2, likely.3)));
+            back(&mut waiting, true);
             r
-        } else if feasible(&pending, pos, likely.3) {
-            likely.3
+        } else if feasible(&pending, pos, likely) {
+            likely
         } else {
-            // Robbed: a pipe's reader left the queue when these bytes woke it.
-            let robbed = wake == Wake::Oldest;
-            waiting.push(Reverse((robbed, likely.1, likely.2, likely.3)));
+            back(&mut waiting, true);
             pending.first()?.2
         };
         done[i] = true;
@@ -504,6 +488,28 @@ mod tests {
         let mut reads = recorded;
         order_reads(&mut reads, &writes, &waited, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 3), (8, 8, 5)]);
+    }
+
+    /// Worker 1 waits on a pipe; job A wakes it but worker 2 enters and takes A. Both then wait
+    /// 20 ms for the next jobs, B and C. By then worker 1 had long run, found the pipe empty
+    /// and queued again, ahead of worker 2: B is its, although worker 2 returned first.
+    #[test]
+    fn a_robbed_pipe_reader_is_back_in_its_place_when_the_next_bytes_come_much_later() {
+        let leaves = vec![
+            leaf(0, 0, 1_000, 1),               // 0: job A at 1000
+            leaf(0, 1_001, 20_000_000, 1),      // 1: job B at 20 ms
+            leaf(0, 20_000_001, 20_000_050, 1), // 2: job C
+            leaf(1, 0, 900, 19_999_400),        // 3: worker 1 waits from 900
+            leaf(1, 20_000_300, 30_000_000, 0), // 4
+            leaf(2, 0, 1_100, 10),              // 5: worker 2 enters at 1100
+            leaf(2, 1_110, 1_400, 19_998_800),  // 6: and waits from 1400
+            leaf(2, 20_000_200, 30_000_000, 0), // 7
+        ];
+        let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
+        order_writes(&mut writes, &leaves);
+        let mut reads = vec![(0, 8, 4), (8, 8, 6), (16, 8, 7)];
+        order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
+        assert_eq!(reads, vec![(0, 8, 6), (8, 8, 4), (16, 8, 7)]);
     }
 
     /// A writer held up after its write reserved after the writer that followed it; a gap (a

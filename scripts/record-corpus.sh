@@ -91,6 +91,7 @@ gen-pipelined-call|gen:899300016|
 gen-answered-apart|gen:12|
 gen-pipe-readers|gen:7|
 gen-pipe-requeue|gen:912700022|
+gen-peeled-commit|gen:912700017|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

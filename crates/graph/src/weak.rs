@@ -37,6 +37,9 @@
 //!   A site visited once before the head, with the head's operation and object and the head's
 //!   stack but for one return address, is the head too: the loop's first take, which a
 //!   compiler that peels or rotates the loop calls from a copy of its own (`peeled_heads`).
+//!   Such a copy also counts as its site's first visit when the head is chosen: otherwise a
+//!   wait inside the first request (a worker waiting for a group commit) is reached before the
+//!   loop's own take and taken for the head, and every request is cut at that wait.
 //!
 //! Weak edges are still edges: the hierarchy miner contracts them after everything else.
 
@@ -109,10 +112,12 @@ pub(super) fn weak_boundaries(
             visits.entry(site_of(i, op)).or_insert((0, i)).0 += 1;
         }
     }
+    // A repeated site's first visit is its peeled twin's when it has one: the loop's first
+    // take, which a compiler gave a call of its own, comes before any wait inside the work.
     let head = visits
         .iter()
         .filter(|(_, (count, _))| *count >= 2)
-        .min_by_key(|(_, (_, first))| *first)
+        .min_by_key(|(site, (_, first))| (twin_first(&visits, site, *first, leaves), *first))
         .map(|(site, _)| *site);
     let peeled = head.map_or_else(Vec::new, |h| peeled_heads(&visits, h, leaves));
     let dispatch_at = |i: usize| {
@@ -203,6 +208,34 @@ fn peeled_heads<'a>(
     // By first visit: the map's order is not the trace's.
     peeled.sort_unstable_by_key(|(first, _)| *first);
     peeled.into_iter().map(|(_, site)| site).collect()
+}
+
+/// The first visit of `site` (first visited at `first`), or of its peeled twin when that came
+/// earlier: a site visited once, with `site`'s operation on its object, whose stack is `site`'s
+/// but for one return address (see [`peeled_heads`]).
+fn twin_first(
+    visits: &AHashMap<Site<'_>, (u32, usize)>,
+    site: &Site<'_>,
+    first: usize,
+    leaves: &[LocalLeaf],
+) -> usize {
+    let Some(frames) = site.1 else {
+        return first;
+    };
+    let obj = leaves[first].end_obj;
+    visits
+        .iter()
+        .filter(|(twin, (count, at))| {
+            *count == 1
+                && *at < first
+                && twin.0 == site.0
+                && obj.is_some()
+                && leaves[*at].end_obj == obj
+                && twin.1.is_some_and(|f| one_frame_apart(f, frames))
+        })
+        .map(|(_, (_, at))| *at)
+        .min()
+        .unwrap_or(first)
 }
 
 /// Whether two stacks have the same depth and differ in exactly one frame.

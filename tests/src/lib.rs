@@ -52,6 +52,29 @@ pub fn not_run(test: &str, why: &str) {
         .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
 
+/// A Python that tests need a package for: `$VAR_PYTHON` (else `python3`) when it can run
+/// `import_line`. Without it, test `test` is reported as not run, unless `$VAR_REQUIRED` is `1`
+/// (CI), where that fails. `VAR` is, e.g., `SCALPEL_OTLP`; `package` names what is missing.
+pub fn python_with(var: &str, import_line: &str, package: &str, test: &str) -> Option<String> {
+    let py = std::env::var(format!("{var}_PYTHON")).unwrap_or_else(|_| "python3".to_owned());
+    let has = std::process::Command::new(&py)
+        .args(["-c", import_line])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has {
+        return Some(py);
+    }
+    assert!(
+        std::env::var_os(format!("{var}_REQUIRED")).is_none_or(|v| v != "1"),
+        "{var}_REQUIRED=1 but {py} cannot import {package}"
+    );
+    not_run(
+        test,
+        &format!("{py} has no {package} (set {var}_PYTHON; .ci/run makes one)"),
+    );
+    None
+}
+
 fn built(name: &str) -> PathBuf {
     let p = target_dir().join(name);
     assert!(

@@ -18,26 +18,12 @@ use scalpel_e2e::{own_bin, record, scalpel};
 use scalpel_model::task::{Model, OccRef, TaskKind};
 
 fn python(test: &str) -> Option<String> {
-    let py = std::env::var("SCALPEL_OTLP_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let ok = Command::new(&py)
-        .args([
-            "-c",
-            "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some(py);
-    }
-    assert!(
-        std::env::var_os("SCALPEL_OTLP_REQUIRED").is_none_or(|v| v != "1"),
-        "SCALPEL_OTLP_REQUIRED=1 but {py} cannot import opentelemetry-proto"
-    );
-    scalpel_e2e::not_run(
+    scalpel_e2e::python_with(
+        "SCALPEL_OTLP",
+        "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+        "opentelemetry-proto",
         &format!("otlp::{test}"),
-        &format!("{py} has no opentelemetry-proto (set SCALPEL_OTLP_PYTHON; .ci/run makes one)"),
-    );
-    None
+    )
 }
 
 fn export(args: &[&str]) -> std::process::Output {

@@ -31,23 +31,12 @@ fn stderr(o: &Output) -> String {
 }
 
 fn python() -> Option<String> {
-    let py = std::env::var("SCALPEL_TABLES_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let has = Command::new(&py)
-        .args(["-c", "import pyarrow.dataset"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has {
-        return Some(py);
-    }
-    assert!(
-        std::env::var_os("SCALPEL_TABLES_REQUIRED").is_none_or(|v| v != "1"),
-        "SCALPEL_TABLES_REQUIRED=1 but {py} cannot import pyarrow"
-    );
-    scalpel_e2e::not_run(
+    scalpel_e2e::python_with(
+        "SCALPEL_TABLES",
+        "import pyarrow.dataset",
+        "pyarrow",
         "tables::pyarrow",
-        &format!("{py} has no pyarrow (set SCALPEL_TABLES_PYTHON; .ci/run makes one)"),
-    );
-    None
+    )
 }
 
 /// Lines of `export --table NAME` on the model in `out`.

@@ -189,38 +189,40 @@ fn peeled_heads<'a>(
     head: Site<'a>,
     leaves: &[LocalLeaf],
 ) -> Vec<Site<'a>> {
-    let (Some(head_frames), Some(&(_, head_first))) = (head.1, visits.get(&head)) else {
+    let Some(&(_, head_first)) = visits.get(&head) else {
         return Vec::new();
     };
-    let head_obj = leaves[head_first].end_obj;
-    let mut peeled: Vec<(usize, Site<'a>)> = visits
-        .iter()
-        .filter(|(site, (count, first))| {
-            *count == 1
-                && *first < head_first
-                && site.0 == head.0
-                && head_obj.is_some()
-                && leaves[*first].end_obj == head_obj
-                && site.1.is_some_and(|f| one_frame_apart(f, head_frames))
-        })
-        .map(|(site, (_, first))| (*first, *site))
-        .collect();
+    let mut peeled = twins(visits, &head, head_first, leaves);
     // By first visit: the map's order is not the trace's.
     peeled.sort_unstable_by_key(|(first, _)| *first);
     peeled.into_iter().map(|(_, site)| site).collect()
 }
 
 /// The first visit of `site` (first visited at `first`), or of its peeled twin when that came
-/// earlier: a site visited once, with `site`'s operation on its object, whose stack is `site`'s
-/// but for one return address (see [`peeled_heads`]).
+/// earlier (see [`twins`]).
 fn twin_first(
     visits: &AHashMap<Site<'_>, (u32, usize)>,
     site: &Site<'_>,
     first: usize,
     leaves: &[LocalLeaf],
 ) -> usize {
+    twins(visits, site, first, leaves)
+        .into_iter()
+        .map(|(at, _)| at)
+        .fold(first, usize::min)
+}
+
+/// The peeled twins of `site` (first visited at `first`), with their visits: sites visited once,
+/// before `first`, with `site`'s operation on its object, whose stack is `site`'s but for one
+/// return address.
+fn twins<'a>(
+    visits: &AHashMap<Site<'a>, (u32, usize)>,
+    site: &Site<'a>,
+    first: usize,
+    leaves: &[LocalLeaf],
+) -> Vec<(usize, Site<'a>)> {
     let Some(frames) = site.1 else {
-        return first;
+        return Vec::new();
     };
     let obj = leaves[first].end_obj;
     visits
@@ -233,9 +235,8 @@ fn twin_first(
                 && leaves[*at].end_obj == obj
                 && twin.1.is_some_and(|f| one_frame_apart(f, frames))
         })
-        .map(|(_, (_, at))| *at)
-        .min()
-        .unwrap_or(first)
+        .map(|(twin, (_, at))| (*at, *twin))
+        .collect()
 }
 
 /// Whether two stacks have the same depth and differ in exactly one frame.

@@ -280,19 +280,14 @@ fn place_reads<W: Fn(u64) -> u64>(
                 (entered && first_of_thread && feasible(&pending, pos, r.3)).then_some(r.3)
             })
             .flatten();
-        let back = |waiting: &mut Waiting, robbed: bool| {
-            let robbed = robbed.then_some(at);
-            waiting.put_back(likely, (woken.start, woken.end), run[likely].0, robbed);
+        let i = match robber {
+            Some(r) => r,
+            None if feasible(&pending, pos, likely) => likely,
+            None => pending.first()?.2,
         };
-        let i = if let Some(r) = robber {
-            back(&mut waiting, true);
-            r
-        } else if feasible(&pending, pos, likely) {
-            likely
-        } else {
-            back(&mut waiting, true);
-            pending.first()?.2
-        };
+        if i != likely {
+            waiting.put_back(likely, (woken.start, woken.end), run[likely].0, at);
+        }
         done[i] = true;
         pending.remove(&key(i));
         placed.push(run[i]);

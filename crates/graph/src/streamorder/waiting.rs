@@ -88,19 +88,19 @@ impl Waiting {
         Some(self.list.swap_remove(k).read)
     }
 
-    /// Puts `read` back, robbed at `at` of the bytes that woke it when `robbed` (a pipe's reader
-    /// leaves the queue when woken).
+    /// Puts `read` back, robbed at `at` of the bytes that woke it (a pipe's reader leaves the
+    /// queue when woken; a socket's stays).
     pub(in crate::streamorder) fn put_back(
         &mut self,
         read: usize,
         span: (u64, u64),
         off: u64,
-        robbed: Option<u64>,
+        at: u64,
     ) {
         self.push(span.0, span.1, off, read);
         if self.wake == Wake::Oldest {
             if let Some(last) = self.list.last_mut() {
-                last.robbed_at = robbed;
+                last.robbed_at = Some(at);
             }
         }
     }

@@ -80,6 +80,7 @@ gen-backpressure|gen:43|
 gen-commit|gen:20|
 gen-call|gen:1|
 condlock|c:condlock|
+condlock-forced|c:condlock|forced
 gen-futex-queue|gen:17|
 gen-eventfd-queue|gen:884327012|
 gen-sem-queue|gen:887023002|

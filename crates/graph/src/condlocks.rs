@@ -58,19 +58,12 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
         .filter(|(_, (by, on))| on.len() >= 3 && on.is_subset(by))
         .map(|(&o, _)| o)
         .collect();
-    let mut out = CondLocks::default();
-    edges.retain(|e| {
-        let Some(obj) = e.obj.filter(|o| is_cond(e) && locks.contains(&o.get())) else {
-            return true;
-        };
-        out.waits
-            .extend(wait_of(graph, e.from.index(), e.to.index(), obj));
-        false
-    });
     // A signal on a lock's condition, or on one of its bookkeeping conditions, hands nothing
-    // over. A condition signalled only while a lock condition's mutex is held, and that no edge
-    // ever crossed, is such bookkeeping (CPython's GIL signals its switch condition, which
-    // nobody waits on unless a switch is forced, at every take).
+    // over. A condition signalled only while a lock condition's mutex is held is such
+    // bookkeeping (CPython's GIL signals its switch condition, which nobody waits on unless a
+    // switch is forced, at every take) when no edge ever crossed it, or when every thread it
+    // woke signals it too: a thread that lets the lock go and waits until another has taken
+    // it (a forced switch) waits for the lock's hand-over, as a waiter for the lock does.
     let lock_mutexes: AHashSet<u32> = locks
         .iter()
         .filter_map(|c| mutexes.waited_with.get(c))
@@ -84,6 +77,26 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
                 .iter()
                 .any(|&m| mutexes.held.get(&(o, m)).copied().unwrap_or(0) >= n)
     };
+    let signallers = signallers(graph, &ends);
+    let part_of_lock: AHashSet<u32> = ends
+        .iter()
+        .filter(|&(o, (_, on))| {
+            !locks.contains(o)
+                && bookkeeping(*o)
+                && signallers.get(o).is_some_and(|s| on.is_subset(s))
+        })
+        .map(|(&o, _)| o)
+        .collect();
+    let locks: AHashSet<u32> = locks.union(&part_of_lock).copied().collect();
+    let mut out = CondLocks::default();
+    edges.retain(|e| {
+        let Some(obj) = e.obj.filter(|o| is_cond(e) && locks.contains(&o.get())) else {
+            return true;
+        };
+        out.waits
+            .extend(wait_of(graph, e.from.index(), e.to.index(), obj));
+        false
+    });
     let handed_nothing = |o: u32| locks.contains(&o) || (!ends.contains_key(&o) && bookkeeping(o));
     for (i, l) in leaves.iter().enumerate() {
         let op = l.end_op.and_then(|o| o.op());
@@ -96,6 +109,28 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
         let lock = obj.is_some_and(|o| locks.contains(&o));
         if (signal && obj.is_some_and(handed_nothing)) || (wait && lock) {
             out.signals.push(i as u32);
+        }
+    }
+    out
+}
+
+/// The threads that signalled each condition some edge crossed, from the leaves that ended at
+/// a signal: an edge's source is only the signal that woke someone.
+fn signallers(
+    graph: &Graph,
+    ends: &AHashMap<u32, (AHashSet<u32>, AHashSet<u32>)>,
+) -> AHashMap<u32, AHashSet<u32>> {
+    let mut out: AHashMap<u32, AHashSet<u32>> = AHashMap::new();
+    for l in &graph.leaves {
+        let signal = l
+            .end_op
+            .and_then(|o| o.op())
+            .is_some_and(|o| matches!(o, Op::CondSignal | Op::CondBroadcast));
+        match l.end_obj.map(|o| o.get()) {
+            Some(o) if signal && ends.contains_key(&o) => {
+                out.entry(o).or_default().insert(l.thread.get());
+            }
+            _ => {}
         }
     }
     out

@@ -172,7 +172,81 @@ static inline void answer(int stage, int fd, const struct msg *m, uint64_t mark)
     full_write(fd, m, sizeof *m);
 }
 
-/* ---- noise: threads that share a lock with the handlers and nothing else ---- */
+/* ---- a global lock, as an interpreter's (CPython's GIL): with GLOBAL_LOCK, every request's
+ * computing and every noise thread's runs holding it. It is a mutex, a condition the threads
+ * that want the lock wait on (timed: one that waited an interval with no switch asks for one)
+ * and a switch condition that every take signals; a holder asked for a switch waits, after
+ * letting the lock go, until another thread has taken it. ---- */
+
+#ifndef GLOBAL_LOCK
+#define GLOBAL_LOCK 0
+#endif
+#define GLOCK_INTERVAL_NS 200000L
+
+static pthread_mutex_t gl_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t gl_switch_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gl_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t gl_switch = PTHREAD_COND_INITIALIZER;
+static int gl_locked, gl_drop_request;
+static unsigned long gl_switches;
+static long gl_holder;
+
+static inline void glock_take(void) {
+    if (!GLOBAL_LOCK) return;
+    long me = syscall(SYS_gettid);
+    pthread_mutex_lock(&gl_mu);
+    while (gl_locked) {
+        unsigned long seen = gl_switches;
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += GLOCK_INTERVAL_NS;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_cond_timedwait(&gl_cv, &gl_mu, &t);
+        if (rc == ETIMEDOUT && gl_locked && gl_switches == seen)
+            __atomic_store_n(&gl_drop_request, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_lock(&gl_switch_mu);
+    gl_locked = 1;
+    if (gl_holder != me) {
+        gl_holder = me;
+        gl_switches++;
+    }
+    pthread_cond_signal(&gl_switch);
+    pthread_mutex_unlock(&gl_switch_mu);
+    /* A request of its own is answered by this take. */
+    __atomic_store_n(&gl_drop_request, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&gl_mu);
+}
+
+static inline void glock_drop(void) {
+    if (!GLOBAL_LOCK) return;
+    long me = syscall(SYS_gettid);
+    pthread_mutex_lock(&gl_mu);
+    gl_locked = 0;
+    pthread_cond_signal(&gl_cv);
+    pthread_mutex_unlock(&gl_mu);
+    if (!__atomic_load_n(&gl_drop_request, __ATOMIC_RELAXED)) return;
+    /* Asked for a switch by a thread still waiting (a take clears the request): wait until it,
+     * or another, has the lock. */
+    pthread_mutex_lock(&gl_switch_mu);
+    if (gl_holder == me) {
+        __atomic_store_n(&gl_drop_request, 0, __ATOMIC_RELAXED);
+        pthread_cond_wait(&gl_switch, &gl_switch_mu);
+    }
+    pthread_mutex_unlock(&gl_switch_mu);
+}
+
+/* Computing, holding the global lock when there is one. */
+static inline void compute(unsigned n) {
+    glock_take();
+    spin(n);
+    glock_drop();
+}
+
+/* ---- noise: threads that share locks with the handlers and nothing else ---- */
 
 static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long stats_served;
@@ -191,6 +265,7 @@ static inline void *noise_main(void *arg) {
         pthread_mutex_lock(&stats_mu);
         spin(2000);
         pthread_mutex_unlock(&stats_mu);
+        if (GLOBAL_LOCK) compute(2000);
         usleep(300);
     }
     return NULL;
@@ -310,12 +385,12 @@ static inline void call_backend(const struct msg *m) {
 /* What every request costs where it is served, the slow path included. */
 static inline void serve(const struct msg *m) {
     if (CALL) call_backend(m);
-    spin(WORK_SPIN);
+    compute(WORK_SPIN);
     if (m->slow) {
         if (SLOW_COMMIT)
             commit();
         else
-            spin(WORK_SPIN * 4);
+            compute(WORK_SPIN * 4);
     }
     count_served();
 }

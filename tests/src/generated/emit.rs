@@ -42,6 +42,7 @@ fn header(c: &mut String, s: &Spec) {
         ("WORKERS", s.workers.to_string()),
         ("HANDOFF", s.handoff.c_name().to_owned()),
         ("CALL", u32::from(s.call).to_string()),
+        ("GLOBAL_LOCK", u32::from(s.global_lock).to_string()),
     ];
     for (k, v) in defs {
         let _ = writeln!(c, "#define {k} {v}");

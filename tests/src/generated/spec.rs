@@ -137,6 +137,13 @@ pub struct Spec {
     /// as a compiler that peels or rotates a loop writes it (pool only; drawn last, for the
     /// same reason).
     pub peeled: bool,
+    /// Every request's computing, and every noise thread's, holds a global lock built from a
+    /// mutex and conditions, as an interpreter's is (CPython's GIL), with forced switches: a
+    /// thread that waited too long asks the holder to wait, once it has let the lock go, until
+    /// another thread has taken it (thread per connection and pool only, whose handlers are
+    /// several threads, and only where three or more threads share it; drawn last, for the
+    /// same reason).
+    pub global_lock: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -186,7 +193,16 @@ impl Spec {
         let call = d.chance(250);
         let completions = d.chance(500);
         let peeled = d.chance(500);
+        let global_lock = d.chance(300);
         let forked = arch == Arch::ForkPerConnection;
+        // The threads that would share a global lock: a lock two threads pass to and fro is a
+        // dialogue between them (docs/LIMITS.md), so it is drawn only where three or more do.
+        let lock_sharers = noise
+            + match arch {
+                Arch::ThreadPerConnection => clients,
+                Arch::Pool => workers,
+                _ => 0,
+            };
         Spec {
             seed,
             arch,
@@ -207,6 +223,7 @@ impl Spec {
             call: call && matches!(arch, Arch::ThreadPerConnection | Arch::EventLoop),
             completions: completions && arch == Arch::Pool,
             peeled: peeled && arch == Arch::Pool,
+            global_lock: global_lock && lock_sharers >= 3,
         }
     }
 
@@ -244,6 +261,9 @@ impl fmt::Display for Spec {
         }
         if self.peeled {
             write!(f, " first-take=peeled")?;
+        }
+        if self.global_lock {
+            write!(f, " lock=global")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

@@ -12,13 +12,20 @@
 //! three or more and all signal it too (the sources) is a lock: in a queue the takers do not
 //! put. A thread may only signal (one that lets the lock go and never had to wait for it: a
 //! Python server's main thread). Between two threads the same pattern is a dialogue (each wakes
-//! the other for its turn, as a ping-pong does), and stays edges. A lock's edges become waits of the leaf that waited, with the leaf that
-//! signalled as the holder, as a mutex's contended acquisitions are; the waits and the signals
-//! are then no cuts (`super::merge`). A barrier (each
-//! thread waits, the last to arrive wakes the others) is the same: each thread's work goes on
-//! after it, caused by none of the others. A signal on a condition that is only ever signalled
-//! while such a lock's mutex is held, and that no edge crossed anywhere in the trace, is the
-//! lock's bookkeeping and no cut either: it handed nothing over.
+//! the other for its turn, as a ping-pong does), and stays edges. A lock's edges become waits of
+//! the leaf that waited, with the leaf that signalled as the holder, as a mutex's contended
+//! acquisitions are; the waits and the signals are then no cuts (`super::merge`). A barrier
+//! (each thread waits, the last to arrive wakes the others) is the same: each thread's work goes
+//! on after it, caused by none of the others.
+//!
+//! A condition that is only ever signalled while such a lock's mutex is held is the lock's
+//! bookkeeping, and its signals no cuts, when no edge crossed it anywhere in the trace (it
+//! handed nothing over), or when every thread it woke signals it too: then it is part of the
+//! lock, and its edges are waits as the lock's are. CPython's GIL signals its switch condition
+//! at every take; a thread asked to let the GIL go waits on it until another thread has taken
+//! the GIL (a forced switch), a wait for the lock's hand-over. One forced switch in a run
+//! used to make every take's signal a cut (7,722 of them in one recording of a Python server).
+//! A queue whose condition is signalled under the same mutex is not: its takers do not put.
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
@@ -58,12 +65,8 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
         .filter(|(_, (by, on))| on.len() >= 3 && on.is_subset(by))
         .map(|(&o, _)| o)
         .collect();
-    // A signal on a lock's condition, or on one of its bookkeeping conditions, hands nothing
-    // over. A condition signalled only while a lock condition's mutex is held is such
-    // bookkeeping (CPython's GIL signals its switch condition, which nobody waits on unless a
-    // switch is forced, at every take) when no edge ever crossed it, or when every thread it
-    // woke signals it too: a thread that lets the lock go and waits until another has taken
-    // it (a forced switch) waits for the lock's hand-over, as a waiter for the lock does.
+    // The lock's bookkeeping conditions: every signal made under one of its mutexes (see the
+    // module docs for when one is part of the lock).
     let lock_mutexes: AHashSet<u32> = locks
         .iter()
         .filter_map(|c| mutexes.waited_with.get(c))
@@ -134,4 +137,94 @@ fn signallers(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::format::Op;
+    use scalpel_model::graph::{Edge, EdgeKind, Leaf, NodeId, ObjId};
+    use scalpel_model::testgraph::GraphBuilder;
+
+    use super::super::queues::CondMutexes;
+    use super::cond_locks;
+
+    const MUTEX: u32 = 0;
+    const TOKEN: u32 = 1;
+    const SWITCH: u32 = 2;
+    const QUEUE: u32 = 3;
+
+    fn cond_edge(from: u32, to: u32, obj: u32) -> Edge {
+        Edge {
+            from: NodeId::new(from),
+            to: NodeId::new(to),
+            kind: EdgeKind::Cond,
+            obj: Some(ObjId::new(obj)),
+        }
+    }
+
+    /// Three threads pass a token (a condition all three signal and wait on) under `MUTEX`;
+    /// each take signals `SWITCH` under `MUTEX`, and once thread 0 waited on `SWITCH` until
+    /// thread 1 had taken the token (a forced switch). Thread 1 also puts an item on `QUEUE`,
+    /// signalled under `MUTEX` too, which thread 2 waits for and never signals. The switch's
+    /// edge becomes a wait and its signals no cuts; the queue's edge stays.
+    #[test]
+    fn a_forced_switch_is_part_of_the_lock_and_a_queue_under_its_mutex_is_not() {
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let th: Vec<_> = (0..3).map(|i| b.thread(&format!("t{i}"))).collect();
+        // Per thread: (end op, object) of each leaf, in order.
+        let plan: [&[(Op, u32)]; 3] = [
+            &[
+                (Op::CondSignal, SWITCH),
+                (Op::CondWait, TOKEN),
+                (Op::CondWait, SWITCH),
+                (Op::CondSignal, TOKEN),
+            ],
+            &[
+                (Op::CondWait, TOKEN),
+                (Op::CondSignal, SWITCH),
+                (Op::CondSignal, QUEUE),
+                (Op::CondSignal, TOKEN),
+            ],
+            &[
+                (Op::CondWait, TOKEN),
+                (Op::CondSignal, SWITCH),
+                (Op::CondWait, QUEUE),
+                (Op::CondSignal, TOKEN),
+            ],
+        ];
+        for (t, steps) in plan.iter().enumerate() {
+            for (i, &(op, obj)) in steps.iter().enumerate() {
+                let s = 1_000 * i as u64 + 100 * t as u64;
+                let mut l = Leaf::new(th[t], ty, s, s + 10);
+                l.end_op = Some(op.into());
+                l.end_obj = Some(ObjId::new(obj));
+                b.push(th[t], l);
+            }
+        }
+        let g = b.build();
+        // Leaves: t0 0..4, t1 4..8, t2 8..12. The token woke each thread once; thread 1's
+        // take (leaf 5) ended thread 0's switch wait (leaf 2); the queue woke thread 2.
+        let mut edges = vec![
+            cond_edge(3, 5, TOKEN),
+            cond_edge(7, 9, TOKEN),
+            cond_edge(11, 2, TOKEN),
+            cond_edge(5, 3, SWITCH),
+            cond_edge(6, 11, QUEUE),
+        ];
+        let mut m = CondMutexes::default();
+        for (c, n) in [(SWITCH, 3), (QUEUE, 1), (TOKEN, 3)] {
+            m.signals.insert(c, n);
+            m.held.insert((c, MUTEX), n);
+        }
+        m.waited_with.entry(TOKEN).or_default().insert(MUTEX);
+        m.waited_with.entry(QUEUE).or_default().insert(MUTEX);
+        let found = cond_locks(&g, &mut edges, &m);
+        assert_eq!(edges, vec![cond_edge(6, 11, QUEUE)]);
+        assert_eq!(found.waits.len(), 4);
+        let mut signals = found.signals.clone();
+        signals.sort_unstable();
+        // Every leaf ending at the token or the switch; none at the queue.
+        assert_eq!(signals, vec![0, 1, 2, 3, 4, 5, 7, 8, 9, 11]);
+    }
 }

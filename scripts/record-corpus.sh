@@ -94,7 +94,6 @@ gen-pipe-readers|gen:7|
 gen-pipe-requeue|gen:912700022|
 gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
-gen-pipelined-lock|gen:916000005|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

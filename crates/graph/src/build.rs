@@ -28,7 +28,7 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::{
     assemble, calls, completions, condlocks, event, eventloop, filter, hosts, latches, locks,
-    merge, naming, queues, ready, replies, replycalls, retype, service, signals, types,
+    merge, naming, queues, ready, replycalls, retype, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -273,11 +273,6 @@ fn program_order(c: &mut Caused) -> Vec<bool> {
         merged[w as usize] = true;
     }
     eventloop::split_handoffs(&c.graph, &c.edges, &merged, &mut weak);
-    // A lock's signals are no cuts either: replies with a lock taken between them.
-    for w in service::uncut(&c.graph, &c.edges, &[], &c.rest.cond_locks.signals, &[]) {
-        merged[w as usize] = true;
-    }
-    replies::pipelined_through(&c.graph, &merged, &mut weak);
     program_edges(&c.graph, &weak, &mut c.edges);
     weak
 }

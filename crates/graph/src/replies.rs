@@ -31,7 +31,6 @@
 use ahash::AHashSet;
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Channel, Graph, Leaf};
 
 use super::event::{reads_bytes, LocalObj};
 use crate::local::LocalLeaf;
@@ -92,58 +91,6 @@ pub(super) fn pipelined(
         }
     }
     candidate
-}
-
-/// The replies [`pipelined`] could not see: between two writes of pipelined replies, a thread
-/// may take and let go a lock built from conditions (an interpreter's global lock around each
-/// request's work), whose signals and waits cut leaves until the merge undoes those cuts, so
-/// the next cut after a reply was a signal, not the next reply. Once the graph knows which
-/// leaves the merge joins to the next (`merged[i]`: leaf `i`'s ending call is no cut), the same
-/// rule is applied looking through them: a write on a connection the thread read before, whose
-/// next leaf after the merge ends at the same call (operation, object, call stack), ends a
-/// request, and the program edge out of it is weak. Where nothing lies between, `pipelined`
-/// has decided already.
-pub(super) fn pipelined_through(graph: &Graph, merged: &[bool], weak: &mut [bool]) {
-    let leaves = &graph.leaves;
-    let channel = |l: &Leaf| match graph.objects.get(l.end_obj?.index())?.channel.as_ref()? {
-        Channel::Stream { key, .. } => Some(*key),
-        Channel::Listening { .. } => None,
-    };
-    let same_call = |a: &Leaf, b: &Leaf| {
-        let end = |l: &Leaf| graph.types.get(l.ty.index()).map(|t| &t.end);
-        a.end_op == b.end_op && a.end_obj == b.end_obj && end(a) == end(b)
-    };
-    let mut read_from: AHashSet<u64> = AHashSet::new();
-    for (i, l) in leaves.iter().enumerate() {
-        if i > 0 && leaves[i - 1].thread != l.thread {
-            read_from.clear();
-        }
-        let Some(ch) = channel(l) else { continue };
-        match l.end_op.and_then(|o| o.op()).and_then(reads_bytes) {
-            Some(true) => {
-                read_from.insert(ch);
-                continue;
-            }
-            Some(false) if read_from.contains(&ch) => {}
-            _ => continue,
-        }
-        let mut next = i + 1;
-        while merged.get(next).copied().unwrap_or(false)
-            && leaves.get(next + 1).is_some_and(|n| n.thread == l.thread)
-        {
-            next += 1;
-        }
-        let hidden = next > i + 1;
-        if hidden
-            && leaves
-                .get(next)
-                .is_some_and(|n| n.thread == l.thread && same_call(l, n))
-        {
-            if let Some(w) = weak.get_mut(i) {
-                *w = true;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

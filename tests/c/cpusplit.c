@@ -8,8 +8,12 @@
  *                 worker starts, sleeps until the worker's CPU work is done plus 50 ms, then
  *                 unlocks and joins.
  *
- * It prints `worker seventy_ns N thirty_ns N lock_ns N sleep_ns N`, measured by the program
- * itself.
+ * It prints `worker seventy_ns N thirty_ns N lock_ns N sleep_ns N lock_runq_ns N
+ * sleep_runq_ns N`, measured by the program itself. A `_runq_ns` figure is the time the thread
+ * spent runnable but not running (the kernel's schedstat run delay) between the two clock reads
+ * around the call: on a busy machine the thread can be preempted just before the call or after
+ * it, time the program's own measurement holds and the call's does not. 0 when the kernel keeps
+ * no schedstat.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -45,6 +49,16 @@ static void __attribute__((noinline)) burn_thirty(long ns) {
             x ^= (unsigned long)i * 7;
 }
 
+/* The thread's run delay so far, ns (the second field of its schedstat), or 0. */
+static long run_delay_ns(void) {
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f) return 0;
+    unsigned long long on_cpu = 0, delay = 0;
+    int n = fscanf(f, "%llu %llu", &on_cpu, &delay);
+    fclose(f);
+    return n == 2 ? (long)delay : 0;
+}
+
 static void *worker(void *arg) {
     (void)arg;
     pthread_setname_np(pthread_self(), "worker");
@@ -66,16 +80,20 @@ static void *worker(void *arg) {
         thirty += t2 - t1;
     }
     __atomic_store_n(&cpu_done, 1, __ATOMIC_RELEASE);
+    long q0 = run_delay_ns();
     long l0 = now_ns(CLOCK_MONOTONIC);
     pthread_mutex_lock(&m);
     long l1 = now_ns(CLOCK_MONOTONIC);
+    long q1 = run_delay_ns();
     pthread_mutex_unlock(&m);
     struct timespec ts = {0, 100000000};
     long s0 = now_ns(CLOCK_MONOTONIC);
     nanosleep(&ts, NULL);
     long s1 = now_ns(CLOCK_MONOTONIC);
-    printf("worker seventy_ns %ld thirty_ns %ld lock_ns %ld sleep_ns %ld\n", seventy, thirty,
-           l1 - l0, s1 - s0);
+    long q2 = run_delay_ns();
+    printf("worker seventy_ns %ld thirty_ns %ld lock_ns %ld sleep_ns %ld lock_runq_ns %ld "
+           "sleep_runq_ns %ld\n",
+           seventy, thirty, l1 - l0, s1 - s0, q1 - q0, q2 - q1);
     return NULL;
 }
 

@@ -14,6 +14,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-50}
 SEED=${2:-$(( $(date +%s) % 1000000 * 1000 ))}
-cargo build --release -q -p scalpel-agent -p scalpel -p scalpel-e2e --bin scalpel --bin corpus-gen
+scripts/build-release.sh
 echo "seeds $SEED to $((SEED + N - 1))"
 exec target/release/corpus-gen "$N" "$SEED" ${KEEP:+--keep "$KEEP"}

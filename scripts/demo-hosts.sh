@@ -17,7 +17,7 @@ for tool in ip unshare; do
     command -v "$tool" >/dev/null || { echo "demo-hosts: needs $tool (apt-get install iproute2 util-linux)" >&2; exit 2; }
 done
 OUT=${1:-target/demo-hosts}
-cargo build --release -q -p scalpel-agent -p scalpel -p scalpel-samples
+scripts/build-release.sh
 S=$PWD/target/release/scalpel
 STORE=$PWD/target/release/replicated-store
 rm -rf "$OUT"

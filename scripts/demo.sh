@@ -21,7 +21,7 @@ if ! command -v dot >/dev/null; then
 fi
 
 echo "== building (release) =="
-cargo build --release -q -p scalpel-agent -p scalpel -p scalpel-samples
+scripts/build-release.sh
 S=target/release/scalpel
 
 echo "== recording replicated-store --rpc async (client, primary and backup processes) =="

@@ -17,8 +17,7 @@ OUT=${1:-target/postgres-diff}
 PORT=${PORT:-18433}
 DURATION=${DURATION:-5}
 source scripts/servers/postgres-env.sh
-cargo build --release -q -p scalpel-agent -p scalpel
-cargo build --release -q -p scalpel-e2e --bin diff-check
+scripts/build-release.sh
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-pgdiff.XXXXXX)

@@ -24,7 +24,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
         exit 0
     fi
 fi
-cargo build --release -q -p scalpel -p scalpel-agent -p scalpel-samples -p scalpel-e2e
+scripts/build-release.sh
 R=$PWD/target/release
 WORK=$(mktemp -d /tmp/scalpel-fuzz.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${1:-5000}
-cargo build --release -q --workspace
+scripts/build-release.sh
 R=$PWD/target/release
 WORK=$(mktemp -d /tmp/scalpel-mutate.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

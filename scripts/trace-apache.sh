@@ -33,8 +33,7 @@ if ! command -v apache2 >/dev/null && [ ! -x /usr/sbin/apache2 ] || ! command -v
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2 apache2-utils >/dev/null
 fi
 
-cargo build --release -q -p scalpel-agent -p scalpel
-cargo build --release -q -p scalpel-e2e --bin server-check
+scripts/build-release.sh
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-apache.XXXXXX)

@@ -25,8 +25,7 @@ if [ ! -x /usr/bin/memcached ] || ! command -v memcaslap >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached libmemcached-tools >/dev/null
 fi
 
-cargo build --release -q -p scalpel-agent -p scalpel
-cargo build --release -q -p scalpel-e2e --bin server-check
+scripts/build-release.sh
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-memcached.XXXXXX)

@@ -27,8 +27,7 @@ if [ ! -x /usr/sbin/nginx ] || ! command -v ab >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light apache2-utils >/dev/null
 fi
 
-cargo build --release -q -p scalpel-agent -p scalpel
-cargo build --release -q -p scalpel-e2e --bin server-check
+scripts/build-release.sh
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-nginx.XXXXXX)

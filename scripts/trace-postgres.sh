@@ -20,8 +20,7 @@ PORT=${PORT:-18432}
 DURATION=${DURATION:-5}
 source scripts/servers/postgres-env.sh
 
-cargo build --release -q -p scalpel-agent -p scalpel
-cargo build --release -q -p scalpel-e2e --bin server-check
+scripts/build-release.sh
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-postgres.XXXXXX)

@@ -22,8 +22,7 @@ if [ ! -x /usr/bin/python3 ] || ! command -v ab >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 apache2-utils >/dev/null
 fi
 
-cargo build --release -q -p scalpel-agent -p scalpel
-cargo build --release -q -p scalpel-e2e --bin server-check
+scripts/build-release.sh
 SCALPEL=$PWD/target/release/scalpel
 
 WORK=$(mktemp -d /tmp/scalpel-pyhttp.XXXXXX)

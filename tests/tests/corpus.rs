@@ -5,7 +5,10 @@
 //! before committing it. `tests/corpus/README.md` says how to add a case.
 
 use scalpel_e2e::corpus::scrub::scrub_file;
-use scalpel_e2e::corpus::{blessing, cases, check_golden, rows, CaseError, GOLDEN};
+use scalpel_e2e::corpus::{
+    blessing, cases, check_golden, rows, stored_cases, stored_rows, CaseError, GOLDEN,
+    STORED_GOLDEN,
+};
 use scalpel_e2e::{own_bin, record};
 
 /// Cases `scripts/record-corpus.sh` records: a checkout that lost some fails here rather than
@@ -45,6 +48,28 @@ fn every_case_matches_its_golden_files_on_one_and_two_threads() {
     if blessing() {
         eprintln!("blessed {} cases", cases.len());
     }
+}
+
+/// A case's stored graph (see `tests/corpus/README.md`) mines to its golden model, on one and
+/// two worker threads.
+#[test]
+fn every_stored_graph_mines_to_its_golden_model() {
+    let cases = stored_cases();
+    assert!(!cases.is_empty(), "no case keeps a stored graph");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let one = stored_rows(case, 1).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+        let two = stored_rows(case, 2).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+        assert!(
+            one == two,
+            "{}: the model differs between one and two worker threads",
+            case.display()
+        );
+        if let Err(e) = check_golden(&case.join(STORED_GOLDEN), &one) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]

@@ -22,12 +22,21 @@
 //! zero, then locks and pops): the wake right after a section is that section's put, and a
 //! section right after a wait on the word waited for it.
 //!
+//! A consumer that empties the queue (or a buffer its producer appends to) in one section takes
+//! every item put since its last take, not one: a log's group commit, xz's workers reading the
+//! input the main thread appended. Which kind a queue is shows at its waits: a consumer waits
+//! only on an empty queue, so when one-item-per-take pairing still holds an item put before a
+//! take's wait began, and some take did not wait, the takes drain the queue, and each item goes
+//! to the first take after it. Pairing one per take there drifted without bound (xz: the input
+//! of block i went to the worker's leaf of block i + 50, 1.2 s later). A condition used as a
+//! lock (three or more takers that all signal it, see `condlocks`) passes one token per signal
+//! and keeps the one-per-take pairing.
+//!
 //! What it assumes: the queue is FIFO; one signal per item put (a `cond_broadcast` puts
-//! nothing: it is usually a shutdown); the taker takes one item per critical section. A stack
-//! (LIFO) gets the right counts but wrong pairs once several items wait; a batch take links only
-//! the oldest. Mutex order alone never becomes an edge: a lock with no condition waited on it
-//! (a statistics lock) is not a queue, and sections of a thread that never waited on C at that
-//! site are not takes.
+//! nothing: it is usually a shutdown). A stack (LIFO) gets the right counts but wrong pairs once
+//! several items wait. Mutex order alone never becomes an edge: a lock with no condition waited
+//! on it (a statistics lock) is not a queue, and sections of a thread that never waited on C at
+//! that site are not takes.
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ChanKind, Op};
@@ -52,6 +61,9 @@ pub(super) struct Section {
     pub stack: u32,
     /// The condition it waited on (the last one), if any.
     pub waited: Option<u32>,
+    /// Where its last wait began in the mutex's order: the sequence number of the release the
+    /// wait made. The taker found the queue empty there.
+    pub wait_from: Option<u64>,
     /// `cond_signal`s made while holding it: (condition, the leaf the signal ended, the
     /// sequence number of the mutex's next release after it: the signal's place in the
     /// mutex's order, which is earlier than the section's when a wait follows it).
@@ -67,6 +79,7 @@ struct Held {
     leaf: u32,
     stack: u32,
     waited: Option<u32>,
+    wait_from: Option<u64>,
     /// Signals whose place in the mutex's order is known: at a release.
     signals: Vec<(u32, u32, u64)>,
     /// Signals made since the last release: placed at the next one.
@@ -173,6 +186,7 @@ impl Tracker {
                     leaf: s.open_leaf,
                     stack: s.stack,
                     waited: waited.filter(|_| self.held.is_empty()),
+                    wait_from: None,
                     signals: Vec::new(),
                     pending: Vec::new(),
                 });
@@ -184,6 +198,7 @@ impl Tracker {
                 {
                     let placed = h.pending.drain(..).map(|(c, l)| (c, l, order));
                     h.signals.extend(placed);
+                    h.wait_from = Some(order);
                 }
                 if !self.held.iter().any(|h| h.obj == s.obj) {
                     // Its lock was not recorded: counted (`record --locks count`) before this
@@ -195,6 +210,7 @@ impl Tracker {
                         leaf: s.open_leaf,
                         stack: UNKNOWN_SITE,
                         waited: None,
+                        wait_from: s.seq,
                         signals: Vec::new(),
                         pending: Vec::new(),
                     });
@@ -237,6 +253,7 @@ impl Tracker {
                         leaf: h.leaf,
                         stack: h.stack,
                         waited: h.waited,
+                        wait_from: h.wait_from,
                         signals: h.signals,
                     });
                     self.just_unlocked = self.held.is_empty();
@@ -356,10 +373,6 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> (Vec<Take>, AH
         };
         for c in conds {
             let at = &sites[&c];
-            let mut items: VecDeque<u32> = VecDeque::new();
-            let mut found = Vec::new();
-            let mut put_yet = false;
-            let mut ran_ahead = false;
             // Takes at their section's place in the mutex's order, puts at their signal's; at
             // one place a take comes first (a taker that signals after it took).
             let mut steps: Vec<(u64, bool, &Section, u32)> = Vec::new();
@@ -372,44 +385,102 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> (Vec<Take>, AH
                 }
             }
             steps.sort_by_key(|&(order, put, _, _)| (order, put));
-            for (_, put, s, leaf) in steps {
-                if put {
-                    items.push_back(leaf);
-                    put_yet = true;
-                    continue;
-                }
-                let Some(t) = thread(s.leaf) else { continue };
-                if at.contains(&(t.get(), s.stack)) {
-                    // Sections are ordered by their last unlock: a section that waited was
-                    // ordered after the put that woke it only if the putter's section ended
-                    // first, which a putter that then waits itself (a call to a service) does
-                    // not. So only a take that did not wait counts, and only on a condition
-                    // paired with one flowing the other way (a bounded queue's two).
-                    ran_ahead |= !put_yet && s.waited != Some(c);
-                    if let Some(from) = items.pop_front() {
-                        if thread(from) != Some(t) {
-                            found.push(Take {
-                                from,
-                                to: s.leaf,
-                                cond: c,
-                                waited: s.waited == Some(c),
-                            });
-                        }
-                    }
-                }
+            let walk = |drains| pair(&steps, c, at, drains, &thread);
+            let mut w = walk(false);
+            // A lock built from the condition (three or more takers, each of which signals it
+            // too, see `condlocks`) hands over one token at a time: its waits say nothing of
+            // how much a take took.
+            let takers = waiters(c);
+            let by = signallers.get(&c);
+            let lock = takers.len() >= 3 && by.is_some_and(|by| takers.is_subset(by));
+            if w.drained && w.polled && !lock {
+                w = walk(true);
             }
             // A take that did not wait, before the first put, took something nobody
             // signalled: a free slot the queue had from the start. The condition counts room, not items. (One that is only
             // ever broadcast has no puts at all: not a queue of either kind.)
-            if ran_ahead && put_yet && paired(c) {
+            if w.ran_ahead && w.put_yet && paired(c) {
                 capacity.insert(c);
             } else {
-                out.extend(found);
+                out.extend(w.found);
             }
         }
     }
     out.sort_unstable();
     (out, capacity)
+}
+
+/// What one walk of a condition's puts and takes found.
+struct Walk {
+    found: Vec<Take>,
+    put_yet: bool,
+    ran_ahead: bool,
+    /// A take waited while items put before its wait began were still there by the pairing:
+    /// the takes before it took more than one item each.
+    drained: bool,
+    /// Some take did not wait.
+    polled: bool,
+}
+
+/// Pairs condition `c`'s puts with its takes (`steps` in the mutex's order; `at` the dequeue
+/// sites). One item per take, oldest first, unless `drains`: then a take takes every item put
+/// since the one before it (see the module docs).
+fn pair(
+    steps: &[(u64, bool, &Section, u32)],
+    c: u32,
+    at: &AHashSet<(u32, u32)>,
+    drains: bool,
+    thread: &dyn Fn(u32) -> Option<ThreadId>,
+) -> Walk {
+    let mut items: VecDeque<(u32, u64)> = VecDeque::new();
+    let mut w = Walk {
+        found: Vec::new(),
+        put_yet: false,
+        ran_ahead: false,
+        drained: false,
+        polled: false,
+    };
+    for &(order, put, s, leaf) in steps {
+        if put {
+            items.push_back((leaf, order));
+            w.put_yet = true;
+            continue;
+        }
+        let Some(t) = thread(s.leaf) else { continue };
+        if !at.contains(&(t.get(), s.stack)) {
+            continue;
+        }
+        // Sections are ordered by their last unlock: a section that waited was ordered after
+        // the put that woke it only if the putter's section ended first, which a putter that
+        // then waits itself (a call to a service) does not. So only a take that did not wait
+        // counts, and only on a condition paired with one flowing the other way (a bounded
+        // queue's two).
+        let waited = s.waited == Some(c);
+        w.ran_ahead |= !w.put_yet && !waited;
+        w.polled |= !waited;
+        let stale = |&(_, o): &(u32, u64)| waited && s.wait_from.is_some_and(|from| o < from);
+        w.drained |= items.front().is_some_and(stale);
+        if drains {
+            // Put before the taker found the queue empty, and taken by no take seen: a notice
+            // nobody was waiting for, not this take's.
+            while items.front().is_some_and(stale) {
+                items.pop_front();
+            }
+        }
+        let n = if drains { items.len() } else { 1 };
+        // The oldest item is the one whose signal woke a take that waited.
+        for (i, (from, _)) in items.drain(..n.min(items.len())).enumerate() {
+            if thread(from) != Some(t) {
+                w.found.push(Take {
+                    from,
+                    to: s.leaf,
+                    cond: c,
+                    waited: waited && i == 0,
+                });
+            }
+        }
+    }
+    w
 }
 
 /// Adds the queue edges to `edges` and matches the waiters' `cond` edges to the items they

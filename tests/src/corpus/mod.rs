@@ -96,6 +96,35 @@ pub fn rows(trace: &Path, threads: usize) -> Result<[String; 3], CaseError> {
     })
 }
 
+/// A case may also keep a graph as the graph stage once built it (`stored-graph/`, the
+/// `graph.json` and `graph.bin` that `scalpel infer` wrote), when its trace exercised a miner
+/// rule only through that graph: a later change of the graph stage that is right on its own
+/// must not take the miner's case away. Its golden file is [`STORED_GOLDEN`].
+pub const STORED_GRAPH: &str = "stored-graph";
+
+/// The golden model rows of a case's stored graph.
+pub const STORED_GOLDEN: &str = "stored-model.txt";
+
+/// The cases that keep a stored graph, sorted by name.
+pub fn stored_cases() -> Vec<PathBuf> {
+    let mut v = cases();
+    v.retain(|p| p.join(STORED_GRAPH).join("graph.json").is_file());
+    v
+}
+
+/// The model rows of the graph stored in `case`, mined with default options on a pool of
+/// `threads` worker threads.
+pub fn stored_rows(case: &Path, threads: usize) -> Result<String, String> {
+    let json = case.join(STORED_GRAPH).join("graph.json");
+    let g = scalpel_model::store::read_graph(&json).map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| format!("a pool of {threads} worker threads: {e}"))?;
+    let model = pool.install(|| mine(&g, "graph.json", &MineOptions::default(), &Quiet).model);
+    Ok(model_rows(&model))
+}
+
 /// Whether `SCALPEL_BLESS=1` asks for golden files to be rewritten.
 pub fn blessing() -> bool {
     std::env::var_os(BLESS).is_some_and(|v| v == "1")

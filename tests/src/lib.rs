@@ -14,6 +14,7 @@ pub mod edit;
 pub mod fuzzinput;
 pub mod fuzzrun;
 pub mod generated;
+pub mod grammar;
 pub mod hosts;
 pub mod mutate;
 pub mod replicated;

@@ -22,6 +22,7 @@ mod canon;
 mod canon_tree;
 mod contains;
 mod cross;
+mod grammar;
 mod input;
 mod ix;
 mod loops;
@@ -40,9 +41,10 @@ mod work;
 mod tests;
 
 pub use canon::SEARCH_LEAVES;
+pub use grammar::Grammar;
 pub use input::{MineInput, MineLeaf};
 pub use names::{NameOverrides, NamesError};
 pub use options::{MineOptions, MineWarning, Mined, DEFAULT_MIN_SUPPORT};
-pub use run::{mine, mine_input};
+pub use run::{mine, mine_input, mine_with};
 
 use run::pattern_kind;

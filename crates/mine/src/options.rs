@@ -46,6 +46,9 @@ pub enum MineWarning {
 pub struct Mined {
     /// The model.
     pub model: Model,
+    /// The rules the run made, in order: replayed on another graph of the same leaf types by
+    /// [`mine_with`](crate::mine_with).
+    pub grammar: crate::Grammar,
     /// What the user should hear about (cycles broken, names not used).
     pub warnings: Vec<MineWarning>,
 }

@@ -75,6 +75,7 @@ pub(super) fn loop_proposals(
     x: &[XEdge],
     min_support: u32,
     banned: &AHashSet<Rule>,
+    allow: Option<&AHashSet<Rule>>,
 ) -> Proposals {
     let prog = program_kind();
     let n = work.nodes.len();
@@ -149,7 +150,7 @@ pub(super) fn loop_proposals(
             body: sym,
             links: key,
         };
-        if banned.contains(&candidate) {
+        if banned.contains(&candidate) || allow.is_some_and(|a| !a.contains(&candidate)) {
             continue;
         }
         let rule = out.rules.push(candidate);
@@ -184,7 +185,8 @@ pub(super) fn loop_proposals(
 /// fetched new work is only worth it when it is what nearly always happens. Rules in `banned`
 /// (refused earlier for closing cycles) are skipped, so that they do not hold their symbols
 /// back from the contractions that can go first. `classes` (the weak phase's merge classes)
-/// keeps two nodes of one class from pairing.
+/// keeps two nodes of one class from pairing. With `allow`, only those keys are candidates,
+/// whatever share of their symbols' nodes they cover (a grammar replayed, see `grammar`).
 pub(super) fn pair_proposals(
     work: &Work,
     x: &[XEdge],
@@ -192,6 +194,7 @@ pub(super) fn pair_proposals(
     min_support: u32,
     banned: &AHashSet<Rule>,
     classes: Option<&IxVec<SymIx, SymIx>>,
+    allow: Option<&AHashSet<Rule>>,
 ) -> Proposals {
     let (weak, prog) = (weak_kind(), program_kind());
     let handoff = kind_index(EdgeKind::Handoff);
@@ -237,6 +240,9 @@ pub(super) fn pair_proposals(
             links.retain(|l| !(wakes.contains(&l.kind) && handoffs.contains(&(l.from, l.to))));
         }
         let rule = Rule::Pair { a, b, links };
+        if allow.is_some_and(|al| !al.contains(&rule)) {
+            continue;
+        }
         cands.entry(rule).or_default().push((u, v));
     }
     // Rank by each key's own non-overlapping support: a key whose occurrences share a node (a
@@ -271,7 +277,7 @@ pub(super) fn pair_proposals(
             .then_with(|| n_links(&b.1).cmp(&n_links(&a.1)))
             .then_with(|| a.1.cmp(&b.1))
     });
-    let counts = if phase == Phase::Weak {
+    let counts = if phase == Phase::Weak && allow.is_none() {
         symbol_counts(work)
     } else {
         IxVec::new()

@@ -5,6 +5,7 @@ use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId};
 use scalpel_model::progress::Progress;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
+use crate::grammar::{self, Grammar};
 use crate::input::MineInput;
 use crate::ix::{IxVec, LeafIx, SymIx};
 use crate::options::{MineOptions, MineWarning, Mined};
@@ -40,6 +41,19 @@ pub fn mine_input(
     opts: &MineOptions,
     progress: &dyn Progress,
 ) -> Mined {
+    mine_with(graph, graph_file, opts, None, progress)
+}
+
+/// [`mine_input`] that first replays `grammar` (the rules another run made, see [`Grammar`])
+/// on the graph's leaves, then mines what they leave as usual. A grammar learned on a graph
+/// with another table of leaf types is not replayed.
+pub fn mine_with(
+    graph: &MineInput<'_>,
+    graph_file: &str,
+    opts: &MineOptions,
+    grammar: Option<&Grammar>,
+    progress: &dyn Progress,
+) -> Mined {
     let min_support = opts.min_support.max(2);
     let n_leaves = graph.leaves.len() as u32;
     let mut edges: Vec<LeafEdge> = graph
@@ -64,11 +78,36 @@ pub fn mine_input(
     let local = tree::local_leaves(graph.leaves.len(), &edges);
     let causal = variants::Causal::new(graph.leaves.len(), &edges);
     let mut work = Work::new(&leaf_types, graph.types.len() as u32, edges);
-    let mut rounds = 0u32;
-    let mut banned: AHashSet<Rule> = AHashSet::new();
     let mut class_cache = canon::ClassCache::default();
     let mut cross = cross::CrossEdges::default();
     let mut x = Vec::new();
+    let mut learned = Grammar::new(graph.types.len() as u32);
+    let mut rounds = 0u32;
+    if let Some(g) = grammar.filter(|g| g.fits(graph.types.len() as u32)) {
+        let mut at = grammar::SymMap::new(g);
+        for step in g.steps() {
+            rounds += 1;
+            x = cross.update(&mut work, x);
+            progress.status(&format!(
+                "mining: replaying round {rounds} of {}",
+                g.steps().len()
+            ));
+            let allow = at.translate(step);
+            let props = propose(
+                &work,
+                &x,
+                step.phase,
+                1,
+                &AHashSet::new(),
+                &mut class_cache,
+                Some(&allow),
+            );
+            let (_, _, added) = apply(&mut work, &x, props, 1);
+            at.learn(step, &added);
+            learned.push(step.phase, added);
+        }
+    }
+    let mut banned: AHashSet<Rule> = AHashSet::new();
     loop {
         rounds += 1;
         x = cross.update(&mut work, x);
@@ -83,24 +122,23 @@ pub fn mine_input(
             // diamond (a → b → c and a → c) the pair (a, c) can never go first, and must not
             // keep (a, b) from going.
             loop {
-                let props = match phase {
-                    Phase::Loops => round::loop_proposals(&work, &x, min_support, &banned),
-                    Phase::Strong => {
-                        round::pair_proposals(&work, &x, phase, min_support, &banned, None)
-                    }
-                    Phase::Weak => {
-                        let classes = class_cache.update(&work);
-                        let of = Some(&classes.of);
-                        round::pair_proposals(&work, &x, phase, min_support, &banned, of)
-                    }
-                };
+                let props = propose(
+                    &work,
+                    &x,
+                    phase,
+                    min_support,
+                    &banned,
+                    &mut class_cache,
+                    None,
+                );
                 if props.list.is_empty() {
                     continue 'phases;
                 }
-                let (applied, refused) = apply(&mut work, &x, props, min_support);
+                let (applied, refused, added) = apply(&mut work, &x, props, min_support);
                 let retry = !refused.is_empty();
                 banned.extend(refused);
                 if applied {
+                    learned.push(phase, added);
                     progressed = true;
                     break 'phases;
                 }
@@ -129,6 +167,7 @@ pub fn mine_input(
         warnings.push(MineWarning::UnusedName(unused));
     }
     Mined {
+        grammar: learned,
         model: Model {
             schema: MODEL_SCHEMA.to_owned(),
             graph: graph_file.to_owned(),
@@ -147,10 +186,43 @@ pub fn mine_input(
     }
 }
 
+/// One phase's proposals (see `round`); `allow` restricts them to a replayed step's rules.
+fn propose(
+    work: &Work,
+    x: &[XEdge],
+    phase: Phase,
+    min_support: u32,
+    banned: &AHashSet<Rule>,
+    class_cache: &mut canon::ClassCache,
+    allow: Option<&AHashSet<Rule>>,
+) -> Proposals {
+    match phase {
+        Phase::Loops => round::loop_proposals(work, x, min_support, banned, allow),
+        Phase::Strong => round::pair_proposals(work, x, phase, min_support, banned, None, allow),
+        Phase::Weak => {
+            let classes = class_cache.update(work);
+            round::pair_proposals(
+                work,
+                x,
+                phase,
+                min_support,
+                banned,
+                Some(&classes.of),
+                allow,
+            )
+        }
+    }
+}
+
 /// Applies a round's proposals that keep the graph acyclic, dropping rules left with too few
-/// occurrences. Returns whether anything was contracted, and the rules dropped because cycles
-/// took their support.
-fn apply(work: &mut Work, x: &[XEdge], props: Proposals, min_support: u32) -> (bool, Vec<Rule>) {
+/// occurrences. Returns whether anything was contracted, the rules dropped because cycles took
+/// their support, and the rules added with their symbols.
+fn apply(
+    work: &mut Work,
+    x: &[XEdge],
+    props: Proposals,
+    min_support: u32,
+) -> (bool, Vec<Rule>, Vec<(SymIx, Rule)>) {
     let refused = acyclic::refuse_cycles(x, work.nodes.len(), &props.list);
     let mut left = IxVec::from_elem(0u32, props.rules.len());
     for (p, &r) in props.list.iter().zip(&refused) {
@@ -161,9 +233,13 @@ fn apply(work: &mut Work, x: &[XEdge], props: Proposals, min_support: u32) -> (b
     }
     let mut sym_of = IxVec::from_elem(SymIx::NONE, props.rules.len());
     let mut dropped = Vec::new();
+    let mut added = Vec::new();
     for (i, rule) in props.rules.into_iter_enumerated() {
         if left[i] >= min_support {
-            sym_of[i] = work.add_symbol(rule).unwrap_or(SymIx::NONE);
+            sym_of[i] = work.add_symbol(rule.clone()).unwrap_or(SymIx::NONE);
+            if sym_of[i].is_some() {
+                added.push((sym_of[i], rule));
+            }
         } else {
             dropped.push(rule);
         }
@@ -178,5 +254,5 @@ fn apply(work: &mut Work, x: &[XEdge], props: Proposals, min_support: u32) -> (b
         work.contract(&p.parts, sym, is_loop);
         any = true;
     }
-    (any, dropped)
+    (any, dropped, added)
 }

@@ -60,14 +60,11 @@ fn first_leaf_types(g: &Graph, t: &TaskType) -> Vec<LeafTypeId> {
 /// order, present by timing. The request is the top-level task every time, not four types of
 /// "request plus whatever came next": the context steps are its optional steps (variants), so
 /// that no leaf is left outside the task its thread was doing.
-#[test]
-fn a_task_in_varying_context_is_the_top_level_task() {
+/// The listener and worker of [`a_task_in_varying_context_is_the_top_level_task`]: `requests`
+/// requests, the context steps drawn from `seed`.
+fn listener_worker(requests: u32, mut seed: u32) -> Graph {
     let (mut listener, mut worker) = (Vec::new(), Vec::new());
     let mut edges = Vec::new();
-    let requests = 48u32;
-    // Context by a fixed pseudo-random sequence: timing has no period (a periodic one would
-    // make "this variant, then that one" a pattern of its own).
-    let mut seed = 0x2545_f491_u32;
     for r in 0..requests {
         seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         let (after_push, after_write) = (seed >> 28 < 11, (seed >> 24) & 1 == 0);
@@ -94,7 +91,15 @@ fn a_task_in_varying_context_is_the_top_level_task() {
             edges.push(((1, last.1), (1, nw), EdgeKind::ProgramWeak));
         }
     }
-    let g = graph(&[listener, worker], &edges);
+    graph(&[listener, worker], &edges)
+}
+
+#[test]
+fn a_task_in_varying_context_is_the_top_level_task() {
+    let requests = 48u32;
+    // Context by a fixed pseudo-random sequence: timing has no period (a periodic one would
+    // make "this variant, then that one" a pattern of its own).
+    let g = listener_worker(requests, 0x2545_f491);
     let model = mined(&g);
     let summary: Vec<_> = model
         .types
@@ -180,4 +185,61 @@ fn one_stray_occurrence_does_not_dissolve_a_task() {
         .find(|t| t.kind == TaskKind::Group && leaf_types(t) == [0, 1, 2].map(LeafTypeId::new))
         .unwrap_or_else(|| panic!("no task of read, post and offload: {summary:?}"));
     assert_eq!(request.top_level, u64::from(requests - 1), "{summary:?}");
+}
+
+/// The model `g` gives when `grammar` is replayed first.
+fn replayed(g: &Graph, grammar: &crate::Grammar) -> Model {
+    let input = crate::MineInput::of(g);
+    let opts = MineOptions::default();
+    crate::mine_with(
+        &input,
+        "graph.json",
+        &opts,
+        Some(grammar),
+        &scalpel_model::progress::Quiet,
+    )
+    .model
+}
+
+#[test]
+fn a_grammar_replayed_on_its_own_graph_gives_the_same_model() {
+    let g = listener_worker(48, 0x2545_f491);
+    let run = mine(
+        &g,
+        "graph.json",
+        &MineOptions::default(),
+        &scalpel_model::progress::Quiet,
+    );
+    assert!(run.grammar.rules() > 0);
+    assert_eq!(replayed(&g, &run.grammar), run.model);
+}
+
+/// Learned on the first requests of a run, replayed on a longer run of the same program: the
+/// same model as mining the longer run alone.
+#[test]
+fn a_grammar_learned_on_a_sample_labels_a_longer_run() {
+    let sample = listener_worker(16, 0x2545_f491);
+    let long = listener_worker(200, 0x2545_f491);
+    let learned = mine(
+        &sample,
+        "graph.json",
+        &MineOptions::default(),
+        &scalpel_model::progress::Quiet,
+    );
+    assert_eq!(replayed(&long, &learned.grammar), mined(&long));
+}
+
+/// A grammar of another table of leaf types is not replayed: the model is the one mining
+/// alone gives.
+#[test]
+fn a_grammar_of_other_leaf_types_is_left_out() {
+    let g = listener_worker(48, 0x2545_f491);
+    let other = graph(&[vec![0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]], &[]);
+    let learned = mine(
+        &other,
+        "graph.json",
+        &MineOptions::default(),
+        &scalpel_model::progress::Quiet,
+    );
+    assert_eq!(replayed(&g, &learned.grammar), mined(&g));
 }

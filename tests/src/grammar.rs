@@ -10,7 +10,13 @@ use scalpel_model::graph::Graph;
 use scalpel_model::progress::Quiet;
 use scalpel_model::task::{Model, OccRef};
 
+/// The model mining `g` gives when `grammar` is replayed first.
 pub fn replay(g: &Graph, grammar: &scalpel_mine::Grammar) -> Model {
+    replayed(g, grammar).model
+}
+
+/// What mining `g` gives when `grammar` is replayed first.
+pub fn replayed(g: &Graph, grammar: &scalpel_mine::Grammar) -> scalpel_mine::Mined {
     let opts = MineOptions::default();
     mine_with(
         &MineInput::of(g),
@@ -19,7 +25,6 @@ pub fn replay(g: &Graph, grammar: &scalpel_mine::Grammar) -> Model {
         Some(grammar),
         &Quiet,
     )
-    .model
 }
 
 /// Each leaf's top-level occurrence (`None` for a leaf in no group).
@@ -117,4 +122,47 @@ pub fn halves(dir: &Path) -> Result<Option<Halves>, GraphError> {
         named,
         split,
     }))
+}
+
+/// A grammar learned on the whole of one recording, replayed on another (of the same program),
+/// against mining the other alone.
+#[derive(Debug)]
+pub struct Across {
+    /// Leaves of the recording labelled.
+    pub leaves: usize,
+    /// Rules learned on the first recording.
+    pub rules: usize,
+    /// Of those, the rules that contracted something in the other.
+    pub replayed: usize,
+    /// Leaves whose top-level type has another name.
+    pub named: usize,
+    /// Leaves whose top-level task holds other leaves.
+    pub split: usize,
+}
+
+impl fmt::Display for Across {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} leaves ({} rules learned on the other recording, {} of them found here): {} under a top-level type of another name, {} in another top-level task",
+            self.leaves, self.rules, self.replayed, self.named, self.split
+        )
+    }
+}
+
+/// [`Across`] of a grammar learned on the trace in `from`, replayed on the trace in `to`.
+pub fn across(from: &Path, to: &Path) -> Result<Across, GraphError> {
+    let learned_on = build_graph(from, &GraphOptions::default())?.graph;
+    let learned = mine(&learned_on, "graph.json", &MineOptions::default(), &Quiet);
+    let g = build_graph(to, &GraphOptions::default())?.graph;
+    let alone = mine(&g, "graph.json", &MineOptions::default(), &Quiet).model;
+    let labelled = replayed(&g, &learned.grammar);
+    let (named, split) = differ(&alone, &labelled.model);
+    Ok(Across {
+        leaves: g.leaves.len(),
+        rules: learned.grammar.rules(),
+        replayed: labelled.replayed,
+        named,
+        split,
+    })
 }

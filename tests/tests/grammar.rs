@@ -4,7 +4,8 @@
 //! half holds what the first did not (the figures are printed; `docs/BENCHMARKS.md`).
 
 use scalpel_e2e::corpus::cases;
-use scalpel_e2e::grammar::{halves, replay};
+use scalpel_e2e::grammar::{across, halves, replay};
+use scalpel_e2e::{own_bin, record};
 use scalpel_graph::{build_graph, GraphOptions};
 use scalpel_mine::{mine, MineOptions};
 use scalpel_model::progress::Quiet;
@@ -38,4 +39,24 @@ fn a_grammar_learned_on_half_a_recording_labels_the_whole() {
     }
     eprintln!("all cases: {leaves} leaves, {named} under a top-level type of another name, {split} in another top-level task");
     assert!(leaves > 0);
+}
+
+/// Learned on one recording of a program and replayed on another (more connections, more
+/// requests): the leaf types are found again by their names and boundaries, which the corpus's
+/// scrubbed traces lack (their frames are bare addresses), so the program is recorded here.
+#[test]
+fn a_grammar_learned_on_one_recording_labels_another() {
+    let small = record(
+        &own_bin("threadpool"),
+        &["--connections", "3", "--requests", "12"],
+    )
+    .success();
+    let large = record(
+        &own_bin("threadpool"),
+        &["--connections", "6", "--requests", "24"],
+    )
+    .success();
+    let a = across(&small.dir, &large.dir).unwrap();
+    eprintln!("threadpool, 3×12 → 6×24 requests: {a}");
+    assert!(a.rules > 0 && a.replayed > 0, "{a}");
 }

@@ -49,6 +49,9 @@ pub struct Mined {
     /// The rules the run made, in order: replayed on another graph of the same leaf types by
     /// [`mine_with`](crate::mine_with).
     pub grammar: crate::Grammar,
+    /// Of the grammar given to [`mine_with`](crate::mine_with), the rules that contracted
+    /// something here (0 without one).
+    pub replayed: usize,
     /// What the user should hear about (cycles broken, names not used).
     pub warnings: Vec<MineWarning>,
 }

@@ -45,8 +45,8 @@ pub fn mine_input(
 }
 
 /// [`mine_input`] that first replays `grammar` (the rules another run made, see [`Grammar`])
-/// on the graph's leaves, then mines what they leave as usual. A grammar learned on a graph
-/// with another table of leaf types is not replayed.
+/// on the graph's leaves, then mines what they leave as usual. Rules over leaf types this
+/// graph does not have are left out.
 pub fn mine_with(
     graph: &MineInput<'_>,
     graph_file: &str,
@@ -81,28 +81,26 @@ pub fn mine_with(
     let mut class_cache = canon::ClassCache::default();
     let mut cross = cross::CrossEdges::default();
     let mut x = Vec::new();
-    let mut learned = Grammar::new(graph.types.len() as u32);
+    let mut learned = Grammar::new(&graph.types);
     let mut rounds = 0u32;
-    if let Some(g) = grammar.filter(|g| g.fits(graph.types.len() as u32)) {
-        let mut at = grammar::SymMap::new(g);
-        for step in g.steps() {
-            rounds += 1;
-            x = cross.update(&mut work, x);
-            progress.status(&format!(
-                "mining: replaying round {rounds} of {}",
-                g.steps().len()
-            ));
+    let mut replayed = 0;
+    if let Some(g) = grammar {
+        let mut at = grammar::SymMap::new(g, &graph.types);
+        for (i, step) in g.steps().iter().enumerate() {
             let allow = at.translate(step);
-            let props = propose(
-                &work,
-                &x,
-                step.phase,
-                1,
-                &AHashSet::new(),
-                &mut class_cache,
-                Some(&allow),
-            );
-            let (_, _, added) = apply(&mut work, &x, props, 1);
+            if allow.is_empty() {
+                continue;
+            }
+            x = cross.update(&mut work, x);
+            let n = g.steps().len();
+            progress.status(&format!("mining: replaying step {} of {n}", i + 1));
+            let none = AHashSet::new();
+            let cache = &mut class_cache;
+            let props = propose(&work, &x, step.phase, 1, &none, cache, Some(&allow));
+            let (applied, _, added) = apply(&mut work, &x, props, 1);
+            // A step counts as a round where it contracted something, as a round does.
+            rounds += u32::from(applied);
+            replayed += added.len();
             at.learn(step, &added);
             learned.push(step.phase, added);
         }
@@ -168,6 +166,7 @@ pub fn mine_with(
     }
     Mined {
         grammar: learned,
+        replayed,
         model: Model {
             schema: MODEL_SCHEMA.to_owned(),
             graph: graph_file.to_owned(),

@@ -34,6 +34,13 @@ use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
 use super::queues::CondMutexes;
 use super::waits::wait_of;
 
+/// Whether a condition whose waiters are the threads `woken` and whose signallers are `by` is a
+/// lock built from it: three or more threads wait on it, and every one of them signals it too
+/// (in a queue the takers do not put; between two threads it is a dialogue).
+pub(super) fn is_lock(woken: &AHashSet<u32>, by: &AHashSet<u32>) -> bool {
+    woken.len() >= 3 && woken.is_subset(by)
+}
+
 /// What [`cond_locks`] found.
 #[derive(Default)]
 pub(super) struct CondLocks {
@@ -62,7 +69,7 @@ pub(super) fn cond_locks(graph: &Graph, edges: &mut Vec<Edge>, mutexes: &CondMut
     }
     let locks: AHashSet<u32> = ends
         .iter()
-        .filter(|(_, (by, on))| on.len() >= 3 && on.is_subset(by))
+        .filter(|(_, (by, on))| is_lock(on, by))
         .map(|(&o, _)| o)
         .collect();
     // The lock's bookkeeping conditions: every signal made under one of its mutexes (see the

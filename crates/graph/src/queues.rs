@@ -387,12 +387,10 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> (Vec<Take>, AH
             steps.sort_by_key(|&(order, put, _, _)| (order, put));
             let walk = |drains| pair(&steps, c, at, drains, &thread);
             let mut w = walk(false);
-            // A lock built from the condition (three or more takers, each of which signals it
-            // too, see `condlocks`) hands over one token at a time: its waits say nothing of
-            // how much a take took.
-            let takers = waiters(c);
-            let by = signallers.get(&c);
-            let lock = takers.len() >= 3 && by.is_some_and(|by| takers.is_subset(by));
+            // A lock built from the condition hands over one token at a time: its waits say
+            // nothing of how much a take took.
+            let by = signallers.get(&c).cloned().unwrap_or_default();
+            let lock = super::condlocks::is_lock(&waiters(c), &by);
             if w.drained && w.polled && !lock {
                 w = walk(true);
             }

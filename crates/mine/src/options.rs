@@ -46,8 +46,8 @@ pub enum MineWarning {
 pub struct Mined {
     /// The model.
     pub model: Model,
-    /// The rules the run made, in order: replayed on another graph of the same leaf types by
-    /// [`mine_with`](crate::mine_with).
+    /// The rules the run made, in order: replayed on another graph (part of this one, or
+    /// another recording of the program) by [`mine_with`](crate::mine_with).
     pub grammar: crate::Grammar,
     /// Of the grammar given to [`mine_with`](crate::mine_with), the rules that contracted
     /// something here (0 without one).

@@ -1,7 +1,7 @@
 //! The miner's driver: rounds until nothing repeats often enough, then the model.
 
 use ahash::AHashSet;
-use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId};
+use scalpel_model::graph::{EdgeKind, Graph, LeafType, LeafTypeId};
 use scalpel_model::progress::Progress;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
@@ -85,25 +85,14 @@ pub fn mine_with(
     let mut rounds = 0u32;
     let mut replayed = 0;
     if let Some(g) = grammar {
-        let mut at = grammar::SymMap::new(g, &graph.types);
-        for (i, step) in g.steps().iter().enumerate() {
-            let allow = at.translate(step);
-            if allow.is_empty() {
-                continue;
-            }
-            x = cross.update(&mut work, x);
-            let n = g.steps().len();
-            progress.status(&format!("mining: replaying step {} of {n}", i + 1));
-            let none = AHashSet::new();
-            let cache = &mut class_cache;
-            let props = propose(&work, &x, step.phase, 1, &none, cache, Some(&allow));
-            let (applied, _, added) = apply(&mut work, &x, props, 1);
-            // A step counts as a round where it contracted something, as a round does.
-            rounds += u32::from(applied);
-            replayed += added.len();
-            at.learn(step, &added);
-            learned.push(step.phase, added);
-        }
+        let mut at = Replay {
+            work: &mut work,
+            cross: &mut cross,
+            x,
+            class_cache: &mut class_cache,
+        };
+        (rounds, replayed) = at.run(g, &graph.types, &mut learned, progress);
+        x = at.x;
     }
     let mut banned: AHashSet<Rule> = AHashSet::new();
     loop {
@@ -182,6 +171,55 @@ pub fn mine_with(
             leaf_parent: built.leaf_parent,
         },
         warnings,
+    }
+}
+
+/// The miner's state while a grammar is replayed on it.
+struct Replay<'w> {
+    work: &'w mut Work,
+    cross: &'w mut cross::CrossEdges,
+    x: Vec<XEdge>,
+    class_cache: &'w mut canon::ClassCache,
+}
+
+impl Replay<'_> {
+    /// Replays `g`'s steps (see `grammar`), recording what each added in `learned`. Returns the
+    /// rounds (the steps that contracted something, as a round does) and the rules replayed.
+    fn run(
+        &mut self,
+        g: &Grammar,
+        types: &[LeafType],
+        learned: &mut Grammar,
+        progress: &dyn Progress,
+    ) -> (u32, usize) {
+        let (mut rounds, mut replayed) = (0, 0);
+        let mut at = grammar::SymMap::new(g, types);
+        let none = AHashSet::new();
+        for (i, step) in g.steps().iter().enumerate() {
+            let allow = at.translate(step);
+            if allow.is_empty() {
+                continue;
+            }
+            self.x = self.cross.update(self.work, std::mem::take(&mut self.x));
+            let n = g.steps().len();
+            progress.status(&format!("mining: replaying step {} of {n}", i + 1));
+            let cache = &mut *self.class_cache;
+            let props = propose(
+                self.work,
+                &self.x,
+                step.phase,
+                1,
+                &none,
+                cache,
+                Some(&allow),
+            );
+            let (applied, _, added) = apply(self.work, &self.x, props, 1);
+            rounds += u32::from(applied);
+            replayed += added.len();
+            at.learn(step, &added);
+            learned.push(step.phase, added);
+        }
+        (rounds, replayed)
     }
 }
 

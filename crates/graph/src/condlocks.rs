@@ -31,15 +31,8 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait};
 
-use super::queues::CondMutexes;
+use super::queues::{is_lock, CondMutexes};
 use super::waits::wait_of;
-
-/// Whether a condition whose waiters are the threads `woken` and whose signallers are `by` is a
-/// lock built from it: three or more threads wait on it, and every one of them signals it too
-/// (in a queue the takers do not put; between two threads it is a dialogue).
-pub(super) fn is_lock(woken: &AHashSet<u32>, by: &AHashSet<u32>) -> bool {
-    woken.len() >= 3 && woken.is_subset(by)
-}
 
 /// What [`cond_locks`] found.
 #[derive(Default)]

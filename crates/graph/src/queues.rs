@@ -390,7 +390,7 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> (Vec<Take>, AH
             // A lock built from the condition hands over one token at a time: its waits say
             // nothing of how much a take took.
             let by = signallers.get(&c).cloned().unwrap_or_default();
-            let lock = super::condlocks::is_lock(&waiters(c), &by);
+            let lock = is_lock(&waiters(c), &by);
             if w.drained && w.polled && !lock {
                 w = walk(true);
             }
@@ -406,6 +406,13 @@ pub(super) fn takes(mut sections: Vec<Section>, graph: &Graph) -> (Vec<Take>, AH
     }
     out.sort_unstable();
     (out, capacity)
+}
+
+/// Whether a condition whose waiters are the threads `woken` and whose signallers are `by` is a
+/// lock built from it (`condlocks`): three or more threads wait on it, and every one of them signals it too
+/// (in a queue the takers do not put; between two threads it is a dialogue).
+pub(super) fn is_lock(woken: &AHashSet<u32>, by: &AHashSet<u32>) -> bool {
+    woken.len() >= 3 && woken.is_subset(by)
 }
 
 /// What one walk of a condition's puts and takes found.

@@ -37,6 +37,7 @@ mod ready;
 mod replies;
 mod replycalls;
 mod retype;
+mod room;
 mod service;
 mod signals;
 mod sink;

@@ -43,6 +43,7 @@ use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::{ChannelKind, Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
 
 use super::event::reads_bytes;
+use super::room;
 use super::service::is_wakeup;
 use super::waits::wait_of;
 use std::collections::VecDeque;
@@ -509,7 +510,8 @@ pub(super) fn add_edges(
         .map(|e| (e.from, thread(e.to)))
         .collect();
     let (takes, capacity) = takes(sections, graph);
-    let waits = capacity_waits(graph, edges, &capacity);
+    let mut waits = capacity_waits(graph, edges, &capacity);
+    waits.extend(room::room_waits(graph, edges, &takes));
     match_wakeups(graph, edges, &takes);
     let queued: Vec<Edge> = takes
         .into_iter()

@@ -28,7 +28,7 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::{
     assemble, calls, completions, condlocks, event, eventloop, filter, hosts, latches, locks,
-    merge, naming, queues, ready, replycalls, retype, service, signals, types,
+    merge, naming, queues, ready, replycalls, retype, room, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -224,8 +224,11 @@ fn causal_edges(asm: Assembled) -> Caused {
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
     let mutexes = queues::cond_mutexes(&asm.sections, &asm.signal_holds);
-    let capacity_waits = queues::add_edges(&graph, &mut edges, asm.sections);
+    let (mut capacity_waits, takes) = queues::add_edges(&graph, &mut edges, asm.sections);
     let answered = completions::land_completions(&graph, &conns, &mut edges);
+    // After the completions found the leaves that handled them: a notice is room only where
+    // it did not land on its item's result.
+    capacity_waits.extend(room::room_waits(&graph, &mut edges, &takes));
     // Before program order: a lock's hand-overs are no takes of new work.
     let cond_locks = condlocks::cond_locks(&graph, &mut edges, &mutexes);
     Caused {

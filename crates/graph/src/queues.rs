@@ -43,7 +43,6 @@ use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::{ChannelKind, Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
 
 use super::event::reads_bytes;
-use super::room;
 use super::service::is_wakeup;
 use super::waits::wait_of;
 use std::collections::VecDeque;
@@ -497,12 +496,12 @@ fn pair(
 /// whether the worker waited.
 ///
 /// Returns the waits on capacity conditions (see [`capacity_waits`]), whose `cond` edges it
-/// takes out.
+/// takes out, and the takes.
 pub(super) fn add_edges(
     graph: &Graph,
     edges: &mut Vec<Edge>,
     sections: Vec<Section>,
-) -> Vec<LockWait> {
+) -> (Vec<LockWait>, Vec<Take>) {
     let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
     let handed: AHashSet<(NodeId, Option<ThreadId>)> = edges
         .iter()
@@ -510,11 +509,10 @@ pub(super) fn add_edges(
         .map(|e| (e.from, thread(e.to)))
         .collect();
     let (takes, capacity) = takes(sections, graph);
-    let mut waits = capacity_waits(graph, edges, &capacity);
-    waits.extend(room::room_waits(graph, edges, &takes));
+    let waits = capacity_waits(graph, edges, &capacity);
     match_wakeups(graph, edges, &takes);
     let queued: Vec<Edge> = takes
-        .into_iter()
+        .iter()
         .filter(|t| !t.waited)
         .map(|t| Edge {
             from: NodeId::new(t.from),
@@ -525,7 +523,7 @@ pub(super) fn add_edges(
         .filter(|e| !handed.contains(&(e.from, thread(e.to))))
         .collect();
     edges.extend(queued);
-    waits
+    (waits, takes)
 }
 
 /// Back-pressure is a wait, not a cause: a bounded queue's producer that waits for room is woken

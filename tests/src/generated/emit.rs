@@ -20,7 +20,7 @@ pub fn program(spec: &Spec) -> String {
         Arch::ThreadPerConnection => thread_per_connection(&mut c),
         Arch::EventLoop => event_loop(&mut c),
         Arch::Pool if spec.completions => completion_pool(&mut c, spec.peeled),
-        Arch::Pool => pool(&mut c, spec.peeled),
+        Arch::Pool => pool(&mut c, spec.peeled, spec.idle),
         Arch::Pipeline => pipeline(&mut c, spec),
         Arch::ForkPerConnection => fork_per_connection(&mut c),
     }
@@ -43,6 +43,7 @@ fn header(c: &mut String, s: &Spec) {
         ("HANDOFF", s.handoff.c_name().to_owned()),
         ("CALL", u32::from(s.call).to_string()),
         ("GLOBAL_LOCK", u32::from(s.global_lock).to_string()),
+        ("IDLE", u32::from(s.idle).to_string()),
     ];
     for (k, v) in defs {
         let _ = writeln!(c, "#define {k} {v}");
@@ -210,43 +211,94 @@ fn push_worker(c: &mut String, code: &str, peeled: bool) {
     }
 }
 
-fn pool(c: &mut String, peeled: bool) {
+/// Idle workers, counted (see [`Spec::idle`]): the epoll thread claims one before each hand-off
+/// and, with none idle, waits on the wake-up pipe, which a worker writes to as it goes idle
+/// only while the epoll thread waits. The count is under a mutex (no cut); the pipe's read and
+/// write are the only calls between the two.
+const IDLE_WORKERS: &str = r#"
+static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
+static int idle_workers = WORKERS, loop_waits;
+static int wake_pipe[2];
+
+static void claim_idle(void) {
+    for (;;) {
+        pthread_mutex_lock(&idle_mu);
+        if (idle_workers > 0) {
+            idle_workers--;
+            pthread_mutex_unlock(&idle_mu);
+            return;
+        }
+        loop_waits = 1;
+        pthread_mutex_unlock(&idle_mu);
+        char b;
+        if (read(wake_pipe[0], &b, 1) != 1) die("read");
+    }
+}
+
+static void release_idle(void) {
+    pthread_mutex_lock(&idle_mu);
+    idle_workers++;
+    int wake = loop_waits;
+    loop_waits = 0;
+    pthread_mutex_unlock(&idle_mu);
+    if (wake) full_write(wake_pipe[1], "", 1);
+}
+"#;
+
+fn pool(c: &mut String, peeled: bool, idle: bool) {
+    if idle {
+        c.push_str(IDLE_WORKERS);
+    }
+    let (release, claim, init) = if idle {
+        (
+            "\n        release_idle();",
+            "                claim_idle();\n",
+            "\n    if (pipe(wake_pipe) < 0) die(\"pipe\");",
+        )
+    } else {
+        ("", "", "")
+    };
     push_worker(
         c,
-        r#"
+        &format!(
+            r#"
 static struct handoff hq;
 
-static void *worker_main(void *arg) {
+static void *worker_main(void *arg) {{
     (void)arg;
-    for (;;) {
+    for (;;) {{
         struct item it = handoff_take(&hq);
         uint64_t mark = truth_now();
         if (it.fd < 0) break;
         serve(&it.m);
-        answer(1, it.fd, &it.m, mark);
-    }
+        answer(1, it.fd, &it.m, mark);{release}
+    }}
     return NULL;
-}
-"#,
+}}
+"#
+        ),
         peeled,
     );
     epoll_loop(
         c,
-        r#"                truth_part(0, &m, mark);
-                handoff_put(&hq, (struct item){.m = m, .fd = c->fd});
-                mark = truth_now();"#,
+        &format!(
+            r#"{claim}                truth_part(0, &m, mark);
+                handoff_put(&hq, (struct item){{.m = m, .fd = c->fd}});
+                mark = truth_now();"#
+        ),
     );
-    c.push_str(
+    let _ = write!(
+        c,
         r#"
-static void server(int lfd) {
-    handoff_init(&hq);
+static void server(int lfd) {{
+    handoff_init(&hq);{init}
     pthread_t t[WORKERS];
     for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker_main, NULL);
     epoll_loop(lfd);
-    for (int i = 0; i < WORKERS; i++) handoff_put(&hq, (struct item){.fd = -1});
+    for (int i = 0; i < WORKERS; i++) handoff_put(&hq, (struct item){{.fd = -1}});
     for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
-}
-"#,
+}}
+"#
     );
 }
 

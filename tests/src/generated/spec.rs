@@ -144,6 +144,12 @@ pub struct Spec {
     /// several threads, and only where three or more threads share it; drawn last, for the
     /// same reason).
     pub global_lock: bool,
+    /// The epoll thread hands a request over only to an idle worker; with none idle it waits
+    /// until a worker that goes idle writes a byte to its wake-up pipe, as Apache's event MPM
+    /// listener waits for an idle worker (pool without completions, and two or more workers:
+    /// with one, the only item in flight is the one the loop put last, and its worker's notice
+    /// is room and result alike; drawn last, for the same reason).
+    pub idle: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -194,6 +200,7 @@ impl Spec {
         let completions = d.chance(500);
         let peeled = d.chance(500);
         let global_lock = d.chance(300);
+        let idle = d.chance(500);
         let forked = arch == Arch::ForkPerConnection;
         // The threads that would share a global lock: a lock two threads pass to and fro is a
         // dialogue between them (docs/LIMITS.md), so it is drawn only where three or more do.
@@ -224,6 +231,7 @@ impl Spec {
             completions: completions && arch == Arch::Pool,
             peeled: peeled && arch == Arch::Pool,
             global_lock: global_lock && lock_sharers >= 3,
+            idle: idle && arch == Arch::Pool && !completions && workers >= 2,
         }
     }
 
@@ -264,6 +272,9 @@ impl fmt::Display for Spec {
         }
         if self.global_lock {
             write!(f, " lock=global")?;
+        }
+        if self.idle {
+            write!(f, " idle=wakeup-pipe")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

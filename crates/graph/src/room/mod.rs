@@ -39,6 +39,8 @@
 //! each answer and writes its next request in one leaf, and keeps that edge: from sync calls
 //! alone, its answers and a wake-up pipe's bytes look alike.
 
+mod queue;
+
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::ChanKind;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, ThreadId};
@@ -47,41 +49,7 @@ use super::event::dispatches;
 use super::eventloop::epoll_threads;
 use super::queues::Take;
 use super::waits::wait_of;
-
-/// One queue with pure roles: per consumer and producer, the consumer's takes of that
-/// producer's items (pop leaf, put leaf); per producer, its put leaves; all sorted by leaf (a
-/// thread's leaves are in time order; leaves of two threads are not comparable).
-#[derive(Default)]
-struct Queue {
-    takes: AHashMap<(ThreadId, ThreadId), Vec<(u32, u32)>>,
-    puts: AHashMap<ThreadId, Vec<u32>>,
-}
-
-impl Queue {
-    /// Whether the consumer's latest item from the producer, taken by leaf `at`, was put before
-    /// the producer's latest put before leaf `woken`.
-    fn older(&self, consumer: ThreadId, at: u32, producer: ThreadId, woken: u32) -> bool {
-        let latest = |v: &[u32], before: u32| v.partition_point(|&l| l < before).checked_sub(1);
-        let Some(puts) = self.puts.get(&producer) else {
-            return false;
-        };
-        let Some(last_put) = latest(puts, woken).map(|i| puts[i]) else {
-            return false;
-        };
-        let Some(takes) = self.takes.get(&(consumer, producer)) else {
-            return false;
-        };
-        let taken = takes.partition_point(|&(to, _)| to <= at).checked_sub(1);
-        taken.is_some_and(|i| takes[i].1 < last_put)
-    }
-
-    /// Whether leaf `l` ends at one of the producer's puts.
-    fn is_put(&self, producer: ThreadId, l: u32) -> bool {
-        self.puts
-            .get(&producer)
-            .is_some_and(|v| v.binary_search(&l).is_ok())
-    }
-}
+use queue::Queue;
 
 /// Takes the notices that free room out of `edges` (see the module docs) and returns them as
 /// waits. `takes`: the queues under a mutex, paired.
@@ -113,11 +81,14 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
         let (Some(c), Some(p)) = (thread(from), thread(to)) else {
             return false;
         };
+        let sent = graph.leaves[from as usize].end_ns;
+        // Not the one item in flight: a later one was put, or another consumer was busy.
+        let shared = |q: &Queue| q.older(c, from, p, to) || q.busy_elsewhere(c, p, sent);
         notice(e.kind)
             && looping.get(p.index()).copied().unwrap_or(false)
             && by_pair.get(&(c, p)).is_some_and(|qs| {
                 qs.iter()
-                    .any(|q| (dispatch(to) || q.is_put(p, to)) && q.older(c, from, p, to))
+                    .any(|q| (dispatch(to) || q.is_put(p, to)) && shared(q))
             })
     };
     let mut waits = Vec::new();
@@ -157,22 +128,13 @@ fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)]) -> Vec<Queue> {
         let list = &by_cond[&cond];
         let producers: AHashSet<ThreadId> = list.iter().map(|x| x.0).collect();
         let consumers: AHashSet<ThreadId> = list.iter().map(|x| x.1).collect();
-        let mut q = Queue::default();
-        for &(p, c, from, to) in list {
-            if !consumers.contains(&p) && !producers.contains(&c) {
-                q.takes.entry((c, p)).or_default().push((to, from));
-                q.puts.entry(p).or_default().push(from);
-            }
-        }
-        for v in q.takes.values_mut() {
-            v.sort_unstable();
-        }
-        for v in q.puts.values_mut() {
-            v.sort_unstable();
-            v.dedup();
-        }
-        if !q.takes.is_empty() {
-            out.push(q);
+        let pure: Vec<_> = list
+            .iter()
+            .copied()
+            .filter(|&(p, c, _, _)| !consumers.contains(&p) && !producers.contains(&c))
+            .collect();
+        if !pure.is_empty() {
+            out.push(Queue::new(graph, &pure));
         }
     }
     out
@@ -213,117 +175,4 @@ fn notice(k: EdgeKind) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use scalpel_model::format::Op;
-    use scalpel_model::graph::{EdgeKind, Graph, Leaf, ObjId, ThreadId};
-    use scalpel_model::testgraph::{At, GraphBuilder};
-
-    use super::room_waits;
-
-    /// Adds leaves running `steps` (start and end call) to `thread`, 1 µs apart from `t0`.
-    fn steps(b: &mut GraphBuilder, thread: ThreadId, t0: u64, steps: &[(Op, Op)]) -> Vec<At> {
-        let ty = b.leaf_type("step", None);
-        let mut out = Vec::new();
-        for (i, &(from, to)) in steps.iter().enumerate() {
-            let t = t0 + 1_000 * i as u64;
-            let mut l = Leaf::new(thread, ty, t, t + 10);
-            l.start_op = Some(from.into());
-            l.end_op = Some(to.into());
-            out.push(b.push(thread, l));
-        }
-        out
-    }
-
-    /// Items handed over by semaphore posts (object 1), notices written back (object 2).
-    fn graph(b: GraphBuilder) -> Graph {
-        let mut g = b.build();
-        for e in &mut g.edges {
-            e.obj = Some(ObjId::new(if e.kind == EdgeKind::Sem { 1 } else { 2 }));
-        }
-        g
-    }
-
-    /// An event loop puts items A and B for two workers; each worker's notice, about an item
-    /// older than the loop's latest put, wakes the loop into its next put: room, both.
-    #[test]
-    fn a_notice_about_an_older_item_is_room() {
-        use Op::*;
-        let mut b = GraphBuilder::new();
-        let (lp, w1, w2, w3) = (
-            b.thread("loop"),
-            b.thread("w1"),
-            b.thread("w2"),
-            b.thread("w3"),
-        );
-        let l = steps(
-            &mut b,
-            lp,
-            0,
-            &[
-                (EpollWait, SemPost),
-                (SemPost, SemPost),
-                (SemPost, EpollWait),
-                (EpollWait, Read),
-                (Read, SemPost),
-                (SemPost, EpollWait),
-                (EpollWait, Read),
-                (Read, SemPost),
-            ],
-        );
-        let a = steps(&mut b, w1, 500, &[(SemWait, Write)]);
-        let bb = steps(&mut b, w2, 1_500, &[(SemWait, Write)]);
-        // A third worker takes the loop's later items, C and D.
-        let c = steps(&mut b, w3, 4_500, &[(SemWait, SemWait), (SemWait, SemWait)]);
-        b.edge(l[0], a[0], EdgeKind::Sem);
-        b.edge(l[1], bb[0], EdgeKind::Sem);
-        b.edge(l[4], c[0], EdgeKind::Sem);
-        b.edge(l[7], c[1], EdgeKind::Sem);
-        b.edge(a[0], l[4], EdgeKind::Stream);
-        b.edge(bb[0], l[7], EdgeKind::Stream);
-        let (ids, mut g) = ([b.id(l[3]), b.id(l[6]), b.id(a[0]), b.id(bb[0])], graph(b));
-        let mut edges = std::mem::take(&mut g.edges);
-        let waits = room_waits(&g, &mut edges, &[]);
-        let got: Vec<(u32, Option<u32>)> = waits
-            .iter()
-            .map(|w| (w.waiter.get(), w.holder.map(|h| h.get())))
-            .collect();
-        assert_eq!(got, [(ids[0], Some(ids[2])), (ids[1], Some(ids[3]))]);
-        assert!(edges.iter().all(|e| e.kind != EdgeKind::Stream));
-    }
-
-    /// A loop gets the result of the item it put last (B): a cause. A notice about an older item
-    /// (A) is room in a loop, and a cause for a producer that is no event loop.
-    #[test]
-    fn the_latest_item_s_result_and_a_producer_outside_a_loop_keep_their_edges() {
-        use Op::*;
-        for (start, about) in [(EpollWait, 1), (Read, 1), (Read, 0), (EpollWait, 0)] {
-            let mut b = GraphBuilder::new();
-            let (lp, w, w2) = (b.thread("loop"), b.thread("w"), b.thread("w2"));
-            let l = steps(
-                &mut b,
-                lp,
-                0,
-                &[
-                    (start, SemPost),
-                    (SemPost, SemPost),
-                    (SemPost, EpollWait),
-                    (start, Read),
-                    (Read, SemPost),
-                ],
-            );
-            let x = steps(&mut b, w, 500, &[(SemWait, Write), (Write, SemWait)]);
-            let y = steps(&mut b, w2, 4_500, &[(SemWait, SemWait)]);
-            b.edge(l[0], x[0], EdgeKind::Sem);
-            b.edge(l[1], x[1], EdgeKind::Sem);
-            b.edge(l[4], y[0], EdgeKind::Sem);
-            // The notice about B, the latest put, is no room; about A, in a loop, it is.
-            b.edge(x[about], l[4], EdgeKind::Stream);
-            let mut g = graph(b);
-            let mut edges = std::mem::take(&mut g.edges);
-            let room = start == EpollWait && about == 0;
-            let waits = room_waits(&g, &mut edges, &[]);
-            assert_eq!(waits.len(), usize::from(room), "{start:?} {about}");
-            assert_eq!(edges.len(), 4 - usize::from(room));
-        }
-    }
-}
+mod tests;

@@ -49,7 +49,7 @@ use super::event::dispatches;
 use super::eventloop::epoll_threads;
 use super::queues::Take;
 use super::waits::wait_of;
-use queue::Queue;
+use queue::{Notices, Queue};
 
 /// Takes the notices that free room out of `edges` (see the module docs) and returns them as
 /// waits. `takes`: the queues under a mutex, paired.
@@ -57,7 +57,19 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     let mut handoffs: Vec<(u32, u32, u32)> = takes.iter().map(|t| (t.from, t.to, t.cond)).collect();
     handoffs.extend(edges.iter().filter_map(|e| item(graph, e)));
-    let queues = pure_queues(graph, &handoffs);
+    let mut notices = Notices::new();
+    for e in edges.iter().filter(|e| notice(e.kind)) {
+        if let (Some(c), Some(p)) = (thread(e.from.get()), thread(e.to.get())) {
+            if c != p {
+                let sent = graph.leaves[e.from.index()].end_ns;
+                notices.entry((c, p)).or_default().push(sent);
+            }
+        }
+    }
+    for v in notices.values_mut() {
+        v.sort_unstable();
+    }
+    let queues = pure_queues(graph, &handoffs, &notices);
     let looping = epoll_threads(graph);
     // Per (consumer, producer), the queues it is both on.
     let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
@@ -111,7 +123,7 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
 /// The queues of `takes` by condition, each with its pure consumers' takes and its pure
 /// producers' puts (a thread that both puts and takes on a queue, a pool whose workers push
 /// sub-tasks, has neither role).
-fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)]) -> Vec<Queue> {
+fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)], notices: &Notices) -> Vec<Queue> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     let mut by_cond: AHashMap<u32, Vec<(ThreadId, ThreadId, u32, u32)>> = AHashMap::new();
     for &(from, to, obj) in handoffs {
@@ -134,7 +146,7 @@ fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)]) -> Vec<Queue> {
             .filter(|&(p, c, _, _)| !consumers.contains(&p) && !producers.contains(&c))
             .collect();
         if !pure.is_empty() {
-            out.push(Queue::new(graph, &pure));
+            out.push(Queue::new(graph, &pure, notices));
         }
     }
     out

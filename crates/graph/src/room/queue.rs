@@ -2,6 +2,10 @@
 //! notice left.
 
 use ahash::AHashMap;
+
+/// Per (consumer, producer), when the consumer sent the producer a notice (its leaf's end),
+/// sorted.
+pub(super) type Notices = AHashMap<(ThreadId, ThreadId), Vec<u64>>;
 use scalpel_model::graph::{Graph, ThreadId};
 
 /// A channel's items with pure roles: per (consumer, producer), the consumer's takes of that
@@ -26,7 +30,12 @@ struct Flights {
 impl Queue {
     /// A queue of `handoffs` (producer, consumer, put leaf, take leaf), every one by a pure
     /// producer to a pure consumer.
-    pub(super) fn new(graph: &Graph, handoffs: &[(ThreadId, ThreadId, u32, u32)]) -> Queue {
+    /// `notices`: when each consumer sent each producer a notice.
+    pub(super) fn new(
+        graph: &Graph,
+        handoffs: &[(ThreadId, ThreadId, u32, u32)],
+        notices: &Notices,
+    ) -> Queue {
         let mut q = Queue::default();
         let mut by_consumer: AHashMap<ThreadId, Vec<u32>> = AHashMap::new();
         for &(p, c, from, to) in handoffs {
@@ -44,12 +53,19 @@ impl Queue {
             v.sort_unstable();
             v.dedup();
         }
-        // Per item: put when its put leaf ended, worked on until its consumer began to wait
-        // for its next take (or its thread's last leaf ended).
+        // Per item: put when its put leaf ended, worked on until its consumer told the
+        // producer or began to wait for its next take (or its thread's last leaf ended).
         let mut items: AHashMap<ThreadId, Vec<(u64, u64, ThreadId)>> = AHashMap::new();
         for &(p, c, from, to) in handoffs {
-            let done = done_ns(graph, c, &by_consumer[&c], to);
             let put = graph.leaves.get(from as usize).map_or(0, |l| l.end_ns);
+            // The consumer's first notice to the producer after the item was put (by time, not
+            // by the take it was paired with: a pairing off by one would move it by an item).
+            let told = notices
+                .get(&(c, p))
+                .and_then(|v| v.get(v.partition_point(|&t| t < put)))
+                .copied()
+                .unwrap_or(u64::MAX);
+            let done = done_ns(graph, c, &by_consumer[&c], to).min(told);
             items.entry(p).or_default().push((put, done, c));
         }
         for (p, mut v) in items {
@@ -61,7 +77,13 @@ impl Queue {
 
     /// Whether the consumer's latest item from the producer, taken by leaf `at`, was put before
     /// the producer's latest put before leaf `woken`.
-    pub(super) fn older(&self, consumer: ThreadId, at: u32, producer: ThreadId, woken: u32) -> bool {
+    pub(super) fn older(
+        &self,
+        consumer: ThreadId,
+        at: u32,
+        producer: ThreadId,
+        woken: u32,
+    ) -> bool {
         let Some(puts) = self.puts.get(&producer) else {
             return false;
         };
@@ -77,7 +99,12 @@ impl Queue {
 
     /// Whether another consumer than `consumer` was working on an item of the producer at
     /// `at_ns`.
-    pub(super) fn busy_elsewhere(&self, consumer: ThreadId, producer: ThreadId, at_ns: u64) -> bool {
+    pub(super) fn busy_elsewhere(
+        &self,
+        consumer: ThreadId,
+        producer: ThreadId,
+        at_ns: u64,
+    ) -> bool {
         self.flights
             .get(&producer)
             .is_some_and(|f| f.busy_elsewhere(consumer, at_ns))
@@ -125,19 +152,26 @@ impl Flights {
     }
 }
 
-/// When consumer `c` was done with the item it took at leaf `to`: when the leaf before its next
-/// take ended (it began to wait), else when its last leaf ended. `takes`: its take leaves,
-/// sorted.
+/// When consumer `c` was done with the item it took at leaf `to`: when it first called what
+/// began its next take (its wait for the next item; a wake-up that found the item gone and
+/// waited again is no work), or, after its last take, what began that one; else when the leaf
+/// before its next take, or its last leaf, ended. `takes`: its take leaves, sorted.
 fn done_ns(graph: &Graph, c: ThreadId, takes: &[u32], to: u32) -> u64 {
-    let next = takes.partition_point(|&l| l <= to);
-    let leaf = match takes.get(next) {
-        Some(&n) => n.checked_sub(1),
-        None => graph
-            .threads
-            .get(c.index())
-            .and_then(|t| (t.first_leaf.get() + t.leaves).checked_sub(1)),
-    };
-    leaf.and_then(|l| graph.leaves.get(l as usize))
+    let leaves = &graph.leaves;
+    let last = graph
+        .threads
+        .get(c.index())
+        .map_or(to, |t| (t.first_leaf.get() + t.leaves).saturating_sub(1));
+    let next = takes.get(takes.partition_point(|&l| l <= to)).copied();
+    let wait = leaves
+        .get(next.unwrap_or(to) as usize)
+        .and_then(|l| l.start_op);
+    let end = next.map_or(last, |n| n.saturating_sub(1));
+    let leaf = (to..=end)
+        .find(|&i| leaves.get(i as usize).is_some_and(|l| l.end_op == wait))
+        .unwrap_or(end);
+    leaves
+        .get(leaf as usize)
         .filter(|l| l.thread == c)
         .map_or(u64::MAX, |l| l.end_ns)
 }

@@ -1,15 +1,15 @@
-//! A consumer's notice to its producer about an *earlier* item frees room; it does not cause the
-//! producer's next item.
+//! A notice that a consumer sends its producer only when asked frees room; it does not cause
+//! the producer's next item.
 //!
-//! A queue's producer that runs out of room (every worker of a pool busy, a bounded buffer full)
-//! stops handing out work until a consumer tells it that one is free: a byte on a wake-up pipe,
-//! an eventfd, a semaphore (Apache's listener stops accepting while no worker is idle, and a
-//! worker that goes idle writes to the listener's wake-up pipe). As an edge, that notice joined
-//! the consumer's item to whatever the producer did next: its next put (a later item, which
-//! came from elsewhere), an accept, or a return to its wait that glued several consumers' items
-//! together. Under load (the more often the producer ran out of room) it chained items into
-//! runs of every length, each run a task type: Apache recorded on a busy machine gave 13 to 19
-//! types for 95% of the leaves, against 4 on an idle one.
+//! A queue's producer that runs out of room (every worker of a pool busy, a bounded buffer
+//! full) stops handing out work until a consumer tells it that one is free: a byte on a wake-up
+//! pipe, an eventfd, a semaphore (Apache's listener stops accepting while no worker is idle, and
+//! a worker that goes idle writes to the listener's wake-up pipe). As an edge, that notice
+//! joined the consumer's item to whatever the producer did next: its next put (a later item,
+//! which came from elsewhere), an accept, or a return to its wait that glued several consumers'
+//! items together. Under load (the more often the producer ran out of room) it chained items
+//! into runs of every length, each run a task type: Apache recorded on a busy machine gave 13
+//! to 19 types for 95% of the leaves, against 4 on an idle one.
 //!
 //! The rule. A queue here is any channel of items between threads: a queue under a mutex
 //! (`queues`' FIFO pairing, which also knows the items nobody waited for), a semaphore, an
@@ -17,27 +17,27 @@
 //! consumer. An edge from a consumer's leaf into a producer's leaf is room when
 //! - it is a notice (a wake-up or bytes; not program order, a thread's start or end, or a
 //!   connection handed over);
+//! - the consumer sent fewer notices on that object to that producer than it took items from
+//!   it: it tells the producer only sometimes, when the producer asked (it waited for room). A
+//!   result is sent for every item (a completion written to an eventfd, an answer on a pipe),
+//!   and stays a cause however many items are in flight;
 //! - the producer is an event loop (it waits in epoll): its puts hand on what its waits
 //!   reported (a new connection, a connection ready again), so a put has that as its source;
-//! - the producer's leaf ends at a put on the queue or at a dispatch (an epoll, poll or select
-//!   wait, an accept): it went on to a next item, not to the consumer's result, which
-//!   `completions` has by then moved to the leaf that handled it;
-//! - and the consumer's latest item from that producer is *older* than the producer's latest
-//!   put before the leaf: the producer had moved on and was not waiting for that item. A loop
-//!   with one item in flight (it puts, waits for the result, puts the next) gets the result of
-//!   the item it put last, and that edge stays a cause (the wakeups sample's readiness part).
+//! - and the producer's leaf ends at a put on the queue or at a dispatch (an epoll, poll or
+//!   select wait, an accept): it went on to a next item, not to the consumer's result, which
+//!   `completions` has by then moved to the leaf that handled it.
 //!
 //! The edge becomes a wait of the producer's leaf that waited (the one before the woken leaf
 //! on its thread) with the consumer's leaf as its holder, as a lock's contended acquisition is,
 //! so the wait-for graph and the rollups still see it; the merge then joins the two leaves
 //! around the wait when no other cause met it.
 //!
-//! What it assumes: an event loop's put is caused by what its wait reported. A loop that, with
-//! several items in flight, reads a consumer's result in the leaf that ends at its next put (or
-//! at its dispatch wait) loses that result's edge: it becomes a wait of the next item. A client
-//! that is no event loop and keeps a window of requests in flight (the fanout sample) reads
-//! each answer and writes its next request in one leaf, and keeps that edge: from sync calls
-//! alone, its answers and a wake-up pipe's bytes look alike.
+//! What it assumes: a notice for some items only is a request the producer made, not a result.
+//! A consumer that reports results only for some items (errors, say) to an event loop that
+//! then puts its next item loses those edges. A producer that is no event loop keeps every
+//! edge: a client keeping a window of requests in flight (the fanout sample) reads each answer
+//! and writes its next request in one leaf, and from sync calls alone its answers and a wake-up
+//! pipe's bytes look alike.
 
 mod queue;
 
@@ -49,7 +49,7 @@ use super::event::dispatches;
 use super::eventloop::epoll_threads;
 use super::queues::Take;
 use super::waits::wait_of;
-use queue::{Notices, Queue};
+use queue::Queue;
 
 /// Takes the notices that free room out of `edges` (see the module docs) and returns them as
 /// waits. `takes`: the queues under a mutex, paired.
@@ -57,19 +57,7 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     let mut handoffs: Vec<(u32, u32, u32)> = takes.iter().map(|t| (t.from, t.to, t.cond)).collect();
     handoffs.extend(edges.iter().filter_map(|e| item(graph, e)));
-    let mut notices = Notices::new();
-    for e in edges.iter().filter(|e| notice(e.kind)) {
-        if let (Some(c), Some(p)) = (thread(e.from.get()), thread(e.to.get())) {
-            if c != p {
-                let sent = graph.leaves[e.from.index()].end_ns;
-                notices.entry((c, p)).or_default().push(sent);
-            }
-        }
-    }
-    for v in notices.values_mut() {
-        v.sort_unstable();
-    }
-    let queues = pure_queues(graph, &handoffs, &notices);
+    let queues = pure_queues(graph, &handoffs);
     let looping = epoll_threads(graph);
     // Per (consumer, producer), the queues it is both on.
     let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
@@ -88,19 +76,28 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
             .and_then(|l| l.end_op?.op())
             .is_some_and(dispatches)
     };
+    // Per (consumer, producer, object), the consumer's leaves that sent a notice on it.
+    let mut told: AHashMap<(ThreadId, ThreadId, u32), AHashSet<u32>> = AHashMap::new();
+    for e in edges.iter().filter(|e| notice(e.kind)) {
+        if let (Some(c), Some(p), Some(o)) = (thread(e.from.get()), thread(e.to.get()), e.obj) {
+            told.entry((c, p, o.get()))
+                .or_default()
+                .insert(e.from.get());
+        }
+    }
     let room = |e: &Edge| {
         let (from, to) = (e.from.get(), e.to.get());
-        let (Some(c), Some(p)) = (thread(from), thread(to)) else {
+        let (Some(c), Some(p), Some(o)) = (thread(from), thread(to), e.obj) else {
             return false;
         };
-        let sent = graph.leaves[from as usize].end_ns;
-        // Not the one item in flight: a later one was put, or another consumer was busy.
-        let shared = |q: &Queue| q.older(c, from, p, to) || q.busy_elsewhere(c, p, sent);
+        // Sent for some items only: the producer asked for it (it waited for room).
+        let sometimes =
+            |q: &Queue| told.get(&(c, p, o.get())).map_or(0, |s| s.len()) < q.taken(c, p);
         notice(e.kind)
             && looping.get(p.index()).copied().unwrap_or(false)
             && by_pair.get(&(c, p)).is_some_and(|qs| {
                 qs.iter()
-                    .any(|q| (dispatch(to) || q.is_put(p, to)) && shared(q))
+                    .any(|q| (dispatch(to) || q.is_put(p, to)) && sometimes(q))
             })
     };
     let mut waits = Vec::new();
@@ -123,7 +120,7 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
 /// The queues of `takes` by condition, each with its pure consumers' takes and its pure
 /// producers' puts (a thread that both puts and takes on a queue, a pool whose workers push
 /// sub-tasks, has neither role).
-fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)], notices: &Notices) -> Vec<Queue> {
+fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)]) -> Vec<Queue> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     let mut by_cond: AHashMap<u32, Vec<(ThreadId, ThreadId, u32, u32)>> = AHashMap::new();
     for &(from, to, obj) in handoffs {
@@ -146,7 +143,7 @@ fn pure_queues(graph: &Graph, handoffs: &[(u32, u32, u32)], notices: &Notices) -
             .filter(|&(p, c, _, _)| !consumers.contains(&p) && !producers.contains(&c))
             .collect();
         if !pure.is_empty() {
-            out.push(Queue::new(graph, &pure, notices));
+            out.push(Queue::new(&pure));
         }
     }
     out

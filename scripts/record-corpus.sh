@@ -94,6 +94,7 @@ gen-pipe-readers|gen:7|
 gen-pipe-requeue|gen:912700022|
 gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
+gen-idle-wakeup|gen:227|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -13,6 +13,11 @@ use scalpel_e2e::generated::{run, Arch, Spec};
 /// The fixed seeds: 25 consecutive seeds, five of each architecture.
 const SEEDS: std::ops::Range<u64> = 0..25;
 
+/// Seeds chosen for a choice no seed of [`SEEDS`] draws: pools whose epoll thread waits for an
+/// idle worker on a wake-up pipe (`idle=wakeup-pipe`, the `room` rule), with one worker (47),
+/// two (227) and three (57). Without the rule they score 0, 0.19 and 0.05.
+const CHOSEN: &[u64] = &[47, 57, 227];
+
 /// Seeds whose programs the rules hold to the bounds (share at least 0.99 in every run
 /// tried, the machine idle or loaded). Pipelined replies (4, 14, 15, 19, 24), a group commit's
 /// waits (20) and calls to a helper (1) joined them in session 27. Seed 8 (a flooded 3-stage
@@ -20,8 +25,9 @@ const SEEDS: std::ops::Range<u64> = 0..25;
 /// Seed 17 (a pool reporting back to its event loop through a futex-counted queue) joined in
 /// session 34: 1.0 in six runs, one of them loaded; seeds 8, 13 and 23 reached the bounds in
 /// most of those runs but not all (23 once gave 0).
+/// The chosen seeds joined in session 41: 1.0 in four runs each, three of them loaded.
 const HOLDING: &[u64] = &[
-    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24,
+    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 47, 57, 227,
 ];
 
 #[test]
@@ -35,7 +41,7 @@ fn every_fixed_seed_runs_and_the_holding_ones_meet_the_bounds() {
     );
     let scalpel = scalpel_e2e::scalpel();
     let mut below = Vec::new();
-    for seed in SEEDS {
+    for seed in SEEDS.chain(CHOSEN.iter().copied()) {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let o = run(seed, dir.path(), &scalpel).unwrap_or_else(|e| panic!("{e}"));
         println!("{}", o.line());

@@ -146,9 +146,8 @@ pub struct Spec {
     pub global_lock: bool,
     /// The epoll thread hands a request over only to an idle worker; with none idle it waits
     /// until a worker that goes idle writes a byte to its wake-up pipe, as Apache's event MPM
-    /// listener waits for an idle worker (pool without completions, and two or more workers:
-    /// with one, the only item in flight is the one the loop put last, and its worker's notice
-    /// is room and result alike; drawn last, for the same reason).
+    /// listener waits for an idle worker (pool without completions; drawn last, for the same
+    /// reason).
     pub idle: bool,
 }
 
@@ -231,7 +230,7 @@ impl Spec {
             completions: completions && arch == Arch::Pool,
             peeled: peeled && arch == Arch::Pool,
             global_lock: global_lock && lock_sharers >= 3,
-            idle: idle && arch == Arch::Pool && !completions && workers >= 2,
+            idle: idle && arch == Arch::Pool && !completions,
         }
     }
 

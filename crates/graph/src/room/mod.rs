@@ -59,11 +59,13 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
     handoffs.extend(edges.iter().filter_map(|e| item(graph, e)));
     let queues = pure_queues(graph, &handoffs);
     let looping = epoll_threads(graph);
-    // Per (consumer, producer), the queues it is both on.
+    // Per (consumer, producer), the queues it is both on, for producers that are event loops.
     let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
     for q in &queues {
         for &pair in q.takes.keys() {
-            by_pair.entry(pair).or_default().push(q);
+            if looping.get(pair.1.index()).copied().unwrap_or(false) {
+                by_pair.entry(pair).or_default().push(q);
+            }
         }
     }
     if by_pair.is_empty() {
@@ -76,25 +78,15 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
             .and_then(|l| l.end_op?.op())
             .is_some_and(dispatches)
     };
-    // Per (consumer, producer, object), the consumer's leaves that sent a notice on it.
-    let mut told: AHashMap<(ThreadId, ThreadId, u32), AHashSet<u32>> = AHashMap::new();
-    for e in edges.iter().filter(|e| notice(e.kind)) {
-        if let (Some(c), Some(p), Some(o)) = (thread(e.from.get()), thread(e.to.get()), e.obj) {
-            told.entry((c, p, o.get()))
-                .or_default()
-                .insert(e.from.get());
-        }
-    }
+    let told = calls_on(graph, edges, &by_pair);
     let room = |e: &Edge| {
         let (from, to) = (e.from.get(), e.to.get());
         let (Some(c), Some(p), Some(o)) = (thread(from), thread(to), e.obj) else {
             return false;
         };
         // Sent for some items only: the producer asked for it (it waited for room).
-        let sometimes =
-            |q: &Queue| told.get(&(c, p, o.get())).map_or(0, |s| s.len()) < q.taken(c, p);
+        let sometimes = |q: &Queue| told.get(&(c, o.get())).copied().unwrap_or(0) < q.taken(c, p);
         notice(e.kind)
-            && looping.get(p.index()).copied().unwrap_or(false)
             && by_pair.get(&(c, p)).is_some_and(|qs| {
                 qs.iter()
                     .any(|q| (dispatch(to) || q.is_put(p, to)) && sometimes(q))
@@ -115,6 +107,32 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
         }
     });
     waits
+}
+
+/// Per (consumer, object) that a notice into a queue's producer came from, how many of the
+/// consumer's leaves ended at a call on that object: every notice it sent, whether or not one
+/// became an edge (an edge-triggered wait reports two writes once). Only between threads a
+/// queue joins: a server's every byte to its clients is no notice.
+fn calls_on(
+    graph: &Graph,
+    edges: &[Edge],
+    by_pair: &AHashMap<(ThreadId, ThreadId), Vec<&Queue>>,
+) -> AHashMap<(ThreadId, u32), usize> {
+    let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
+    let mut told: AHashMap<(ThreadId, u32), usize> = AHashMap::new();
+    for e in edges.iter().filter(|e| notice(e.kind)) {
+        if let (Some(c), Some(p), Some(o)) = (thread(e.from.get()), thread(e.to.get()), e.obj) {
+            if by_pair.contains_key(&(c, p)) {
+                told.insert((c, o.get()), 0);
+            }
+        }
+    }
+    for l in &graph.leaves {
+        if let Some(n) = l.end_obj.and_then(|o| told.get_mut(&(l.thread, o.get()))) {
+            *n += 1;
+        }
+    }
+    told
 }
 
 /// The queues of `takes` by condition, each with its pure consumers' takes and its pure

@@ -15,6 +15,8 @@ fn steps(b: &mut GraphBuilder, thread: ThreadId, t0: u64, steps: &[(Op, Op)]) ->
         let mut l = Leaf::new(thread, ty, t, t + 10);
         l.start_op = Some(from.into());
         l.end_op = Some(to.into());
+        // A write is a notice on object 2.
+        l.end_obj = (to == Op::Write).then(|| ObjId::new(2));
         out.push(b.push(thread, l));
     }
     out
@@ -50,12 +52,20 @@ fn run(start: Op, notified: &[usize]) -> (usize, usize) {
             (Read, SemPost),
         ],
     );
-    let x = steps(
-        &mut b,
-        w,
-        500,
-        &[(SemWait, Write), (Write, Write), (Write, Write)],
-    );
+    // The worker's leaf per item ends at its notice, or at its wait for the next item.
+    let ends: Vec<(Op, Op)> = (0..3)
+        .map(|i| {
+            (
+                SemWait,
+                if notified.contains(&i) {
+                    Write
+                } else {
+                    SemWait
+                },
+            )
+        })
+        .collect();
+    let x = steps(&mut b, w, 500, &ends);
     let y = steps(&mut b, w2, 9_500, &[(SemWait, SemWait)]);
     for i in 0..3 {
         b.edge(l[i], x[i], EdgeKind::Sem);

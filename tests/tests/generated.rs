@@ -15,8 +15,8 @@ const SEEDS: std::ops::Range<u64> = 0..25;
 
 /// Seeds chosen for a choice no seed of [`SEEDS`] draws: pools whose epoll thread waits for an
 /// idle worker on a wake-up pipe (`idle=wakeup-pipe`, the `room` rule), with one worker (47),
-/// two (227) and three (57). Without the rule they score 0, 0.19 and 0.05.
-const CHOSEN: &[u64] = &[47, 57, 227];
+/// three (57), four (177) and two (227). Without the rule they score 0, 0.05, 0.86 and 0.19.
+const CHOSEN: &[u64] = &[47, 57, 177, 227];
 
 /// Seeds whose programs the rules hold to the bounds (share at least 0.99 in every run
 /// tried, the machine idle or loaded). Pipelined replies (4, 14, 15, 19, 24), a group commit's
@@ -25,9 +25,12 @@ const CHOSEN: &[u64] = &[47, 57, 227];
 /// Seed 17 (a pool reporting back to its event loop through a futex-counted queue) joined in
 /// session 34: 1.0 in six runs, one of them loaded; seeds 8, 13 and 23 reached the bounds in
 /// most of those runs but not all (23 once gave 0).
-/// The chosen seeds joined in session 41: 1.0 in four runs each, three of them loaded.
+/// Chosen seeds 47, 57 and 177 joined in session 41 (0.987 to 1.0 in every run, most of them
+/// loaded); 227, whose workers take their first item from a peeled call, gave 1.0 in most
+/// loaded runs but 0.33 and 0.92 in two of ten (in one, ten takes after a notice were not
+/// found to be new work).
 const HOLDING: &[u64] = &[
-    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 47, 57, 227,
+    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 47, 57, 177,
 ];
 
 #[test]

@@ -34,9 +34,11 @@
 //!   reaches at least twice. A worker's first repeated wait is where it takes work; a later one
 //!   (joining sub-requests, waiting for a reply) is part of the work. This is a guess, and the
 //!   graph stage drops it on threads whose new work is known from hand-off edges (see `mod.rs`).
-//!   A site visited once before the head, with the head's operation and object and the head's
-//!   stack but for one return address, is the head too: the loop's first take, which a
-//!   compiler that peels or rotates the loop calls from a copy of its own (`peeled_heads`).
+//!   A site reached once before the head (a wait again right away, after a wake-up another
+//!   thread's take robbed, is the same visit), with the head's operation and object and the
+//!   head's stack but for one return address, is the head too: the loop's first take, which a
+//!   compiler that peels or rotates the loop calls from a copy of its own (`peeled_heads`); of
+//!   the two, the site visited more is the loop's own.
 //!   Such a copy also counts as its site's first visit when the head is chosen: otherwise a
 //!   wait inside the first request (a worker waiting for a group commit) is reached before the
 //!   loop's own take and taken for the head, and every request is cut at that wait.
@@ -63,6 +65,16 @@ fn reads_bytes_op(op: scalpel_model::graph::OpName) -> bool {
 
 /// A call site: operation, and the stack's frames (or the object, without a stack).
 type Site<'a> = (OpName, Option<&'a [u64]>, u32);
+
+/// A site's visits: how many, the first, and how many came from elsewhere (not a wait again at
+/// the same site right after it returned: a wake-up that found nothing waits again in the same
+/// call).
+#[derive(Clone, Copy)]
+struct Visits {
+    count: u32,
+    first: usize,
+    arrivals: u32,
+}
 
 /// A wait that takes work: condition, semaphore and futex waits, and reads.
 pub(super) fn dequeue_like(op: Op) -> bool {
@@ -105,19 +117,38 @@ pub(super) fn weak_boundaries(
         (op, frames, if frames.is_some() { 0 } else { obj })
     };
     // Visits per dequeue-like site, and the order sites were first reached.
-    let mut visits: AHashMap<Site<'_>, (u32, usize)> = AHashMap::new();
+    let mut visits: AHashMap<Site<'_>, Visits> = AHashMap::new();
+    let mut last: Option<Site<'_>> = None;
     for (i, l) in leaves.iter().enumerate() {
-        let Some(op) = l.end_op else { continue };
-        if op.op().is_some_and(dequeue_like) {
-            visits.entry(site_of(i, op)).or_insert((0, i)).0 += 1;
+        let Some(op) = l.end_op else {
+            last = None;
+            continue;
+        };
+        if !op.op().is_some_and(dequeue_like) {
+            last = None;
+            continue;
         }
+        let site = site_of(i, op);
+        let v = visits.entry(site).or_insert(Visits {
+            count: 0,
+            first: i,
+            arrivals: 0,
+        });
+        v.count += 1;
+        v.arrivals += u32::from(last != Some(site));
+        last = Some(site);
     }
     // A repeated site's first visit is its peeled twin's when it has one: the loop's first
     // take, which a compiler gave a call of its own, comes before any wait inside the work.
+    // Of a site and its twin, both repeated (the twin only by a wait again), the loop's own
+    // site is the one visited more.
     let head = visits
         .iter()
-        .filter(|(_, (count, _))| *count >= 2)
-        .min_by_key(|(site, (_, first))| (twin_first(&visits, site, *first, leaves), *first))
+        .filter(|(_, v)| v.count >= 2)
+        .min_by_key(|(site, v)| {
+            let twin_first = twin_first(&visits, site, v.first, leaves);
+            (twin_first, std::cmp::Reverse(v.count), v.first)
+        })
         .map(|(site, _)| *site);
     let peeled = head.map_or_else(Vec::new, |h| peeled_heads(&visits, h, leaves));
     let dispatch_at = |i: usize| {
@@ -185,11 +216,11 @@ pub(super) fn weak_boundaries(
 /// place in the same function (rustc 1.99's `read_exact` in a worker's loop does). Without this
 /// the worker's first item was not new work, and its task differed from every later one's.
 fn peeled_heads<'a>(
-    visits: &AHashMap<Site<'a>, (u32, usize)>,
+    visits: &AHashMap<Site<'a>, Visits>,
     head: Site<'a>,
     leaves: &[LocalLeaf],
 ) -> Vec<Site<'a>> {
-    let Some(&(_, head_first)) = visits.get(&head) else {
+    let Some(head_first) = visits.get(&head).map(|v| v.first) else {
         return Vec::new();
     };
     let mut peeled = twins(visits, &head, head_first, leaves);
@@ -201,7 +232,7 @@ fn peeled_heads<'a>(
 /// The first visit of `site` (first visited at `first`), or of its peeled twin when that came
 /// earlier (see [`twins`]).
 fn twin_first(
-    visits: &AHashMap<Site<'_>, (u32, usize)>,
+    visits: &AHashMap<Site<'_>, Visits>,
     site: &Site<'_>,
     first: usize,
     leaves: &[LocalLeaf],
@@ -212,11 +243,12 @@ fn twin_first(
         .fold(first, usize::min)
 }
 
-/// The peeled twins of `site` (first visited at `first`), with their visits: sites visited once,
-/// before `first`, with `site`'s operation on its object, whose stack is `site`'s but for one
-/// return address.
+/// The peeled twins of `site` (first visited at `first`), with their visits: sites reached once
+/// (and perhaps waited at again right away: a wake-up another thread's take robbed), before
+/// `first`, with `site`'s operation on its object, whose stack is `site`'s but for one return
+/// address.
 fn twins<'a>(
-    visits: &AHashMap<Site<'a>, (u32, usize)>,
+    visits: &AHashMap<Site<'a>, Visits>,
     site: &Site<'a>,
     first: usize,
     leaves: &[LocalLeaf],
@@ -227,15 +259,15 @@ fn twins<'a>(
     let obj = leaves[first].end_obj;
     visits
         .iter()
-        .filter(|(twin, (count, at))| {
-            *count == 1
-                && *at < first
+        .filter(|(twin, v)| {
+            v.arrivals == 1
+                && v.first < first
                 && twin.0 == site.0
                 && obj.is_some()
-                && leaves[*at].end_obj == obj
+                && leaves[v.first].end_obj == obj
                 && twin.1.is_some_and(|f| one_frame_apart(f, frames))
         })
-        .map(|(twin, (_, at))| (*at, *twin))
+        .map(|(twin, v)| (v.first, *twin))
         .collect()
 }
 

@@ -3,11 +3,11 @@
 use ahash::AHashMap;
 use scalpel_model::graph::ThreadId;
 
-/// A channel's items with pure roles: per (consumer, producer), the consumer's takes of that
-/// producer's items (take leaf, put leaf); per producer, its put leaves; sorted by leaf.
+/// A channel's items with pure roles: per (consumer, producer), how many of that producer's
+/// items the consumer took; per producer, its put leaves, sorted.
 #[derive(Default)]
 pub(super) struct Queue {
-    pub(super) takes: AHashMap<(ThreadId, ThreadId), Vec<(u32, u32)>>,
+    pub(super) takes: AHashMap<(ThreadId, ThreadId), usize>,
     pub(super) puts: AHashMap<ThreadId, Vec<u32>>,
 }
 
@@ -16,12 +16,9 @@ impl Queue {
     /// producer to a pure consumer.
     pub(super) fn new(handoffs: &[(ThreadId, ThreadId, u32, u32)]) -> Queue {
         let mut q = Queue::default();
-        for &(p, c, from, to) in handoffs {
-            q.takes.entry((c, p)).or_default().push((to, from));
+        for &(p, c, from, _) in handoffs {
+            *q.takes.entry((c, p)).or_default() += 1;
             q.puts.entry(p).or_default().push(from);
-        }
-        for v in q.takes.values_mut() {
-            v.sort_unstable();
         }
         for v in q.puts.values_mut() {
             v.sort_unstable();
@@ -32,7 +29,7 @@ impl Queue {
 
     /// How many of the producer's items the consumer took.
     pub(super) fn taken(&self, consumer: ThreadId, producer: ThreadId) -> usize {
-        self.takes.get(&(consumer, producer)).map_or(0, Vec::len)
+        self.takes.get(&(consumer, producer)).copied().unwrap_or(0)
     }
 
     /// Whether leaf `l` ends at one of the producer's puts.

@@ -40,6 +40,9 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # of that seed, its server recorded under its load) | arguments | C flags (sizes: -DROUNDS=N)
 # An argument @STATIC@ stands for the same C program linked statically (`-static`), which the
 # agent cannot record: a peer left out of the trace, as a load generator is.
+# gen-late-worker needs a recording whose worker started after two hand-offs, so that its
+# peeled first take never waited: record it while `yes >/dev/null` keeps both cores busy, and
+# keep a recording whose graph.txt shows the worker's first leaf ending at a write.
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -95,6 +98,7 @@ gen-pipe-requeue|gen:912700022|
 gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
 gen-idle-wakeup|gen:227|
+gen-late-worker|gen:2|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

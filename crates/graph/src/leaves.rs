@@ -648,7 +648,8 @@ impl Cutter {
         let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_iter().collect();
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;
-        self.out.sections = self.queues.finish();
+        let frames = |id: u32| file.stacks.get(&u64::from(id)).map(Vec::as_slice);
+        self.out.sections = self.queues.finish(&frames);
         self.out.signal_holds = self.queues.take_signal_holds();
         self.out.objs = objs;
         self.out

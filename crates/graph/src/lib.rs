@@ -31,6 +31,7 @@ mod naming;
 mod notify;
 mod options;
 mod outbound;
+mod peeled;
 mod queues;
 mod read;
 mod ready;

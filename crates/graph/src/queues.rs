@@ -36,13 +36,15 @@
 //! nothing: it is usually a shutdown). A stack (LIFO) gets the right counts but wrong pairs once
 //! several items wait. Mutex order alone never becomes an edge: a lock with no condition waited
 //! on it (a statistics lock) is not a queue, and sections of a thread that never waited on C at
-//! that site are not takes.
+//! that site are not takes, but for the loop's peeled first take (`peeled`): a worker started
+//! after its first item was put finds it without waiting, at a copy of the loop's call.
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::{ChannelKind, Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
 
 use super::event::reads_bytes;
+use super::peeled::as_known_sites;
 use super::service::is_wakeup;
 use super::waits::wait_of;
 use std::collections::VecDeque;
@@ -269,17 +271,27 @@ impl Tracker {
     }
 
     /// The sections that may matter: those that signalled or waited, and those at a call site
-    /// where the thread waited on some condition with the same mutex.
-    pub(super) fn finish(&mut self) -> Vec<Section> {
-        let sites: AHashSet<(u32, u32)> = self
+    /// where the thread waited on some condition with the same mutex, or at a loop's peeled
+    /// copy of such a site (`peeled`: the first take, made before the worker ever waited, when
+    /// its item was there already). `frames` gives a stack id's return addresses.
+    pub(super) fn finish<'a>(&mut self, frames: &dyn Fn(u32) -> Option<&'a [u64]>) -> Vec<Section> {
+        let mut known: Vec<(u32, u32)> = self
             .sections
             .iter()
             .filter(|s| s.waited.is_some())
             .map(|s| (s.obj, s.stack))
             .collect();
+        known.sort_unstable();
+        known.dedup();
         let mut v = std::mem::take(&mut self.sections);
+        let calls: Vec<(u32, u32)> = v.iter().map(|s| (s.obj, s.stack)).collect();
+        for (s, site) in v.iter_mut().zip(as_known_sites(&calls, &known, frames)) {
+            s.stack = site;
+        }
         v.retain(|s| {
-            s.waited.is_some() || !s.signals.is_empty() || sites.contains(&(s.obj, s.stack))
+            s.waited.is_some()
+                || !s.signals.is_empty()
+                || known.binary_search(&(s.obj, s.stack)).is_ok()
         });
         v
     }

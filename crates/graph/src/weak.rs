@@ -54,6 +54,7 @@ use scalpel_model::graph::OpName;
 use crate::local::LocalLeaf;
 
 use super::event::LocalObj;
+use super::peeled::one_frame_apart;
 use super::replies;
 
 use super::event::reads_bytes;
@@ -269,9 +270,4 @@ fn twins<'a>(
         })
         .map(|(twin, v)| (v.first, *twin))
         .collect()
-}
-
-/// Whether two stacks have the same depth and differ in exactly one frame.
-fn one_frame_apart(a: &[u64], b: &[u64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).filter(|(x, y)| x != y).count() == 1
 }

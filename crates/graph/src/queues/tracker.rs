@@ -2,6 +2,7 @@
 //! condition, which signalled one (placed in the mutex's order), and which sit at a call site
 //! where the thread took from a queue (see the parent module for what they are used for).
 
+use ahash::AHashMap;
 use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::ChannelKind;
 
@@ -34,6 +35,14 @@ pub(crate) struct Section {
 /// The call site of a section whose lock was counted, not recorded (see `Tracker::feed`).
 const UNKNOWN_SITE: u32 = u32::MAX;
 
+/// A section that neither waited nor signalled (kept per mutex, see [`Tracker`]'s `plain`).
+#[derive(Clone, Copy)]
+struct Plain {
+    order: u64,
+    leaf: u32,
+    stack: u32,
+}
+
 /// A mutex one thread holds.
 struct Held {
     obj: u32,
@@ -53,7 +62,20 @@ pub(crate) struct Tracker {
     held: Vec<Held>,
     /// A condition wait released this mutex and has not re-acquired it.
     in_wait: Option<u32>,
+    /// The sections that waited or signalled, in the order they closed, and each one's place
+    /// among every section the thread closed.
     sections: Vec<Section>,
+    nth: Vec<u64>,
+    /// Per mutex, the sections that neither waited nor signalled. They matter only where the
+    /// thread waits on a condition with that mutex at their call site (see [`Tracker::finish`]),
+    /// which only the end of the thread tells, and a thread makes them by the million (each of
+    /// memcached's workers makes about 900,000 on mutexes it never waits with), so they are
+    /// kept at a quarter of a [`Section`]'s size.
+    plain: AHashMap<u32, Vec<Plain>>,
+    /// How many sections the thread closed.
+    closed: u64,
+    /// The mutex of the last section closed, when that one is plain.
+    last_plain: Option<u32>,
     /// Per condition signal: (condition, [`ANY_MUTEX`]), then (condition, mutex) for each
     /// mutex held at the time.
     signal_holds: Vec<(u32, u32)>,
@@ -122,6 +144,7 @@ impl Tracker {
         // section right after a take from the counter is a take that waited for it.
         match s.counter {
             Some(Counter::Give) if unlocked => {
+                self.promote_last_plain();
                 if let Some(last) = self.sections.last_mut() {
                     last.signals
                         .push((s.obj, s.open_leaf.saturating_sub(1), last.order));
@@ -137,7 +160,10 @@ impl Tracker {
         }
         match s.op {
             MutexLock | MutexTrylock | MutexTimedlock | MutexClocklock if s.res == 0 => {
-                for x in self.sections.iter_mut().rev().take(4) {
+                // The last four sections closed (a plain one has a recorded lock, so a site).
+                let recent = self.closed.saturating_sub(4);
+                let last = self.sections.iter_mut().zip(&self.nth).rev();
+                for (x, _) in last.take_while(|&(_, &n)| n >= recent) {
                     if x.obj == s.obj && x.stack == UNKNOWN_SITE {
                         x.stack = s.stack;
                     }
@@ -208,7 +234,7 @@ impl Tracker {
                 if let Some(order) = s.seq {
                     let placed = h.pending.drain(..).map(|(c, l)| (c, l, order));
                     h.signals.extend(placed);
-                    self.sections.push(Section {
+                    self.close(Section {
                         obj: h.obj,
                         order,
                         leaf: h.leaf,
@@ -221,6 +247,37 @@ impl Tracker {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Keeps a closed section: in the per-mutex lists when it is plain.
+    fn close(&mut self, x: Section) {
+        let plain = x.waited.is_none() && x.wait_from.is_none() && x.signals.is_empty();
+        if plain {
+            let p = Plain {
+                order: x.order,
+                leaf: x.leaf,
+                stack: x.stack,
+            };
+            self.plain.entry(x.obj).or_default().push(p);
+            self.last_plain = Some(x.obj);
+        } else {
+            self.sections.push(x);
+            self.nth.push(self.closed);
+            self.last_plain = None;
+        }
+        self.closed += 1;
+    }
+
+    /// Moves the last section closed, when it is plain, to the sections kept whole: a counter's
+    /// post right after it is about to make it a put.
+    fn promote_last_plain(&mut self) {
+        let Some(obj) = self.last_plain.take() else {
+            return;
+        };
+        if let Some(p) = self.plain.get_mut(&obj).and_then(Vec::pop) {
+            self.sections.push(plain_section(obj, p));
+            self.nth.push(self.closed - 1);
         }
     }
 
@@ -243,6 +300,16 @@ impl Tracker {
         known.sort_unstable();
         known.dedup();
         let mut v = std::mem::take(&mut self.sections);
+        self.nth = Vec::new();
+        // Plain sections matter only on the mutexes of the sites known; in each mutex's order,
+        // which is the thread's order among that mutex's sections.
+        let mut plain = std::mem::take(&mut self.plain);
+        for (obj, _) in known.chunk_by(|a, b| a.0 == b.0).map(|g| g[0]) {
+            let list = plain.remove(&obj).unwrap_or_default();
+            v.extend(list.into_iter().map(|p| plain_section(obj, p)));
+        }
+        drop(plain);
+        v.sort_by_key(|s| (s.obj, s.order));
         let calls: Vec<(u32, u32)> = v.iter().map(|s| (s.obj, s.stack)).collect();
         for (s, site) in v.iter_mut().zip(as_known_sites(&calls, &known, frames)) {
             s.stack = site;
@@ -253,5 +320,18 @@ impl Tracker {
                 || known.binary_search(&(s.obj, s.stack)).is_ok()
         });
         v
+    }
+}
+
+/// A plain section of mutex `obj` as a section.
+fn plain_section(obj: u32, p: Plain) -> Section {
+    Section {
+        obj,
+        order: p.order,
+        leaf: p.leaf,
+        stack: p.stack,
+        waited: None,
+        wait_from: None,
+        signals: Vec::new(),
     }
 }

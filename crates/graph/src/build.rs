@@ -24,8 +24,9 @@ use crate::assemble::Assembled;
 use crate::edges::*;
 use crate::event::{KindOf, NO_OBJ};
 use crate::latches::FileEvent;
-use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease};
+use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
+use crate::releases::LockReleases;
 use crate::{
     assemble, calls, completions, condlocks, event, eventloop, filter, hosts, latches, locks,
     merge, naming, queues, ready, replycalls, retype, room, service, signals, types,
@@ -167,7 +168,7 @@ struct Caused {
 /// What phases after 4 still need of the assembly.
 struct Rest {
     obj_kinds: Vec<KindOf>,
-    releases: Vec<LockRelease>,
+    releases: Vec<(u32, u32, LockReleases)>,
     acquires: Vec<LockAcquire>,
     lock_aggs: Vec<(u32, LockAgg)>,
     latch: AHashMap<FileEvent, LatchCall>,

@@ -19,6 +19,7 @@ use scalpel_model::read::{FileTrace, Ready};
 use super::event::{reads_bytes, sends, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
 use super::queues::{Counter, Section, Step, Tracker};
 use super::ready::{Close, Ctl, ReadyWait};
+use super::releases::ThreadReleases;
 use super::weak::{weak_boundaries, WeakOrder};
 
 /// How an event takes part in the graph.
@@ -133,20 +134,6 @@ pub(super) struct Bound {
     pub flags: u8,
 }
 
-/// A mutex or rwlock release kept as contention data: a possible holder of a contended
-/// acquisition. Every release is kept (a lock's holder is known only once every thread is
-/// read), so it holds only what finds the holder: 16 bytes, the most numerous record of a
-/// lock-heavy trace (nginx's pool mutex: millions).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LockRelease {
-    /// Sequence number.
-    pub seq: u64,
-    /// Object (file-local, then global).
-    pub obj: u32,
-    /// The leaf it happened in.
-    pub leaf: u32,
-}
-
 /// A call of a latch wake-up kept inside its leaf (see [`super::latches`]): which event it was,
 /// so that the wait can name the send that ended it as its lock's holder.
 #[derive(Clone, Copy, Debug)]
@@ -231,8 +218,8 @@ pub(super) struct ThreadOut {
     pub bounds: Vec<Bound>,
     /// Uncontended mutex pairs the agent counted instead of recording (`record --locks count`).
     pub counted_pairs: u64,
-    /// Lock releases.
-    pub releases: Vec<LockRelease>,
+    /// Lock releases (with a sequence number), per lock.
+    pub releases: ThreadReleases,
     /// Lock acquisitions that may have been contended.
     pub acquires: Vec<LockAcquire>,
     /// Per lock: what this thread's acquisitions add up to.
@@ -623,11 +610,7 @@ impl Cutter {
         }
         let leaf = self.out.leaves.len() as u32;
         if !acquire {
-            self.out.releases.push(LockRelease {
-                seq: e.seq,
-                obj: e.obj,
-                leaf,
-            });
+            self.out.releases.push(e.obj, e.seq, leaf);
         } else if e.dur >= KEEP_TICKS {
             self.out.acquires.push(LockAcquire {
                 seq: e.seq,

@@ -35,6 +35,7 @@ mod peeled;
 mod queues;
 mod read;
 mod ready;
+mod releases;
 mod replies;
 mod replycalls;
 mod retype;

@@ -7,7 +7,8 @@ use scalpel_model::graph::{LeafId, LockInfo, LockWait, ObjId};
 use rayon::prelude::*;
 
 use super::event::NO_OBJ;
-use super::leaves::{LockAcquire, LockAgg, LockRelease};
+use super::leaves::{LockAcquire, LockAgg};
+use super::releases::LockReleases;
 
 /// An acquisition that waited at least this long counts as contended. An uncontended lock
 /// returns in tens of nanoseconds; a contended one sleeps in the kernel for microseconds.
@@ -18,7 +19,7 @@ pub(super) const CONTENDED_NS: u64 = 1_000;
 /// lock's last release before it (in sequence order; a release of the same sequence number
 /// comes after).
 pub(super) fn contention(
-    mut releases: Vec<LockRelease>,
+    mut releases: Vec<(u32, u32, LockReleases)>,
     mut acquires: Vec<LockAcquire>,
     mut aggs: Vec<(u32, LockAgg)>,
 ) -> (Vec<LockInfo>, Vec<LockWait>) {
@@ -42,22 +43,20 @@ pub(super) fn contention(
             }),
         }
     }
-    releases.retain(|k| k.obj != NO_OBJ);
-    releases.par_sort_unstable_by_key(|k| (k.obj, k.seq, k.leaf));
+    releases.retain(|k| k.0 != NO_OBJ);
+    releases.sort_unstable_by_key(|k| (k.0, k.1));
     acquires.retain(|k| k.obj != NO_OBJ && k.dur >= CONTENDED_NS);
     acquires.par_sort_unstable_by_key(|k| (k.obj, k.seq, k.leaf));
     let mut waits = Vec::with_capacity(acquires.len());
     for group in acquires.chunk_by(|a, b| a.obj == b.obj) {
         let obj = group[0].obj;
-        let lo = releases.partition_point(|r| r.obj < obj);
-        let hi = lo + releases[lo..].partition_point(|r| r.obj == obj);
-        let lock = &releases[lo..hi];
+        let lock = lock_releases(&releases, obj);
         for k in group {
-            let before = lock.partition_point(|r| r.seq < k.seq);
+            let before = lock.partition_point(|r| r.0 < k.seq);
             waits.push(LockWait {
                 obj: ObjId::new(obj),
                 waiter: LeafId::new(k.leaf),
-                holder: before.checked_sub(1).map(|i| LeafId::new(lock[i].leaf)),
+                holder: before.checked_sub(1).map(|i| LeafId::new(lock[i].1)),
                 wait_ns: k.dur,
             });
         }
@@ -66,4 +65,17 @@ pub(super) fn contention(
         }
     }
     (infos, waits)
+}
+
+/// Lock `obj`'s releases by every thread (`releases` sorted by lock), as (sequence number,
+/// leaf) in sequence order.
+fn lock_releases(releases: &[(u32, u32, LockReleases)], obj: u32) -> Vec<(u64, u32)> {
+    let lo = releases.partition_point(|r| r.0 < obj);
+    let hi = lo + releases[lo..].partition_point(|r| r.0 == obj);
+    let mut lock: Vec<(u64, u32)> = releases[lo..hi]
+        .iter()
+        .flat_map(|(_, base, r)| r.decode(*base))
+        .collect();
+    lock.sort_unstable();
+    lock
 }

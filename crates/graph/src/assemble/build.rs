@@ -10,7 +10,7 @@ use scalpel_model::graph::{
 use scalpel_model::read::{FileTrace, Identity, ProcessTrace, TraceDir};
 
 use crate::event::{LocalObj, ObjName, NO_OBJ};
-use crate::leaves::{Bound, LatchCall, LockAcquire, LockRelease, ThreadOut};
+use crate::leaves::{Bound, LatchCall, LockAcquire, ThreadOut};
 use crate::queues::Section;
 use crate::ready::{Ctl, ReadyWait};
 use crate::types::TypeTable;
@@ -54,7 +54,7 @@ impl<'s> Assembly<'s> {
         let a = Assembled {
             graph,
             bounds: Vec::with_capacity(sum(|t| t.out.bounds.len())),
-            releases: Vec::with_capacity(sum(|t| t.out.releases.len())),
+            releases: Vec::new(),
             acquires: Vec::with_capacity(sum(|t| t.out.acquires.len())),
             lock_aggs: Vec::with_capacity(sum(|t| t.out.lock_aggs.len())),
             weak: WeakOrder {
@@ -163,13 +163,9 @@ impl<'s> Assembly<'s> {
             leaf: n.leaf(b.leaf),
             ..b
         });
-        move_into(&mut a.releases, std::mem::take(&mut out.releases), |k| {
-            LockRelease {
-                obj: n.obj(k.obj),
-                leaf: n.leaf(k.leaf),
-                ..k
-            }
-        });
+        let releases = std::mem::take(&mut out.releases).into_locks();
+        a.releases
+            .extend(releases.map(|(obj, r)| (n.obj(obj), n.base, r)));
         a.acquires.extend(out.acquires.iter().map(|k| LockAcquire {
             obj: n.obj(k.obj),
             leaf: n.leaf(k.leaf),

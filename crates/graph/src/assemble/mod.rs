@@ -9,10 +9,11 @@ use scalpel_model::graph::{Graph, INNER_MIN_NS};
 use scalpel_model::read::{Clock, ProcessSinks, TraceDir};
 
 use crate::event::KindOf;
-use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, LockRelease, ThreadOut};
+use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg, ThreadOut};
 use crate::local::{LocalLeaf, Nanos};
 use crate::queues::Section;
 use crate::ready::{Close, Ctl, ReadyWait};
+use crate::releases::LockReleases;
 use crate::sink::ThreadSink;
 use crate::weak::WeakOrder;
 use scalpel_symbols::{ModuleWarning, SkipList};
@@ -29,7 +30,8 @@ pub(super) struct Assembled {
     /// Every cut kept for matching.
     pub bounds: Vec<Bound>,
     /// Every lock release.
-    pub releases: Vec<LockRelease>,
+    /// Per thread and lock: the lock (global), the thread's first leaf, its releases.
+    pub releases: Vec<(u32, u32, LockReleases)>,
     /// Every kept lock acquisition, with durations in nanoseconds.
     pub acquires: Vec<LockAcquire>,
     /// Per-thread acquisition totals per lock (global objects, nanoseconds).

@@ -9,11 +9,16 @@
  *                 unlocks and joins.
  *
  * It prints `worker seventy_ns N thirty_ns N lock_ns N sleep_ns N lock_runq_ns N
- * sleep_runq_ns N`, measured by the program itself. A `_runq_ns` figure is the time the thread
- * spent runnable but not running (the kernel's schedstat run delay) between the two clock reads
- * around the call: on a busy machine the thread can be preempted just before the call or after
- * it, time the program's own measurement holds and the call's does not. 0 when the kernel keeps
- * no schedstat.
+ * sleep_runq_ns N lock_held_ns N sleep_asked_ns N`, measured by the program itself.
+ *
+ * `lock_ns` and `sleep_ns` are the clock reads around the call: upper bounds of the wait, for
+ * they also hold what ran in the call after the wait ended (the agent writing its record, which
+ * on a machine busy writing to disk can be throttled for milliseconds). Lower bounds:
+ * `lock_held_ns`, from the worker's first clock read to main's last before it unlocked (the
+ * worker cannot have the lock sooner), and `sleep_asked_ns`, the time asked of nanosleep.
+ * A `_runq_ns` figure is the time the thread spent runnable but not running (the kernel's
+ * schedstat run delay) between the two clock reads around the call; 0 when the kernel keeps no
+ * schedstat.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -24,6 +29,9 @@
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static long total_ms;
 static volatile int cpu_done;
+/* Main's clock just before it unlocks `m`: written under the lock, read by the worker once it
+ * holds it. */
+static long unlocked_at;
 
 static long now_ns(clockid_t c) {
     struct timespec ts;
@@ -85,6 +93,7 @@ static void *worker(void *arg) {
     pthread_mutex_lock(&m);
     long l1 = now_ns(CLOCK_MONOTONIC);
     long q1 = run_delay_ns();
+    long held = unlocked_at;
     pthread_mutex_unlock(&m);
     struct timespec ts = {0, 100000000};
     long s0 = now_ns(CLOCK_MONOTONIC);
@@ -92,8 +101,9 @@ static void *worker(void *arg) {
     long s1 = now_ns(CLOCK_MONOTONIC);
     long q2 = run_delay_ns();
     printf("worker seventy_ns %ld thirty_ns %ld lock_ns %ld sleep_ns %ld lock_runq_ns %ld "
-           "sleep_runq_ns %ld\n",
-           seventy, thirty, l1 - l0, s1 - s0, q1 - q0, q2 - q1);
+           "sleep_runq_ns %ld lock_held_ns %ld sleep_asked_ns %ld\n",
+           seventy, thirty, l1 - l0, s1 - s0, q1 - q0, q2 - q1, held - l0,
+           ts.tv_sec * 1000000000L + ts.tv_nsec);
     return NULL;
 }
 
@@ -107,6 +117,7 @@ int main(int argc, char **argv) {
         nanosleep(&poll, NULL);
     struct timespec hold = {0, 50000000};
     nanosleep(&hold, NULL);
+    unlocked_at = now_ns(CLOCK_MONOTONIC);
     pthread_mutex_unlock(&m);
     pthread_join(t, NULL);
     return 0;

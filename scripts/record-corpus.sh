@@ -43,6 +43,9 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # gen-late-worker needs a recording whose worker started after two hand-offs, so that its
 # peeled first take never waited: record it while `yes >/dev/null` keeps both cores busy, and
 # keep a recording whose graph.txt shows the worker's first leaf ending at a write.
+# gen-woken-take needs a recording in which the serving stage both waited for room in the
+# writer's queue and found its own queue empty: record it with three `yes >/dev/null` beside,
+# and keep one that scores below 0.95 without the woken-take rule (about 1 run in 10).
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -99,6 +102,7 @@ gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
 gen-idle-wakeup|gen:227|
 gen-late-worker|gen:2|
+gen-woken-take|gen:23|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -180,6 +180,8 @@ struct Rest {
     capacity_waits: Vec<LockWait>,
     /// Conditions used as locks (`condlocks`): their waits and the cuts that are none.
     cond_locks: condlocks::CondLocks,
+    /// Every take from a queue (`queues::takes`), for where takes that waited woke.
+    takes: Vec<queues::Take>,
 }
 
 /// Phase 4: notification edges matched per object, then the passes that need all of them.
@@ -247,6 +249,7 @@ fn causal_edges(asm: Assembled) -> Caused {
             weak: asm.weak,
             capacity_waits,
             cond_locks,
+            takes,
         },
     }
 }
@@ -255,16 +258,8 @@ fn causal_edges(asm: Assembled) -> Caused {
 /// edges.
 fn program_order(c: &mut Caused) -> Vec<bool> {
     let order = std::mem::take(&mut c.rest.weak);
-    let mut weak = handoff_weak(&c.graph, &c.edges, order);
-    eventloop::weaken(
-        &c.graph,
-        &c.rest.conns,
-        &call_keys(&c.graph, &c.edges),
-        &mut weak,
-    );
-    completions::split_replies(&c.graph, &c.rest.conns, &c.rest.answered, &mut weak);
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
-    // used as a lock): the split looks through them.
+    // used as a lock): the take rule and the split look through them.
     let turned: Vec<LockWait> = c
         .rest
         .capacity_waits
@@ -276,6 +271,15 @@ fn program_order(c: &mut Caused) -> Vec<bool> {
     for w in service::uncut(&c.graph, &c.edges, &turned, &[], &[]) {
         merged[w as usize] = true;
     }
+    let woken = queues::woken_takes(&c.graph, &c.edges, &c.rest.takes);
+    let mut weak = handoff_weak(&c.graph, &c.edges, order, &woken, &merged);
+    eventloop::weaken(
+        &c.graph,
+        &c.rest.conns,
+        &call_keys(&c.graph, &c.edges),
+        &mut weak,
+    );
+    completions::split_replies(&c.graph, &c.rest.conns, &c.rest.answered, &mut weak);
     eventloop::split_handoffs(&c.graph, &c.edges, &merged, &mut weak);
     program_edges(&c.graph, &weak, &mut c.edges);
     weak

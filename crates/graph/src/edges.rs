@@ -147,7 +147,23 @@ pub(crate) fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 /// the read of a request header, and every request would be cut from its connection. (An
 /// Apache worker keeps its guess: it takes hand-offs right after its queue wait, and the same
 /// wait also brings it work that is no new connection.)
-pub(crate) fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> Vec<bool> {
+///
+/// A take from a queue is new work whether or not the taker waited: one that found its item
+/// gets a `queue` edge into the leaf it took the lock in, and that leaf's program edge in is
+/// weak; one that waited is woken (`woken`: the leaf its take began in and the leaf whose
+/// `cond` edge brought the item, see `queues::woken_takes`), and unless a program edge from
+/// the one to the other, or into the first, is weak already (the loop head's guess, or a
+/// semaphore the thread waited on before it took the lock; not one the merge undoes, `merged`),
+/// the edge out of its wait is made
+/// weak, as at a loop head. The guess alone missed it where the thread's first repeated wait
+/// was elsewhere (a pipeline stage that first waited for room in the next stage's queue).
+pub(crate) fn handoff_weak(
+    graph: &Graph,
+    edges: &[Edge],
+    order: WeakOrder,
+    woken: &[(u32, u32)],
+    merged: &[bool],
+) -> Vec<bool> {
     let WeakOrder { mut weak, head } = order;
     // Per thread that takes hand-offs: whether one came right after a wait at its guessed head.
     let mut takes: AHashMap<ThreadId, bool> = AHashMap::new();
@@ -175,6 +191,20 @@ pub(crate) fn handoff_weak(graph: &Graph, edges: &[Edge], order: WeakOrder) -> V
     }
     for i in into {
         weak[i] = true;
+    }
+    for &(began, woke) in woken {
+        let (began, woke) = (began as usize, woke as usize);
+        let thread = graph.leaves[woke].thread;
+        let from = if began > 0 && graph.leaves[began - 1].thread == thread {
+            began - 1
+        } else {
+            began
+        };
+        // A leaf the merge joins to the next keeps no cut, so no weak edge either.
+        let cut = |i: usize| weak[i] && !merged.get(i).copied().unwrap_or(false);
+        if woke > began && !(from..woke).any(cut) {
+            weak[woke - 1] = true;
+        }
     }
     weak
 }
@@ -265,5 +295,61 @@ fn kind_of_external(kinds: &[KindOf], o: u32) -> EdgeKind {
         (Some(ObjKind::Endpoint), _) => EdgeKind::Connect,
         (_, Some(ChanKind::Eventfd)) => EdgeKind::Eventfd,
         _ => EdgeKind::Stream,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalpel_model::testgraph::GraphBuilder;
+
+    /// A stage thread: leaf 0 ends at its put into the next queue, leaf 1 at its wait on an empty
+    /// queue, leaf 2 at the take the wait ended in. A loop thread's leaf 3 put the item.
+    fn stage() -> Graph {
+        let mut b = GraphBuilder::new();
+        let t = b.leaf_type("x", None);
+        let (s, l) = (b.thread("stage"), b.thread("loop"));
+        for at in [0, 10, 20] {
+            b.leaf(s, t, at, at + 5);
+        }
+        b.leaf(l, t, 12, 15);
+        b.build()
+    }
+
+    fn order(weak: Vec<bool>) -> WeakOrder {
+        let head = vec![false; weak.len()];
+        WeakOrder { weak, head }
+    }
+
+    #[test]
+    fn a_take_that_waited_begins_new_work_after_its_wait() {
+        let g = stage();
+        let weak = handoff_weak(&g, &[], order(vec![false; 4]), &[(1, 2)], &[false; 4]);
+        assert_eq!(weak, vec![false, true, false, false]);
+    }
+
+    #[test]
+    fn a_take_already_begun_as_new_work_gets_no_second_cut() {
+        // The edge into the leaf the take began in is weak already (a semaphore waited on
+        // before the lock, or the loop head's guess): the wait inside the take is no new cut.
+        let g = stage();
+        let weak = handoff_weak(
+            &g,
+            &[],
+            order(vec![true, false, false, false]),
+            &[(1, 2)],
+            &[false; 4],
+        );
+        assert_eq!(weak, vec![true, false, false, false]);
+        // Unless that cut is one the merge undoes (a wait for room in the next queue).
+        let merged = [true, false, false, false];
+        let weak = handoff_weak(
+            &g,
+            &[],
+            order(vec![true, false, false, false]),
+            &[(1, 2)],
+            &merged,
+        );
+        assert_eq!(weak, vec![true, true, false, false]);
     }
 }

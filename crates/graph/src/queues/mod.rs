@@ -292,6 +292,75 @@ pub(super) fn add_edges(
     (waits, takes)
 }
 
+/// Where takes that waited woke with their item, as (the leaf the take began in, the leaf it woke
+/// in): the targets of `cond` edges from an item's signal to the thread that took it, at the
+/// leaf its take popped the item in. The take began in the leaf that ended at its first wait:
+/// the one before, and further back while the leaf before that ended at a wait on the same
+/// condition too (a wake-up that found nothing and waited again). Taken from
+/// the edges as they stand once every pass has run, so a wake-up that became a wait (room in a
+/// bounded queue, a condition used as a lock) is none. As with `queue` edges ([`add_edges`]),
+/// an item that is a connection whose hand-off edge leaves the same leaf for the taker's thread
+/// is left out: the hand-off says where that thread's new work began. So is a thread that took
+/// from the condition's queue once: going back for new work is a loop (a thread that waits once
+/// for a condition, as for a start-up handshake, takes no work).
+pub(super) fn woken_takes(graph: &Graph, edges: &[Edge], takes: &[Take]) -> Vec<(u32, u32)> {
+    let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
+    let handed: AHashSet<(u32, Option<ThreadId>)> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Handoff)
+        .map(|e| (e.from.get(), thread(e.to.get())))
+        .collect();
+    let mut taken: AHashMap<(Option<ThreadId>, u32), u32> = AHashMap::new();
+    for t in takes {
+        *taken.entry((thread(t.to), t.cond)).or_default() += 1;
+    }
+    let mut began: AHashMap<u32, Vec<u32>> = AHashMap::new();
+    for t in takes
+        .iter()
+        .filter(|t| t.waited && taken[&(thread(t.to), t.cond)] >= 2)
+    {
+        began.entry(t.from).or_default().push(t.to);
+    }
+    let mut out: Vec<(u32, u32)> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Cond)
+        .filter_map(|e| {
+            let to = e.to.get();
+            if handed.contains(&(e.from.get(), thread(to))) {
+                return None;
+            }
+            let starts = began.get(&e.from.get())?;
+            starts
+                .iter()
+                .any(|&b| b == to && thread(b).is_some())
+                .then(|| (first_wait(graph, to), to))
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The first leaf of the run of leaves before `woke`, on its thread, that ended at a wait on
+/// the condition the leaf before `woke` ended at; `woke` when there is none.
+fn first_wait(graph: &Graph, woke: u32) -> u32 {
+    let leaf = |i: u32| graph.leaves.get(i as usize);
+    let (Some(w), Some(cond)) = (leaf(woke), woke.checked_sub(1).and_then(leaf)) else {
+        return woke;
+    };
+    if cond.thread != w.thread || cond.end_obj.is_none() {
+        return woke;
+    }
+    let mut first = woke - 1;
+    while let Some(p) = first.checked_sub(1).and_then(leaf) {
+        if p.thread != w.thread || p.end_obj != cond.end_obj || p.end_op != cond.end_op {
+            break;
+        }
+        first -= 1;
+    }
+    first
+}
+
 /// Back-pressure is a wait, not a cause: a bounded queue's producer that waits for room is woken
 /// by the consumer that took an earlier item, and that wake-up joined item `i`'s consumer to
 /// item `i + capacity`'s producer, chaining every item of a flooded pipeline into one task. A

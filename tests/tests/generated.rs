@@ -30,9 +30,14 @@ const CHOSEN: &[u64] = &[47, 57, 177, 227];
 /// loaded runs but 0.33 and 0.92 in two of ten. In the 0.92 one, a worker's first take waited
 /// twice (a wake-up another worker's take robbed), so the peeled call was taken for the loop
 /// head; `weak` now counts that as one visit, and the recording scores 1.0. A later loaded run
-/// gave 0.91, not analysed.
+/// gave 0.91, not analysed. Seeds 12 and 227 joined in session 43: in 40 loaded runs each (5
+/// with two `yes` loops beside, 35 with three) seed 12 gave 1.0 every time and 227 0.992 to
+/// 1.0. In the same runs seeds 8 and 13 fell below the bounds twice each (slow requests that
+/// waited for a group commit in types of their own, or commits standing apart from their
+/// requests; see docs/LIMITS.md), seed 7 gave 0.875 to 1.0, and seed 23, once takes that
+/// waited began new work (`handoff_weak`), 0.981 to 1.0 in 15 runs.
 const HOLDING: &[u64] = &[
-    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 47, 57, 177,
+    0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 47, 57, 177, 227,
 ];
 
 #[test]

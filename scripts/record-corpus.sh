@@ -46,6 +46,8 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # gen-woken-take needs a recording in which the serving stage both waited for room in the
 # writer's queue and found its own queue empty: record it with three `yes >/dev/null` beside,
 # and keep one that scores below 0.95 without the woken-take rule (about 1 run in 10).
+# gen-commit-head likewise: a recording whose serving thread waited for a group commit before
+# its first take waited (so the loop head's guess is the commit's wait), three `yes` beside.
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -103,6 +105,7 @@ gen-global-lock|gen:915000092|
 gen-idle-wakeup|gen:227|
 gen-late-worker|gen:2|
 gen-woken-take|gen:23|
+gen-commit-head|gen:13|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -156,7 +156,9 @@ pub(crate) fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 /// semaphore the thread waited on before it took the lock; not one the merge undoes, `merged`),
 /// the edge out of its wait is made
 /// weak, as at a loop head. The guess alone missed it where the thread's first repeated wait
-/// was elsewhere (a pipeline stage that first waited for room in the next stage's queue).
+/// was elsewhere (a pipeline stage that first waited for room in the next stage's queue). And
+/// such takes test the guess as hand-offs do: when none began or waited at it, it is dropped
+/// (a stage whose first repeated wait was for a group commit, inside the work).
 pub(crate) fn handoff_weak(
     graph: &Graph,
     edges: &[Edge],
@@ -165,7 +167,8 @@ pub(crate) fn handoff_weak(
     merged: &[bool],
 ) -> Vec<bool> {
     let WeakOrder { mut weak, head } = order;
-    // Per thread that takes hand-offs: whether one came right after a wait at its guessed head.
+    // Per thread that takes hand-offs or waited for items: whether one came right after a wait
+    // at its guessed head.
     let mut takes: AHashMap<ThreadId, bool> = AHashMap::new();
     let mut into = Vec::new();
     for e in edges.iter().filter(|e| e.kind == EdgeKind::Queue) {
@@ -183,6 +186,14 @@ pub(crate) fn handoff_weak(
             into.push(to - 1);
         }
     }
+    // Likewise a thread whose takes from a queue waited: the guess missed when none of those
+    // takes began at it or waited at it (a pipeline stage's first repeated wait was a group
+    // commit's, inside the work).
+    for &(began, woke) in woken {
+        let (from, woke) = (take_from(graph, began), woke as usize);
+        let at_head = (from..woke).any(|i| head.get(i).copied().unwrap_or(false));
+        *takes.entry(graph.leaves[woke].thread).or_insert(false) |= at_head;
+    }
     for (i, w) in weak.iter_mut().enumerate() {
         let missed = takes.get(&graph.leaves[i].thread) == Some(&false);
         if missed && head.get(i).copied().unwrap_or(false) {
@@ -193,20 +204,26 @@ pub(crate) fn handoff_weak(
         weak[i] = true;
     }
     for &(began, woke) in woken {
-        let (began, woke) = (began as usize, woke as usize);
-        let thread = graph.leaves[woke].thread;
-        let from = if began > 0 && graph.leaves[began - 1].thread == thread {
-            began - 1
-        } else {
-            began
-        };
+        let (from, woke) = (take_from(graph, began), woke as usize);
         // A leaf the merge joins to the next keeps no cut, so no weak edge either.
         let cut = |i: usize| weak[i] && !merged.get(i).copied().unwrap_or(false);
-        if woke > began && !(from..woke).any(cut) {
+        if woke > began as usize && !(from..woke).any(cut) {
             weak[woke - 1] = true;
         }
     }
     weak
+}
+
+/// The first leaf whose program edge out lies on a take that began in leaf `began`: the one
+/// before it on its thread (its edge in), or `began` itself when it is its thread's first.
+fn take_from(graph: &Graph, began: u32) -> usize {
+    let began = began as usize;
+    let thread = graph.leaves[began].thread;
+    if began > 0 && graph.leaves[began - 1].thread == thread {
+        began - 1
+    } else {
+        began
+    }
 }
 
 /// Program order: each thread's leaves in sequence.
@@ -351,5 +368,25 @@ mod tests {
             &merged,
         );
         assert_eq!(weak, vec![true, true, false, false]);
+    }
+
+    #[test]
+    fn a_guessed_head_no_waited_take_reached_is_dropped() {
+        // A stage thread: leaf 1 ends at a wait for a group commit, the guessed head (its first
+        // repeated wait); leaf 3 at a wait for its queue, which leaf 4 took an item in.
+        let mut b = GraphBuilder::new();
+        let t = b.leaf_type("x", None);
+        let s = b.thread("stage");
+        for at in [0, 10, 20, 30, 40] {
+            b.leaf(s, t, at, at + 5);
+        }
+        let g = b.build();
+        let guess = vec![false, true, false, false, false];
+        let order = WeakOrder {
+            weak: guess.clone(),
+            head: guess,
+        };
+        let weak = handoff_weak(&g, &[], order, &[(3, 4)], &[false; 5]);
+        assert_eq!(weak, vec![false, false, false, true, false]);
     }
 }

@@ -33,7 +33,8 @@
 //!   operation and object when there are no stacks), the first site the thread reaches that it
 //!   reaches at least twice. A worker's first repeated wait is where it takes work; a later one
 //!   (joining sub-requests, waiting for a reply) is part of the work. This is a guess, and the
-//!   graph stage drops it on threads whose new work is known from hand-off edges (see `mod.rs`).
+//!   graph stage drops it on threads whose new work is known from hand-off edges or from takes
+//!   that waited, none of them at the guess (see `edges::handoff_weak`).
 //!   A site reached once before the head (a wait again right away, after a wake-up another
 //!   thread's take robbed, is the same visit), with the head's operation and object and the
 //!   head's stack but for one return address, is the head too: the loop's first take, which a

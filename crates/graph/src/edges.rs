@@ -154,11 +154,11 @@ pub(crate) fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 /// `cond` edge brought the item, see `queues::woken_takes`), and unless a program edge from
 /// the one to the other, or into the first, is weak already (the loop head's guess, or a
 /// semaphore the thread waited on before it took the lock; not one the merge undoes, `merged`),
-/// the edge out of its wait is made
-/// weak, as at a loop head. The guess alone missed it where the thread's first repeated wait
-/// was elsewhere (a pipeline stage that first waited for room in the next stage's queue). And
-/// such takes test the guess as hand-offs do: when none began or waited at it, it is dropped
-/// (a stage whose first repeated wait was for a group commit, inside the work).
+/// the edge out of its wait is made weak, as at a loop head. The guess alone missed it where
+/// the thread's first repeated wait was elsewhere (a pipeline stage that first waited for room
+/// in the next stage's queue). And such takes test the guess as hand-offs do: when none began
+/// or waited at it, it is dropped (a stage whose first repeated wait was for a group commit,
+/// inside the work).
 pub(crate) fn handoff_weak(
     graph: &Graph,
     edges: &[Edge],

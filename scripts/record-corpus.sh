@@ -48,6 +48,8 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # and keep one that scores below 0.95 without the woken-take rule (about 1 run in 10).
 # gen-commit-head likewise: a recording whose serving thread waited for a group commit before
 # its first take waited (so the loop head's guess is the commit's wait), three `yes` beside.
+# gen-futex-nowait needs a recording in which a worker's futex wait returned EAGAIN (`scalpel
+# dump TRACE --op futex_wait` shows it; about 2 runs in 3).
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -106,6 +108,7 @@ gen-idle-wakeup|gen:227|
 gen-late-worker|gen:2|
 gen-woken-take|gen:23|
 gen-commit-head|gen:13|
+gen-futex-nowait|gen:944000012|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

@@ -20,6 +20,7 @@ use tracebuild::{edges, graph, Call, Thread};
 const COND: u64 = 0x1000;
 const SEM: u64 = 0x2000;
 const WORD: u64 = 0x3000;
+const MUTEX: u64 = 0x4000;
 
 /// `notify::cond`: a signal wakes the wait that began before it; a wait whose only signal came
 /// before it began is left unmatched.
@@ -84,6 +85,50 @@ fn notify_futex_wakes_a_waiter_unless_the_word_is_a_lock() {
     let dir = tempfile::tempdir().unwrap();
     let g = futex_pair(dir.path(), 2);
     assert_eq!(edges(&g, EdgeKind::Futex), vec![]);
+}
+
+/// `queues`: on a queue whose items a futex word counts outside the mutex, a take after a wait
+/// the wake ended has that wake's `futex` edge; a take after a wait that returned `EAGAIN` (the
+/// word had changed: the item was counted before the wait began) never slept, and found its item
+/// as a take without a wait does, so it gets a `queue` edge from the put.
+#[test]
+fn queues_a_futex_wait_that_found_the_word_changed_took_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let word = |c: Call, seq: u64| Call {
+        aux2: Some(0),
+        ..c.on(ObjKind::Futex, WORD, seq)
+    };
+    let mutex = |at: u64, op: Op, seq: u64| Call::new(at, 5, op).on(ObjKind::Mutex, MUTEX, seq);
+    let mut producer = Thread::new(1, 2);
+    // Two puts, each a section and a wake after it: the first wakes the waiting taker, the
+    // second nobody.
+    for (at, seq, woke) in [(1_000u64, 1u64, 1i64), (2_000, 5, 0)] {
+        producer.call(mutex(at, Op::MutexLock, seq));
+        producer.call(mutex(at + 10, Op::MutexUnlock, seq + 1));
+        let wake = Call::new(at + 20, 5, Op::FutexWake).on(ObjKind::Futex, WORD, at / 500 - 1);
+        producer.call(Call {
+            result: woke,
+            ..wake
+        });
+    }
+    let mut taker = Thread::new(1, 1);
+    // A wait takes its sequence number when it returns.
+    taker.call(word(Call::new(500, 600, Op::FutexWait), 2));
+    taker.call(mutex(1_200, Op::MutexLock, 3));
+    taker.call(mutex(1_210, Op::MutexUnlock, 4));
+    let again = Call::new(2_500, 2, Op::FutexWait);
+    taker.call(word(
+        Call {
+            result: -11,
+            ..again
+        },
+        4,
+    ));
+    taker.call(mutex(2_510, Op::MutexLock, 7));
+    taker.call(mutex(2_520, Op::MutexUnlock, 8));
+    let g = graph(dir.path(), vec![producer, taker]);
+    assert_eq!(edges(&g, EdgeKind::Futex), vec![(2, 1)]);
+    assert_eq!(edges(&g, EdgeKind::Queue), vec![(2, 1)]);
 }
 
 fn pipe(key: u64) -> Identity {

@@ -20,7 +20,10 @@
 //! The same holds for a queue whose items are counted by a futex word outside the mutex (a
 //! producer unlocks, then wakes the word; a consumer waits on the word only when the count is
 //! zero, then locks and pops): the wake right after a section is that section's put, and a
-//! section right after a wait on the word waited for it.
+//! section right after a wait on the word waited for it, unless the wait returned `EAGAIN`: the
+//! word had changed before the wait began (the item was counted already), so the taker never
+//! slept, no wake ended its wait, and it found its item as a take without a wait does (corpus
+//! case `gen-futex-nowait`).
 //!
 //! A consumer that empties the queue (or a buffer its producer appends to) in one section takes
 //! every item put since its last take, not one: a log's group commit, xz's workers reading the

@@ -117,6 +117,9 @@ pub(crate) enum Counter {
     Take,
 }
 
+/// `EAGAIN` (Linux): a futex wait's result when the word no longer held the expected value.
+const EAGAIN: i32 = 11;
+
 impl Counter {
     /// What `op` on an object of channel kind `chan` does to a counter, `res` its result.
     pub(crate) fn of(op: Op, chan: Option<ChannelKind>, res: i32) -> Option<Counter> {
@@ -124,6 +127,9 @@ impl Counter {
         let eventfd = chan.and_then(ChannelKind::known) == Some(ChanKind::Eventfd) && res > 0;
         match op {
             FutexWake | SemPost => Some(Counter::Give),
+            // A wait that found the word changed never slept: what it counts was there already,
+            // so the section after it took an item as one that never called the wait does.
+            FutexWait if res == -EAGAIN => None,
             FutexWait => Some(Counter::Take),
             SemWait | SemTimedwait | SemClockwait | SemTrywait if res == 0 => Some(Counter::Take),
             _ if eventfd => reads_bytes(op).map(|r| if r { Counter::Take } else { Counter::Give }),

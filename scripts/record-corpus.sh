@@ -50,6 +50,8 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # its first take waited (so the loop head's guess is the commit's wait), three `yes` beside.
 # gen-futex-nowait needs a recording in which a worker's futex wait returned EAGAIN (`scalpel
 # dump TRACE --op futex_wait` shows it; about 2 runs in 3).
+# gen-reply-after-accept needs a recording that scores below 0.95 without the rule (the loop
+# wrote a finished job's reply in the leaf that accepted a client; about 2 runs in 10).
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -109,6 +111,7 @@ gen-late-worker|gen:2|
 gen-woken-take|gen:23|
 gen-commit-head|gen:13|
 gen-futex-nowait|gen:944000012|
+gen-reply-after-accept|gen:944000012|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

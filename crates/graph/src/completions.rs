@@ -16,8 +16,9 @@
 //!   it was written, with no call on its connection, so the leaf that hands it over names no
 //!   connection (the write before it ended another request's turn). Its completion goes to the
 //!   first reply leaf, in the order the completions were written, that no other completion
-//!   took and that did not read a request itself (a leaf that read its request and wrote the
-//!   reply answered that request).
+//!   took and that did not read its request from the connection it writes to (a leaf that read
+//!   its request and wrote the reply answered that request; one that accepted a new client and
+//!   then answered another connection's finished job is free).
 //! - **A reply ends its request.** In such a loop, the program edge from a leaf that ends at a
 //!   reply into a leaf that hands over a job whose reply is written later is weak: the job is
 //!   the next request, whichever connection it came from.
@@ -84,7 +85,13 @@ pub(super) fn land_completions(
     });
     for at in in_turn {
         let e = &mut edges[at];
-        let free = |k: usize| conns.reply_of(k) != 0 && conns.opened(k) == 0;
+        // A leaf that read its request (or accepted its connection) and writes the reply on
+        // that connection answered that request; one that writes on another connection (a
+        // loop that accepted a client, then answered another's finished job) is free.
+        let free = |k: usize| {
+            let reply = conns.reply_of(k);
+            reply != 0 && conns.opened(k) != reply
+        };
         let found = reply_leaf(graph, &ranges, e, |k| free(k) && !taken.contains(&k));
         if let Some(k) = found {
             e.to = NodeId::new(k as u32);
@@ -314,6 +321,55 @@ mod tests {
         split_replies(&g, &conns, &answered, &mut weak);
         let weak_at: Vec<usize> = (0..10).filter(|&i| weak[i]).collect();
         assert_eq!(weak_at, [3]);
+    }
+
+    /// A loop answers B, hands over B's pipelined request (no call on B, so in turn), accepts a
+    /// new client A and, in that leaf, writes the reply to B's job, which finished meanwhile;
+    /// its completion is reported only at a later wait, before another reply to B. The leaf that
+    /// accepted A and wrote to B answered B's job: it read no request from B.
+    #[test]
+    fn a_reply_written_after_an_accept_answers_a_job_in_turn() {
+        use Op::*;
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        let (lp, pool) = (b.thread("loop"), b.thread("pool"));
+        let steps = [
+            (EpollWait, Writev),
+            (Writev, CondSignal),
+            (CondSignal, EpollWait),
+            (EpollWait, Accept),
+            (Accept, Writev),
+            (Writev, EpollWait),
+            (EpollWait, Writev),
+        ];
+        for (i, (from, to)) in steps.into_iter().enumerate() {
+            let t = 1_000 * i as u64;
+            let mut l = Leaf::new(lp, ty, t, t + 10);
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
+            b.push(lp, l);
+        }
+        let done = b.leaf(pool, ty, 1_500, 1_600);
+        b.edge((lp, 1), done, EdgeKind::Cond);
+        b.edge(done, (lp, 6), EdgeKind::Ready);
+        let g = b.build();
+        const A: u64 = 7;
+        const B: u64 = 9;
+        let mut rows = vec![(0, 0, 0); g.leaves.len()];
+        rows[0] = (0, B, ENDS_AT_WRITE);
+        rows[1] = (B, 0, STARTS_AFTER_WRITE);
+        rows[4] = (A, B, ENDS_AT_WRITE);
+        rows[5] = (B, 0, STARTS_AFTER_WRITE);
+        rows[6] = (0, B, ENDS_AT_WRITE);
+        let conns = Conns::from_rows(&rows);
+        let mut edges = g.edges.clone();
+        land_completions(&g, &conns, &mut edges);
+        let ready: Vec<(u32, u32)> = edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Ready)
+            .map(|e| (e.from.get(), e.to.get()))
+            .collect();
+        assert_eq!(ready, [(7, 4)]);
     }
 
     /// After one wait's replies the loop hands over the next request of three connections, one

@@ -39,9 +39,13 @@ const CHOSEN: &[u64] = &[47, 57, 177, 227];
 /// bounds before (8: 0.0 and 0.0; 23: 0.712 and 0.788) rescores 0.981 to 0.986. Seed 13 gave
 /// 0.953 to 1.0 in those 10 runs (its kept bad recordings 0.980 to 0.993), seed 7 1.0 but
 /// 0.875 once in 40 runs before (a batch of completions answered out of step, not analysed).
+/// Seed 13 joined in session 44: 0.993 to 1.0 in 20 runs with two `yes` loops beside. Seed 7
+/// (a pool of two fed through a pipe) gave 0.944 to 1.0 in the same 20 runs: in the one below,
+/// the pipe's bytes were credited to the wrong one of its two waiting workers (which reader
+/// took which bytes is not in the trace; see `streamorder`).
 const HOLDING: &[u64] = &[
-    0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 47, 57, 177,
-    227,
+    0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 47, 57,
+    177, 227,
 ];
 
 #[test]

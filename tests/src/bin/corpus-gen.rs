@@ -4,7 +4,9 @@
 //! at most 10 types for 95% of the leaves), 2 when one could not be built, recorded or inferred.
 //! The `scalpel` binary is the one beside this program unless `--scalpel` names another.
 //! `--rescore DIR` records nothing: it infers and scores again the programs a `--keep DIR` run
-//! kept (to compare rules on the same recordings).
+//! kept (to compare rules on the same recordings). A kept program's temporary directory is left
+//! as a symbolic link to where it was kept, so that a rescore finds the program the trace names.
+//! A broken pipe on standard output (`| head`) ends the run quietly.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,6 +74,14 @@ fn parse() -> Result<Args, String> {
     Ok(args)
 }
 
+/// Prints a line; a reader that has gone (`| head`) ends the run, as it would a shell tool.
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if writeln!(std::io::stdout(), "{line}").is_err() {
+        std::process::exit(0);
+    }
+}
+
 /// Prints a program's line and counts it.
 fn tally(
     outcome: Result<Outcome, GenError>,
@@ -84,11 +94,18 @@ fn tally(
         Ok(o) => {
             let ok = o.share() >= args.min_share && o.types <= args.max_types;
             *below += u32::from(!ok);
-            println!("{}{}", o.line(), if ok { "" } else { "  BELOW" });
+            say(format_args!(
+                "{}{}",
+                o.line(),
+                if ok { "" } else { "  BELOW" }
+            ));
         }
         Err(e) => {
             *failed += 1;
-            println!("seed={seed} {} FAILED: {e}", Spec::from_seed(seed));
+            say(format_args!(
+                "seed={seed} {} FAILED: {e}",
+                Spec::from_seed(seed)
+            ));
         }
     }
 }
@@ -130,13 +147,18 @@ fn main() -> ExitCode {
             let from = tmp.keep();
             if let Err(e) = std::fs::rename(&from, &to) {
                 eprintln!("corpus-gen: keeping {}: {e}", from.display());
+            } else if let Ok(to) = std::path::absolute(&to) {
+                // The trace names the program by the path it ran from, and symbols are read
+                // only from the file with the inode recorded: a link there to the kept
+                // directory lets `--rescore` name frames as the first run did.
+                let _ = std::os::unix::fs::symlink(&to, &from);
             }
         }
     }
-    println!(
+    say(format_args!(
         "{} programs: {below} below the bounds, {failed} failed",
         args.count
-    );
+    ));
     if failed > 0 {
         ExitCode::from(2)
     } else if below > 0 {

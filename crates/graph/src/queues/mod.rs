@@ -272,11 +272,7 @@ pub(super) fn add_edges(
     sections: Vec<Section>,
 ) -> (Vec<LockWait>, Vec<Take>) {
     let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
-    let handed: AHashSet<(NodeId, Option<ThreadId>)> = edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Handoff)
-        .map(|e| (e.from, thread(e.to)))
-        .collect();
+    let handed = handed_to(graph, edges);
     let (takes, capacity) = takes(sections, graph);
     let waits = capacity_waits(graph, edges, &capacity);
     match_wakeups(graph, edges, &takes);
@@ -289,10 +285,21 @@ pub(super) fn add_edges(
             kind: EdgeKind::Queue,
             obj: Some(ObjId::new(t.cond)),
         })
-        .filter(|e| !handed.contains(&(e.from, thread(e.to))))
+        .filter(|e| !handed.contains(&(e.from.get(), thread(e.to))))
         .collect();
     edges.extend(queued);
     (waits, takes)
+}
+
+/// The (leaf, thread) pairs a connection's hand-off edge joins: a queue item that is such a
+/// connection, taken by that thread, is no new work of its own (see [`add_edges`]).
+fn handed_to(graph: &Graph, edges: &[Edge]) -> AHashSet<(u32, Option<ThreadId>)> {
+    let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
+    edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Handoff)
+        .map(|e| (e.from.get(), thread(e.to)))
+        .collect()
 }
 
 /// Where takes that waited woke with their item, as (the leaf the take began in, the leaf it woke
@@ -308,11 +315,7 @@ pub(super) fn add_edges(
 /// for a condition, as for a start-up handshake, takes no work).
 pub(super) fn woken_takes(graph: &Graph, edges: &[Edge], takes: &[Take]) -> Vec<(u32, u32)> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
-    let handed: AHashSet<(u32, Option<ThreadId>)> = edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Handoff)
-        .map(|e| (e.from.get(), thread(e.to.get())))
-        .collect();
+    let handed = handed_to(graph, edges);
     let mut taken: AHashMap<(Option<ThreadId>, u32), u32> = AHashMap::new();
     for t in takes {
         *taken.entry((thread(t.to), t.cond)).or_default() += 1;

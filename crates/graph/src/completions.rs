@@ -233,11 +233,34 @@ fn thread_ranges(graph: &Graph) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use scalpel_model::format::Op;
-    use scalpel_model::graph::{EdgeKind, Leaf, NodeId};
+    use scalpel_model::graph::{Edge, EdgeKind, Leaf, LeafTypeId, NodeId, ThreadId};
     use scalpel_model::testgraph::GraphBuilder;
 
     use super::super::eventloop::{Conns, ENDS_AT_WRITE, STARTS_AFTER_WRITE};
     use super::{land_completions, split_replies};
+
+    /// Pushes one leaf of thread `t` per step (its start and end operations), a microsecond
+    /// apart.
+    fn push_steps(b: &mut GraphBuilder, t: ThreadId, ty: LeafTypeId, steps: &[(Op, Op)]) {
+        for (i, &(from, to)) in steps.iter().enumerate() {
+            let at = 1_000 * i as u64;
+            let mut l = Leaf::new(t, ty, at, at + 10);
+            l.start_op = Some(from.into());
+            l.end_op = Some(to.into());
+            b.push(t, l);
+        }
+    }
+
+    /// The `ready` edges, as (from, to), sorted.
+    fn ready_edges(edges: &[Edge]) -> Vec<(u32, u32)> {
+        let mut ready: Vec<(u32, u32)> = edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::Ready)
+            .map(|e| (e.from.get(), e.to.get()))
+            .collect();
+        ready.sort_unstable();
+        ready
+    }
 
     /// An epoll loop hands B's request to a pool thread and writes its reply when the pool
     /// reports it; then, with no call on A, it hands over a request of A's that was pipelined
@@ -265,13 +288,7 @@ mod tests {
             (EpollWait, Writev),
             (Writev, Writev),
         ];
-        for (i, (from, to)) in steps.into_iter().enumerate() {
-            let t = 1_000 * i as u64;
-            let mut l = Leaf::new(lp, ty, t, t + 10);
-            l.start_op = Some(from.into());
-            l.end_op = Some(to.into());
-            b.push(lp, l);
-        }
+        push_steps(&mut b, lp, ty, &steps);
         let jobs = [(1, 1_500, 3), (4, 4_500, 8), (6, 6_500, 8)];
         for (by, t, reported) in jobs {
             let done = b.leaf(pool, ty, t, t + 100);
@@ -293,12 +310,7 @@ mod tests {
         let conns = Conns::from_rows(&rows);
         let mut edges = g.edges.clone();
         let answered = land_completions(&g, &conns, &mut edges);
-        let mut ready: Vec<(u32, u32)> = edges
-            .iter()
-            .filter(|e| e.kind == EdgeKind::Ready)
-            .map(|e| (e.from.get(), e.to.get()))
-            .collect();
-        ready.sort_unstable();
+        let ready = ready_edges(&edges);
         assert_eq!(ready, [(10, 3), (11, 8), (12, 9)]);
         let reply: Vec<Option<u32>> = answered[..10].iter().map(|a| a.map(|n| n.get())).collect();
         let none = None;
@@ -342,13 +354,7 @@ mod tests {
             (Writev, EpollWait),
             (EpollWait, Writev),
         ];
-        for (i, (from, to)) in steps.into_iter().enumerate() {
-            let t = 1_000 * i as u64;
-            let mut l = Leaf::new(lp, ty, t, t + 10);
-            l.start_op = Some(from.into());
-            l.end_op = Some(to.into());
-            b.push(lp, l);
-        }
+        push_steps(&mut b, lp, ty, &steps);
         let done = b.leaf(pool, ty, 1_500, 1_600);
         b.edge((lp, 1), done, EdgeKind::Cond);
         b.edge(done, (lp, 6), EdgeKind::Ready);
@@ -364,11 +370,7 @@ mod tests {
         let conns = Conns::from_rows(&rows);
         let mut edges = g.edges.clone();
         land_completions(&g, &conns, &mut edges);
-        let ready: Vec<(u32, u32)> = edges
-            .iter()
-            .filter(|e| e.kind == EdgeKind::Ready)
-            .map(|e| (e.from.get(), e.to.get()))
-            .collect();
+        let ready = ready_edges(&edges);
         assert_eq!(ready, [(7, 4)]);
     }
 
@@ -390,13 +392,7 @@ mod tests {
             (Write, Write),
             (Write, EpollWait),
         ];
-        for (i, (from, to)) in steps.into_iter().enumerate() {
-            let t = 1_000 * i as u64;
-            let mut l = Leaf::new(lp, ty, t, t + 10);
-            l.start_op = Some(from.into());
-            l.end_op = Some(to.into());
-            b.push(lp, l);
-        }
+        push_steps(&mut b, lp, ty, &steps);
         let g = b.build();
         let mut rows = vec![(0, 0, 0); g.leaves.len()];
         rows[0] = (0, 7, ENDS_AT_WRITE);

@@ -48,18 +48,30 @@ fuzz build -O -s none
 rm -rf target/fuzz-failures
 mkdir -p target/fuzz-failures
 failed=0
-for target in decode infer; do
-    echo "== cargo fuzz run $target, ${SECS} s =="
-    art="$WORK/artifacts-$target/"
+# Each target runs in one process on one core, so the two run side by side: the same fuzzing
+# time each, in half the wall time on CI's two cores.
+run_target() {
+    local target=$1 art="$WORK/artifacts-$1/"
     mkdir -p "$art"
     # -rss_limit_mb and -timeout: the bounds the mutation runs hold (2 GiB; 10 s is far past
     # the intact trace's time). libFuzzer's log is kept; its last lines are printed.
-    log="$WORK/fuzz-$target.log"
-    status=0
+    local status=0
     SCALPEL_FUZZ_TRACE="$WORK/trace" fuzz run -O -s none "$target" "$WORK/corpus-$target" -- \
         -max_total_time="$SECS" -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$art" \
-        -print_final_stats=1 >"$log" 2>&1 || status=$?
-    grep -v '^#[0-9]' "$log" | tail -n 12 || true
+        -print_final_stats=1 >"$WORK/fuzz-$target.log" 2>&1 || status=$?
+    echo "$status" >"$WORK/status-$target"
+}
+echo "== cargo fuzz run decode and infer, ${SECS} s each, side by side =="
+run_target decode &
+decode_pid=$!
+run_target infer &
+infer_pid=$!
+wait "$decode_pid" "$infer_pid"
+for target in decode infer; do
+    echo "== cargo fuzz run $target =="
+    art="$WORK/artifacts-$target/"
+    status=$(cat "$WORK/status-$target" 2>/dev/null || echo "no status")
+    grep -v '^#[0-9]' "$WORK/fuzz-$target.log" | tail -n 12 || true
     if [ "$status" != 0 ] && [ -z "$(ls -A "$art")" ]; then
         echo "fuzz: cargo fuzz run $target failed (exit $status) without a failing input"
         failed=1

@@ -160,7 +160,8 @@ pub fn compare(g: &Graph, m: &Model, scratch: &Path) -> Result<(usize, Vec<Strin
     );
     let src = TableSource::new(g, Some(m), DEFAULT_WINDOW_NS);
     write_dataset(scratch, &src).map_err(|e| e.to_string())?;
-    let parquet = Engine::from_dataset(scratch).map_err(|e| e.to_string())?;
+    let parquet =
+        Engine::from_dataset(scratch, &scalpel_sql::Place::Embedded).map_err(|e| e.to_string())?;
     let from_files = rows(&parquet, &query)?;
     if from_files != in_memory {
         diffs.push("the Parquet dataset's rows differ from the tables' in memory".to_owned());

@@ -163,7 +163,7 @@ fn the_demos_tables_read_back_and_answer_sql_as_top_does() {
     );
 
     // Every query of the guide runs, on the files and on the model, with the same rows.
-    let files = scalpel_sql::Engine::from_dataset(&data).unwrap();
+    let files = scalpel_sql::Engine::from_dataset(&data, &scalpel_sql::Place::Embedded).unwrap();
     let memory = scalpel_sql::Engine::from_tables(&tables).unwrap();
     for (heading, q) in guide_queries() {
         let a = rows(&files, &q).unwrap_or_else(|e| panic!("{heading}: {e}\n{q}"));
@@ -177,6 +177,16 @@ fn the_demos_tables_read_back_and_answer_sql_as_top_does() {
     let from_files = ok(&run(&["sql", data.to_str().unwrap(), q, "--format", "csv"]));
     let from_model = ok(&run(&["sql", out.to_str().unwrap(), q, "--format", "csv"]));
     assert_eq!(from_files, from_model);
+    // Options between the words, as the guide writes them.
+    let between = ok(&run(&["sql", data.to_str().unwrap(), "--format", "csv", q]));
+    assert_eq!(between, from_files);
+    let o = run(&["sql", "--format", "csv", q]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("expected what to query, then the query"),
+        "{}",
+        stderr(&o)
+    );
     assert!(from_files.lines().count() > 2, "{from_files}");
 
     if let Some(py) = python() {

@@ -14,6 +14,22 @@ pub enum SqlError {
         /// What is wrong.
         what: String,
     },
+    /// Where queries should run is not understood.
+    #[error("{given:?}: {what}")]
+    Place {
+        /// What was given.
+        given: String,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The Ballista cluster could not be reached, or failed running the query.
+    #[error("the Ballista cluster at {place}: {source}")]
+    Cluster {
+        /// The cluster.
+        place: crate::Place,
+        /// What DataFusion or Ballista said.
+        source: datafusion::error::DataFusionError,
+    },
     /// DataFusion refused the query or failed running it.
     #[error("{0}")]
     Query(#[from] datafusion::error::DataFusionError),

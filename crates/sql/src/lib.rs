@@ -4,16 +4,21 @@
 //! `instances`, …, see `scalpel-tables`), either from the tables built in memory or from the
 //! Parquet dataset `scalpel_tables::write_dataset` wrote, with the same columns either way
 //! (partitioned tables carry `host` and `time_window`); running a query; and writing its rows
-//! as a text table, CSV or JSON Lines ([`write_rows`]).
+//! as a text table, CSV or JSON Lines ([`write_rows`]). A dataset's queries run in this
+//! process or, given its scheduler ([`Place`]), on a Ballista cluster whose executors share
+//! this machine's file system.
 //!
-//! Non-goals: a query language of our own, and running anywhere but in this process.
+//! Non-goals: a query language of our own, and a distributed engine of our own: a cluster is
+//! Ballista's, planned by DataFusion here.
 
 mod engine;
 mod error;
+mod place;
 mod rows;
 
 pub use engine::Engine;
 pub use error::SqlError;
+pub use place::Place;
 pub use rows::{write_rows, RowFormat};
 
 /// A query's rows, as Arrow holds them.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use scalpel_model::progress::Timings;
-use scalpel_sql::{write_rows, Engine, RowFormat};
+use scalpel_sql::{write_rows, Engine, Place, RowFormat};
 use scalpel_tables::{build_tables, DEFAULT_WINDOW_NS};
 
 use crate::args::PipelineArgs;
@@ -32,11 +32,19 @@ pub(crate) struct SqlArgs {
     /// wrote, a model.json, a directory `scalpel infer` wrote, or trace directories (inferred
     /// on the spot); the last word is the query, e.g. "SELECT name, count(*) FROM instances
     /// GROUP BY name". The tables: docs/guide/tables.md.
-    #[arg(required = true, num_args = 2.., value_name = "PATH|QUERY")]
+    // Why `1..` and not `2..`: clap counts a positional's values per run of them, so
+    // `DIR --format csv QUERY` would be two runs of one; the count is checked in `options`.
+    #[arg(required = true, num_args = 1.., value_name = "PATH|QUERY")]
     pub words: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Where the query runs: `embedded`, in this process, or `ballista://HOST:PORT`, on the
+    /// Ballista cluster whose scheduler that is (`scalpel-ballista` starts one). A cluster
+    /// queries a dataset only, and its executors must see the dataset's files by the same
+    /// paths (this machine, or a shared mount).
+    #[arg(long, default_value = "embedded", value_name = "ENGINE")]
+    pub engine: Place,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
 }
@@ -47,10 +55,16 @@ pub(crate) struct Sql {
     pub source: Source,
     pub query: String,
     pub format: RowFormat,
+    pub engine: Place,
 }
 
 impl SqlArgs {
     pub(crate) fn options(mut self) -> Result<Sql> {
+        anyhow::ensure!(
+            self.words.len() >= 2,
+            "expected what to query, then the query; got only {:?}",
+            self.words.concat()
+        );
         let query = self.words.pop().unwrap_or_default();
         anyhow::ensure!(
             !query.trim().is_empty(),
@@ -70,6 +84,7 @@ impl SqlArgs {
                 Format::Csv => RowFormat::Csv,
                 Format::Jsonl => RowFormat::Jsonl,
             },
+            engine: self.engine,
         })
     }
 }
@@ -84,9 +99,18 @@ pub(crate) fn run(a: &Sql) -> Result<()> {
     let spinner = Spinner::new();
     let engine = if is_dataset(&a.source) {
         t.phase("opening the dataset", &spinner, || {
-            Engine::from_dataset(&a.source.path)
+            Engine::from_dataset(&a.source.path, &a.engine)
         })?
     } else {
+        // Why: a cluster's executors are other processes; they read tables from files, not
+        // from this process's memory.
+        anyhow::ensure!(
+            a.engine == Place::Embedded,
+            "{}: not a dataset, and a Ballista cluster's executors read the tables from \
+             files; write them with `scalpel export {} --format parquet -o DIR` and query DIR",
+            a.source.path.display(),
+            a.source.path.display()
+        );
         let (_, l) = a.source.load(&mut t, &spinner)?;
         let tables = t.phase("building tables", &spinner, || {
             build_tables(&l.graph, Some(&l.model), DEFAULT_WINDOW_NS)

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "sql")]
+pub mod cluster;
 pub mod corpus;
 pub mod edit;
 pub mod fuzzinput;

@@ -2,7 +2,8 @@
 //! namespace of its own, joined by veth links, the client's monotonic clock 1,000 s ahead and the
 //! backup's 3 s behind (time namespaces), each recorded into a directory of its own and inferred
 //! once. The merged model must have the paper's three tasks on the primary, every connection
-//! between machines matched, and each clock placed within its bound and 50 µs of the truth.
+//! between machines matched, and each clock placed within its bound and 50 µs of the truth;
+//! its tables, partitioned by machine, answer on a Ballista cluster as they do embedded.
 //!
 //! Needs root, `ip` and `unshare`; without them it says so and passes, unless
 //! `SCALPEL_HOSTS_REQUIRED` is set (`scripts/demo-hosts.sh`, which CI runs).
@@ -234,6 +235,35 @@ fn the_replicated_store_on_three_machines_is_one_model() {
     for on_path in ["flow_control_sleep", "run_backup"] {
         assert!(expanded.contains(on_path), "{on_path}: {expanded}");
     }
+    #[cfg(feature = "sql")]
+    tables_on_a_cluster(root, &model_dir);
+}
+
+/// The three machines' model as a dataset (partitioned by machine) answers on a Ballista
+/// cluster as it does embedded.
+#[cfg(feature = "sql")]
+fn tables_on_a_cluster(root: &std::path::Path, model_dir: &std::path::Path) {
+    use scalpel_e2e::cluster::{ok, same_answers, sql, Cluster};
+    let data = root.join("tables");
+    let o = Command::new(scalpel())
+        .arg("export")
+        .arg(model_dir)
+        .args(["--format", "parquet", "-o"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    ok(&o);
+    let nodes = root.join("cluster");
+    std::fs::create_dir(&nodes).unwrap();
+    let cluster = Cluster::start(&nodes, 2);
+    let hosts = ok(&sql(
+        &data,
+        &cluster.engine,
+        "SELECT host, COUNT(*) AS n FROM leaves GROUP BY host ORDER BY host",
+    ));
+    assert_eq!(hosts.lines().count(), 3, "{hosts}");
+    same_answers(&data, &cluster.engine);
+    cluster.every_executor_ran_a_task();
 }
 
 /// A three-tier chain on three machines (client, front, back; the client's clock 500 s ahead,

@@ -6,6 +6,8 @@ use std::path::Path;
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::listing::ListingTableUrl;
+use datafusion::execution::options::ReadOptions;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use scalpel_tables::{read_manifest, TableName, Tables};
@@ -80,10 +82,7 @@ impl Engine {
                     .build();
                 let url = format!("df://{host}:{port}");
                 rt.block_on(SessionContext::remote_with_state(&url, state))
-                    .map_err(|source| SqlError::Cluster {
-                        place: place.clone(),
-                        source,
-                    })?
+                    .map_err(|e| failed_at(place, e))?
             }
         };
         Ok(Engine {
@@ -121,78 +120,60 @@ impl Engine {
                 opts = opts.table_partition_cols(partition_cols());
             }
             let url = format!("{root}/{}/", name.name());
-            e.rt.block_on(e.ctx.register_parquet(name.name(), &url, opts.clone()))?;
+            let plain;
             if matches!(place, Place::Ballista { .. }) {
-                e.register_plain(name.name(), &url, opts)?;
+                plain = e.plain_schema(&url, &opts)?;
+                opts = opts.schema(&plain);
             }
+            e.rt.block_on(e.ctx.register_parquet(name.name(), &url, opts))?;
         }
         Ok(e)
     }
 
-    /// Registers table `name` again with its dictionary columns read as plain values.
+    /// The files' schema at `url` with every dictionary column read as its plain values.
     /// Why: Ballista 55's shuffle hands a stage's dictionary columns on as plain arrays, and
     /// the next stage, planned with the dictionary type, fails ("column types must match
     /// schema types"); the values are the same either way.
-    fn register_plain(
-        &self,
-        name: &str,
-        url: &str,
-        opts: ParquetReadOptions<'_>,
-    ) -> Result<(), SqlError> {
-        let provider = self.rt.block_on(self.ctx.table_provider(name))?;
-        let schema = provider.schema();
-        let files = schema.fields().len() - opts.table_partition_cols.len();
-        let plain = Schema::new(
-            schema.fields()[..files]
-                .iter()
-                .map(|f| match f.data_type() {
-                    DataType::Dictionary(_, v) => f.as_ref().clone().with_data_type(*v.clone()),
-                    _ => f.as_ref().clone(),
-                })
-                .collect::<Vec<Field>>(),
-        )
-        .with_metadata(schema.metadata().clone());
-        if plain.fields().iter().eq(&schema.fields()[..files]) {
-            return Ok(());
-        }
-        self.ctx.deregister_table(name)?;
-        let opts = opts.schema(&plain);
-        self.rt
-            .block_on(self.ctx.register_parquet(name, url, opts))?;
-        Ok(())
+    fn plain_schema(&self, url: &str, opts: &ParquetReadOptions<'_>) -> Result<Schema, SqlError> {
+        let table = ListingTableUrl::parse(url)?;
+        let files = self.rt.block_on(opts.get_resolved_schema(
+            &self.ctx.copied_config(),
+            self.ctx.state(),
+            table,
+        ))?;
+        let fields = files.fields().iter().map(|f| match f.data_type() {
+            DataType::Dictionary(_, v) => f.as_ref().clone().with_data_type(*v.clone()),
+            _ => f.as_ref().clone(),
+        });
+        Ok(Schema::new(fields.collect::<Vec<Field>>()).with_metadata(files.metadata().clone()))
     }
 
     /// Runs `sql`; returns its rows, with at least one (empty) batch that carries the columns.
     pub fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
-        let (schema, batches) = self
+        let rows = self
             .rt
             .block_on(async {
                 let df = self.ctx.sql(sql).await?;
                 let schema = df.schema().inner().clone();
                 Ok((schema, df.collect().await?))
             })
-            .map_err(|e| self.failed(e))?;
-        let mut batches = batches;
+            .map_err(|e| failed_at(&self.place, e))?;
+        let (schema, mut batches) = rows;
         if batches.is_empty() {
             batches.push(RecordBatch::new_empty(schema));
         }
         Ok(batches)
     }
+}
 
-    /// Where the queries run.
-    pub fn place(&self) -> &Place {
-        &self.place
-    }
-
-    /// A failure of DataFusion's, said of the cluster when the query ran on one (the
-    /// scheduler may be down, or an executor unable to read a file).
-    fn failed(&self, source: datafusion::error::DataFusionError) -> SqlError {
-        match self.place {
-            Place::Embedded => SqlError::Query(source),
-            Place::Ballista { .. } => SqlError::Cluster {
-                place: self.place.clone(),
-                source,
-            },
-        }
+/// A failure of DataFusion's, said of the cluster when the query ran on one (the scheduler may
+/// be down, or an executor unable to read a file).
+fn failed_at(place: &Place, source: datafusion::error::DataFusionError) -> SqlError {
+    match place {
+        Place::Embedded => SqlError::Query(source),
+        Place::Ballista { .. } => SqlError::Cluster {
+            place: place.clone(),
+            source,
+        },
     }
 }

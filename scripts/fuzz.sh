@@ -14,8 +14,6 @@
 # here: each one symbolizes and mines a whole recording).
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 120)
-#        scripts/fuzz.sh --build-only              (installs cargo-fuzz and builds the targets:
-#                                                   CI does it while other steps leave cores idle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-120}
@@ -26,16 +24,6 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
         exit 0
     fi
 fi
-# Only for cargo-fuzz's builds: the flags it passes are unstable ones.
-fuzz() { (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz "$@"); }
-if [ "$SECS" = --build-only ]; then
-    echo "== building the fuzz targets =="
-    fuzz build -O -s none
-    exit 0
-fi
-case "$SECS" in
-    '' | *[!0-9]*) echo "fuzz: expected seconds per target or --build-only, got '$SECS'" >&2; exit 2 ;;
-esac
 scripts/build-release.sh
 R=$PWD/target/release
 WORK=$(mktemp -d /tmp/scalpel-fuzz.XXXXXX)
@@ -52,6 +40,8 @@ mkdir -p "$WORK/corpus-decode"
 for f in "$WORK"/corpus-infer/*; do
     tail -c +2 "$f" >"$WORK/corpus-decode/$(basename "$f")"
 done
+# Only for cargo-fuzz's builds: the flags it passes are unstable ones.
+fuzz() { (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz "$@"); }
 
 echo "== building the fuzz targets =="
 fuzz build -O -s none

@@ -65,6 +65,7 @@ threadpool|threadpool|--workers 2 --connections 3 --requests 12
 wakeups|wakeups|--items 20
 workqueue|workqueue|30
 replicated-store|replicated-store|--clients 1 --commits 20 --window 4 --value-size 512 --workers 2 --senders 2 --flow-sleep-ms 20
+replicated-queue|replicated-store|--clients 2 --commits 40 --window 4 --value-size 512 --workers 4 --senders 4 --flow-sleep-ms 20
 latch|c:latch||-DROUNDS=24
 semlock|c:semlock||-DROUNDS=24
 wakeonly|c:wakeonly|

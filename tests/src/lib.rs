@@ -143,16 +143,24 @@ pub fn build_lib(src: &str, extra: &[&str]) -> PathBuf {
     let dir = target_dir().join("e2e-c");
     std::fs::create_dir_all(&dir).unwrap();
     let lib = dir.join(format!("lib{src}.so"));
+    // As `compile_c` does: a name of its own, then a rename, so that a program of another test
+    // process sharing the target directory never loads a half-written library.
+    let tmp = dir.join(format!(
+        ".lib{src}.so.{}.{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let ok = Command::new("cc")
         .args(["-shared", "-fPIC", "-pthread"])
         .args(extra)
         .arg("-o")
-        .arg(&lib)
+        .arg(&tmp)
         .arg(c_dir().join(format!("{src}.c")))
         .status()
         .unwrap()
         .success();
     assert!(ok, "building lib{src}.so failed");
+    std::fs::rename(&tmp, &lib).unwrap();
     lib
 }
 

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use scalpel_e2e::hosts::{line_from, missing, on_reference, record_on, wait_ok, Net};
@@ -33,6 +34,17 @@ fn can_run(test: &str) -> bool {
     false
 }
 
+/// Held by each test from its first recording to its last check. Why: on two cores a sibling's
+/// three machines (and its Ballista cluster) beside a recording make more calls on one channel
+/// overlap, and the order of overlapping calls is a guess (`scalpel-graph`'s `streamorder`). In
+/// a CI run on `a40ebb2`, with the chain test recording beside it, 12 of 400 remote acks were
+/// paired with another ack's sender (F1 0.970); 13 recordings inferred with the rules of that
+/// change to `streamorder` had 0 to 5 of 400 per type.
+fn one_machine_set() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Stream edges whose two leaves are on different machines.
 fn crossing_edges(g: &Graph) -> usize {
     let host = |leaf: u32| {
@@ -52,6 +64,7 @@ fn the_replicated_store_on_three_machines_is_one_model() {
     if !can_run("the_replicated_store_on_three_machines_is_one_model") {
         return;
     }
+    let _alone = one_machine_set();
     let tmp = tempfile::tempdir().unwrap();
     // To look at a run: SCALPEL_KEEP=1 keeps the traces, the models and the truth.
     let root: PathBuf = if std::env::var_os("SCALPEL_KEEP").is_some() {
@@ -274,6 +287,7 @@ fn a_request_through_three_machines_is_one_task() {
     if !can_run("a_request_through_three_machines_is_one_task") {
         return;
     }
+    let _alone = one_machine_set();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let net = Net::new(&["fro", "cli", "bac"]);

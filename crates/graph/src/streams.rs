@@ -47,7 +47,7 @@ pub(super) fn stream(
             None => {}
         }
     }
-    streamorder::order_writes(&mut writes, leaves);
+    streamorder::order_writes(&mut writes, &reads, leaves);
     let wake = if pipe {
         streamorder::Wake::Oldest
     } else {

@@ -8,8 +8,11 @@
 //! time; two senders taking tokens from one queue socket swap packets. The call times settle
 //! most of it:
 //!
-//! - a write's bytes move right after its call starts, so writes go by start time. For two
-//!   writes one of which caused the other (through the reader) this is always right;
+//! - a write's bytes move at some point of its call. A call of the usual length for its
+//!   channel, during which no read took bytes it may have brought, moved them about when it
+//!   returned; one that was held up (far longer than usual) or that may have woken a reader
+//!   (which can take its CPU before it returns) goes by its start ([`order_writes`]). For two
+//!   writes one of which caused the other (through the reader) the start is always right;
 //! - a read takes bytes that were already there right after its call starts, and bytes it was
 //!   waiting for as they arrive. So at each position of the stream the read that takes it is,
 //!   among the reads not placed yet, the one that started first, unless several were already
@@ -36,11 +39,13 @@
 //! simultaneous calls the order stays a guess.
 
 mod waiting;
+mod writes;
 
 use std::collections::BTreeSet;
 
 use waiting::Waiting;
 pub(crate) use waiting::Wake;
+pub(crate) use writes::order_writes;
 
 use scalpel_model::graph::Leaf;
 
@@ -101,18 +106,6 @@ fn renumber_runs(x: &mut [Xfer], mut order: impl FnMut(u64, &mut [Xfer])) {
         }
         start = end;
     }
-}
-
-/// Writes (each the leaf its call ended), renumbered by call start; sorted by offset.
-pub(super) fn order_writes(writes: &mut [Xfer], leaves: &[Leaf]) {
-    renumber_runs(writes, |_, run| {
-        let start = |x: &Xfer| span_ending(leaves, x.2).start;
-        // The usual stream (one writer at a time) is in order already: no sort, no buffer.
-        if run.windows(2).all(|w| start(&w[0]) <= start(&w[1])) {
-            return;
-        }
-        run.sort_by_key(|x| (start(x), x.0));
-    });
 }
 
 /// How many pending reads the feasibility check looks ahead over. A tight chain of reads that
@@ -346,7 +339,7 @@ mod tests {
             leaf(2, 1_025, 2_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         // As recorded: sender 2 reserved first.
         let mut reads = vec![(8, 8, 3), (0, 8, 5)];
         order_reads(&mut reads, &writes, &leaves, Wake::All);
@@ -366,7 +359,7 @@ mod tests {
             leaf(2, 510, 900, 0), // 5
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let mut reads = vec![(0, 8, 3), (8, 8, 5)];
         order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
@@ -387,7 +380,7 @@ mod tests {
             leaf(2, 152, 6_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         for recorded in [vec![(0, 8, 3), (8, 8, 5)], vec![(8, 8, 3), (0, 8, 5)]] {
             let mut reads = recorded;
             order_reads(&mut reads, &writes, &leaves, Wake::All);
@@ -414,7 +407,7 @@ mod tests {
             leaf(3, 115, 9_900, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let mut reads = vec![(0, 8, 8), (8, 8, 6), (16, 8, 4)];
         order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 6), (8, 8, 8), (16, 8, 4)]);
@@ -435,7 +428,7 @@ mod tests {
             leaf(2, 1_200, 3_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let recorded = vec![(0, 8, 5), (8, 8, 3)];
         let mut pipe = recorded.clone();
         order_reads(&mut pipe, &writes, &leaves, Wake::Oldest);
@@ -462,7 +455,7 @@ mod tests {
             leaf(2, 1_900, 3_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let mut reads = vec![(0, 8, 4), (8, 8, 7), (16, 8, 5)];
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 4), (8, 8, 5), (16, 8, 7)]);
@@ -484,7 +477,7 @@ mod tests {
             leaf(2, 1_250, 3_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let recorded = vec![(0, 8, 3), (8, 8, 5)];
         let mut reads = recorded.clone();
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
@@ -516,7 +509,7 @@ mod tests {
             leaf(2, 5_000, 9_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let mut reads = vec![(0, 8, 4), (8, 8, 5), (16, 8, 7)];
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 4), (8, 8, 7), (16, 8, 5)]);
@@ -538,14 +531,14 @@ mod tests {
             leaf(2, 20_000_200, 30_000_000, 0), // 7
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[], &leaves);
         let mut reads = vec![(0, 8, 4), (8, 8, 6), (16, 8, 7)];
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 6), (8, 8, 4), (16, 8, 7)]);
     }
 
-    /// A writer held up after its write reserved after the writer that followed it; a gap (a
-    /// lost write) keeps its place.
+    /// A writer held up after its write (the reader it woke took its CPU) reserved after the
+    /// writer that followed it, through the reader; a gap (a lost write) keeps its place.
     #[test]
     fn writes_go_by_start_within_unbroken_runs() {
         let leaves = vec![
@@ -553,9 +546,62 @@ mod tests {
             leaf(1, 0, 300, 1),   // 1: write at 300
             leaf(0, 0, 50, 1),    // 2: write at 50, after the gap
             leaf(1, 0, 40, 1),    // 3: write at 40, after the gap
+            leaf(2, 0, 90, 110),  // 4: a reader waits from 90, back at 200
+            leaf(2, 200, 250, 0), // 5
         ];
         let mut writes = vec![(8, 8, 0), (0, 8, 1), (24, 4, 2), (28, 8, 3)];
-        order_writes(&mut writes, &leaves);
+        order_writes(&mut writes, &[(0, 8, 5)], &leaves);
         assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1), (24, 8, 3), (32, 4, 2)]);
+    }
+
+    /// A write wakes a reader that takes its bytes and returns while the writer is still in its
+    /// call (held up by the reader on its CPU, though not for long); the reader then has the
+    /// next write made, which returns first. The first write goes by its start.
+    #[test]
+    fn a_write_whose_bytes_were_read_during_its_call_goes_by_start() {
+        let leaves = vec![
+            leaf(0, 0, 100, 12),  // 0: write from 100, back at 112
+            leaf(1, 0, 106, 3),   // 1: write from 106, back at 109
+            leaf(2, 0, 90, 14),   // 2: a reader waits from 90, back at 104
+            leaf(2, 104, 200, 0), // 3
+        ];
+        for recorded in [vec![(0, 8, 0), (8, 8, 1)], vec![(8, 8, 0), (0, 8, 1)]] {
+            let mut writes = recorded;
+            order_writes(&mut writes, &[(0, 8, 3)], &leaves);
+            assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1)]);
+        }
+    }
+
+    /// A writer held up far longer than the usual call (preempted on its way back) goes by its
+    /// start, though nobody read during its call.
+    #[test]
+    fn a_write_held_up_goes_by_start() {
+        let leaves = vec![
+            leaf(0, 0, 1_000, 636_000), // 0: write from 1000, back 636 µs later
+            leaf(1, 0, 40_000, 3_000),  // 1: write from 40 µs
+            leaf(2, 0, 80_000, 4_000),  // 2: write from 80 µs
+        ];
+        let mut writes = vec![(16, 8, 0), (0, 8, 1), (8, 8, 2)];
+        order_writes(&mut writes, &[], &leaves);
+        assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)]);
+    }
+
+    /// Two workers put tokens into a queue socket while no reader waits (seen in the
+    /// replicated-store sample): the write that started first but returned later moved its
+    /// bytes second, whatever the agent reserved.
+    #[test]
+    fn overlapping_writes_nobody_reads_go_by_return() {
+        let leaves = vec![
+            leaf(0, 0, 1_000, 7_343), // 0: write from 1000, back at 8343
+            leaf(1, 0, 2_743, 3_336), // 1: write from 2743, back at 6079
+            leaf(2, 0, 9_000, 10),    // 2: a sender reads long after
+            leaf(2, 9_010, 9_500, 10),
+            leaf(2, 9_510, 9_900, 0),
+        ];
+        for recorded in [vec![(0, 8, 0), (8, 8, 1)], vec![(8, 8, 0), (0, 8, 1)]] {
+            let mut writes = recorded;
+            order_writes(&mut writes, &[(0, 8, 3), (8, 8, 4)], &leaves);
+            assert_eq!(writes, vec![(0, 8, 1), (8, 8, 0)]);
+        }
     }
 }

@@ -54,8 +54,7 @@ pub(crate) fn notification_edges(
                     streams::eventfd(g, o, leaves, reports, &mut out)
                 }
                 (Some(ObjKind::Stream), chan) => {
-                    let pipe = chan == Some(ChanKind::Pipe);
-                    streams::stream(g, o, pipe, leaves, reports, &mut out)
+                    streams::stream(g, o, chan, leaves, reports, &mut out)
                 }
                 _ => {}
             }

@@ -16,7 +16,7 @@
 //! did.
 
 use ahash::AHashMap;
-use scalpel_model::format::Op;
+use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::{EdgeKind, Graph, Leaf};
 
 use super::event::reads_bytes;
@@ -27,13 +27,14 @@ use super::notify::GroupOut;
 use super::ready::Reports;
 use super::streamorder::{self, Xfer};
 
-/// A byte channel direction. `group` holds its cuts in sequence order.
+/// A byte channel direction of kind `chan`. `group` holds its cuts in sequence order.
 /// A pipe wakes its readers one at a time, oldest first; every other channel wakes them all
-/// (see [`streamorder::Wake`]).
+/// (see [`streamorder::Wake`]). A Unix socket queues a write's bytes as the call ends; every
+/// other channel as it begins (see [`streamorder::Enqueue`]).
 pub(super) fn stream(
     group: &[Bound],
     obj: u32,
-    pipe: bool,
+    chan: Option<ChanKind>,
     leaves: &[Leaf],
     reports: &Reports,
     out: &mut GroupOut,
@@ -47,8 +48,13 @@ pub(super) fn stream(
             None => {}
         }
     }
-    streamorder::order_writes(&mut writes, &reads, leaves);
-    let wake = if pipe {
+    let enqueue = if chan == Some(ChanKind::Unix) {
+        streamorder::Enqueue::End
+    } else {
+        streamorder::Enqueue::Start
+    };
+    streamorder::order_writes(&mut writes, &reads, leaves, enqueue);
+    let wake = if chan == Some(ChanKind::Pipe) {
         streamorder::Wake::Oldest
     } else {
         streamorder::Wake::All

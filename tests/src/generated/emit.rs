@@ -20,7 +20,7 @@ pub fn program(spec: &Spec) -> String {
         Arch::ThreadPerConnection => thread_per_connection(&mut c),
         Arch::EventLoop => event_loop(&mut c),
         Arch::Pool if spec.completions => completion_pool(&mut c, spec.peeled),
-        Arch::Pool => pool(&mut c, spec.peeled, spec.idle),
+        Arch::Pool => pool(&mut c, spec),
         Arch::Pipeline => pipeline(&mut c, spec),
         Arch::ForkPerConnection => fork_per_connection(&mut c),
     }
@@ -245,7 +245,29 @@ static void release_idle(void) {
 }
 "#;
 
-fn pool(c: &mut String, peeled: bool, idle: bool) {
+/// A sender thread that writes the replies the workers hand it through one channel (see
+/// [`Spec::sender`]): a pipe, or a Unix socket pair where the program's transport is Unix
+/// sockets (the two queue a write's bytes at different points of the call: see
+/// `scalpel-graph`'s `streamorder`). Each item is written whole (under `PIPE_BUF`) and read
+/// whole.
+const SENDER: &str = r#"
+static int reply_pipe[2];
+
+static void *sender_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct item it;
+        if (read_full(reply_pipe[0], &it, sizeof it) != 0) die("reply read");
+        uint64_t mark = truth_now();
+        if (it.fd < 0) break;
+        answer(2, it.fd, &it.m, mark);
+    }
+    return NULL;
+}
+"#;
+
+fn pool(c: &mut String, spec: &Spec) {
+    let (peeled, idle) = (spec.peeled, spec.idle);
     if idle {
         c.push_str(IDLE_WORKERS);
     }
@@ -257,6 +279,12 @@ fn pool(c: &mut String, peeled: bool, idle: bool) {
         )
     } else {
         ("", "", "")
+    };
+    let reply = if spec.sender {
+        c.push_str(SENDER);
+        "truth_part(1, &it.m, mark);\n        full_write(reply_pipe[1], &it, sizeof it);"
+    } else {
+        "answer(1, it.fd, &it.m, mark);"
     };
     push_worker(
         c,
@@ -271,7 +299,7 @@ static void *worker_main(void *arg) {{
         uint64_t mark = truth_now();
         if (it.fd < 0) break;
         serve(&it.m);
-        answer(1, it.fd, &it.m, mark);{release}
+        {reply}{release}
     }}
     return NULL;
 }}
@@ -287,16 +315,27 @@ static void *worker_main(void *arg) {{
                 mark = truth_now();"#
         ),
     );
+    let (start, stop) = if spec.sender {
+        (
+            "\n    if ((UNIX_SOCKET ? socketpair(AF_UNIX, SOCK_STREAM, 0, reply_pipe) \
+             : pipe(reply_pipe)) < 0)\n        die(\"reply channel\");\n    pthread_t snd;\n    \
+             pthread_create(&snd, NULL, sender_main, NULL);",
+            "\n    struct item end = {.fd = -1};\n    full_write(reply_pipe[1], &end, sizeof end);\n    \
+             pthread_join(snd, NULL);",
+        )
+    } else {
+        ("", "")
+    };
     let _ = write!(
         c,
         r#"
 static void server(int lfd) {{
-    handoff_init(&hq);{init}
+    handoff_init(&hq);{init}{start}
     pthread_t t[WORKERS];
     for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker_main, NULL);
     epoll_loop(lfd);
     for (int i = 0; i < WORKERS; i++) handoff_put(&hq, (struct item){{.fd = -1}});
-    for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);{stop}
 }}
 "#
     );

@@ -149,6 +149,12 @@ pub struct Spec {
     /// listener waits for an idle worker (pool without completions; drawn last, for the same
     /// reason).
     pub idle: bool,
+    /// The pool's workers hand each reply to one sender thread through one channel (a pipe, a
+    /// Unix socket pair where the transport is Unix sockets), each writing the item itself, and
+    /// the sender writes it to the client, as servers with a network thread do: several workers
+    /// write one channel at once (pool without completions or `idle`; drawn last, for the same
+    /// reason).
+    pub sender: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -200,6 +206,7 @@ impl Spec {
         let peeled = d.chance(500);
         let global_lock = d.chance(300);
         let idle = d.chance(500);
+        let sender = d.chance(500);
         let forked = arch == Arch::ForkPerConnection;
         // The threads that would share a global lock: a lock two threads pass to and fro is a
         // dialogue between them (docs/LIMITS.md), so it is drawn only where three or more do.
@@ -231,6 +238,8 @@ impl Spec {
             peeled: peeled && arch == Arch::Pool,
             global_lock: global_lock && lock_sharers >= 3,
             idle: idle && arch == Arch::Pool && !completions,
+            // Not with `idle`: the chosen seeds of the fixed set draw it, and stay as they were.
+            sender: sender && arch == Arch::Pool && !completions && !idle,
         }
     }
 
@@ -274,6 +283,9 @@ impl fmt::Display for Spec {
         }
         if self.idle {
             write!(f, " idle=wakeup-pipe")?;
+        }
+        if self.sender {
+            write!(f, " replies=sender")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

@@ -8,11 +8,10 @@
 //! time; two senders taking tokens from one queue socket swap packets. The call times settle
 //! most of it:
 //!
-//! - a write's bytes move at some point of its call. A call of the usual length for its
-//!   channel, during which no read took bytes it may have brought, moved them about when it
-//!   returned; one that was held up (far longer than usual) or that may have woken a reader
-//!   (which can take its CPU before it returns) goes by its start ([`order_writes`]). For two
-//!   writes one of which caused the other (through the reader) the start is always right;
+//! - a write's bytes join the stream where the kernel queues them ([`order_writes`]): as the
+//!   call begins on a pipe or TCP, so such writes go by start time (for two writes one of which
+//!   caused the other through the reader this is always right); as it ends on a Unix socket,
+//!   so such a write goes by its return, unless it was held up or may have woken a reader;
 //! - a read takes bytes that were already there right after its call starts, and bytes it was
 //!   waiting for as they arrive. So at each position of the stream the read that takes it is,
 //!   among the reads not placed yet, the one that started first, unless several were already
@@ -45,7 +44,7 @@ use std::collections::BTreeSet;
 
 use waiting::Waiting;
 pub(crate) use waiting::Wake;
-pub(crate) use writes::order_writes;
+pub(crate) use writes::{order_writes, Enqueue};
 
 use scalpel_model::graph::Leaf;
 
@@ -339,7 +338,7 @@ mod tests {
             leaf(2, 1_025, 2_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         // As recorded: sender 2 reserved first.
         let mut reads = vec![(8, 8, 3), (0, 8, 5)];
         order_reads(&mut reads, &writes, &leaves, Wake::All);
@@ -359,7 +358,7 @@ mod tests {
             leaf(2, 510, 900, 0), // 5
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let mut reads = vec![(0, 8, 3), (8, 8, 5)];
         order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 5), (8, 8, 3)]);
@@ -380,7 +379,7 @@ mod tests {
             leaf(2, 152, 6_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         for recorded in [vec![(0, 8, 3), (8, 8, 5)], vec![(8, 8, 3), (0, 8, 5)]] {
             let mut reads = recorded;
             order_reads(&mut reads, &writes, &leaves, Wake::All);
@@ -407,7 +406,7 @@ mod tests {
             leaf(3, 115, 9_900, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let mut reads = vec![(0, 8, 8), (8, 8, 6), (16, 8, 4)];
         order_reads(&mut reads, &writes, &leaves, Wake::All);
         assert_eq!(reads, vec![(0, 8, 6), (8, 8, 8), (16, 8, 4)]);
@@ -428,7 +427,7 @@ mod tests {
             leaf(2, 1_200, 3_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let recorded = vec![(0, 8, 5), (8, 8, 3)];
         let mut pipe = recorded.clone();
         order_reads(&mut pipe, &writes, &leaves, Wake::Oldest);
@@ -455,7 +454,7 @@ mod tests {
             leaf(2, 1_900, 3_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let mut reads = vec![(0, 8, 4), (8, 8, 7), (16, 8, 5)];
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 4), (8, 8, 5), (16, 8, 7)]);
@@ -477,7 +476,7 @@ mod tests {
             leaf(2, 1_250, 3_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let recorded = vec![(0, 8, 3), (8, 8, 5)];
         let mut reads = recorded.clone();
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
@@ -509,7 +508,7 @@ mod tests {
             leaf(2, 5_000, 9_000, 0),
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let mut reads = vec![(0, 8, 4), (8, 8, 5), (16, 8, 7)];
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 4), (8, 8, 7), (16, 8, 5)]);
@@ -531,7 +530,7 @@ mod tests {
             leaf(2, 20_000_200, 30_000_000, 0), // 7
         ];
         let mut writes = vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::Start);
         let mut reads = vec![(0, 8, 4), (8, 8, 6), (16, 8, 7)];
         order_reads(&mut reads, &writes, &leaves, Wake::Oldest);
         assert_eq!(reads, vec![(0, 8, 6), (8, 8, 4), (16, 8, 7)]);
@@ -550,7 +549,7 @@ mod tests {
             leaf(2, 200, 250, 0), // 5
         ];
         let mut writes = vec![(8, 8, 0), (0, 8, 1), (24, 4, 2), (28, 8, 3)];
-        order_writes(&mut writes, &[(0, 8, 5)], &leaves);
+        order_writes(&mut writes, &[(0, 8, 5)], &leaves, Enqueue::End);
         assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1), (24, 8, 3), (32, 4, 2)]);
     }
 
@@ -567,7 +566,7 @@ mod tests {
         ];
         for recorded in [vec![(0, 8, 0), (8, 8, 1)], vec![(8, 8, 0), (0, 8, 1)]] {
             let mut writes = recorded;
-            order_writes(&mut writes, &[(0, 8, 3)], &leaves);
+            order_writes(&mut writes, &[(0, 8, 3)], &leaves, Enqueue::End);
             assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1)]);
         }
     }
@@ -582,8 +581,23 @@ mod tests {
             leaf(2, 0, 80_000, 4_000),  // 2: write from 80 µs
         ];
         let mut writes = vec![(16, 8, 0), (0, 8, 1), (8, 8, 2)];
-        order_writes(&mut writes, &[], &leaves);
+        order_writes(&mut writes, &[], &leaves, Enqueue::End);
         assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1), (16, 8, 2)]);
+    }
+
+    /// Two writers of a pipe, one call inside the other, nobody reading: the pipe queues bytes
+    /// as a call begins (under its lock), so the one that started first goes first.
+    #[test]
+    fn overlapping_writes_of_a_pipe_go_by_start() {
+        let leaves = vec![
+            leaf(0, 0, 1_000, 2_204), // 0: write from 1000, back at 3204
+            leaf(1, 0, 1_080, 1_002), // 1: write from 1080, back at 2082
+        ];
+        for recorded in [vec![(0, 8, 0), (8, 8, 1)], vec![(8, 8, 0), (0, 8, 1)]] {
+            let mut writes = recorded;
+            order_writes(&mut writes, &[], &leaves, Enqueue::Start);
+            assert_eq!(writes, vec![(0, 8, 0), (8, 8, 1)]);
+        }
     }
 
     /// Two workers put tokens into a queue socket while no reader waits (seen in the
@@ -600,7 +614,7 @@ mod tests {
         ];
         for recorded in [vec![(0, 8, 0), (8, 8, 1)], vec![(8, 8, 0), (0, 8, 1)]] {
             let mut writes = recorded;
-            order_writes(&mut writes, &[(0, 8, 3), (8, 8, 4)], &leaves);
+            order_writes(&mut writes, &[(0, 8, 3), (8, 8, 4)], &leaves, Enqueue::End);
             assert_eq!(writes, vec![(0, 8, 1), (8, 8, 0)]);
         }
     }

@@ -1,23 +1,27 @@
 //! The order in which the concurrent writes of one stream moved their bytes.
 //!
-//! A write's bytes move at some point between its call's start and its return, and from the
-//! calls alone one cannot tell where. Two things shift that point away from the start:
+//! A write's bytes join the channel's order at some point between its call's start and its
+//! return, and from the calls alone one cannot tell where. Where the kernel does it decides
+//! which end of the call is the better guess ([`Enqueue`]):
 //!
-//! - the way in: a thread can lose its CPU before the kernel copies the bytes;
-//! - the way back: a woken reader can take the writer's CPU before the call returns (0.8 ms
-//!   was seen on a loaded machine), and so can any thread when the scheduler preempts the
-//!   writer on its return.
+//! - a pipe's writer takes the pipe's lock as its call begins and copies under it, and a TCP
+//!   sender its socket's: such writes go by their start, which for a write that caused the next
+//!   one through a reader is always right;
+//! - a Unix socket's sender first builds a buffer with the bytes and queues it on the peer at
+//!   the end of the call: such a write goes by its return, unless its call was held up (far
+//!   longer than usual: where, is not known) or a read during it took bytes that were not all
+//!   there when it started (it may have woken that reader, who can take its CPU before it
+//!   returns, 0.8 ms was seen): then by its start.
 //!
-//! What the recordings show: in the replicated-store sample, workers queue tokens on one socket
-//! that the senders read, often much later. Of two writes whose calls overlapped, the one that
-//! started first and returned later had moved second in 3 cases in 4 where both calls took the
-//! usual few microseconds (7.3 µs against 3.3 µs, 5.4 against 3.0, 3.07 against 3.04; the
-//! fourth, 11.5 against 1.9, moved first), and in 1 of 3 where it was held up for 0.2 to 1.7
-//! ms. So a call of the usual length goes by its return, and a call held up (or one that may
-//! have woken a reader) by its start, which for a write that caused the next one through a
-//! reader is always right. On 13 recordings of the sample on three machines (400 true local
-//! commits and 400 remote acks each), the instances given another instance's sender fell from
-//! 37 (writes by their start) to 29; by their return alone they were 86.
+//! What the recordings show. In the replicated-store sample, workers queue tokens on one Unix
+//! socket that the senders read, often much later. Of two writes of the usual few microseconds
+//! whose calls overlapped, the one that started first and returned later had moved second in 3
+//! cases in 4 (7.3 µs against 3.3, 5.4 against 3.0, 3.07 against 3.04; not 11.5 against 1.9);
+//! of those held up 0.2 to 1.7 ms, it had moved first in 2 of 3. On 13 recordings of the sample
+//! on three machines (400 local commits and 400 remote acks each), the instances given another
+//! instance's sender fell from 37 (writes by their start) to 29; by their return alone they
+//! were 86. On generated pools whose workers answer through one pipe (`replies=sender`), the
+//! two such pairs went one each way, and 7 pairs with a held-up writer all by start.
 
 use super::{span_ending, span_starting, Span, Xfer};
 use scalpel_model::graph::Leaf;
@@ -27,10 +31,21 @@ use scalpel_model::graph::Leaf;
 /// up took from 20 µs to 1.7 ms.
 const HELD_UP: u64 = 4;
 
-/// Writes (each the leaf its call ended), renumbered by when their bytes most likely moved
-/// ([`moved`]); sorted by offset. `reads` are the channel's reads (each the leaf its call
-/// started).
-pub(crate) fn order_writes(writes: &mut [Xfer], reads: &[Xfer], leaves: &[Leaf]) {
+/// Where in a write's call the kernel puts its bytes in the channel's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Enqueue {
+    /// As the call begins: a pipe's writer takes the pipe's lock first, a TCP sender its
+    /// socket's, and copies under it.
+    Start,
+    /// As it ends: a Unix socket's sender builds its buffer first and then queues it on the
+    /// peer.
+    End,
+}
+
+/// Writes (each the leaf its call ended), renumbered by when their bytes most likely moved:
+/// by call start where the channel queues them as the call begins, else as [`moved`] says;
+/// sorted by offset. `reads` are the channel's reads (each the leaf its call started).
+pub(crate) fn order_writes(writes: &mut [Xfer], reads: &[Xfer], leaves: &[Leaf], enqueue: Enqueue) {
     let span = |x: &Xfer| span_ending(leaves, x.2);
     // Built on the first run that needs them.
     let mut returns: Option<Vec<(u64, u64)>> = None;
@@ -40,6 +55,10 @@ pub(crate) fn order_writes(writes: &mut [Xfer], reads: &[Xfer], leaves: &[Leaf])
             let (a, b) = (span(&w[0]), span(&w[1]));
             a.start <= b.start && a.end <= b.end
         }) {
+            return;
+        }
+        if enqueue == Enqueue::Start {
+            run.sort_by_key(|x| (span(x).start, x.0));
             return;
         }
         let run_of = Run::new(base, run, leaves);

@@ -150,7 +150,7 @@ impl Engine {
 
     /// Runs `sql`; returns its rows, with at least one (empty) batch that carries the columns.
     pub fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, SqlError> {
-        let rows = self
+        let (schema, mut batches) = self
             .rt
             .block_on(async {
                 let df = self.ctx.sql(sql).await?;
@@ -158,7 +158,6 @@ impl Engine {
                 Ok((schema, df.collect().await?))
             })
             .map_err(|e| failed_at(&self.place, e))?;
-        let (schema, mut batches) = rows;
         if batches.is_empty() {
             batches.push(RecordBatch::new_empty(schema));
         }

@@ -40,8 +40,14 @@ mkdir -p "$WORK/corpus-decode"
 for f in "$WORK"/corpus-infer/*; do
     tail -c +2 "$f" >"$WORK/corpus-decode/$(basename "$f")"
 done
-# Only for cargo-fuzz's builds: the flags it passes are unstable ones.
-fuzz() { (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz "$@"); }
+# Only for cargo-fuzz's builds: the flags it passes are unstable ones. The test command's build
+# settings (scripts/checked-build.sh; CI keeps them set) are not the fuzz build's: it has its own
+# target directory and profile, and clippy has no say in it.
+fuzz() {
+    (cd fuzz && env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
+        -u CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS -u CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS \
+        RUSTC_BOOTSTRAP=1 cargo fuzz "$@")
+}
 
 echo "== building the fuzz targets =="
 fuzz build -O -s none

@@ -52,6 +52,10 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # dump TRACE --op futex_wait` shows it; about 2 runs in 3).
 # gen-reply-after-accept needs a recording that scores below 0.95 without the rule (the loop
 # wrote a finished job's reply in the leaf that accepted a client; about 2 runs in 10).
+# gen-lock-two-waited needs a recording in which only two of the four users of the global
+# lock's condition were ever woken on it (graph.txt: its cond and queue edges reach two
+# threads), with more than 10 types before `condlocks` took two woken as a lock (the kept one:
+# 11); with the optimized agent and two `corpus-gen 1 57` side by side, about 1 run in 15.
 cases() {
     cat <<'LIST'
 pipeline|pipeline|40
@@ -113,6 +117,7 @@ gen-woken-take|gen:23|
 gen-commit-head|gen:13|
 gen-futex-nowait|gen:944000012|
 gen-reply-after-accept|gen:944000012|
+gen-lock-two-waited|gen:57|
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST

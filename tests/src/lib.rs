@@ -100,14 +100,15 @@ pub fn agent() -> PathBuf {
 
 /// The agent library of the release build, for tests of the host's timing under the agent:
 /// users run the optimized agent, and the debug one costs several times as much per call.
-/// `scripts/test.sh` builds it (`cargo build --release -p scalpel-agent`).
+/// `scripts/test.sh` tests on the release profile, where it is [`agent`]; under the dev
+/// profile it must be built first (`cargo build --release -p scalpel-agent`).
 pub fn release_agent() -> PathBuf {
     release_built("libscalpel_agent.so", "scalpel-agent")
 }
 
 /// A sample program of the release build (the demo's), for tests of what the README shows:
-/// a debug build's stacks, without inlining, give other call paths. `scripts/test.sh` builds
-/// it (`cargo build --release -p scalpel-samples`).
+/// a debug build's stacks, without inlining, give other call paths. Under the dev profile it
+/// must be built first (`cargo build --release -p scalpel-samples`).
 pub fn release_sample(name: &str) -> PathBuf {
     release_built(name, "scalpel-samples")
 }
@@ -120,7 +121,7 @@ fn release_built(name: &str, package: &str) -> PathBuf {
         .join(name);
     assert!(
         p.exists(),
-        "{} is missing: build it with `cargo build --release -p {package}` (scripts/test.sh does)",
+        "{} is missing: build it with `cargo build --release -p {package}`",
         p.display()
     );
     p

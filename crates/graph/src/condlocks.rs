@@ -8,9 +8,11 @@
 //! between its request threads, 133 leaf types for 95% of the leaves). A queue's condition is
 //! different: producers signal and consumers wait, two roles.
 //!
-//! The rule: a condition whose woken threads (the targets of its `cond` and `queue` edges) are
-//! three or more and all signal it too (the sources) is a lock: in a queue the takers do not
-//! put. A thread may only signal (one that lets the lock go and never had to wait for it: a
+//! The rule: a condition that three or more threads use, whose woken threads (the targets of its
+//! `cond` and `queue` edges) are two or more and all signal it too (the sources), is a lock: in
+//! a queue the takers do not put. Two woken are enough because which of a lock's users ever had
+//! to wait for it is timing (a generated interpreter lock of four threads, only two of which
+//! waited in one run, corpus case `gen-lock-two-waited`). A thread may only signal (one that lets the lock go and never had to wait for it: a
 //! Python server's main thread). Between two threads the same pattern is a dialogue (each wakes
 //! the other for its turn, as a ping-pong does), and stays edges. A lock's edges become waits of
 //! the leaf that waited, with the leaf that signalled as the holder, as a mutex's contended
@@ -226,5 +228,22 @@ mod tests {
         signals.sort_unstable();
         // Every leaf ending at the token or the switch; none at the queue.
         assert_eq!(signals, vec![0, 1, 2, 3, 4, 5, 7, 8, 9, 11]);
+    }
+
+    /// Which conditions are locks by who was woken on them and who signalled them.
+    #[test]
+    fn a_lock_needs_three_users_and_every_one_woken_signalling() {
+        use super::super::queues::is_lock;
+        let set = |v: &[u32]| v.iter().copied().collect::<ahash::AHashSet<u32>>();
+        // Four users of an interpreter lock, two of which ever waited for it: a lock.
+        assert!(is_lock(&set(&[1, 3]), &set(&[1, 2, 3, 4])));
+        assert!(is_lock(&set(&[1, 2, 3]), &set(&[1, 2, 3])));
+        // Two threads waking each other in turn: a dialogue, not a lock.
+        assert!(!is_lock(&set(&[1, 2]), &set(&[1, 2])));
+        // A queue: its takers do not put.
+        assert!(!is_lock(&set(&[3, 4]), &set(&[1, 2, 3])));
+        assert!(!is_lock(&set(&[2, 3, 4]), &set(&[1])));
+        // One thread woken by three: a hand-off to one consumer.
+        assert!(!is_lock(&set(&[1]), &set(&[1, 2, 3])));
     }
 }

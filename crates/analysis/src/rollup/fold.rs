@@ -75,7 +75,9 @@ impl<'g> TypeFold<'g> {
 
     pub(super) fn add(&mut self, i: &Instance) {
         self.latencies.push((i.start_ns, i.latency()));
-        self.total_ns += i.latency();
+        // Sums over instances saturate: a file whose clock base was damaged keeps its events
+        // (with a warning) at times a century off, and a few such latencies pass u64.
+        self.total_ns = self.total_ns.saturating_add(i.latency());
         self.first = Some(self.first.map_or(i.start_ns, |f| f.min(i.start_ns)));
         self.last = self.last.max(i.end_ns);
         self.bytes_in += i.bytes_in;
@@ -85,18 +87,24 @@ impl<'g> TypeFold<'g> {
         }
         for s in &i.path {
             let lt = self.g.leaves[s.leaf as usize].ty;
-            self.critical_ns += s.total();
-            self.running_ns += s.running_ns;
-            *self.contrib.entry((lt, None, None)).or_default() += s.running_ns;
+            self.critical_ns = self.critical_ns.saturating_add(s.total());
+            self.running_ns = self.running_ns.saturating_add(s.running_ns);
+            add(
+                self.contrib.entry((lt, None, None)).or_default(),
+                s.running_ns,
+            );
             let mut charged = 0;
             for b in &s.behind {
                 let by = self.g.leaves[b.leaf as usize].ty;
-                *self.contrib.entry((by, b.kind, Some(lt))).or_default() += b.ns;
+                add(
+                    self.contrib.entry((by, b.kind, Some(lt))).or_default(),
+                    b.ns,
+                );
                 charged += b.ns;
             }
             for k in BlockKind::ALL {
                 let ns = s.blocked[k.index()];
-                self.blocked[k.index()] += ns;
+                add(&mut self.blocked[k.index()], ns);
                 // Queued time its thread's earlier leaves explain is charged to them above.
                 let own = if k == BlockKind::Queued {
                     ns.saturating_sub(charged)
@@ -104,7 +112,7 @@ impl<'g> TypeFold<'g> {
                     ns
                 };
                 if own > 0 {
-                    *self.contrib.entry((lt, Some(k), None)).or_default() += own;
+                    add(self.contrib.entry((lt, Some(k), None)).or_default(), own);
                 }
             }
         }
@@ -200,7 +208,7 @@ impl<'m> ChildFold<'m> {
             ty: TaskTypeId::new(self.t),
             index: index as u32,
         };
-        self.total += inst.latency();
+        self.total = self.total.saturating_add(inst.latency());
         let mut seen: Vec<OccRef> = self.kids.get(of).to_vec();
         seen.sort_unstable_by_key(|r| (r.ty, r.index));
         seen.dedup();
@@ -220,12 +228,12 @@ impl<'m> ChildFold<'m> {
         for r in seen {
             let e = self.lat.entry(r.ty).or_default();
             e.0 += 1;
-            e.1 += occ_latency.get(model, r);
+            add(&mut e.1, occ_latency.get(model, r));
         }
         for s in &inst.path {
             if let Some(&r) = owner.get(&LeafId::new(s.leaf)) {
-                *self.crit.entry(r.ty).or_default() += s.total();
-                self.total_crit += s.total();
+                add(self.crit.entry(r.ty).or_default(), s.total());
+                self.total_crit = self.total_crit.saturating_add(s.total());
             }
         }
     }
@@ -425,4 +433,9 @@ pub(super) fn type_stats(
         out.into_iter().flatten().collect(),
         top.into_iter().flatten().collect(),
     )
+}
+
+/// `*sum += ns`, saturating (see [`TypeFold::add`]).
+fn add(sum: &mut u64, ns: u64) {
+    *sum = sum.saturating_add(ns);
 }

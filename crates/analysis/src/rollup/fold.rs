@@ -75,9 +75,8 @@ impl<'g> TypeFold<'g> {
 
     pub(super) fn add(&mut self, i: &Instance) {
         self.latencies.push((i.start_ns, i.latency()));
-        // Sums over instances saturate: a file whose clock base was damaged keeps its events
-        // (with a warning) at times a century off, and a few such latencies pass u64.
-        self.total_ns = self.total_ns.saturating_add(i.latency());
+        // Sums over instances saturate (`add`).
+        add(&mut self.total_ns, i.latency());
         self.first = Some(self.first.map_or(i.start_ns, |f| f.min(i.start_ns)));
         self.last = self.last.max(i.end_ns);
         self.bytes_in += i.bytes_in;
@@ -87,8 +86,8 @@ impl<'g> TypeFold<'g> {
         }
         for s in &i.path {
             let lt = self.g.leaves[s.leaf as usize].ty;
-            self.critical_ns = self.critical_ns.saturating_add(s.total());
-            self.running_ns = self.running_ns.saturating_add(s.running_ns);
+            add(&mut self.critical_ns, s.total());
+            add(&mut self.running_ns, s.running_ns);
             add(
                 self.contrib.entry((lt, None, None)).or_default(),
                 s.running_ns,
@@ -208,7 +207,7 @@ impl<'m> ChildFold<'m> {
             ty: TaskTypeId::new(self.t),
             index: index as u32,
         };
-        self.total = self.total.saturating_add(inst.latency());
+        add(&mut self.total, inst.latency());
         let mut seen: Vec<OccRef> = self.kids.get(of).to_vec();
         seen.sort_unstable_by_key(|r| (r.ty, r.index));
         seen.dedup();
@@ -233,7 +232,7 @@ impl<'m> ChildFold<'m> {
         for s in &inst.path {
             if let Some(&r) = owner.get(&LeafId::new(s.leaf)) {
                 add(self.crit.entry(r.ty).or_default(), s.total());
-                self.total_crit = self.total_crit.saturating_add(s.total());
+                add(&mut self.total_crit, s.total());
             }
         }
     }
@@ -435,7 +434,8 @@ pub(super) fn type_stats(
     )
 }
 
-/// `*sum += ns`, saturating (see [`TypeFold::add`]).
+/// `*sum += ns`, saturating: sums over instances must not overflow, and a file whose clock base
+/// was damaged keeps its events (with a warning) at times a century off, a few of which pass u64.
 fn add(sum: &mut u64, ns: u64) {
     *sum = sum.saturating_add(ns);
 }

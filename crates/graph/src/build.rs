@@ -14,11 +14,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::read::{account, read, Read};
+use crate::read::{account, read, Read, WindowCarry};
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, HostInfo, LockWait};
 use scalpel_model::object::Channel;
+use scalpel_model::read::Windows;
 
 use crate::assemble::Assembled;
 use crate::edges::*;
@@ -42,7 +43,34 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
 /// first directory's machine's clock, aligned from the messages on those connections. One
 /// directory gives exactly what [`build_graph`] gives.
 pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, GraphError> {
-    let (read, mut warnings, events, hosts) = read_all(dirs, opts)?;
+    let (read, warnings, events, hosts) = read_all(dirs, opts)?;
+    build_from(read, warnings, events, hosts, opts)
+}
+
+/// Builds the causal graph of window `k` of a trace read in windows (see [`Windows`]): the
+/// graph [`build_graph`] gives of that window's events alone, each with the time, stack and
+/// object it has in the whole trace. Windows are built in order, with one `carry` for all: what
+/// a thread's first window found that a later one cannot (see [`WindowCarry`]).
+pub fn build_graph_window(
+    windows: &mut Windows,
+    k: usize,
+    opts: &GraphOptions,
+    carry: &mut WindowCarry,
+) -> Result<Built, GraphError> {
+    let mut read = crate::read::read_window(windows, k, opts, carry)?;
+    let dir = read.trace.path.clone();
+    let (warnings, events) = account(&dir, opts, &mut read)?;
+    build_from(read, warnings, events, Vec::new(), opts)
+}
+
+/// Phases 3 to 8 on what phases 1 and 2 read.
+fn build_from(
+    read: Read,
+    mut warnings: Vec<GraphWarning>,
+    events: u64,
+    hosts: Vec<HostInfo>,
+    opts: &GraphOptions,
+) -> Result<Built, GraphError> {
     let dir = read.trace.path.clone();
     let dir = dir.as_path();
     let Read {

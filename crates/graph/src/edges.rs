@@ -165,7 +165,7 @@ pub(crate) fn handoff_weak(
     woken: &[(u32, u32)],
     merged: &[bool],
 ) -> Vec<bool> {
-    let WeakOrder { mut weak, head } = order;
+    let WeakOrder { mut weak, head, .. } = order;
     // Per thread that takes hand-offs or waited for items: whether one came right after a wait
     // at its guessed head.
     let mut takes: AHashMap<ThreadId, bool> = AHashMap::new();
@@ -334,7 +334,11 @@ mod tests {
 
     fn order(weak: Vec<bool>) -> WeakOrder {
         let head = vec![false; weak.len()];
-        WeakOrder { weak, head }
+        WeakOrder {
+            weak,
+            head,
+            head_site: None,
+        }
     }
 
     #[test]
@@ -384,6 +388,7 @@ mod tests {
         let order = WeakOrder {
             weak: guess.clone(),
             head: guess,
+            head_site: None,
         };
         let weak = handoff_weak(&g, &[], order, &[(3, 4)], &[false; 5]);
         assert_eq!(weak, vec![false, false, false, true, false]);

@@ -34,7 +34,9 @@ use std::sync::Arc;
 use ahash::{AHashMap, AHashSet};
 use rayon::prelude::*;
 use scalpel_model::format::Op;
-use scalpel_model::read::{read_file_streaming, FileSink, ProcessSinks, TraceDir};
+use scalpel_model::read::{FileSink, ProcessSinks, TraceDir};
+
+use crate::read::Reread;
 
 use super::event::{lock_op, sem_op, ObjName, HAS_X, NO_OBJ};
 use super::latches::Uncut;
@@ -146,6 +148,7 @@ pub(super) fn lock_words(sinks: &[ProcessSinks<ThreadSink>]) -> AHashSet<ObjName
 /// thread file that waited on or woke one of the words or made a latch wake-up. A file that
 /// cannot be read again, or reads differently (it grew), keeps its first cut.
 pub(super) fn recut(
+    reread: Reread<'_>,
     trace: &TraceDir,
     sinks: &mut [ProcessSinks<ThreadSink>],
     words: AHashSet<ObjName>,
@@ -181,7 +184,7 @@ pub(super) fn recut(
         .filter_map(|(pi, fi, events, latch)| {
             let file = trace.processes.get(pi)?.threads.get(fi)?;
             let mut sink = ThreadSink::with_lock_words(Arc::clone(&words), pi, lock_cuts, latch);
-            read_file_streaming(&file.path, &mut sink).ok()?;
+            reread(&file.path, &mut sink).ok()?;
             (sink.events == events).then(|| {
                 sink.finish(file);
                 (pi, fi, sink)

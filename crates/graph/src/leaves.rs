@@ -20,7 +20,7 @@ use super::event::{reads_bytes, sends, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
 use super::queues::{Counter, Section, Step, Tracker};
 use super::ready::{Close, Ctl, ReadyWait};
 use super::releases::ThreadReleases;
-use super::weak::{weak_boundaries, WeakOrder};
+use super::weak::{weak_boundaries, LoopHead, WeakOrder};
 
 /// How an event takes part in the graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,6 +282,9 @@ pub(super) struct Cutter {
     /// The last event was a latch wait: the READY record after it lists nothing a leaf
     /// started with.
     latch_ready: bool,
+    /// The thread's loop head, found in an earlier window of the trace (see
+    /// [`weak_boundaries`]).
+    known_head: Option<LoopHead>,
 }
 
 impl Cutter {
@@ -303,7 +306,13 @@ impl Cutter {
             latch: Vec::new(),
             latch_next: 0,
             latch_ready: false,
+            known_head: None,
         }
+    }
+
+    /// The thread's loop head as an earlier window of the trace found it.
+    pub(super) fn known_head(&mut self, head: Option<LoopHead>) {
+        self.known_head = head;
     }
 
     /// The events (indices in file order, sorted) that are latch wake-ups and cut nothing.
@@ -627,7 +636,8 @@ impl Cutter {
             let at = self.n.saturating_sub(1);
             self.close(at, None);
         }
-        self.out.weak = weak_boundaries(&self.out.leaves, &self.sites, file, &objs);
+        let known = self.known_head.take();
+        self.out.weak = weak_boundaries(&self.out.leaves, &self.sites, file, &objs, known.as_ref());
         let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_iter().collect();
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;

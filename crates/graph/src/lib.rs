@@ -49,6 +49,7 @@ mod types;
 mod waits;
 mod weak;
 
-pub use build::{build_graph, build_graph_of};
+pub use build::{build_graph, build_graph_of, build_graph_window};
 pub use filter::{Filter, FilterError};
 pub use options::{Built, GraphError, GraphOptions, GraphWarning};
+pub use read::WindowCarry;

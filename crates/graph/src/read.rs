@@ -5,7 +5,14 @@
 
 use std::path::Path;
 
-use scalpel_model::read::{read_dir_with, ProcessSinks, TraceDir};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use scalpel_model::read::{
+    read_dir_with, read_file_streaming, FileTrace, ProcessSinks, ReadError, TraceDir, Windows,
+};
+
+use crate::weak::LoopHead;
 
 use crate::latches::FileEvent;
 use crate::options::{GraphError, GraphOptions, GraphWarning};
@@ -23,17 +30,87 @@ pub(crate) struct Read {
 /// Phase 1: decodes and cuts every file, then recuts threads at the futex words that turned
 /// out to be locks.
 pub(crate) fn read(dir: &Path, opts: &GraphOptions) -> Result<Read, GraphError> {
-    let (trace, mut sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
+    let (trace, sinks) = read_dir_with(dir, |_| ThreadSink::new(opts.lock_cuts))?;
+    Ok(cut_again(trace, sinks, opts, &|p, s| {
+        read_file_streaming(p, s)
+    }))
+}
+
+/// How a file is read a second time (with what the first reading of every file found).
+pub(crate) type Reread<'a> =
+    &'a (dyn Fn(&Path, &mut ThreadSink) -> Result<FileTrace, ReadError> + Sync);
+
+/// What a window of a trace passes on to the next: each thread's loop head, found in the
+/// window where the thread began (see `weak::weak_boundaries`), by thread file.
+#[derive(Debug, Default)]
+pub struct WindowCarry {
+    heads: HashMap<PathBuf, LoopHead>,
+}
+
+impl WindowCarry {
+    fn head(&self, path: &Path) -> Option<LoopHead> {
+        self.heads.get(path).cloned()
+    }
+
+    /// Keeps the loop heads `read` found for the threads that had none yet.
+    fn keep(&mut self, read: &Read) {
+        for (p, s) in read.trace.processes.iter().zip(&read.sinks) {
+            for (f, s) in p.threads.iter().zip(&s.threads) {
+                let head = s.out.as_ref().and_then(|o| o.weak.head_site.clone());
+                if let Some(h) = head {
+                    self.heads.entry(f.path.clone()).or_insert(h);
+                }
+            }
+        }
+    }
+}
+
+/// Phase 1 on window `k` of a trace read in windows: [`read`] of that window's events alone.
+pub(crate) fn read_window(
+    windows: &mut Windows,
+    k: usize,
+    opts: &GraphOptions,
+    carry: &mut WindowCarry,
+) -> Result<Read, GraphError> {
+    let (trace, sinks) = windows.read_with(k, |p| {
+        let mut s = ThreadSink::new(opts.lock_cuts);
+        s.known_head(carry.head(p));
+        s
+    })?;
+    let windows = &*windows;
+    let read = cut_again(trace, sinks, opts, &|p, s| {
+        s.known_head(carry.head(p));
+        windows.read_file_with(p, s)
+    });
+    carry.keep(&read);
+    Ok(read)
+}
+
+/// The part of phase 1 that needs every file cut once: futex words used as locks and latch
+/// wake-ups, and the files that touched them cut again.
+fn cut_again(
+    trace: TraceDir,
+    mut sinks: Vec<ProcessSinks<ThreadSink>>,
+    opts: &GraphOptions,
+    reread: Reread<'_>,
+) -> Read {
     // Reading grew every thread's arrays by doubling; the blocks they left are garbage.
     scalpel_model::memory::release_freed_memory();
     let words = futexlocks::lock_words(&sinks);
     let latched = latches::latch_wakeups(&trace, &sinks);
-    futexlocks::recut(&trace, &mut sinks, words, latched.uncut, opts.lock_cuts);
-    Ok(Read {
+    futexlocks::recut(
+        reread,
+        &trace,
+        &mut sinks,
+        words,
+        latched.uncut,
+        opts.lock_cuts,
+    );
+    Read {
         trace,
         sinks,
         latched: latched.pairs,
-    })
+    }
 }
 
 /// Phase 2: the warnings for what the recording lost (an error in strict mode), and the

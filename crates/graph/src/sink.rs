@@ -11,6 +11,7 @@ use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef, Ready
 use super::event::{Ev, LocalObj, ObjName, HAS_SEQ, HAS_X, NO_OBJ};
 use super::leaves::{Cutter, ThreadOut};
 use super::ready::Ctl;
+use super::weak::LoopHead;
 
 /// Cuts one file's events into leaves as they are decoded; nothing per event is kept.
 pub(super) struct ThreadSink {
@@ -90,6 +91,11 @@ impl ThreadSink {
             cut,
             ..ThreadSink::new(lock_cuts)
         }
+    }
+
+    /// Takes the thread's loop head as an earlier window of the trace found it.
+    pub(super) fn known_head(&mut self, head: Option<LoopHead>) {
+        self.cut.known_head(head);
     }
 
     fn intern(

@@ -100,15 +100,30 @@ pub(super) struct WeakOrder {
     pub weak: Vec<bool>,
     /// `head[i]`: whether that edge is weak only because leaf `i` ends at the loop-head guess.
     pub head: Vec<bool>,
+    /// The loop-head guess, when it has a call stack (what a later window of the trace keeps).
+    pub head_site: Option<LoopHead>,
+}
+
+/// A thread's loop head by its operation and call stack, kept from the part of a trace where
+/// the thread began for the parts after it (see [`weak_boundaries`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LoopHead {
+    op: OpName,
+    frames: Vec<u64>,
 }
 
 /// The thread's weak program order. `sites[i]` holds the stack id and auxiliary value of the
-/// call that ended leaf `i`.
+/// call that ended leaf `i`. `known`: the loop head found where the thread began, when these
+/// leaves are a later part of its life (a window of a trace read in windows). The head is the
+/// first repeated wait from the thread's start; a part that begins inside the loop would take
+/// the first wait it repeats (a read inside the work, when no new connection came in that part)
+/// and cut every request there.
 pub(super) fn weak_boundaries(
     leaves: &[LocalLeaf],
     sites: &[(u32, u64)],
     file: &FileTrace,
     objs: &[LocalObj],
+    known: Option<&LoopHead>,
 ) -> WeakOrder {
     let site_of = |i: usize, op: OpName| -> Site<'_> {
         let stack = sites.get(i).map_or(0, |s| s.0);
@@ -144,14 +159,17 @@ pub(super) fn weak_boundaries(
     // take, which a compiler gave a call of its own, comes before any wait inside the work.
     // Of a site and its twin, both repeated (the twin only by a wait again), the loop's own
     // site is the one visited more.
-    let head = visits
-        .iter()
-        .filter(|(_, v)| v.count >= 2)
-        .min_by_key(|(site, v)| {
-            let twin_first = twin_first(&visits, site, v.first, leaves);
-            (twin_first, std::cmp::Reverse(v.count), v.first)
-        })
-        .map(|(site, _)| *site);
+    let head = match known {
+        Some(k) => Some((k.op, Some(k.frames.as_slice()), 0)),
+        None => visits
+            .iter()
+            .filter(|(_, v)| v.count >= 2)
+            .min_by_key(|(site, v)| {
+                let twin_first = twin_first(&visits, site, v.first, leaves);
+                (twin_first, std::cmp::Reverse(v.count), v.first)
+            })
+            .map(|(site, _)| *site),
+    };
     let peeled = head.map_or_else(Vec::new, |h| peeled_heads(&visits, h, leaves));
     let dispatch_at = |i: usize| {
         let x = sites.get(i).map_or(0, |s| s.1);
@@ -178,7 +196,15 @@ pub(super) fn weak_boundaries(
         site_of(i, a) == site_of(j, b)
     });
     let next_reply = |i: usize| replies[i];
-    let mut order = WeakOrder::default();
+    let mut order = WeakOrder {
+        head_site: head.and_then(|(op, frames, _)| {
+            frames.map(|f| LoopHead {
+                op,
+                frames: f.to_vec(),
+            })
+        }),
+        ..WeakOrder::default()
+    };
     // Whether the previous leaf ended at a dispatch wait (epoll, poll of several, select).
     let mut after_dispatch = false;
     for (i, l) in leaves.iter().enumerate() {

@@ -31,6 +31,9 @@ use crate::work::Rule;
 #[derive(Clone, Debug, Default)]
 pub struct Grammar {
     leaf_keys: Vec<String>,
+    /// Each leaf type's instances in the graph the grammar was learned on: of several types with
+    /// one key, the most frequent stands for the most frequent here (see [`SymMap::new`]).
+    leaf_counts: Vec<u64>,
     steps: Vec<Step>,
 }
 
@@ -55,6 +58,7 @@ impl Grammar {
     pub(crate) fn new(types: &[LeafType]) -> Grammar {
         Grammar {
             leaf_keys: types.iter().map(leaf_key).collect(),
+            leaf_counts: types.iter().map(|t| t.count).collect(),
             steps: Vec::new(),
         }
     }
@@ -78,28 +82,49 @@ impl Grammar {
 }
 
 /// The symbols of a replay: the learned run's symbol → this run's. A leaf type is this
-/// graph's type of the same key (none when it has none, or two); a rule's symbol is known once
-/// its step has been applied here.
+/// graph's type of the same key; where several types share a key (types the graph tells apart by
+/// what came before them, such as a thread's first wait and its later ones), they are paired by
+/// rank of frequency, the most frequent with the most frequent, and one left without a partner
+/// maps to none. A rule's symbol is known once its step has been applied here.
 pub(crate) struct SymMap {
     leaves: Vec<Option<SymIx>>,
     rules: AHashMap<SymIx, SymIx>,
 }
 
+/// Leaf types (by index) grouped by key, each group most frequent first (then by index).
+fn by_key(types: impl Iterator<Item = (String, u64)>) -> AHashMap<String, Vec<usize>> {
+    let mut groups: AHashMap<String, Vec<(u64, usize)>> = AHashMap::new();
+    for (i, (key, count)) in types.enumerate() {
+        groups.entry(key).or_default().push((count, i));
+    }
+    groups
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            (k, v.into_iter().map(|(_, i)| i).collect())
+        })
+        .collect()
+}
+
 impl SymMap {
     /// The map from `g`'s leaf types to `types`, this graph's.
     pub(crate) fn new(g: &Grammar, types: &[LeafType]) -> SymMap {
-        let mut here: AHashMap<String, Option<SymIx>> = AHashMap::new();
-        for (i, t) in types.iter().enumerate() {
-            here.entry(leaf_key(t))
-                .and_modify(|s| *s = None)
-                .or_insert(Some(SymIx::new(i)));
+        let here = by_key(types.iter().map(|t| (leaf_key(t), t.count)));
+        let learned = by_key(
+            g.leaf_keys
+                .iter()
+                .cloned()
+                .zip(g.leaf_counts.iter().copied()),
+        );
+        let mut leaves = vec![None; g.leaf_keys.len()];
+        for (key, ranked) in &learned {
+            let Some(ours) = here.get(key) else { continue };
+            for (&l, &h) in ranked.iter().zip(ours) {
+                leaves[l] = Some(SymIx::new(h));
+            }
         }
         SymMap {
-            leaves: g
-                .leaf_keys
-                .iter()
-                .map(|k| here.get(k).copied().flatten())
-                .collect(),
+            leaves,
             rules: AHashMap::new(),
         }
     }

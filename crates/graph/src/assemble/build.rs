@@ -60,6 +60,7 @@ impl<'s> Assembly<'s> {
             weak: WeakOrder {
                 weak: Vec::with_capacity(total),
                 head: Vec::with_capacity(total),
+                head_site: None,
             },
             obj_kinds: Vec::new(),
             obj_channel: Vec::new(),

@@ -37,7 +37,41 @@ pub(crate) struct State<'p, 's> {
     /// Mutexes with a `mutex_counted` event from the header's counts table as it is now (its
     /// generation): their entries in the table were written out already.
     counted_now: HashSet<u64>,
+    /// A windowed read stops before the first event at or after these ticks (`u64::MAX`: it
+    /// reads to the end).
+    stop_at: u64,
+    /// It did stop there.
+    pub(crate) stopped: bool,
+    /// The bound objects' definitions, kept only by a windowed read: the next window hands
+    /// them to its sink before its first record.
+    defs: Option<HashMap<u64, ObjectDef>>,
     pub(crate) out: FileTrace,
+}
+
+/// Where a windowed read of a file stopped, and the decoding state there: the next window
+/// resumes from it as if it had decoded everything before (see [`super::windows`]).
+#[derive(Clone, Debug, Default)]
+pub struct FileCursor {
+    /// The data offset (from the end of the header) of the first record not read.
+    pub(crate) pos: usize,
+    ticks: u64,
+    cpu: u64,
+    table: HashMap<u64, (u8, u64, u64)>,
+    defs: HashMap<u64, ObjectDef>,
+    counted_now: HashSet<u64>,
+    warned_index0: bool,
+    /// The file was read to its end: nothing is left for a later window.
+    pub(crate) done: bool,
+}
+
+impl FileCursor {
+    /// The cursor of a file an earlier window read to its end.
+    pub(crate) fn past_end() -> FileCursor {
+        FileCursor {
+            done: true,
+            ..FileCursor::default()
+        }
+    }
 }
 
 /// A record kind's name for messages.
@@ -83,6 +117,9 @@ impl<'p, 's> State<'p, 's> {
             warned_index0: false,
             after_event: false,
             counted_now: HashSet::new(),
+            stop_at: u64::MAX,
+            stopped: false,
+            defs: None,
             out: FileTrace {
                 path: path.to_path_buf(),
                 header,
@@ -105,6 +142,54 @@ impl<'p, 's> State<'p, 's> {
                 warnings: Vec::new(),
             },
         }
+    }
+
+    /// Makes this a windowed read: it stops before the first event at or after `stop_at`
+    /// ticks, and keeps what [`State::cursor`] needs.
+    pub(crate) fn windowed(&mut self, stop_at: u64) {
+        self.stop_at = stop_at;
+        self.defs = Some(HashMap::new());
+    }
+
+    /// Takes up decoding where `c` left it, handing the objects bound there to the sink first
+    /// (in index order, so that every window's sink sees them alike).
+    pub(crate) fn resume(&mut self, c: &FileCursor) {
+        self.ticks = c.ticks;
+        self.cpu = c.cpu;
+        self.table = c.table.clone();
+        self.counted_now = c.counted_now.clone();
+        self.warned_index0 = c.warned_index0;
+        let mut defs: Vec<&ObjectDef> = c.defs.values().collect();
+        defs.sort_unstable_by_key(|d| d.index);
+        if let Some(sink) = self.sink.as_mut() {
+            for d in &defs {
+                sink.object(d);
+            }
+        }
+        self.defs = Some(c.defs.clone());
+    }
+
+    /// The state at data offset `pos`, for the next window.
+    pub(crate) fn cursor(&self, pos: usize) -> FileCursor {
+        FileCursor {
+            pos,
+            ticks: self.ticks,
+            cpu: self.cpu,
+            table: self.table.clone(),
+            defs: self.defs.clone().unwrap_or_default(),
+            counted_now: self.counted_now.clone(),
+            warned_index0: self.warned_index0,
+            done: false,
+        }
+    }
+
+    /// Whether a windowed read stops at an event `dt` ticks after the last one.
+    fn stops_at(&mut self, dt: u64) -> bool {
+        if self.defs.is_none() {
+            return false;
+        }
+        self.stopped = self.ticks.saturating_add(dt) >= self.stop_at;
+        self.stopped
     }
 
     pub(crate) fn damaged(&mut self, offset: u64, expected: String) {
@@ -133,8 +218,14 @@ impl<'p, 's> State<'p, 's> {
         let mut d = Dec::new(payload);
         match kind {
             rec::READY => self.ready(&mut d, at, after_event)?,
-            rec::EVENT => self.event(RawEvent::decode_payload(&mut d)?, at),
+            rec::EVENT => {
+                let raw = RawEvent::decode_payload(&mut d)?;
+                if !self.stops_at(raw.dt) {
+                    self.event(raw, at);
+                }
+            }
             rec::HELD => match RawEvent::decode_payload(&mut d)?.split_held() {
+                Some((lock, _)) if self.stops_at(lock.dt) => {}
                 Some((lock, unlock)) => {
                     self.out.held_records += 1;
                     self.event(lock, at);
@@ -170,6 +261,9 @@ impl<'p, 's> State<'p, 's> {
                         key,
                         identity,
                     };
+                    if let Some(defs) = self.defs.as_mut() {
+                        defs.insert(index, def.clone());
+                    }
                     if let Some(sink) = self.sink.as_mut() {
                         sink.object(&def);
                     }
@@ -219,7 +313,12 @@ impl<'p, 's> State<'p, 's> {
                 });
             }
             rec::LOST => self.out.lost = self.out.lost.saturating_add(d.varint()?),
-            rec::OBJECT_RESET => self.table.clear(),
+            rec::OBJECT_RESET => {
+                self.table.clear();
+                if let Some(defs) = self.defs.as_mut() {
+                    defs.clear();
+                }
+            }
             rec::EXE => {
                 use std::os::unix::ffi::OsStrExt;
                 self.out.exe = Some(PathBuf::from(std::ffi::OsStr::from_bytes(d.rest())));

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::clock::Clock;
+use super::decode::FileCursor;
 use super::error::ReadError;
-use super::file::read_opened;
+use super::file::{read_opened_span, Span};
 use super::filetrace::{FileSink, FileTrace};
 use super::host::HostIdentity;
 use super::identity::Identity;
@@ -399,7 +400,7 @@ pub struct ProcessSinks<S> {
 /// Reads a trace directory. Errors: the path is missing or not a directory, or no trace file in
 /// it could be read. Unreadable files and process directories become warnings.
 pub fn read_dir(path: impl AsRef<Path>) -> Result<TraceDir, ReadError> {
-    let (dir, _) = read_dir_inner::<()>(path.as_ref(), None)?;
+    let (dir, _) = read_dir_inner::<()>(path.as_ref(), None, None)?;
     Ok(dir)
 }
 
@@ -411,13 +412,28 @@ pub fn read_dir_with<S: FileSink + Send>(
     path: impl AsRef<Path>,
     new_sink: impl Fn(&Path) -> S + Sync,
 ) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
-    read_dir_inner(path.as_ref(), Some(&new_sink))
+    read_dir_inner(path.as_ref(), Some(&new_sink), None)
 }
 
-fn read_dir_inner<S: FileSink + Send>(
+/// How a windowed read decodes each thread file (see [`super::windows`]): the span of it to
+/// decode, and what to give the file (the whole file's metadata) before its sink finishes.
+pub(crate) struct WindowRead<'a> {
+    pub span: &'a (dyn Fn(&Path) -> Span + Sync),
+    pub prepare: &'a (dyn Fn(&mut FileTrace) + Sync),
+}
+
+/// Where each thread file's windowed read stopped (`None`: at its end), by path.
+pub(crate) type Ends = HashMap<PathBuf, Option<FileCursor>>;
+
+pub(crate) fn read_dir_inner<S: FileSink + Send>(
     path: &Path,
     streaming: Option<&(dyn Fn(&Path) -> S + Sync)>,
+    window: Option<(&WindowRead<'_>, &mut Ends)>,
 ) -> Result<(TraceDir, Vec<ProcessSinks<S>>), ReadError> {
+    let (window, ends) = match window {
+        Some((w, e)) => (Some(w), Some(e)),
+        None => (None, None),
+    };
     // Every entry is opened relative to its directory's descriptor, without following links
     // (see `crate::open`): the user named the trace directory, not what is planted in it.
     let top = Dir::open(path).map_err(|e| match e {
@@ -470,18 +486,32 @@ fn read_dir_inner<S: FileSink + Send>(
         .map(|j| {
             // Trace files have no length limit: they are streamed in bounded chunks.
             let opened = j.dir.file(OsStr::new(&j.name), u64::MAX);
+            let mut span = match (window, j.slot) {
+                (Some(w), Slot::Thread(..)) => Some((w.span)(&j.path)),
+                _ => None,
+            };
+            let prepare = |f: &mut FileTrace| {
+                if let Some(w) = window {
+                    (w.prepare)(f);
+                }
+            };
             let r = match (opened, streaming) {
                 (Err(e), _) => Err(e.into()),
-                (Ok(o), None) => read_opened(o, None).map(|f| (f, None)),
+                (Ok(o), None) => read_opened_span(o, None, span.as_mut()).map(|mut f| {
+                    prepare(&mut f);
+                    (f, None)
+                }),
                 (Ok(o), Some(new_sink)) => {
                     let mut sink = new_sink(&j.path);
-                    read_opened(o, Some(&mut sink)).map(|f| {
+                    read_opened_span(o, Some(&mut sink), span.as_mut()).map(|mut f| {
+                        prepare(&mut f);
                         sink.finish(&f);
                         (f, Some(sink))
                     })
                 }
             };
-            (j.process, j.slot, r)
+            let end = span.map(|s| (j.path.clone(), s.end));
+            (j.process, j.slot, r, end)
         })
         .collect();
     let mut sinks: Vec<ProcessSinks<S>> = processes
@@ -491,7 +521,9 @@ fn read_dir_inner<S: FileSink + Send>(
             threads: Vec::new(),
         })
         .collect();
-    for (n, slot, r) in results {
+    let mut found_ends = Vec::new();
+    for (n, slot, r, end) in results {
+        found_ends.extend(end);
         let r = r.map(|(mut f, s)| {
             name_mismatch(&mut f, slot);
             (f, s)
@@ -521,7 +553,11 @@ fn read_dir_inner<S: FileSink + Send>(
             failures: warnings,
         });
     }
-    retime(&mut processes);
+    match ends {
+        Some(ends) => ends.extend(found_ends),
+        // A window's files take the clock the whole trace gave them (see `super::windows`).
+        None => retime(&mut processes),
+    }
     let losses = RecordingLosses::read(&top).unwrap_or_else(|e| {
         warnings.push(e);
         RecordingLosses::default()

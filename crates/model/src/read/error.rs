@@ -20,6 +20,20 @@ pub enum ReadError {
         /// The operating system's error.
         error: io::Error,
     },
+    /// A windowed read asked for a window out of order (windows are read one after another;
+    /// the last one read can be read again).
+    #[error(
+        "{}: window {window} cannot be read now: the next window to read is {next}",
+        path.display()
+    )]
+    WindowOrder {
+        /// The trace directory.
+        path: PathBuf,
+        /// The window asked for.
+        window: usize,
+        /// The window that can be read.
+        next: usize,
+    },
     /// The first eight bytes are not [`crate::format::MAGIC`].
     #[error(
         "{}: not a Scalpel trace: expected the magic \"SCALPEL\\0\" at offset 0",
@@ -137,7 +151,8 @@ impl ReadError {
             | ReadError::NotADirectory { path }
             | ReadError::Missing { path }
             | ReadError::Unlisted { path }
-            | ReadError::NoTraces { path, .. } => path,
+            | ReadError::NoTraces { path, .. }
+            | ReadError::WindowOrder { path, .. } => path,
             ReadError::Open(e) => e.path(),
         }
     }

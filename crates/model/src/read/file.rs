@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::decode::{dec_what, rec_name, Sink, State};
+use super::decode::{dec_what, rec_name, FileCursor, Sink, State};
 use super::error::ReadError;
 use super::filetrace::{FileSink, FileTrace};
 use super::header::Header;
@@ -63,12 +63,30 @@ fn read_file_with(path: &Path, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
 
 /// Decodes a trace file already opened as a regular file (see [`crate::open::Dir::file`]).
 pub(super) fn read_opened(opened: Opened, sink: Sink<'_>) -> Result<FileTrace, ReadError> {
+    read_opened_span(opened, sink, None)
+}
+
+/// Which part of a file a windowed read decodes: from `from` (the start when `None`) up to the
+/// first event at or after `stop_at` ticks; `end` is where it stopped, `None` at the file's end.
+#[derive(Debug, Default)]
+pub(crate) struct Span {
+    pub from: Option<FileCursor>,
+    pub stop_at: u64,
+    pub end: Option<FileCursor>,
+}
+
+/// [`read_opened`] of the part of the file `span` says.
+pub(super) fn read_opened_span(
+    opened: Opened,
+    sink: Sink<'_>,
+    span: Option<&mut Span>,
+) -> Result<FileTrace, ReadError> {
     // Plain reads, not a mapping: a file that a live writer (or the recorder trimming it) cuts
     // short must not fault us. Streamed in chunks, so memory follows the records, not the size a
     // file claims: a planted sparse file of gigabytes costs a read through it, not its size in
     // memory. At most the size seen now is read, so a growing file cannot make us read forever.
     let Opened { file, len, path } = opened;
-    decode_from(&path, FileSource(file), len, sink)
+    decode_from(&path, FileSource(file), len, sink, span)
 }
 
 /// Where records are read from: a file can skip the holes of a sparse region at once.
@@ -76,11 +94,18 @@ trait Source: std::io::Read {
     /// Moves on to the first byte of data at or after `offset` (an offset from the start), if
     /// the source knows where data is; returns that offset.
     fn next_data(&mut self, offset: u64) -> Option<u64>;
+    /// Moves to `offset` (from the start), so that the next read begins there.
+    fn seek_to(&mut self, offset: u64) -> std::io::Result<()>;
 }
 
 impl Source for &[u8] {
     fn next_data(&mut self, _offset: u64) -> Option<u64> {
         None
+    }
+
+    fn seek_to(&mut self, _offset: u64) -> std::io::Result<()> {
+        // Images are decoded whole (`decode_file`); only files are read in windows.
+        Err(std::io::ErrorKind::Unsupported.into())
     }
 }
 
@@ -94,6 +119,11 @@ impl std::io::Read for FileSource {
 }
 
 impl Source for FileSource {
+    fn seek_to(&mut self, offset: u64) -> std::io::Result<()> {
+        use std::io::Seek;
+        self.0.seek(std::io::SeekFrom::Start(offset)).map(|_| ())
+    }
+
     fn next_data(&mut self, offset: u64) -> Option<u64> {
         use std::os::fd::AsRawFd;
         let off = libc::off_t::try_from(offset).ok()?;
@@ -106,7 +136,7 @@ impl Source for FileSource {
 
 /// Decodes a whole file image. `path` only names the file in errors.
 pub fn decode_file(path: &Path, bytes: &[u8]) -> Result<FileTrace, ReadError> {
-    decode_from(path, bytes, bytes.len() as u64, None)
+    decode_from(path, bytes, bytes.len() as u64, None, None)
 }
 
 /// Bytes read from the file at a time.
@@ -193,6 +223,21 @@ impl<R: Source> Chunks<R> {
         }
     }
 
+    /// Moves on to data offset `at` without reading what lies before it.
+    fn seek(&mut self, at: usize, limit: usize) {
+        if at <= self.off + self.buf.len() {
+            return;
+        }
+        match self.src.seek_to((self.start + at) as u64) {
+            Ok(()) => {
+                self.buf.clear();
+                self.off = at;
+                self.left = limit.saturating_sub(at);
+            }
+            Err(e) => self.failed = Some(e),
+        }
+    }
+
     fn get(&self, at: usize) -> Option<u8> {
         self.buf.get(at.checked_sub(self.off)?).copied()
     }
@@ -222,6 +267,7 @@ fn decode_from(
     mut src: impl Source,
     len: u64,
     sink: Sink<'_>,
+    mut span: Option<&mut Span>,
 ) -> Result<FileTrace, ReadError> {
     let io = |error| ReadError::Io {
         path: path.to_path_buf(),
@@ -287,6 +333,17 @@ fn decode_from(
     };
     data.buf.truncate(first_len);
     let mut pos = 0usize;
+    if let Some(span) = span.as_deref_mut() {
+        st.windowed(span.stop_at);
+        if let Some(c) = &span.from {
+            if c.done {
+                return Ok(st.finish());
+            }
+            pos = c.pos.min(limit);
+            st.resume(c);
+            data.seek(pos, limit);
+        }
+    }
     while pos < limit && data.ensure(pos, 1) {
         let Some(kind) = data.get(pos) else { break };
         if kind == rec::PAD {
@@ -335,7 +392,11 @@ fn decode_from(
         if payload.len() < end - body {
             break;
         }
-        if let Err(e) = st.record(kind, payload, at) {
+        let applied = st.record(kind, payload, at);
+        if st.stopped {
+            break;
+        }
+        if let Err(e) = applied {
             // The length framing is intact, so the records after this one are still readable;
             // only this one is lost (and with it its time delta, if it was an event).
             st.inconsistent(
@@ -352,6 +413,12 @@ fn decode_from(
     }
     if let Some(e) = data.failed {
         return Err(io(e));
+    }
+    if let Some(span) = span.filter(|_| st.stopped) {
+        // The rest of the file is the next window's; its end is read there.
+        span.end = Some(st.cursor(pos));
+        st.out.decoded_len = pos as u64;
+        return Ok(st.finish());
     }
     if pos < limit && data.left == 0 && data.off + data.buf.len() < limit {
         // The file ended before the size seen when it was opened (cut while we read).

@@ -15,8 +15,10 @@ mod host;
 mod identity;
 mod maps;
 mod types;
+mod windows;
 
 pub use clock::{Clock, Shift};
+pub use decode::FileCursor;
 pub use dir::{
     read_dir, read_dir_with, EventRef, ProcessSinks, ProcessTrace, RecordingLosses, TraceDir,
 };
@@ -29,3 +31,4 @@ pub use identity::{chan_name, obj_kind_name, put_varint, Endpoint, Identity};
 pub use maps::{MapEntry, ModuleMap};
 pub use types::Title;
 pub use types::{Calibration, Event, ObjectDef, ObjectRef, Ready, ReadyForm, Sample, ThreadName};
+pub use windows::{Windows, SAMPLE_EVERY};

@@ -5,16 +5,19 @@
 //! a pipe under a second lock, a reader posting a semaphore, a waiter taking it), 14 events and
 //! 6 leaves per request. `run DIR` builds the graph in this process and prints events per
 //! second and peak memory per event; run it in a fresh process so that the peak is the
-//! graph's. `scripts/bench-graph.sh` does both.
+//! graph's. `scripts/bench-graph.sh` does both. `compare WHOLE WINDOWS` counts the leaves on
+//! which a trace inferred in windows (`infer --memory`) and inferred whole disagree.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use scalpel::pipeline::{window_dir_name, WindowedDifference};
 use scalpel_graph::{build_graph, GraphOptions};
 use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::read::{Endpoint, Header, Identity};
 use scalpel_model::record::RawEvent;
+use scalpel_model::store::{read_graph, read_model};
 use scalpel_model::write::TraceWriter;
 
 const PIPELINES: u64 = 4;
@@ -201,15 +204,52 @@ fn run(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Prints how far the windows `infer --memory` wrote into `windows` are from the model of the
+/// whole trace in `whole` (see [`WindowedDifference`]).
+fn compare(whole: &Path, windows: &Path) -> Result<(), String> {
+    let load = |dir: &Path| {
+        let graph = read_graph(&dir.join("graph.json")).map_err(|e| e.to_string())?;
+        let model = read_model(&dir.join("model.json")).map_err(|e| e.to_string())?;
+        Ok::<_, String>((graph, model))
+    };
+    let (g, m) = load(whole)?;
+    let mut d = WindowedDifference::new(&g, &m);
+    drop((g, m));
+    let mut k = 0;
+    while windows.join(window_dir_name(k)).is_dir() {
+        let (g, m) = load(&windows.join(window_dir_name(k)))?;
+        let before = d.agreeing;
+        d.add_window(&g, &m);
+        println!(
+            "window={k} leaves={} agreeing={}",
+            g.leaves.len(),
+            d.agreeing - before
+        );
+        k += 1;
+    }
+    if k == 0 {
+        return Err(format!("{}: no window-0000 in it", windows.display()));
+    }
+    println!(
+        "windows={k} leaves={} agreeing={} differing={} share={:.4}%",
+        d.leaves,
+        d.agreeing,
+        d.leaves - d.agreeing,
+        d.share() * 100.0
+    );
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: scalpel-bench-graph gen DIR --events N | run DIR";
+    let usage = "usage: scalpel-bench-graph gen DIR --events N | run DIR | compare WHOLE WINDOWS";
     let r = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["gen", dir, "--events", n] => match n.parse::<u64>() {
             Ok(n) if n > 0 => gen(&PathBuf::from(dir), n).map_err(|e| format!("{dir}: {e}")),
             _ => Err(format!("--events wants a positive number, not {n:?}")),
         },
         ["run", dir] => run(Path::new(dir)),
+        ["compare", whole, windows] => compare(Path::new(whole), Path::new(windows)),
         _ => Err(usage.to_string()),
     };
     if let Err(e) = r {

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
+use scalpel::pipeline::{trace_bytes, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE};
 use scalpel::{Pipeline, PipelineOptions};
+use scalpel_graph::Filter;
 use scalpel_model::progress::Timings;
 use scalpel_views::graph::write_graph_summary;
 use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
@@ -50,6 +52,37 @@ pub(crate) struct InferArgs {
     /// Draw only the task type named NAME, expanded.
     #[arg(long, value_name = "NAME")]
     pub task: Option<String>,
+    /// Keep inference within LIMIT of memory (such as 2G or 512M; K, M, G and T are powers of
+    /// 1024) [default: half the machine's]. A trace that would need more is inferred in time
+    /// windows, each written to OUT/window-NNNN/ as a model of its own, with OUT/windows.json
+    /// listing them.
+    #[arg(long, value_name = "LIMIT", value_parser = memory_size)]
+    pub memory: Option<u64>,
+}
+
+/// A size in bytes, with an optional unit (K, M, G, T: powers of 1024; an optional `B` or `iB`
+/// after it).
+fn memory_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("expected a size such as 2G, 512M or 1048576, not {s:?}");
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(bad()),
+    };
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    n.checked_mul(1u64 << shift)
+        .filter(|&v| v > 0)
+        .ok_or_else(bad)
 }
 
 /// What `infer` does, in the library's terms.
@@ -69,6 +102,8 @@ pub(crate) struct Infer {
     pub model_draw: ModelDraw,
     /// Print the phase timings.
     pub timings: bool,
+    /// The memory limit, and whether the user gave it.
+    pub memory: (u64, bool),
 }
 
 impl InferArgs {
@@ -80,6 +115,10 @@ impl InferArgs {
             stage: a.stage,
             pipeline: a.pipeline.options(),
             timings: a.pipeline.timings,
+            memory: match a.memory {
+                Some(m) => (m, true),
+                None => (scalpel::pipeline::default_memory_limit(), false),
+            },
             draw: DrawOptions {
                 min_count: a.min_count,
             },
@@ -126,6 +165,9 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
             );
         }
     }
+    if let Some(per_window) = windowed(job)? {
+        return crate::commands::windows::run(job, per_window);
+    }
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let pipeline = Pipeline::new(job.pipeline.clone())?;
@@ -162,7 +204,63 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
     broken_pipe_is_fine(r)
 }
 
-fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Result<()> {
+/// The events a window holds, when the trace needs more memory than `--memory` allows; `None`
+/// to infer it whole.
+fn windowed(job: &Infer) -> Result<Option<u64>> {
+    let (limit, given) = job.memory;
+    let needs: u64 = job
+        .dirs
+        .iter()
+        .map(|d| trace_bytes(d).saturating_mul(PEAK_PER_TRACE_BYTE))
+        .sum();
+    if needs <= limit {
+        return Ok(None);
+    }
+    if job.dirs.len() > 1 {
+        if given {
+            say!(
+                "scalpel: warning: traces of several machines are inferred whole (about {} \
+                 needed, --memory {}): only one machine's trace is inferred in windows",
+                mib(needs),
+                mib(limit)
+            );
+        }
+        return Ok(None);
+    }
+    if limit < MIN_MEMORY {
+        bail!(
+            "--memory {}: too small to infer {} (about {} whole); windows need at least {}",
+            mib(limit),
+            job.dirs[0].display(),
+            mib(needs),
+            mib(MIN_MEMORY)
+        );
+    }
+    let timed = job
+        .pipeline
+        .graph
+        .include
+        .iter()
+        .chain(&job.pipeline.graph.exclude);
+    if timed.clone().any(|f| matches!(f, Filter::Time(..))) {
+        bail!(
+            "{} needs about {} to infer whole, more than --memory {}, and is inferred in \
+             windows, where time filters would count from each window's start: drop the \
+             time: filter, or give a larger --memory",
+            job.dirs[0].display(),
+            mib(needs),
+            mib(limit)
+        );
+    }
+    Ok(Some(limit / PEAK_PER_EVENT))
+}
+
+/// `bytes` in MiB, for messages.
+pub(crate) fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes.div_ceil(1 << 20))
+}
+
+pub(crate) fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Result<()> {
     match svg {
         Ok(p) => writeln!(o, "wrote {}", p.display()),
         Err(e) => {

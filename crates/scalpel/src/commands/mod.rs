@@ -13,6 +13,7 @@ mod sql;
 mod timeline;
 mod top;
 mod waitfor;
+mod windows;
 
 use std::process::ExitCode;
 

@@ -10,7 +10,7 @@ use scalpel_model::store::{read_graph, StoreError};
 use super::{Pipeline, PipelineError};
 use scalpel_graph::Built;
 use scalpel_mine::MineInput;
-use scalpel_mine::Mined;
+use scalpel_mine::{Grammar, Mined};
 use scalpel_model::progress::{Progress, Timings};
 use scalpel_views::outputs::{write_graph_files, write_model_files, GraphFiles, ModelFiles};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
@@ -36,6 +36,14 @@ pub enum InferError {
         file: PathBuf,
         /// Why.
         source: StoreError,
+    },
+    /// The trace could not be read to place its windows.
+    #[error("cannot read {} to infer it in windows: {source}", .dir.display())]
+    Survey {
+        /// The trace directory.
+        dir: PathBuf,
+        /// Why.
+        source: scalpel_model::read::ReadError,
     },
     /// The model's files could not be written.
     #[error("cannot write the model to {}: {source}", .dir.display())]
@@ -102,6 +110,20 @@ impl Pipeline {
         t: &mut Timings,
         progress: &dyn Progress,
     ) -> Result<ModelStep, InferError> {
+        self.infer_model_with(step, out, draw, None, t, progress)
+    }
+
+    /// [`Pipeline::infer_model`] that first replays `grammar` (see
+    /// [`scalpel_mine::mine_with`]).
+    pub(super) fn infer_model_with(
+        &self,
+        step: &mut GraphStep,
+        out: &Path,
+        draw: &ModelDraw,
+        grammar: Option<&Grammar>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+    ) -> Result<ModelStep, InferError> {
         let graph = std::mem::replace(
             &mut step.built.graph,
             Graph::new(Vec::new(), Vec::new(), Vec::new(), Vec::new()),
@@ -111,7 +133,9 @@ impl Pipeline {
             // The graph's files are written and the graph let go: its memory goes back before
             // the miner's arrays come.
             scalpel_model::memory::release_freed_memory();
-            let mined = self.mine_input(&input, progress);
+            let mined = self.install(|| {
+                scalpel_mine::mine_with(&input, "graph.json", &self.opts.mine, grammar, progress)
+            });
             drop(input);
             scalpel_model::memory::release_freed_memory();
             mined

@@ -6,8 +6,10 @@
 //! runs the stages through a [`Pipeline`]; no other code calls a stage's entry point with
 //! options of its own, so the stages run the same way whichever view asked for them.
 
+mod compare;
 mod infer;
 mod load;
+mod windows;
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +21,13 @@ use scalpel_graph::{build_graph_of, Built, GraphError, GraphOptions, GraphWarnin
 use scalpel_mine::{MineInput, MineOptions, MineWarning, Mined, NameOverrides, NamesError};
 use scalpel_model::progress::{Progress, Timings};
 
+pub use compare::WindowedDifference;
 pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
+pub use windows::{
+    default_memory_limit, trace_bytes, window_dir_name, WindowSummary, WindowedInfer,
+    WindowsSummary, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE,
+};
 
 /// How the stages run. `Default`: the stages' own defaults, no names file, a worker per core.
 #[derive(Clone, Debug, Default)]

@@ -1,0 +1,84 @@
+//! `scalpel infer` of a trace too large for `--memory`: window by window (see
+//! [`scalpel::pipeline::WindowedInfer`]), a line per window on stdout as it is written.
+
+use std::io::{self, Write};
+
+use anyhow::Result;
+use scalpel::pipeline::{trace_bytes, WindowSummary, WindowedInfer, PEAK_PER_TRACE_BYTE};
+use scalpel::Pipeline;
+use scalpel_model::progress::Timings;
+
+use super::infer::{mib, Infer, Stage};
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::spinner::Spinner;
+
+/// The top-level task types a window's line names.
+const NAMED: usize = 3;
+
+/// Infers `job`'s one trace directory in windows of about `per_window` events.
+pub(crate) fn run(job: &Infer, per_window: u64) -> Result<()> {
+    let dir = &job.dirs[0];
+    let mut o = text_stdout();
+    let needs = trace_bytes(dir).saturating_mul(PEAK_PER_TRACE_BYTE);
+    broken_pipe_is_fine(writeln!(
+        o,
+        "{}: about {} to infer whole, more than the limit of {}: inferring it in windows of \
+         about {per_window} events",
+        dir.display(),
+        mib(needs),
+        mib(job.memory.0),
+    ))?;
+    let mut t = Timings::new();
+    let spinner = Spinner::new();
+    let pipeline = Pipeline::new(job.pipeline.clone())?;
+    let how = WindowedInfer {
+        events_per_window: per_window,
+        model: job.stage == Stage::Model,
+        draw: &job.draw,
+        model_draw: &job.model_draw,
+    };
+    let mut failed: io::Result<()> = Ok(());
+    let summary = pipeline.infer_windows(dir, &job.out, &how, &mut t, &spinner, &mut |w| {
+        if failed.is_ok() {
+            failed = window_line(&mut o, w);
+        }
+    })?;
+    let r = failed.and_then(|()| {
+        writeln!(
+            o,
+            "{} windows, {} events; wrote {}",
+            summary.windows.len(),
+            summary.events,
+            job.out.join("windows.json").display()
+        )?;
+        o.flush()
+    });
+    print_timings(job.timings, &t);
+    broken_pipe_is_fine(r)
+}
+
+/// One window's line: its number, events, leaves and largest top-level task types.
+fn window_line(o: &mut impl Write, w: &WindowSummary) -> io::Result<()> {
+    let tasks: Vec<String> = w
+        .top_level
+        .iter()
+        .take(NAMED)
+        .map(|(name, n)| format!("{name} ×{n}"))
+        .collect();
+    let more = w.top_level.len().saturating_sub(NAMED);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    writeln!(
+        o,
+        "{}: {} events, {} leaves{}{}{}",
+        w.dir.display(),
+        w.events,
+        w.leaves,
+        if tasks.is_empty() { "" } else { "; " },
+        tasks.join(", "),
+        more
+    )
+}

@@ -1,0 +1,262 @@
+//! `infer` on a trace too large to hold whole: the trace read in time windows (see
+//! [`Windows`]), each window's graph built, mined and written on its own, so that memory
+//! follows a window's events rather than the trace's.
+//!
+//! The first window is mined as usual; every later one first replays the rules the window
+//! before it learned ([`scalpel_mine::mine_with`]) and mines only what they leave, so a task
+//! keeps its type and name from window to window. What a window cannot see is the other side
+//! of what crosses its boundary: a wake-up whose signal came before it, a leaf or a task cut in
+//! two. `windows.json` lists each window with its events, leaves, edges and top-level task types,
+//! so that those differences can be counted.
+
+use std::path::{Path, PathBuf};
+
+use scalpel_graph::{build_graph_window, WindowCarry};
+use scalpel_mine::Grammar;
+use scalpel_model::progress::{Progress, Timings};
+use scalpel_model::read::Windows;
+use scalpel_model::task::Model;
+use std::io::Write;
+
+use scalpel_views::outfile::OutDir;
+use scalpel_views::outputs::{write_file, write_graph_files};
+use scalpel_views::{DrawOptions, ModelDraw, ViewError};
+use serde::Serialize;
+
+use super::{GraphStep, InferError, Pipeline, PipelineError};
+
+/// What a window of the trace made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WindowSummary {
+    /// Its number, from 0.
+    pub index: usize,
+    /// Its output directory (`window-NNNN` in the output directory).
+    pub dir: PathBuf,
+    /// Where it begins on the trace's clock, in ns (`None`: the trace's start).
+    pub start_ns: Option<u64>,
+    /// Where the next one begins (`None`: this is the last).
+    pub end_ns: Option<u64>,
+    /// Events read.
+    pub events: u64,
+    /// Leaves and edges of its graph.
+    pub leaves: u64,
+    /// Edges of its graph.
+    pub edges: u64,
+    /// Rules of the previous window's grammar that contracted something here.
+    pub replayed: usize,
+    /// Its top-level task types: name and instances, most instances first.
+    pub top_level: Vec<(String, u64)>,
+}
+
+/// The whole run: every window, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WindowsSummary {
+    /// Events in the trace.
+    pub events: u64,
+    /// The events a window was given (the memory limit's share).
+    pub events_per_window: u64,
+    /// Each window.
+    pub windows: Vec<WindowSummary>,
+}
+
+/// The name of window `k`'s output directory.
+pub fn window_dir_name(k: usize) -> String {
+    format!("window-{k:04}")
+}
+
+/// How `infer_windows` draws and how far it goes.
+#[derive(Clone, Debug)]
+pub struct WindowedInfer<'a> {
+    /// Windows of about this many events.
+    pub events_per_window: u64,
+    /// Mine each window (else only its graph).
+    pub model: bool,
+    /// How the type graph is drawn.
+    pub draw: &'a DrawOptions,
+    /// How the model is drawn.
+    pub model_draw: &'a ModelDraw,
+}
+
+impl Pipeline {
+    /// Infers the trace in `dir` window by window into `out/window-NNNN/` (see the module
+    /// docs) and writes `out/windows.json`. `each` hears of every window once it is written.
+    pub fn infer_windows(
+        &self,
+        dir: &Path,
+        out: &Path,
+        how: &WindowedInfer<'_>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+        each: &mut dyn FnMut(&WindowSummary),
+    ) -> Result<WindowsSummary, InferError> {
+        let survey = |source| InferError::Survey {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let mut windows = t
+            .phase("surveying the trace", progress, || {
+                self.install(|| Windows::survey(dir, how.events_per_window))
+            })
+            .map_err(survey)?;
+        let mut grammar: Option<Grammar> = None;
+        let mut carry = WindowCarry::default();
+        let mut summary = WindowsSummary {
+            events: windows.events(),
+            events_per_window: how.events_per_window,
+            windows: Vec::new(),
+        };
+        for k in 0..windows.count() {
+            let mut at = At {
+                windows: &mut windows,
+                k,
+                grammar: &mut grammar,
+                carry: &mut carry,
+            };
+            let w = self.infer_window(&mut at, out, how, t, progress)?;
+            each(&w);
+            summary.windows.push(w);
+        }
+        let written = OutDir::create(out).map_err(ViewError::from).and_then(|d| {
+            write_file(&d, "windows.json", |w| {
+                serde_json::to_writer_pretty(&mut *w, &summary)?;
+                w.write_all(b"\n")
+            })
+        });
+        written.map_err(|source| InferError::ModelFiles {
+            dir: out.to_path_buf(),
+            source,
+        })?;
+        Ok(summary)
+    }
+
+    /// Window `at.k`: its graph, its model (with `at.grammar` replayed first, which it then
+    /// replaces with the rules this window used), their files and its summary.
+    fn infer_window(
+        &self,
+        at: &mut At<'_>,
+        out: &Path,
+        how: &WindowedInfer<'_>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+    ) -> Result<WindowSummary, InferError> {
+        let At {
+            windows,
+            k,
+            grammar,
+            carry,
+        } = at;
+        let k = *k;
+        let built = t
+            .phase("causal graph", progress, || {
+                self.install(|| build_graph_window(windows, k, &self.opts.graph, carry))
+            })
+            .map_err(|source| PipelineError::Graph {
+                dir: windows.survey_dir().path.clone(),
+                source,
+            })?;
+        let dir = out.join(window_dir_name(k));
+        let files = write_graph_files(&built, &dir, how.draw, t, progress).map_err(|source| {
+            InferError::GraphFiles {
+                dir: dir.clone(),
+                source,
+            }
+        })?;
+        let (start_ns, end_ns) = windows.range(k);
+        let mut w = WindowSummary {
+            index: k,
+            dir: dir.clone(),
+            start_ns,
+            end_ns,
+            events: built.events,
+            leaves: built.graph.leaves.len() as u64,
+            edges: built.graph.edges.len() as u64,
+            replayed: 0,
+            top_level: Vec::new(),
+        };
+        if !how.model {
+            return Ok(w);
+        }
+        let mut step = GraphStep { built, files };
+        let done = self.infer_model_with(
+            &mut step,
+            &dir,
+            how.model_draw,
+            grammar.as_ref(),
+            t,
+            progress,
+        )?;
+        w.replayed = done.mined.replayed;
+        w.top_level = top_level(&done.mined.model);
+        **grammar = Some(done.mined.grammar);
+        Ok(w)
+    }
+}
+
+/// Where a windowed run is: the windows, the one at hand, and what the windows before it pass
+/// on (the miner's rules, the graph stage's carry).
+struct At<'a> {
+    windows: &'a mut Windows,
+    k: usize,
+    grammar: &'a mut Option<Grammar>,
+    carry: &'a mut WindowCarry,
+}
+
+/// The model's top-level task types with their instances, most first (then by name).
+fn top_level(model: &Model) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = model
+        .types
+        .iter()
+        .filter(|t| t.top_level > 0)
+        .map(|t| (t.name.clone(), t.top_level))
+        .collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+/// The most memory inferring a trace whole takes per byte of its files, measured (written
+/// traces of short leaves: 9.9; memcached: 2.7; `docs/BENCHMARKS.md`), rounded up.
+pub const PEAK_PER_TRACE_BYTE: u64 = 10;
+
+/// The most memory a window takes per event it holds, measured the same way (110 bytes on
+/// written traces of short leaves), rounded up.
+pub const PEAK_PER_EVENT: u64 = 128;
+
+/// The least memory limit windows are tried with: windows of 131,072 events.
+pub const MIN_MEMORY: u64 = 16 << 20;
+
+/// The memory limit when none is given: half the machine's (`MemTotal` in `/proc/meminfo`;
+/// 8 GiB where that cannot be read).
+pub fn default_memory_limit() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib = line["MemTotal:".len()..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim();
+            kib.parse::<u64>().ok()
+        })
+        .map_or(16 << 30, |kib| kib.saturating_mul(1024));
+    (total / 2).max(MIN_MEMORY)
+}
+
+/// The bytes of the trace files in `dir` (the process directories' files; what cannot be
+/// listed counts nothing).
+pub fn trace_bytes(dir: &Path) -> u64 {
+    let sizes = |d: &Path| -> u64 {
+        std::fs::read_dir(d).map_or(0, |rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+    };
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| sizes(&e.path()))
+            .sum()
+    })
+}

@@ -44,7 +44,7 @@ pub fn build_graph(dir: &Path, opts: &GraphOptions) -> Result<Built, GraphError>
 /// directory gives exactly what [`build_graph`] gives.
 pub fn build_graph_of(dirs: &[PathBuf], opts: &GraphOptions) -> Result<Built, GraphError> {
     let (read, warnings, events, hosts) = read_all(dirs, opts)?;
-    build_from(read, warnings, events, hosts, opts)
+    build_from(read, warnings, events, hosts, opts, None)
 }
 
 /// Builds the causal graph of window `k` of a trace read in windows (see [`Windows`]): the
@@ -60,7 +60,7 @@ pub fn build_graph_window(
     let mut read = crate::read::read_window(windows, k, opts, carry)?;
     let dir = read.trace.path.clone();
     let (warnings, events) = account(&dir, opts, &mut read)?;
-    build_from(read, warnings, events, Vec::new(), opts)
+    build_from(read, warnings, events, Vec::new(), opts, Some(carry))
 }
 
 /// Phases 3 to 8 on what phases 1 and 2 read.
@@ -70,6 +70,7 @@ fn build_from(
     events: u64,
     hosts: Vec<HostInfo>,
     opts: &GraphOptions,
+    carry: Option<&mut WindowCarry>,
 ) -> Result<Built, GraphError> {
     let dir = read.trace.path.clone();
     let dir = dir.as_path();
@@ -80,7 +81,7 @@ fn build_from(
     } = read;
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
-    let mut caused = causal_edges(asm);
+    let mut caused = causal_edges(asm, carry);
     let mut weak = program_order(&mut caused);
     let served = service::shared_work(&caused.graph, &mut caused.edges, &weak);
     let called = calls::helper_calls(&caused.graph, &mut caused.edges, &weak);
@@ -215,7 +216,7 @@ struct Rest {
 /// Phase 4: notification edges matched per object, then the passes that need all of them.
 /// Signal edges are matched after every other notification: a return that something else
 /// already caused is no signal's.
-fn causal_edges(asm: Assembled) -> Caused {
+fn causal_edges(asm: Assembled, carry: Option<&mut WindowCarry>) -> Caused {
     let mut graph = asm.graph;
     // Signal sends and thread starts (which name the handles pthread_kill uses).
     let sends: Vec<Bound> = asm
@@ -243,8 +244,12 @@ fn causal_edges(asm: Assembled) -> Caused {
         &graph,
         NO_OBJ,
     );
+    let mut bounds = asm.bounds;
+    if let Some(c) = carry {
+        c.drop_paired_before(&mut bounds, &asm.obj_kinds, &asm.obj_names);
+    }
     let (mut edges, ext) = notification_edges(
-        asm.bounds,
+        bounds,
         &asm.obj_kinds,
         &asm.obj_channel,
         &reports,

@@ -63,6 +63,7 @@ impl<'s> Assembly<'s> {
                 head_site: None,
             },
             obj_kinds: Vec::new(),
+            obj_names: Vec::new(),
             obj_channel: Vec::new(),
             warnings: Vec::new(),
             ready: Vec::with_capacity(sum(|t| t.out.ready.len())),
@@ -88,7 +89,9 @@ impl<'s> Assembly<'s> {
         objs.iter()
             .map(|o| {
                 let next = a.graph.objects.len() as u32;
-                *self.obj_index.entry(o.name(process)).or_insert_with(|| {
+                let name = o.name(process);
+                *self.obj_index.entry(name).or_insert_with(|| {
+                    a.obj_names.push(name);
                     let id = self.ids.get(&(o.kind.code(), o.key)).copied();
                     a.graph.objects.push(object_info(o, id));
                     if o.kind.is(ObjKind::Stream) {

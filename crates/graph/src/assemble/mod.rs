@@ -41,6 +41,8 @@ pub(super) struct Assembled {
     pub weak: WeakOrder,
     /// Per object: its kind code and channel kind.
     pub obj_kinds: Vec<KindOf>,
+    /// Per object: its name, the same in every window of a trace read in windows.
+    pub obj_names: Vec<crate::event::ObjName>,
     /// Per object: the channel key of a stream direction (0 for other objects).
     pub obj_channel: Vec<u64>,
     /// Symbolization warnings.

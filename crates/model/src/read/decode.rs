@@ -37,8 +37,8 @@ pub(crate) struct State<'p, 's> {
     /// Mutexes with a `mutex_counted` event from the header's counts table as it is now (its
     /// generation): their entries in the table were written out already.
     counted_now: HashSet<u64>,
-    /// A windowed read stops before the first event at or after these ticks (`u64::MAX`: it
-    /// reads to the end).
+    /// A windowed read stops before the first event that returned at or after these ticks
+    /// (`u64::MAX`: it reads to the end).
     stop_at: u64,
     /// It did stop there.
     pub(crate) stopped: bool,
@@ -183,12 +183,15 @@ impl<'p, 's> State<'p, 's> {
         }
     }
 
-    /// Whether a windowed read stops at an event `dt` ticks after the last one.
-    fn stops_at(&mut self, dt: u64) -> bool {
+    /// Whether a windowed read stops at an event that began `dt` ticks after the last one and
+    /// lasted `dur`: at the first that returned at or after the boundary. By return, not by
+    /// start: a wait that began before the boundary and was woken after it goes with what woke
+    /// it, and with the rest of the call (a condition wait's re-lock) that follows it.
+    fn stops_at(&mut self, dt: u64, dur: u64) -> bool {
         if self.defs.is_none() {
             return false;
         }
-        self.stopped = self.ticks.saturating_add(dt) >= self.stop_at;
+        self.stopped = self.ticks.saturating_add(dt).saturating_add(dur) >= self.stop_at;
         self.stopped
     }
 
@@ -220,12 +223,12 @@ impl<'p, 's> State<'p, 's> {
             rec::READY => self.ready(&mut d, at, after_event)?,
             rec::EVENT => {
                 let raw = RawEvent::decode_payload(&mut d)?;
-                if !self.stops_at(raw.dt) {
+                if !self.stops_at(raw.dt, raw.dur) {
                     self.event(raw, at);
                 }
             }
             rec::HELD => match RawEvent::decode_payload(&mut d)?.split_held() {
-                Some((lock, _)) if self.stops_at(lock.dt) => {}
+                Some((lock, _)) if self.stops_at(lock.dt, lock.dur) => {}
                 Some((lock, unlock)) => {
                     self.out.held_records += 1;
                     self.event(lock, at);

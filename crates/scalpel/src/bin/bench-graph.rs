@@ -205,8 +205,9 @@ fn run(dir: &Path) -> Result<(), String> {
 }
 
 /// Prints how far the windows `infer --memory` wrote into `windows` are from the model of the
-/// whole trace in `whole` (see [`WindowedDifference`]).
-fn compare(whole: &Path, windows: &Path) -> Result<(), String> {
+/// whole trace in `whole` (see [`WindowedDifference`]); fails when more than `bound` of the
+/// leaves are grouped apart.
+fn compare(whole: &Path, windows: &Path, bound: Option<f64>) -> Result<(), String> {
     let load = |dir: &Path| {
         let graph = read_graph(&dir.join("graph.json")).map_err(|e| e.to_string())?;
         let model = read_model(&dir.join("model.json")).map_err(|e| e.to_string())?;
@@ -218,12 +219,13 @@ fn compare(whole: &Path, windows: &Path) -> Result<(), String> {
     let mut k = 0;
     while windows.join(window_dir_name(k)).is_dir() {
         let (g, m) = load(&windows.join(window_dir_name(k)))?;
-        let before = d.agreeing;
+        let before = (d.grouped, d.named);
         d.add_window(&g, &m);
         println!(
-            "window={k} leaves={} agreeing={}",
+            "window={k} leaves={} grouped_alike={} named_alike={}",
             g.leaves.len(),
-            d.agreeing - before
+            d.grouped - before.0,
+            d.named - before.1
         );
         k += 1;
     }
@@ -231,13 +233,21 @@ fn compare(whole: &Path, windows: &Path) -> Result<(), String> {
         return Err(format!("{}: no window-0000 in it", windows.display()));
     }
     println!(
-        "windows={k} leaves={} agreeing={} differing={} share={:.4}%",
+        "windows={k} leaves={} grouped_alike={} named_alike={} grouped_apart={:.4}% named_apart={:.4}%",
         d.leaves,
-        d.agreeing,
-        d.leaves - d.agreeing,
-        d.share() * 100.0
+        d.grouped,
+        d.named,
+        d.grouped_apart() * 100.0,
+        d.named_apart() * 100.0
     );
-    Ok(())
+    match bound {
+        Some(b) if d.grouped_apart() > b => Err(format!(
+            "{:.4}% of the leaves are grouped apart, more than the bound of {:.4}%",
+            d.grouped_apart() * 100.0,
+            b * 100.0
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn main() {
@@ -249,7 +259,13 @@ fn main() {
             _ => Err(format!("--events wants a positive number, not {n:?}")),
         },
         ["run", dir] => run(Path::new(dir)),
-        ["compare", whole, windows] => compare(Path::new(whole), Path::new(windows)),
+        ["compare", whole, windows] => compare(Path::new(whole), Path::new(windows), None),
+        ["compare", whole, windows, "--bound", b] => match b.parse::<f64>() {
+            Ok(b) if (0.0..=1.0).contains(&b) => {
+                compare(Path::new(whole), Path::new(windows), Some(b))
+            }
+            _ => Err(format!("--bound wants a share from 0 to 1, not {b:?}")),
+        },
         _ => Err(usage.to_string()),
     };
     if let Err(e) = r {

@@ -1,92 +1,152 @@
-//! How far a trace inferred in windows is from the same trace inferred whole, counted by leaf:
-//! a leaf of the whole model agrees when a window has a leaf of the same thread with the same
-//! start and end, and both stand in tasks of one name outside sessions (the outermost task that
-//! is not a session, as `top` counts requests; or both in none). What crosses a window's
+//! How far a trace inferred in windows is from the same trace inferred whole, counted by leaf,
+//! two ways. A leaf of the whole model is *grouped alike* when a window has a leaf of the same
+//! thread with the same start and end, and the task each stands in (the outermost that is not
+//! a session, as `top` counts requests) holds the same number of leaves from the same first
+//! leaf, or both stand in none. It is *named alike* when, besides, both tasks have one name:
+//! the miner names a task by its nesting, and two derivations of one request (its last leaf
+//! joined first, or last) nest it differently. What crosses a window's
 //! boundary (a leaf cut in two, a task whose leaves went to two windows, a wake-up whose signal
 //! was in the window before) shows up as leaves that do not agree. Sessions are left out: a
 //! connection open across a boundary is a session in each window.
 
 use ahash::AHashMap;
 use scalpel_model::graph::Graph;
-use scalpel_model::task::{outermost_outside_session, Model};
+use scalpel_model::task::{outermost_outside_session, Model, OccRef};
 
 /// A leaf's place: process and thread ids, start and end.
 type LeafKey = (u32, u32, u64, u64);
+
+/// Where a leaf stands: its task's name (interned), first leaf and number of leaves (`None`: in
+/// no task).
+type Standing = Option<(u32, LeafKey, u32)>;
 
 /// The count (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WindowedDifference {
     /// Leaves of the whole model.
     pub leaves: u64,
-    /// Of those, leaves a window has with the same task name.
-    pub agreeing: u64,
-    /// Of those, leaves no window has (cut differently at a boundary).
-    pub missing: u64,
-    /// The whole model's leaves by place: the name of their task ("" for none), and whether a
-    /// window agreed.
-    whole: AHashMap<LeafKey, (String, bool)>,
+    /// Of those, leaves grouped alike in a window.
+    pub grouped: u64,
+    /// Of those, leaves also named alike.
+    pub named: u64,
+    /// The whole model's leaves by place, where each stands, and whether a window has it.
+    whole: AHashMap<LeafKey, (Standing, bool)>,
+    /// Task names, interned.
+    names: AHashMap<String, u32>,
 }
 
 impl WindowedDifference {
     /// Starts the count with the model of the whole trace.
     pub fn new(graph: &Graph, model: &Model) -> WindowedDifference {
-        let whole: AHashMap<LeafKey, (String, bool)> = leaf_tasks(graph, model)
-            .map(|(k, name)| (k, (name, false)))
+        let mut names = AHashMap::new();
+        let whole: AHashMap<LeafKey, (Standing, bool)> = standings(graph, model, &mut names)
+            .into_iter()
+            .map(|(k, s)| (k, (s, false)))
             .collect();
         WindowedDifference {
             leaves: whole.len() as u64,
             whole,
+            names,
             ..WindowedDifference::default()
         }
     }
 
     /// Counts one window's model.
     pub fn add_window(&mut self, graph: &Graph, model: &Model) {
-        for (k, name) in leaf_tasks(graph, model) {
-            if let Some((whole, seen)) = self.whole.get_mut(&k) {
-                if !*seen && *whole == name {
-                    *seen = true;
-                    self.agreeing += 1;
-                }
+        for (k, s) in standings(graph, model, &mut self.names) {
+            let Some((whole, seen)) = self.whole.get_mut(&k) else {
+                continue;
+            };
+            if *seen {
+                continue;
             }
+            *seen = true;
+            let alike = |a: &Standing, b: &Standing| match (a, b) {
+                (None, None) => (true, true),
+                (Some(a), Some(b)) => {
+                    let grouped = a.1 == b.1 && a.2 == b.2;
+                    (grouped, grouped && a.0 == b.0)
+                }
+                _ => (false, false),
+            };
+            let (grouped, named) = alike(whole, &s);
+
+            self.grouped += u64::from(grouped);
+            self.named += u64::from(named);
         }
-        self.missing = self.leaves - self.agreeing;
     }
 
-    /// Leaves that do not agree, as a share of the whole model's.
-    pub fn share(&self) -> f64 {
-        if self.leaves == 0 {
-            return 0.0;
-        }
-        (self.leaves - self.agreeing) as f64 / self.leaves as f64
+    /// Leaves not grouped alike, as a share of the whole model's.
+    pub fn grouped_apart(&self) -> f64 {
+        share(self.leaves - self.grouped, self.leaves)
+    }
+
+    /// Leaves not named alike (grouped apart included), as a share of the whole model's.
+    pub fn named_apart(&self) -> f64 {
+        share(self.leaves - self.named, self.leaves)
     }
 }
 
-/// Every leaf of `graph` with the name of the task it stands in ("" for none; see the module
-/// docs).
-fn leaf_tasks<'a>(
-    graph: &'a Graph,
-    model: &'a Model,
-) -> impl Iterator<Item = (LeafKey, String)> + 'a {
-    graph.leaves.iter().enumerate().map(move |(i, l)| {
+fn share(part: u64, all: u64) -> f64 {
+    if all == 0 {
+        return 0.0;
+    }
+    part as f64 / all as f64
+}
+
+/// Every leaf of `graph` by place, with where it stands (see the module docs).
+fn standings(
+    graph: &Graph,
+    model: &Model,
+    names: &mut AHashMap<String, u32>,
+) -> Vec<(LeafKey, Standing)> {
+    let key = |i: usize| {
+        let l = &graph.leaves[i];
         let t = graph.threads.get(l.thread.index());
-        let key = (
+        (
             t.map_or(0, |t| t.pid),
             t.map_or(0, |t| t.tid),
             l.start_ns,
             l.end_ns,
-        );
-        let top = model.leaf_parent.get(i).copied().flatten().map(|o| {
+        )
+    };
+    let task: Vec<Option<OccRef>> = (0..graph.leaves.len())
+        .map(|i| {
+            let o = model.leaf_parent.get(i).copied().flatten()?;
             let parent = model
                 .types
                 .get(o.ty.index())
                 .and_then(|t| t.occurrences.get(o.index as usize))
                 .and_then(|occ| occ.parent);
-            outermost_outside_session(&model.types, o, parent)
-        });
-        let name = top
-            .and_then(|o| model.types.get(o.ty.index()))
-            .map_or(String::new(), |t| t.name.clone());
-        (key, name)
-    })
+            Some(outermost_outside_session(&model.types, o, parent))
+        })
+        .collect();
+    // Each task's first leaf (earliest start, then place) and size.
+    let mut tasks: AHashMap<OccRef, (LeafKey, u32)> = AHashMap::new();
+    for (i, t) in task.iter().enumerate() {
+        if let Some(t) = t {
+            let k = key(i);
+            let e = tasks.entry(*t).or_insert((k, 0));
+            e.0 = e.0.min(k);
+            e.1 += 1;
+        }
+    }
+    let ids: Vec<u32> = model
+        .types
+        .iter()
+        .map(|t| {
+            let next = names.len() as u32;
+            *names.entry(t.name.clone()).or_insert(next)
+        })
+        .collect();
+    task.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let s = t.and_then(|t| {
+                let (first, n) = tasks.get(&t)?;
+                Some((*ids.get(t.ty.index())?, *first, *n))
+            });
+            (key(i), s)
+        })
+        .collect()
 }

@@ -42,6 +42,9 @@ pub struct WindowSummary {
     pub leaves: u64,
     /// Edges of its graph.
     pub edges: u64,
+    /// Calls on conditions, semaphores and the like left out of matching because their partner
+    /// was in an earlier window (a wait that began before the boundary and was woken after it).
+    pub crossed: u64,
     /// Rules of the previous window's grammar that contracted something here.
     pub replayed: usize,
     /// Its top-level task types: name and instances, most instances first.
@@ -146,6 +149,7 @@ impl Pipeline {
             carry,
         } = at;
         let k = *k;
+        let crossed_before = carry.crossed();
         let built = t
             .phase("causal graph", progress, || {
                 self.install(|| build_graph_window(windows, k, &self.opts.graph, carry))
@@ -170,6 +174,7 @@ impl Pipeline {
             events: built.events,
             leaves: built.graph.leaves.len() as u64,
             edges: built.graph.edges.len() as u64,
+            crossed: carry.crossed() - crossed_before,
             replayed: 0,
             top_level: Vec::new(),
         };

@@ -291,6 +291,7 @@ fn causal_edges(asm: Assembled, carry: Option<&mut WindowCarry>) -> Caused {
 /// edges.
 fn program_order(c: &mut Caused) -> Vec<bool> {
     let order = std::mem::take(&mut c.rest.weak);
+
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
     // used as a lock): the take rule and the split look through them.
     let turned: Vec<LockWait> = c

@@ -39,6 +39,14 @@ pub enum MineWarning {
     /// The names file renames a name no task has.
     #[error("the names file renames {0:?}, which no task is called")]
     UnusedName(String),
+    /// Pairs that would have joined one more repetition of a leaf type onto a chain of them
+    /// were left out (see `run::MAX_CHAIN`).
+    #[error(
+        "{0} rule(s) that would have made a chain of more than sixteen repetitions of one task, \
+         one a round, were left out (a run whose repetitions have different partners, in a \
+         recording cut while it was going on): those repetitions stay outside the chain"
+    )]
+    ChainsStopped(u64),
 }
 
 /// The model and what the user should hear about.

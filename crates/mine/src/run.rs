@@ -28,6 +28,39 @@ pub(crate) fn pattern_kind(k: EdgeKind) -> EdgeKind {
     }
 }
 
+/// The most times a pair joins one symbol onto a pair that joined it already (`((a b) b) b …`).
+/// A run of one leaf type whose repetitions have different partners (a client's requests, each
+/// served by another worker) is no loop, and pairing builds it one repetition a round: rounds
+/// in the thousands, each over every edge, on a recording cut while such a run was going on.
+/// Nobody reads sixteen nested repetitions as one task; the rest stay as they are.
+const MAX_CHAIN: u32 = 16;
+
+/// How many pairs down from `sym` join `other` on the same side (`left`: `sym` is `(x other)`,
+/// else `(other x)`), at most [`MAX_CHAIN`].
+fn chain_depth(work: &Work, mut sym: SymIx, other: SymIx, left: bool) -> u32 {
+    let mut n = 0;
+    while n < MAX_CHAIN {
+        match &work.syms[sym].rule {
+            Rule::Pair { a, b, .. } if left && *b == other => sym = *a,
+            Rule::Pair { a, b, .. } if !left && *a == other => sym = *b,
+            _ => break,
+        }
+        n += 1;
+    }
+    n
+}
+
+/// Whether `r` joins a symbol onto a chain of it already [`MAX_CHAIN`] long.
+fn extends_chain(work: &Work, r: &Rule) -> bool {
+    match r {
+        Rule::Pair { a, b, .. } => {
+            chain_depth(work, *a, *b, true) >= MAX_CHAIN
+                || chain_depth(work, *b, *a, false) >= MAX_CHAIN
+        }
+        _ => false,
+    }
+}
+
 /// Mines `graph` into a task model. `graph_file` is recorded in the model as the file its leaf
 /// ids refer to.
 pub fn mine(graph: &Graph, graph_file: &str, opts: &MineOptions, progress: &dyn Progress) -> Mined {
@@ -95,6 +128,7 @@ pub fn mine_with(
         x = at.x;
     }
     let mut banned: AHashSet<Rule> = AHashSet::new();
+    let mut chains_stopped = 0u64;
     loop {
         rounds += 1;
         x = cross.update(&mut work, x);
@@ -121,6 +155,17 @@ pub fn mine_with(
                 if props.list.is_empty() {
                     continue 'phases;
                 }
+                let chains: Vec<Rule> = props
+                    .rules
+                    .iter()
+                    .filter(|r| extends_chain(&work, r))
+                    .cloned()
+                    .collect();
+                if !chains.is_empty() {
+                    chains_stopped += chains.len() as u64;
+                    banned.extend(chains);
+                    continue;
+                }
                 let (applied, refused, added) = apply(&mut work, &x, props, min_support);
                 let retry = !refused.is_empty();
                 banned.extend(refused);
@@ -139,6 +184,9 @@ pub fn mine_with(
         }
     }
     progress.done();
+    if chains_stopped > 0 {
+        warnings.push(MineWarning::ChainsStopped(chains_stopped));
+    }
     drop((cross, x));
     // Only the rounds read the leaf-level edges (the tree and the model read the graph's).
     work.edges = Vec::new();

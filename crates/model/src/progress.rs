@@ -86,6 +86,21 @@ impl Timings {
         out
     }
 
+    /// Adds `other`'s phases to these: a phase of a name already here gets its time added (and
+    /// the memory after its latest run), a new one goes at the end. For a run that repeats its
+    /// phases (a trace inferred window by window), one line per phase.
+    pub fn absorb(&mut self, other: Timings) {
+        for p in other.phases {
+            match self.phases.iter_mut().find(|q| q.name == p.name) {
+                Some(q) => {
+                    q.time += p.time;
+                    q.memory = p.memory.or(q.memory);
+                }
+                None => self.phases.push(p),
+            }
+        }
+    }
+
     /// The time since [`Timings::new`].
     pub fn total(&self) -> std::time::Duration {
         self.started.elapsed()

@@ -206,7 +206,7 @@ fn run(dir: &Path) -> Result<(), String> {
 
 /// Prints how far the windows `infer --memory` wrote into `windows` are from the model of the
 /// whole trace in `whole` (see [`WindowedDifference`]); fails when more than `bound` of the
-/// leaves are grouped apart.
+/// leaves are grouped apart in the task they are directly part of.
 fn compare(whole: &Path, windows: &Path, bound: Option<f64>) -> Result<(), String> {
     let load = |dir: &Path| {
         let graph = read_graph(&dir.join("graph.json")).map_err(|e| e.to_string())?;
@@ -219,13 +219,13 @@ fn compare(whole: &Path, windows: &Path, bound: Option<f64>) -> Result<(), Strin
     let mut k = 0;
     while windows.join(window_dir_name(k)).is_dir() {
         let (g, m) = load(&windows.join(window_dir_name(k)))?;
-        let before = (d.grouped, d.named);
+        let before = (d.grouped, d.inner_grouped);
         d.add_window(&g, &m);
         println!(
-            "window={k} leaves={} grouped_alike={} named_alike={}",
+            "window={k} leaves={} grouped_alike={} inner_grouped_alike={}",
             g.leaves.len(),
             d.grouped - before.0,
-            d.named - before.1
+            d.inner_grouped - before.1
         );
         k += 1;
     }
@@ -233,17 +233,19 @@ fn compare(whole: &Path, windows: &Path, bound: Option<f64>) -> Result<(), Strin
         return Err(format!("{}: no window-0000 in it", windows.display()));
     }
     println!(
-        "windows={k} leaves={} grouped_alike={} named_alike={} grouped_apart={:.4}% named_apart={:.4}%",
+        "windows={k} leaves={} grouped_apart={:.4}% named_apart={:.4}% \
+         inner_grouped_apart={:.4}% inner_named_apart={:.4}%",
         d.leaves,
-        d.grouped,
-        d.named,
         d.grouped_apart() * 100.0,
-        d.named_apart() * 100.0
+        d.named_apart() * 100.0,
+        d.inner_grouped_apart() * 100.0,
+        d.inner_named_apart() * 100.0
     );
     match bound {
-        Some(b) if d.grouped_apart() > b => Err(format!(
-            "{:.4}% of the leaves are grouped apart, more than the bound of {:.4}%",
-            d.grouped_apart() * 100.0,
+        Some(b) if d.inner_grouped_apart() > b => Err(format!(
+            "{:.4}% of the leaves are grouped apart in their innermost task, more than the bound \
+             of {:.4}%",
+            d.inner_grouped_apart() * 100.0,
             b * 100.0
         )),
         _ => Ok(()),
@@ -260,11 +262,13 @@ fn main() {
         },
         ["run", dir] => run(Path::new(dir)),
         ["compare", whole, windows] => compare(Path::new(whole), Path::new(windows), None),
-        ["compare", whole, windows, "--bound", b] => match b.parse::<f64>() {
+        ["compare", whole, windows, "--inner-bound", b] => match b.parse::<f64>() {
             Ok(b) if (0.0..=1.0).contains(&b) => {
                 compare(Path::new(whole), Path::new(windows), Some(b))
             }
-            _ => Err(format!("--bound wants a share from 0 to 1, not {b:?}")),
+            _ => Err(format!(
+                "--inner-bound wants a share from 0 to 1, not {b:?}"
+            )),
         },
         _ => Err(usage.to_string()),
     };

@@ -4,7 +4,10 @@
 //! a session, as `top` counts requests) holds the same number of leaves from the same first
 //! leaf, or both stand in none. It is *named alike* when, besides, both tasks have one name:
 //! the miner names a task by its nesting, and two derivations of one request (its last leaf
-//! joined first, or last) nest it differently. What crosses a window's
+//! joined first, or last) nest it differently. The same two counts are kept for the task each
+//! leaf is directly part of (its *innermost* task): a task longer than a window (a connection
+//! served from the first request to the last, a loop of requests) is cut into one per window at
+//! the outermost level, while the requests inside it still come out whole. What crosses a window's
 //! boundary (a leaf cut in two, a task whose leaves went to two windows, a wake-up whose signal
 //! was in the window before) shows up as leaves that do not agree. Sessions are left out: a
 //! connection open across a boundary is a session in each window.
@@ -16,9 +19,12 @@ use scalpel_model::task::{outermost_outside_session, Model, OccRef};
 /// A leaf's place: process and thread ids, start and end.
 type LeafKey = (u32, u32, u64, u64);
 
-/// Where a leaf stands: its task's name (interned), first leaf and number of leaves (`None`: in
+/// A task a leaf stands in: its name (interned), first leaf and number of leaves (`None`: in
 /// no task).
-type Standing = Option<(u32, LeafKey, u32)>;
+type Task = Option<(u32, LeafKey, u32)>;
+
+/// Where a leaf stands: the outermost task outside sessions, and the innermost.
+type Standing = (Task, Task);
 
 /// The count (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,6 +35,10 @@ pub struct WindowedDifference {
     pub grouped: u64,
     /// Of those, leaves also named alike.
     pub named: u64,
+    /// Leaves whose innermost task is grouped alike.
+    pub inner_grouped: u64,
+    /// Of those, leaves whose innermost task is also named alike.
+    pub inner_named: u64,
     /// The whole model's leaves by place, where each stands, and whether a window has it.
     whole: AHashMap<LeafKey, (Standing, bool)>,
     /// Task names, interned.
@@ -61,18 +71,12 @@ impl WindowedDifference {
                 continue;
             }
             *seen = true;
-            let alike = |a: &Standing, b: &Standing| match (a, b) {
-                (None, None) => (true, true),
-                (Some(a), Some(b)) => {
-                    let grouped = a.1 == b.1 && a.2 == b.2;
-                    (grouped, grouped && a.0 == b.0)
-                }
-                _ => (false, false),
-            };
-            let (grouped, named) = alike(whole, &s);
-
+            let (grouped, named) = alike(&whole.0, &s.0);
             self.grouped += u64::from(grouped);
             self.named += u64::from(named);
+            let (grouped, named) = alike(&whole.1, &s.1);
+            self.inner_grouped += u64::from(grouped);
+            self.inner_named += u64::from(named);
         }
     }
 
@@ -84,6 +88,28 @@ impl WindowedDifference {
     /// Leaves not named alike (grouped apart included), as a share of the whole model's.
     pub fn named_apart(&self) -> f64 {
         share(self.leaves - self.named, self.leaves)
+    }
+
+    /// Leaves whose innermost task is not grouped alike, as a share of the whole model's.
+    pub fn inner_grouped_apart(&self) -> f64 {
+        share(self.leaves - self.inner_grouped, self.leaves)
+    }
+
+    /// Leaves whose innermost task is not named alike, as a share of the whole model's.
+    pub fn inner_named_apart(&self) -> f64 {
+        share(self.leaves - self.inner_named, self.leaves)
+    }
+}
+
+/// Whether two tasks are grouped alike, and named alike.
+fn alike(a: &Task, b: &Task) -> (bool, bool) {
+    match (a, b) {
+        (None, None) => (true, true),
+        (Some(a), Some(b)) => {
+            let grouped = a.1 == b.1 && a.2 == b.2;
+            (grouped, grouped && a.0 == b.0)
+        }
+        _ => (false, false),
     }
 }
 
@@ -110,18 +136,37 @@ fn standings(
             l.end_ns,
         )
     };
-    let task: Vec<Option<OccRef>> = (0..graph.leaves.len())
-        .map(|i| {
-            let o = model.leaf_parent.get(i).copied().flatten()?;
-            let parent = model
-                .types
-                .get(o.ty.index())
-                .and_then(|t| t.occurrences.get(o.index as usize))
-                .and_then(|occ| occ.parent);
-            Some(outermost_outside_session(&model.types, o, parent))
+    let parent_of = |o: OccRef| {
+        model
+            .types
+            .get(o.ty.index())
+            .and_then(|t| t.occurrences.get(o.index as usize))
+            .and_then(|occ| occ.parent)
+    };
+    let inner: Vec<Option<OccRef>> = (0..graph.leaves.len())
+        .map(|i| model.leaf_parent.get(i).copied().flatten())
+        .collect();
+    let outer: Vec<Option<OccRef>> = inner
+        .iter()
+        .map(|o| o.map(|o| outermost_outside_session(&model.types, o, parent_of(o))))
+        .collect();
+    let ids: Vec<u32> = model
+        .types
+        .iter()
+        .map(|t| {
+            let next = names.len() as u32;
+            *names.entry(t.name.clone()).or_insert(next)
         })
         .collect();
-    // Each task's first leaf (earliest start, then place) and size.
+    let outer = tasks_of(&outer, &key, &ids);
+    let inner = tasks_of(&inner, &key, &ids);
+    (0..graph.leaves.len())
+        .map(|i| (key(i), (outer[i], inner[i])))
+        .collect()
+}
+
+/// Each leaf's task (`task[i]`) as name, first leaf (earliest start, then place) and size.
+fn tasks_of(task: &[Option<OccRef>], key: &impl Fn(usize) -> LeafKey, ids: &[u32]) -> Vec<Task> {
     let mut tasks: AHashMap<OccRef, (LeafKey, u32)> = AHashMap::new();
     for (i, t) in task.iter().enumerate() {
         if let Some(t) = t {
@@ -131,22 +176,11 @@ fn standings(
             e.1 += 1;
         }
     }
-    let ids: Vec<u32> = model
-        .types
-        .iter()
-        .map(|t| {
-            let next = names.len() as u32;
-            *names.entry(t.name.clone()).or_insert(next)
-        })
-        .collect();
     task.iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let s = t.and_then(|t| {
-                let (first, n) = tasks.get(&t)?;
-                Some((*ids.get(t.ty.index())?, *first, *n))
-            });
-            (key(i), s)
+        .map(|t| {
+            let t = (*t)?;
+            let (first, n) = tasks.get(&t)?;
+            Some((*ids.get(t.ty.index())?, *first, *n))
         })
         .collect()
 }

@@ -115,7 +115,10 @@ impl Pipeline {
                 grammar: &mut grammar,
                 carry: &mut carry,
             };
-            let w = self.infer_window(&mut at, out, how, t, progress)?;
+            // One line per phase for all windows (`Timings::absorb`).
+            let mut tw = Timings::new();
+            let w = self.infer_window(&mut at, out, how, &mut tw, progress)?;
+            t.absorb(tw);
             each(&w);
             summary.windows.push(w);
         }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Recordings of any length (issue 53): infers a recording whole, then in windows under
+# `--memory LIMIT` with the address space held to twice the limit (`prlimit --as`; the mappings
+# glibc and the worker threads reserve come to about twice what is resident), and checks with
+# `scalpel-bench-graph compare` that at most BOUND of the leaves stand in another request task
+# (the task each leaf is directly part of) than in the whole model. The figures of both runs go
+# to stderr; docs/BENCHMARKS.md has the commands and what they gave.
+#
+#   scripts/check-windows.sh [TRACE]   (default target/memcached-trace; LIMIT=256M, BOUND=0.001)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TRACE=${1:-target/memcached-trace}
+LIMIT=${LIMIT:-256M}
+BOUND=${BOUND:-0.001}
+SCALPEL=$PWD/target/release/scalpel
+BENCH=$PWD/target/release/scalpel-bench-graph
+[ -x "$BENCH" ] || cargo build --release -q -p scalpel --bin scalpel-bench-graph
+WORK=$(mktemp -d /tmp/scalpel-windows.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+limit_bytes=$(numfmt --from=iec "$LIMIT")
+"$SCALPEL" infer "$TRACE" -o "$WORK/whole" --timings >/dev/null
+prlimit --as=$((2 * limit_bytes)) "$SCALPEL" infer "$TRACE" -o "$WORK/windows" --memory "$LIMIT" \
+    --timings | tail -3
+"$BENCH" compare "$WORK/whole" "$WORK/windows" --inner-bound "$BOUND"

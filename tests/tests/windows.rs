@@ -1,0 +1,136 @@
+//! `scalpel infer --memory`: a recording of a real program too large for the limit is inferred
+//! window by window, every event in exactly one window, each window a model the views read; the
+//! limit and its options get clear errors. How close the windows come to the model of the whole
+//! is measured on real servers by `scripts/check-windows.sh` (docs/BENCHMARKS.md).
+
+use std::process::Command;
+
+use scalpel_e2e::{own_bin, record, scalpel};
+use scalpel_model::store::{read_graph, read_model};
+
+fn scalpel_cmd(args: &[&str]) -> std::process::Output {
+    Command::new(scalpel()).args(args).output().unwrap()
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once() {
+    // Eight connections of 4,000 requests: about 160,000 events, 2.7 MB of trace.
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "8", "--requests", "4000"],
+    )
+    .success();
+    let dir = run.dir.to_str().unwrap();
+    let whole = run.tmp.path().join("whole");
+    let o = scalpel_cmd(&["infer", dir, "-o", whole.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = run.tmp.path().join("windows");
+    let o = scalpel_cmd(&["infer", dir, "-o", out.to_str().unwrap(), "--memory", "16M"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(said.contains("inferring it in windows"), "{said}");
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("windows.json")).unwrap()).unwrap();
+    let windows = summary["windows"].as_array().unwrap();
+    assert!(windows.len() >= 2, "{summary}");
+    let whole_graph = read_graph(&whole.join("graph.json")).unwrap();
+    // "1 processes, 15 threads, 160189 events": what the whole graph stage read.
+    let first = std::fs::read_to_string(whole.join("graph-summary.txt")).unwrap();
+    let whole_events: u64 = first
+        .lines()
+        .next()
+        .and_then(|l| l.strip_suffix(" events"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no event count in {first}"));
+    assert_eq!(summary["events"].as_u64(), Some(whole_events));
+    let (mut events, mut leaves) = (0u64, 0u64);
+    for (k, w) in windows.iter().enumerate() {
+        assert_eq!(w["index"].as_u64(), Some(k as u64));
+        let wdir = out.join(format!("window-{k:04}"));
+        let g = read_graph(&wdir.join("graph.json")).unwrap();
+        let m = read_model(&wdir.join("model.json")).unwrap();
+        assert_eq!(g.leaves.len() as u64, w["leaves"].as_u64().unwrap());
+        assert_eq!(m.leaves, g.leaves.len() as u64);
+        events += w["events"].as_u64().unwrap();
+        leaves += g.leaves.len() as u64;
+        // Each window is a model the views read as it is.
+        let top = scalpel_cmd(&["top", wdir.to_str().unwrap(), "--limit", "3"]);
+        assert!(top.status.success(), "{}", text(&top));
+    }
+    assert_eq!(events, whole_events, "every event in exactly one window");
+    // At each boundary a thread's open leaf is cut in two, and where its first call after the
+    // boundary returns from a wait, the wait's entry makes an empty leaf before it: at most two
+    // leaves more per thread and boundary.
+    let threads = whole_graph.threads.len() as u64;
+    let n = whole_graph.leaves.len() as u64;
+    let most = n + 2 * threads * (windows.len() as u64 - 1);
+    assert!(
+        leaves >= n && leaves <= most,
+        "{leaves} leaves in the windows, {n} whole, {threads} threads"
+    );
+}
+
+#[test]
+fn memory_limits_get_clear_errors() {
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "8", "--requests", "3000"],
+    )
+    .success();
+    let dir = run.dir.to_str().unwrap();
+    let out = run.tmp.path().join("m");
+    let out = out.to_str().unwrap();
+    for bad in ["2X", "1.5G", "0", "G", "99999999999T"] {
+        let o = scalpel_cmd(&["infer", dir, "-o", out, "--memory", bad]);
+        assert!(!o.status.success(), "--memory {bad} was taken");
+        assert!(
+            text(&o).contains("expected a size such as 2G"),
+            "--memory {bad}: {}",
+            text(&o)
+        );
+    }
+    let o = scalpel_cmd(&["infer", dir, "-o", out, "--memory", "1M"]);
+    assert!(!o.status.success());
+    let said = text(&o);
+    assert!(said.contains("too small") && said.contains(dir), "{said}");
+    let o = scalpel_cmd(&[
+        "infer",
+        dir,
+        "-o",
+        out,
+        "--memory",
+        "16M",
+        "--include",
+        "time:0..1",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("time: filter"), "{}", text(&o));
+    // A limit the trace fits in changes nothing.
+    let a = run.tmp.path().join("a");
+    let b = run.tmp.path().join("b");
+    for (p, extra) in [(&a, None), (&b, Some("4G"))] {
+        let mut args = vec!["infer", dir, "-o", p.to_str().unwrap()];
+        if let Some(m) = extra {
+            args.extend(["--memory", m]);
+        }
+        let o = scalpel_cmd(&args);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    for f in ["graph.bin", "model.bin", "model.json"] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}

@@ -22,6 +22,8 @@ SECONDS_MC=${MEMCACHED_SECONDS:-20}
 NGINX_SECONDS=${NGINX_SECONDS:-0}
 EVENTS=${EVENTS:-0}
 REPEAT=${REPEAT:-3}
+# A memory limit: this build is also run with `infer --memory $MEMORY` (windows) in each turn.
+MEMORY=${MEMORY:-}
 BASE=${BASE:-HEAD~1}
 WORK=target/bench-scale
 mkdir -p "$WORK"
@@ -65,10 +67,10 @@ if [ "$EVENTS" != 0 ]; then
 fi
 [ ${#traces[@]} -gt 0 ] || { echo "nothing to measure: MEMCACHED_SECONDS, NGINX_SECONDS and EVENTS are all 0" >&2; exit 2; }
 
-# run BIN DIR: "seconds kilobytes" of one inference into a fresh directory.
+# run BIN DIR [ARGS…]: "seconds kilobytes" of one inference into a fresh directory.
 run() {
     rm -rf "$out/model"
-    /usr/bin/time -f "%e %M" -o "$out/time" "$1" infer "$2" -o "$out/model" >/dev/null 2>"$out/err" || {
+    /usr/bin/time -f "%e %M" -o "$out/time" "$1" infer "$2" -o "$out/model" "${@:3}" >/dev/null 2>"$out/err" || {
         echo "infer failed on $2 with $1:" >&2; cat "$out/err" >&2; exit 1
     }
     cat "$out/time"
@@ -77,17 +79,23 @@ median() { tr ' ' '\n' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 report() { # name events seconds... / kilobytes...
     local name=$1 events=$2 t=$3 kb=$4
     awk -v n="$name" -v e="$events" -v t="$t" -v kb="$kb" 'BEGIN {
-        printf "  %-4s %7.2f s  %6.2f M events/s  peak %7.1f MiB  %5.1f B/event\n",
+        printf "  %-18s %7.2f s  %6.2f M events/s  peak %7.1f MiB  %5.1f B/event\n",
             n, t, e / t / 1e6, kb / 1024, kb * 1024 / e }'
 }
 for dir in "${traces[@]}"; do
     events=$("$NEW" summary "$dir" | awk '$1 == "events:" { print $2 }')
     echo "$dir: $events events, $(du -sh "$dir" | cut -f1) on disk, $(nproc) cores, $REPEAT runs each, medians"
-    ot=(); om=(); nt=(); nm=()
+    ot=(); om=(); nt=(); nm=(); wt=(); wm=()
     for _ in $(seq "$REPEAT"); do
         read -r t m < <(run "$OLD" "$dir"); ot+=("$t"); om+=("$m")
         read -r t m < <(run "$NEW" "$dir"); nt+=("$t"); nm+=("$m")
+        if [ -n "$MEMORY" ]; then
+            read -r t m < <(run "$NEW" "$dir" --memory "$MEMORY"); wt+=("$t"); wm+=("$m")
+        fi
     done
     report old "$events" "$(echo "${ot[@]}" | median)" "$(echo "${om[@]}" | median)"
     report new "$events" "$(echo "${nt[@]}" | median)" "$(echo "${nm[@]}" | median)"
+    if [ -n "$MEMORY" ]; then
+        report "new --memory $MEMORY" "$events" "$(echo "${wt[@]}" | median)" "$(echo "${wm[@]}" | median)"
+    fi
 done

@@ -51,7 +51,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 # Bounded in time (-t) and by the outer timeout.
-timeout 60 memcaslap -s "127.0.0.1:$PORT" -t "${SECONDS_LOAD}s" -c "$CONCURRENCY" -T 2 > "$WORK/load.txt" 2>&1
+timeout $((SECONDS_LOAD + 60)) memcaslap -s "127.0.0.1:$PORT" -t "${SECONDS_LOAD}s" -c "$CONCURRENCY" -T 2 > "$WORK/load.txt" 2>&1
 grep -E '^Run time' "$WORK/load.txt"
 if [ ! -s "$WORK/memcached.pid" ]; then
     echo "FAIL: memcached wrote no PID file; stopping the recorder" >&2

@@ -166,6 +166,9 @@ impl<'p, 's> State<'p, 's> {
                 sink.object(d);
             }
         }
+        // The window's file names them too: what they are connected to (a stream's endpoints)
+        // is read from the file's objects.
+        self.out.objects.extend(defs.into_iter().cloned());
         self.defs = Some(c.defs.clone());
     }
 
@@ -267,10 +270,16 @@ impl<'p, 's> State<'p, 's> {
                     if let Some(defs) = self.defs.as_mut() {
                         defs.insert(index, def.clone());
                     }
-                    if let Some(sink) = self.sink.as_mut() {
-                        sink.object(&def);
+                    let keep = match self.sink.as_mut() {
+                        Some(sink) => {
+                            sink.object(&def);
+                            sink.keeps_objects()
+                        }
+                        None => true,
+                    };
+                    if keep {
+                        self.out.objects.push(def);
                     }
-                    self.out.objects.push(def);
                 }
             }
             rec::CALIBRATION => {
@@ -521,10 +530,16 @@ impl<'p, 's> State<'p, 's> {
                         key,
                         identity: Identity::None,
                     };
-                    if let Some(sink) = self.sink.as_mut() {
-                        sink.object(&def);
+                    let keep = match self.sink.as_mut() {
+                        Some(sink) => {
+                            sink.object(&def);
+                            sink.keeps_objects()
+                        }
+                        None => true,
+                    };
+                    if keep {
+                        self.out.objects.push(def);
                     }
-                    self.out.objects.push(def);
                     i
                 }
             };

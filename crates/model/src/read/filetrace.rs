@@ -62,6 +62,12 @@ pub trait FileSink {
     fn event(&mut self, e: &Event);
     /// An OBJECT record, before any event that uses it.
     fn object(&mut self, _def: &ObjectDef) {}
+    /// Whether the file's [`FileTrace::objects`] should keep every OBJECT record as well (what
+    /// objects are connected to is read from there). A sink that needs none of them says no:
+    /// a program whose objects outnumber the agent's table has one every few events.
+    fn keeps_objects(&self) -> bool {
+        true
+    }
     /// A READY record: what the readiness wait just handed to [`FileSink::event`] reported.
     fn ready(&mut self, _ready: &Ready) {}
     /// The file is decoded (its objects, stacks and warnings are complete): the place to reduce

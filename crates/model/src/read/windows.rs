@@ -36,6 +36,11 @@ struct Sampler {
 }
 
 impl FileSink for Sampler {
+    /// Each window's files have their own objects and those bound where they begin.
+    fn keeps_objects(&self) -> bool {
+        false
+    }
+
     fn event(&mut self, e: &Event) {
         if self.events.is_multiple_of(SAMPLE_EVERY) {
             self.ticks.push(e.ticks);

@@ -2,6 +2,7 @@
 //! [`scalpel::pipeline::WindowedInfer`]), a line per window on stdout as it is written.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use anyhow::Result;
 use scalpel::pipeline::{trace_bytes, WindowSummary, WindowedInfer, PEAK_PER_TRACE_BYTE};
@@ -40,7 +41,7 @@ pub(crate) fn run(job: &Infer, per_window: u64) -> Result<()> {
     let mut failed: io::Result<()> = Ok(());
     let summary = pipeline.infer_windows(dir, &job.out, &how, &mut t, &spinner, &mut |w| {
         if failed.is_ok() {
-            failed = window_line(&mut o, w);
+            failed = window_line(&mut o, &job.out, w);
         }
     })?;
     let r = failed.and_then(|()| {
@@ -58,7 +59,7 @@ pub(crate) fn run(job: &Infer, per_window: u64) -> Result<()> {
 }
 
 /// One window's line: its number, events, leaves and largest top-level task types.
-fn window_line(o: &mut impl Write, w: &WindowSummary) -> io::Result<()> {
+fn window_line(o: &mut impl Write, out: &Path, w: &WindowSummary) -> io::Result<()> {
     let tasks: Vec<String> = w
         .top_level
         .iter()
@@ -74,7 +75,7 @@ fn window_line(o: &mut impl Write, w: &WindowSummary) -> io::Result<()> {
     writeln!(
         o,
         "{}: {} events, {} leaves{}{}{}",
-        w.dir.display(),
+        out.join(&w.dir).display(),
         w.events,
         w.leaves,
         if tasks.is_empty() { "" } else { "; " },

@@ -9,7 +9,7 @@
 //! two. `windows.json` lists each window with its events, leaves, edges and top-level task types,
 //! so that those differences can be counted.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use scalpel_graph::{build_graph_window, WindowCarry};
 use scalpel_mine::Grammar;
@@ -30,20 +30,21 @@ use super::{GraphStep, InferError, Pipeline, PipelineError};
 pub struct WindowSummary {
     /// Its number, from 0.
     pub index: usize,
-    /// Its output directory (`window-NNNN` in the output directory).
-    pub dir: PathBuf,
+    /// Its output directory's name in the output directory (`window-NNNN`).
+    pub dir: String,
     /// Where it begins on the trace's clock, in ns (`None`: the trace's start).
     pub start_ns: Option<u64>,
     /// Where the next one begins (`None`: this is the last).
     pub end_ns: Option<u64>,
     /// Events read.
     pub events: u64,
-    /// Leaves and edges of its graph.
+    /// Leaves of its graph.
     pub leaves: u64,
     /// Edges of its graph.
     pub edges: u64,
     /// Calls on conditions, semaphores and the like left out of matching because their partner
-    /// was in an earlier window (a wait that began before the boundary and was woken after it).
+    /// was in an earlier window (a post that returned after the boundary whose wait returned
+    /// before it).
     pub crossed: u64,
     /// Rules of the previous window's grammar that contracted something here.
     pub replayed: usize,
@@ -171,7 +172,7 @@ impl Pipeline {
         let (start_ns, end_ns) = windows.range(k);
         let mut w = WindowSummary {
             index: k,
-            dir: dir.clone(),
+            dir: window_dir_name(k),
             start_ns,
             end_ns,
             events: built.events,

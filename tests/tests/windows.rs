@@ -78,6 +78,14 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         leaves >= n && leaves <= most,
         "{leaves} leaves in the windows, {n} whole, {threads} threads"
     );
+    // The directory of windows is no model: a view says which to give it.
+    let top = scalpel_cmd(&["top", out.to_str().unwrap()]);
+    assert!(!top.status.success());
+    let said = text(&top);
+    assert!(
+        said.contains("inferred in") && said.contains("window-0000"),
+        "{said}"
+    );
 }
 
 #[test]

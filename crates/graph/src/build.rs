@@ -14,7 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::read::{account, read, Read, WindowCarry};
+use crate::carry::WindowCarry;
+use crate::read::{account, read, Read};
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, HostInfo, LockWait};

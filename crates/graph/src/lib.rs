@@ -13,6 +13,7 @@
 mod assemble;
 mod build;
 mod calls;
+mod carry;
 mod completions;
 mod condlocks;
 mod edges;
@@ -50,6 +51,6 @@ mod waits;
 mod weak;
 
 pub use build::{build_graph, build_graph_of, build_graph_window};
+pub use carry::WindowCarry;
 pub use filter::{Filter, FilterError};
 pub use options::{Built, GraphError, GraphOptions, GraphWarning};
-pub use read::WindowCarry;

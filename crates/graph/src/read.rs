@@ -5,20 +5,11 @@
 
 use std::path::Path;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-
 use scalpel_model::read::{
     read_dir_with, read_file_streaming, FileTrace, ProcessSinks, ReadError, TraceDir, Windows,
 };
 
-use ahash::AHashMap;
-use scalpel_model::format::ObjKind;
-
-use crate::event::{KindOf, ObjName, HAS_SEQ};
-use crate::leaves::Bound;
-use crate::weak::LoopHead;
-
+use crate::carry::WindowCarry;
 use crate::latches::FileEvent;
 use crate::options::{GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
@@ -44,90 +35,6 @@ pub(crate) fn read(dir: &Path, opts: &GraphOptions) -> Result<Read, GraphError> 
 /// How a file is read a second time (with what the first reading of every file found).
 pub(crate) type Reread<'a> =
     &'a (dyn Fn(&Path, &mut ThreadSink) -> Result<FileTrace, ReadError> + Sync);
-
-/// What a window of a trace passes on to the next: each thread's loop head, found in the
-/// window where the thread began (see `weak::weak_boundaries`), by thread file; and each
-/// object's highest sequence number so far (see [`WindowCarry::drop_paired_before`]).
-#[derive(Debug, Default)]
-pub struct WindowCarry {
-    heads: HashMap<PathBuf, LoopHead>,
-    seqs: AHashMap<ObjName, u64>,
-    /// Calls left out of matching because their partner was in an earlier window.
-    crossed: u64,
-}
-
-impl WindowCarry {
-    /// Calls left out of matching so far because their partner was in an earlier window: a
-    /// wait that began before a window's boundary and was woken after it, by a post the next
-    /// window holds.
-    pub fn crossed(&self) -> u64 {
-        self.crossed
-    }
-
-    /// Leaves out of `bounds` (this window's cuts) the calls on an object matched in order of
-    /// sequence number (conditions, semaphores, futex words, joins, spawns) whose number is at
-    /// most the highest an earlier window saw: they come before what the earlier windows
-    /// matched, so their partner was there. Kept, a post whose wait began before the boundary
-    /// would be paired with the next wait, and every wait after it with the post before its
-    /// own. Then raises each object's highest number to this window's.
-    pub(crate) fn drop_paired_before(
-        &mut self,
-        bounds: &mut Vec<Bound>,
-        kinds: &[KindOf],
-        names: &[ObjName],
-    ) {
-        let in_order = |b: &Bound| {
-            b.flags & HAS_SEQ != 0
-                && kinds
-                    .get(b.obj as usize)
-                    .and_then(|k| k.0.known())
-                    .is_some_and(|k| {
-                        matches!(
-                            k,
-                            ObjKind::Cond
-                                | ObjKind::Sem
-                                | ObjKind::Futex
-                                | ObjKind::Thread
-                                | ObjKind::Spawn
-                        )
-                    })
-        };
-        let name = |b: &Bound| names.get(b.obj as usize).copied();
-        let mut highest: AHashMap<ObjName, u64> = AHashMap::new();
-        let before = bounds.len();
-        bounds.retain(|b| {
-            if !in_order(b) {
-                return true;
-            }
-            let Some(n) = name(b) else { return true };
-            let h = highest.entry(n).or_insert(0);
-            *h = (*h).max(b.seq);
-
-            self.seqs.get(&n).is_none_or(|&m| b.seq > m)
-        });
-        self.crossed += (before - bounds.len()) as u64;
-        for (n, h) in highest {
-            let m = self.seqs.entry(n).or_insert(h);
-            *m = (*m).max(h);
-        }
-    }
-
-    fn head(&self, path: &Path) -> Option<LoopHead> {
-        self.heads.get(path).cloned()
-    }
-
-    /// Keeps the loop heads `read` found for the threads that had none yet.
-    fn keep(&mut self, read: &Read) {
-        for (p, s) in read.trace.processes.iter().zip(&read.sinks) {
-            for (f, s) in p.threads.iter().zip(&s.threads) {
-                let head = s.out.as_ref().and_then(|o| o.weak.head_site.clone());
-                if let Some(h) = head {
-                    self.heads.entry(f.path.clone()).or_insert(h);
-                }
-            }
-        }
-    }
-}
 
 /// Phase 1 on window `k` of a trace read in windows: [`read`] of that window's events alone.
 pub(crate) fn read_window(

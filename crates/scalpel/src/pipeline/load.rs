@@ -66,6 +66,21 @@ pub enum SourceError {
         /// The options, as on the command line.
         options: Vec<&'static str>,
     },
+    /// A directory `infer` wrote window by window: each window is a model of its own.
+    #[error(
+        "{} holds a trace inferred in {windows} windows (windows.json), each a model of its own: \
+         give one of them, such as {}",
+        .path.display(),
+        .first.display()
+    )]
+    Windowed {
+        /// The directory.
+        path: PathBuf,
+        /// How many windows it holds.
+        windows: usize,
+        /// The first window's directory.
+        first: PathBuf,
+    },
     /// A trace directory could not be inferred.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
@@ -112,6 +127,16 @@ pub(super) fn load(
     t: &mut Timings,
 ) -> Result<Loaded, SourceError> {
     let opts = &pipeline.opts;
+    if path.is_dir() && !path.join("model.json").exists() && path.join("windows.json").is_file() {
+        let windows = (0..)
+            .take_while(|&k| path.join(super::window_dir_name(k)).is_dir())
+            .count();
+        return Err(SourceError::Windowed {
+            path: path.to_path_buf(),
+            windows,
+            first: path.join(super::window_dir_name(0)),
+        });
+    }
     let model_path = if path.is_dir() {
         path.join("model.json")
     } else {

@@ -144,6 +144,21 @@ impl<'p, 's> State<'p, 's> {
         }
     }
 
+    /// Hands a new binding to the sink, and keeps it in the file's objects unless the sink
+    /// needs none.
+    fn bound(&mut self, def: ObjectDef) {
+        let keep = match self.sink.as_mut() {
+            Some(sink) => {
+                sink.object(&def);
+                sink.keeps_objects()
+            }
+            None => true,
+        };
+        if keep {
+            self.out.objects.push(def);
+        }
+    }
+
     /// Makes this a windowed read: it stops before the first event at or after `stop_at`
     /// ticks, and keeps what [`State::cursor`] needs.
     pub(crate) fn windowed(&mut self, stop_at: u64) {
@@ -270,16 +285,7 @@ impl<'p, 's> State<'p, 's> {
                     if let Some(defs) = self.defs.as_mut() {
                         defs.insert(index, def.clone());
                     }
-                    let keep = match self.sink.as_mut() {
-                        Some(sink) => {
-                            sink.object(&def);
-                            sink.keeps_objects()
-                        }
-                        None => true,
-                    };
-                    if keep {
-                        self.out.objects.push(def);
-                    }
+                    self.bound(def);
                 }
             }
             rec::CALIBRATION => {
@@ -530,16 +536,7 @@ impl<'p, 's> State<'p, 's> {
                         key,
                         identity: Identity::None,
                     };
-                    let keep = match self.sink.as_mut() {
-                        Some(sink) => {
-                            sink.object(&def);
-                            sink.keeps_objects()
-                        }
-                        None => true,
-                    };
-                    if keep {
-                        self.out.objects.push(def);
-                    }
+                    self.bound(def);
                     i
                 }
             };

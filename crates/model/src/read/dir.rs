@@ -99,6 +99,11 @@ impl ProcessTrace {
     pub fn files(&self) -> impl Iterator<Item = &FileTrace> {
         self.process.iter().chain(self.threads.iter())
     }
+
+    /// [`ProcessTrace::files`], to change.
+    pub fn files_mut(&mut self) -> impl Iterator<Item = &mut FileTrace> {
+        self.process.iter_mut().chain(self.threads.iter_mut())
+    }
 }
 
 /// A whole trace directory.

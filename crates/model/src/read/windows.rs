@@ -124,8 +124,8 @@ impl Windows {
         (start, self.bounds.get(k).copied())
     }
 
-    /// The survey: every file's metadata, and the warnings reading it gave (each problem of the
-    /// trace once, where the windows' reads leave theirs out).
+    /// The survey: every file's metadata (its warnings go to the first window's files, which
+    /// report them once, where the later windows' reads leave theirs out).
     pub fn survey_dir(&self) -> &TraceDir {
         &self.survey
     }
@@ -147,10 +147,36 @@ impl Windows {
         let (mut dir, sinks) =
             read_dir_inner(&self.path, Some(&new_sink), Some((&read, &mut ends)))?;
         self.ends = ends;
-        // The survey reported every problem once.
+        if k == 0 {
+            // The first window reports what the survey found wrong, each problem once.
+            self.first_window_warnings(&mut dir);
+            return Ok((dir, sinks));
+        }
+        // The first window reported every problem once.
         dir.warnings.clear();
         dir.losses = Default::default();
         Ok((dir, sinks))
+    }
+
+    /// Gives the first window's files the survey's warnings and dropped counts, and its
+    /// directory the survey's warnings and losses, so that it reports what the whole read would.
+    fn first_window_warnings(&mut self, dir: &mut TraceDir) {
+        dir.warnings = std::mem::take(&mut self.survey.warnings);
+        dir.losses = self.survey.losses;
+        let files = dir.processes.iter_mut().flat_map(|p| p.files_mut());
+        for f in files {
+            let Some(s) = self
+                .survey
+                .processes
+                .iter_mut()
+                .flat_map(|p| p.files_mut())
+                .find(|s| s.path == f.path)
+            else {
+                continue;
+            };
+            f.warnings = std::mem::take(&mut s.warnings);
+            f.header.dropped = s.header.dropped;
+        }
     }
 
     /// Reads the file at `path` in the window read last, handing its events to `sink` (for a

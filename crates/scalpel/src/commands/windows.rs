@@ -10,7 +10,7 @@ use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 
 use super::infer::{mib, Infer, Stage};
-use crate::output::{broken_pipe_is_fine, print_timings, text_stdout};
+use crate::output::{broken_pipe_is_fine, print_timings, text_stdout, warn};
 use crate::spinner::Spinner;
 
 /// The top-level task types a window's line names.
@@ -39,7 +39,8 @@ pub(crate) fn run(job: &Infer, per_window: u64) -> Result<()> {
         model_draw: &job.model_draw,
     };
     let mut failed: io::Result<()> = Ok(());
-    let summary = pipeline.infer_windows(dir, &job.out, &how, &mut t, &spinner, &mut |w| {
+    let summary = pipeline.infer_windows(dir, &job.out, &how, &mut t, &spinner, &mut |w, ws| {
+        warn(ws, 10, " (see the window's summary file)");
         if failed.is_ok() {
             failed = window_line(&mut o, &job.out, w);
         }

@@ -23,7 +23,7 @@ use scalpel_views::outputs::{write_file, write_graph_files};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 use serde::Serialize;
 
-use super::{GraphStep, InferError, Pipeline, PipelineError};
+use super::{GraphStep, InferError, Pipeline, PipelineError, Warning};
 
 /// What a window of the trace made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -91,7 +91,7 @@ impl Pipeline {
         how: &WindowedInfer<'_>,
         t: &mut Timings,
         progress: &dyn Progress,
-        each: &mut dyn FnMut(&WindowSummary),
+        each: &mut dyn FnMut(&WindowSummary, &[Warning]),
     ) -> Result<WindowsSummary, InferError> {
         let survey = |source| InferError::Survey {
             dir: dir.to_path_buf(),
@@ -118,9 +118,9 @@ impl Pipeline {
             };
             // One line per phase for all windows (`Timings::absorb`).
             let mut tw = Timings::new();
-            let w = self.infer_window(&mut at, out, how, &mut tw, progress)?;
+            let (w, warnings) = self.infer_window(&mut at, out, how, &mut tw, progress)?;
             t.absorb(tw);
-            each(&w);
+            each(&w, &warnings);
             summary.windows.push(w);
         }
         let written = OutDir::create(out).map_err(ViewError::from).and_then(|d| {
@@ -137,7 +137,8 @@ impl Pipeline {
     }
 
     /// Window `at.k`: its graph, its model (with `at.grammar` replayed first, which it then
-    /// replaces with the rules this window used), their files and its summary.
+    /// replaces with the rules this window used), their files, its summary and what the user
+    /// should hear of it.
     fn infer_window(
         &self,
         at: &mut At<'_>,
@@ -145,7 +146,7 @@ impl Pipeline {
         how: &WindowedInfer<'_>,
         t: &mut Timings,
         progress: &dyn Progress,
-    ) -> Result<WindowSummary, InferError> {
+    ) -> Result<(WindowSummary, Vec<Warning>), InferError> {
         let At {
             windows,
             k,
@@ -154,7 +155,7 @@ impl Pipeline {
         } = at;
         let k = *k;
         let crossed_before = carry.crossed();
-        let built = t
+        let mut built = t
             .phase("causal graph", progress, || {
                 self.install(|| build_graph_window(windows, k, &self.opts.graph, carry))
             })
@@ -182,8 +183,13 @@ impl Pipeline {
             replayed: 0,
             top_level: Vec::new(),
         };
+        // After the summary file, which lists them too.
+        let mut warnings: Vec<Warning> = std::mem::take(&mut built.warnings)
+            .into_iter()
+            .map(Warning::Graph)
+            .collect();
         if !how.model {
-            return Ok(w);
+            return Ok((w, warnings));
         }
         let mut step = GraphStep { built, files };
         let done = self.infer_model_with(
@@ -196,8 +202,9 @@ impl Pipeline {
         )?;
         w.replayed = done.mined.replayed;
         w.top_level = top_level(&done.mined.model);
+        warnings.extend(done.mined.warnings.into_iter().map(Warning::Mine));
         **grammar = Some(done.mined.grammar);
-        Ok(w)
+        Ok((w, warnings))
     }
 }
 
@@ -250,15 +257,17 @@ pub fn default_memory_limit() -> u64 {
     (total / 2).max(MIN_MEMORY)
 }
 
-/// The bytes of the trace files in `dir` (the process directories' files; what cannot be
-/// listed counts nothing).
+/// The bytes of the trace files in `dir` (the process directories' files, as much of each as
+/// the disk holds; what cannot be listed counts nothing).
 pub fn trace_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    // What the file holds on disk: a sparse file's holes hold no records.
     let sizes = |d: &Path| -> u64 {
         std::fs::read_dir(d).map_or(0, |rd| {
             rd.flatten()
                 .filter_map(|e| e.metadata().ok())
                 .filter(|m| m.is_file())
-                .map(|m| m.len())
+                .map(|m| m.len().min(m.blocks().saturating_mul(512)))
                 .sum()
         })
     };

@@ -89,6 +89,54 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
 }
 
 #[test]
+fn a_damaged_file_is_reported_in_windows_as_in_the_whole_run() {
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "8", "--requests", "3000"],
+    )
+    .success();
+    // The largest thread file cut to half its length, as a recorder killed mid-write leaves it.
+    let mut files: Vec<(u64, std::path::PathBuf)> = Vec::new();
+    for p in std::fs::read_dir(&run.dir).unwrap().flatten() {
+        if p.path().is_dir() {
+            for f in std::fs::read_dir(p.path()).unwrap().flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if name.starts_with('t') && name.ends_with(".trace") {
+                    files.push((f.metadata().unwrap().len(), f.path()));
+                }
+            }
+        }
+    }
+    files.sort();
+    let (len, cut) = files.pop().unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&cut).unwrap();
+    f.set_len(len / 2).unwrap();
+    let name = cut.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = run.dir.to_str().unwrap();
+    // The lines naming the file: the windows must report what the whole run reports, once.
+    let about = |extra: &[&str], out: &str| -> Vec<String> {
+        let out = run.tmp.path().join(out);
+        let mut args = vec!["infer", dir, "-o", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = scalpel_cmd(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.contains(name.as_str()))
+            .map(str::to_string)
+            .collect()
+    };
+    let whole = about(&[], "whole");
+    let windows = about(&["--memory", "16M"], "w");
+    assert!(
+        run.tmp.path().join("w/windows.json").is_file(),
+        "inferred in windows"
+    );
+    assert!(!whole.is_empty(), "the whole run names {name}");
+    assert_eq!(windows, whole);
+}
+
+#[test]
 fn memory_limits_get_clear_errors() {
     let run = record(
         &own_bin("threadpool"),

@@ -15,7 +15,9 @@ use scalpel_model::format::ObjKind;
 
 use crate::event::{KindOf, ObjName, HAS_SEQ};
 use crate::leaves::Bound;
-use crate::read::Read;
+use scalpel_model::read::{ProcessSinks, TraceDir};
+
+use crate::sink::ThreadSink;
 use crate::weak::LoopHead;
 
 /// What a window of a trace passes on to the next: each thread's loop head, found in the
@@ -87,9 +89,10 @@ impl WindowCarry {
         self.heads.get(path).cloned()
     }
 
-    /// Keeps the loop heads `read` found for the threads that had none yet.
-    pub(crate) fn keep(&mut self, read: &Read) {
-        for (p, s) in read.trace.processes.iter().zip(&read.sinks) {
+    /// Keeps the loop heads a window's reading (`trace`, and the `sinks` that cut its threads)
+    /// found for the threads that had none yet.
+    pub(crate) fn keep(&mut self, trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]) {
+        for (p, s) in trace.processes.iter().zip(sinks) {
             for (f, s) in p.threads.iter().zip(&s.threads) {
                 let head = s.out.as_ref().and_then(|o| o.weak.head_site.clone());
                 if let Some(h) = head {

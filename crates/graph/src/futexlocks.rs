@@ -34,9 +34,14 @@ use std::sync::Arc;
 use ahash::{AHashMap, AHashSet};
 use rayon::prelude::*;
 use scalpel_model::format::Op;
-use scalpel_model::read::{FileSink, ProcessSinks, TraceDir};
+use std::path::Path;
 
-use crate::read::Reread;
+use scalpel_model::read::{FileSink, FileTrace, ProcessSinks, ReadError, TraceDir};
+
+/// How a file is read a second time (with what the first reading of every file found): the
+/// whole file, or its part in a window of a trace read in windows.
+pub(crate) type Reread<'a> =
+    &'a (dyn Fn(&Path, &mut ThreadSink) -> Result<FileTrace, ReadError> + Sync);
 
 use super::event::{lock_op, sem_op, ObjName, HAS_X, NO_OBJ};
 use super::latches::Uncut;

@@ -5,11 +5,10 @@
 
 use std::path::Path;
 
-use scalpel_model::read::{
-    read_dir_with, read_file_streaming, FileTrace, ProcessSinks, ReadError, TraceDir, Windows,
-};
+use scalpel_model::read::{read_dir_with, read_file_streaming, ProcessSinks, TraceDir, Windows};
 
 use crate::carry::WindowCarry;
+use crate::futexlocks::Reread;
 use crate::latches::FileEvent;
 use crate::options::{GraphError, GraphOptions, GraphWarning};
 use crate::sink::ThreadSink;
@@ -32,10 +31,6 @@ pub(crate) fn read(dir: &Path, opts: &GraphOptions) -> Result<Read, GraphError> 
     }))
 }
 
-/// How a file is read a second time (with what the first reading of every file found).
-pub(crate) type Reread<'a> =
-    &'a (dyn Fn(&Path, &mut ThreadSink) -> Result<FileTrace, ReadError> + Sync);
-
 /// Phase 1 on window `k` of a trace read in windows: [`read`] of that window's events alone.
 pub(crate) fn read_window(
     windows: &mut Windows,
@@ -53,7 +48,7 @@ pub(crate) fn read_window(
         s.known_head(carry.head(p));
         windows.read_file_with(p, s)
     });
-    carry.keep(&read);
+    carry.keep(&read.trace, &read.sinks);
     Ok(read)
 }
 

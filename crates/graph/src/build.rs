@@ -71,7 +71,7 @@ fn build_from(
     events: u64,
     hosts: Vec<HostInfo>,
     opts: &GraphOptions,
-    carry: Option<&mut WindowCarry>,
+    mut carry: Option<&mut WindowCarry>,
 ) -> Result<Built, GraphError> {
     let dir = read.trace.path.clone();
     let dir = dir.as_path();
@@ -82,8 +82,8 @@ fn build_from(
     } = read;
     let asm = assemble::assemble(&trace, sinks, &opts.skip);
     warnings.extend(asm.warnings.iter().cloned().map(GraphWarning::Module));
-    let mut caused = causal_edges(asm, carry);
-    let mut weak = program_order(&mut caused);
+    let mut caused = causal_edges(asm, carry.as_deref_mut());
+    let mut weak = program_order(&mut caused, carry);
     let served = service::shared_work(&caused.graph, &mut caused.edges, &weak);
     let called = calls::helper_calls(&caused.graph, &mut caused.edges, &weak);
     let Caused {
@@ -289,8 +289,8 @@ fn causal_edges(asm: Assembled, carry: Option<&mut WindowCarry>) -> Caused {
 }
 
 /// Phase 5: where each thread's program order is weak (per leaf, returned), and its program
-/// edges.
-fn program_order(c: &mut Caused) -> Vec<bool> {
+/// edges. `carry`: what the windows before found, in a trace read in windows.
+fn program_order(c: &mut Caused, carry: Option<&mut WindowCarry>) -> Vec<bool> {
     let order = std::mem::take(&mut c.rest.weak);
 
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
@@ -307,7 +307,8 @@ fn program_order(c: &mut Caused) -> Vec<bool> {
         merged[w as usize] = true;
     }
     let woken = queues::woken_takes(&c.graph, &c.edges, &c.rest.takes);
-    let mut weak = handoff_weak(&c.graph, &c.edges, order, &woken, &merged);
+    let verdicts = carry.map(WindowCarry::head_verdicts);
+    let mut weak = handoff_weak(&c.graph, &c.edges, order, (&woken, &merged), verdicts);
     eventloop::weaken(
         &c.graph,
         &c.rest.conns,

@@ -5,7 +5,12 @@
 //! - a thread's loop head is a property of its code, found from the thread's start
 //!   (`weak::weak_boundaries`), so a thread keeps the head of the window it began in;
 //! - calls paired in order of sequence number whose number an earlier window passed belong to
-//!   pairs that window began, so they are not paired again.
+//!   pairs that window began, so they are not paired again;
+//! - a leaf the boundary cuts is one leaf of the whole trace, so its piece in the next window
+//!   starts, for its type, at the call that started it (`leaves::window`);
+//! - a thread's loop-head guess is tested where the thread takes hand-offs, which may be an
+//!   earlier window than the one that serves its connection, so the verdict is kept
+//!   (`edges::handoff_weak`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +19,7 @@ use ahash::AHashMap;
 use scalpel_model::format::ObjKind;
 
 use crate::event::{KindOf, ObjName, HAS_SEQ};
-use crate::leaves::Bound;
+use crate::leaves::{Bound, WindowEdge};
 use scalpel_model::read::{ProcessSinks, TraceDir};
 
 use crate::sink::ThreadSink;
@@ -26,6 +31,11 @@ use crate::weak::LoopHead;
 #[derive(Debug, Default)]
 pub struct WindowCarry {
     heads: HashMap<PathBuf, LoopHead>,
+    /// By thread file: the call that started the leaf the last window's end cut.
+    starts: HashMap<PathBuf, WindowEdge>,
+    /// By thread (pid, tid): whether its loop-head guess was found taken at (see
+    /// `edges::handoff_weak`).
+    verdicts: AHashMap<(u32, u32), bool>,
     seqs: AHashMap<ObjName, u64>,
     /// Calls left out of matching because their partner was in an earlier window.
     crossed: u64,
@@ -89,14 +99,28 @@ impl WindowCarry {
         self.heads.get(path).cloned()
     }
 
+    /// The loop-head verdicts of the windows so far, for the next to read and add to.
+    pub(crate) fn head_verdicts(&mut self) -> &mut AHashMap<(u32, u32), bool> {
+        &mut self.verdicts
+    }
+
+    /// The call that started the leaf of the thread file at `path` the last window's end cut.
+    pub(crate) fn start(&self, path: &Path) -> Option<WindowEdge> {
+        self.starts.get(path).copied()
+    }
+
     /// Keeps the loop heads a window's reading (`trace`, and the `sinks` that cut its threads)
-    /// found for the threads that had none yet.
+    /// found for the threads that had none yet, and the starts of the leaves its end cut.
     pub(crate) fn keep(&mut self, trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]) {
+        self.starts.clear();
         for (p, s) in trace.processes.iter().zip(sinks) {
             for (f, s) in p.threads.iter().zip(&s.threads) {
-                let head = s.out.as_ref().and_then(|o| o.weak.head_site.clone());
-                if let Some(h) = head {
+                let Some(out) = s.out.as_ref() else { continue };
+                if let Some(h) = out.weak.head_site.clone() {
                     self.heads.entry(f.path.clone()).or_insert(h);
+                }
+                if let Some(start) = out.cut_start {
+                    self.starts.insert(f.path.clone(), start);
                 }
             }
         }

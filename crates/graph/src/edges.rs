@@ -158,12 +158,17 @@ pub(crate) fn drop_stolen_wakeups(graph: &Graph, edges: &mut Vec<Edge>) {
 /// in the next stage's queue). And such takes test the guess as hand-offs do: when none began
 /// or waited at it, it is dropped (a stage whose first repeated wait was for a group commit,
 /// inside the work).
+///
+/// `earlier`, in a trace read in windows: the verdicts of the windows before, by thread (pid,
+/// tid). A thread takes its hand-offs where its connection begins, which may be a window before
+/// the one that serves most of it; there the guess is tested, and the verdict holds after (with
+/// this window's evidence: a guess any window found taken at stays).
 pub(crate) fn handoff_weak(
     graph: &Graph,
     edges: &[Edge],
     order: WeakOrder,
-    woken: &[(u32, u32)],
-    merged: &[bool],
+    (woken, merged): (&[(u32, u32)], &[bool]),
+    earlier: Option<&mut AHashMap<(u32, u32), bool>>,
 ) -> Vec<bool> {
     let WeakOrder { mut weak, head, .. } = order;
     // Per thread that takes hand-offs or waited for items: whether one came right after a wait
@@ -192,6 +197,17 @@ pub(crate) fn handoff_weak(
         let (from, woke) = (take_from(graph, began), woke as usize);
         let at_head = (from..woke).any(|i| head.get(i).copied().unwrap_or(false));
         *takes.entry(graph.leaves[woke].thread).or_insert(false) |= at_head;
+    }
+    if let Some(earlier) = earlier {
+        for (i, t) in graph.threads.iter().enumerate() {
+            let (id, key) = (ThreadId::new(i as u32), (t.pid, t.tid));
+            let verdict = match (takes.get(&id), earlier.get(&key)) {
+                (None, None) => continue,
+                (a, b) => a.copied().unwrap_or(false) || b.copied().unwrap_or(false),
+            };
+            takes.insert(id, verdict);
+            earlier.insert(key, verdict);
+        }
     }
     for (i, w) in weak.iter_mut().enumerate() {
         let missed = takes.get(&graph.leaves[i].thread) == Some(&false);
@@ -344,7 +360,13 @@ mod tests {
     #[test]
     fn a_take_that_waited_begins_new_work_after_its_wait() {
         let g = stage();
-        let weak = handoff_weak(&g, &[], order(vec![false; 4]), &[(1, 2)], &[false; 4]);
+        let weak = handoff_weak(
+            &g,
+            &[],
+            order(vec![false; 4]),
+            (&[(1, 2)], &[false; 4]),
+            None,
+        );
         assert_eq!(weak, vec![false, true, false, false]);
     }
 
@@ -357,8 +379,8 @@ mod tests {
             &g,
             &[],
             order(vec![true, false, false, false]),
-            &[(1, 2)],
-            &[false; 4],
+            (&[(1, 2)], &[false; 4]),
+            None,
         );
         assert_eq!(weak, vec![true, false, false, false]);
         // Unless that cut is one the merge undoes (a wait for room in the next queue).
@@ -367,8 +389,8 @@ mod tests {
             &g,
             &[],
             order(vec![true, false, false, false]),
-            &[(1, 2)],
-            &merged,
+            (&[(1, 2)], &merged),
+            None,
         );
         assert_eq!(weak, vec![true, true, false, false]);
     }
@@ -390,7 +412,37 @@ mod tests {
             head: guess,
             head_site: None,
         };
-        let weak = handoff_weak(&g, &[], order, &[(3, 4)], &[false; 5]);
+        let weak = handoff_weak(&g, &[], order, (&[(3, 4)], &[false; 5]), None);
         assert_eq!(weak, vec![false, false, false, true, false]);
+    }
+
+    #[test]
+    fn a_guess_an_earlier_window_dropped_stays_dropped() {
+        // The same stage in a later window of its trace: no take in it, so nothing tests the
+        // guess here; the window that held its takes dropped it.
+        let mut b = GraphBuilder::new();
+        let t = b.leaf_type("x", None);
+        let s = b.thread("stage");
+        for at in [0, 10, 20] {
+            b.leaf(s, t, at, at + 5);
+        }
+        let g = b.build();
+        let guess = || WeakOrder {
+            weak: vec![false, true, false],
+            head: vec![false, true, false],
+            head_site: None,
+        };
+        let none: (&[(u32, u32)], &[bool]) = (&[], &[false; 3]);
+        assert_eq!(handoff_weak(&g, &[], guess(), none, None), guess().weak);
+        let t = &g.threads[0];
+        let mut earlier = AHashMap::from_iter([((t.pid, t.tid), false)]);
+        let weak = handoff_weak(&g, &[], guess(), none, Some(&mut earlier));
+        assert_eq!(weak, vec![false; 3]);
+        // A window whose takes began at the guess keeps it, and so do the windows after.
+        earlier.insert((t.pid, t.tid), true);
+        assert_eq!(
+            handoff_weak(&g, &[], guess(), none, Some(&mut earlier)),
+            guess().weak
+        );
     }
 }

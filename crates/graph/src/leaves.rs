@@ -22,6 +22,9 @@ use super::ready::{Close, Ctl, ReadyWait};
 use super::releases::ThreadReleases;
 use super::weak::{weak_boundaries, LoopHead, WeakOrder};
 
+mod window;
+pub(super) use window::WindowEdge;
+
 /// How an event takes part in the graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Class {
@@ -94,6 +97,31 @@ pub(super) fn class(op: Option<Op>, e: &Ev, o: Option<&LocalObj>) -> Class {
             }
             None => Class::Other,
         },
+    }
+}
+
+/// The class of an event, given its object, whether that object is a futex word or semaphore
+/// used as a lock, and whether the event is a latch wake-up (see [`super::latches`]).
+fn class_with(op: Option<Op>, e: &Ev, o: Option<&LocalObj>, lock_word: bool, latch: bool) -> Class {
+    match op {
+        Some(op) if latch && sends(op) => Class::Other,
+        Some(_) if latch => Class::LatchWait,
+        Some(Op::FutexWait) if lock_word => Class::LockAcquire,
+        Some(Op::FutexWake | Op::SemPost) if lock_word => Class::LockRelease,
+        Some(Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait) if lock_word => {
+            Class::LockAcquire
+        }
+        _ => class(op, e, o),
+    }
+}
+
+/// Whether an event of class `cls` ends the open leaf (and starts the next, unless it ends the
+/// thread).
+fn ends_leaf(cls: Class, op: Option<Op>, e: &Ev, lock_cuts: bool) -> bool {
+    match cls {
+        Class::Start | Class::Cut | Class::End => true,
+        Class::LockAcquire | Class::LockRelease => lock_cuts && cuts_at_lock(op, e),
+        _ => false,
     }
 }
 
@@ -247,6 +275,9 @@ pub(super) struct ThreadOut {
     pub types: Vec<LocalType>,
     /// The file's objects.
     pub objs: Vec<LocalObj>,
+    /// The call that started the thread's last leaf, when a window of the trace ended it (the
+    /// next window's first leaf began there too; see [`window`]).
+    pub cut_start: Option<WindowEdge>,
 }
 
 fn open(ticks: u64, start_op: Option<OpName>, event: u32) -> LocalLeaf {
@@ -285,6 +316,8 @@ pub(super) struct Cutter {
     /// The thread's loop head, found in an earlier window of the trace (see
     /// [`weak_boundaries`]).
     known_head: Option<LoopHead>,
+    /// The calls around this window's cut leaves (see [`window`]).
+    edges: window::Edges,
 }
 
 impl Cutter {
@@ -307,6 +340,7 @@ impl Cutter {
             latch_next: 0,
             latch_ready: false,
             known_head: None,
+            edges: window::Edges::default(),
         }
     }
 
@@ -325,9 +359,10 @@ impl Cutter {
     fn close(&mut self, at: u32, e: Option<&Ev>) -> u32 {
         let was_open = self.cur.is_some();
         let (mut leaf, start_stack) = self.cur.take().unwrap_or_else(|| {
-            // A cut with no open leaf (right after an exit): an empty leaf at the cut.
+            // A cut with no open leaf (right after an exit, or first in a window): an empty
+            // leaf at the cut.
             let t = e.map_or(self.last_end, |e| e.ticks);
-            (open(t, None, at), 0)
+            self.edges.open_first(t, at)
         });
         leaf.end_event = at;
         let (end_op, end_stack) = match e {
@@ -341,12 +376,13 @@ impl Cutter {
             }
             None => {
                 leaf.end = Ticks(self.last_end).max(leaf.start);
-                self.sites.push((0, 0));
-                (None, 0)
+                let end = self.edges.cut_end();
+                self.sites.push(end.map_or((0, 0), |c| (c.stack, c.x)));
+                (end.and_then(|c| c.op), end.map_or(0, |c| c.stack))
             }
         };
         let key = LocalType {
-            start_op: leaf.start_op,
+            start_op: leaf.start_op.or(self.edges.take_first_op()),
             start_stack,
             end_op,
             end_stack,
@@ -414,22 +450,8 @@ impl Cutter {
                 dur: e.dur,
             });
         }
-        self.latch_ready = false;
-        let cls = match op {
-            Some(op) if latch && sends(op) => Class::Other,
-            Some(_) if latch => {
-                self.latch_ready = true;
-                Class::LatchWait
-            }
-            Some(Op::FutexWait) if lock_word => Class::LockAcquire,
-            Some(Op::FutexWake | Op::SemPost) if lock_word => Class::LockRelease,
-            Some(Op::SemWait | Op::SemTimedwait | Op::SemClockwait | Op::SemTrywait)
-                if lock_word =>
-            {
-                Class::LockAcquire
-            }
-            _ => class(op, e, o),
-        };
+        let cls = class_with(op, e, o, lock_word, latch);
+        self.latch_ready = cls == Class::LatchWait;
         let ret = e.ticks.saturating_add(e.dur);
         if self.cur.is_none()
             && !matches!(
@@ -438,7 +460,7 @@ impl Cutter {
             )
         {
             // Opened at this call's entry: the CPU time before it, when known.
-            self.cur = Some((open(e.ticks, None, at), 0));
+            self.cur = Some(self.edges.open_first(e.ticks, at));
             self.cpu_open = self.cpu_last.or(e.cpu);
         }
         match cls {
@@ -632,6 +654,7 @@ impl Cutter {
 
     /// Ends the thread: closes its last leaf and decides weak program order.
     pub(super) fn finish(mut self, objs: Vec<LocalObj>, file: &FileTrace) -> ThreadOut {
+        let open = self.cur.as_ref().map(|(l, stack)| (l.start_op, *stack));
         if self.cur.is_some() {
             let at = self.n.saturating_sub(1);
             self.close(at, None);
@@ -645,6 +668,7 @@ impl Cutter {
         self.out.sections = self.queues.finish(&frames);
         self.out.signal_holds = self.queues.take_signal_holds();
         self.out.objs = objs;
+        self.out.cut_start = self.edges.cut_start(open);
         self.out
     }
 }

@@ -41,11 +41,13 @@ pub(crate) fn read_window(
     let (trace, sinks) = windows.read_with(k, |p| {
         let mut s = ThreadSink::new(opts.lock_cuts);
         s.known_head(carry.head(p));
+        s.known_start(carry.start(p));
         s
     })?;
     let windows = &*windows;
     let read = cut_again(trace, sinks, opts, &|p, s| {
         s.known_head(carry.head(p));
+        s.known_start(carry.start(p));
         windows.read_file_with(p, s)
     });
     carry.keep(&read.trace, &read.sinks);

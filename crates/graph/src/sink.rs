@@ -9,7 +9,7 @@ use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::read::{Event, FileSink, FileTrace, Identity, ObjectDef, Ready};
 
 use super::event::{Ev, LocalObj, ObjName, HAS_SEQ, HAS_X, NO_OBJ};
-use super::leaves::{Cutter, ThreadOut};
+use super::leaves::{Cutter, ThreadOut, WindowEdge};
 use super::ready::Ctl;
 use super::weak::LoopHead;
 
@@ -58,6 +58,30 @@ fn aux_of(op: Option<Op>, e: &Event) -> Option<u64> {
     }
 }
 
+/// The graph's view of event `e`, whose object is the sink's `obj`.
+fn ev_of(e: &Event, obj: u32) -> Ev {
+    let x = e.offset.or_else(|| aux_of(e.op, e));
+    let mut flags = 0;
+    if e.seq.is_some() {
+        flags |= HAS_SEQ;
+    }
+    if x.is_some() {
+        flags |= HAS_X;
+    }
+    Ev {
+        ticks: e.ticks,
+        dur: e.dur_ticks,
+        seq: e.seq.unwrap_or(0),
+        x: x.unwrap_or(0),
+        obj,
+        res: sat_i32(e.result.unwrap_or(0)),
+        stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
+        op: OpName::from_code(e.op_code),
+        flags,
+        cpu: e.cpu_ns,
+    }
+}
+
 impl ThreadSink {
     /// A sink; `lock_cuts`: mutex and rwlock calls cut leaves too (`--cut-at-locks`).
     pub(super) fn new(lock_cuts: bool) -> Self {
@@ -96,6 +120,29 @@ impl ThreadSink {
     /// Takes the thread's loop head as an earlier window of the trace found it.
     pub(super) fn known_head(&mut self, head: Option<LoopHead>) {
         self.cut.known_head(head);
+    }
+
+    /// The thread's call that started the leaf an earlier window of the trace cut.
+    pub(super) fn known_start(&mut self, start: Option<WindowEdge>) {
+        self.cut.known_start(start);
+    }
+
+    /// The local object the file's object index `index` is bound to, if an OBJECT record bound
+    /// it.
+    fn known_obj(&self, index: u64) -> Option<u32> {
+        let i = usize::try_from(index).ok()?;
+        self.by_file_index.get(i).copied().filter(|&l| l != NO_OBJ)
+    }
+
+    /// Whether event `e`, on local object `obj`, is lock traffic on a futex word or semaphore
+    /// used as a lock (see [`super::futexlocks`]).
+    fn lock_word(&self, e: &Event, obj: u32) -> bool {
+        // Only futex and semaphore calls can be lock traffic; other events skip the lookup.
+        let traffic = e.op.is_some_and(|op| super::event::lock_op(op.into()));
+        match (&self.lock_words, self.objs.get(obj as usize)) {
+            (Some(words), Some(o)) if traffic => words.contains(&o.name(self.process)),
+            _ => false,
+        }
     }
 
     fn intern(
@@ -159,35 +206,13 @@ impl FileSink for ThreadSink {
     fn event(&mut self, e: &Event) {
         self.events += 1;
         let obj = match e.obj {
-            Some(o) => match usize::try_from(o.index)
-                .ok()
-                .and_then(|i| self.by_file_index.get(i))
-            {
-                Some(&local) if local != NO_OBJ => local,
-                _ => self.intern(ObjectKind::from_code(o.kind), o.key, None, 0, false),
+            Some(o) => match self.known_obj(o.index) {
+                Some(local) => local,
+                None => self.intern(ObjectKind::from_code(o.kind), o.key, None, 0, false),
             },
             None => NO_OBJ,
         };
-        let x = e.offset.or_else(|| aux_of(e.op, e));
-        let mut flags = 0;
-        if e.seq.is_some() {
-            flags |= HAS_SEQ;
-        }
-        if x.is_some() {
-            flags |= HAS_X;
-        }
-        let ev = Ev {
-            ticks: e.ticks,
-            dur: e.dur_ticks,
-            seq: e.seq.unwrap_or(0),
-            x: x.unwrap_or(0),
-            obj,
-            res: sat_i32(e.result.unwrap_or(0)),
-            stack: u32::try_from(e.stack.unwrap_or(0)).unwrap_or(0),
-            op: OpName::from_code(e.op_code),
-            flags,
-            cpu: e.cpu_ns,
-        };
+        let ev = ev_of(e, obj);
         match (e.op, e.fd.and_then(|f| u32::try_from(f).ok())) {
             (Some(Op::EpollCtl), Some(fd)) => {
                 if let (Some(epoll), Some(data)) = (e.aux, e.aux2) {
@@ -207,14 +232,23 @@ impl FileSink for ThreadSink {
             _ => {}
         }
         self.last_obj = obj;
-        let o = self.objs.get(obj as usize);
-        // Only futex and semaphore calls can be lock traffic; other events skip the lookup.
-        let traffic = e.op.is_some_and(|op| super::event::lock_op(op.into()));
-        let lock_word = match (&self.lock_words, o) {
-            (Some(words), Some(o)) if traffic => words.contains(&o.name(self.process)),
-            _ => false,
-        };
-        self.cut.feed(&ev, o, lock_word);
+        let lock_word = self.lock_word(e, obj);
+        self.cut.feed(&ev, self.objs.get(obj as usize), lock_word);
+    }
+
+    fn beyond(&mut self, e: &Event) -> bool {
+        // Only what is known already: an event past the window adds no object.
+        let obj = e
+            .obj
+            .and_then(|o| {
+                let kind = ObjectKind::from_code(o.kind);
+                self.known_obj(o.index)
+                    .or_else(|| self.index.get(&(kind, o.key)).copied())
+            })
+            .unwrap_or(NO_OBJ);
+        let lock_word = self.lock_word(e, obj);
+        self.cut
+            .beyond(&ev_of(e, obj), self.objs.get(obj as usize), lock_word)
     }
 
     fn ready(&mut self, r: &Ready) {

@@ -1,11 +1,11 @@
-//! What the miner reads of a causal graph: the leaf types, the edges, the objects and four
+//! What the miner reads of a causal graph: the leaf types, the edges, the objects and five
 //! fields of each leaf. `scalpel infer` hands the miner this much and lets the rest of the graph go while it
 //! mines (the graph is read back from `graph.bin` for the rollups): on a 1.77M-event nginx
 //! recording the graph is 101 MiB and this 46 MiB, and mining was the peak of the whole run.
 
 use std::borrow::Cow;
 
-use scalpel_model::graph::{Edge, Graph, LeafType, LeafTypeId, ObjId, ObjectInfo};
+use scalpel_model::graph::{Edge, Graph, Leaf, LeafType, LeafTypeId, ObjId, ObjectInfo, ThreadId};
 
 /// A leaf as the miner sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +18,20 @@ pub struct MineLeaf {
     pub end_ns: u64,
     /// The object its ending call was on (sessions group leaves by connection).
     pub end_obj: Option<ObjId>,
+    /// Its thread (a run of a repeated pattern is on one thread or one pair of threads).
+    pub thread: ThreadId,
+    /// It is a piece of a leaf that the edge of a window of the trace cut (see [`cut_piece`]).
+    pub cut: bool,
+}
+
+/// Whether `leaf` is a piece of a leaf the edge of a window of the trace cut: the graph stage
+/// types such a piece as the whole leaf, but the piece itself has no call at its cut end.
+pub(crate) fn cut_piece(leaf: &Leaf, types: &[LeafType]) -> bool {
+    let Some(t) = types.get(leaf.ty.index()) else {
+        return false;
+    };
+    (leaf.start_op.is_none() && t.start.op.is_some())
+        || (leaf.end_op.is_none() && t.end.op.is_some())
 }
 
 /// The miner's input: borrowed from a graph that stays, or owned when the graph is let go.
@@ -42,6 +56,8 @@ fn slim(graph: &Graph) -> Vec<MineLeaf> {
             start_ns: l.start_ns,
             end_ns: l.end_ns,
             end_obj: l.end_obj,
+            thread: l.thread,
+            cut: cut_piece(l, &graph.types),
         })
         .collect()
 }

@@ -22,6 +22,7 @@ mod canon;
 mod canon_tree;
 mod contains;
 mod cross;
+mod edge;
 mod grammar;
 mod input;
 mod ix;
@@ -34,6 +35,7 @@ mod runs;
 mod same;
 mod sessions;
 mod tree;
+mod turns;
 mod variants;
 mod work;
 

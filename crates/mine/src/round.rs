@@ -10,7 +10,8 @@ use super::runs::Partners;
 use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge};
 
 /// A pair key with its own non-overlapping support and its occurrences.
-type Ranked = (u32, Rule, Vec<(NodeIx, NodeIx)>);
+use super::turns::{even_reverse_pairs, Ranked};
+use crate::input::MineLeaf;
 
 /// A loop's key: the body symbol and the links from one iteration to the next.
 type LoopKey = (SymIx, Vec<Link>);
@@ -188,7 +189,7 @@ pub(super) fn loop_proposals(
 /// keeps two nodes of one class from pairing. With `allow`, only those keys are candidates,
 /// whatever share of their symbols' nodes they cover (a grammar replayed, see `grammar`).
 pub(super) fn pair_proposals(
-    work: &Work,
+    (work, leaves): (&Work, &[MineLeaf]),
     x: &[XEdge],
     phase: Phase,
     min_support: u32,
@@ -268,6 +269,7 @@ pub(super) fn pair_proposals(
     // client's response → next request edge makes "end of one request + start of the next" as
     // frequent as "start + end of one request", but only the latter shares hand-offs and its
     // thread's program order.
+    even_reverse_pairs(&mut cands, work, leaves);
     let n_links = |r: &Rule| match r {
         Rule::Pair { links, .. } => links.len(),
         _ => 0,

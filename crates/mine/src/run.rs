@@ -6,7 +6,7 @@ use scalpel_model::progress::Progress;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
 use crate::grammar::{self, Grammar};
-use crate::input::MineInput;
+use crate::input::{MineInput, MineLeaf};
 use crate::ix::{IxVec, LeafIx, SymIx};
 use crate::options::{MineOptions, MineWarning, Mined};
 use crate::round::{Phase, Proposals};
@@ -120,6 +120,7 @@ pub fn mine_with(
     if let Some(g) = grammar {
         let mut at = Replay {
             work: &mut work,
+            leaves: &graph.leaves,
             cross: &mut cross,
             x,
             class_cache: &mut class_cache,
@@ -144,7 +145,7 @@ pub fn mine_with(
             // keep (a, b) from going.
             loop {
                 let props = propose(
-                    &work,
+                    (&work, &graph.leaves),
                     &x,
                     phase,
                     min_support,
@@ -192,7 +193,13 @@ pub fn mine_with(
     work.edges = Vec::new();
     let rules = work.syms.len() as u32 - work.leaf_types;
     let classes = class_cache.update(&work);
-    let tree = tree::build(&work, &classes, &local, &causal, min_support);
+    let tree = tree::build(
+        &work,
+        &classes,
+        (&local, &graph.leaves),
+        &causal,
+        min_support,
+    );
     // Freed before the model is built, so that its occurrences reuse the memory.
     drop((classes, class_cache, local, causal));
     let mut built = build::build(graph, &work, &tree);
@@ -225,6 +232,7 @@ pub fn mine_with(
 /// The miner's state while a grammar is replayed on it.
 struct Replay<'w> {
     work: &'w mut Work,
+    leaves: &'w [MineLeaf],
     cross: &'w mut cross::CrossEdges,
     x: Vec<XEdge>,
     class_cache: &'w mut canon::ClassCache,
@@ -253,7 +261,7 @@ impl Replay<'_> {
             progress.status(&format!("mining: replaying step {} of {n}", i + 1));
             let cache = &mut *self.class_cache;
             let props = propose(
-                self.work,
+                (self.work, self.leaves),
                 &self.x,
                 step.phase,
                 1,
@@ -273,7 +281,7 @@ impl Replay<'_> {
 
 /// One phase's proposals (see `round`); `allow` restricts them to a replayed step's rules.
 fn propose(
-    work: &Work,
+    (work, leaves): (&Work, &[MineLeaf]),
     x: &[XEdge],
     phase: Phase,
     min_support: u32,
@@ -283,11 +291,13 @@ fn propose(
 ) -> Proposals {
     match phase {
         Phase::Loops => round::loop_proposals(work, x, min_support, banned, allow),
-        Phase::Strong => round::pair_proposals(work, x, phase, min_support, banned, None, allow),
+        Phase::Strong => {
+            round::pair_proposals((work, leaves), x, phase, min_support, banned, None, allow)
+        }
         Phase::Weak => {
             let classes = class_cache.update(work);
             round::pair_proposals(
-                work,
+                (work, leaves),
                 x,
                 phase,
                 min_support,

@@ -6,7 +6,9 @@
 //! single other class, one per parent node: it is then just a piece of that parent. What is left
 //! are the leaf types, the loops, the top-level tasks and the groups that recur in several
 //! places or several times per parent: the meaningful n-ary tasks. Inlining runs to a fixpoint,
-//! since inlining a parent can make a child's parents all alike.
+//! since inlining a parent can make a child's parents all alike. A node that stands alone only
+//! because the edge of a window of the trace cut its occurrence (a request whose start is in
+//! the window before, see [`edge`]) does not count: in the whole trace it has its parent.
 //!
 //! One exception: a group paired with a task that recurs under different parents is kept. When
 //! a task is a shared part followed (or preceded) by the rest, the rest is what tells it apart:
@@ -21,9 +23,10 @@
 use ahash::AHashSet;
 
 use super::canon::Classes;
+use super::input::MineLeaf;
 use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
 use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
-use super::{loops, same, variants};
+use super::{edge, loops, same, variants};
 
 /// The kept tree.
 pub(super) struct Tree {
@@ -74,10 +77,13 @@ fn nearest_kept(work: &Work, tree: Kept<'_>, n: NodeIx) -> NodeIx {
 
 /// Whether class `c`'s nodes sit under kept parents of two or more classes (top level counting
 /// as one).
-fn under_several(work: &Work, tree: Kept<'_>, nodes: &[NodeIx]) -> bool {
+fn under_several(work: &Work, tree: Kept<'_>, nodes: &[NodeIx], leaves: &[MineLeaf]) -> bool {
     let mut first = None;
     nodes.iter().any(|&n| {
         let p = nearest_kept(work, tree, n);
+        if p.is_none() && remnant(work, tree, leaves, n) {
+            return false;
+        }
         let pc = if p.is_none() {
             SymIx::NONE
         } else {
@@ -85,6 +91,13 @@ fn under_several(work: &Work, tree: Kept<'_>, nodes: &[NodeIx]) -> bool {
         };
         *first.get_or_insert(pc) != pc
     })
+}
+
+/// Whether node `n`, standing alone, is what a window's edge left of an occurrence (see
+/// [`edge`]).
+fn remnant(work: &Work, tree: Kept<'_>, leaves: &[MineLeaf], n: NodeIx) -> bool {
+    let alone = |l: LeafIx| nearest_kept(work, tree, NodeIx::new(l.index())).is_none();
+    edge::remnant(work, leaves, alone, n)
 }
 
 /// How many of class `c`'s `nodes` sit elsewhere than directly under a node of class `w` (under
@@ -228,11 +241,11 @@ fn fold_contexts(
 }
 
 /// Decides the kept classes. `local[l]`: leaf `l` has no edge but program order (see
-/// [`local_leaves`]).
+/// [`local_leaves`]); `leaves`: the graph's leaves as the miner has them.
 pub(super) fn build(
     work: &Work,
     classes: &Classes,
-    local: &IxVec<LeafIx, bool>,
+    (local, leaves): (&IxVec<LeafIx, bool>, &[MineLeaf]),
     causal: &variants::Causal,
     min_support: u32,
 ) -> Tree {
@@ -271,7 +284,7 @@ pub(super) fn build(
                     kept,
                     hidden: &folds.hidden,
                 };
-                under_several(work, tree, &by_class[c])
+                under_several(work, tree, &by_class[c], leaves)
             })
         };
         for &c in &groups {
@@ -302,6 +315,10 @@ pub(super) fn build(
                     hidden: &folds.hidden,
                 };
                 let p = nearest_kept(work, tree, n);
+                // What a window's edge left of an occurrence stands alone only there.
+                if p.is_none() && remnant(work, tree, leaves, n) {
+                    return true;
+                }
                 if p.is_none() || !seen.insert(p) {
                     return false;
                 }
@@ -311,7 +328,7 @@ pub(super) fn build(
                 }
                 pc == parent_class && pc != c && !matches!(work.syms[pc].rule, Rule::Loop { .. })
             });
-            if inline {
+            if inline && parent_class.is_some() {
                 kept[c] = false;
                 changed = true;
             }

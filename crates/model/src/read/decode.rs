@@ -16,6 +16,9 @@ use crate::format::{hdr, ready, rec, sample, ObjKind, Op, MAX_STACK_FRAMES};
 use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
+mod ahead;
+pub(crate) use ahead::MAX_AHEAD;
+
 /// Where decoded events go: kept in [`FileTrace::events`], or handed to a caller's sink one by
 /// one and dropped (see [`super::decode_file_with`]).
 pub(crate) type Sink<'s> = Option<&'s mut dyn super::filetrace::FileSink>;
@@ -46,6 +49,8 @@ pub(crate) struct State<'p, 's> {
     /// them to its sink before its first record.
     defs: Option<HashMap<u64, ObjectDef>>,
     pub(crate) out: FileTrace,
+    /// Past a window's end (see [`ahead`]): whether the sink wants the next event too.
+    ahead: Option<bool>,
 }
 
 /// Where a windowed read of a file stopped, and the decoding state there: the next window
@@ -120,6 +125,7 @@ impl<'p, 's> State<'p, 's> {
             stop_at: u64::MAX,
             stopped: false,
             defs: None,
+            ahead: None,
             out: FileTrace {
                 path: path.to_path_buf(),
                 header,
@@ -426,7 +432,7 @@ impl<'p, 's> State<'p, 's> {
             self.cpu
         });
         let entry = raw.obj.and_then(|i| self.table.get_mut(&i).map(|e| (i, e)));
-        if raw.obj.is_some() && entry.is_none() {
+        if raw.obj.is_some() && entry.is_none() && self.ahead.is_none() {
             if self.undefined_refs == 0 {
                 self.first_undefined = at;
             }
@@ -475,6 +481,7 @@ impl<'p, 's> State<'p, 's> {
             ready: None,
         };
         match self.sink.as_mut() {
+            Some(sink) if self.ahead.is_some() => self.ahead = Some(sink.beyond(&event)),
             Some(sink) => sink.event(&event),
             None => self.out.events.push(event),
         }

@@ -418,6 +418,7 @@ fn decode_from(
         // The rest of the file is the next window's; its end is read there.
         span.end = Some(st.cursor(pos));
         st.out.decoded_len = pos as u64;
+        look_ahead(&mut st, &mut data, pos, limit, start);
         return Ok(st.finish());
     }
     if pos < limit && data.left == 0 && data.off + data.buf.len() < limit {
@@ -444,4 +445,43 @@ fn decode_from(
         );
     }
     Ok(st.finish())
+}
+
+/// Shows the sink the events after a window's end, from data offset `pos`, until it wants no
+/// more (see [`super::decode::ahead`]). A record that does not frame ends it quietly: the next
+/// window reads it and reports it.
+fn look_ahead<R: Source>(
+    st: &mut State<'_, '_>,
+    data: &mut Chunks<R>,
+    mut pos: usize,
+    limit: usize,
+    start: usize,
+) {
+    st.begin_ahead();
+    for _ in 0..super::decode::MAX_AHEAD {
+        if pos >= limit || !data.ensure(pos, 1) {
+            break;
+        }
+        let Some(kind) = data.get(pos) else { break };
+        if kind == rec::PAD {
+            pos = data.skip_zeros(pos, limit);
+            continue;
+        }
+        data.ensure(pos, 11.min(limit - pos));
+        let mut d = Dec::new(data.slice(pos + 1, 10.min(limit - pos - 1)));
+        let Ok(len) = d.varint() else { break };
+        let body = pos + 1 + d.pos();
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| body.checked_add(l))
+            .filter(|&end| end <= limit);
+        let Some(end) = end.filter(|&end| data.ensure(body, end - body)) else {
+            break;
+        };
+        let payload = data.slice(body, end - body);
+        if payload.len() < end - body || !st.record_ahead(kind, payload, (start + pos) as u64) {
+            break;
+        }
+        pos = end;
+    }
 }

@@ -70,6 +70,13 @@ pub trait FileSink {
     }
     /// A READY record: what the readiness wait just handed to [`FileSink::event`] reported.
     fn ready(&mut self, _ready: &Ready) {}
+    /// An event past the end of a window of the trace (see [`super::Windows`]), in file order,
+    /// after every event of the window: not part of the window (the next one holds it), shown
+    /// so that the sink can learn how what the window cut goes on. Returns whether the sink
+    /// wants the next one too; a few thousand at most are shown. The default wants none.
+    fn beyond(&mut self, _e: &Event) -> bool {
+        false
+    }
     /// The file is decoded (its objects, stacks and warnings are complete): the place to reduce
     /// what [`FileSink::event`] kept. [`super::read_dir_with`] calls it on the worker thread
     /// that decoded the file.

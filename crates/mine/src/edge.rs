@@ -63,3 +63,48 @@ fn run_to_cut(
     }
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalpel_model::graph::{LeafTypeId, ThreadId};
+
+    fn leaf(thread: u32, cut: bool) -> MineLeaf {
+        MineLeaf {
+            ty: LeafTypeId::new(0),
+            start_ns: 0,
+            end_ns: 0,
+            end_obj: None,
+            thread: ThreadId::new(thread),
+            cut,
+        }
+    }
+
+    #[test]
+    fn loose_leaves_reach_the_piece_the_edge_cut_on_their_thread_only() {
+        // Thread 0: the piece the window's start cut, two loose leaves, one in a task. Thread
+        // 1: one loose leaf, then the piece the window's end cut.
+        let leaves = [
+            leaf(0, true),
+            leaf(0, false),
+            leaf(0, false),
+            leaf(0, false),
+            leaf(1, false),
+            leaf(1, true),
+        ];
+        let alone = |l: LeafIx| l.index() != 3;
+        let walk =
+            |from: usize, forward: bool| run_to_cut(&leaves, &alone, LeafIx::new(from), forward);
+        assert!(
+            walk(2, false),
+            "back over a loose leaf to the start's piece"
+        );
+        assert!(!walk(2, true), "a leaf in a task ends the run");
+        assert!(
+            !walk(3, true),
+            "the next thread's piece is not this thread's"
+        );
+        assert!(walk(4, true));
+        assert!(!walk(4, false));
+    }
+}

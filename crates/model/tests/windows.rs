@@ -213,6 +213,77 @@ fn windows_are_read_in_order() {
     assert!(w.read_with(w.count(), none).is_err());
 }
 
+/// Collects a file's events, and up to `want` of those past the window's end.
+#[derive(Default)]
+struct Peek {
+    path: PathBuf,
+    events: Vec<Kept>,
+    beyond: Vec<Kept>,
+    want: usize,
+}
+
+impl FileSink for Peek {
+    fn event(&mut self, e: &Event) {
+        assert!(
+            self.beyond.is_empty(),
+            "an event of the window after one past it"
+        );
+        self.events.push(kept(e));
+    }
+
+    fn beyond(&mut self, e: &Event) -> bool {
+        self.beyond.push(kept(e));
+        self.beyond.len() < self.want
+    }
+}
+
+#[test]
+fn a_sink_sees_the_events_past_a_windows_end_as_the_next_window_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write_trace(dir.path(), 11, 2_000);
+    let expected = whole(dir.path());
+    let mut w = Windows::survey(dir.path(), 400).unwrap();
+    assert!(w.count() > 2);
+    let mut read: Vec<(PathBuf, Vec<Kept>)> = Vec::new();
+    let mut shown: Vec<(PathBuf, Vec<Kept>)> = Vec::new();
+    for k in 0..w.count() {
+        let (_, sinks) = w
+            .read_with(k, |p| Peek {
+                path: p.to_path_buf(),
+                want: 5,
+                ..Peek::default()
+            })
+            .unwrap();
+        for c in sinks.into_iter().flat_map(|p| p.threads) {
+            // What the window before showed past its end is what this one reads first.
+            if let Some((_, past)) = shown.iter().find(|(p, _)| *p == c.path) {
+                assert_eq!(
+                    &c.events[..past.len().min(c.events.len())],
+                    &past[..past.len().min(c.events.len())]
+                );
+            }
+            shown.retain(|(p, _)| *p != c.path);
+            if !c.beyond.is_empty() {
+                assert!(c.beyond.len() <= 5);
+                shown.push((c.path.clone(), c.beyond));
+            }
+            match read.iter_mut().find(|(p, _)| *p == c.path) {
+                Some((_, ev)) => ev.extend(c.events),
+                None => read.push((c.path, c.events)),
+            }
+        }
+    }
+    // The last window ends at the files' ends: nothing past it.
+    assert!(
+        shown.is_empty(),
+        "{} files showed events past the last window",
+        shown.len()
+    );
+    // Looking past the end changes nothing the windows hold.
+    read.sort();
+    assert_eq!(read, expected);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
 

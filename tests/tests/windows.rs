@@ -209,9 +209,11 @@ fn memory_limits_get_clear_errors() {
     }
 }
 
-/// A leaf type of window `k` that lacks a call at one end (a thread's first or last leaf) is
-/// one the whole graph has: a leaf a window's edge cut is typed as the whole leaf, not as one
-/// that ends (or begins) nowhere.
+/// A leaf type of window `k` that ends at no call (a thread's last leaf) is one the whole graph
+/// has: a leaf a window's end cut is typed as the whole leaf, not as one that ends nowhere. (A
+/// type that begins at no call is not checked: a leaf after a weak program edge is typed by its
+/// end alone, and a window may find an edge weak that the whole does not, where the hand-off
+/// that decided it was in the window before.)
 fn open_types_are_the_wholes(g: &Graph, whole: &Graph, k: usize) {
     let key = |t: &LeafType| {
         let ends = [&t.start, &t.end].map(|b| (b.op.map(|o| o.to_string()), b.function.clone()));
@@ -219,7 +221,7 @@ fn open_types_are_the_wholes(g: &Graph, whole: &Graph, k: usize) {
     };
     let whole: std::collections::HashSet<_> = whole.types.iter().map(key).collect();
     for t in &g.types {
-        if t.start.op.is_none() || t.end.op.is_none() {
+        if t.end.op.is_none() {
             assert!(
                 whole.contains(&key(t)),
                 "window {k}: {t:?} is in no leaf of the whole trace"

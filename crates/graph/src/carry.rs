@@ -112,16 +112,21 @@ impl WindowCarry {
     /// Keeps the loop heads a window's reading (`trace`, and the `sinks` that cut its threads)
     /// found for the threads that had none yet, and the starts of the leaves its end cut.
     pub(crate) fn keep(&mut self, trace: &TraceDir, sinks: &[ProcessSinks<ThreadSink>]) {
-        self.starts.clear();
         for (p, s) in trace.processes.iter().zip(sinks) {
             for (f, s) in p.threads.iter().zip(&s.threads) {
                 let Some(out) = s.out.as_ref() else { continue };
                 if let Some(h) = out.weak.head_site.clone() {
                     self.heads.entry(f.path.clone()).or_insert(h);
                 }
-                if let Some(start) = out.cut_start {
-                    self.starts.insert(f.path.clone(), start);
+                // A thread idle through the whole window is still in the leaf an earlier
+                // window's end cut.
+                if s.events == 0 {
+                    continue;
                 }
+                match out.cut_start {
+                    Some(start) => self.starts.insert(f.path.clone(), start),
+                    None => self.starts.remove(&f.path),
+                };
             }
         }
     }

@@ -36,6 +36,12 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
     let o = scalpel_cmd(&["infer", dir, "-o", whole.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let out = run.tmp.path().join("windows");
+    // What an earlier run with more windows left: its window goes, a user's file stays.
+    let stale = out.join("window-0009");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("model.json"), "{}").unwrap();
+    std::fs::create_dir_all(out.join("window-0010")).unwrap();
+    std::fs::write(out.join("window-0010/notes.txt"), "mine").unwrap();
     let o = scalpel_cmd(&["infer", dir, "-o", out.to_str().unwrap(), "--memory", "16M"]);
     assert!(o.status.success(), "{}", text(&o));
     let said = text(&o);
@@ -75,6 +81,11 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         assert!(top.status.success(), "{}", text(&top));
     }
     assert_eq!(events, whole_events, "every event in exactly one window");
+    assert!(
+        !stale.exists(),
+        "an earlier run's window-0009 is still there"
+    );
+    assert!(out.join("window-0010/notes.txt").exists());
     // At each boundary a thread's open leaf is cut in two, and where its first call after the
     // boundary returns from a wait, the wait's entry makes an empty leaf before it: at most two
     // leaves more per thread and boundary.

@@ -133,6 +133,7 @@ impl Pipeline {
             dir: out.to_path_buf(),
             source,
         })?;
+        remove_stale_windows(out, summary.windows.len());
         Ok(summary)
     }
 
@@ -277,4 +278,43 @@ pub fn trace_bytes(dir: &Path) -> u64 {
             .map(|e| sizes(&e.path()))
             .sum()
     })
+}
+
+/// What `infer` writes in a window's directory (see `scalpel_views::outputs`).
+const WINDOW_FILES: [&str; 10] = [
+    "graph.json",
+    "graph.bin",
+    "graph-summary.txt",
+    "types.dot",
+    "types.svg",
+    "model.json",
+    "model.bin",
+    "model.dot",
+    "model.svg",
+    "model-tree.txt",
+];
+
+/// Takes away the windows an earlier run wrote into `out` past this run's `count`: their files,
+/// and each directory once nothing else is in it (a file the user put there keeps it). Left,
+/// `window-0007` of a run with more windows would be read as this run's.
+fn remove_stale_windows(out: &Path, count: usize) {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let index = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("window-"))
+            .filter(|d| d.len() >= 4 && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<usize>().ok());
+        if index.is_none_or(|k| k < count) || !entry.path().is_dir() {
+            continue;
+        }
+        for file in WINDOW_FILES {
+            // Best effort: what cannot be removed stays, as a user's own file would.
+            let _ = std::fs::remove_file(entry.path().join(file));
+        }
+        let _ = std::fs::remove_dir(entry.path());
+    }
 }

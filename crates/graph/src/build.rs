@@ -217,7 +217,7 @@ struct Rest {
 /// Phase 4: notification edges matched per object, then the passes that need all of them.
 /// Signal edges are matched after every other notification: a return that something else
 /// already caused is no signal's.
-fn causal_edges(asm: Assembled, carry: Option<&mut WindowCarry>) -> Caused {
+fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
     let mut graph = asm.graph;
     // Signal sends and thread starts (which name the handles pthread_kill uses).
     let sends: Vec<Bound> = asm
@@ -237,9 +237,14 @@ fn causal_edges(asm: Assembled, carry: Option<&mut WindowCarry>) -> Caused {
         .filter(|c| c.3 != 0)
         .map(|c| (c.3, c.2))
         .collect();
+    // In a window, what `epoll_ctl` registered in the windows before and still stands.
+    let ctls = match carry.as_deref_mut() {
+        Some(c) => c.registrations(asm.ctls, &asm.closes, &asm.obj_names),
+        None => asm.ctls,
+    };
     let reports = ready::reports(
         &asm.ready,
-        asm.ctls,
+        ctls,
         asm.closes,
         &asm.stream_by_key,
         &graph,

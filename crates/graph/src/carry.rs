@@ -10,7 +10,9 @@
 //!   starts, for its type, at the call that started it (`leaves::window`);
 //! - a thread's loop-head guess is tested where the thread takes hand-offs, which may be an
 //!   earlier window than the one that serves its connection, so the verdict is kept
-//!   (`edges::handoff_weak`).
+//!   (`edges::handoff_weak`);
+//! - what an epoll instance watches is what `epoll_ctl` registered on it, in whatever window:
+//!   the registrations still standing at a window's end are kept (`ready::reports` reads them).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,7 @@ use scalpel_model::format::ObjKind;
 
 use crate::event::{KindOf, ObjName, HAS_SEQ};
 use crate::leaves::{Bound, WindowEdge};
+use crate::ready::{self, Close, Ctl};
 use scalpel_model::read::{ProcessSinks, TraceDir};
 
 use crate::sink::ThreadSink;
@@ -36,6 +39,10 @@ pub struct WindowCarry {
     /// By thread (pid, tid): whether its loop-head guess was found taken at (see
     /// `edges::handoff_weak`).
     verdicts: AHashMap<(u32, u32), bool>,
+    /// The `epoll_ctl` registrations standing at the last window's end, by (process, epoll
+    /// instance, user data): the latest few, oldest first, each with the stream it names (a
+    /// later one whose descriptor was closed leaves the one before it standing).
+    regs: AHashMap<(u32, u64, u64), Vec<(Ctl, ObjName)>>,
     seqs: AHashMap<ObjName, u64>,
     /// Calls left out of matching because their partner was in an earlier window.
     crossed: u64,
@@ -99,6 +106,58 @@ impl WindowCarry {
         self.heads.get(path).cloned()
     }
 
+    /// This window's registrations (`ctls`, objects numbered as `names`) after those that
+    /// earlier windows made and that still stand, for `ready::reports`; then keeps those that
+    /// still stand at this window's end (no later registration of the same data, descriptor
+    /// not closed after it: `closes`).
+    pub(crate) fn registrations(
+        &mut self,
+        ctls: Vec<Ctl>,
+        closes: &[Close],
+        names: &[ObjName],
+    ) -> Vec<Ctl> {
+        let index: AHashMap<ObjName, u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (n, i as u32))
+            .collect();
+        let mut all: Vec<Ctl> = self
+            .regs
+            .values()
+            .flatten()
+            .filter_map(|&(c, name)| {
+                Some(Ctl {
+                    obj: *index.get(&name)?,
+                    ..c
+                })
+            })
+            .collect();
+        all.sort_unstable_by_key(|c| (c.process, c.epoll, c.data, c.at));
+        let mut mine = ctls;
+        mine.sort_unstable_by_key(|c| (c.process, c.epoll, c.data, c.at));
+        for c in &mine {
+            let Some(&name) = names.get(c.obj as usize) else {
+                continue;
+            };
+            let regs = self.regs.entry((c.process, c.epoll, c.data)).or_default();
+            regs.push((*c, name));
+            if regs.len() > ready::LOOK_BACK {
+                regs.remove(0);
+            }
+        }
+        let closed = |c: &Ctl| {
+            closes
+                .iter()
+                .any(|k| k.0 == c.process && k.1 == c.fd && k.2 >= c.at)
+        };
+        for regs in self.regs.values_mut() {
+            regs.retain(|(c, _)| !closed(c));
+        }
+        self.regs.retain(|_, regs| !regs.is_empty());
+        all.extend(mine);
+        all
+    }
+
     /// The loop-head verdicts of the windows so far, for the next to read and add to.
     pub(crate) fn head_verdicts(&mut self) -> &mut AHashMap<(u32, u32), bool> {
         &mut self.verdicts
@@ -129,5 +188,52 @@ impl WindowCarry {
                 };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::LocalObj;
+    use scalpel_model::graph::ObjectKind;
+
+    fn name(key: u64) -> ObjName {
+        LocalObj {
+            kind: ObjectKind::from_code(ObjKind::Stream as u8),
+            key,
+            chan: None,
+            channel: 0,
+            shared: false,
+        }
+        .name(0)
+    }
+
+    fn ctl(at: u64, obj: u32, fd: u32) -> Ctl {
+        Ctl {
+            at,
+            epoll: 7,
+            data: 42,
+            obj,
+            fd,
+            process: 0,
+        }
+    }
+
+    #[test]
+    fn a_registration_stands_in_later_windows_until_its_descriptor_is_closed() {
+        let mut carry = WindowCarry::default();
+        // Window 0: the eventfd (key 100, object 0) registered under data 42, then a test
+        // socket (key 200, object 1) under the same data, closed at once.
+        let first = [name(100), name(200)];
+        let got = carry.registrations(vec![ctl(10, 0, 5), ctl(20, 1, 6)], &[(0, 6, 30, 0)], &first);
+        assert_eq!(got.len(), 2);
+        // Window 1 numbers its objects otherwise: the eventfd is object 3 there.
+        let second = [name(300), name(301), name(302), name(100)];
+        let got = carry.registrations(Vec::new(), &[], &second);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].obj, got[0].fd, got[0].at), (3, 5, 10));
+        // Window 2 closes the eventfd: nothing stands after it.
+        carry.registrations(Vec::new(), &[(0, 5, 50, 0)], &second);
+        assert!(carry.registrations(Vec::new(), &[], &second).is_empty());
     }
 }

@@ -57,7 +57,7 @@ pub(super) type Close = (u32, u32, u64, u64);
 
 /// How many earlier registrations of the same data a report looks through for one that is
 /// still open.
-const LOOK_BACK: usize = 8;
+pub(super) const LOOK_BACK: usize = 8;
 
 /// Per stream object, the waits that reported it: (when the wait returned, the leaf it started),
 /// sorted.

@@ -77,6 +77,7 @@ mod tests {
             end_obj: None,
             thread: ThreadId::new(thread),
             cut,
+            resumes: false,
         }
     }
 

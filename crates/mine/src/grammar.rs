@@ -35,13 +35,19 @@ pub struct Grammar {
     /// one key, the most frequent stands for the most frequent here (see [`SymMap::new`]).
     leaf_counts: Vec<u64>,
     steps: Vec<Step>,
+    /// Whether the task tree kept each rule's class as a task type, by the rule's symbol in the
+    /// run that learned it (a rule inlined into its parent there is inlined where it is
+    /// replayed: see `tree::build`).
+    kept: AHashMap<SymIx, bool>,
 }
 
-/// What identifies a leaf type from one graph to another.
-fn leaf_key(t: &LeafType) -> String {
+/// What identifies a leaf type from one graph to another: its boundaries, not its name, whose
+/// `#` suffix depends on which other types the graph has (a window without one of two types of
+/// one name names the other without a suffix).
+pub(crate) fn leaf_key(t: &LeafType) -> String {
     format!(
-        "{}|{:?}|{:x}|{:?}|{:x}",
-        t.name, t.start.op, t.start.code_key, t.end.op, t.end.code_key
+        "{:?}|{:x}|{:?}|{:x}",
+        t.start.op, t.start.code_key, t.end.op, t.end.code_key
     )
 }
 
@@ -60,7 +66,17 @@ impl Grammar {
             leaf_keys: types.iter().map(leaf_key).collect(),
             leaf_counts: types.iter().map(|t| t.count).collect(),
             steps: Vec::new(),
+            kept: AHashMap::new(),
         }
+    }
+
+    /// Records, for every rule, whether the tree kept its class (`kept_class`).
+    pub(crate) fn set_kept(&mut self, kept_class: impl Fn(SymIx) -> bool) {
+        self.kept = self
+            .steps
+            .iter()
+            .flat_map(|s| s.rules.iter().map(|(sym, _)| (*sym, kept_class(*sym))))
+            .collect();
     }
 
     /// Records a step (nothing when it added no rule).
@@ -104,6 +120,18 @@ fn by_key(types: impl Iterator<Item = (String, u64)>) -> AHashMap<String, Vec<us
             (k, v.into_iter().map(|(_, i)| i).collect())
         })
         .collect()
+}
+
+/// Each of `types` as the grammar finds it in another graph: its key, and its rank among the
+/// types of that key by frequency (see [`SymMap::new`]).
+pub(crate) fn ranked_keys(types: &[LeafType]) -> Vec<(String, usize)> {
+    let mut out = vec![(String::new(), 0); types.len()];
+    for (key, ranked) in by_key(types.iter().map(|t| (leaf_key(t), t.count))) {
+        for (rank, i) in ranked.into_iter().enumerate() {
+            out[i] = (key.clone(), rank);
+        }
+    }
+    out
 }
 
 impl SymMap {
@@ -158,6 +186,18 @@ impl SymMap {
             .iter()
             .filter_map(|(_, r)| self.rule(r))
             .collect()
+    }
+
+    /// After the replay: for each rule replayed, its symbol here and whether `g`'s tree kept
+    /// it.
+    pub(crate) fn kept(&self, g: &Grammar) -> Vec<(SymIx, bool)> {
+        let mut v: Vec<(SymIx, bool)> = self
+            .rules
+            .iter()
+            .filter_map(|(learned, here)| Some((*here, *g.kept.get(learned)?)))
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// After the step's replay: the symbols this run gave the rules it added.

@@ -22,6 +22,9 @@ pub struct MineLeaf {
     pub thread: ThreadId,
     /// It is a piece of a leaf that the edge of a window of the trace cut (see [`cut_piece`]).
     pub cut: bool,
+    /// It is its thread's first leaf in a part of a sample after the first part that has the
+    /// thread (see [`MineInput::joined`]): what lies before it in the recording is left out.
+    pub resumes: bool,
 }
 
 /// Whether `leaf` is a piece of a leaf the edge of a window of the trace cut: the graph stage
@@ -58,6 +61,7 @@ fn slim(graph: &Graph) -> Vec<MineLeaf> {
             end_obj: l.end_obj,
             thread: l.thread,
             cut: cut_piece(l, &graph.types),
+            resumes: false,
         })
         .collect()
 }

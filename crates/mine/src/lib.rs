@@ -33,6 +33,7 @@ mod round;
 mod run;
 mod runs;
 mod same;
+mod sample;
 mod sessions;
 mod tree;
 mod turns;
@@ -48,5 +49,6 @@ pub use input::{MineInput, MineLeaf};
 pub use names::{NameOverrides, NamesError};
 pub use options::{MineOptions, MineWarning, Mined, DEFAULT_MIN_SUPPORT};
 pub use run::{mine, mine_input, mine_with};
+pub use sample::SamplePart;
 
 use run::pattern_kind;

@@ -117,6 +117,7 @@ pub fn mine_with(
     let mut learned = Grammar::new(&graph.types);
     let mut rounds = 0u32;
     let mut replayed = 0;
+    let mut forced = Vec::new();
     if let Some(g) = grammar {
         let mut at = Replay {
             work: &mut work,
@@ -125,7 +126,7 @@ pub fn mine_with(
             x,
             class_cache: &mut class_cache,
         };
-        (rounds, replayed) = at.run(g, &graph.types, &mut learned, progress);
+        (rounds, replayed, forced) = at.run(g, &graph.types, &mut learned, progress);
         x = at.x;
     }
     let mut banned: AHashSet<Rule> = AHashSet::new();
@@ -199,7 +200,9 @@ pub fn mine_with(
         (&local, &graph.leaves),
         &causal,
         min_support,
+        &forced,
     );
+    learned.set_kept(|s| tree.kept[classes.of[s]]);
     // Freed before the model is built, so that its occurrences reuse the memory.
     drop((classes, class_cache, local, causal));
     let mut built = build::build(graph, &work, &tree);
@@ -240,14 +243,15 @@ struct Replay<'w> {
 
 impl Replay<'_> {
     /// Replays `g`'s steps (see `grammar`), recording what each added in `learned`. Returns the
-    /// rounds (the steps that contracted something, as a round does) and the rules replayed.
+    /// rounds (the steps that contracted something, as a round does), the rules replayed, and
+    /// for each the symbol it has here and whether `g`'s tree kept it.
     fn run(
         &mut self,
         g: &Grammar,
         types: &[LeafType],
         learned: &mut Grammar,
         progress: &dyn Progress,
-    ) -> (u32, usize) {
+    ) -> (u32, usize, Vec<(SymIx, bool)>) {
         let (mut rounds, mut replayed) = (0, 0);
         let mut at = grammar::SymMap::new(g, types);
         let none = AHashSet::new();
@@ -275,7 +279,7 @@ impl Replay<'_> {
             at.learn(step, &added);
             learned.push(step.phase, added);
         }
-        (rounds, replayed)
+        (rounds, replayed, at.kept(g))
     }
 }
 
@@ -290,7 +294,7 @@ fn propose(
     allow: Option<&AHashSet<Rule>>,
 ) -> Proposals {
     match phase {
-        Phase::Loops => round::loop_proposals(work, x, min_support, banned, allow),
+        Phase::Loops => round::loop_proposals((work, leaves), x, min_support, banned, allow),
         Phase::Strong => {
             round::pair_proposals((work, leaves), x, phase, min_support, banned, None, allow)
         }

@@ -241,17 +241,32 @@ fn fold_contexts(
 }
 
 /// Decides the kept classes. `local[l]`: leaf `l` has no edge but program order (see
-/// [`local_leaves`]); `leaves`: the graph's leaves as the miner has them.
+/// [`local_leaves`]); `leaves`: the graph's leaves as the miner has them; `forced`: rules of a
+/// replayed grammar with whether the tree that learned them kept them (see below).
 pub(super) fn build(
     work: &Work,
     classes: &Classes,
     (local, leaves): (&IxVec<LeafIx, bool>, &[MineLeaf]),
     causal: &variants::Causal,
     min_support: u32,
+    forced: &[(SymIx, bool)],
 ) -> Tree {
     let mut class: IxVec<NodeIx, SymIx> = work.nodes.iter().map(|n| classes.of[n.sym]).collect();
     let n_syms = work.syms.len();
     let mut kept = IxVec::from_elem(true, n_syms);
+    // Whether a class is inlined turns on where its few odd occurrences stand (a request the
+    // recording's end cut, beside whole ones), which a part of a trace may not hold: a rule a
+    // replayed grammar brings is kept or inlined as where it was learned.
+    let mut fixed: IxVec<SymIx, Option<bool>> = IxVec::from_elem(None, n_syms);
+    for &(s, k) in forced {
+        let c = classes.of[s];
+        fixed[c] = Some(fixed[c].unwrap_or(false) || k);
+    }
+    for (c, f) in fixed.iter_enumerated() {
+        if *f == Some(false) {
+            kept[c] = false;
+        }
+    }
     let mut by_class: IxVec<SymIx, Vec<NodeIx>> = IxVec::from_elem(Vec::new(), n_syms);
     for (i, &c) in class.iter_enumerated() {
         by_class[c].push(i);
@@ -288,7 +303,7 @@ pub(super) fn build(
             })
         };
         for &c in &groups {
-            if !kept[c] {
+            if !kept[c] || fixed[c].is_some() {
                 continue;
             }
             let beside_shared = by_class[c].iter().all(|&n| {

@@ -69,8 +69,8 @@ pub struct Windows {
 
 impl Windows {
     /// Reads the directory at `path` once for its metadata and places windows of about
-    /// `events_per_window` events each (at least one window; at most one per sampled event
-    /// time).
+    /// `events_per_window` events each, the first and the last half that (at least one window;
+    /// at most one per sampled event time).
     pub fn survey(path: impl AsRef<Path>, events_per_window: u64) -> Result<Windows, ReadError> {
         let path = path.as_ref().to_path_buf();
         let (survey, sinks) = read_dir_with(&path, |_| Sampler::default())?;
@@ -260,12 +260,18 @@ impl Windows {
 }
 
 /// The boundaries that split `events` events, whose sampled times are `times` (sorted), into
-/// windows of about `per_window`: increasing, none repeated.
+/// windows of at most about `per_window`: increasing, none repeated. The first and the last
+/// window hold half as many as the others, so that the two together, the sample the miner
+/// learns its rules on (`scalpel_mine::MineInput::joined`), are one window's worth.
 fn place_bounds(times: &[u64], events: u64, per_window: u64) -> Vec<u64> {
-    let windows = events.div_ceil(per_window).max(1);
-    let mut bounds: Vec<u64> = (1..windows)
+    if events <= per_window {
+        return Vec::new();
+    }
+    // In half windows: one at each end, two for each window between.
+    let halves = 2 * events.div_ceil(per_window);
+    let mut bounds: Vec<u64> = (0..halves / 2)
         .filter_map(|j| {
-            let i = u128::from(j) * times.len() as u128 / u128::from(windows);
+            let i = u128::from(2 * j + 1) * times.len() as u128 / u128::from(halves);
             times.get(usize::try_from(i).ok()?).copied()
         })
         .collect();
@@ -296,9 +302,10 @@ mod tests {
     #[test]
     fn bounds_split_the_sample_evenly_and_never_repeat() {
         let times: Vec<u64> = (0..100).map(|i| i * 10).collect();
+        // Four windows' worth: half a window at each end, three whole ones between.
         assert_eq!(
             place_bounds(&times, 100 * 256, 25 * 256),
-            vec![250, 500, 750]
+            vec![120, 370, 620, 870]
         );
         assert_eq!(place_bounds(&times, 100, 1000), Vec::<u64>::new());
         let same = vec![7; 50];

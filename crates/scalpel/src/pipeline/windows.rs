@@ -1,25 +1,32 @@
 //! `infer` on a trace too large to hold whole: the trace read in time windows (see
-//! [`Windows`]), each window's graph built, mined and written on its own, so that memory
-//! follows a window's events rather than the trace's.
+//! [`Windows`]), each window's graph built and written on its own, then each window mined on its
+//! own, so that memory follows a window's events rather than the trace's.
 //!
-//! The first window is mined as usual; every later one first replays the rules the window
-//! before it learned ([`scalpel_mine::mine_with`]) and mines only what they leave, so a task
-//! keeps its type and name from window to window. What a window cannot see is the other side
-//! of what crosses its boundary: a wake-up whose signal came before it, a leaf or a task cut in
-//! two. `windows.json` lists each window with its events, leaves, edges and top-level task types,
-//! so that those differences can be counted.
+//! The miner's rules are learned once, on a sample made of the first and the last window
+//! ([`MineInput::joined`]; those two hold half as many events as the others, so the sample is
+//! one window's worth): where the counts of two ways to build a task are nearly equal, the
+//! whole trace's choice comes from where its threads begin and end, and only those two windows
+//! hold that. The first window replays the sample's rules, every later one the rules of the
+//! window before it ([`scalpel_mine::mine_with`]), and each mines only what they leave, so a task
+//! keeps its type and name from window to window. So every graph is written before any window
+//! is mined, and each is read back for its model. What a window cannot see is the other side of
+//! what crosses its boundary: a wake-up whose signal came before it, a leaf or a task cut in
+//! two. `windows.json` lists each window with its events, leaves, edges and top-level task
+//! types, so that those differences can be counted.
 
 use std::path::Path;
 
-use scalpel_graph::{build_graph_window, WindowCarry};
-use scalpel_mine::Grammar;
+use scalpel_graph::{build_graph_window, Built, WindowCarry};
+use scalpel_mine::{Grammar, MineInput, SamplePart};
+use scalpel_model::graph::Graph;
 use scalpel_model::progress::{Progress, Timings};
 use scalpel_model::read::Windows;
+use scalpel_model::store::read_graph;
 use scalpel_model::task::Model;
 use std::io::Write;
 
 use scalpel_views::outfile::OutDir;
-use scalpel_views::outputs::{write_file, write_graph_files};
+use scalpel_views::outputs::{write_file, write_graph_files, GraphFiles};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 use serde::Serialize;
 
@@ -102,26 +109,38 @@ impl Pipeline {
                 self.install(|| Windows::survey(dir, how.events_per_window))
             })
             .map_err(survey)?;
-        let mut grammar: Option<Grammar> = None;
         let mut carry = WindowCarry::default();
         let mut summary = WindowsSummary {
             events: windows.events(),
             events_per_window: how.events_per_window,
             windows: Vec::new(),
         };
+        let mut graphs = Vec::with_capacity(windows.count());
         for k in 0..windows.count() {
-            let mut at = At {
-                windows: &mut windows,
-                k,
-                grammar: &mut grammar,
-                carry: &mut carry,
-            };
             // One line per phase for all windows (`Timings::absorb`).
             let mut tw = Timings::new();
-            let (w, warnings) = self.infer_window(&mut at, out, how, &mut tw, progress)?;
+            let g =
+                self.window_graph((&mut windows, k), &mut carry, out, how, &mut tw, progress)?;
             t.absorb(tw);
-            each(&w, &warnings);
-            summary.windows.push(w);
+            if how.model {
+                graphs.push(g);
+            } else {
+                each(&g.summary, &g.warnings);
+                summary.windows.push(g.summary);
+            }
+        }
+        if how.model {
+            let mut grammar = t.phase("rules of the first and last windows", progress, || {
+                self.sample_grammar(&graphs, progress)
+            })?;
+            for g in graphs {
+                let mut tw = Timings::new();
+                let (w, warnings) =
+                    self.window_model(g, &mut grammar, out, how, &mut tw, progress)?;
+                t.absorb(tw);
+                each(&w, &warnings);
+                summary.windows.push(w);
+            }
         }
         let written = OutDir::create(out).map_err(ViewError::from).and_then(|d| {
             write_file(&d, "windows.json", |w| {
@@ -137,24 +156,17 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Window `at.k`: its graph, its model (with `at.grammar` replayed first, which it then
-    /// replaces with the rules this window used), their files, its summary and what the user
-    /// should hear of it.
-    fn infer_window(
+    /// Window `k`'s graph and its files, with `carry` from the windows before it; its summary
+    /// so far and what the user should hear of it.
+    fn window_graph(
         &self,
-        at: &mut At<'_>,
+        (windows, k): (&mut Windows, usize),
+        carry: &mut WindowCarry,
         out: &Path,
         how: &WindowedInfer<'_>,
         t: &mut Timings,
         progress: &dyn Progress,
-    ) -> Result<(WindowSummary, Vec<Warning>), InferError> {
-        let At {
-            windows,
-            k,
-            grammar,
-            carry,
-        } = at;
-        let k = *k;
+    ) -> Result<WindowGraph, InferError> {
         let crossed_before = carry.crossed();
         let mut built = t
             .phase("causal graph", progress, || {
@@ -172,7 +184,7 @@ impl Pipeline {
             }
         })?;
         let (start_ns, end_ns) = windows.range(k);
-        let mut w = WindowSummary {
+        let summary = WindowSummary {
             index: k,
             dir: window_dir_name(k),
             start_ns,
@@ -184,15 +196,41 @@ impl Pipeline {
             replayed: 0,
             top_level: Vec::new(),
         };
-        // After the summary file, which lists them too.
-        let mut warnings: Vec<Warning> = std::mem::take(&mut built.warnings)
+        let warnings = std::mem::take(&mut built.warnings)
             .into_iter()
             .map(Warning::Graph)
             .collect();
-        if !how.model {
-            return Ok((w, warnings));
-        }
+        Ok(WindowGraph {
+            summary,
+            warnings,
+            files,
+        })
+    }
+
+    /// The model of window `g`, read back from its graph files, with `grammar` replayed first
+    /// (which it then replaces with the rules this window used); its summary completed.
+    fn window_model(
+        &self,
+        g: WindowGraph,
+        grammar: &mut Option<Grammar>,
+        out: &Path,
+        how: &WindowedInfer<'_>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+    ) -> Result<(WindowSummary, Vec<Warning>), InferError> {
+        let WindowGraph {
+            mut summary,
+            mut warnings,
+            files,
+        } = g;
+        let graph = read_back(&files, t, progress)?;
+        let built = Built {
+            graph,
+            warnings: Vec::new(),
+            events: summary.events,
+        };
         let mut step = GraphStep { built, files };
+        let dir = out.join(&summary.dir);
         let done = self.infer_model_with(
             &mut step,
             &dir,
@@ -201,21 +239,82 @@ impl Pipeline {
             t,
             progress,
         )?;
-        w.replayed = done.mined.replayed;
-        w.top_level = top_level(&done.mined.model);
+        summary.replayed = done.mined.replayed;
+        summary.top_level = top_level(&done.mined.model);
         warnings.extend(done.mined.warnings.into_iter().map(Warning::Mine));
-        **grammar = Some(done.mined.grammar);
-        Ok((w, warnings))
+        *grammar = Some(done.mined.grammar);
+        Ok((summary, warnings))
+    }
+
+    /// The rules mined on the first and the last window together (see
+    /// [`MineInput::joined`]), which the first window replays; `None` for a single window.
+    fn sample_grammar(
+        &self,
+        graphs: &[WindowGraph],
+        progress: &dyn Progress,
+    ) -> Result<Option<Grammar>, InferError> {
+        let (Some(first), Some(last)) = (graphs.first(), graphs.last()) else {
+            return Ok(None);
+        };
+        if graphs.len() < 2 {
+            return Ok(None);
+        }
+        let mut t = Timings::new();
+        let first = sample_part(read_back(&first.files, &mut t, progress)?);
+        // The first graph's tables the miner does not read go back before the second is read.
+        scalpel_model::memory::release_freed_memory();
+        let parts = vec![
+            first,
+            sample_part(read_back(&last.files, &mut t, progress)?),
+        ];
+        let sample = MineInput::joined(parts);
+        scalpel_model::memory::release_freed_memory();
+        let mined = self.install(|| {
+            scalpel_mine::mine_with(&sample, "graph.json", &self.opts.mine, None, progress)
+        });
+        Ok(Some(mined.grammar))
     }
 }
 
-/// Where a windowed run is: the windows, the one at hand, and what the windows before it pass
-/// on (the miner's rules, the graph stage's carry).
-struct At<'a> {
-    windows: &'a mut Windows,
-    k: usize,
-    grammar: &'a mut Option<Grammar>,
-    carry: &'a mut WindowCarry,
+/// The graph written in `files`, read back.
+fn read_back(
+    files: &GraphFiles,
+    t: &mut Timings,
+    progress: &dyn Progress,
+) -> Result<Graph, InferError> {
+    t.phase("reading graph.json and graph.bin", progress, || {
+        read_graph(&files.json)
+    })
+    .map_err(|source| InferError::GraphBack {
+        file: files.json.clone(),
+        source,
+    })
+}
+
+/// A window's graph as part of a sample: its threads named by process and thread id.
+fn sample_part(graph: Graph) -> SamplePart<'static, (u32, u32, u32)> {
+    let threads = graph
+        .threads
+        .iter()
+        .map(|t| {
+            let incarnation = graph
+                .processes
+                .get(t.process.index())
+                .map_or(0, |p| p.incarnation);
+            (t.pid, incarnation, t.tid)
+        })
+        .collect();
+    SamplePart {
+        input: MineInput::from_graph(graph),
+        threads,
+    }
+}
+
+/// A window whose graph is written and whose model is not yet mined.
+struct WindowGraph {
+    summary: WindowSummary,
+    warnings: Vec<Warning>,
+    files: GraphFiles,
 }
 
 /// The model's top-level task types with their instances, most first (then by name).

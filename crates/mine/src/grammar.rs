@@ -25,7 +25,8 @@ use crate::round::Phase;
 use crate::work::Rule;
 
 /// The rules of one mining run (see the module docs). Its leaf types are known by their names
-/// and boundaries (operation and code key at each end), which another recording of the same
+/// (without the callers added to tell types apart) and boundaries (operation and code key at
+/// each end), which another recording of the same
 /// program gives them too, so a grammar applies to any graph: rules whose leaf types that
 /// graph lacks are left out.
 #[derive(Clone, Debug, Default)]
@@ -41,12 +42,14 @@ pub struct Grammar {
     kept: AHashMap<SymIx, bool>,
 }
 
-/// What identifies a leaf type from one graph to another: its boundaries, not its name, whose
-/// `#` suffix depends on which other types the graph has (a window without one of two types of
-/// one name names the other without a suffix).
+/// What identifies a leaf type from one graph to another: its boundaries and the start of its
+/// name, not the callers the graph stage adds to the name (`… < caller`) when two types would
+/// share it, which depend on which other types the graph has and how many leaves each holds (a
+/// window without one of them names the other without a caller).
 pub(crate) fn leaf_key(t: &LeafType) -> String {
+    let name = t.name.split(" < ").next().unwrap_or_default();
     format!(
-        "{:?}|{:x}|{:?}|{:x}",
+        "{name}|{:?}|{:x}|{:?}|{:x}",
         t.start.op, t.start.code_key, t.end.op, t.end.code_key
     )
 }

@@ -171,3 +171,108 @@ pub(crate) fn run_support(
     }
     n
 }
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId, ThreadId};
+    use scalpel_model::progress::Quiet;
+    use scalpel_model::task::{Model, TaskKind};
+    use scalpel_model::testgraph::GraphBuilder;
+
+    use super::SamplePart;
+    use crate::{mine_with, MineInput, MineOptions};
+
+    /// A part of a sample whose threads are named as the graph names them.
+    fn part(g: &Graph) -> SamplePart<'_, String> {
+        SamplePart {
+            input: MineInput::of(g),
+            threads: g.threads.iter().map(|t| t.name.clone()).collect(),
+        }
+    }
+
+    /// Threads named `names`, each `n` leaves of one type in a row joined by program order.
+    fn runs(names: &[&str], n: u32) -> Graph {
+        let mut b = GraphBuilder::new();
+        let ty = b.leaf_type("step", None);
+        for name in names {
+            let th = b.thread(name);
+            for i in 0..u64::from(n) {
+                b.leaf(th, ty, 1_000 * i, 1_000 * i + 5);
+            }
+        }
+        b.program_order(|_, _| Some(EdgeKind::Program));
+        b.build()
+    }
+
+    fn mined(input: &MineInput<'_>) -> Model {
+        mine_with(input, "graph.json", &MineOptions::default(), None, &Quiet).model
+    }
+
+    fn loops(m: &Model) -> usize {
+        m.types.iter().filter(|t| t.kind == TaskKind::Loop).count()
+    }
+
+    #[test]
+    fn a_sample_keeps_its_parts_apart_and_each_thread_one_thread() {
+        let mut b = GraphBuilder::new();
+        let (x, y) = (b.leaf_type("x", None), b.leaf_type("y", None));
+        let (t0, t1) = (b.thread("a"), b.thread("b"));
+        let from = b.leaf(t0, x, 0, 5);
+        let to = b.leaf(t1, y, 10, 15);
+        b.edge(from, to, EdgeKind::Cond);
+        let first = b.build();
+        // The second part lists its types the other way round, and a thread of its own.
+        let mut b = GraphBuilder::new();
+        let (y2, x2) = (b.leaf_type("y", None), b.leaf_type("x", None));
+        let (t1, t2) = (b.thread("b"), b.thread("c"));
+        let from = b.leaf(t1, y2, 100, 105);
+        let to = b.leaf(t2, x2, 110, 115);
+        b.leaf(t1, y2, 120, 125);
+        b.edge(from, to, EdgeKind::Stream);
+        let second = b.build();
+        let s = MineInput::joined(vec![part(&first), part(&second)]);
+        assert_eq!(s.leaves.len(), 5);
+        assert_eq!(s.types.len(), 2, "{:?}", s.types);
+        let ty = |i: usize| s.leaves[i].ty;
+        assert_eq!((ty(0), ty(1)), (LeafTypeId::new(0), LeafTypeId::new(1)));
+        assert_eq!((ty(2), ty(3), ty(4)), (ty(1), ty(1), ty(0)));
+        assert_eq!(s.types[1].count, 3);
+        let thread = |i: usize| s.leaves[i].thread;
+        // The builder lists a graph's leaves by thread: b's two, then c's.
+        assert_eq!(thread(2), thread(1), "thread b is one thread");
+        assert_eq!(thread(3), thread(1));
+        assert_ne!(thread(4), thread(0));
+        assert_ne!(thread(4), thread(1));
+        let resumes: Vec<bool> = s.leaves.iter().map(|l| l.resumes).collect();
+        assert_eq!(resumes, [false, false, true, false, false]);
+        let edges: Vec<(u32, u32, EdgeKind)> = s
+            .edges
+            .iter()
+            .map(|e| (e.from.get(), e.to.get(), e.kind))
+            .collect();
+        assert_eq!(edges, [(0, 1, EdgeKind::Cond), (2, 4, EdgeKind::Stream)]);
+    }
+
+    /// Four threads each repeat one step: four runs, fewer than a task needs, so no loop, in
+    /// the whole recording and in a sample of its two halves. Counted apart, the halves made
+    /// eight runs and a loop.
+    #[test]
+    fn a_run_the_samples_gap_cuts_in_two_counts_once() {
+        let names = ["p", "q", "r", "s"];
+        let whole = runs(&names, 40);
+        assert_eq!(loops(&mined(&MineInput::of(&whole))), 0);
+        let (a, b) = (runs(&names, 20), runs(&names, 20));
+        let sample = MineInput::joined(vec![part(&a), part(&b)]);
+        assert_eq!(loops(&mined(&sample)), 0, "the gap made runs of its own");
+        // The same halves with threads of their own are eight runs: a loop.
+        let apart = runs(&["p2", "q2", "r2", "s2"], 20);
+        let sample = MineInput::joined(vec![part(&a), part(&apart)]);
+        assert_eq!(loops(&mined(&sample)), 1);
+        assert_eq!(sample.leaves.iter().filter(|l| l.resumes).count(), 0);
+        assert_eq!(
+            sample.leaves[80].thread,
+            ThreadId::new(4),
+            "threads numbered in the order first seen"
+        );
+    }
+}

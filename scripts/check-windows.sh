@@ -3,8 +3,9 @@
 # `--memory LIMIT` with the address space held to twice the limit (`prlimit --as`; the mappings
 # glibc and the worker threads reserve come to about twice what is resident), and checks with
 # `scalpel-bench-graph compare` that at most BOUND of the leaves stand in another request task
-# (the task each leaf is directly part of) than in the whole model. The figures of both runs go
-# to stderr; docs/BENCHMARKS.md has the commands and what they gave.
+# (the task each leaf is directly part of) than in the whole model, and, when OUTER_BOUND is set,
+# at most that many in another outermost task (`top`'s). The figures of both runs go to stderr;
+# docs/BENCHMARKS.md has the commands and what they gave.
 #
 #   scripts/check-windows.sh [TRACE]   (default target/memcached-trace; LIMIT=256M, BOUND=0.001)
 set -euo pipefail
@@ -21,4 +22,5 @@ limit_bytes=$(numfmt --from=iec "$LIMIT")
 "$SCALPEL" infer "$TRACE" -o "$WORK/whole" --timings >/dev/null
 prlimit --as=$((2 * limit_bytes)) "$SCALPEL" infer "$TRACE" -o "$WORK/windows" --memory "$LIMIT" \
     --timings | tail -3
-"$BENCH" compare "$WORK/whole" "$WORK/windows" --inner-bound "$BOUND"
+"$BENCH" compare "$WORK/whole" "$WORK/windows" --inner-bound "$BOUND" \
+    ${OUTER_BOUND:+--outer-bound "$OUTER_BOUND"}

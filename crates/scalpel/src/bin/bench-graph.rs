@@ -207,7 +207,15 @@ fn run(dir: &Path) -> Result<(), String> {
 /// Prints how far the windows `infer --memory` wrote into `windows` are from the model of the
 /// whole trace in `whole` (see [`WindowedDifference`]); fails when more than `bound` of the
 /// leaves are grouped apart in the task they are directly part of.
-fn compare(whole: &Path, windows: &Path, bound: Option<f64>) -> Result<(), String> {
+/// The most leaves that may stand in another task than in the whole model: in the innermost
+/// task (the one a leaf is directly part of), in the outermost (`top`'s).
+#[derive(Clone, Copy, Default)]
+struct Bounds {
+    inner: Option<f64>,
+    outer: Option<f64>,
+}
+
+fn compare(whole: &Path, windows: &Path, bounds: Bounds) -> Result<(), String> {
     let load = |dir: &Path| {
         let graph = read_graph(&dir.join("graph.json")).map_err(|e| e.to_string())?;
         let model = read_model(&dir.join("model.json")).map_err(|e| e.to_string())?;
@@ -241,35 +249,48 @@ fn compare(whole: &Path, windows: &Path, bound: Option<f64>) -> Result<(), Strin
         d.inner_grouped_apart() * 100.0,
         d.inner_named_apart() * 100.0
     );
-    match bound {
-        Some(b) if d.inner_grouped_apart() > b => Err(format!(
-            "{:.4}% of the leaves are grouped apart in their innermost task, more than the bound \
+    let over = |what: &str, apart: f64, bound: Option<f64>| match bound {
+        Some(b) if apart > b => Err(format!(
+            "{:.4}% of the leaves are grouped apart in their {what} task, more than the bound \
              of {:.4}%",
-            d.inner_grouped_apart() * 100.0,
+            apart * 100.0,
             b * 100.0
         )),
         _ => Ok(()),
+    };
+    over("innermost", d.inner_grouped_apart(), bounds.inner)?;
+    over("outermost", d.grouped_apart(), bounds.outer)
+}
+
+/// `compare`'s options after WHOLE and WINDOWS: `--inner-bound B`, `--outer-bound B`.
+fn bounds(args: &[&str]) -> Result<Bounds, String> {
+    let mut b = Bounds::default();
+    for pair in args.chunks(2) {
+        let share = |v: &str| match v.parse::<f64>() {
+            Ok(x) if (0.0..=1.0).contains(&x) => Ok(Some(x)),
+            _ => Err(format!("{} wants a share from 0 to 1, not {v:?}", pair[0])),
+        };
+        match *pair {
+            ["--inner-bound", v] => b.inner = share(v)?,
+            ["--outer-bound", v] => b.outer = share(v)?,
+            _ => return Err(format!("unknown option {:?}", pair.join(" "))),
+        }
     }
+    Ok(b)
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: scalpel-bench-graph gen DIR --events N | run DIR | compare WHOLE WINDOWS";
+    let usage = "usage: scalpel-bench-graph gen DIR --events N | run DIR | compare WHOLE WINDOWS \
+         [--inner-bound B] [--outer-bound B]";
     let r = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["gen", dir, "--events", n] => match n.parse::<u64>() {
             Ok(n) if n > 0 => gen(&PathBuf::from(dir), n).map_err(|e| format!("{dir}: {e}")),
             _ => Err(format!("--events wants a positive number, not {n:?}")),
         },
         ["run", dir] => run(Path::new(dir)),
-        ["compare", whole, windows] => compare(Path::new(whole), Path::new(windows), None),
-        ["compare", whole, windows, "--inner-bound", b] => match b.parse::<f64>() {
-            Ok(b) if (0.0..=1.0).contains(&b) => {
-                compare(Path::new(whole), Path::new(windows), Some(b))
-            }
-            _ => Err(format!(
-                "--inner-bound wants a share from 0 to 1, not {b:?}"
-            )),
-        },
+        ["compare", whole, windows, ref rest @ ..] => bounds(rest)
+            .and_then(|b| compare(Path::new(whole), Path::new(windows), b)),
         _ => Err(usage.to_string()),
     };
     if let Err(e) = r {

@@ -12,7 +12,7 @@ use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge};
 /// A pair key with its own non-overlapping support and its occurrences.
 use super::turns::{even_reverse_pairs, Ranked};
 use crate::input::MineLeaf;
-use crate::sample::{resumptions, run_support};
+use crate::runs::{resumptions, run_support};
 
 /// A loop's key: the body symbol and the links from one iteration to the next.
 type LoopKey = (SymIx, Vec<Link>);

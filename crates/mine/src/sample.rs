@@ -11,7 +11,7 @@
 //! The sample is the recording with what lies between its parts left out. A thread of several
 //! parts is one thread of the sample, and its first leaf in a later part *resumes* it
 //! ([`MineLeaf::resumes`]): two runs of one loop on the thread with a resumption between them
-//! count as one run ([`run_support`]), as in the whole recording (counted apart, four pipelines
+//! count as one run (`runs::run_support`), as in the whole recording (counted apart, four pipelines
 //! made eight runs, and a loop of requests found nowhere else). No edge crosses a gap: joined
 //! by program order, the two pieces of a leaf cut at a window's edge made a run of two leaves
 //! of one type on every thread. Only the edges between two leaves of one part are kept (the
@@ -28,8 +28,6 @@ use scalpel_model::graph::{Edge, LeafType, LeafTypeId, NodeId, ObjId, ThreadId};
 
 use crate::grammar::ranked_keys;
 use crate::input::{MineInput, MineLeaf};
-use crate::ix::{LeafIx, NodeIx};
-use crate::work::Work;
 
 /// One part of a sample: a miner input, and what names each of its threads from one part to
 /// another (a process and thread id, say), by [`ThreadId`].
@@ -128,48 +126,6 @@ impl MineInput<'_> {
         out.objects = Cow::Owned(objects);
         out
     }
-}
-
-/// The leaves that resume their thread after a gap of a sample (none outside samples).
-pub(crate) fn resumptions(leaves: &[MineLeaf]) -> Vec<LeafIx> {
-    leaves
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.resumes)
-        .map(|(i, _)| LeafIx::new(i))
-        .collect()
-}
-
-/// How many runs of one loop `runs` (each a run of nodes along one thread) are in the
-/// recording: two runs on one thread with a part's resumption between them (see
-/// [`MineLeaf::resumes`]) may be one run the sample's gap cut in two, and count as one. Runs
-/// the gap did not cut are as many as in the whole recording; so is the loop's support.
-pub(crate) fn run_support(
-    runs: &[Vec<NodeIx>],
-    work: &Work,
-    (leaves, resumes): (&[MineLeaf], &[LeafIx]),
-) -> u32 {
-    if resumes.is_empty() {
-        return runs.len() as u32;
-    }
-    let head = |n: NodeIx| work.nodes[n].head;
-    let mut spans: Vec<(ThreadId, LeafIx, LeafIx)> = runs
-        .iter()
-        .filter_map(|r| {
-            let (a, b) = (head(*r.first()?), head(*r.last()?));
-            Some((leaves[a.index()].thread, a, b))
-        })
-        .collect();
-    spans.sort_unstable();
-    let mut n = spans.len() as u32;
-    for w in spans.windows(2) {
-        let ((t, _, end), (u, start, _)) = (w[0], w[1]);
-        let between = |r: &LeafIx| *r > end && *r <= start && leaves[r.index()].thread == t;
-        if t == u && resumes.iter().any(between) {
-            n -= 1;
-        }
-    }
-    n
 }
 
 #[cfg(test)]

@@ -289,8 +289,9 @@ fn main() {
             _ => Err(format!("--events wants a positive number, not {n:?}")),
         },
         ["run", dir] => run(Path::new(dir)),
-        ["compare", whole, windows, ref rest @ ..] => bounds(rest)
-            .and_then(|b| compare(Path::new(whole), Path::new(windows), b)),
+        ["compare", whole, windows, ref rest @ ..] => {
+            bounds(rest).and_then(|b| compare(Path::new(whole), Path::new(windows), b))
+        }
         _ => Err(usage.to_string()),
     };
     if let Err(e) = r {

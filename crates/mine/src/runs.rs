@@ -91,6 +91,48 @@ fn whole(sets: &[Vec<NodeIx>]) -> bool {
     }
 }
 
+/// The leaves that resume their thread after a gap of a sample (none outside samples).
+pub(crate) fn resumptions(leaves: &[MineLeaf]) -> Vec<LeafIx> {
+    leaves
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.resumes)
+        .map(|(i, _)| LeafIx::new(i))
+        .collect()
+}
+
+/// How many runs of one loop `runs` (each a run of nodes along one thread) are in the
+/// recording: two runs on one thread with a part's resumption between them (see
+/// [`MineLeaf::resumes`]) may be one run the sample's gap cut in two, and count as one. Runs
+/// the gap did not cut are as many as in the whole recording; so is the loop's support.
+pub(crate) fn run_support(
+    runs: &[Vec<NodeIx>],
+    work: &Work,
+    (leaves, resumes): (&[MineLeaf], &[LeafIx]),
+) -> u32 {
+    if resumes.is_empty() {
+        return runs.len() as u32;
+    }
+    let head = |n: NodeIx| work.nodes[n].head;
+    let mut spans: Vec<(ThreadId, LeafIx, LeafIx)> = runs
+        .iter()
+        .filter_map(|r| {
+            let (a, b) = (head(*r.first()?), head(*r.last()?));
+            Some((leaves[a.index()].thread, a, b))
+        })
+        .collect();
+    spans.sort_unstable();
+    let mut n = spans.len() as u32;
+    for w in spans.windows(2) {
+        let ((t, _, end), (u, start, _)) = (w[0], w[1]);
+        let between = |r: &LeafIx| *r > end && *r <= start && leaves[r.index()].thread == t;
+        if t == u && resumes.iter().any(between) {
+            n -= 1;
+        }
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,46 +187,4 @@ mod tests {
         let p = Partners::new([&run].into_iter(), &x, THREAD);
         assert_eq!(p.split(run.clone()), vec![run]);
     }
-}
-
-/// The leaves that resume their thread after a gap of a sample (none outside samples).
-pub(crate) fn resumptions(leaves: &[MineLeaf]) -> Vec<LeafIx> {
-    leaves
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.resumes)
-        .map(|(i, _)| LeafIx::new(i))
-        .collect()
-}
-
-/// How many runs of one loop `runs` (each a run of nodes along one thread) are in the
-/// recording: two runs on one thread with a part's resumption between them (see
-/// [`MineLeaf::resumes`]) may be one run the sample's gap cut in two, and count as one. Runs
-/// the gap did not cut are as many as in the whole recording; so is the loop's support.
-pub(crate) fn run_support(
-    runs: &[Vec<NodeIx>],
-    work: &Work,
-    (leaves, resumes): (&[MineLeaf], &[LeafIx]),
-) -> u32 {
-    if resumes.is_empty() {
-        return runs.len() as u32;
-    }
-    let head = |n: NodeIx| work.nodes[n].head;
-    let mut spans: Vec<(ThreadId, LeafIx, LeafIx)> = runs
-        .iter()
-        .filter_map(|r| {
-            let (a, b) = (head(*r.first()?), head(*r.last()?));
-            Some((leaves[a.index()].thread, a, b))
-        })
-        .collect();
-    spans.sort_unstable();
-    let mut n = spans.len() as u32;
-    for w in spans.windows(2) {
-        let ((t, _, end), (u, start, _)) = (w[0], w[1]);
-        let between = |r: &LeafIx| *r > end && *r <= start && leaves[r.index()].thread == t;
-        if t == u && resumes.iter().any(between) {
-            n -= 1;
-        }
-    }
-    n
 }

@@ -20,7 +20,6 @@
 //! frequency among the types with those), their counts summed.
 
 use std::borrow::Cow;
-
 use std::hash::Hash;
 
 use ahash::{AHashMap, AHashSet};

@@ -7,7 +7,8 @@
 //! their occurrences, however many there are; what the replay leaves is then mined as usual, so
 //! patterns the grammar did not hold still become tasks. Leaf types are found again by their
 //! names and boundaries (see [`Grammar`]); a rule over a leaf type the graph lacks is left out,
-//! and so is every rule built on it.
+//! and so is every rule built on it. A replayed rule's class is kept as a task type, or
+//! inlined into its parent, as the run that learned it decided (`tree::build`).
 //!
 //! What is exact and what is not: replayed on the graph it was learned on, a grammar makes the
 //! same contractions, so the model is the same (`tests/tests/grammar.rs`, every corpus case).

@@ -10,6 +10,12 @@
 //! because the edge of a window of the trace cut its occurrence (a request whose start is in
 //! the window before, see [`edge`]) does not count: in the whole trace it has its parent.
 //!
+//! A rule a replayed grammar brings (see `grammar`) is kept or inlined as the tree of the run
+//! that learned it decided, not by where its occurrences stand here: that turns on a few odd
+//! occurrences (requests a recording's end cut, standing beside whole ones), which a window in
+//! the middle of a trace does not hold, and every such window kept fewer levels of a request
+//! than the model of the whole trace.
+//!
 //! One exception: a group paired with a task that recurs under different parents is kept. When
 //! a task is a shared part followed (or preceded) by the rest, the rest is what tells it apart:
 //! the Scalpel paper's local commit and remote ack both follow the same worker task (receive a

@@ -11,13 +11,13 @@
 //! The sample is the recording with what lies between its parts left out. A thread of several
 //! parts is one thread of the sample, and its first leaf in a later part *resumes* it
 //! ([`MineLeaf::resumes`]): two runs of one loop on the thread with a resumption between them
-//! count as one run (`runs::run_support`), as in the whole recording (counted apart, four pipelines
-//! made eight runs, and a loop of requests found nowhere else). No edge crosses a gap: joined
-//! by program order, the two pieces of a leaf cut at a window's edge made a run of two leaves
-//! of one type on every thread. Only the edges between two leaves of one part are kept (the
-//! miner reads no others). Leaf types are one type when the grammar
-//! would find them one (`grammar::ranked_keys`: the same boundaries, and the same rank by
-//! frequency among the types with those), their counts summed.
+//! count as one run (`runs::run_support`), as in the whole recording (counted apart, four
+//! pipelines made eight runs, and a loop of requests found nowhere else). No edge crosses a
+//! gap: joined by program order, the two pieces of a leaf cut at a window's edge made a run of
+//! two leaves of one type on every thread. Only the edges between two leaves of one part are
+//! kept (the miner reads no others). Leaf types are one type when the grammar would find them
+//! one (`grammar::ranked_keys`: the same boundaries, and the same rank by frequency among the
+//! types with those), their counts summed.
 
 use std::borrow::Cow;
 use std::hash::Hash;
@@ -41,6 +41,7 @@ impl MineInput<'_> {
     /// The inputs of `parts` as one (see the module): leaves in the order of the parts, their
     /// objects and leaf-to-leaf edges renumbered after the parts before them, a thread of
     /// several parts one thread, resumed in each part after its first.
+    ///
     /// Each part is let go once it is in, so that the sample and one part are resident at once,
     /// not the sample and every part.
     pub fn joined<K: Hash + Eq + Clone>(parts: Vec<SamplePart<'_, K>>) -> MineInput<'static> {

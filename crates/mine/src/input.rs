@@ -89,3 +89,29 @@ impl MineInput<'_> {
         }
     }
 }
+
+/// The leaves as the rounds read them, with what is worked out of them once per run rather
+/// than once per round: the leaves that resume their thread after a sample's gap (see
+/// `runs::run_support`) and the threads a window's edge cut (see `turns`); both empty for a
+/// trace read whole.
+pub(crate) struct RoundLeaves<'a> {
+    /// Every leaf, by index.
+    pub all: &'a [MineLeaf],
+    /// Leaves with [`MineLeaf::resumes`], in order.
+    pub resumes: Vec<crate::ix::LeafIx>,
+    /// The threads of the leaves with [`MineLeaf::cut`].
+    pub cut_threads: ahash::AHashSet<ThreadId>,
+}
+
+impl<'a> RoundLeaves<'a> {
+    pub(crate) fn new(all: &'a [MineLeaf]) -> RoundLeaves<'a> {
+        RoundLeaves {
+            all,
+            resumes: (0..all.len())
+                .filter(|&i| all[i].resumes)
+                .map(crate::ix::LeafIx::new)
+                .collect(),
+            cut_threads: all.iter().filter(|l| l.cut).map(|l| l.thread).collect(),
+        }
+    }
+}

@@ -11,8 +11,8 @@ use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge};
 
 /// A pair key with its own non-overlapping support and its occurrences.
 use super::turns::{even_reverse_pairs, Ranked};
-use crate::input::MineLeaf;
-use crate::runs::{resumptions, run_support};
+use crate::input::RoundLeaves;
+use crate::runs::run_support;
 
 /// A loop's key: the body symbol and the links from one iteration to the next.
 type LoopKey = (SymIx, Vec<Link>);
@@ -73,7 +73,7 @@ fn links(g: &[XEdge]) -> Vec<Link> {
 /// runs. Nodes of such a symbol outside any run become loops of one iteration, so that a step
 /// repeated a varying number of times always appears as the same loop symbol.
 pub(super) fn loop_proposals(
-    (work, leaves): (&Work, &[MineLeaf]),
+    (work, leaves): (&Work, &RoundLeaves<'_>),
     x: &[XEdge],
     min_support: u32,
     banned: &AHashSet<Rule>,
@@ -139,14 +139,13 @@ pub(super) fn loop_proposals(
     }
     // The best key per symbol, if it has the support.
     let mut keys: Vec<(LoopKey, Vec<Vec<NodeIx>>)> = runs.into_iter().collect();
-    let resumes = resumptions(leaves);
     keys.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
     let mut out = Proposals::default();
     let mut chosen: AHashMap<SymIx, RuleIx> = AHashMap::new();
     let mut parts: Vec<(RuleIx, Vec<NodeIx>)> = Vec::new();
     let mut in_runs: AHashSet<NodeIx> = AHashSet::new();
     for ((sym, key), list) in keys {
-        if run_support(&list, work, (leaves, &resumes)) < min_support || chosen.contains_key(&sym) {
+        if run_support(&list, work, leaves) < min_support || chosen.contains_key(&sym) {
             continue;
         }
         let candidate = Rule::Loop {
@@ -191,7 +190,7 @@ pub(super) fn loop_proposals(
 /// keeps two nodes of one class from pairing. With `allow`, only those keys are candidates,
 /// whatever share of their symbols' nodes they cover (a grammar replayed, see `grammar`).
 pub(super) fn pair_proposals(
-    (work, leaves): (&Work, &[MineLeaf]),
+    (work, leaves): (&Work, &RoundLeaves<'_>),
     x: &[XEdge],
     phase: Phase,
     min_support: u32,

@@ -6,7 +6,7 @@ use scalpel_model::progress::Progress;
 use scalpel_model::task::{MiningInfo, Model, MODEL_SCHEMA};
 
 use crate::grammar::{self, Grammar};
-use crate::input::{MineInput, MineLeaf};
+use crate::input::{MineInput, RoundLeaves};
 use crate::ix::{IxVec, LeafIx, SymIx};
 use crate::options::{MineOptions, MineWarning, Mined};
 use crate::round::{Phase, Proposals};
@@ -118,10 +118,11 @@ pub fn mine_with(
     let mut rounds = 0u32;
     let mut replayed = 0;
     let mut forced = Vec::new();
+    let round_leaves = RoundLeaves::new(&graph.leaves);
     if let Some(g) = grammar {
         let mut at = Replay {
             work: &mut work,
-            leaves: &graph.leaves,
+            leaves: &round_leaves,
             cross: &mut cross,
             x,
             class_cache: &mut class_cache,
@@ -146,7 +147,7 @@ pub fn mine_with(
             // keep (a, b) from going.
             loop {
                 let props = propose(
-                    (&work, &graph.leaves),
+                    (&work, &round_leaves),
                     &x,
                     phase,
                     min_support,
@@ -235,7 +236,7 @@ pub fn mine_with(
 /// The miner's state while a grammar is replayed on it.
 struct Replay<'w> {
     work: &'w mut Work,
-    leaves: &'w [MineLeaf],
+    leaves: &'w RoundLeaves<'w>,
     cross: &'w mut cross::CrossEdges,
     x: Vec<XEdge>,
     class_cache: &'w mut canon::ClassCache,
@@ -285,7 +286,7 @@ impl Replay<'_> {
 
 /// One phase's proposals (see `round`); `allow` restricts them to a replayed step's rules.
 fn propose(
-    (work, leaves): (&Work, &[MineLeaf]),
+    (work, leaves): (&Work, &RoundLeaves<'_>),
     x: &[XEdge],
     phase: Phase,
     min_support: u32,

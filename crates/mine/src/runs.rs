@@ -13,7 +13,7 @@ use ahash::{AHashMap, AHashSet};
 
 use scalpel_model::graph::ThreadId;
 
-use super::input::MineLeaf;
+use super::input::RoundLeaves;
 use super::ix::{KindIx, LeafIx, NodeIx};
 use super::work::{Work, XEdge};
 
@@ -91,25 +91,16 @@ fn whole(sets: &[Vec<NodeIx>]) -> bool {
     }
 }
 
-/// The leaves that resume their thread after a gap of a sample (none outside samples).
-pub(crate) fn resumptions(leaves: &[MineLeaf]) -> Vec<LeafIx> {
-    leaves
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.resumes)
-        .map(|(i, _)| LeafIx::new(i))
-        .collect()
-}
-
 /// How many runs of one loop `runs` (each a run of nodes along one thread) are in the
 /// recording: two runs on one thread with a part's resumption between them (see
-/// [`MineLeaf::resumes`]) may be one run the sample's gap cut in two, and count as one. Runs
+/// [`MineLeaf::resumes`](super::input::MineLeaf::resumes)) may be one run the sample's gap cut in two, and count as one. Runs
 /// the gap did not cut are as many as in the whole recording; so is the loop's support.
-pub(crate) fn run_support(
-    runs: &[Vec<NodeIx>],
-    work: &Work,
-    (leaves, resumes): (&[MineLeaf], &[LeafIx]),
-) -> u32 {
+pub(crate) fn run_support(runs: &[Vec<NodeIx>], work: &Work, leaves: &RoundLeaves<'_>) -> u32 {
+    let RoundLeaves {
+        all: leaves,
+        resumes,
+        ..
+    } = leaves;
     if resumes.is_empty() {
         return runs.len() as u32;
     }

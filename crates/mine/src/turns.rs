@@ -13,9 +13,7 @@
 
 use ahash::{AHashMap, AHashSet};
 
-use scalpel_model::graph::ThreadId;
-
-use crate::input::MineLeaf;
+use crate::input::RoundLeaves;
 use crate::ix::{NodeIx, SymIx};
 use crate::work::{Rule, Work};
 
@@ -25,9 +23,12 @@ pub(super) type Ranked = (u32, Rule, Vec<(NodeIx, NodeIx)>);
 /// Of each two candidates over the same two symbols in opposite orders, ranks the one held by
 /// more links at the other's support when that is larger by no more than the window's edges
 /// can make (see the module).
-pub(super) fn even_reverse_pairs(cands: &mut [Ranked], work: &Work, leaves: &[MineLeaf]) {
-    let cut_threads: AHashSet<ThreadId> =
-        leaves.iter().filter(|l| l.cut).map(|l| l.thread).collect();
+pub(super) fn even_reverse_pairs(cands: &mut [Ranked], work: &Work, leaves: &RoundLeaves<'_>) {
+    let RoundLeaves {
+        all: leaves,
+        cut_threads,
+        ..
+    } = leaves;
     if cut_threads.is_empty() {
         return;
     }

@@ -489,3 +489,35 @@ fn top_counts_only_the_instances_that_stand_alone() {
         "no listed type also occurs nested; the test shows nothing"
     );
 }
+
+#[test]
+fn rollups_are_the_same_on_one_worker_thread_and_on_several() {
+    // Four connections of 500 requests: types of thousands of instances, which several workers
+    // split into parts folded apart and merged.
+    let r = record(
+        &own_bin("threadpool"),
+        &["--connections", "4", "--requests", "500"],
+    )
+    .success();
+    let out = r.tmp.path().join("model");
+    let (model, g) = infer_model(&r.dir, &out, &[]);
+    let on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| rollup(&g, &model))
+    };
+    let one = on(1);
+    let largest = one.types.iter().map(|t| t.count).max().unwrap_or(0);
+    assert!(
+        largest >= 1000,
+        "the largest type has {largest} instances: too few to be split; the test shows nothing"
+    );
+    for threads in [2, 3] {
+        assert!(
+            on(threads) == one,
+            "the rollups on {threads} worker threads differ from those on one"
+        );
+    }
+}

@@ -7,7 +7,8 @@ use ahash::AHashMap;
 use scalpel_model::graph::{Graph, LeafId, LeafTypeId};
 use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 
-use super::instance::{Evaluator, Instance};
+use super::batch::Evaluators;
+use super::instance::Instance;
 use super::kinds::{BlockKind, KindTimes};
 use super::leaf::GraphIndex;
 use super::stats::{ratio, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
@@ -114,6 +115,30 @@ impl<'g> TypeFold<'g> {
                     add(self.contrib.entry((lt, Some(k), None)).or_default(), own);
                 }
             }
+        }
+    }
+
+    /// Adds what `other`, a fold of the instances after this one's, holds.
+    fn merge(&mut self, other: TypeFold<'g>) {
+        self.latencies.extend(other.latencies);
+        add(&mut self.total_ns, other.total_ns);
+        self.first = match (self.first, other.first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last = self.last.max(other.last);
+        self.bytes_in += other.bytes_in;
+        self.bytes_out += other.bytes_out;
+        if let Some(c) = other.cpu_ns {
+            self.cpu_ns = Some(self.cpu_ns.unwrap_or(0) + c);
+        }
+        add(&mut self.critical_ns, other.critical_ns);
+        add(&mut self.running_ns, other.running_ns);
+        for k in BlockKind::ALL {
+            add(&mut self.blocked[k.index()], other.blocked[k.index()]);
+        }
+        for (key, ns) in other.contrib {
+            add(self.contrib.entry(key).or_default(), ns);
         }
     }
 
@@ -237,6 +262,20 @@ impl<'m> ChildFold<'m> {
         }
     }
 
+    /// Adds what `other`, a fold of the occurrences after this one's, holds.
+    fn merge(&mut self, other: ChildFold<'m>) {
+        add(&mut self.total, other.total);
+        add(&mut self.total_crit, other.total_crit);
+        for (ty, (n, ns)) in other.lat {
+            let e = self.lat.entry(ty).or_default();
+            e.0 += n;
+            add(&mut e.1, ns);
+        }
+        for (ty, ns) in other.crit {
+            add(self.crit.entry(ty).or_default(), ns);
+        }
+    }
+
     /// Each child type's part, in the model's order.
     pub(super) fn finish(self) -> Vec<ChildStats> {
         self.model.types[self.t as usize]
@@ -348,6 +387,67 @@ impl Children {
     }
 }
 
+/// The folds of one part of a type's instances (see [`Evaluators::fold`]).
+struct TypePart<'g, 'm> {
+    /// Every instance.
+    all: TypeFold<'g>,
+    /// The top-level instances alone, for a type that has any.
+    alone: Option<TypeFold<'g>>,
+    /// Whether an instance was nested (else `alone` is `all`).
+    nested: bool,
+    /// The parts its children play, for a group, loop or session type.
+    children: Option<ChildFold<'m>>,
+    /// Each instance's latency, in order.
+    latencies: Vec<u64>,
+}
+
+impl<'g, 'm> TypePart<'g, 'm> {
+    fn new(g: &'g Graph, span_ns: u64, has_top: bool, children: Option<ChildFold<'m>>) -> Self {
+        TypePart {
+            all: TypeFold::new(g, span_ns),
+            alone: has_top.then(|| TypeFold::new(g, span_ns)),
+            nested: false,
+            children,
+            latencies: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, inst: &Instance, at_top: bool) {
+        self.all.add(inst);
+        self.latencies.push(inst.latency());
+        if let Some(a) = self.alone.as_mut() {
+            if at_top {
+                a.add(inst);
+            } else {
+                self.nested = true;
+            }
+        }
+    }
+
+    /// Adds the part after this one.
+    fn merge(&mut self, other: TypePart<'g, 'm>) {
+        self.all.merge(other.all);
+        if let (Some(a), Some(b)) = (self.alone.as_mut(), other.alone) {
+            a.merge(b);
+        }
+        self.nested |= other.nested;
+        if let (Some(a), Some(b)) = (self.children.as_mut(), other.children) {
+            a.merge(b);
+        }
+        self.latencies.extend(other.latencies);
+    }
+}
+
+/// The parts, merged in order.
+fn merge<'g, 'm>(parts: Vec<TypePart<'g, 'm>>) -> TypePart<'g, 'm> {
+    let mut parts = parts.into_iter();
+    let mut first = parts.next().expect("a fold has at least one part");
+    for p in parts {
+        first.merge(p);
+    }
+    first
+}
+
 /// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
 /// Every type's stats, and the stats of each type's top-level instances alone (for the types
 /// that have any, in model order): a task nested in another is already inside its parent's time,
@@ -359,7 +459,7 @@ pub(super) fn type_stats(
     idx: &GraphIndex,
     trace_span_ns: u64,
 ) -> (Vec<TypeStats>, Vec<TypeStats>) {
-    let mut eval = Evaluator::new(g, idx);
+    let mut eval = Evaluators::new(g, idx);
     let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
     for (i, l) in g.leaves.iter().enumerate() {
         if let Some(v) = by_leaf_type.get_mut(l.ty.index()) {
@@ -379,45 +479,53 @@ pub(super) fn type_stats(
     let mut top: Vec<Option<TypeStats>> = vec![None; model.types.len()];
     for t in order {
         let ty = &model.types[t];
-        let leaf_type =
-            (ty.kind == TaskKind::Leaf).then(|| ty.leaf_type.unwrap_or(LeafTypeId::at(t)));
-        let mut all = TypeFold::new(g, trace_span_ns);
-        // The top-level instances alone, kept apart only once one is found nested.
-        let mut alone = (ty.top_level > 0).then(|| TypeFold::new(g, trace_span_ns));
-        let mut nested = false;
-        let mut fold = |inst: &Instance, at_top: bool| {
-            all.add(inst);
-            if let Some(a) = alone.as_mut() {
-                if at_top {
-                    a.add(inst);
-                } else {
-                    nested = true;
+        let has_top = ty.top_level > 0;
+        let fold_part = |p: &mut TypePart, _, inst: &Instance, at_top| p.add(inst, at_top);
+        let (part, children) = match ty.kind {
+            TaskKind::Leaf => {
+                let lt = ty.leaf_type.unwrap_or(LeafTypeId::at(t));
+                let leaves = by_leaf_type.get(lt.index()).map_or(&[][..], Vec::as_slice);
+                let part = merge(eval.fold(
+                    leaves,
+                    std::slice::from_ref,
+                    || TypePart::new(g, trace_span_ns, has_top, None),
+                    |p, i, &l, inst| {
+                        let at_top = model.leaf_parent.get(l.index()).is_none_or(Option::is_none);
+                        fold_part(p, i, inst, at_top)
+                    },
+                ));
+                for (&l, &lat) in leaves.iter().zip(&part.latencies) {
+                    occ_latency.by_leaf[l.index()] = lat;
                 }
+                (part, Vec::new())
+            }
+            _ => {
+                let occ = &occ_latency;
+                let mut part = merge(eval.fold(
+                    &ty.occurrences,
+                    |o| &o.leaves,
+                    || {
+                        let kids = ChildFold::new(model, t as u32, &kids);
+                        TypePart::new(g, trace_span_ns, has_top, Some(kids))
+                    },
+                    |p, i, o, inst| {
+                        if let Some(c) = p.children.as_mut() {
+                            c.add(i, inst, occ);
+                        }
+                        fold_part(p, i, inst, o.parent.is_none())
+                    },
+                ));
+                let children = part
+                    .children
+                    .take()
+                    .map_or_else(Vec::new, ChildFold::finish);
+                occ_latency.by_type[t] = std::mem::take(&mut part.latencies);
+                (part, children)
             }
         };
-        let children = match leaf_type {
-            Some(lt) => {
-                for &l in by_leaf_type.get(lt.index()).map_or(&[][..], Vec::as_slice) {
-                    let inst = eval.eval(&[l]);
-                    occ_latency.by_leaf[l.index()] = inst.latency();
-                    let at_top = model.leaf_parent.get(l.index()).is_none_or(Option::is_none);
-                    fold(&inst, at_top);
-                }
-                Vec::new()
-            }
-            None => {
-                let mut parts = ChildFold::new(model, t as u32, &kids);
-                let mut latencies = Vec::with_capacity(ty.occurrences.len());
-                for (i, o) in ty.occurrences.iter().enumerate() {
-                    let inst = eval.eval(&o.leaves);
-                    latencies.push(inst.latency());
-                    parts.add(i, &inst, &occ_latency);
-                    fold(&inst, o.parent.is_none());
-                }
-                occ_latency.by_type[t] = latencies;
-                parts.finish()
-            }
-        };
+        let TypePart {
+            all, alone, nested, ..
+        } = part;
         let all = all.finish(t as u32, children);
         if let Some(alone) = alone {
             top[t] = Some(if nested {

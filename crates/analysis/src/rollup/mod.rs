@@ -9,6 +9,7 @@
 //! (off-CPU [`off_cpu`], on-CPU samples [`on_cpu`], both at once [`wall`]); their drawing is a
 //! view.
 
+mod batch;
 mod behind;
 mod blame;
 mod each;
@@ -66,22 +67,31 @@ pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
         .map(|l| l.end_ns + l.block_ns)
         .max()
         .unwrap_or(0);
+    let span_ns = last.saturating_sub(first);
+    // The leaves' bytes and blame read the graph alone, beside the types' folds.
+    let ((types, top_level), (channels, blame)) = rayon::join(
+        || type_stats(graph, model, &idx, span_ns),
+        || (channels(graph, &idx), blame::blame(graph, &idx)),
+    );
+    Rollup {
+        types,
+        top_level,
+        blame,
+        span_ns,
+        channels,
+    }
+}
+
+/// Bytes moved by all leaves of `graph`, per channel kind, by kind.
+fn channels(graph: &Graph, idx: &GraphIndex) -> Vec<ChannelBytes> {
     let mut channels: Vec<ChannelBytes> = Vec::new();
     for i in 0..graph.leaves.len() as u32 {
-        for c in leaf_metrics(graph, &idx, i).channels {
+        for c in leaf_metrics(graph, idx, i).channels {
             add_bytes(&mut channels, &c.kind, c.bytes_in, c.bytes_out);
         }
     }
     channels.sort_by(|a, b| a.kind.cmp(&b.kind));
-    let span_ns = last.saturating_sub(first);
-    let (types, top_level) = type_stats(graph, model, &idx, span_ns);
-    Rollup {
-        types,
-        top_level,
-        blame: blame::blame(graph, &idx),
-        span_ns,
-        channels,
-    }
+    channels
 }
 
 /// Serializes per-kind times as a map of the kinds that have time.

@@ -240,3 +240,50 @@ fn open_types_are_the_wholes(g: &Graph, whole: &Graph, k: usize) {
         }
     }
 }
+
+#[test]
+fn windows_mined_side_by_side_are_the_same_on_one_worker_thread_as_on_two() {
+    // Eight connections of 8,000 requests: about 320,000 events, more than a limit of 32M
+    // allows whole, and windows of 131,072 events, two of them mined at once.
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "8", "--requests", "8000"],
+    )
+    .success();
+    let dir = run.dir.to_str().unwrap();
+    let infer = |threads: &str| {
+        let out = run.tmp.path().join(format!("threads-{threads}"));
+        let o = scalpel_cmd(&[
+            "infer",
+            dir,
+            "-o",
+            out.to_str().unwrap(),
+            "--memory",
+            "32M",
+            "--threads",
+            threads,
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let said = text(&o);
+        assert!(said.contains("2 mined side by side"), "{said}");
+        out
+    };
+    let (one, two) = (infer("1"), infer("2"));
+    let file = |out: &std::path::Path, name: &str| {
+        std::fs::read(out.join(name))
+            .unwrap_or_else(|e| panic!("{}: {e}", out.join(name).display()))
+    };
+    let summary: serde_json::Value = serde_json::from_slice(&file(&one, "windows.json")).unwrap();
+    let windows = summary["windows"].as_array().unwrap().len();
+    assert!(windows >= 3, "{summary}");
+    assert!(file(&one, "windows.json") == file(&two, "windows.json"));
+    for k in 0..windows {
+        for name in ["model.json", "model.bin", "model-tree.txt", "graph.bin"] {
+            let name = format!("window-{k:04}/{name}");
+            assert!(
+                file(&one, &name) == file(&two, &name),
+                "{name} differs between one worker thread and two"
+            );
+        }
+    }
+}

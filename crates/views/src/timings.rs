@@ -25,7 +25,16 @@ pub fn write_timings(w: &mut impl Write, t: &Timings) -> io::Result<()> {
         .peak_rss()
         .map(|b| format!("  peak {}", mib(b)))
         .unwrap_or_default();
-    writeln!(w, "  {:<width$}  {total:>8.3} s{peak}", "total")
+    writeln!(w, "  {:<width$}  {total:>8.3} s{peak}", "total")?;
+    let summed: f64 = t.phases.iter().map(|p| p.time.as_secs_f64()).sum();
+    // Windows mined side by side: each phase is the sum of its runs, the total the wall clock.
+    if summed > total * 1.01 {
+        writeln!(
+            w,
+            "  (the phases add up to {summed:.3} s: some ran side by side)"
+        )?;
+    }
+    Ok(())
 }
 
 /// Bytes in MiB, one decimal (one unit, so that the column compares at a glance).

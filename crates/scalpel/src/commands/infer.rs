@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use scalpel::pipeline::{trace_bytes, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE};
+use scalpel::pipeline::{trace_bytes, MIN_MEMORY, PEAK_PER_TRACE_BYTE};
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_graph::Filter;
 use scalpel_model::progress::Timings;
@@ -165,8 +165,8 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
             );
         }
     }
-    if let Some(per_window) = windowed(job)? {
-        return crate::commands::windows::run(job, per_window);
+    if let Some(limit) = windowed(job)? {
+        return crate::commands::windows::run(job, limit);
     }
     let mut t = Timings::new();
     let spinner = Spinner::new();
@@ -204,8 +204,8 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
     broken_pipe_is_fine(r)
 }
 
-/// The events a window holds, when the trace needs more memory than `--memory` allows; `None`
-/// to infer it whole.
+/// The memory limit windows are made for, when the trace needs more memory than `--memory`
+/// allows; `None` to infer it whole.
 fn windowed(job: &Infer) -> Result<Option<u64>> {
     let (limit, given) = job.memory;
     let needs: u64 = job
@@ -252,7 +252,7 @@ fn windowed(job: &Infer) -> Result<Option<u64>> {
             mib(limit)
         );
     }
-    Ok(Some(limit / PEAK_PER_EVENT))
+    Ok(Some(limit))
 }
 
 /// `bytes` in MiB, for messages.

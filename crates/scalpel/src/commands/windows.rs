@@ -5,7 +5,9 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Result;
-use scalpel::pipeline::{trace_bytes, WindowSummary, WindowedInfer, PEAK_PER_TRACE_BYTE};
+use scalpel::pipeline::{
+    trace_bytes, WindowPlan, WindowSummary, WindowedInfer, PEAK_PER_TRACE_BYTE,
+};
 use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 
@@ -16,24 +18,32 @@ use crate::spinner::Spinner;
 /// The top-level task types a window's line names.
 const NAMED: usize = 3;
 
-/// Infers `job`'s one trace directory in windows of about `per_window` events.
-pub(crate) fn run(job: &Infer, per_window: u64) -> Result<()> {
+/// Infers `job`'s one trace directory in windows made for a memory limit of `limit` bytes.
+pub(crate) fn run(job: &Infer, limit: u64) -> Result<()> {
     let dir = &job.dirs[0];
     let mut o = text_stdout();
     let needs = trace_bytes(dir).saturating_mul(PEAK_PER_TRACE_BYTE);
+    let pipeline = Pipeline::new(job.pipeline.clone())?;
+    let plan = WindowPlan::for_limit(limit);
+    let side = if plan.at_once > 1 {
+        format!(", {} mined side by side", plan.at_once)
+    } else {
+        String::new()
+    };
     broken_pipe_is_fine(writeln!(
         o,
         "{}: about {} to infer whole, more than the limit of {}: inferring it in windows of \
-         about {per_window} events",
+         about {} events{side}",
         dir.display(),
         mib(needs),
-        mib(job.memory.0),
+        mib(limit),
+        plan.events_per_window,
     ))?;
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let pipeline = Pipeline::new(job.pipeline.clone())?;
     let how = WindowedInfer {
-        events_per_window: per_window,
+        events_per_window: plan.events_per_window,
+        at_once: plan.at_once,
         model: job.stage == Stage::Model,
         draw: &job.draw,
         model_draw: &job.model_draw,

@@ -25,7 +25,7 @@ pub use compare::WindowedDifference;
 pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
 pub use windows::{
-    default_memory_limit, trace_bytes, window_dir_name, WindowSummary, WindowedInfer,
+    default_memory_limit, trace_bytes, window_dir_name, WindowPlan, WindowSummary, WindowedInfer,
     WindowsSummary, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE,
 };
 

@@ -6,13 +6,18 @@
 //! ([`MineInput::joined`]; those two hold half as many events as the others, so the sample is
 //! one window's worth): where the counts of two ways to build a task are nearly equal, the
 //! whole trace's choice comes from where its threads begin and end, and only those two windows
-//! hold that. The first window replays the sample's rules, every later one the rules of the
-//! window before it ([`scalpel_mine::mine_with`]), and each mines only what they leave, so a task
-//! keeps its type and name from window to window. So every graph is written before any window
-//! is mined, and each is read back for its model. What a window cannot see is the other side of
-//! what crosses its boundary: a wake-up whose signal came before it, a leaf or a task cut in
-//! two. `windows.json` lists each window with its events, leaves, edges and top-level task
-//! types, so that those differences can be counted.
+//! hold that. Every window replays the sample's rules ([`scalpel_mine::mine_with`]) and mines
+//! only what they leave, so a task keeps its type and name from window to window. So every
+//! graph is written before any window is mined, and each is read back for its model.
+//!
+//! The graphs are built one after the other: each window's graph takes what the windows before
+//! it left open ([`WindowCarry`]). The models are independent of each other once the sample's
+//! rules are known, so they are mined side by side on the worker threads, [`WindowPlan::at_once`]
+//! at a time, each window as large as the memory limit's share allows.
+//!
+//! What a window cannot see is the other side of what crosses its boundary: a wake-up whose
+//! signal came before it, a leaf or a task cut in two. `windows.json` lists each window with its
+//! events, leaves, edges and top-level task types, so that those differences can be counted.
 
 use std::path::Path;
 
@@ -80,6 +85,8 @@ pub fn window_dir_name(k: usize) -> String {
 pub struct WindowedInfer<'a> {
     /// Windows of about this many events.
     pub events_per_window: u64,
+    /// Windows mined side by side (at least 1).
+    pub at_once: usize,
     /// Mine each window (else only its graph).
     pub model: bool,
     /// How the type graph is drawn.
@@ -130,16 +137,35 @@ impl Pipeline {
             }
         }
         if how.model {
-            let mut grammar = t.phase("rules of the first and last windows", progress, || {
+            let grammar = t.phase("rules of the first and last windows", progress, || {
                 self.sample_grammar(&graphs, progress)
             })?;
-            for g in graphs {
-                let mut tw = Timings::new();
-                let (w, warnings) =
-                    self.window_model(g, &mut grammar, out, how, &mut tw, progress)?;
-                t.absorb(tw);
-                each(&w, &warnings);
-                summary.windows.push(w);
+            let mut graphs = graphs.into_iter();
+            loop {
+                // At most `at_once` windows in memory: a worker waiting inside one window's
+                // stage could otherwise steal the next window and start it.
+                let chunk: Vec<WindowGraph> = graphs.by_ref().take(how.at_once.max(1)).collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                let models = self.install(|| {
+                    use rayon::prelude::*;
+                    chunk
+                        .into_par_iter()
+                        .map(|g| {
+                            let mut tw = Timings::new();
+                            let m =
+                                self.window_model(g, grammar.as_ref(), out, how, &mut tw, progress);
+                            m.map(|m| (m, tw))
+                        })
+                        .collect::<Vec<_>>()
+                });
+                for m in models {
+                    let ((w, warnings), tw) = m?;
+                    t.absorb(tw);
+                    each(&w, &warnings);
+                    summary.windows.push(w);
+                }
             }
         }
         let written = OutDir::create(out).map_err(ViewError::from).and_then(|d| {
@@ -207,12 +233,12 @@ impl Pipeline {
         })
     }
 
-    /// The model of window `g`, read back from its graph files, with `grammar` replayed first
-    /// (which it then replaces with the rules this window used); its summary completed.
+    /// The model of window `g`, read back from its graph files, with `grammar` replayed first;
+    /// its summary completed.
     fn window_model(
         &self,
         g: WindowGraph,
-        grammar: &mut Option<Grammar>,
+        grammar: Option<&Grammar>,
         out: &Path,
         how: &WindowedInfer<'_>,
         t: &mut Timings,
@@ -231,18 +257,10 @@ impl Pipeline {
         };
         let mut step = GraphStep { built, files };
         let dir = out.join(&summary.dir);
-        let done = self.infer_model_with(
-            &mut step,
-            &dir,
-            how.model_draw,
-            grammar.as_ref(),
-            t,
-            progress,
-        )?;
+        let done = self.infer_model_with(&mut step, &dir, how.model_draw, grammar, t, progress)?;
         summary.replayed = done.mined.replayed;
         summary.top_level = top_level(&done.mined.model);
         warnings.extend(done.mined.warnings.into_iter().map(Warning::Mine));
-        *grammar = Some(done.mined.grammar);
         Ok((summary, warnings))
     }
 
@@ -339,6 +357,38 @@ pub const PEAK_PER_EVENT: u64 = 128;
 
 /// The least memory limit windows are tried with: windows of 131,072 events.
 pub const MIN_MEMORY: u64 = 16 << 20;
+
+/// The fewest events a window is given so that another can be mined beside it: windows of the
+/// least memory limit.
+const MIN_WINDOW_EVENTS: u64 = MIN_MEMORY / PEAK_PER_EVENT;
+
+/// Windows mined side by side. A constant, not the number of worker threads, so that the windows
+/// and so the model depend on the memory limit alone (with fewer threads the windows of a batch
+/// take turns); two, because each window more in memory shrinks every window and the sample the
+/// rules are learned on, and each window's stages use the other threads already (the rollups).
+const AT_ONCE: u64 = 2;
+
+/// How a trace is cut into windows under a memory limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowPlan {
+    /// Events a window holds: the limit's share of each window mined at once.
+    pub events_per_window: u64,
+    /// Windows mined side by side: [`AT_ONCE`], or one where two windows would hold fewer than
+    /// 131,072 events each.
+    pub at_once: usize,
+}
+
+impl WindowPlan {
+    /// The windows that a trace gets under a memory limit of `limit` bytes.
+    pub fn for_limit(limit: u64) -> WindowPlan {
+        let whole = limit / PEAK_PER_EVENT;
+        let at_once = AT_ONCE.min(whole / MIN_WINDOW_EVENTS).max(1);
+        WindowPlan {
+            events_per_window: whole / at_once,
+            at_once: at_once as usize,
+        }
+    }
+}
 
 /// The memory limit when none is given: half the machine's (`MemTotal` in `/proc/meminfo`;
 /// 8 GiB where that cannot be read).

@@ -188,6 +188,27 @@ fn memory_limits_get_clear_errors() {
     assert!(!o.status.success());
     let said = text(&o);
     assert!(said.contains("too small") && said.contains(dir), "{said}");
+    // Under an address-space limit of 1 GiB, 2G cannot be kept (an allocation would abort the
+    // run), and the default keeps within it.
+    let under = |memory: Option<&str>| {
+        let mut c = Command::new("prlimit");
+        c.arg("--as=1073741824")
+            .arg(scalpel())
+            .args(["infer", dir, "-o", out]);
+        if let Some(m) = memory {
+            c.args(["--memory", m]);
+        }
+        c.output().expect("prlimit runs (util-linux)")
+    };
+    let o = under(Some("2G"));
+    assert!(!o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("address-space limit") && said.contains("512 MiB or less"),
+        "{said}"
+    );
+    let o = under(None);
+    assert!(o.status.success(), "{}", text(&o));
     let o = scalpel_cmd(&[
         "infer",
         dir,

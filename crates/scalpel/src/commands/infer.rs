@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use scalpel::pipeline::{trace_bytes, MIN_MEMORY, PEAK_PER_TRACE_BYTE};
+use scalpel::pipeline::{
+    trace_bytes, MemoryRoom, ADDRESS_SPACE_PER_BYTE, MIN_MEMORY, PEAK_PER_TRACE_BYTE,
+};
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_graph::Filter;
 use scalpel_model::progress::Timings;
@@ -53,7 +55,8 @@ pub(crate) struct InferArgs {
     #[arg(long, value_name = "NAME")]
     pub task: Option<String>,
     /// Keep inference within LIMIT of memory (such as 2G or 512M; K, M, G and T are powers of
-    /// 1024) [default: half the machine's]. A trace that would need more is inferred in time
+    /// 1024) [default: half the machine's memory or of the control group's limit, within the
+    /// address-space limit]. A trace that would need more is inferred in time
     /// windows, each written to OUT/window-NNNN/ as a model of its own, with OUT/windows.json
     /// listing them.
     #[arg(long, value_name = "LIMIT", value_parser = memory_size)]
@@ -208,6 +211,9 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
 /// allows; `None` to infer it whole.
 fn windowed(job: &Infer) -> Result<Option<u64>> {
     let (limit, given) = job.memory;
+    if given {
+        within_room(limit, &MemoryRoom::of_this_process())?;
+    }
     let needs: u64 = job
         .dirs
         .iter()
@@ -253,6 +259,37 @@ fn windowed(job: &Infer) -> Result<Option<u64>> {
         );
     }
     Ok(Some(limit))
+}
+
+/// Refuses a `--memory` this process cannot have: more than its control group allows, or more
+/// than its address-space limit leaves room for (an allocation past it would abort the run).
+fn within_room(limit: u64, room: &MemoryRoom) -> Result<()> {
+    if let Some((cgroup, file)) = &room.cgroup {
+        if limit > *cgroup {
+            bail!(
+                "--memory {}: more than this process's control group may use ({} in {}); give \
+                 --memory {} or less",
+                mib(limit),
+                mib(*cgroup),
+                file.display(),
+                mib(*cgroup)
+            );
+        }
+    }
+    if let Some(space) = room.address_space {
+        let most = space / ADDRESS_SPACE_PER_BYTE;
+        if limit > most {
+            bail!(
+                "--memory {}: the address-space limit (ulimit -v) is {}, and inference reserves \
+                 about {ADDRESS_SPACE_PER_BYTE} bytes of address space for each byte it holds; \
+                 give --memory {} or less, or raise the limit",
+                mib(limit),
+                mib(space),
+                mib(most)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `bytes` in MiB, for messages.

@@ -9,6 +9,7 @@
 mod compare;
 mod infer;
 mod load;
+mod room;
 mod windows;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use scalpel_model::progress::{Progress, Timings};
 pub use compare::WindowedDifference;
 pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
+pub use room::{MemoryRoom, ADDRESS_SPACE_PER_BYTE};
 pub use windows::{
     default_memory_limit, trace_bytes, window_dir_name, WindowPlan, WindowSummary, WindowedInfer,
     WindowsSummary, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE,

@@ -35,6 +35,7 @@ use scalpel_views::outputs::{write_file, write_graph_files, GraphFiles};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 use serde::Serialize;
 
+use super::room::MemoryRoom;
 use super::{GraphStep, InferError, Pipeline, PipelineError, Warning};
 
 /// What a window of the trace made.
@@ -123,18 +124,35 @@ impl Pipeline {
             windows: Vec::new(),
         };
         let mut graphs = Vec::with_capacity(windows.count());
-        for k in 0..windows.count() {
+        // Window k's files are written while window k + 1's graph is built: two windows in
+        // memory, as the plan allows for when it mines two at once.
+        let mut pending: Option<BuiltWindow> = None;
+        for k in 0..=windows.count() {
             // One line per phase for all windows (`Timings::absorb`).
-            let mut tw = Timings::new();
-            let g =
-                self.window_graph((&mut windows, k), &mut carry, out, how, &mut tw, progress)?;
+            let (mut tb, mut tw) = (Timings::new(), Timings::new());
+            let (written, built) = self.both(
+                how.at_once > 1,
+                || {
+                    let w = pending.take()?;
+                    Some(self.write_window(w, out, how, &mut tw, progress))
+                },
+                || {
+                    (k < windows.count()).then(|| {
+                        self.build_window((&mut windows, k), &mut carry, &mut tb, progress)
+                    })
+                },
+            );
+            t.absorb(tb);
             t.absorb(tw);
-            if how.model {
-                graphs.push(g);
-            } else {
-                each(&g.summary, &g.warnings);
-                summary.windows.push(g.summary);
+            if let Some(g) = written.transpose()? {
+                if how.model {
+                    graphs.push(g);
+                } else {
+                    each(&g.summary, &g.warnings);
+                    summary.windows.push(g.summary);
+                }
             }
+            pending = built.transpose()?;
         }
         if how.model {
             let grammar = t.phase("rules of the first and last windows", progress, || {
@@ -182,19 +200,31 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Window `k`'s graph and its files, with `carry` from the windows before it; its summary
-    /// so far and what the user should hear of it.
-    fn window_graph(
+    /// `a` and `b`, side by side on the worker pool when `together`, else one after the other.
+    fn both<A: Send, B: Send>(
+        &self,
+        together: bool,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        if together {
+            self.install(|| rayon::join(a, b))
+        } else {
+            let a = a();
+            (a, b())
+        }
+    }
+
+    /// Window `k`'s graph, with `carry` from the windows before it.
+    fn build_window(
         &self,
         (windows, k): (&mut Windows, usize),
         carry: &mut WindowCarry,
-        out: &Path,
-        how: &WindowedInfer<'_>,
         t: &mut Timings,
         progress: &dyn Progress,
-    ) -> Result<WindowGraph, InferError> {
+    ) -> Result<BuiltWindow, InferError> {
         let crossed_before = carry.crossed();
-        let mut built = t
+        let built = t
             .phase("causal graph", progress, || {
                 self.install(|| build_graph_window(windows, k, &self.opts.graph, carry))
             })
@@ -202,6 +232,29 @@ impl Pipeline {
                 dir: windows.survey_dir().path.clone(),
                 source,
             })?;
+        Ok(BuiltWindow {
+            index: k,
+            range: windows.range(k),
+            crossed: carry.crossed() - crossed_before,
+            built,
+        })
+    }
+
+    /// Window `w`'s graph files; its summary so far and what the user should hear of it.
+    fn write_window(
+        &self,
+        w: BuiltWindow,
+        out: &Path,
+        how: &WindowedInfer<'_>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+    ) -> Result<WindowGraph, InferError> {
+        let BuiltWindow {
+            index: k,
+            range: (start_ns, end_ns),
+            crossed,
+            mut built,
+        } = w;
         let dir = out.join(window_dir_name(k));
         let files = write_graph_files(&built, &dir, how.draw, t, progress).map_err(|source| {
             InferError::GraphFiles {
@@ -209,7 +262,6 @@ impl Pipeline {
                 source,
             }
         })?;
-        let (start_ns, end_ns) = windows.range(k);
         let summary = WindowSummary {
             index: k,
             dir: window_dir_name(k),
@@ -218,7 +270,7 @@ impl Pipeline {
             events: built.events,
             leaves: built.graph.leaves.len() as u64,
             edges: built.graph.edges.len() as u64,
-            crossed: carry.crossed() - crossed_before,
+            crossed,
             replayed: 0,
             top_level: Vec::new(),
         };
@@ -328,6 +380,16 @@ fn sample_part(graph: Graph) -> SamplePart<'static, (u32, u32, u32)> {
     }
 }
 
+/// A window whose graph is built and not yet written.
+struct BuiltWindow {
+    index: usize,
+    /// Where it begins and where the next one does (see [`WindowSummary`]).
+    range: (Option<u64>, Option<u64>),
+    /// Calls left out of matching because their partner was in an earlier window.
+    crossed: u64,
+    built: Built,
+}
+
 /// A window whose graph is written and whose model is not yet mined.
 struct WindowGraph {
     summary: WindowSummary,
@@ -390,21 +452,13 @@ impl WindowPlan {
     }
 }
 
-/// The memory limit when none is given: half the machine's (`MemTotal` in `/proc/meminfo`;
-/// 8 GiB where that cannot be read).
+/// The memory limit when none is given: half the machine's memory or of its control group's
+/// limit, whichever is less, and no more than the address-space limit allows
+/// ([`MemoryRoom::default_limit`]; half of 16 GiB where nothing can be read).
 pub fn default_memory_limit() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib = line["MemTotal:".len()..]
-                .trim()
-                .trim_end_matches("kB")
-                .trim();
-            kib.parse::<u64>().ok()
-        })
-        .map_or(16 << 30, |kib| kib.saturating_mul(1024));
-    (total / 2).max(MIN_MEMORY)
+    MemoryRoom::of_this_process()
+        .default_limit()
+        .max(MIN_MEMORY)
 }
 
 /// The bytes of the trace files in `dir` (the process directories' files, as much of each as

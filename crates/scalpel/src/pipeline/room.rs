@@ -1,0 +1,167 @@
+//! How much memory this process may use: the machine's, its control group's, and its
+//! address-space limit (`ulimit -v`, `prlimit --as`), read from `/proc` and `/sys/fs/cgroup`.
+//!
+//! Why: half the machine is no default inside a container whose control group allows a quarter
+//! of it, and an address-space limit fails an allocation (which aborts the run) long before
+//! the resident set reaches it: glibc's arenas and the worker threads' stacks reserve about as
+//! much address space again as the inference holds (measured: `scripts/check-windows.sh` runs
+//! under twice its `--memory` of address space).
+
+use std::path::{Path, PathBuf};
+
+/// Address space a run reserves per byte it holds resident, measured (see the module docs).
+pub const ADDRESS_SPACE_PER_BYTE: u64 = 2;
+
+/// The limits that bound this process's memory, where they could be read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryRoom {
+    /// The machine's memory (`MemTotal`).
+    pub machine: Option<u64>,
+    /// The tightest memory limit of this process's control group and its ancestors, with the
+    /// file that set it.
+    pub cgroup: Option<(u64, PathBuf)>,
+    /// The address-space limit (`RLIMIT_AS`).
+    pub address_space: Option<u64>,
+}
+
+impl MemoryRoom {
+    /// The limits of this process now.
+    pub fn of_this_process() -> MemoryRoom {
+        MemoryRoom {
+            machine: mem_total(),
+            cgroup: cgroup_limit(),
+            address_space: address_space_limit(),
+        }
+    }
+
+    /// The most inference may hold resident: the tightest of the machine's memory, the control
+    /// group's and the address-space limit over [`ADDRESS_SPACE_PER_BYTE`] (`None`: no limit
+    /// could be read).
+    pub fn usable(&self) -> Option<u64> {
+        [
+            self.machine,
+            self.cgroup.as_ref().map(|c| c.0),
+            self.address_space.map(|a| a / ADDRESS_SPACE_PER_BYTE),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The limit to keep when the user gave none: half the machine's memory or of the control
+    /// group's limit, whichever is less, and at most [`MemoryRoom::usable`]; half of 16 GiB
+    /// where nothing could be read.
+    pub fn default_limit(&self) -> u64 {
+        let memory = [self.machine, self.cgroup.as_ref().map(|c| c.0)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(16 << 30);
+        let half = memory / 2;
+        self.usable().map_or(half, |u| half.min(u))
+    }
+}
+
+/// Values at or past this are how the kernel says "no limit" (cgroup v1 writes 2^63 rounded
+/// down to a page).
+const UNLIMITED: u64 = 1 << 62;
+
+/// `MemTotal` from `/proc/meminfo`, in bytes.
+fn mem_total() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line["MemTotal:".len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// The soft address-space limit from `/proc/self/limits` ("Max address space  unlimited …").
+fn address_space_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?;
+    let soft = line["Max address space".len()..]
+        .split_whitespace()
+        .next()?;
+    soft.parse::<u64>().ok().filter(|&b| b < UNLIMITED)
+}
+
+/// The tightest memory limit on the path of this process's control group, cgroup v2
+/// (`memory.max`) or v1 (`memory.limit_in_bytes` under the memory controller's hierarchy).
+fn cgroup_limit() -> Option<(u64, PathBuf)> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut found = None;
+    for line in groups.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let (root, file) = if controllers.is_empty() {
+            (Path::new("/sys/fs/cgroup"), "memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (Path::new("/sys/fs/cgroup/memory"), "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        found = tightest(found, on_path(root, path, file));
+    }
+    found
+}
+
+/// The tightest limit in `file` of the group at `path` under `root` and of its ancestors.
+fn on_path(root: &Path, path: &str, file: &str) -> Option<(u64, PathBuf)> {
+    let mut dir = root.join(path.trim_start_matches('/'));
+    let mut found = None;
+    while dir.starts_with(root) {
+        let f = dir.join(file);
+        let limit = std::fs::read_to_string(&f)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|&b| b < UNLIMITED);
+        found = tightest(found, limit.map(|b| (b, f)));
+        if !dir.pop() {
+            break;
+        }
+    }
+    found
+}
+
+fn tightest(a: Option<(u64, PathBuf)>, b: Option<(u64, PathBuf)>) -> Option<(u64, PathBuf)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tightest_limit_is_usable_and_address_space_counts_half() {
+        let room = MemoryRoom {
+            machine: Some(24 << 30),
+            cgroup: Some((8 << 30, PathBuf::from("/sys/fs/cgroup/memory.max"))),
+            address_space: Some(4 << 30),
+        };
+        assert_eq!(room.usable(), Some(2 << 30));
+        let room = MemoryRoom {
+            address_space: None,
+            ..room
+        };
+        assert_eq!(room.usable(), Some(8 << 30));
+        assert_eq!(room.default_limit(), 4 << 30);
+        assert_eq!(MemoryRoom::default().usable(), None);
+        assert_eq!(MemoryRoom::default().default_limit(), 8 << 30);
+    }
+
+    #[test]
+    fn this_process_has_a_machine() {
+        assert!(MemoryRoom::of_this_process().machine.is_some_and(|m| m > 0));
+    }
+}

@@ -7,10 +7,9 @@ use ahash::AHashMap;
 use scalpel_model::graph::{Graph, LeafId, LeafTypeId};
 use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 
-use super::batch::Evaluators;
+use super::children::Children;
 use super::instance::Instance;
 use super::kinds::{BlockKind, KindTimes};
-use super::leaf::GraphIndex;
 use super::stats::{ratio, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 
 /// Latencies of the occurrences evaluated so far (children are evaluated before their parents).
@@ -119,7 +118,7 @@ impl<'g> TypeFold<'g> {
     }
 
     /// Adds what `other`, a fold of the instances after this one's, holds.
-    fn merge(&mut self, other: TypeFold<'g>) {
+    pub(super) fn merge(&mut self, other: TypeFold<'g>) {
         self.latencies.extend(other.latencies);
         add(&mut self.total_ns, other.total_ns);
         self.first = match (self.first, other.first) {
@@ -263,7 +262,7 @@ impl<'m> ChildFold<'m> {
     }
 
     /// Adds what `other`, a fold of the occurrences after this one's, holds.
-    fn merge(&mut self, other: ChildFold<'m>) {
+    pub(super) fn merge(&mut self, other: ChildFold<'m>) {
         add(&mut self.total, other.total);
         add(&mut self.total_crit, other.total_crit);
         for (ty, (n, ns)) in other.lat {
@@ -295,251 +294,6 @@ impl<'m> ChildFold<'m> {
             })
             .collect()
     }
-}
-
-/// The direct children of every group, loop and session occurrence: child occurrences, and
-/// leaves that are direct parts (as references whose type is the leaf type and whose index is
-/// the leaf id), in one array. A map from each occurrence to a vector of its children took 45
-/// MiB on a 1.77M-event nginx recording; this takes a quarter.
-pub(super) struct Children {
-    /// Per type: the global number of its first occurrence ([`Model::occurrence_bases`]).
-    base: Vec<usize>,
-    /// Per occurrence (by global number): where its children start in `kids`, and where the
-    /// last one's end.
-    start: Vec<u32>,
-    kids: Vec<OccRef>,
-}
-
-impl Children {
-    pub(super) fn of(g: &Graph, model: &Model) -> Children {
-        let (base, n) = model.occurrence_bases();
-        let global = |p: OccRef| -> Option<usize> {
-            let ty = model.types.get(p.ty.index())?;
-            ((p.index as usize) < ty.occurrences.len())
-                .then(|| base[p.ty.index()] + p.index as usize)
-        };
-        // Every (parent, child) in the order the children are listed: occurrences by type and
-        // index, then leaves by id.
-        let pairs = || {
-            let occs = model.types.iter().enumerate().flat_map(|(t, ty)| {
-                ty.occurrences.iter().enumerate().filter_map(move |(i, o)| {
-                    let child = OccRef {
-                        ty: TaskTypeId::at(t),
-                        index: i as u32,
-                    };
-                    o.parent.map(|p| (p, child))
-                })
-            });
-            let leaves = model
-                .leaf_parent
-                .iter()
-                .zip(&g.leaves)
-                .enumerate()
-                .filter_map(|(l, (p, leaf))| {
-                    let child = OccRef {
-                        ty: TaskTypeId::new(leaf.ty.get()),
-                        index: l as u32,
-                    };
-                    p.map(|p| (p, child))
-                });
-            occs.chain(leaves)
-        };
-        let mut start = vec![0u32; n + 1];
-        for (p, _) in pairs() {
-            if let Some(at) = global(p) {
-                start[at + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let none = OccRef {
-            ty: TaskTypeId::new(0),
-            index: 0,
-        };
-        let mut kids = vec![none; start[n] as usize];
-        for (p, child) in pairs() {
-            if let Some(at) = global(p) {
-                kids[fill[at] as usize] = child;
-                fill[at] += 1;
-            }
-        }
-        Children { base, start, kids }
-    }
-
-    /// The direct children of occurrence `of` (none for a leaf, whose index is a leaf id).
-    fn get(&self, of: OccRef) -> &[OccRef] {
-        let t = of.ty.index();
-        let Some(&base) = self.base.get(t) else {
-            return &[];
-        };
-        let end = self
-            .base
-            .get(t + 1)
-            .copied()
-            .unwrap_or(self.start.len() - 1);
-        if of.index as usize >= end - base {
-            return &[];
-        }
-        let at = base + of.index as usize;
-        &self.kids[self.start[at] as usize..self.start[at + 1] as usize]
-    }
-}
-
-/// The folds of one part of a type's instances (see [`Evaluators::fold`]).
-struct TypePart<'g, 'm> {
-    /// Every instance.
-    all: TypeFold<'g>,
-    /// The top-level instances alone, for a type that has any.
-    alone: Option<TypeFold<'g>>,
-    /// Whether an instance was nested (else `alone` is `all`).
-    nested: bool,
-    /// The parts its children play, for a group, loop or session type.
-    children: Option<ChildFold<'m>>,
-    /// Each instance's latency, in order.
-    latencies: Vec<u64>,
-}
-
-impl<'g, 'm> TypePart<'g, 'm> {
-    fn new(g: &'g Graph, span_ns: u64, has_top: bool, children: Option<ChildFold<'m>>) -> Self {
-        TypePart {
-            all: TypeFold::new(g, span_ns),
-            alone: has_top.then(|| TypeFold::new(g, span_ns)),
-            nested: false,
-            children,
-            latencies: Vec::new(),
-        }
-    }
-
-    fn add(&mut self, inst: &Instance, at_top: bool) {
-        self.all.add(inst);
-        self.latencies.push(inst.latency());
-        if let Some(a) = self.alone.as_mut() {
-            if at_top {
-                a.add(inst);
-            } else {
-                self.nested = true;
-            }
-        }
-    }
-
-    /// Adds the part after this one.
-    fn merge(&mut self, other: TypePart<'g, 'm>) {
-        self.all.merge(other.all);
-        if let (Some(a), Some(b)) = (self.alone.as_mut(), other.alone) {
-            a.merge(b);
-        }
-        self.nested |= other.nested;
-        if let (Some(a), Some(b)) = (self.children.as_mut(), other.children) {
-            a.merge(b);
-        }
-        self.latencies.extend(other.latencies);
-    }
-}
-
-/// The parts, merged in order.
-fn merge<'g, 'm>(parts: Vec<TypePart<'g, 'm>>) -> TypePart<'g, 'm> {
-    let mut parts = parts.into_iter();
-    let mut first = parts.next().expect("a fold has at least one part");
-    for p in parts {
-        first.merge(p);
-    }
-    first
-}
-
-/// Rolls up every type of `model`, whose leaf ids are `g`'s leaves.
-/// Every type's stats, and the stats of each type's top-level instances alone (for the types
-/// that have any, in model order): a task nested in another is already inside its parent's time,
-/// so the top-level table counts it only where it stands alone. Each instance is evaluated,
-/// folded into its type's stats and dropped ([`TypeFold`]).
-pub(super) fn type_stats(
-    g: &Graph,
-    model: &Model,
-    idx: &GraphIndex,
-    trace_span_ns: u64,
-) -> (Vec<TypeStats>, Vec<TypeStats>) {
-    let mut eval = Evaluators::new(g, idx);
-    let mut by_leaf_type: Vec<Vec<LeafId>> = vec![Vec::new(); g.types.len()];
-    for (i, l) in g.leaves.iter().enumerate() {
-        if let Some(v) = by_leaf_type.get_mut(l.ty.index()) {
-            v.push(LeafId::at(i));
-        }
-    }
-    // Latency of every occurrence, for children's shares: group and loop occurrences by type
-    // and index, leaves (each the one occurrence of its leaf type) by leaf id in one table.
-    let mut occ_latency = OccLatency {
-        by_type: vec![Vec::new(); model.types.len()],
-        by_leaf: vec![0; g.leaves.len()],
-    };
-    let kids = Children::of(g, model);
-    let mut order: Vec<usize> = (0..model.types.len()).collect();
-    order.sort_by_key(|&t| (model.types[t].level, t));
-    let mut out: Vec<Option<TypeStats>> = vec![None; model.types.len()];
-    let mut top: Vec<Option<TypeStats>> = vec![None; model.types.len()];
-    for t in order {
-        let ty = &model.types[t];
-        let has_top = ty.top_level > 0;
-        let fold_part = |p: &mut TypePart, _, inst: &Instance, at_top| p.add(inst, at_top);
-        let (part, children) = match ty.kind {
-            TaskKind::Leaf => {
-                let lt = ty.leaf_type.unwrap_or(LeafTypeId::at(t));
-                let leaves = by_leaf_type.get(lt.index()).map_or(&[][..], Vec::as_slice);
-                let part = merge(eval.fold(
-                    leaves,
-                    std::slice::from_ref,
-                    || TypePart::new(g, trace_span_ns, has_top, None),
-                    |p, i, &l, inst| {
-                        let at_top = model.leaf_parent.get(l.index()).is_none_or(Option::is_none);
-                        fold_part(p, i, inst, at_top)
-                    },
-                ));
-                for (&l, &lat) in leaves.iter().zip(&part.latencies) {
-                    occ_latency.by_leaf[l.index()] = lat;
-                }
-                (part, Vec::new())
-            }
-            _ => {
-                let occ = &occ_latency;
-                let mut part = merge(eval.fold(
-                    &ty.occurrences,
-                    |o| &o.leaves,
-                    || {
-                        let kids = ChildFold::new(model, t as u32, &kids);
-                        TypePart::new(g, trace_span_ns, has_top, Some(kids))
-                    },
-                    |p, i, o, inst| {
-                        if let Some(c) = p.children.as_mut() {
-                            c.add(i, inst, occ);
-                        }
-                        fold_part(p, i, inst, o.parent.is_none())
-                    },
-                ));
-                let children = part
-                    .children
-                    .take()
-                    .map_or_else(Vec::new, ChildFold::finish);
-                occ_latency.by_type[t] = std::mem::take(&mut part.latencies);
-                (part, children)
-            }
-        };
-        let TypePart {
-            all, alone, nested, ..
-        } = part;
-        let all = all.finish(t as u32, children);
-        if let Some(alone) = alone {
-            top[t] = Some(if nested {
-                alone.finish(t as u32, Vec::new())
-            } else {
-                all.clone()
-            });
-        }
-        out[t] = Some(all);
-    }
-    (
-        out.into_iter().flatten().collect(),
-        top.into_iter().flatten().collect(),
-    )
 }
 
 /// `*sum += ns`, saturating: sums over instances must not overflow, and a file whose clock base

@@ -12,12 +12,14 @@
 mod batch;
 mod behind;
 mod blame;
+mod children;
 mod each;
 mod flame;
 mod fold;
 mod instance;
 mod kinds;
 mod leaf;
+mod part;
 mod samples;
 mod spans;
 mod stats;
@@ -38,8 +40,8 @@ pub use samples::{on_cpu, sample_period_ns, wall, AGENT_FRAME, OFF_CPU_SUFFIX, O
 pub use spans::{task_spans, TaskSpan};
 pub use stats::{ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 
-use fold::type_stats;
 use leaf::add_bytes;
+use part::type_stats;
 pub use view::{top_view, Expanded, TaskRow, TopError, TopOptions, TopView};
 
 /// The rollups of one model.

@@ -9,6 +9,7 @@
 mod compare;
 mod infer;
 mod load;
+mod plan;
 mod room;
 mod windows;
 
@@ -25,11 +26,11 @@ use scalpel_model::progress::{Progress, Timings};
 pub use compare::WindowedDifference;
 pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
-pub use room::{MemoryRoom, ADDRESS_SPACE_PER_BYTE};
-pub use windows::{
-    default_memory_limit, trace_bytes, window_dir_name, WindowPlan, WindowSummary, WindowedInfer,
-    WindowsSummary, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE,
+pub use plan::{
+    default_memory_limit, trace_bytes, WindowPlan, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE,
 };
+pub use room::{MemoryRoom, ADDRESS_SPACE_PER_BYTE};
+pub use windows::{window_dir_name, WindowSummary, WindowedInfer, WindowsSummary};
 
 /// How the stages run. `Default`: the stages' own defaults, no names file, a worker per core.
 #[derive(Clone, Debug, Default)]

@@ -12,7 +12,7 @@
 //!
 //! The graphs are built one after the other: each window's graph takes what the windows before
 //! it left open ([`WindowCarry`]). The models are independent of each other once the sample's
-//! rules are known, so they are mined side by side on the worker threads, [`WindowPlan::at_once`]
+//! rules are known, so they are mined side by side on the worker threads, [`super::WindowPlan::at_once`]
 //! at a time, each window as large as the memory limit's share allows.
 //!
 //! What a window cannot see is the other side of what crosses its boundary: a wake-up whose
@@ -35,7 +35,6 @@ use scalpel_views::outputs::{write_file, write_graph_files, GraphFiles};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 use serde::Serialize;
 
-use super::room::MemoryRoom;
 use super::{GraphStep, InferError, Pipeline, PipelineError, Warning};
 
 /// What a window of the trace made.
@@ -117,73 +116,31 @@ impl Pipeline {
                 self.install(|| Windows::survey(dir, how.events_per_window))
             })
             .map_err(survey)?;
-        let mut carry = WindowCarry::default();
         let mut summary = WindowsSummary {
             events: windows.events(),
             events_per_window: how.events_per_window,
             windows: Vec::new(),
         };
-        let mut graphs = Vec::with_capacity(windows.count());
-        // Window k's files are written while window k + 1's graph is built: two windows in
-        // memory, as the plan allows for when it mines two at once.
-        let mut pending: Option<BuiltWindow> = None;
-        for k in 0..=windows.count() {
-            // One line per phase for all windows (`Timings::absorb`).
-            let (mut tb, mut tw) = (Timings::new(), Timings::new());
-            let (written, built) = self.both(
-                how.at_once > 1,
-                || {
-                    let w = pending.take()?;
-                    Some(self.write_window(w, out, how, &mut tw, progress))
-                },
-                || {
-                    (k < windows.count()).then(|| {
-                        self.build_window((&mut windows, k), &mut carry, &mut tb, progress)
-                    })
-                },
-            );
-            t.absorb(tb);
-            t.absorb(tw);
-            if let Some(g) = written.transpose()? {
-                if how.model {
-                    graphs.push(g);
-                } else {
-                    each(&g.summary, &g.warnings);
-                    summary.windows.push(g.summary);
-                }
-            }
-            pending = built.transpose()?;
-        }
+        let graphs = self.window_graphs(&mut windows, out, how, t, progress)?;
         if how.model {
             let grammar = t.phase("rules of the first and last windows", progress, || {
                 self.sample_grammar(&graphs, progress)
             })?;
-            let mut graphs = graphs.into_iter();
-            loop {
-                // At most `at_once` windows in memory: a worker waiting inside one window's
-                // stage could otherwise steal the next window and start it.
-                let chunk: Vec<WindowGraph> = graphs.by_ref().take(how.at_once.max(1)).collect();
-                if chunk.is_empty() {
-                    break;
-                }
-                let models = self.install(|| {
-                    use rayon::prelude::*;
-                    chunk
-                        .into_par_iter()
-                        .map(|g| {
-                            let mut tw = Timings::new();
-                            let m =
-                                self.window_model(g, grammar.as_ref(), out, how, &mut tw, progress);
-                            m.map(|m| (m, tw))
-                        })
-                        .collect::<Vec<_>>()
-                });
-                for m in models {
-                    let ((w, warnings), tw) = m?;
-                    t.absorb(tw);
-                    each(&w, &warnings);
+            self.window_models(
+                (graphs, grammar.as_ref()),
+                out,
+                how,
+                t,
+                progress,
+                &mut |w, ws| {
+                    each(&w, ws);
                     summary.windows.push(w);
-                }
+                },
+            )?;
+        } else {
+            for g in graphs {
+                each(&g.summary, &g.warnings);
+                summary.windows.push(g.summary);
             }
         }
         let written = OutDir::create(out).map_err(ViewError::from).and_then(|d| {
@@ -198,6 +155,79 @@ impl Pipeline {
         })?;
         remove_stale_windows(out, summary.windows.len());
         Ok(summary)
+    }
+
+    /// Every window's graph, built one after the other with one carry, and its files: window
+    /// k's files are written while window k + 1's graph is built (two windows in memory, as the
+    /// plan allows for when it mines two at once).
+    fn window_graphs(
+        &self,
+        windows: &mut Windows,
+        out: &Path,
+        how: &WindowedInfer<'_>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+    ) -> Result<Vec<WindowGraph>, InferError> {
+        let mut carry = WindowCarry::default();
+        let mut graphs = Vec::with_capacity(windows.count());
+        let mut pending: Option<BuiltWindow> = None;
+        for k in 0..=windows.count() {
+            // One line per phase for all windows (`Timings::absorb`).
+            let (mut tb, mut tw) = (Timings::new(), Timings::new());
+            let (written, built) = self.both(
+                how.at_once > 1,
+                || {
+                    let w = pending.take()?;
+                    Some(self.write_window(w, out, how, &mut tw, progress))
+                },
+                || {
+                    (k < windows.count())
+                        .then(|| self.build_window((windows, k), &mut carry, &mut tb, progress))
+                },
+            );
+            t.absorb(tb);
+            t.absorb(tw);
+            graphs.extend(written.transpose()?);
+            pending = built.transpose()?;
+        }
+        Ok(graphs)
+    }
+
+    /// Every window's model with `grammar` replayed, `at_once` windows side by side on the
+    /// worker pool; `each` hears of them in order. In batches: a worker waiting inside one
+    /// window's stage could otherwise steal a window past the batch and overrun the limit.
+    fn window_models(
+        &self,
+        (graphs, grammar): (Vec<WindowGraph>, Option<&Grammar>),
+        out: &Path,
+        how: &WindowedInfer<'_>,
+        t: &mut Timings,
+        progress: &dyn Progress,
+        each: &mut dyn FnMut(WindowSummary, &[Warning]),
+    ) -> Result<(), InferError> {
+        let mut graphs = graphs.into_iter();
+        loop {
+            let batch: Vec<WindowGraph> = graphs.by_ref().take(how.at_once.max(1)).collect();
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let models = self.install(|| {
+                use rayon::prelude::*;
+                batch
+                    .into_par_iter()
+                    .map(|g| {
+                        let mut tw = Timings::new();
+                        let m = self.window_model(g, grammar, out, how, &mut tw, progress);
+                        m.map(|m| (m, tw))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for m in models {
+                let ((w, warnings), tw) = m?;
+                t.absorb(tw);
+                each(w, &warnings);
+            }
+        }
     }
 
     /// `a` and `b`, side by side on the worker pool when `together`, else one after the other.
@@ -407,80 +437,6 @@ fn top_level(model: &Model) -> Vec<(String, u64)> {
         .collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     v
-}
-
-/// The most memory inferring a trace whole takes per byte of its files, measured (written
-/// traces of short leaves: 9.9; memcached: 2.7; `docs/BENCHMARKS.md`), rounded up.
-pub const PEAK_PER_TRACE_BYTE: u64 = 10;
-
-/// The most memory a window takes per event it holds, measured the same way (110 bytes on
-/// written traces of short leaves), rounded up.
-pub const PEAK_PER_EVENT: u64 = 128;
-
-/// The least memory limit windows are tried with: windows of 131,072 events.
-pub const MIN_MEMORY: u64 = 16 << 20;
-
-/// The fewest events a window is given so that another can be mined beside it: windows of the
-/// least memory limit.
-const MIN_WINDOW_EVENTS: u64 = MIN_MEMORY / PEAK_PER_EVENT;
-
-/// Windows mined side by side. A constant, not the number of worker threads, so that the windows
-/// and so the model depend on the memory limit alone (with fewer threads the windows of a batch
-/// take turns); two, because each window more in memory shrinks every window and the sample the
-/// rules are learned on, and each window's stages use the other threads already (the rollups).
-const AT_ONCE: u64 = 2;
-
-/// How a trace is cut into windows under a memory limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowPlan {
-    /// Events a window holds: the limit's share of each window mined at once.
-    pub events_per_window: u64,
-    /// Windows mined side by side: [`AT_ONCE`], or one where two windows would hold fewer than
-    /// 131,072 events each.
-    pub at_once: usize,
-}
-
-impl WindowPlan {
-    /// The windows that a trace gets under a memory limit of `limit` bytes.
-    pub fn for_limit(limit: u64) -> WindowPlan {
-        let whole = limit / PEAK_PER_EVENT;
-        let at_once = AT_ONCE.min(whole / MIN_WINDOW_EVENTS).max(1);
-        WindowPlan {
-            events_per_window: whole / at_once,
-            at_once: at_once as usize,
-        }
-    }
-}
-
-/// The memory limit when none is given: half the machine's memory or of its control group's
-/// limit, whichever is less, and no more than the address-space limit allows
-/// ([`MemoryRoom::default_limit`]; half of 16 GiB where nothing can be read).
-pub fn default_memory_limit() -> u64 {
-    MemoryRoom::of_this_process()
-        .default_limit()
-        .max(MIN_MEMORY)
-}
-
-/// The bytes of the trace files in `dir` (the process directories' files, as much of each as
-/// the disk holds; what cannot be listed counts nothing).
-pub fn trace_bytes(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    // What the file holds on disk: a sparse file's holes hold no records.
-    let sizes = |d: &Path| -> u64 {
-        std::fs::read_dir(d).map_or(0, |rd| {
-            rd.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len().min(m.blocks().saturating_mul(512)))
-                .sum()
-        })
-    };
-    std::fs::read_dir(dir).map_or(0, |rd| {
-        rd.flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| sizes(&e.path()))
-            .sum()
-    })
 }
 
 /// What `infer` writes in a window's directory (see `scalpel_views::outputs`).

@@ -161,6 +161,26 @@ mod tests {
     }
 
     #[test]
+    fn the_tightest_group_on_the_path_sets_the_limit_and_max_is_none() {
+        let root = tempfile::tempdir().unwrap();
+        let leaf = root.path().join("a/b");
+        std::fs::create_dir_all(&leaf).unwrap();
+        std::fs::write(root.path().join("memory.max"), "max\n").unwrap();
+        std::fs::write(root.path().join("a/memory.max"), "1073741824\n").unwrap();
+        std::fs::write(leaf.join("memory.max"), "4294967296\n").unwrap();
+        let found = on_path(root.path(), "/a/b", "memory.max");
+        assert_eq!(
+            found,
+            Some((1 << 30, root.path().join("a/memory.max"))),
+            "the parent's 1 GiB binds a child allowed 4 GiB"
+        );
+        // cgroup v1's "no limit" (2^63 rounded down to a page) and v2's "max" are no limit.
+        std::fs::write(root.path().join("a/memory.max"), "9223372036854771712\n").unwrap();
+        std::fs::write(leaf.join("memory.max"), "max\n").unwrap();
+        assert_eq!(on_path(root.path(), "/a/b", "memory.max"), None);
+    }
+
+    #[test]
     fn this_process_has_a_machine() {
         assert!(MemoryRoom::of_this_process().machine.is_some_and(|m| m > 0));
     }

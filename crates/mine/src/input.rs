@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use ahash::AHashSet;
+use scalpel_model::fnv::Fnv;
 use scalpel_model::graph::{Edge, Graph, Leaf, LeafType, LeafTypeId, ObjId, ObjectInfo, ThreadId};
 
 /// A leaf as the miner sees it.
@@ -92,26 +94,54 @@ impl MineInput<'_> {
 
 /// The leaves as the rounds read them, with what is worked out of them once per run rather
 /// than once per round: the leaves that resume their thread after a sample's gap (see
-/// `runs::run_support`) and the threads a window's edge cut (see `turns`); both empty for a
-/// trace read whole.
+/// `runs::run_support`), the threads, and the leaf types' contents (see `ends`).
 pub(crate) struct RoundLeaves<'a> {
     /// Every leaf, by index.
     pub all: &'a [MineLeaf],
     /// Leaves with [`MineLeaf::resumes`], in order.
     pub resumes: Vec<crate::ix::LeafIx>,
-    /// The threads of the leaves with [`MineLeaf::cut`].
-    pub cut_threads: ahash::AHashSet<ThreadId>,
+    /// The threads of the leaves with [`MineLeaf::resumes`]: each is two parts of the sample.
+    pub resumed_threads: AHashSet<ThreadId>,
+    /// How many threads the leaves lie on.
+    pub threads: usize,
+    /// Each leaf type's key as another graph of the program finds it (`grammar::ranked_keys`),
+    /// hashed.
+    pub type_keys: Vec<u64>,
 }
 
 impl<'a> RoundLeaves<'a> {
-    pub(crate) fn new(all: &'a [MineLeaf]) -> RoundLeaves<'a> {
+    pub(crate) fn new(all: &'a [MineLeaf], types: &[LeafType]) -> RoundLeaves<'a> {
+        let resumes: Vec<crate::ix::LeafIx> = (0..all.len())
+            .filter(|&i| all[i].resumes)
+            .map(crate::ix::LeafIx::new)
+            .collect();
+        let threads: AHashSet<ThreadId> = all.iter().map(|l| l.thread).collect();
         RoundLeaves {
             all,
-            resumes: (0..all.len())
-                .filter(|&i| all[i].resumes)
-                .map(crate::ix::LeafIx::new)
+            resumed_threads: resumes.iter().map(|l| all[l.index()].thread).collect(),
+            resumes,
+            threads: threads.len(),
+            type_keys: crate::grammar::ranked_keys(types)
+                .into_iter()
+                .map(|(key, rank)| Fnv::new().bytes(key.as_bytes()).u64(rank as u64).get())
                 .collect(),
-            cut_threads: all.iter().filter(|l| l.cut).map(|l| l.thread).collect(),
         }
+    }
+
+    /// How many parts `threads` make (a thread may repeat): one a thread, two a thread a sample
+    /// joins from two parts. Each part's run of a cycle begins and ends once, which gives one
+    /// of two cuts of the cycle at most one occurrence more than the other (see `ends`).
+    pub(crate) fn parts<'t>(&self, threads: impl Iterator<Item = &'t ThreadId>) -> u32 {
+        let set: AHashSet<ThreadId> = threads.copied().collect();
+        let resumed = set
+            .iter()
+            .filter(|t| self.resumed_threads.contains(t))
+            .count();
+        (set.len() + resumed) as u32
+    }
+
+    /// The most parts any set of these leaves' threads makes.
+    pub(crate) fn most_parts(&self) -> u32 {
+        (self.threads + self.resumed_threads.len()) as u32
     }
 }

@@ -23,6 +23,7 @@ mod canon_tree;
 mod contains;
 mod cross;
 mod edge;
+mod ends;
 mod grammar;
 mod input;
 mod ix;
@@ -36,7 +37,6 @@ mod same;
 mod sample;
 mod sessions;
 mod tree;
-mod turns;
 mod variants;
 mod work;
 

@@ -10,7 +10,7 @@ use super::runs::Partners;
 use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge};
 
 /// A pair key with its own non-overlapping support and its occurrences.
-use super::turns::{even_reverse_pairs, Ranked};
+use crate::ends::{self, even_near_ties, Ranked};
 use crate::input::RoundLeaves;
 use crate::runs::run_support;
 
@@ -266,20 +266,14 @@ pub(super) fn pair_proposals(
             (n, rule, occ)
         })
         .collect();
-    // Among keys of equal support, the one held together by more edges goes first: a closed-loop
-    // client's response → next request edge makes "end of one request + start of the next" as
-    // frequent as "start + end of one request", but only the latter shares hand-offs and its
-    // thread's program order.
-    even_reverse_pairs(&mut cands, work, leaves);
-    let n_links = |r: &Rule| match r {
-        Rule::Pair { links, .. } => links.len(),
-        _ => 0,
-    };
-    cands.sort_unstable_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then_with(|| n_links(&b.1).cmp(&n_links(&a.1)))
-            .then_with(|| a.1.cmp(&b.1))
-    });
+    // Of two competing keys whose supports differ by no more than the ends of their runs can
+    // make, the one held by more links (or first by content) goes first (see `ends`): a
+    // closed-loop client's response → next request edge makes "end of one request + start of
+    // the next" about as frequent as "start + end of one request", but only the latter shares
+    // hand-offs and its thread's program order.
+    let content = ends::contents(work, leaves);
+    even_near_ties(&mut cands, work, leaves, &content);
+    cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| ends::tie_order(a, b, &content)));
     let counts = if phase == Phase::Weak && allow.is_none() {
         symbol_counts(work)
     } else {

@@ -238,12 +238,13 @@ fn pair(
         w.polled |= !waited;
         let stale = |&(_, o): &(u32, u64)| waited && s.wait_from.is_some_and(|from| o < from);
         w.drained |= items.front().is_some_and(stale);
-        if drains {
-            // Put before the taker found the queue empty, and taken by no take seen: a notice
-            // nobody was waiting for, not this take's.
-            while items.front().is_some_and(stale) {
-                items.pop_front();
-            }
+        // Put before the taker found the queue empty, and taken by no take seen: not this
+        // take's item. In a queue drained whole, a notice nobody was waiting for; in one taken
+        // an item at a time, one taken where this graph does not show it (a window that began
+        // while its taker waited: kept, it went to the next take, and every take after it got
+        // the item before its own).
+        while items.front().is_some_and(stale) {
+            items.pop_front();
         }
         let n = if drains { items.len() } else { 1 };
         // The oldest item is the one whose signal woke a take that waited.

@@ -4,10 +4,13 @@
 # glibc and the worker threads reserve come to about twice what is resident), and checks with
 # `scalpel-bench-graph compare` that at most BOUND of the leaves stand in another request task
 # (the task each leaf is directly part of) than in the whole model, and, when OUTER_BOUND is set,
-# at most that many in another outermost task (`top`'s). The figures of both runs go to stderr;
+# at most that many in another outermost task (`top`'s). LIMIT may name several limits (one
+# whole inference, then one windowed run and check per limit): where windows fall changes what
+# their boundaries and the sample's gap cut. The figures of the runs go to stderr;
 # docs/BENCHMARKS.md has the commands and what they gave.
 #
 #   scripts/check-windows.sh [TRACE]   (default target/memcached-trace; LIMIT=256M, BOUND=0.001)
+#   LIMIT="160M 192M 512M" scripts/check-windows.sh target/written-trace
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRACE=${1:-target/memcached-trace}
@@ -18,9 +21,13 @@ BENCH=$PWD/target/release/scalpel-bench-graph
 [ -x "$BENCH" ] || cargo build --release -q -p scalpel --bin scalpel-bench-graph
 WORK=$(mktemp -d /tmp/scalpel-windows.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-limit_bytes=$(numfmt --from=iec "$LIMIT")
 "$SCALPEL" infer "$TRACE" -o "$WORK/whole" --timings >/dev/null
-prlimit --as=$((2 * limit_bytes)) "$SCALPEL" infer "$TRACE" -o "$WORK/windows" --memory "$LIMIT" \
-    --timings | tail -3
-"$BENCH" compare "$WORK/whole" "$WORK/windows" --inner-bound "$BOUND" \
-    ${OUTER_BOUND:+--outer-bound "$OUTER_BOUND"}
+for limit in $LIMIT; do
+    limit_bytes=$(numfmt --from=iec "$limit")
+    rm -rf "$WORK/windows"
+    echo "--memory $limit:" >&2
+    prlimit --as=$((2 * limit_bytes)) "$SCALPEL" infer "$TRACE" -o "$WORK/windows" \
+        --memory "$limit" --timings | tail -3
+    "$BENCH" compare "$WORK/whole" "$WORK/windows" --inner-bound "$BOUND" \
+        ${OUTER_BOUND:+--outer-bound "$OUTER_BOUND"}
+done

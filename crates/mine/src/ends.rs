@@ -26,7 +26,6 @@ use scalpel_model::graph::ThreadId;
 
 use crate::input::RoundLeaves;
 use crate::ix::{IxVec, NodeIx, SymIx};
-use crate::round::symbol_counts;
 use crate::work::{Rule, Work};
 
 /// A candidate pair: its support, its rule and its occurrences (see `round::pair_proposals`).
@@ -109,7 +108,7 @@ pub(super) fn even_near_ties(
         }
     }
     let most = leaves.most_parts();
-    let counts = symbol_counts(work);
+    let counts = work.top_counts();
     let mut threads: AHashMap<usize, Vec<ThreadId>> = AHashMap::new();
     let mut raise: Vec<(usize, u32)> = Vec::new();
     let mut syms: Vec<SymIx> = by_sym.keys().copied().collect();

@@ -6,7 +6,6 @@
 use std::borrow::Cow;
 
 use ahash::AHashSet;
-use scalpel_model::fnv::Fnv;
 use scalpel_model::graph::{Edge, Graph, Leaf, LeafType, LeafTypeId, ObjId, ObjectInfo, ThreadId};
 
 /// A leaf as the miner sees it.
@@ -104,13 +103,14 @@ pub(crate) struct RoundLeaves<'a> {
     pub resumed_threads: AHashSet<ThreadId>,
     /// How many threads the leaves lie on.
     pub threads: usize,
-    /// Each leaf type's key as another graph of the program finds it (`grammar::ranked_keys`),
-    /// hashed.
+    /// Each leaf type's key as another graph of the program finds it, hashed
+    /// (`grammar::hashed_keys`).
     pub type_keys: Vec<u64>,
 }
 
 impl<'a> RoundLeaves<'a> {
-    pub(crate) fn new(all: &'a [MineLeaf], types: &[LeafType]) -> RoundLeaves<'a> {
+    /// The leaves `all`, of types with the keys `type_keys` (see the field).
+    pub(crate) fn new(all: &'a [MineLeaf], type_keys: Vec<u64>) -> RoundLeaves<'a> {
         let resumes: Vec<crate::ix::LeafIx> = (0..all.len())
             .filter(|&i| all[i].resumes)
             .map(crate::ix::LeafIx::new)
@@ -121,10 +121,7 @@ impl<'a> RoundLeaves<'a> {
             resumed_threads: resumes.iter().map(|l| all[l.index()].thread).collect(),
             resumes,
             threads: threads.len(),
-            type_keys: crate::grammar::ranked_keys(types)
-                .into_iter()
-                .map(|(key, rank)| Fnv::new().bytes(key.as_bytes()).u64(rank as u64).get())
-                .collect(),
+            type_keys,
         }
     }
 

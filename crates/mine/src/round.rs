@@ -41,15 +41,6 @@ pub(super) struct Proposals {
     pub list: Vec<Proposal>,
 }
 
-/// Current nodes per symbol.
-pub(super) fn symbol_counts(work: &Work) -> IxVec<SymIx, u32> {
-    let mut counts = IxVec::from_elem(0u32, work.syms.len());
-    for n in work.nodes.iter().filter(|n| n.parent.is_none()) {
-        counts[n.sym] += 1;
-    }
-    counts
-}
-
 /// Groups of edges with the same (u, v), as index ranges into the sorted edges.
 fn groups(x: &[XEdge]) -> impl Iterator<Item = &[XEdge]> {
     x.chunk_by(|a, b| a.u == b.u && a.v == b.v)
@@ -275,7 +266,7 @@ pub(super) fn pair_proposals(
     even_near_ties(&mut cands, work, leaves, &content);
     cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| ends::tie_order(a, b, &content)));
     let counts = if phase == Phase::Weak && allow.is_none() {
-        symbol_counts(work)
+        work.top_counts()
     } else {
         IxVec::new()
     };

@@ -35,6 +35,12 @@
 //! lock (three or more takers that all signal it, see `condlocks`) passes one token per signal
 //! and keeps the one-per-take pairing.
 //!
+//! A consumer waits only on an empty queue, so an item put before a take's wait began is not
+//! that take's, whatever the kind: by the pairing it is still there only because a take the
+//! graph does not show took it (a window of the trace that began while its taker waited holds
+//! the put but not the take's section), and it is dropped. Kept, it went to the next take, and
+//! every take after it got the item before its own.
+//!
 //! What it assumes: the queue is FIFO; one signal per item put (a `cond_broadcast` puts
 //! nothing: it is usually a shutdown). A stack (LIFO) gets the right counts but wrong pairs once
 //! several items wait. Mutex order alone never becomes an edge: a lock with no condition waited

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Recordings of any length (issue 53): infers a recording whole, then in windows under
-# `--memory LIMIT` with the address space held to twice the limit (`prlimit --as`; the mappings
-# glibc and the worker threads reserve come to about twice what is resident), and checks with
+# `--memory LIMIT` with the address space held to twice the limit and at least 1 GiB (`prlimit
+# --as`; the mappings glibc and the worker threads reserve come to about twice what is
+# resident, and to more below 512M), and checks with
 # `scalpel-bench-graph compare` that at most BOUND of the leaves stand in another request task
 # (the task each leaf is directly part of) than in the whole model, and, when OUTER_BOUND is set,
 # at most that many in another outermost task (`top`'s). LIMIT may name several limits (one
@@ -24,9 +25,12 @@ trap 'rm -rf "$WORK"' EXIT
 "$SCALPEL" infer "$TRACE" -o "$WORK/whole" --timings >/dev/null
 for limit in $LIMIT; do
     limit_bytes=$(numfmt --from=iec "$limit")
+    # At least 1 GiB: below 512M, glibc's per-thread arenas (heaps of 64 MiB reserved each)
+    # and the worker threads' stacks reserve more than the limit itself (docs/LIMITS.md).
+    space=$((2 * limit_bytes > 1073741824 ? 2 * limit_bytes : 1073741824))
     rm -rf "$WORK/windows"
     echo "--memory $limit:" >&2
-    prlimit --as=$((2 * limit_bytes)) "$SCALPEL" infer "$TRACE" -o "$WORK/windows" \
+    prlimit --as=$space "$SCALPEL" infer "$TRACE" -o "$WORK/windows" \
         --memory "$limit" --timings | tail -3
     "$BENCH" compare "$WORK/whole" "$WORK/windows" --inner-bound "$BOUND" \
         ${OUTER_BOUND:+--outer-bound "$OUTER_BOUND"}

@@ -278,7 +278,7 @@ pub(super) fn pair_proposals(
     // claimed by the request, must not pair with the dequeue after it (5 occurrences of 400)
     // and so drop out of the request pattern that takes the other 395 next round.
     let mut kept_from: AHashMap<SymIx, u32> = AHashMap::new();
-    let mut out = Proposals::default();
+    let mut chosen: Vec<Ranked> = Vec::new();
     for (support, rule, occ) in cands {
         if support < min_support {
             break;
@@ -322,6 +322,13 @@ pub(super) fn pair_proposals(
         }
         claimed.insert(a);
         claimed.insert(b);
+        chosen.push((support, rule, sel));
+    }
+    // Numbered by what they hold, not by a rank `ends` raised: a grammar's replay, which has no
+    // rivals to rank against, numbers its rules and nodes alike.
+    chosen.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| ends::tie_order(a, b, &content)));
+    let mut out = Proposals::default();
+    for (_, rule, sel) in chosen {
         let r = out.rules.push(rule);
         out.list.extend(sel.into_iter().map(|(u, v)| Proposal {
             rule: r,

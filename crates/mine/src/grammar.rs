@@ -19,7 +19,6 @@
 
 use ahash::{AHashMap, AHashSet};
 
-use scalpel_model::fnv::Fnv;
 use scalpel_model::graph::{LeafType, LeafTypeId};
 
 use crate::ix::SymIx;
@@ -137,15 +136,6 @@ pub(crate) fn ranked_keys(types: &[LeafType]) -> Vec<(String, usize)> {
         }
     }
     out
-}
-
-/// [`ranked_keys`], each hashed: what tells a leaf type's symbol from another's in the miner's
-/// tie order (`ends::contents`), the same in any graph of the program.
-pub(crate) fn hashed_keys(types: &[LeafType]) -> Vec<u64> {
-    ranked_keys(types)
-        .into_iter()
-        .map(|(key, rank)| Fnv::new().bytes(key.as_bytes()).u64(rank as u64).get())
-        .collect()
 }
 
 impl SymMap {

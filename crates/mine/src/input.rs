@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 
-use ahash::AHashSet;
 use scalpel_model::graph::{Edge, Graph, Leaf, LeafType, LeafTypeId, ObjId, ObjectInfo, ThreadId};
 
 /// A leaf as the miner sees it.
@@ -93,52 +92,26 @@ impl MineInput<'_> {
 
 /// The leaves as the rounds read them, with what is worked out of them once per run rather
 /// than once per round: the leaves that resume their thread after a sample's gap (see
-/// `runs::run_support`), the threads, and the leaf types' contents (see `ends`).
+/// `runs::run_support`) and the threads a window's edge cut (see `turns`); both empty for a
+/// trace read whole.
 pub(crate) struct RoundLeaves<'a> {
     /// Every leaf, by index.
     pub all: &'a [MineLeaf],
     /// Leaves with [`MineLeaf::resumes`], in order.
     pub resumes: Vec<crate::ix::LeafIx>,
-    /// The threads of the leaves with [`MineLeaf::resumes`]: each is two parts of the sample.
-    pub resumed_threads: AHashSet<ThreadId>,
-    /// How many threads the leaves lie on.
-    pub threads: usize,
-    /// Each leaf type's key as another graph of the program finds it, hashed
-    /// (`grammar::hashed_keys`).
-    pub type_keys: Vec<u64>,
+    /// The threads of the leaves with [`MineLeaf::cut`].
+    pub cut_threads: ahash::AHashSet<ThreadId>,
 }
 
 impl<'a> RoundLeaves<'a> {
-    /// The leaves `all`, of types with the keys `type_keys` (see the field).
-    pub(crate) fn new(all: &'a [MineLeaf], type_keys: Vec<u64>) -> RoundLeaves<'a> {
-        let resumes: Vec<crate::ix::LeafIx> = (0..all.len())
-            .filter(|&i| all[i].resumes)
-            .map(crate::ix::LeafIx::new)
-            .collect();
-        let threads: AHashSet<ThreadId> = all.iter().map(|l| l.thread).collect();
+    pub(crate) fn new(all: &'a [MineLeaf]) -> RoundLeaves<'a> {
         RoundLeaves {
             all,
-            resumed_threads: resumes.iter().map(|l| all[l.index()].thread).collect(),
-            resumes,
-            threads: threads.len(),
-            type_keys,
+            resumes: (0..all.len())
+                .filter(|&i| all[i].resumes)
+                .map(crate::ix::LeafIx::new)
+                .collect(),
+            cut_threads: all.iter().filter(|l| l.cut).map(|l| l.thread).collect(),
         }
-    }
-
-    /// How many parts `threads` make (a thread may repeat): one a thread, two a thread a sample
-    /// joins from two parts. Each part's run of a cycle begins and ends once, which gives one
-    /// of two cuts of the cycle at most one occurrence more than the other (see `ends`).
-    pub(crate) fn parts<'t>(&self, threads: impl Iterator<Item = &'t ThreadId>) -> u32 {
-        let set: AHashSet<ThreadId> = threads.copied().collect();
-        let resumed = set
-            .iter()
-            .filter(|t| self.resumed_threads.contains(t))
-            .count();
-        (set.len() + resumed) as u32
-    }
-
-    /// The most parts any set of these leaves' threads makes.
-    pub(crate) fn most_parts(&self) -> u32 {
-        (self.threads + self.resumed_threads.len()) as u32
     }
 }

@@ -23,7 +23,6 @@ mod canon_tree;
 mod contains;
 mod cross;
 mod edge;
-mod ends;
 mod grammar;
 mod input;
 mod ix;
@@ -37,6 +36,7 @@ mod same;
 mod sample;
 mod sessions;
 mod tree;
+mod turns;
 mod variants;
 mod work;
 

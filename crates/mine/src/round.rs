@@ -10,7 +10,7 @@ use super::runs::Partners;
 use super::work::{kind_index, program_kind, weak_kind, Link, Rule, Work, XEdge};
 
 /// A pair key with its own non-overlapping support and its occurrences.
-use crate::ends::{self, even_near_ties, Ranked};
+use super::turns::{even_reverse_pairs, Ranked};
 use crate::input::RoundLeaves;
 use crate::runs::run_support;
 
@@ -39,6 +39,15 @@ pub(super) struct Proposal {
 pub(super) struct Proposals {
     pub rules: IxVec<RuleIx, Rule>,
     pub list: Vec<Proposal>,
+}
+
+/// Current nodes per symbol.
+pub(super) fn symbol_counts(work: &Work) -> IxVec<SymIx, u32> {
+    let mut counts = IxVec::from_elem(0u32, work.syms.len());
+    for n in work.nodes.iter().filter(|n| n.parent.is_none()) {
+        counts[n.sym] += 1;
+    }
+    counts
 }
 
 /// Groups of edges with the same (u, v), as index ranges into the sorted edges.
@@ -257,16 +266,22 @@ pub(super) fn pair_proposals(
             (n, rule, occ)
         })
         .collect();
-    // Of two competing keys whose supports differ by no more than the ends of their runs can
-    // make, the one held by more links (or first by content) goes first (see `ends`): a
-    // closed-loop client's response → next request edge makes "end of one request + start of
-    // the next" about as frequent as "start + end of one request", but only the latter shares
-    // hand-offs and its thread's program order.
-    let content = ends::contents(work, leaves);
-    even_near_ties(&mut cands, work, leaves, &content);
-    cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| ends::tie_order(a, b, &content)));
+    // Among keys of equal support, the one held together by more edges goes first: a closed-loop
+    // client's response → next request edge makes "end of one request + start of the next" as
+    // frequent as "start + end of one request", but only the latter shares hand-offs and its
+    // thread's program order.
+    even_reverse_pairs(&mut cands, work, leaves);
+    let n_links = |r: &Rule| match r {
+        Rule::Pair { links, .. } => links.len(),
+        _ => 0,
+    };
+    cands.sort_unstable_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| n_links(&b.1).cmp(&n_links(&a.1)))
+            .then_with(|| a.1.cmp(&b.1))
+    });
     let counts = if phase == Phase::Weak && allow.is_none() {
-        work.top_counts()
+        symbol_counts(work)
     } else {
         IxVec::new()
     };
@@ -278,7 +293,7 @@ pub(super) fn pair_proposals(
     // claimed by the request, must not pair with the dequeue after it (5 occurrences of 400)
     // and so drop out of the request pattern that takes the other 395 next round.
     let mut kept_from: AHashMap<SymIx, u32> = AHashMap::new();
-    let mut chosen: Vec<Ranked> = Vec::new();
+    let mut out = Proposals::default();
     for (support, rule, occ) in cands {
         if support < min_support {
             break;
@@ -322,13 +337,6 @@ pub(super) fn pair_proposals(
         }
         claimed.insert(a);
         claimed.insert(b);
-        chosen.push((support, rule, sel));
-    }
-    // Numbered by what they hold, not by a rank `ends` raised: a grammar's replay, which has no
-    // rivals to rank against, numbers its rules and nodes alike.
-    chosen.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| ends::tie_order(a, b, &content)));
-    let mut out = Proposals::default();
-    for (_, rule, sel) in chosen {
         let r = out.rules.push(rule);
         out.list.extend(sel.into_iter().map(|(u, v)| Proposal {
             rule: r,

@@ -118,7 +118,7 @@ pub fn mine_with(
     let mut rounds = 0u32;
     let mut replayed = 0;
     let mut forced = Vec::new();
-    let round_leaves = RoundLeaves::new(&graph.leaves, grammar::hashed_keys(&graph.types));
+    let round_leaves = RoundLeaves::new(&graph.leaves);
     if let Some(g) = grammar {
         let mut at = Replay {
             work: &mut work,

@@ -132,15 +132,6 @@ pub(super) fn program_kind() -> KindIx {
 }
 
 impl Work {
-    /// How many current (top) nodes each symbol has.
-    pub(super) fn top_counts(&self) -> IxVec<SymIx, u32> {
-        let mut counts = IxVec::from_elem(0u32, self.syms.len());
-        for n in self.nodes.iter().filter(|n| n.parent.is_none()) {
-            counts[n.sym] += 1;
-        }
-        counts
-    }
-
     /// One node per leaf, symbol = leaf type (leaf type `t` is symbol `t`).
     pub(super) fn new(leaf_types: &[LeafTypeId], n_types: u32, edges: Vec<LeafEdge>) -> Work {
         let n = leaf_types.len();

@@ -58,6 +58,9 @@ use std::collections::VecDeque;
 
 mod tracker;
 
+#[cfg(test)]
+mod tests;
+
 pub(super) use tracker::{Counter, Section, Step, Tracker, ANY_MUTEX};
 
 /// Which mutexes conditions were used with (global ids, after assembly).

@@ -3,7 +3,7 @@
 use scalpel_model::graph::Graph;
 use scalpel_model::testgraph::GraphBuilder;
 
-use super::{takes, Section, Take};
+use super::{takes, Section};
 
 /// The mutex.
 const MUTEX: u32 = 7;
@@ -52,7 +52,7 @@ fn two_threads() -> Graph {
     b.build()
 }
 
-/// Items A, B and C are put at orders 10, 20 and 30; A's take is not among the sections (a
+/// Items A, B, C and D are put at orders 10, 20, 30 and 40; A's take is not among the sections (a
 /// window that began while its taker waited holds A's put but not the take's lock). The
 /// consumer's next take began waiting at 15, after A was gone: it took B, and the one after it
 /// C, and the last D: not A, B and C. (Every take waited: a queue some of whose takes found an
@@ -73,7 +73,7 @@ fn an_item_put_before_a_take_began_waiting_is_not_that_takes() {
     assert!(capacity.is_empty());
     let pairs: Vec<(u32, u32)> = found
         .iter()
-        .filter(|t: &&Take| t.cond == COND)
+        .filter(|t| t.cond == COND)
         .map(|t| (t.from, t.to))
         .collect();
     assert_eq!(pairs, [(1, 5), (2, 6), (3, 7)]);

@@ -49,10 +49,20 @@ fn op(b: &Bound) -> Option<Op> {
 }
 
 /// When the acquire `b` began waiting: the entry of its call, which ends the leaf before the
-/// one it starts.
+/// one it starts on its thread. Unknown (0: any release may be its waker) when that leaf is
+/// not in the graph: the wait began before a window did, and the leaf before in the table is
+/// another thread's.
 fn wait_began(b: &Bound, leaves: &[Leaf]) -> u64 {
-    let before = b.leaf.saturating_sub(1) as usize;
-    leaves.get(before).map_or(0, |l| l.end_ns)
+    let at = b.leaf as usize;
+    let (Some(before), Some(this)) = (at.checked_sub(1).and_then(|i| leaves.get(i)), leaves.get(at))
+    else {
+        return 0;
+    };
+    if before.thread == this.thread {
+        before.end_ns
+    } else {
+        0
+    }
 }
 
 /// When the release `b` was issued: the entry of its call, which ends its leaf.
@@ -185,5 +195,59 @@ pub(super) fn spawn(group: &[Bound], obj: u32, out: &mut GroupOut) {
             Some(p) => out.edge(p.leaf, b.leaf, kind, obj),
             None => out.unmatched.starts += 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use scalpel_model::graph::{LeafTypeId, ThreadId};
+
+    use super::*;
+
+    fn leaf(thread: u32, start: u64, end: u64) -> Leaf {
+        Leaf::new(ThreadId::new(thread), LeafTypeId::new(0), start, end)
+    }
+
+    fn bound(op: Op, seq: u64, leaf: u32) -> Bound {
+        Bound {
+            seq,
+            x: 0,
+            obj: 0,
+            res: 0,
+            leaf,
+            op: op.into(),
+            flags: 0,
+        }
+    }
+
+    /// A window that begins while thread 1 waits on a cond: its first leaf in the window is the
+    /// one the wait starts, and the leaf before it in the table is thread 0's last, which ended
+    /// after the signal was issued. The wait began before the window, so the signal is its
+    /// waker (before: the wait was taken to begin when thread 0's leaf ended, and had none).
+    #[test]
+    fn a_wait_that_began_before_the_graph_may_be_woken_by_any_signal() {
+        let leaves = [leaf(0, 0, 100), leaf(0, 110, 500), leaf(1, 120, 130)];
+        let group = [bound(Op::CondSignal, 1, 0), bound(Op::CondWait, 2, 2)];
+        let mut out = GroupOut::default();
+        cond(&group, 7, &leaves, &mut out);
+        let edges: Vec<(usize, usize)> = out
+            .edges
+            .iter()
+            .map(|e| (e.from.index(), e.to.index()))
+            .collect();
+        assert_eq!(edges, [(0, 2)]);
+        assert_eq!(out.unmatched.cond_waits, 0);
+    }
+
+    /// On one thread, the leaf before is where the wait began: a signal issued before it
+    /// cannot have woken the wait.
+    #[test]
+    fn a_signal_issued_before_the_wait_began_is_not_its_waker() {
+        let leaves = [leaf(0, 0, 100), leaf(1, 0, 200), leaf(1, 250, 260)];
+        let group = [bound(Op::CondSignal, 1, 0), bound(Op::CondWait, 2, 2)];
+        let mut out = GroupOut::default();
+        cond(&group, 7, &leaves, &mut out);
+        assert!(out.edges.is_empty());
+        assert_eq!(out.unmatched.cond_waits, 1);
     }
 }

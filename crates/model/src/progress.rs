@@ -41,13 +41,16 @@ pub struct PhaseTime {
     pub memory: Option<Memory>,
 }
 
-/// A process's resident set (`VmRSS`) and its peak so far (`VmHWM`), in bytes.
+/// A process's resident set (`VmRSS`), its peak so far (`VmHWM`) and the peak of its address
+/// space (`VmPeak`), in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Memory {
     /// Resident now.
     pub rss: u64,
     /// The most ever resident.
     pub peak: u64,
+    /// The most address space ever mapped: what an address-space limit (`ulimit -v`) holds.
+    pub space: u64,
 }
 
 impl Default for Timings {
@@ -108,7 +111,12 @@ impl Timings {
 
     /// The peak resident set of the run so far, when the last phase could tell it.
     pub fn peak_rss(&self) -> Option<u64> {
-        self.phases.last().and_then(|p| p.memory).map(|m| m.peak)
+        self.peak_memory().map(|m| m.peak)
+    }
+
+    /// The memory after the last phase, with the run's peaks so far.
+    pub fn peak_memory(&self) -> Option<Memory> {
+        self.phases.last().and_then(|p| p.memory)
     }
 }
 
@@ -128,5 +136,6 @@ fn memory() -> Option<Memory> {
     Some(Memory {
         rss: kib("VmRSS:")?,
         peak: kib("VmHWM:")?,
+        space: kib("VmPeak:")?,
     })
 }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use scalpel_model::progress::Timings;
 
 /// Writes `t` as aligned lines, `  graph   1.234 s  12.3%  rss 40.1 MiB  peak 45.6 MiB`, then
-/// the total with the run's peak.
+/// the total with the run's peaks: resident, and address space (what `ulimit -v` limits).
 pub fn write_timings(w: &mut impl Write, t: &Timings) -> io::Result<()> {
     let total = t.total().as_secs_f64();
     let width = t.phases.iter().map(|p| p.name.len()).max().unwrap_or(0);
@@ -22,8 +22,8 @@ pub fn write_timings(w: &mut impl Write, t: &Timings) -> io::Result<()> {
         writeln!(w, "  {name:<width$}  {s:>8.3} s  {share:>5.1}%{memory}")?;
     }
     let peak = t
-        .peak_rss()
-        .map(|b| format!("  peak {}", mib(b)))
+        .peak_memory()
+        .map(|m| format!("  peak {}  address space {}", mib(m.peak), mib(m.space)))
         .unwrap_or_default();
     writeln!(w, "  {:<width$}  {total:>8.3} s{peak}", "total")?;
     let summed: f64 = t.phases.iter().map(|p| p.time.as_secs_f64()).sum();

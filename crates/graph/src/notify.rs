@@ -54,8 +54,10 @@ fn op(b: &Bound) -> Option<Op> {
 /// another thread's.
 fn wait_began(b: &Bound, leaves: &[Leaf]) -> u64 {
     let at = b.leaf as usize;
-    let (Some(before), Some(this)) = (at.checked_sub(1).and_then(|i| leaves.get(i)), leaves.get(at))
-    else {
+    let (Some(before), Some(this)) = (
+        at.checked_sub(1).and_then(|i| leaves.get(i)),
+        leaves.get(at),
+    ) else {
         return 0;
     };
     if before.thread == this.thread {

@@ -11,18 +11,43 @@
 //! to 1 GiB so that the miner's rounds reused their arrays instead of having fresh pages zeroed,
 //! mining 18% faster on a 10M-event recording, but every block the graph stage's growing arrays
 //! left stayed resident: 1,674 against 1,496 MiB at the peak; `docs/BENCHMARKS.md`.)
+//!
+//! Under an address-space limit (`ulimit -v`, `prlimit --as`) every thread allocates from one
+//! arena. glibc gives each thread that finds the others' arenas busy an arena of its own, whose
+//! heaps reserve 64 MiB of address space each: on a 10-million-event trace under `--memory
+//! 128M`, 548 MiB of address space for 86 MiB resident with one worker thread, 760 MiB with two;
+//! with one arena, 246 and 299 MiB (`docs/BENCHMARKS.md`). A limit on address space would fail
+//! an allocation there, which aborts the run, long before the memory it was meant to bound.
 
 /// The mmap threshold the analysis uses (see the module docs).
 const MMAP_THRESHOLD: libc::c_int = 1 << 20;
 
 /// Sets the allocator's policy (see the module docs). Call it before the analysis allocates
-/// anything large; calling it again changes nothing.
+/// anything large and before it starts threads (the arenas threads already took stay theirs); calling it again
+/// changes nothing.
 pub fn set_policy() {
     // SAFETY: mallopt only changes glibc's allocation parameters; it takes the allocator's
     // lock and touches no live allocation.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
     }
+    if address_space_limited() {
+        // SAFETY: as above.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 1);
+        }
+    }
+}
+
+/// Whether this process's address space is limited (`RLIMIT_AS` below infinity).
+fn address_space_limited() -> bool {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit, which `limit` is.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    ok && limit.rlim_cur != libc::RLIM_INFINITY
 }
 
 /// Gives freed heap memory back to the system (glibc's `malloc_trim`, every arena): what

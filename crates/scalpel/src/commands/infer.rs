@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use scalpel::pipeline::{
-    trace_bytes, MemoryRoom, ADDRESS_SPACE_PER_BYTE, MIN_MEMORY, PEAK_PER_TRACE_BYTE,
+    trace_bytes, MemoryRoom, ADDRESS_SPACE_FIXED, ADDRESS_SPACE_PER_BYTE, MIN_MEMORY,
+    PEAK_PER_TRACE_BYTE,
 };
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_graph::Filter;
@@ -211,9 +212,8 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
 /// allows; `None` to infer it whole.
 fn windowed(job: &Infer) -> Result<Option<u64>> {
     let (limit, given) = job.memory;
-    if given {
-        within_room(limit, &MemoryRoom::of_this_process())?;
-    }
+    // The default keeps within the room by itself, unless the room is less than the least limit.
+    within_room(limit, given, &MemoryRoom::of_this_process())?;
     let needs: u64 = job
         .dirs
         .iter()
@@ -261,31 +261,44 @@ fn windowed(job: &Infer) -> Result<Option<u64>> {
     Ok(Some(limit))
 }
 
-/// Refuses a `--memory` this process cannot have: more than its control group allows, or more
+/// Refuses a memory limit this process cannot have: more than its control group allows, or more
 /// than its address-space limit leaves room for (an allocation past it would abort the run).
-fn within_room(limit: u64, room: &MemoryRoom) -> Result<()> {
+/// `given`: the user gave it (`--memory`), or it is the default.
+fn within_room(limit: u64, given: bool, room: &MemoryRoom) -> Result<()> {
+    let named = if given {
+        format!("--memory {}", mib(limit))
+    } else {
+        format!("the least memory limit ({})", mib(limit))
+    };
     if let Some((cgroup, file)) = &room.cgroup {
         if limit > *cgroup {
             bail!(
-                "--memory {}: more than this process's control group may use ({} in {}); give \
+                "{named}: more than this process's control group may use ({} in {}); give \
                  --memory {} or less",
-                mib(limit),
                 mib(*cgroup),
                 file.display(),
                 mib(*cgroup)
             );
         }
     }
-    if let Some(space) = room.address_space {
-        let most = space / ADDRESS_SPACE_PER_BYTE;
+    if let (Some(space), Some(left)) = (room.address_space, room.space_left()) {
+        let most = left / ADDRESS_SPACE_PER_BYTE;
         if limit > most {
+            let mapped = room.mapped.unwrap_or(0);
+            let needs = mapped + ADDRESS_SPACE_FIXED + limit * ADDRESS_SPACE_PER_BYTE;
+            let smaller = if most >= MIN_MEMORY {
+                format!("give --memory {} or less, or ", mib_down(most))
+            } else {
+                String::new()
+            };
             bail!(
-                "--memory {}: the address-space limit (ulimit -v) is {}, and inference reserves \
-                 about {ADDRESS_SPACE_PER_BYTE} bytes of address space for each byte it holds; \
-                 give --memory {} or less, or raise the limit",
-                mib(limit),
+                "{named}: the address-space limit (ulimit -v) is {}; this process maps {} \
+                 before inferring, and inference about {} more and {ADDRESS_SPACE_PER_BYTE} \
+                 bytes for each byte it holds: {smaller}raise the limit to {}",
                 mib(space),
-                mib(most)
+                mib(mapped),
+                mib(ADDRESS_SPACE_FIXED),
+                mib(needs)
             );
         }
     }
@@ -295,6 +308,11 @@ fn within_room(limit: u64, room: &MemoryRoom) -> Result<()> {
 /// `bytes` in MiB, for messages.
 pub(crate) fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes.div_ceil(1 << 20))
+}
+
+/// `bytes` in whole MiB rounded down, for a limit to give that must fit.
+fn mib_down(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
 }
 
 pub(crate) fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Result<()> {

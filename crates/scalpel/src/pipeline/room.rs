@@ -2,15 +2,24 @@
 //! address-space limit (`ulimit -v`, `prlimit --as`), read from `/proc` and `/sys/fs/cgroup`.
 //!
 //! Why: half the machine is no default inside a container whose control group allows a quarter
-//! of it, and an address-space limit fails an allocation (which aborts the run) long before
-//! the resident set reaches it: glibc's arenas and the worker threads' stacks reserve about as
-//! much address space again as the inference holds (measured: `scripts/check-windows.sh` runs
-//! under twice its `--memory` of address space).
+//! of it, and an address-space limit fails an allocation (which aborts the run) before the
+//! resident set reaches it. Under such a limit every thread allocates from one arena
+//! (`scalpel_model::memory::set_policy`), and the address space then grows about as the resident
+//! set does, above what the process had mapped before inferring (the program, its libraries, the
+//! threads' stacks): twice what inference holds and 64 MiB, above that, covers it (measured on
+//! the written pipelines: 246–707 MiB of address space at `--memory` 128M–1G, with 144 MiB
+//! mapped before; `docs/BENCHMARKS.md`).
 
 use std::path::{Path, PathBuf};
 
-/// Address space a run reserves per byte it holds resident, measured (see the module docs).
+/// Address space a run reserves per byte it holds resident, above what it had mapped before,
+/// measured (see the module docs).
 pub const ADDRESS_SPACE_PER_BYTE: u64 = 2;
+
+/// Address space a run maps beyond what it had mapped before, whatever its limit: the worker
+/// threads' stacks and what every inference holds (measured: 56 MiB under `--memory 16M`, on
+/// 1.1 million events of Apache with two worker threads).
+pub const ADDRESS_SPACE_FIXED: u64 = 64 << 20;
 
 /// The limits that bound this process's memory, where they could be read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -22,6 +31,8 @@ pub struct MemoryRoom {
     pub cgroup: Option<(u64, PathBuf)>,
     /// The address-space limit (`RLIMIT_AS`).
     pub address_space: Option<u64>,
+    /// The address space this process has mapped already (`VmSize`).
+    pub mapped: Option<u64>,
 }
 
 impl MemoryRoom {
@@ -31,21 +42,29 @@ impl MemoryRoom {
             machine: mem_total(),
             cgroup: cgroup_limit(),
             address_space: address_space_limit(),
+            mapped: mapped_now(),
         }
     }
 
     /// The most inference may hold resident: the tightest of the machine's memory, the control
-    /// group's and the address-space limit over [`ADDRESS_SPACE_PER_BYTE`] (`None`: no limit
-    /// could be read).
+    /// group's, and what the address-space limit leaves ([`MemoryRoom::space_left`]) over
+    /// [`ADDRESS_SPACE_PER_BYTE`] (`None`: no limit could be read).
     pub fn usable(&self) -> Option<u64> {
         [
             self.machine,
             self.cgroup.as_ref().map(|c| c.0),
-            self.address_space.map(|a| a / ADDRESS_SPACE_PER_BYTE),
+            self.space_left().map(|a| a / ADDRESS_SPACE_PER_BYTE),
         ]
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// The address space the limit leaves for what inference holds: above what is mapped
+    /// already and [`ADDRESS_SPACE_FIXED`] (`None`: no limit).
+    pub fn space_left(&self) -> Option<u64> {
+        self.address_space
+            .map(|a| a.saturating_sub(self.mapped.unwrap_or(0) + ADDRESS_SPACE_FIXED))
     }
 
     /// The limit to keep when the user gave none: half the machine's memory or of the control
@@ -68,9 +87,21 @@ const UNLIMITED: u64 = 1 << 62;
 
 /// `MemTotal` from `/proc/meminfo`, in bytes.
 fn mem_total() -> Option<u64> {
-    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line["MemTotal:".len()..]
+    kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemTotal:")
+}
+
+/// This process's address space now (`VmSize` in `/proc/self/status`), in bytes.
+fn mapped_now() -> Option<u64> {
+    kib_field(
+        &std::fs::read_to_string("/proc/self/status").ok()?,
+        "VmSize:",
+    )
+}
+
+/// The value of the line `key  N kB` of a `/proc` file, in bytes.
+fn kib_field(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line[key.len()..]
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -148,8 +179,10 @@ mod tests {
             machine: Some(24 << 30),
             cgroup: Some((8 << 30, PathBuf::from("/sys/fs/cgroup/memory.max"))),
             address_space: Some(4 << 30),
+            mapped: Some((1 << 30) - ADDRESS_SPACE_FIXED),
         };
-        assert_eq!(room.usable(), Some(2 << 30));
+        // 3 GiB of address space left: 1.5 GiB may be held.
+        assert_eq!(room.usable(), Some(3 << 29));
         let room = MemoryRoom {
             address_space: None,
             ..room

@@ -18,7 +18,7 @@ if ! command -v clippy-driver >/dev/null; then
     exit 1
 fi
 # No debug info for the stages' crates in this build: the test command links a hundred programs,
-# each with its own copy (40 of a test program's 62 MB), and a CI machine short of disk killed
+# each with its own copy (45 of a test program's 73 MB), and a CI machine short of disk killed
 # the linker. The programs the tests record and the agent keep theirs (their packages' settings
 # in Cargo.toml); dependencies have none in any release build.
 export CARGO_PROFILE_RELEASE_DEBUG=false

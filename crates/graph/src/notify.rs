@@ -222,6 +222,16 @@ mod tests {
         }
     }
 
+    /// The edges (from, to) and the unmatched waits of a signal ending leaf 0 and a wait
+    /// starting leaf 2, over `leaves`.
+    fn signal_then_wait(leaves: &[Leaf]) -> (Vec<(usize, usize)>, u64) {
+        let group = [bound(Op::CondSignal, 1, 0), bound(Op::CondWait, 2, 2)];
+        let mut out = GroupOut::default();
+        cond(&group, 7, leaves, &mut out);
+        let edges = out.edges.iter().map(|e| (e.from.index(), e.to.index()));
+        (edges.collect(), out.unmatched.cond_waits)
+    }
+
     /// A window that begins while thread 1 waits on a cond: its first leaf in the window is the
     /// one the wait starts, and the leaf before it in the table is thread 0's last, which ended
     /// after the signal was issued. The wait began before the window, so the signal is its
@@ -229,16 +239,7 @@ mod tests {
     #[test]
     fn a_wait_that_began_before_the_graph_may_be_woken_by_any_signal() {
         let leaves = [leaf(0, 0, 100), leaf(0, 110, 500), leaf(1, 120, 130)];
-        let group = [bound(Op::CondSignal, 1, 0), bound(Op::CondWait, 2, 2)];
-        let mut out = GroupOut::default();
-        cond(&group, 7, &leaves, &mut out);
-        let edges: Vec<(usize, usize)> = out
-            .edges
-            .iter()
-            .map(|e| (e.from.index(), e.to.index()))
-            .collect();
-        assert_eq!(edges, [(0, 2)]);
-        assert_eq!(out.unmatched.cond_waits, 0);
+        assert_eq!(signal_then_wait(&leaves), (vec![(0, 2)], 0));
     }
 
     /// On one thread, the leaf before is where the wait began: a signal issued before it
@@ -246,10 +247,6 @@ mod tests {
     #[test]
     fn a_signal_issued_before_the_wait_began_is_not_its_waker() {
         let leaves = [leaf(0, 0, 100), leaf(1, 0, 200), leaf(1, 250, 260)];
-        let group = [bound(Op::CondSignal, 1, 0), bound(Op::CondWait, 2, 2)];
-        let mut out = GroupOut::default();
-        cond(&group, 7, &leaves, &mut out);
-        assert!(out.edges.is_empty());
-        assert_eq!(out.unmatched.cond_waits, 1);
+        assert_eq!(signal_then_wait(&leaves), (vec![], 1));
     }
 }

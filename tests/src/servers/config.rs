@@ -54,8 +54,14 @@ pub struct RequestRule {
     pub marker_op: String,
     /// A function among the marker's end frames, when the operation alone is not enough.
     pub marker_frame: Option<String>,
-    /// The channel kind of the marker's object (`tcp`).
-    pub channel: String,
+    /// The channel kind of the marker's object (`tcp`); left out, any object.
+    pub channel: Option<String>,
+    /// The marker tells another thread that its work is done: it runs on a thread its process
+    /// started (not the first), and other threads, never its own, wait on its object (a
+    /// worker's signal to the thread that feeds it, where the worker also signals a condition
+    /// of its own).
+    #[serde(default)]
+    pub completion: bool,
     /// Operations a request task's occurrence holds a leaf ending at.
     #[serde(default)]
     pub needs: Vec<String>,

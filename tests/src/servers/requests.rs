@@ -10,7 +10,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use scalpel_model::graph::{Graph, Leaf, LeafId, ObjId};
+use scalpel_model::format::Side;
+use scalpel_model::graph::{Graph, Leaf, LeafId, ObjId, ThreadId};
 use scalpel_model::read::Endpoint;
 use scalpel_model::task::{Model, OccRef, Occurrence, TaskKind, TaskTypeId};
 
@@ -85,17 +86,19 @@ fn connection(graph: &Graph, obj: Option<ObjId>) -> Option<(Endpoint, Endpoint)>
     })
 }
 
-fn is_marker(graph: &Graph, l: &Leaf, rule: &RequestRule) -> bool {
+fn is_marker(graph: &Graph, l: &Leaf, rule: &RequestRule, waiters: &Waiters) -> bool {
     if l.end_op.map(|o| o.name()).as_deref() != Some(rule.marker_op.as_str()) {
         return false;
     }
-    let on_channel = l
-        .end_obj
-        .and_then(|o| graph.objects.get(o.index()))
-        .and_then(|o| o.channel_kind())
-        .and_then(|k| k.known())
-        .is_some_and(|k| k.name() == rule.channel);
+    let on_channel = rule.channel.as_ref().is_none_or(|want| {
+        l.end_obj
+            .and_then(|o| graph.objects.get(o.index()))
+            .and_then(|o| o.channel_kind())
+            .and_then(|k| k.known())
+            .is_some_and(|k| k.name() == want)
+    });
     on_channel
+        && (!rule.completion || completes(graph, l, waiters))
         && rule.marker_frame.as_ref().is_none_or(|f| {
             graph.types[l.ty.index()]
                 .end
@@ -103,6 +106,36 @@ fn is_marker(graph: &Graph, l: &Leaf, rule: &RequestRule) -> bool {
                 .join(" ")
                 .contains(f.as_str())
         })
+}
+
+/// Per object, the threads that wait on it (end a leaf at an acquiring call on it).
+type Waiters = HashMap<ObjId, BTreeSet<ThreadId>>;
+
+fn waiters(graph: &Graph) -> Waiters {
+    let mut out = Waiters::new();
+    for l in &graph.leaves {
+        let acquires = l
+            .end_op
+            .and_then(|o| o.op())
+            .is_some_and(|o| o.side() == Side::Acquire);
+        if let (true, Some(obj)) = (acquires, l.end_obj) {
+            out.entry(obj).or_default().insert(l.thread);
+        }
+    }
+    out
+}
+
+/// Whether `l` tells another thread its work is done ([`RequestRule::completion`]).
+fn completes(graph: &Graph, l: &Leaf, waiters: &Waiters) -> bool {
+    let spawned = graph
+        .threads
+        .get(l.thread.index())
+        .is_some_and(|t| t.tid != t.pid);
+    let others_wait = l
+        .end_obj
+        .and_then(|o| waiters.get(&o))
+        .is_some_and(|w| !w.is_empty() && !w.contains(&l.thread));
+    spawned && others_wait
 }
 
 /// Whether type `t`'s first occurrence holds a leaf ending at every needed operation.
@@ -124,10 +157,15 @@ fn spans_type(graph: &Graph, model: &Model, rule: &RequestRule, t: TaskTypeId) -
 /// Computes the figures of `model` (mined from `graph`) under `rule`.
 pub fn request_figures(graph: &Graph, model: &Model, rule: &RequestRule) -> RequestFigures {
     let chains = Chains { model };
+    let waiters = if rule.completion {
+        waiters(graph)
+    } else {
+        Waiters::new()
+    };
     let is_marker: Vec<bool> = graph
         .leaves
         .iter()
-        .map(|l| is_marker(graph, l, rule))
+        .map(|l| is_marker(graph, l, rule, &waiters))
         .collect();
     let markers: Vec<LeafId> = graph.leaf_ids().filter(|l| is_marker[l.index()]).collect();
     let mut markers_in: HashMap<OccRef, usize> = HashMap::new();
@@ -230,6 +268,13 @@ fn place(
             .iter()
             .find(|r| matches!(chains.kind(**r), TaskKind::Group | TaskKind::Session));
         let mine = connection(graph, graph.leaves[m.index()].end_obj);
+        // A marker on no connection has no session to sit in: its top-level task must be
+        // about its request alone.
+        if mine.is_none() {
+            let top = c.last().copied();
+            f.top_or_session += u64::from(top.is_some_and(|r| count_markers(r) == 1));
+            continue;
+        }
         let alone = above.is_none_or(|r| {
             let within = connections.entry(*r).or_insert_with(|| {
                 chains

@@ -114,6 +114,7 @@ fn build_from(
         &calls.into_iter().collect(),
     );
     waits.extend(turned);
+    waits.extend(asm.idle_waits);
     graph.locks = locks;
     graph.lock_waits = waits;
     merge::merge_cuts(&mut graph, &mut edges, &mut ext, &mut weak, &uncut);
@@ -208,6 +209,8 @@ struct Rest {
     weak: crate::weak::WeakOrder,
     /// Waits for room in a bounded queue (`queues::add_edges`): lock waits, not edges.
     capacity_waits: Vec<LockWait>,
+    /// A worker's notice that it is free (`room`'s `idle`): lock waits that stay cuts.
+    idle_waits: Vec<LockWait>,
     /// Conditions used as locks (`condlocks`): their waits and the cuts that are none.
     cond_locks: condlocks::CondLocks,
     /// Every take from a queue (`queues::takes`), for where takes that waited woke.
@@ -270,7 +273,8 @@ fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
     let answered = completions::land_completions(&graph, &conns, &mut edges);
     // After the completions found the leaves that handled them: a notice is room only where
     // it did not land on its item's result.
-    capacity_waits.extend(room::room_waits(&graph, &mut edges, &takes));
+    let room = room::room_waits(&graph, &mut edges, &takes);
+    capacity_waits.extend(room.room);
     // Before program order: a lock's hand-overs are no takes of new work.
     let cond_locks = condlocks::cond_locks(&graph, &mut edges, &mutexes);
     Caused {
@@ -287,6 +291,7 @@ fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
             answered,
             weak: asm.weak,
             capacity_waits,
+            idle_waits: room.idle,
             cond_locks,
             takes,
         },

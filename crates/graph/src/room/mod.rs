@@ -39,6 +39,7 @@
 //! and writes its next request in one leaf, and from sync calls alone its answers and a wake-up
 //! pipe's bytes look alike.
 
+mod idle;
 mod queue;
 
 use ahash::{AHashMap, AHashSet};
@@ -51,17 +52,38 @@ use super::queues::Take;
 use super::waits::wait_of;
 use queue::Queue;
 
-/// Takes the notices that free room out of `edges` (see the module docs) and returns them as
-/// waits. `takes`: the queues under a mutex, paired.
-pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -> Vec<LockWait> {
-    let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
+/// The notices that free room, as waits.
+pub(super) struct RoomWaits {
+    /// An event loop's (see the module docs): the leaves around each wait are merged.
+    pub room: Vec<LockWait>,
+    /// A worker's notice that it is free to a producer that hands it its next item (`idle`):
+    /// the leaves around each wait stay apart.
+    pub idle: Vec<LockWait>,
+}
+
+/// Takes the notices that free room out of `edges` (see the module docs and `idle`'s) and
+/// returns them as waits. `takes`: the queues under a mutex, paired.
+pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -> RoomWaits {
     let mut handoffs: Vec<(u32, u32, u32)> = takes.iter().map(|t| (t.from, t.to, t.cond)).collect();
     handoffs.extend(edges.iter().filter_map(|e| item(graph, e)));
     let queues = pure_queues(graph, &handoffs);
     let looping = epoll_threads(graph);
+    let room = loop_room(graph, edges, &queues, &looping);
+    let idle = idle::idle_waits(graph, edges, &queues, &looping);
+    RoomWaits { room, idle }
+}
+
+/// The rule for producers that are event loops (the module docs).
+fn loop_room(
+    graph: &Graph,
+    edges: &mut Vec<Edge>,
+    queues: &[Queue],
+    looping: &[bool],
+) -> Vec<LockWait> {
+    let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     // Per (consumer, producer), the queues it is both on, for producers that are event loops.
     let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
-    for q in &queues {
+    for q in queues {
         for &pair in q.takes.keys() {
             if looping.get(pair.1.index()).copied().unwrap_or(false) {
                 by_pair.entry(pair).or_default().push(q);
@@ -92,11 +114,21 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
                     .any(|q| (dispatch(to) || q.is_put(p, to)) && sometimes(q))
             })
     };
+    waits_of(graph, edges, room)
+}
+
+/// Takes the edges `is_notice` holds out of `edges` and returns them as waits of the leaf
+/// before the one each woke, with its sender as holder.
+fn waits_of(
+    graph: &Graph,
+    edges: &mut Vec<Edge>,
+    is_notice: impl Fn(&Edge) -> bool,
+) -> Vec<LockWait> {
     let mut waits = Vec::new();
     edges.retain(|e| {
         let wait = e
             .obj
-            .filter(|_| room(e))
+            .filter(|_| is_notice(e))
             .and_then(|o| wait_of(graph, e.from.index(), e.to.index(), o));
         match wait {
             Some(w) => {

@@ -9,6 +9,8 @@ use scalpel_model::graph::ThreadId;
 pub(super) struct Queue {
     pub(super) takes: AHashMap<(ThreadId, ThreadId), usize>,
     pub(super) puts: AHashMap<ThreadId, Vec<u32>>,
+    /// Per (producer, consumer), the producer's put leaves that consumer took, sorted.
+    puts_to: AHashMap<(ThreadId, ThreadId), Vec<u32>>,
 }
 
 impl Queue {
@@ -19,8 +21,9 @@ impl Queue {
         for &(p, c, from, _) in handoffs {
             *q.takes.entry((c, p)).or_default() += 1;
             q.puts.entry(p).or_default().push(from);
+            q.puts_to.entry((p, c)).or_default().push(from);
         }
-        for v in q.puts.values_mut() {
+        for v in q.puts.values_mut().chain(q.puts_to.values_mut()) {
             v.sort_unstable();
             v.dedup();
         }
@@ -36,6 +39,13 @@ impl Queue {
     pub(super) fn is_put(&self, producer: ThreadId, l: u32) -> bool {
         self.puts
             .get(&producer)
+            .is_some_and(|v| v.binary_search(&l).is_ok())
+    }
+
+    /// Whether leaf `l` ends at one of the producer's puts that `consumer` took.
+    pub(super) fn is_put_to(&self, producer: ThreadId, consumer: ThreadId, l: u32) -> bool {
+        self.puts_to
+            .get(&(producer, consumer))
             .is_some_and(|v| v.binary_search(&l).is_ok())
     }
 }

@@ -101,6 +101,14 @@ fn build_from(
     calling.extend(called.waits);
     let calls = service::uncut(&graph, &edges, &calling, &served.callers, &called.callers);
     let mut turned = asm.capacity_waits;
+    // A worker's notice that it is free is undone as room is, unless the producer went back
+    // for new work at that wait (its program edge out is weak): then the leaves around it
+    // hold two items' work, and stay apart (`room`'s `idle`).
+    let (idle_turned, idle_kept): (Vec<LockWait>, Vec<LockWait>) = asm
+        .idle_waits
+        .into_iter()
+        .partition(|w| !weak.get(w.waiter.index()).copied().unwrap_or(true));
+    turned.extend(idle_turned);
     turned.extend(calling);
     turned.extend(asm.cond_locks.waits);
     let mut signals = served.callers;
@@ -114,7 +122,7 @@ fn build_from(
         &calls.into_iter().collect(),
     );
     waits.extend(turned);
-    waits.extend(asm.idle_waits);
+    waits.extend(idle_kept);
     graph.locks = locks;
     graph.lock_waits = waits;
     merge::merge_cuts(&mut graph, &mut edges, &mut ext, &mut weak, &uncut);

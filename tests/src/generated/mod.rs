@@ -8,6 +8,7 @@
 //! 95% of the leaves. `scripts/corpus.sh` runs any number of seeds; the tests run a fixed set.
 
 mod emit;
+mod feeder;
 mod run;
 mod spec;
 

@@ -155,6 +155,11 @@ pub struct Spec {
     /// write one channel at once (pool without completions or `idle`; drawn last, for the same
     /// reason).
     pub sender: bool,
+    /// The epoll thread hands each request to a feeder thread, which gives it to an idle
+    /// worker's own queue and, with none idle, waits on a condition every worker signals as it
+    /// goes idle, as XZ Utils' threaded encoder feeds its workers (pool of two or more workers
+    /// without completions, `idle` or `sender`; drawn last, for the same reason).
+    pub feeder: bool,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -207,6 +212,7 @@ impl Spec {
         let global_lock = d.chance(300);
         let idle = d.chance(500);
         let sender = d.chance(500);
+        let feeder = d.chance(500);
         let forked = arch == Arch::ForkPerConnection;
         // The threads that would share a global lock: a lock two threads pass to and fro is a
         // dialogue between them (docs/LIMITS.md), so it is drawn only where three or more do.
@@ -240,6 +246,12 @@ impl Spec {
             idle: idle && arch == Arch::Pool && !completions,
             // Not with `idle`: the chosen seeds of the fixed set draw it, and stay as they were.
             sender: sender && arch == Arch::Pool && !completions && !idle,
+            feeder: feeder
+                && arch == Arch::Pool
+                && workers >= 2
+                && !completions
+                && !idle
+                && !sender,
         }
     }
 
@@ -286,6 +298,9 @@ impl fmt::Display for Spec {
         }
         if self.sender {
             write!(f, " replies=sender")?;
+        }
+        if self.feeder {
+            write!(f, " feeder=idle-cond")?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

@@ -12,16 +12,22 @@
 //! idle notice when
 //! - it is a wake-up without bytes (a condition, a futex, a semaphore, an eventfd): bytes are
 //!   an answer the producer reads (a client's window of requests keeps its answers as causes);
-//! - its sender is a pure consumer of a queue whose pure producer it wakes;
-//! - and the woken leaf ends at a put on that queue that the sender takes: the producer woke
-//!   to hand the worker that told it its next item.
+//! - its sender is a pure consumer of a queue whose pure producer it wakes, and two or more
+//!   such consumers wake the producer on that object: it waits for whichever worker is free
+//!   first, not for the answer to the item it handed over (a client that waits on its own
+//!   reply object for each answer keeps the answer as a cause);
+//! - the woken leaf ends at a put on that queue that the sender takes: the producer woke to
+//!   hand the worker that told it its next item;
+//! - and that is what most of the wake-ups on that object into that producer led to: a
+//!   client that waits for all the answers of a round before it sends the next round hands
+//!   the last worker to answer its next item only when that worker comes first in the round.
 //!
 //! The notice becomes a wait of the producer's leaf that waited, with the worker's leaf as its
 //! holder, as `room`'s do. Unlike those, the two leaves around the wait stay apart (the waits
 //! are not merged): the producer's wait is where it goes back for the next item, and a leaf
 //! that took in one item's tail and the next item's head would join the two.
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, ThreadId};
 
 use super::queue::Queue;
@@ -49,22 +55,73 @@ pub(super) fn idle_waits(
     if by_pair.is_empty() {
         return Vec::new();
     }
+    // A leaf of producer `p` that ends at a put one of `workers` takes.
+    let hands_to = |l: u32, p: ThreadId, workers: &AHashSet<ThreadId>| {
+        workers.iter().any(|&c| {
+            by_pair
+                .get(&(c, p))
+                .is_some_and(|qs| qs.iter().any(|q| q.is_put_to(p, c, l)))
+        })
+    };
+    // Per (object, producer): the consumers whose wake-ups reach the producer on it (its
+    // workers), those wake-ups, and how many of them it answered by handing a worker an item.
+    let mut on: AHashMap<(u32, ThreadId), Told> = AHashMap::new();
+    for e in edges.iter().filter(|e| notice(e.kind)) {
+        if let (Some(c), Some(p), Some(o)) = (thread(e.from.get()), thread(e.to.get()), e.obj) {
+            if by_pair.contains_key(&(c, p)) {
+                let t = on.entry((o.get(), p)).or_default();
+                t.senders.insert(c);
+                t.woken.push(e.to.get());
+            }
+        }
+    }
+    for (&(_, p), t) in &mut on {
+        t.handed_on = t
+            .woken
+            .iter()
+            .filter(|&&l| hands_to(l, p, &t.senders))
+            .count();
+    }
     let idle = |e: &Edge| {
-        let (Some(c), Some(p)) = (thread(e.from.get()), thread(e.to.get())) else {
+        let (Some(p), Some(o)) = (thread(e.to.get()), e.obj) else {
             return false;
         };
-        wake_up(e.kind)
-            && by_pair
-                .get(&(c, p))
-                .is_some_and(|qs| qs.iter().any(|q| q.is_put_to(p, c, e.to.get())))
+        notice(e.kind)
+            && on.get(&(o.get(), p)).is_some_and(|t| {
+                t.frees_workers()
+                    && t.senders.contains(&thread(e.from.get()).unwrap_or(p))
+                    && hands_to(e.to.get(), p, &t.senders)
+            })
     };
+    // A worker found free without a wait is no wait of the producer's: its edge goes.
+    edges.retain(|e| !(e.kind == EdgeKind::Queue && idle(e)));
     waits_of(graph, edges, idle)
 }
 
-/// The edges that wake a thread without handing it bytes.
-fn wake_up(k: EdgeKind) -> bool {
+/// The wake-ups on one object into one producer.
+#[derive(Default)]
+struct Told {
+    senders: AHashSet<ThreadId>,
+    /// The leaves the wake-ups woke.
+    woken: Vec<u32>,
+    handed_on: usize,
+}
+
+impl Told {
+    /// Two or more workers tell the producer, and most wake-ups send one of them an item: the
+    /// producer waits there for a free worker (a client that waits for every answer of a round
+    /// and then sends the next round hands a worker an item after the round's last answer
+    /// only).
+    fn frees_workers(&self) -> bool {
+        self.senders.len() >= 2 && 2 * self.handed_on > self.woken.len()
+    }
+}
+
+/// The edges a worker tells its producer it is free on: wake-ups that hand no bytes, and the
+/// producer's takes of a worker that put itself on a queue of free workers without waking it.
+fn notice(k: EdgeKind) -> bool {
     matches!(
         k,
-        EdgeKind::Cond | EdgeKind::Sem | EdgeKind::Futex | EdgeKind::Eventfd
+        EdgeKind::Cond | EdgeKind::Sem | EdgeKind::Futex | EdgeKind::Eventfd | EdgeKind::Queue
     )
 }

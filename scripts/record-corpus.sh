@@ -112,6 +112,7 @@ gen-pipe-requeue|gen:912700022|
 gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
 gen-idle-wakeup|gen:227|
+gen-feeder|gen:972|
 gen-late-worker|gen:2|
 gen-woken-take|gen:23|
 gen-commit-head|gen:13|

@@ -96,3 +96,55 @@ fn a_notice_after_every_item_and_a_producer_outside_a_loop_keep_their_edges() {
     assert_eq!(run(Op::EpollWait, &[0, 1, 2]), (0, 7));
     assert_eq!(run(Op::Read, &[2]), (0, 5));
 }
+
+/// A feeder that is no event loop hands items A and B to two workers (semaphore posts), waits
+/// on a condition (object 2) for a free worker, and hands the one that woke it its next item:
+/// C to the first worker, D to the second (`idle`). With `workers` 1, every item goes to the
+/// one worker. Returns the idle waits found and the edges left.
+fn feed(workers: usize) -> (usize, usize) {
+    use Op::*;
+    let mut b = GraphBuilder::new();
+    let (p, w1, w2) = (b.thread("feeder"), b.thread("w1"), b.thread("w2"));
+    let l = steps(
+        &mut b,
+        p,
+        0,
+        &[
+            (Read, SemPost),
+            (SemPost, SemPost),
+            (SemPost, CondWait),
+            (CondWait, SemPost),
+            (SemPost, CondWait),
+            (CondWait, SemPost),
+        ],
+    );
+    let item = [(SemWait, CondSignal), (CondSignal, SemWait)];
+    let x = steps(&mut b, w1, 100, &[item[0], item[1], item[0], item[1]]);
+    let y = steps(&mut b, w2, 200, &[item[0], item[1], item[0], item[1]]);
+    let second = if workers == 2 { &y } else { &x };
+    // A to the first worker, B to the second; C and D to the one whose notice woke the feeder.
+    b.edge(l[0], x[0], EdgeKind::Sem);
+    b.edge(l[1], second[0], EdgeKind::Sem);
+    b.edge(l[3], x[2], EdgeKind::Sem);
+    b.edge(l[5], second[2], EdgeKind::Sem);
+    b.edge(x[0], l[3], EdgeKind::Cond);
+    b.edge(second[0], l[5], EdgeKind::Cond);
+    let mut g = graph(b);
+    let mut edges = std::mem::take(&mut g.edges);
+    let waits = room_waits(&g, &mut edges, &[]);
+    assert!(waits.room.is_empty(), "no event loop: no room waits");
+    (waits.idle.len(), edges.len())
+}
+
+/// Two workers that tell their feeder they are free, each handed its next item at once: the
+/// wake-ups are waits for a free worker, not causes of the next items.
+#[test]
+fn a_feeders_wake_up_from_a_free_worker_it_hands_an_item_is_a_wait() {
+    assert_eq!(feed(2), (2, 4));
+}
+
+/// One worker's wake-ups may be its answers (a client waiting on its reply): they stay edges.
+#[test]
+fn one_workers_wake_ups_stay_edges() {
+    assert_eq!(feed(1), (0, 6));
+}

@@ -10,22 +10,28 @@
 //!
 //! The rule, for producers that are no event loop (`room`'s rule covers those): an edge is an
 //! idle notice when
-//! - it is a wake-up without bytes (a condition, a futex, a semaphore, an eventfd): bytes are
-//!   an answer the producer reads (a client's window of requests keeps its answers as causes);
+//! - it is a wake-up without bytes (a condition, a futex, a semaphore, an eventfd), or the
+//!   producer's take of a worker that put itself on a queue of free workers without waking it:
+//!   bytes are an answer the producer reads (a client's window of requests keeps its answers
+//!   as causes);
 //! - its sender is a pure consumer of a queue whose pure producer it wakes, and two or more
-//!   such consumers wake the producer on that object: it waits for whichever worker is free
-//!   first, not for the answer to the item it handed over (a client that waits on its own
-//!   reply object for each answer keeps the answer as a cause);
-//! - the woken leaf ends at a put on that queue that the sender takes: the producer woke to
-//!   hand the worker that told it its next item;
-//! - and that is what most of the wake-ups on that object into that producer led to: a
-//!   client that waits for all the answers of a round before it sends the next round hands
-//!   the last worker to answer its next item only when that worker comes first in the round.
+//!   such consumers (the producer's workers) notify the producer on that object: it waits for
+//!   whichever worker is free first, not for the answer to the item it handed over (a client
+//!   that waits on its own reply object for each answer keeps the answer as a cause);
+//! - the woken leaf ends at a put on a queue one of those workers takes: the producer woke to
+//!   hand a free worker its next item (not always the one whose notice woke it: two workers
+//!   that finish together both notify, and which notice the wait took is a guess);
+//! - and that is what most of the notices on that object into that producer led to: a client
+//!   that waits for all the answers of a round before it sends the next round hands a worker
+//!   its next item only after the round's last answer.
 //!
 //! The notice becomes a wait of the producer's leaf that waited, with the worker's leaf as its
-//! holder, as `room`'s do. Unlike those, the two leaves around the wait stay apart (the waits
-//! are not merged): the producer's wait is where it goes back for the next item, and a leaf
-//! that took in one item's tail and the next item's head would join the two.
+//! holder, as `room`'s do (a take without a wake-up is no wait: its edge goes). The build then
+//! merges the two leaves around the wait, as room's, so a hand-off that waited for a free worker
+//! and one that did not are one leaf type; except where the producer's program edge at the wait
+//! is weak: there it went back for its next item, and the leaf before the wait ended one
+//! item's work (`xz`'s main thread hands a block's last input to its worker, then waits for a
+//! free worker for a later block).
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, ThreadId};

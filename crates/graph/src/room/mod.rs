@@ -56,8 +56,9 @@ use queue::Queue;
 pub(super) struct RoomWaits {
     /// An event loop's (see the module docs): the leaves around each wait are merged.
     pub room: Vec<LockWait>,
-    /// A worker's notice that it is free to a producer that hands it its next item (`idle`):
-    /// the leaves around each wait stay apart.
+    /// A worker's notice that it is free to a producer that hands a worker its next item
+    /// (`idle`): the leaves around each wait are merged only where the producer's program edge
+    /// is strong, which the build knows later.
     pub idle: Vec<LockWait>,
 }
 

@@ -9,6 +9,7 @@
 
 use std::fmt::Write;
 
+use super::feeder;
 use super::spec::{Arch, Spec};
 
 /// The whole program.
@@ -20,7 +21,7 @@ pub fn program(spec: &Spec) -> String {
         Arch::ThreadPerConnection => thread_per_connection(&mut c),
         Arch::EventLoop => event_loop(&mut c),
         Arch::Pool if spec.completions => completion_pool(&mut c, spec.peeled),
-        Arch::Pool if spec.feeder => super::feeder::feeder_pool(&mut c, spec),
+        Arch::Pool if spec.feeder => feeder_pool(&mut c, spec.peeled),
         Arch::Pool => pool(&mut c, spec),
         Arch::Pipeline => pipeline(&mut c, spec),
         Arch::ForkPerConnection => fork_per_connection(&mut c),
@@ -133,7 +134,7 @@ static void server(int lfd) {
 /// An epoll loop over the listener and every connection; `on_request` is C run for each
 /// request `m` of connection `c`, with `mark` the time the last sync call returned (it must
 /// set `mark` again after any sync call of its own).
-pub(super) fn epoll_loop(c: &mut String, on_request: &str) {
+fn epoll_loop(c: &mut String, on_request: &str) {
     let _ = write!(
         c,
         r#"
@@ -203,7 +204,7 @@ const PEELED_LOOP: &str =
     "    struct item it = handoff_take(&hq);\n    for (;; it = handoff_take(&hq)) {\n";
 
 /// `code`'s worker loop peeled when `peeled`.
-pub(super) fn push_worker(c: &mut String, code: &str, peeled: bool) {
+fn push_worker(c: &mut String, code: &str, peeled: bool) {
     assert!(code.contains(WORKER_LOOP), "the worker loop to peel");
     if peeled {
         c.push_str(&code.replacen(WORKER_LOOP, PEELED_LOOP, 1));
@@ -266,6 +267,14 @@ static void *sender_main(void *arg) {
     return NULL;
 }
 "#;
+
+/// A pool fed by a thread of its own (see [`Spec::feeder`]).
+fn feeder_pool(c: &mut String, peeled: bool) {
+    c.push_str(feeder::FEEDER);
+    push_worker(c, feeder::WORKER, peeled);
+    epoll_loop(c, feeder::ON_REQUEST);
+    c.push_str(feeder::SERVER);
+}
 
 fn pool(c: &mut String, spec: &Spec) {
     let (peeled, idle) = (spec.peeled, spec.idle);

@@ -1,17 +1,10 @@
 //! A pool fed by a thread of its own (see [`Spec::feeder`](super::Spec::feeder)): the epoll
 //! thread hands each request to a feeder, which gives it to an idle worker's own queue and,
 //! with none idle, waits on a condition that every worker signals as it goes idle, as XZ Utils'
-//! threaded encoder feeds its workers.
+//! threaded encoder feeds its workers. The C sources only; `emit` puts them together.
 
-use std::fmt::Write;
-
-use super::emit::{epoll_loop, push_worker};
-use super::spec::Spec;
-
-/// Each worker's queue, the stack of idle workers, and the feeder. A worker's loop takes from
-/// its own queue; it is written with `hq` standing for that queue so that it reads, and peels,
-/// as every pool's worker loop does.
-const FEEDER: &str = r#"
+/// Each worker's queue, the stack of idle workers, and the feeder.
+pub(super) const FEEDER: &str = r#"
 static struct handoff hq, wq[WORKERS];
 static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
@@ -38,7 +31,9 @@ static void *feeder_main(void *arg) {
 }
 "#;
 
-const WORKER: &str = r#"
+/// A worker: its loop takes from its own queue, written with `hq` standing for that queue so
+/// that it reads, and peels, as every pool's worker loop does.
+pub(super) const WORKER: &str = r#"
 static void *worker_main(void *arg) {
     struct handoff *own = arg;
 #define hq (*own)
@@ -58,33 +53,25 @@ static void *worker_main(void *arg) {
 }
 "#;
 
-/// Writes the pool with its feeder.
-pub(super) fn feeder_pool(c: &mut String, spec: &Spec) {
-    c.push_str(FEEDER);
-    push_worker(c, WORKER, spec.peeled);
-    epoll_loop(
-        c,
-        r#"                truth_part(0, &m, mark);
+/// What the epoll thread does with each request: hands it to the feeder.
+pub(super) const ON_REQUEST: &str = r#"                truth_part(0, &m, mark);
                 handoff_put(&hq, (struct item){.m = m, .fd = c->fd});
-                mark = truth_now();"#,
-    );
-    let _ = write!(
-        c,
-        r#"
-static void server(int lfd) {{
+                mark = truth_now();"#;
+
+/// The server: the workers, each on its own queue and idle at first, the feeder, the loop.
+pub(super) const SERVER: &str = r#"
+static void server(int lfd) {
     handoff_init(&hq);
     pthread_t t[WORKERS], feeder;
-    for (int i = 0; i < WORKERS; i++) {{
+    for (int i = 0; i < WORKERS; i++) {
         handoff_init(&wq[i]);
         idle_stack[idle_n++] = i;
         pthread_create(&t[i], NULL, worker_main, &wq[i]);
-    }}
+    }
     pthread_create(&feeder, NULL, feeder_main, NULL);
     epoll_loop(lfd);
-    handoff_put(&hq, (struct item){{.fd = -1}});
+    handoff_put(&hq, (struct item){.fd = -1});
     pthread_join(feeder, NULL);
     for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
-}}
-"#
-    );
 }
+"#;

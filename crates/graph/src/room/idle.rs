@@ -37,7 +37,7 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, ThreadId};
 
 use super::queue::Queue;
-use super::waits_of;
+use super::{pairs, waits_of};
 
 /// Takes the idle notices (see the module docs) out of `edges` and returns them as waits.
 /// `queues`: the channels of items with pure roles; `looping`: per thread, whether it is an
@@ -49,15 +49,7 @@ pub(super) fn idle_waits(
     looping: &[bool],
 ) -> Vec<LockWait> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
-    // Per (consumer, producer), the queues it is both on, for producers that are no event loop.
-    let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
-    for q in queues {
-        for &pair in q.takes.keys() {
-            if !looping.get(pair.1.index()).copied().unwrap_or(false) {
-                by_pair.entry(pair).or_default().push(q);
-            }
-        }
-    }
+    let by_pair = pairs(queues, looping, false);
     if by_pair.is_empty() {
         return Vec::new();
     }

@@ -82,15 +82,7 @@ fn loop_room(
     looping: &[bool],
 ) -> Vec<LockWait> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
-    // Per (consumer, producer), the queues it is both on, for producers that are event loops.
-    let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
-    for q in queues {
-        for &pair in q.takes.keys() {
-            if looping.get(pair.1.index()).copied().unwrap_or(false) {
-                by_pair.entry(pair).or_default().push(q);
-            }
-        }
-    }
+    let by_pair = pairs(queues, looping, true);
     if by_pair.is_empty() {
         return Vec::new();
     }
@@ -116,6 +108,24 @@ fn loop_room(
             })
     };
     waits_of(graph, edges, room)
+}
+
+/// Per (consumer, producer), the queues both are on, for producers that are event loops
+/// (`loops`) or for those that are not.
+fn pairs<'q>(
+    queues: &'q [Queue],
+    looping: &[bool],
+    loops: bool,
+) -> AHashMap<(ThreadId, ThreadId), Vec<&'q Queue>> {
+    let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
+    for q in queues {
+        for &pair in q.takes.keys() {
+            if looping.get(pair.1.index()).copied().unwrap_or(false) == loops {
+                by_pair.entry(pair).or_default().push(q);
+            }
+        }
+    }
+    by_pair
 }
 
 /// Takes the edges `is_notice` holds out of `edges` and returns them as waits of the leaf

@@ -36,20 +36,17 @@
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, ThreadId};
 
-use super::queue::Queue;
-use super::{pairs, waits_of};
+use super::{waits_of, Pairs};
 
 /// Takes the idle notices (see the module docs) out of `edges` and returns them as waits.
-/// `queues`: the channels of items with pure roles; `looping`: per thread, whether it is an
-/// event loop.
+/// `by_pair`: per (consumer, producer), the channels of items with pure roles both are on, for
+/// producers that are no event loop.
 pub(super) fn idle_waits(
     graph: &Graph,
     edges: &mut Vec<Edge>,
-    queues: &[Queue],
-    looping: &[bool],
+    by_pair: &Pairs<'_>,
 ) -> Vec<LockWait> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
-    let by_pair = pairs(queues, looping, false);
     if by_pair.is_empty() {
         return Vec::new();
     }

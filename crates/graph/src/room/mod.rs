@@ -69,20 +69,17 @@ pub(super) fn room_waits(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) -
     handoffs.extend(edges.iter().filter_map(|e| item(graph, e)));
     let queues = pure_queues(graph, &handoffs);
     let looping = epoll_threads(graph);
-    let room = loop_room(graph, edges, &queues, &looping);
-    let idle = idle::idle_waits(graph, edges, &queues, &looping);
+    let room = loop_room(graph, edges, &pairs(&queues, &looping, true));
+    let idle = idle::idle_waits(graph, edges, &pairs(&queues, &looping, false));
     RoomWaits { room, idle }
 }
 
-/// The rule for producers that are event loops (the module docs).
-fn loop_room(
-    graph: &Graph,
-    edges: &mut Vec<Edge>,
-    queues: &[Queue],
-    looping: &[bool],
-) -> Vec<LockWait> {
+/// Per (consumer, producer), the queues both are on.
+type Pairs<'q> = AHashMap<(ThreadId, ThreadId), Vec<&'q Queue>>;
+
+/// The rule for producers that are event loops (the module docs), whose queues `by_pair` has.
+fn loop_room(graph: &Graph, edges: &mut Vec<Edge>, by_pair: &Pairs<'_>) -> Vec<LockWait> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
-    let by_pair = pairs(queues, looping, true);
     if by_pair.is_empty() {
         return Vec::new();
     }
@@ -93,7 +90,7 @@ fn loop_room(
             .and_then(|l| l.end_op?.op())
             .is_some_and(dispatches)
     };
-    let told = calls_on(graph, edges, &by_pair);
+    let told = calls_on(graph, edges, by_pair);
     let room = |e: &Edge| {
         let (from, to) = (e.from.get(), e.to.get());
         let (Some(c), Some(p), Some(o)) = (thread(from), thread(to), e.obj) else {
@@ -112,12 +109,8 @@ fn loop_room(
 
 /// Per (consumer, producer), the queues both are on, for producers that are event loops
 /// (`loops`) or for those that are not.
-fn pairs<'q>(
-    queues: &'q [Queue],
-    looping: &[bool],
-    loops: bool,
-) -> AHashMap<(ThreadId, ThreadId), Vec<&'q Queue>> {
-    let mut by_pair: AHashMap<(ThreadId, ThreadId), Vec<&Queue>> = AHashMap::new();
+fn pairs<'q>(queues: &'q [Queue], looping: &[bool], loops: bool) -> Pairs<'q> {
+    let mut by_pair = Pairs::new();
     for q in queues {
         for &pair in q.takes.keys() {
             if looping.get(pair.1.index()).copied().unwrap_or(false) == loops {
@@ -159,7 +152,7 @@ fn waits_of(
 fn calls_on(
     graph: &Graph,
     edges: &[Edge],
-    by_pair: &AHashMap<(ThreadId, ThreadId), Vec<&Queue>>,
+    by_pair: &Pairs<'_>,
 ) -> AHashMap<(ThreadId, u32), usize> {
     let thread = |leaf: u32| graph.leaves.get(leaf as usize).map(|l| l.thread);
     let mut told: AHashMap<(ThreadId, u32), usize> = AHashMap::new();

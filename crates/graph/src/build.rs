@@ -217,7 +217,8 @@ struct Rest {
     weak: crate::weak::WeakOrder,
     /// Waits for room in a bounded queue (`queues::add_edges`): lock waits, not edges.
     capacity_waits: Vec<LockWait>,
-    /// A worker's notice that it is free (`room`'s `idle`): lock waits that stay cuts.
+    /// A worker's notice that it is free (`room`'s `idle`): lock waits, merged like
+    /// `capacity_waits` unless the producer's program edge at the wait is weak.
     idle_waits: Vec<LockWait>,
     /// Conditions used as locks (`condlocks`): their waits and the cuts that are none.
     cond_locks: condlocks::CondLocks,

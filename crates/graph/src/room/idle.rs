@@ -84,7 +84,7 @@ pub(super) fn idle_waits(
         notice(e.kind)
             && on.get(&(o.get(), p)).is_some_and(|t| {
                 t.frees_workers()
-                    && t.senders.contains(&thread(e.from.get()).unwrap_or(p))
+                    && thread(e.from.get()).is_some_and(|c| t.senders.contains(&c))
                     && hands_to(e.to.get(), p, &t.senders)
             })
     };

@@ -111,6 +111,7 @@ gen-pipe-readers|gen:7|
 gen-pipe-requeue|gen:912700022|
 gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
+gen-pipelined-lock|gen:189789000|
 gen-idle-wakeup|gen:227|
 gen-feeder|gen:972|
 gen-late-worker|gen:2|

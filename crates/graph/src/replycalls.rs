@@ -29,6 +29,7 @@ use scalpel_model::graph::{Edge, EdgeKind, Graph, Leaf};
 use scalpel_model::object::Channel;
 
 use crate::event::reads_bytes;
+use crate::weak::dequeue_like;
 
 /// The connection key of a leaf's ending call, when it is on a byte stream.
 fn channel(graph: &Graph, l: &Leaf) -> Option<u64> {
@@ -147,19 +148,10 @@ fn first_work(graph: &Graph, i: usize, end: usize, passed: impl Fn(u32) -> bool)
     })
 }
 
-/// Whether a call waits for another thread: a condition, semaphore or futex wait.
+/// Whether a call waits for another thread: a condition, semaphore or futex wait (a wait that
+/// takes work, but not a read).
 fn blocks(op: Op) -> bool {
-    use Op::*;
-    matches!(
-        op,
-        CondWait
-            | CondTimedwait
-            | CondClockwait
-            | SemWait
-            | SemTimedwait
-            | SemClockwait
-            | FutexWait
-    )
+    dequeue_like(op) && reads_bytes(op) != Some(true)
 }
 
 /// The thread's next cut after leaf `i`, before `end`, past the cuts `passed` says to pass,

@@ -321,3 +321,45 @@ fn windows_mined_side_by_side_are_the_same_on_one_worker_thread_as_on_two() {
         }
     }
 }
+
+/// A view infers a trace whole, so it keeps `--memory` by refusing a trace that would need more,
+/// and says how to infer it in windows; within the limit it runs, and the option is refused
+/// with a model, which needs no inferring.
+#[test]
+fn a_view_keeps_the_memory_limit_by_refusing_what_it_cannot_infer_whole() {
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "4", "--requests", "500"],
+    )
+    .success();
+    let dir = run.dir.to_str().unwrap();
+    for view in [
+        &["top", dir][..],
+        &["flame", dir, "-o", "-"],
+        &["diff", dir, dir],
+    ] {
+        let mut args = view.to_vec();
+        args.extend(["--memory", "1M"]);
+        let o = scalpel_cmd(&args);
+        assert!(!o.status.success(), "{view:?} took --memory 1M");
+        let said = text(&o);
+        assert!(
+            said.contains(dir)
+                && said.contains("more than --memory 1 MiB")
+                && said.contains(&format!("scalpel infer {dir} --memory 1M")),
+            "{view:?}: {said}"
+        );
+    }
+    let o = scalpel_cmd(&["top", dir, "--memory", "1G"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = run.tmp.path().join("m");
+    let o = scalpel_cmd(&["infer", dir, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = scalpel_cmd(&["top", out.to_str().unwrap(), "--memory", "1G"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("apply only to a trace directory: --memory"),
+        "{}",
+        text(&o)
+    );
+}

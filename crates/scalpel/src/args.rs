@@ -41,9 +41,25 @@ pub(crate) struct PipelineArgs {
     /// Print how long each phase took (on stderr, at the end).
     #[arg(long)]
     pub timings: bool,
+    /// Keep inference within LIMIT of memory (such as 2G or 512M; K, M, G and T are powers of
+    /// 1024) [default: half the machine's memory or of the control group's limit, within the
+    /// address-space limit]. `infer` infers a trace that would need more in time windows, each
+    /// written to OUT/window-NNNN/ as a model of its own, with OUT/windows.json listing them;
+    /// the views infer a trace whole, and refuse one that would need more (give them one
+    /// window's directory).
+    #[arg(long, value_name = "LIMIT", value_parser = memory_size)]
+    pub memory: Option<u64>,
 }
 
 impl PipelineArgs {
+    /// The memory limit, and whether the user gave it (else the default).
+    pub(crate) fn memory_limit(&self) -> (u64, bool) {
+        match self.memory {
+            Some(m) => (m, true),
+            None => (scalpel::pipeline::default_memory_limit(), false),
+        }
+    }
+
     /// The arguments in the library's terms.
     pub(crate) fn options(&self) -> PipelineOptions {
         let mut infer_only = Vec::new();
@@ -54,6 +70,7 @@ impl PipelineArgs {
             (!self.exclude.is_empty(), "--exclude"),
             (self.min_support.is_some(), "--min-support"),
             (self.names.is_some(), "--names"),
+            (self.memory.is_some(), "--memory"),
         ] {
             if set {
                 infer_only.push(name);
@@ -97,6 +114,7 @@ impl SourceArgs {
         Source {
             pipeline: self.pipeline.options(),
             timings: self.pipeline.timings,
+            memory: self.pipeline.memory_limit(),
             path: paths.next().unwrap_or_default(),
             more: paths.collect(),
         }
@@ -126,4 +144,29 @@ pub(crate) fn duration_ns(s: &str) -> Result<u64, String> {
             "expected a duration such as 20us or 1.5ms, not {s:?}"
         )),
     }
+}
+
+/// A size in bytes, with an optional unit (K, M, G, T: powers of 1024; an optional `B` or `iB`
+/// after it).
+pub(crate) fn memory_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("expected a size such as 2G, 512M or 1048576, not {s:?}");
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(bad()),
+    };
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    n.checked_mul(1u64 << shift)
+        .filter(|&v| v > 0)
+        .ok_or_else(bad)
 }

@@ -6,6 +6,7 @@ mod args;
 mod choices;
 mod commands;
 mod hints;
+mod memory;
 mod output;
 mod source;
 mod spinner;

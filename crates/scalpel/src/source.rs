@@ -5,8 +5,8 @@ use std::ffi::OsString;
 use std::io::{self, BufWriter};
 use std::path::PathBuf;
 
-use anyhow::Result;
-use scalpel::pipeline::Loaded;
+use anyhow::{bail, Result};
+use scalpel::pipeline::{trace_bytes, Loaded, MemoryRoom, PEAK_PER_TRACE_BYTE};
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_analysis::rollup::Rollup;
 use scalpel_model::lookup::task_named;
@@ -14,6 +14,7 @@ use scalpel_model::progress::Timings;
 use scalpel_model::task::TaskTypeId;
 use scalpel_views::outfile::OutDir;
 
+use crate::memory::{mib, within_room};
 use crate::output::warn;
 use crate::spinner::Spinner;
 
@@ -28,11 +29,14 @@ pub(crate) struct Source {
     pub pipeline: PipelineOptions,
     /// Print the phase timings at the end.
     pub timings: bool,
+    /// The memory limit for inferring on the spot, and whether the user gave it.
+    pub memory: (u64, bool),
 }
 
 impl Source {
     /// Runs the pipeline (or reads what `infer` wrote) for a view.
     pub(crate) fn load(&self, t: &mut Timings, spinner: &Spinner) -> Result<(Pipeline, Loaded)> {
+        self.within_memory()?;
         let pipeline = Pipeline::new(self.pipeline.clone())?;
         let loaded = if self.more.is_empty() {
             pipeline.load(&self.path, spinner, t)?
@@ -44,6 +48,40 @@ impl Source {
         };
         warn(&loaded.warnings, 10, "");
         Ok((pipeline, loaded))
+    }
+
+    /// Refuses to infer trace directories on the spot that would need more than the memory
+    /// limit: a view infers a trace whole, and only `scalpel infer` makes windows.
+    fn within_memory(&self) -> Result<()> {
+        let (limit, given) = self.memory;
+        within_room(limit, given, &MemoryRoom::of_this_process())?;
+        let dirs = || std::iter::once(&self.path).chain(&self.more);
+        // A model or a directory `infer` wrote holds no trace files: it needs nothing here.
+        let needs: u64 = dirs()
+            .map(|d| trace_bytes(d).saturating_mul(PEAK_PER_TRACE_BYTE))
+            .sum();
+        if needs <= limit {
+            return Ok(());
+        }
+        let named = if given {
+            format!("--memory {}", mib(limit))
+        } else {
+            format!(
+                "the default memory limit ({}; --memory sets it)",
+                mib(limit)
+            )
+        };
+        // As the flag takes it: whole MiB, rounded down so that it is kept.
+        let flag = (limit >> 20).max(1);
+        bail!(
+            "{}: inferring it whole needs about {}, more than {named}; a view infers a trace \
+             whole: run `scalpel infer {} --memory {flag}M`, which infers it in time windows, \
+             and give this view one window's directory (OUT/window-NNNN), or give a larger \
+             --memory",
+            self.path.display(),
+            mib(needs),
+            self.path.display(),
+        )
     }
 
     /// [`Source::load`], and the rollups.

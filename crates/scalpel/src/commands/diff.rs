@@ -83,6 +83,7 @@ impl DiffArgs {
             more: Vec::new(),
             pipeline: self.pipeline.options(),
             timings: self.pipeline.timings,
+            memory: self.pipeline.memory_limit(),
         };
         Diff {
             old: source(self.old.clone()),

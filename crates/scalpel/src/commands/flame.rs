@@ -109,6 +109,7 @@ impl FlameArgs {
             more: Vec::new(),
             pipeline: source.pipeline.clone(),
             timings: source.timings,
+            memory: source.memory,
         });
         Flame {
             source,

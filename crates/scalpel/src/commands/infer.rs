@@ -5,10 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use scalpel::pipeline::{
-    trace_bytes, MemoryRoom, ADDRESS_SPACE_FIXED, ADDRESS_SPACE_PER_BYTE, MIN_MEMORY,
-    PEAK_PER_TRACE_BYTE,
-};
+use scalpel::pipeline::{trace_bytes, MemoryRoom, MIN_MEMORY, PEAK_PER_TRACE_BYTE};
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_graph::Filter;
 use scalpel_model::progress::Timings;
@@ -17,6 +14,7 @@ use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 
 use crate::args::PipelineArgs;
+use crate::memory::{mib, within_room};
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout, warn};
 use crate::say;
 use crate::spinner::Spinner;
@@ -55,38 +53,6 @@ pub(crate) struct InferArgs {
     /// Draw only the task type named NAME, expanded.
     #[arg(long, value_name = "NAME")]
     pub task: Option<String>,
-    /// Keep inference within LIMIT of memory (such as 2G or 512M; K, M, G and T are powers of
-    /// 1024) [default: half the machine's memory or of the control group's limit, within the
-    /// address-space limit]. A trace that would need more is inferred in time
-    /// windows, each written to OUT/window-NNNN/ as a model of its own, with OUT/windows.json
-    /// listing them.
-    #[arg(long, value_name = "LIMIT", value_parser = memory_size)]
-    pub memory: Option<u64>,
-}
-
-/// A size in bytes, with an optional unit (K, M, G, T: powers of 1024; an optional `B` or `iB`
-/// after it).
-fn memory_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("expected a size such as 2G, 512M or 1048576, not {s:?}");
-    let t = s.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(split);
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => return Err(bad()),
-    };
-    let n: u64 = n.parse().map_err(|_| bad())?;
-    n.checked_mul(1u64 << shift)
-        .filter(|&v| v > 0)
-        .ok_or_else(bad)
 }
 
 /// What `infer` does, in the library's terms.
@@ -119,10 +85,7 @@ impl InferArgs {
             stage: a.stage,
             pipeline: a.pipeline.options(),
             timings: a.pipeline.timings,
-            memory: match a.memory {
-                Some(m) => (m, true),
-                None => (scalpel::pipeline::default_memory_limit(), false),
-            },
+            memory: a.pipeline.memory_limit(),
             draw: DrawOptions {
                 min_count: a.min_count,
             },
@@ -259,60 +222,6 @@ fn windowed(job: &Infer) -> Result<Option<u64>> {
         );
     }
     Ok(Some(limit))
-}
-
-/// Refuses a memory limit this process cannot have: more than its control group allows, or more
-/// than its address-space limit leaves room for (an allocation past it would abort the run).
-/// `given`: the user gave it (`--memory`), or it is the default.
-fn within_room(limit: u64, given: bool, room: &MemoryRoom) -> Result<()> {
-    let named = if given {
-        format!("--memory {}", mib(limit))
-    } else {
-        format!("the least memory limit ({})", mib(limit))
-    };
-    if let Some((cgroup, file)) = &room.cgroup {
-        if limit > *cgroup {
-            bail!(
-                "{named}: more than this process's control group may use ({} in {}); give \
-                 --memory {} or less",
-                mib(*cgroup),
-                file.display(),
-                mib(*cgroup)
-            );
-        }
-    }
-    if let (Some(space), Some(left)) = (room.address_space, room.space_left()) {
-        let most = left / ADDRESS_SPACE_PER_BYTE;
-        if limit > most {
-            let mapped = room.mapped.unwrap_or(0);
-            let needs = mapped + ADDRESS_SPACE_FIXED + limit * ADDRESS_SPACE_PER_BYTE;
-            let smaller = if most >= MIN_MEMORY {
-                format!("give --memory {} or less, or ", mib_down(most))
-            } else {
-                String::new()
-            };
-            bail!(
-                "{named}: the address-space limit (ulimit -v) is {}; this process maps {} \
-                 before inferring, and inference about {} more and {ADDRESS_SPACE_PER_BYTE} \
-                 bytes for each byte it holds: {smaller}raise the limit to {}",
-                mib(space),
-                mib(mapped),
-                mib(ADDRESS_SPACE_FIXED),
-                mib(needs)
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `bytes` in MiB, for messages.
-pub(crate) fn mib(bytes: u64) -> String {
-    format!("{} MiB", bytes.div_ceil(1 << 20))
-}
-
-/// `bytes` in whole MiB rounded down, for a limit to give that must fit.
-fn mib_down(bytes: u64) -> String {
-    format!("{} MiB", bytes >> 20)
 }
 
 pub(crate) fn report_svg(o: &mut impl Write, svg: &Result<PathBuf, ViewError>) -> io::Result<()> {

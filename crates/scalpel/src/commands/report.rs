@@ -50,6 +50,7 @@ impl ReportArgs {
             more: Vec::new(),
             pipeline: source.pipeline.clone(),
             timings: source.timings,
+            memory: source.memory,
         });
         Report {
             source,

@@ -75,6 +75,7 @@ impl SqlArgs {
             source: Source {
                 pipeline: self.pipeline.options(),
                 timings: self.pipeline.timings,
+                memory: self.pipeline.memory_limit(),
                 path: paths.next().unwrap_or_default(),
                 more: paths.collect(),
             },

@@ -11,7 +11,8 @@ use scalpel::pipeline::{
 use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 
-use super::infer::{mib, Infer, Stage};
+use super::infer::{Infer, Stage};
+use crate::memory::mib;
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout, warn};
 use crate::spinner::Spinner;
 

@@ -55,8 +55,8 @@ pub enum SourceError {
     },
     /// Options that only inferring applies were given with a model already inferred.
     #[error(
-        "{} is an inferred model, and {} apply only to a trace directory: pass the trace \
-         directory, or run `scalpel infer` with them",
+        "{} is an inferred model, and these options apply only to a trace directory: {}; pass \
+         the trace directory, or run `scalpel infer` with them",
         .path.display(),
         .options.join(", ")
     )]

@@ -36,8 +36,15 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
     echo "$cdir/$1"
 }
 
-# case | program (sample name, c:<tests/c name>, or gen:<seed> for the generated corpus's program
-# of that seed, its server recorded under its load) | arguments | C flags (sizes: -DROUNDS=N)
+# case | program (sample name, c:<tests/c name>, gen:<seed> for the generated corpus's program
+# of that seed, its server recorded under its load, or bin:<name> for a program of the system's
+# PATH) | arguments | C flags (sizes: -DROUNDS=N)
+# An argument @TEXT@ stands for a file of about 10.8 MB of text (8 MB of seeded random bytes in
+# base64, as scripts/trace-xz.sh makes), for a compressor to work on.
+# xz-blocks needs a recording in which the worker, woken to start a block, waited again for its
+# input in some blocks and not in others, or took a block's pieces in different takes (before
+# `round::pair_proposals` keyed hand-off links by kind alone, fewer than 95% of the blocks were
+# one type; the kept one: 103 of 165 before, 162 after); recorded with two busy loops beside.
 # An argument @STATIC@ stands for the same C program linked statically (`-static`), which the
 # agent cannot record: a peer left out of the trace, as a load generator is.
 # gen-late-worker needs a recording whose worker started after two hand-offs, so that its
@@ -120,6 +127,7 @@ gen-commit-head|gen:13|
 gen-futex-nowait|gen:944000012|
 gen-reply-after-accept|gen:944000012|
 gen-lock-two-waited|gen:57|
+xz-blocks|bin:xz|-T2 --block-size=65536 -c @TEXT@
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@
 LIST
@@ -141,8 +149,15 @@ cases | while IFS='|' read -r name prog args cflags; do
             fi
             ;;
         gen:*) exe=gen-${prog#gen:} ;;
+        bin:*) exe=$(command -v "${prog#bin:}") ;;
         *) exe=$bin/$prog ;;
     esac
+    if [[ $args == *@TEXT@* ]]; then
+        [ -f "$tmp/text" ] || python3 -c "import base64, random, sys
+r = random.Random(49)
+sys.stdout.buffer.write(base64.encodebytes(r.randbytes(8 * 1000 * 1000)))" >"$tmp/text"
+        args=${args//@TEXT@/$tmp/text}
+    fi
     echo "== $name: $(basename "$exe") $args"
     if [[ $prog == gen:* ]]; then
         "$bin/corpus-gen" 1 "${prog#gen:}" --keep "$tmp/gen" --scalpel "$bin/scalpel" \
@@ -161,6 +176,7 @@ cases | while IFS='|' read -r name prog args cflags; do
     rm -rf "${corpus:?}/$name/trace"
     mkdir -p "$corpus/$name"
     mv "$tmp/$name" "$corpus/$name/trace"
+    args=${args//$tmp\/text/TEXT (scripts/record-corpus.sh)}
     echo "$(basename "$exe") ${args//$cdir\//}${cflags:+ (built with $cflags)}" >"$corpus/$name/command.txt"
     du -sh "$corpus/$name/trace"
 done

@@ -209,6 +209,14 @@ pub(super) fn pair_proposals(
         EdgeKind::Signal,
     ]
     .map(kind_index);
+    // In the miner's edges a queue's take and a futex wake are `cond` (`run::pattern_kind`).
+    let hands = [
+        EdgeKind::Cond,
+        EdgeKind::Sem,
+        EdgeKind::Eventfd,
+        EdgeKind::Handoff,
+    ]
+    .map(kind_index);
     let same_class = |a: SymIx, b: SymIx| classes.is_some_and(|c| c[a] == c[b]);
     let mut cands: AHashMap<Rule, Vec<(NodeIx, NodeIx)>> = AHashMap::new();
     for g in groups(x) {
@@ -241,6 +249,17 @@ pub(super) fn pair_proposals(
         if !handoffs.is_empty() {
             links.retain(|l| !(wakes.contains(&l.kind) && handoffs.contains(&(l.from, l.to))));
         }
+        // Which puts of a producer's part reach which takes of a consumer's part, and whether a
+        // take woke a waiter or found its item queued, is timing: how many puts one take
+        // drained, whether the consumer woke early and waited again (XZ Utils' worker, woken
+        // to start a block, waits again for its input). So hand-off links key a pair by their
+        // kinds alone, each at both parts' first ports: this part hands work to that one.
+        for l in links.iter_mut().filter(|l| hands.contains(&l.kind)) {
+            l.from = Port::new(0);
+            l.to = Port::new(0);
+        }
+        links.sort_unstable();
+        links.dedup();
         let rule = Rule::Pair { a, b, links };
         if allow.is_some_and(|al| !al.contains(&rule)) {
             continue;

@@ -45,6 +45,10 @@ c_prog() { # name [cflags]: compiles tests/c/<name>.c as the e2e tests do; print
 # input in some blocks and not in others, or took a block's pieces in different takes (before
 # `round::pair_proposals` keyed hand-off links by kind alone, fewer than 95% of the blocks were
 # one type; the kept one: 103 of 165 before, 162 after); recorded with two busy loops beside.
+# gen-feeder's stored trace is seed 972's program as it was before the generator's `chunks`
+# (session 57), a plain feeder on condition queues; seed 1352 draws that kind of program now.
+# gen-peeled-pieces: a feeder that hands each request over in five pieces on an eventfd, read
+# after a peeled first take (`weak`'s pieces' site passed over for the loop head: 0 before).
 # An argument @STATIC@ stands for the same C program linked statically (`-static`), which the
 # agent cannot record: a peer left out of the trace, as a load generator is.
 # gen-late-worker needs a recording whose worker started after two hand-offs, so that its
@@ -120,13 +124,14 @@ gen-peeled-commit|gen:912700017|
 gen-global-lock|gen:915000092|
 gen-pipelined-lock|gen:189789000|
 gen-idle-wakeup|gen:227|
-gen-feeder|gen:972|
+gen-feeder|gen:1352|
 gen-late-worker|gen:2|
 gen-woken-take|gen:23|
 gen-commit-head|gen:13|
 gen-futex-nowait|gen:944000012|
 gen-reply-after-accept|gen:944000012|
 gen-lock-two-waited|gen:57|
+gen-peeled-pieces|gen:517|
 xz-blocks|bin:xz|-T2 --block-size=65536 -c @TEXT@
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@

@@ -43,6 +43,11 @@
 //!   Such a copy also counts as its site's first visit when the head is chosen: otherwise a
 //!   wait inside the first request (a worker waiting for a group commit) is reached before the
 //!   loop's own take and taken for the head, and every request is cut at that wait.
+//!   A read or semaphore site visited mostly in runs (each take straight after the one before,
+//!   two or more a run on average) takes the pieces of one item, as a worker reading a block's
+//!   input piece by piece does: it is the head only when no other site repeats. Otherwise a
+//!   worker whose first take is peeled reaches the pieces' site twice before its loop's own
+//!   take, and every request was cut at its pieces (generated pools with `chunks`).
 //!
 //! Weak edges are still edges: the hierarchy miner contracts them after everything else.
 
@@ -76,6 +81,16 @@ struct Visits {
     count: u32,
     first: usize,
     arrivals: u32,
+}
+
+/// Whether every return of the call takes something: a read (of bytes) or a semaphore wait.
+/// A condition or futex wait may return with nothing to take.
+fn takes_each_call(op: OpName) -> bool {
+    reads_bytes_op(op)
+        || matches!(
+            op.op(),
+            Some(Op::SemWait | Op::SemTimedwait | Op::SemClockwait)
+        )
 }
 
 /// A wait that takes work: condition, semaphore and futex waits, and reads.
@@ -159,11 +174,21 @@ pub(super) fn weak_boundaries(
     // take, which a compiler gave a call of its own, comes before any wait inside the work.
     // Of a site and its twin, both repeated (the twin only by a wait again), the loop's own
     // site is the one visited more.
+    // A read or semaphore site visited mostly in runs, one call straight after another with
+    // no other take between (two or more a run on average), takes the pieces of one item: an
+    // inner loop (a worker reading a block's input piece by piece), not where the thread goes
+    // back for new work. It is the head only when no other site repeats. (A condition or futex
+    // wait again at the same site is a wake-up that found nothing: the same visit.)
+    let repeated = |v: &Visits| v.count >= 2;
+    let inner = |site: &Site<'_>, v: &Visits| takes_each_call(site.0) && v.count >= 2 * v.arrivals;
+    let outer_exists = visits
+        .iter()
+        .any(|(site, v)| repeated(v) && !inner(site, v));
     let head = match known {
         Some(k) => Some((k.op, Some(k.frames.as_slice()), 0)),
         None => visits
             .iter()
-            .filter(|(_, v)| v.count >= 2)
+            .filter(|(site, v)| repeated(v) && !(outer_exists && inner(site, v)))
             .min_by_key(|(site, v)| {
                 let twin_first = twin_first(&visits, site, v.first, leaves);
                 (twin_first, std::cmp::Reverse(v.count), v.first)

@@ -21,7 +21,7 @@ pub fn program(spec: &Spec) -> String {
         Arch::ThreadPerConnection => thread_per_connection(&mut c),
         Arch::EventLoop => event_loop(&mut c),
         Arch::Pool if spec.completions => completion_pool(&mut c, spec.peeled),
-        Arch::Pool if spec.feeder => feeder_pool(&mut c, spec.peeled),
+        Arch::Pool if spec.feeder => feeder_pool(&mut c, spec),
         Arch::Pool => pool(&mut c, spec),
         Arch::Pipeline => pipeline(&mut c, spec),
         Arch::ForkPerConnection => fork_per_connection(&mut c),
@@ -269,9 +269,10 @@ static void *sender_main(void *arg) {
 "#;
 
 /// A pool fed by a thread of its own (see [`Spec::feeder`]).
-fn feeder_pool(c: &mut String, peeled: bool) {
+fn feeder_pool(c: &mut String, s: &Spec) {
+    let _ = writeln!(c, "#define CHUNKS {}", s.chunks);
     c.push_str(feeder::FEEDER);
-    push_worker(c, feeder::WORKER, peeled);
+    push_worker(c, feeder::WORKER, s.peeled);
     epoll_loop(c, feeder::ON_REQUEST);
     c.push_str(feeder::SERVER);
 }

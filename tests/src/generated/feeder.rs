@@ -1,7 +1,8 @@
 //! A pool fed by a thread of its own (see [`Spec::feeder`](super::Spec::feeder)): the epoll
 //! thread hands each request to a feeder, which gives it to an idle worker's own queue and,
 //! with none idle, waits on a condition that every worker signals as it goes idle, as XZ Utils'
-//! threaded encoder feeds its workers. The C sources only; `emit` puts them together.
+//! threaded encoder feeds its workers, in pieces when [`Spec::chunks`](super::Spec::chunks)
+//! says so. The C sources only; `emit` puts them together.
 
 /// Each worker's queue, the stack of idle workers, and the feeder.
 pub(super) const FEEDER: &str = r#"
@@ -25,6 +26,7 @@ static void *feeder_main(void *arg) {
         pthread_mutex_unlock(&idle_mu);
         truth_part(1, &it.m, mark);
         handoff_put(&wq[w], it);
+        for (int k = 0; k < CHUNKS; k++) handoff_put(&wq[w], it);
     }
     for (int i = 0; i < WORKERS; i++) handoff_put(&wq[i], (struct item){.fd = -1});
     return NULL;
@@ -41,6 +43,7 @@ static void *worker_main(void *arg) {
         struct item it = handoff_take(&hq);
         uint64_t mark = truth_now();
         if (it.fd < 0) break;
+        for (int k = 0; k < CHUNKS; k++) handoff_take(&hq);
         serve(&it.m);
         answer(2, it.fd, &it.m, mark);
         pthread_mutex_lock(&idle_mu);

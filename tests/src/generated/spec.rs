@@ -160,6 +160,12 @@ pub struct Spec {
     /// goes idle, as XZ Utils' threaded encoder feeds its workers (pool of two or more workers
     /// without completions, `idle` or `sender`; drawn last, for the same reason).
     pub feeder: bool,
+    /// The feeder hands each request over in pieces: the item, then this many more puts on the
+    /// worker's queue, each with its own notification, which the worker takes one by one
+    /// before it serves, as XZ Utils' main thread copies a block's input to its worker in
+    /// pieces (0: the item alone; feeder only, drawn last for the same reason). Which put a
+    /// take drains, and whether the worker woke early and waited again, is timing.
+    pub chunks: u32,
 }
 
 /// SplitMix64: small, fast, and the same everywhere.
@@ -213,6 +219,7 @@ impl Spec {
         let idle = d.chance(500);
         let sender = d.chance(500);
         let feeder = d.chance(500);
+        let chunks = if d.chance(500) { d.range(2, 6) } else { 0 };
         let forked = arch == Arch::ForkPerConnection;
         // The threads that would share a global lock: a lock two threads pass to and fro is a
         // dialogue between them (docs/LIMITS.md), so it is drawn only where three or more do.
@@ -222,6 +229,8 @@ impl Spec {
                 Arch::Pool => workers,
                 _ => 0,
             };
+        let feeder =
+            feeder && arch == Arch::Pool && workers >= 2 && !completions && !idle && !sender;
         Spec {
             seed,
             arch,
@@ -246,12 +255,8 @@ impl Spec {
             idle: idle && arch == Arch::Pool && !completions,
             // Not with `idle`: the chosen seeds of the fixed set draw it, and stay as they were.
             sender: sender && arch == Arch::Pool && !completions && !idle,
-            feeder: feeder
-                && arch == Arch::Pool
-                && workers >= 2
-                && !completions
-                && !idle
-                && !sender,
+            feeder,
+            chunks: if feeder { chunks } else { 0 },
         }
     }
 
@@ -301,6 +306,9 @@ impl fmt::Display for Spec {
         }
         if self.feeder {
             write!(f, " feeder=idle-cond")?;
+        }
+        if self.chunks > 0 {
+            write!(f, " chunks={}", self.chunks)?;
         }
         let transport = if self.unix_socket { "unix" } else { "tcp" };
         write!(

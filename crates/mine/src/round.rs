@@ -254,12 +254,18 @@ pub(super) fn pair_proposals(
         // drained, whether the consumer woke early and waited again (XZ Utils' worker, woken
         // to start a block, waits again for its input). So hand-off links key a pair by their
         // kinds alone, each at both parts' first ports: this part hands work to that one.
-        for l in links.iter_mut().filter(|l| hands.contains(&l.kind)) {
-            l.from = Port::new(0);
-            l.to = Port::new(0);
+        let first = (Port::new(0), Port::new(0));
+        let mut moved = false;
+        for l in links.iter_mut() {
+            if hands.contains(&l.kind) && (l.from, l.to) != first {
+                (l.from, l.to) = first;
+                moved = true;
+            }
         }
-        links.sort_unstable();
-        links.dedup();
+        if moved {
+            links.sort_unstable();
+            links.dedup();
+        }
         let rule = Rule::Pair { a, b, links };
         if allow.is_some_and(|al| !al.contains(&rule)) {
             continue;

@@ -98,16 +98,26 @@ fn each_instance_has(t: &TraceDir, truth: &[Truth], kind: &str, pred: impl Fn(&E
     assert!(checked > 0, "no {kind} instances");
 }
 
+/// How far after a span's start a call entered just before it may be timestamped: the
+/// calibration noise (tens of nanoseconds) between trace times and the samples' clock.
+const START_NOISE_NS: u64 = 200;
+
 /// Every truth instance of `kind` ends at the sync call that ends it (samples/TRUTH.md): the
 /// first sync call its thread entered after the span began matches `pred` and was not entered
 /// before the span's end. (Mutex calls are no sync points. The call may be entered well after
-/// the end: the agent classifies a descriptor on its first use before it reads the clock.)
+/// the end: the agent classifies a descriptor on its first use before it reads the clock.) A
+/// call that does not match, timestamped within [`START_NOISE_NS`] of the start, may be the
+/// one the thread made just before the span (a worker's signal of room, right before it reads
+/// the clock) and is passed over.
 fn each_instance_ends_at(t: &TraceDir, truth: &[Truth], kind: &str, pred: impl Fn(&Event) -> bool) {
     let lock = |e: &Event| matches!(e.op, Some(Op::MutexLock | Op::MutexUnlock));
     let mut checked = 0;
     for x in truth.iter().filter(|x| x.kind == kind) {
         let evs = thread_events(t, x.pid, x.tid);
-        let next = evs.iter().find(|e| e.ts_ns >= x.start && !lock(e));
+        let before = |e: &Event| e.ts_ns < x.start + START_NOISE_NS && !pred(e);
+        let next = evs
+            .iter()
+            .find(|e| e.ts_ns >= x.start && !lock(e) && !before(e));
         assert!(
             next.is_some_and(|e| pred(e) && e.ts_ns + SLACK_NS >= x.end),
             "{kind} {} on {}/{} [{}, {}]: the first sync call after its start is {next:?}",

@@ -174,11 +174,8 @@ pub(super) fn weak_boundaries(
     // take, which a compiler gave a call of its own, comes before any wait inside the work.
     // Of a site and its twin, both repeated (the twin only by a wait again), the loop's own
     // site is the one visited more.
-    // A read or semaphore site visited mostly in runs, one call straight after another with
-    // no other take between (two or more a run on average), takes the pieces of one item: an
-    // inner loop (a worker reading a block's input piece by piece), not where the thread goes
-    // back for new work. It is the head only when no other site repeats. (A condition or futex
-    // wait again at the same site is a wake-up that found nothing: the same visit.)
+    // A read or semaphore site visited mostly in runs takes the pieces of one item (module
+    // docs); a condition or futex wait again at its site is a wake-up that found nothing.
     let repeated = |v: &Visits| v.count >= 2;
     let inner = |site: &Site<'_>, v: &Visits| takes_each_call(site.0) && v.count >= 2 * v.arrivals;
     let outer_exists = visits

@@ -1,5 +1,6 @@
 //! `scalpel infer --memory`: a recording of a real program too large for the limit is inferred
-//! window by window, every event in exactly one window, each window a model the views read; the
+//! window by window, every event in exactly one window, each window a model the views read
+//! (`top` all of them added up); the
 //! limit and its options get clear errors, and the windows' leaves stand in the same request
 //! tasks as the whole model's. How close the windows come to the model of the whole is measured
 //! on real servers by `scripts/check-windows.sh` (docs/BENCHMARKS.md).
@@ -65,6 +66,7 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
     let whole_model = read_model(&whole.join("model.json")).unwrap();
     let mut difference = WindowedDifference::new(&whole_graph, &whole_model);
     let (mut events, mut leaves) = (0u64, 0u64);
+    let mut summed = std::collections::BTreeMap::<String, (u64, u64)>::new();
     for (k, w) in windows.iter().enumerate() {
         assert_eq!(w["index"].as_u64(), Some(k as u64));
         let wdir = out.join(format!("window-{k:04}"));
@@ -77,8 +79,11 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         open_types_are_the_wholes(&g, &whole_graph, k);
         difference.add_window(&g, &m);
         // Each window is a model the views read as it is.
-        let top = scalpel_cmd(&["top", wdir.to_str().unwrap(), "--limit", "3"]);
-        assert!(top.status.success(), "{}", text(&top));
+        for (name, count, total) in top_rows(&[wdir.to_str().unwrap()]) {
+            let e = summed.entry(name).or_default();
+            e.0 += count;
+            e.1 += total;
+        }
     }
     assert_eq!(events, whole_events, "every event in exactly one window");
     assert!(
@@ -107,14 +112,50 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         "{:.4}% of leaves in another innermost task",
         100.0 * apart
     );
-    // The directory of windows is no model: a view says which to give it.
-    let top = scalpel_cmd(&["top", out.to_str().unwrap()]);
-    assert!(!top.status.success());
-    let said = text(&top);
+    // `top` adds the windows up: each task's instances and time are the windows' own.
+    let all: std::collections::BTreeMap<String, (u64, u64)> = top_rows(&[out.to_str().unwrap()])
+        .into_iter()
+        .map(|(name, count, total)| (name, (count, total)))
+        .collect();
+    assert_eq!(all, summed);
+    let (request, _) = all.iter().max_by_key(|(_, &(_, total))| total).unwrap();
+    let top = scalpel_cmd(&["top", out.to_str().unwrap(), "--expand", request]);
+    assert!(top.status.success(), "{}", text(&top));
+    assert!(
+        text(&top).contains("time windows of one trace added up"),
+        "{}",
+        text(&top)
+    );
+    // The other views read one model: they say which to give them.
+    let flame = scalpel_cmd(&["flame", out.to_str().unwrap(), "-o", "-"]);
+    assert!(!flame.status.success());
+    let said = text(&flame);
     assert!(
         said.contains("inferred in") && said.contains("window-0000"),
         "{said}"
     );
+}
+
+/// Every top-level row of `scalpel top` on `args`: name, instances, summed latency.
+fn top_rows(args: &[&str]) -> Vec<(String, u64, u64)> {
+    let mut all = vec!["top", "--format", "json", "--limit", "100000"];
+    all.extend_from_slice(args);
+    let o = scalpel_cmd(&all);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let n = |k: &str| t[k].as_u64().unwrap();
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                n("count"),
+                n("total_ns"),
+            )
+        })
+        .collect()
 }
 
 #[test]

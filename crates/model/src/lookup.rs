@@ -1,7 +1,7 @@
 //! Finding a task by name (`--task`, `--expand`), and the names closest to one that matched
 //! nothing, for the error that says so.
 
-use crate::task::{Model, TaskKind, TaskTypeId};
+use crate::task::{Model, TaskKind, TaskType, TaskTypeId};
 
 /// How many of the closest names an error lists.
 const CLOSEST: usize = 8;
@@ -23,24 +23,28 @@ fn quoted(names: &[String]) -> String {
 
 /// The type (task or leaf) named exactly `name`, or an error listing the closest names.
 pub fn task_named(model: &Model, name: &str) -> Result<TaskTypeId, NoSuchTask> {
-    model
-        .types
+    type_named(&model.types, name)
+}
+
+/// The type of `types` named exactly `name` (see [`task_named`]): for a catalog of types that
+/// is not one model's, such as the windows of one trace added up.
+pub fn type_named(types: &[TaskType], name: &str) -> Result<TaskTypeId, NoSuchTask> {
+    types
         .iter()
         .position(|t| t.name == name)
         .and_then(|i| u32::try_from(i).ok())
         .map(TaskTypeId::new)
         .ok_or_else(|| NoSuchTask {
             name: name.to_owned(),
-            closest: closest_names(model, name, CLOSEST),
+            closest: closest_names(types, name, CLOSEST),
         })
 }
 
-/// Up to `k` task (not leaf) names of `model` closest to `name`: names that contain it (or that
+/// Up to `k` task (not leaf) names of `types` closest to `name`: names that contain it (or that
 /// it contains) first, then by edit distance, ties by name.
-pub fn closest_names(model: &Model, name: &str, k: usize) -> Vec<String> {
+pub fn closest_names(types: &[TaskType], name: &str, k: usize) -> Vec<String> {
     let want = name.to_lowercase();
-    let mut scored: Vec<(bool, usize, &str)> = model
-        .types
+    let mut scored: Vec<(bool, usize, &str)> = types
         .iter()
         .filter(|t| t.kind != TaskKind::Leaf)
         .map(|t| {

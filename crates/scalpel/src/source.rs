@@ -6,7 +6,7 @@ use std::io::{self, BufWriter};
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use scalpel::pipeline::{trace_bytes, Loaded, MemoryRoom, PEAK_PER_TRACE_BYTE};
+use scalpel::pipeline::{trace_bytes, Loaded, MemoryRoom, SummedWindows, PEAK_PER_TRACE_BYTE};
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_analysis::rollup::Rollup;
 use scalpel_model::lookup::task_named;
@@ -82,6 +82,13 @@ impl Source {
             mib(needs),
             self.path.display(),
         )
+    }
+
+    /// The rollups of the windows of a directory `infer` wrote window by window, added up.
+    pub(crate) fn sum_windows(&self, t: &mut Timings) -> Result<SummedWindows> {
+        let spinner = Spinner::new();
+        let pipeline = Pipeline::new(self.pipeline.clone())?;
+        Ok(pipeline.sum_windows(&self.path, &spinner, t)?)
     }
 
     /// [`Source::load`], and the rollups.

@@ -2,16 +2,20 @@
 //! CSV and JSON, `model.dot`, the model tree, the timeline, the OTLP traces and the report HTML (its Graphviz drawing left
 //! out, since its bytes are Graphviz's) must equal the files in `tests/golden/`. After a
 //! change that alters a view on purpose, `SCALPEL_BLESS=1 cargo test -p scalpel
-//! --test golden` rewrites them; review the diff before committing it.
+//! --test golden` rewrites them; review the diff before committing it. And the rollups of the
+//! same graph as the windows of a trace, added up, against its own.
 
 use std::path::PathBuf;
 
 use scalpel::{Pipeline, PipelineOptions};
-use scalpel_analysis::rollup::{task_spans, top_view, TopOptions};
+use scalpel_analysis::rollup::{
+    task_spans, top_view, top_view_of, Rollup, TopOptions, TypeStats, WindowsRollup,
+};
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{EdgeKind, Graph, Leaf, OpName};
 use scalpel_model::progress::Quiet;
+use scalpel_model::task::TaskType;
 use scalpel_model::testgraph::GraphBuilder;
 use scalpel_views::model::{fitted_dot, ModelDraw};
 use scalpel_views::report::{write_report, ReportOptions};
@@ -232,4 +236,88 @@ fn pipelines_with_their_own_thread_counts_agree() {
     let one = with(1);
     assert_eq!(one, with(2));
     assert_eq!(one, with(1));
+}
+
+/// `r` with what the windows' sum leaves out or rounds: the instance lists, the children's
+/// shares past nine digits, and the order of blocked calls of equal time.
+fn comparable(r: &Rollup) -> Rollup {
+    let mut r = r.clone();
+    for s in r.types.iter_mut().chain(r.top_level.iter_mut()) {
+        s.by_start_ns.clear();
+        for c in &mut s.children {
+            c.latency_share = (c.latency_share * 1e9).round();
+            c.critical_share = (c.critical_share * 1e9).round();
+        }
+    }
+    r.blame
+        .sort_by_key(|b| (b.leaf_type, std::cmp::Reverse(b.total_ns), format!("{b:?}")));
+    r
+}
+
+#[test]
+fn the_windows_added_up_are_the_sums_of_their_rollups() {
+    let graph = server();
+    let pipeline = Pipeline::new(PipelineOptions::default()).unwrap();
+    let model = pipeline.model(&graph, &Quiet).model;
+    let r = pipeline.rollup(&graph, &model);
+    let request = top_view(&graph, &model, &r, &TopOptions::default())
+        .unwrap()
+        .tasks[0]
+        .name
+        .clone();
+    let views = [
+        TopOptions::default(),
+        TopOptions {
+            expand: Some(request),
+            ..TopOptions::default()
+        },
+    ];
+
+    // One window: its own rollup and view, but for the instance lists the sum does not keep.
+    let mut one = WindowsRollup::new();
+    one.add(&graph, &model, &r);
+    let (types, sum, counts) = one.finish();
+    let names = |t: &[TaskType]| t.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&types), names(&model.types));
+    assert_eq!(comparable(&sum), comparable(&r));
+    for opts in &views {
+        let mut whole = top_view(&graph, &model, &r, opts).unwrap();
+        whole.windows = 1;
+        assert_eq!(top_view_of(&counts, &types, &sum, opts).unwrap(), whole);
+    }
+
+    // The same window twice: counts, sums and rates double (the span is the same); the
+    // percentiles and the children's shares stay.
+    let mut two = WindowsRollup::new();
+    two.add(&graph, &model, &r);
+    two.add(&graph, &model, &r);
+    let (_, sum2, counts2) = two.finish();
+    assert_eq!(counts2.leaves, 2 * graph.leaves.len());
+    assert_eq!((counts2.threads, counts2.windows), (counts.threads, 2));
+    for (a, b) in sum2.types.iter().zip(&r.types) {
+        assert_eq!((a.count, a.total_ns), (2 * b.count, 2 * b.total_ns));
+        assert_eq!(
+            (a.critical_ns, a.bytes_out),
+            (2 * b.critical_ns, 2 * b.bytes_out)
+        );
+        assert_eq!(a.latency, b.latency);
+        assert!((a.per_second - 2.0 * b.per_second).abs() <= 1e-9 * a.per_second);
+    }
+    let s2 = comparable(&sum2);
+    let s1 = comparable(&r);
+    for (a, b) in s2.types.iter().zip(&s1.types) {
+        let shares = |s: &TypeStats| {
+            s.children
+                .iter()
+                .map(|c| (c.latency_share, c.critical_share))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shares(a), shares(b));
+    }
+    for (a, b) in s2.blame.iter().zip(&s1.blame) {
+        assert_eq!(
+            (a.count, a.total_ns, a.max_ns),
+            (2 * b.count, 2 * b.total_ns, b.max_ns)
+        );
+    }
 }

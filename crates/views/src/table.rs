@@ -187,6 +187,17 @@ pub(crate) fn hosts_line(hosts: &[HostInfo]) -> Option<String> {
     Some(format!("machines: {}", all.join(", ")))
 }
 
+/// What a view of a trace's windows added up says of them.
+fn windows_note(windows: usize) -> String {
+    format!(
+        "{windows} time windows of one trace added up by task name: a task a window's boundary \
+         cut counts once in each window; percentiles of a type with more than {} instances are \
+         within 0.1%; contributors are each window's {} largest added up",
+        scalpel_analysis::rollup::EXACT_VALUES,
+        scalpel_analysis::rollup::CONTRIBUTORS
+    )
+}
+
 /// The view as text tables laid out as `t` says.
 pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io::Result<()> {
     writeln!(
@@ -199,6 +210,9 @@ pub fn write_table_with(o: &mut impl Write, v: &TopView, t: TableOptions) -> io:
     )?;
     if let Some(note) = recorded_note(v) {
         t.prose(o, &note, 2)?;
+    }
+    if v.windows > 0 {
+        t.prose(o, &windows_note(v.windows), 2)?;
     }
     if let Some(line) = hosts_line(&v.hosts) {
         t.prose(o, &line, 2)?;
@@ -358,7 +372,25 @@ mod tests {
             tasks: Vec::new(),
             expanded: None,
             hosts: Vec::new(),
+            windows: 0,
         }
+    }
+
+    #[test]
+    fn windows_added_up_say_so_and_what_is_approximate() {
+        let mut v = view(1, 1);
+        let mut out = Vec::new();
+        write_table(&mut out, &v).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("windows"));
+        v.windows = 3;
+        let mut out = Vec::new();
+        write_table(&mut out, &v).unwrap();
+        let text = String::from_utf8(out).unwrap().replace("\n  ", " ");
+        assert!(
+            text.contains("3 time windows of one trace added up by task name")
+                && text.contains("more than 65536 instances are within 0.1%"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 use super::children::Children;
 use super::instance::Instance;
 use super::kinds::{BlockKind, KindTimes};
-use super::stats::{ratio, ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
+use super::stats::{keep_largest, per_second, ratio, ChildStats, Contributor, Latency, TypeStats};
 
 /// Latencies of the occurrences evaluated so far (children are evaluated before their parents).
 pub(super) struct OccLatency {
@@ -148,16 +148,7 @@ impl<'g> TypeFold<'g> {
         let by_start_ns: Vec<u64> = self.latencies.iter().map(|&(_, l)| l).collect();
         let latency = Latency::of(&mut by_start_ns.clone());
         let span_ns = self.last.saturating_sub(self.first.unwrap_or(0));
-        // Over the trace's span, not the type's own: fifteen thread exits in the last
-        // milliseconds of a three-second trace are five per second, not thousands.
-        let trace_span_ns = self.trace_span_ns;
-        let per_s = |x: f64| {
-            if trace_span_ns == 0 {
-                0.0
-            } else {
-                x * 1e9 / trace_span_ns as f64
-            }
-        };
+        let per_s = |x: f64| per_second(x, self.trace_span_ns);
         let mut contributors: Vec<Contributor> = self
             .contrib
             .into_iter()
@@ -169,13 +160,7 @@ impl<'g> TypeFold<'g> {
                 ns,
             })
             .collect();
-        contributors.sort_by(|a, b| {
-            b.ns.cmp(&a.ns)
-                .then(a.leaf_type.cmp(&b.leaf_type))
-                .then(a.kind.cmp(&b.kind))
-                .then(a.while_queued.cmp(&b.while_queued))
-        });
-        contributors.truncate(CONTRIBUTORS);
+        keep_largest(&mut contributors);
         TypeStats {
             ty: TaskTypeId::new(t),
             count,

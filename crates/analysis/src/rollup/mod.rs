@@ -5,7 +5,8 @@
 //! critical paths, blocked time by kind with the call, stack and peer that explain it, bytes and
 //! bandwidth, and the rows of the top-down view ([`TopView`]). Non-goals: writing them (the
 //! table, CSV and report are in `scalpel-views`), wait-for-graph bottleneck analysis (planned on
-//! the same traces), and anything that needs the raw trace again. Folded stacks are here
+//! the same traces), and anything that needs the raw trace again. The rollups of a trace
+//! inferred in windows are added up window by window ([`WindowsRollup`]). Folded stacks are here
 //! (off-CPU [`off_cpu`], on-CPU samples [`on_cpu`], both at once [`wall`]); their drawing is a
 //! view.
 
@@ -13,12 +14,15 @@ mod batch;
 mod behind;
 mod blame;
 mod children;
+mod counts;
+mod dist;
 mod each;
 mod flame;
 mod fold;
 mod instance;
 mod kinds;
 mod leaf;
+mod merge;
 mod part;
 mod samples;
 mod spans;
@@ -31,18 +35,21 @@ use serde::ser::SerializeMap;
 
 pub use behind::{Behind, MAX_BEHIND};
 pub use blame::{Blame, STACK_FRAMES};
+pub use dist::EXACT_VALUES;
 pub use each::{each_instance, InstanceOf};
 pub use flame::{kind_tag, off_cpu, task_leaves, FlameOptions, Folded};
 pub use instance::{Instance, PathStep};
 pub use kinds::{BlockKind, KindTimes};
 pub use leaf::{leaf_metrics, ChannelBytes, GraphIndex, LeafMetrics, LockHolders};
+pub use merge::WindowsRollup;
 pub use samples::{on_cpu, sample_period_ns, wall, AGENT_FRAME, OFF_CPU_SUFFIX, ON_CPU_SUFFIX};
 pub use spans::{task_spans, TaskSpan};
 pub use stats::{ChildStats, Contributor, Latency, TypeStats, CONTRIBUTORS};
 
+pub use counts::TraceCounts;
 use leaf::add_bytes;
 use part::type_stats;
-pub use view::{top_view, Expanded, TaskRow, TopError, TopOptions, TopView};
+pub use view::{top_view, top_view_of, Expanded, TaskRow, TopError, TopOptions, TopView};
 
 /// The rollups of one model.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,14 +69,7 @@ pub struct Rollup {
 /// Rolls up `model`, mined from `graph`.
 pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
     let idx = GraphIndex::new(graph);
-    let first = graph.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0);
-    let last = graph
-        .leaves
-        .iter()
-        .map(|l| l.end_ns + l.block_ns)
-        .max()
-        .unwrap_or(0);
-    let span_ns = last.saturating_sub(first);
+    let span_ns = bounds(graph).map_or(0, |(first, last)| last.saturating_sub(first));
     // The leaves' bytes and blame read the graph alone, beside the types' folds.
     let ((types, top_level), (channels, blame)) = rayon::join(
         || type_stats(graph, model, &idx, span_ns),
@@ -82,6 +82,13 @@ pub fn rollup(graph: &Graph, model: &Model) -> Rollup {
         span_ns,
         channels,
     }
+}
+
+/// From the first leaf's start to the last leaf's end (with its wait), or `None` for no leaf.
+fn bounds(graph: &Graph) -> Option<(u64, u64)> {
+    let first = graph.leaves.iter().map(|l| l.start_ns).min()?;
+    let last = graph.leaves.iter().map(|l| l.end_ns + l.block_ns).max()?;
+    Some((first, last))
 }
 
 /// Bytes moved by all leaves of `graph`, per channel kind, by kind.

@@ -106,13 +106,37 @@ pub struct TypeStats {
     pub children: Vec<ChildStats>,
     /// Every instance's latency, in the order the instances started: the sample two runs'
     /// latencies are compared on (`diff`, which needs the order: neighbours in time are alike).
-    /// Not serialized: the percentiles above are its summary.
+    /// Not serialized: the percentiles above are its summary. Empty in the rollups of a
+    /// trace's windows added up ([`super::WindowsRollup`]).
     #[serde(skip)]
     pub by_start_ns: Vec<u64>,
 }
 
 /// How many contributors each type keeps.
 pub const CONTRIBUTORS: usize = 12;
+
+/// Sorts `contributors` largest first (ties by leaf type, kind and queue) and keeps the
+/// [`CONTRIBUTORS`] largest.
+pub(super) fn keep_largest(contributors: &mut Vec<Contributor>) {
+    contributors.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.leaf_type.cmp(&b.leaf_type))
+            .then(a.kind.cmp(&b.kind))
+            .then(a.while_queued.cmp(&b.while_queued))
+    });
+    contributors.truncate(CONTRIBUTORS);
+}
+
+/// `x` per second of a span of `span_ns`, or 0 for an empty span. Rates are over the trace's
+/// span, not a type's own: fifteen thread exits in the last milliseconds of a three-second
+/// trace are five per second, not thousands.
+pub(super) fn per_second(x: f64, span_ns: u64) -> f64 {
+    if span_ns == 0 {
+        0.0
+    } else {
+        x * 1e9 / span_ns as f64
+    }
+}
 
 /// `a / b`, or 0 when `b` is.
 pub(super) fn ratio(a: u64, b: u64) -> f64 {

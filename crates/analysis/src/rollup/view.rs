@@ -1,10 +1,11 @@
 //! The top-down view: top-level tasks by total time, and one task expanded into its children,
 //! the leaves and waits that make up its critical path, and the calls and stacks behind them.
 
-use scalpel_model::graph::{Graph, ProcessId};
-use scalpel_model::task::{Model, TaskKind};
+use scalpel_model::graph::{Graph, HostInfo};
+use scalpel_model::task::{Model, TaskKind, TaskType};
 use serde::Serialize;
 
+use super::counts::TraceCounts;
 use super::kinds::{nonzero, BlockKind};
 use super::stats::{ratio as share, Latency, TypeStats};
 use super::{Blame, Rollup};
@@ -175,11 +176,18 @@ pub struct TopView {
     pub expanded: Option<Expanded>,
     /// The machines, when the traces were of several (their clocks on the first's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<scalpel_model::graph::HostInfo>,
+    pub hosts: Vec<HostInfo>,
+    /// The time windows added up, when the trace was inferred in windows (0: inferred whole).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub windows: usize,
 }
 
-fn row(model: &Model, s: &TypeStats) -> TaskRow {
-    let ty = &model.types[s.ty.index()];
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn row(types: &[TaskType], s: &TypeStats) -> TaskRow {
+    let ty = &types[s.ty.index()];
     let crit = s.critical_ns;
     TaskRow {
         name: ty.name.clone(),
@@ -209,28 +217,33 @@ pub fn top_view(
     r: &Rollup,
     opts: &TopOptions,
 ) -> Result<TopView, TopError> {
+    top_view_of(&TraceCounts::of(graph), &model.types, r, opts)
+}
+
+/// Builds the view of the task types `types` with their rollup `r` (indexed as `types`), and
+/// the trace's `counts`: [`top_view`] of a model, or of the windows of a trace added up.
+pub fn top_view_of(
+    counts: &TraceCounts,
+    types: &[TaskType],
+    r: &Rollup,
+    opts: &TopOptions,
+) -> Result<TopView, TopError> {
     let mut top: Vec<&TypeStats> = r.top_level.iter().collect();
     top.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.ty.cmp(&b.ty)));
     let expanded = match &opts.expand {
         None => None,
         Some(name) => {
-            let t = scalpel_model::lookup::task_named(model, name)?;
-            Some(expand(model, r, &r.types[t.index()], opts))
+            let t = scalpel_model::lookup::type_named(types, name)?;
+            Some(expand(types, r, &r.types[t.index()], opts))
         }
     };
-    // Threads and processes that `--include`/`--exclude` emptied stay listed in the graph.
-    let live: Vec<&scalpel_model::graph::ThreadInfo> =
-        graph.threads.iter().filter(|t| t.leaves > 0).collect();
-    let mut processes: Vec<ProcessId> = live.iter().map(|t| t.process).collect();
-    processes.sort_unstable();
-    processes.dedup();
     Ok(TopView {
-        processes: processes.len(),
-        threads: live.len(),
-        processes_recorded: graph.processes.len(),
-        threads_recorded: graph.threads.len(),
-        hosts: graph.hosts.clone(),
-        leaves: graph.leaves.len(),
+        processes: counts.processes,
+        threads: counts.threads,
+        processes_recorded: counts.processes_recorded,
+        threads_recorded: counts.threads_recorded,
+        hosts: counts.hosts.clone(),
+        leaves: counts.leaves,
         span_ns: r.span_ns,
         channels: r
             .channels
@@ -249,19 +262,20 @@ pub fn top_view(
         tasks: top
             .into_iter()
             .take(opts.limit)
-            .map(|s| row(model, s))
+            .map(|s| row(types, s))
             .collect(),
         expanded,
+        windows: counts.windows,
     })
 }
 
-fn expand(model: &Model, r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded {
+fn expand(types: &[TaskType], r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded {
     let n = s.count.max(1);
     let children = s
         .children
         .iter()
         .map(|c| ChildRow {
-            task: row(model, &r.types[c.ty.index()]),
+            task: row(types, &r.types[c.ty.index()]),
             per_parent: c.count as f64 / n as f64,
             latency_share: c.latency_share,
             critical_share: c.critical_share,
@@ -278,14 +292,14 @@ fn expand(model: &Model, r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded 
                     .iter()
                     .filter(|b| b.leaf_type == c.leaf_type && b.kind == k)
                     .take(o.calls)
-                    .map(|b| call_row(model, b))
+                    .map(|b| call_row(types, b))
                     .collect(),
                 None => Vec::new(),
             };
             ContributorRow {
-                leaf: model.types[c.leaf_type.index()].name.clone(),
+                leaf: types[c.leaf_type.index()].name.clone(),
                 what: c.kind.map_or("running", |k| k.name()).to_string(),
-                while_queued: c.while_queued.map(|t| model.types[t.index()].name.clone()),
+                while_queued: c.while_queued.map(|t| types[t.index()].name.clone()),
                 per_instance_ns: c.ns / n,
                 share: share(c.ns, s.critical_ns),
                 calls,
@@ -293,19 +307,19 @@ fn expand(model: &Model, r: &Rollup, s: &TypeStats, o: &TopOptions) -> Expanded 
         })
         .collect();
     Expanded {
-        task: row(model, s),
+        task: row(types, s),
         critical_ns: s.critical_ns / n,
         children,
         contributors,
     }
 }
 
-fn call_row(model: &Model, b: &Blame) -> CallRow {
+fn call_row(types: &[TaskType], b: &Blame) -> CallRow {
     CallRow {
         call: b.call.clone(),
         function: b.function.clone(),
         object: b.object.clone(),
-        peer: b.peer.map(|p| model.types[p.index()].name.clone()),
+        peer: b.peer.map(|p| types[p.index()].name.clone()),
         count: b.count,
         total_ns: b.total_ns,
         max_ns: b.max_ns,

@@ -4,7 +4,8 @@ use std::io::Write;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use scalpel_analysis::rollup::{top_view, TopOptions};
+use scalpel::pipeline::is_windowed;
+use scalpel_analysis::rollup::{top_view, top_view_of, TopOptions};
 use scalpel_model::progress::Timings;
 use scalpel_views::csv::write_csv;
 use scalpel_views::json::write_top_json;
@@ -82,8 +83,14 @@ impl TopArgs {
 /// Prints the top-down view.
 pub(crate) fn run(top: &Top) -> Result<()> {
     let mut t = Timings::new();
-    let (l, r) = top.source.load_rollups(&mut t)?;
-    if l.graph.leaves.is_empty() {
+    let view = if is_windowed(&top.source.path) && top.source.more.is_empty() {
+        let w = top.source.sum_windows(&mut t)?;
+        top_view_of(&w.counts, &w.types, &w.rollup, &top.view)?
+    } else {
+        let (l, r) = top.source.load_rollups(&mut t)?;
+        top_view(&l.graph, &l.model, &r, &top.view)?
+    };
+    if view.leaves == 0 {
         // An empty table alone says nothing about why.
         crate::say!(
             "scalpel: hint: {} holds no leaf: the program made none of the calls Scalpel \
@@ -91,7 +98,6 @@ pub(crate) fn run(top: &Top) -> Result<()> {
             top.source.path.display()
         );
     }
-    let view = top_view(&l.graph, &l.model, &r, &top.view)?;
     let mut o = text_stdout();
     let written = match top.format {
         Format::Table => write_table_with(&mut o, &view, top.table),

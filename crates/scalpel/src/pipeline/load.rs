@@ -66,10 +66,11 @@ pub enum SourceError {
         /// The options, as on the command line.
         options: Vec<&'static str>,
     },
-    /// A directory `infer` wrote window by window: each window is a model of its own.
+    /// A directory `infer` wrote window by window, given to a view that reads one model: each
+    /// window is a model of its own.
     #[error(
         "{} holds a trace inferred in {windows} windows (windows.json), each a model of its own: \
-         give one of them, such as {}",
+         `scalpel top` adds them all up; this view reads one window: give one of them, such as {}",
         .path.display(),
         .first.display()
     )]
@@ -80,6 +81,24 @@ pub enum SourceError {
         windows: usize,
         /// The first window's directory.
         first: PathBuf,
+    },
+    /// The list of a windowed inference's windows cannot be used.
+    #[error("{}: not a list of windows `scalpel infer` wrote: {problem}", .path.display())]
+    WindowList {
+        /// `windows.json`.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A window `windows.json` lists holds no model.
+    #[error(
+        "{}: no model.json in this window (inferred with `--stage graph`, or removed): \
+         infer the trace again to the model",
+        .dir.display()
+    )]
+    WindowWithoutModel {
+        /// The window's directory.
+        dir: PathBuf,
     },
     /// A trace directory could not be inferred.
     #[error(transparent)]
@@ -127,7 +146,7 @@ pub(super) fn load(
     t: &mut Timings,
 ) -> Result<Loaded, SourceError> {
     let opts = &pipeline.opts;
-    if path.is_dir() && !path.join("model.json").exists() && path.join("windows.json").is_file() {
+    if super::is_windowed(path) {
         let windows = (0..)
             .take_while(|&k| path.join(super::window_dir_name(k)).is_dir())
             .count();

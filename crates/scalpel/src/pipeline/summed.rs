@@ -1,0 +1,97 @@
+//! A directory `scalpel infer` wrote window by window, read as one: each window's model and
+//! graph are read, rolled up and let go in turn, and the rollups added up by task name
+//! ([`WindowsRollup`]). The memory is one window's, as when the windows were inferred.
+
+use std::path::{Path, PathBuf};
+
+use scalpel_analysis::rollup::{Rollup, TraceCounts, WindowsRollup};
+use scalpel_model::progress::{Progress, Timings};
+use scalpel_model::task::TaskType;
+use serde::Deserialize;
+
+use super::load::{load, SourceError};
+use super::Pipeline;
+
+/// The rollups of every window of a trace, added up.
+#[derive(Debug)]
+pub struct SummedWindows {
+    /// The task types of all windows, by name (leaf types first; no occurrences).
+    pub types: Vec<TaskType>,
+    /// Their rollups added up, indexed as `types`.
+    pub rollup: Rollup,
+    /// The trace's processes, threads and leaves over all windows.
+    pub counts: TraceCounts,
+}
+
+/// What is read of `windows.json`: the windows' directories, in order.
+#[derive(Deserialize)]
+struct WindowsFile {
+    windows: Vec<WindowEntry>,
+}
+
+#[derive(Deserialize)]
+struct WindowEntry {
+    dir: String,
+}
+
+/// Whether `path` is a directory `infer` wrote window by window.
+pub fn is_windowed(path: &Path) -> bool {
+    path.is_dir() && !path.join("model.json").exists() && path.join("windows.json").is_file()
+}
+
+/// The windows' directories `dir/windows.json` lists, each checked to hold a model.
+fn window_dirs(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    let file = dir.join("windows.json");
+    let bad = |problem: String| SourceError::WindowList {
+        path: file.clone(),
+        problem,
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| bad(e.to_string()))?;
+    let list: WindowsFile = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    if list.windows.is_empty() {
+        return Err(bad("it lists no window".into()));
+    }
+    let mut dirs = Vec::with_capacity(list.windows.len());
+    for w in list.windows {
+        if !scalpel_model::open::is_plain_name(w.dir.as_ref()) {
+            return Err(bad(format!(
+                "{:?} is not a directory name beside it",
+                w.dir
+            )));
+        }
+        let d = dir.join(&w.dir);
+        if !d.join("model.json").is_file() {
+            return Err(SourceError::WindowWithoutModel { dir: d });
+        }
+        dirs.push(d);
+    }
+    Ok(dirs)
+}
+
+impl Pipeline {
+    /// Reads the windows of `dir` (see [`is_windowed`]) one by one and adds up their rollups.
+    /// Each window's phases are timed in `t`, one line per phase over all windows.
+    pub fn sum_windows(
+        &self,
+        dir: &Path,
+        progress: &dyn Progress,
+        t: &mut Timings,
+    ) -> Result<SummedWindows, SourceError> {
+        let mut sum = WindowsRollup::new();
+        for w in window_dirs(dir)? {
+            let mut wt = Timings::new();
+            let l = load(self, &w, progress, &mut wt)?;
+            let r = wt.phase("rollups", progress, || self.rollup(&l.graph, &l.model));
+            wt.phase("adding up the windows", progress, || {
+                sum.add(&l.graph, &l.model, &r)
+            });
+            t.absorb(wt);
+        }
+        let (types, rollup, counts) = sum.finish();
+        Ok(SummedWindows {
+            types,
+            rollup,
+            counts,
+        })
+    }
+}

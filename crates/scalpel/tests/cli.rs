@@ -254,6 +254,49 @@ fn an_inferred_directory_is_named_for_what_it_is() {
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
 
+/// `top` on a directory of windows adds up the windows `windows.json` lists (here one, which
+/// gives the window's own figures), and a list it cannot use is refused with the file and what
+/// is wrong, a window without a model with its directory.
+#[test]
+fn top_adds_up_the_listed_windows_and_refuses_a_bad_list() {
+    let (tmp, out_dir) = inferred();
+    let ws = tmp.path().join("ws");
+    fs::create_dir(&ws).unwrap();
+    fs::rename(&out_dir, ws.join("window-0000")).unwrap();
+    let list = |json: &str| fs::write(ws.join("windows.json"), json).unwrap();
+    let top = |dir: &Path| scalpel(&["top", dir.to_str().unwrap(), "--format", "json"], None);
+    list(r#"{"windows": [{"index": 0, "dir": "window-0000"}]}"#);
+    let (one, summed) = (top(&ws.join("window-0000")), top(&ws));
+    assert!(summed.status.success(), "{}", text(&summed.stderr));
+    let mut one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    one["windows"] = 1.into();
+    let summed: serde_json::Value = serde_json::from_slice(&summed.stdout).unwrap();
+    assert_eq!(summed, one);
+    for (json, says) in [
+        ("not json", "expected"),
+        (r#"{"windows": []}"#, "it lists no window"),
+        (
+            r#"{"windows": [{"dir": "../out"}]}"#,
+            "\"../out\" is not a directory name",
+        ),
+    ] {
+        list(json);
+        let o = top(&ws);
+        assert_eq!(o.status.code(), Some(1), "{json}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("windows.json: not a list of windows") && err.contains(says),
+            "{json}: {err}"
+        );
+    }
+    list(r#"{"windows": [{"dir": "window-0000"}, {"dir": "window-0001"}]}"#);
+    let err = text(&top(&ws).stderr);
+    assert!(
+        err.contains("window-0001: no model.json in this window"),
+        "{err}"
+    );
+}
+
 /// A graph.json or model.json edited to name a leaf, node or object that does not exist is
 /// refused with the file, the table, the entry and the bad value; nothing panics. The edits are
 /// made on the complete documents `scalpel export` writes, which the readers take in place of

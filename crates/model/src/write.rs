@@ -1,6 +1,8 @@
-//! An allocating trace file writer for tests and tools (the agent has its own, mapped, writer).
+//! An allocating trace file writer for tests and tools (the agent has its own, mapped, writer),
+//! and one that writes its records to disk as they come, for files larger than memory.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Seek, Write};
 use std::path::Path;
 
 use crate::format::rec;
@@ -173,5 +175,87 @@ impl TraceWriter {
     /// Writes the file image to `path`.
     pub fn write_to(&self, path: impl AsRef<Path>) -> io::Result<()> {
         std::fs::write(path, self.to_bytes())
+    }
+}
+
+/// A trace file written as it is built, for files larger than memory: the header first, then
+/// the records built so far each time [`TraceFile::flush`] is called, and the header again with
+/// `committed` covering them all at [`TraceFile::finish`]. A file not finished reads as empty.
+#[derive(Debug)]
+pub struct TraceFile {
+    file: io::BufWriter<File>,
+    writer: TraceWriter,
+    committed: u64,
+}
+
+impl TraceFile {
+    /// Creates (or truncates) `path` and writes `header` into it, nothing committed yet.
+    pub fn create(path: impl AsRef<Path>, header: Header) -> io::Result<TraceFile> {
+        let writer = TraceWriter::new(header);
+        let mut file = io::BufWriter::new(File::create(path)?);
+        file.write_all(&writer.to_bytes_with_committed(0))?;
+        Ok(TraceFile {
+            file,
+            writer,
+            committed: 0,
+        })
+    }
+
+    /// The writer that builds the next records.
+    pub fn writer(&mut self) -> &mut TraceWriter {
+        &mut self.writer
+    }
+
+    /// Appends the records built since the last call to the file and lets them go.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.file.write_all(&self.writer.records)?;
+        self.committed += self.writer.records.len() as u64;
+        self.writer.records.clear();
+        Ok(())
+    }
+
+    /// Writes what is left and sets the header's `committed` to every record written.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.flush()?;
+        let mut h = self.writer.header.clone();
+        h.committed = self.committed;
+        let mut file = self
+            .file
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
+        file.rewind()?;
+        file.write_all(&h.encode())?;
+        file.sync_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::decode_file;
+
+    #[test]
+    fn a_file_written_in_pieces_is_the_file_written_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut whole = TraceWriter::new(Header::thread(10, 11));
+        let mut pieces =
+            TraceFile::create(dir.path().join("t11.trace"), Header::thread(10, 11)).unwrap();
+        for i in 0..1000u64 {
+            let ev = RawEvent {
+                op: 1,
+                dt: i,
+                ..RawEvent::default()
+            };
+            whole.event(&ev);
+            pieces.writer().event(&ev);
+            if i % 97 == 0 {
+                pieces.flush().unwrap();
+            }
+        }
+        pieces.finish().unwrap();
+        let written = std::fs::read(dir.path().join("t11.trace")).unwrap();
+        assert_eq!(written, whole.to_bytes());
+        let t = decode_file("t11.trace".as_ref(), &written).unwrap();
+        assert_eq!(t.events.len(), 1000);
     }
 }

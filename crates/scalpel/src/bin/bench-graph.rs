@@ -18,7 +18,7 @@ use scalpel_model::format::{ChanKind, ObjKind, Op};
 use scalpel_model::read::{Endpoint, Header, Identity};
 use scalpel_model::record::RawEvent;
 use scalpel_model::store::{read_graph, read_model};
-use scalpel_model::write::TraceWriter;
+use scalpel_model::write::TraceFile;
 
 const PIPELINES: u64 = 4;
 const EVENTS_PER_REQUEST: u64 = 14;
@@ -37,26 +37,26 @@ struct Gen {
 }
 
 struct Thread {
-    w: TraceWriter,
+    file: TraceFile,
     last: u64,
     index: HashMap<(u8, u64), (u64, u64)>,
 }
 
 impl Thread {
-    fn new(pid: u32, tid: u32) -> Thread {
+    fn create(path: &Path, pid: u32, tid: u32) -> std::io::Result<Thread> {
         let mut h = Header::thread(pid, tid);
         h.clock0 = 0;
-        let mut w = TraceWriter::new(h);
+        let mut file = TraceFile::create(path, h)?;
         // Each op gets its own small stack, as a real call site would.
         for op in Op::ALL {
             let id = u64::from(*op as u8);
-            w.stack(id, &[0x1000 + id * 16, 0x2000, 0x3000]);
+            file.writer().stack(id, &[0x1000 + id * 16, 0x2000, 0x3000]);
         }
-        Thread {
-            w,
+        Ok(Thread {
+            file,
             last: 0,
             index: HashMap::new(),
-        }
+        })
     }
 
     fn emit(&mut self, g: &Gen, seq: Option<u64>) {
@@ -64,7 +64,7 @@ impl Thread {
         let mut seq_delta = None;
         if let Some((kind, key)) = g.obj {
             let n = self.index.len() as u64 + 1;
-            let w = &mut self.w;
+            let w = self.file.writer();
             let entry = self.index.entry((kind, key)).or_insert_with(|| {
                 let id = if kind == ObjKind::Stream.code() {
                     Identity::Stream {
@@ -85,7 +85,7 @@ impl Thread {
                 entry.1 = s;
             }
         }
-        self.w.event(&RawEvent {
+        self.file.writer().event(&RawEvent {
             op: g.op as u8,
             dt: g.t - self.last,
             dur: g.dur,
@@ -135,42 +135,66 @@ fn request(r: u64, t: u64, k: u64, out: &mut Vec<Gen>) {
     ]);
 }
 
+/// Requests generated and written at a time: a request's events lie between the end of the
+/// request before's and the start of the next one's, in each thread and in sequence order, so
+/// chunks of requests are written one after the other as the whole would be, in bounded memory.
+const CHUNK_REQUESTS: u64 = 1 << 16;
+
 fn gen(dir: &Path, events: u64) -> std::io::Result<()> {
     let requests = events.div_ceil(EVENTS_PER_REQUEST * PIPELINES);
     for k in 0..PIPELINES {
         let pid = 1000 + k as u32;
         let pdir = dir.join(format!("{pid}.0"));
         std::fs::create_dir_all(&pdir)?;
-        let mut all = Vec::with_capacity((requests * EVENTS_PER_REQUEST) as usize);
-        for r in 0..requests {
-            request(r, 10_000 + r * PERIOD_NS, k, &mut all);
-        }
-        // Sequence numbers in the order the agent takes them: a release's at its entry, an
-        // acquire's at its return.
-        let seq_time = |g: &Gen| match g.op.side() {
-            scalpel_model::format::Side::Acquire => g.t + g.dur,
-            _ => g.t,
-        };
-        let mut order: Vec<usize> = (0..all.len()).collect();
-        order.sort_by_key(|&i| (seq_time(&all[i]), i));
+        let mut threads = (0..4)
+            .map(|i| {
+                let tid = pid + i;
+                Thread::create(&pdir.join(format!("t{tid}.trace")), pid, tid)
+            })
+            .collect::<std::io::Result<Vec<Thread>>>()?;
         let mut counters: HashMap<(u8, u64), u64> = HashMap::new();
-        let mut seqs = vec![0u64; all.len()];
-        for i in order {
-            let c = counters.entry(all[i].obj.unwrap_or_default()).or_default();
-            *c += 1;
-            seqs[i] = *c;
+        let mut all = Vec::new();
+        for first in (0..requests).step_by(CHUNK_REQUESTS as usize) {
+            all.clear();
+            for r in first..(first + CHUNK_REQUESTS).min(requests) {
+                request(r, 10_000 + r * PERIOD_NS, k, &mut all);
+            }
+            write_chunk(&all, &mut counters, &mut threads)?;
         }
-        let mut threads: Vec<Thread> = (0..4).map(|i| Thread::new(pid, pid + i)).collect();
-        let mut by_thread: Vec<usize> = (0..all.len()).collect();
-        by_thread.sort_by_key(|&i| (all[i].thread, all[i].t, i));
-        for i in by_thread {
-            threads[all[i].thread].emit(&all[i], Some(seqs[i]));
-        }
-        for (i, t) in threads.iter().enumerate() {
-            t.w.write_to(pdir.join(format!("t{}.trace", pid + i as u32)))?;
+        for t in threads {
+            t.file.finish()?;
         }
     }
     Ok(())
+}
+
+/// Numbers the events of `all` on their objects, continuing `counters`, and writes them to
+/// their threads' files.
+fn write_chunk(
+    all: &[Gen],
+    counters: &mut HashMap<(u8, u64), u64>,
+    threads: &mut [Thread],
+) -> std::io::Result<()> {
+    // Sequence numbers in the order the agent takes them: a release's at its entry, an
+    // acquire's at its return.
+    let seq_time = |g: &Gen| match g.op.side() {
+        scalpel_model::format::Side::Acquire => g.t + g.dur,
+        _ => g.t,
+    };
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by_key(|&i| (seq_time(&all[i]), i));
+    let mut seqs = vec![0u64; all.len()];
+    for i in order {
+        let c = counters.entry(all[i].obj.unwrap_or_default()).or_default();
+        *c += 1;
+        seqs[i] = *c;
+    }
+    let mut by_thread: Vec<usize> = (0..all.len()).collect();
+    by_thread.sort_by_key(|&i| (all[i].thread, all[i].t, i));
+    for i in by_thread {
+        threads[all[i].thread].emit(&all[i], Some(seqs[i]));
+    }
+    threads.iter_mut().try_for_each(|t| t.file.flush())
 }
 
 fn peak_rss_bytes() -> u64 {

@@ -10,7 +10,9 @@ use scalpel_model::task::{Model, OccRef, TaskKind, TaskTypeId};
 use super::children::Children;
 use super::instance::Instance;
 use super::kinds::{BlockKind, KindTimes};
-use super::stats::{keep_largest, per_second, ratio, ChildStats, Contributor, Latency, TypeStats};
+use super::stats::{
+    add, keep_largest, per_second, ratio, ChildStats, Contributor, Latency, TypeStats,
+};
 
 /// Latencies of the occurrences evaluated so far (children are evaluated before their parents).
 pub(super) struct OccLatency {
@@ -279,10 +281,4 @@ impl<'m> ChildFold<'m> {
             })
             .collect()
     }
-}
-
-/// `*sum += ns`, saturating: sums over instances must not overflow, and a file whose clock base
-/// was damaged keeps its events (with a warning) at times a century off, a few of which pass u64.
-fn add(sum: &mut u64, ns: u64) {
-    *sum = sum.saturating_add(ns);
 }

@@ -138,6 +138,12 @@ pub(super) fn per_second(x: f64, span_ns: u64) -> f64 {
     }
 }
 
+/// `*sum += ns`, saturating: sums over instances must not overflow, and a file whose clock base
+/// was damaged keeps its events (with a warning) at times a century off, a few of which pass u64.
+pub(super) fn add(sum: &mut u64, ns: u64) {
+    *sum = sum.saturating_add(ns);
+}
+
 /// `a / b`, or 0 when `b` is.
 pub(super) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {

@@ -7,7 +7,7 @@ use scalpel_model::task::TaskTypeId;
 
 use super::super::dist::Dist;
 use super::super::kinds::{BlockKind, KindTimes};
-use super::super::stats::{keep_largest, per_second, ChildStats, Contributor, TypeStats};
+use super::super::stats::{add, keep_largest, per_second, ChildStats, Contributor, TypeStats};
 use super::Slot;
 
 /// One task type's [`TypeStats`], added up.
@@ -31,26 +31,30 @@ pub(super) struct Acc {
 impl Acc {
     /// Adds one window's stats of the type; `at` gives the sum's slot of a window's type.
     pub(super) fn add(&mut self, s: &TypeStats, at: &impl Fn(usize) -> Option<Slot>) {
+        // Times saturate as one rollup's do (`add`); counts and bytes cannot reach u64's end.
         self.dist.add(&s.by_start_ns);
         self.count += s.count;
-        self.total_ns += s.total_ns;
-        self.critical_ns += s.critical_ns;
-        self.span_ns += s.span_ns;
+        add(&mut self.total_ns, s.total_ns);
+        add(&mut self.critical_ns, s.critical_ns);
+        add(&mut self.span_ns, s.span_ns);
         self.bytes_in += s.bytes_in;
         self.bytes_out += s.bytes_out;
         if let Some(c) = s.cpu_ns {
-            self.cpu_ns = Some(self.cpu_ns.unwrap_or(0) + c);
+            self.cpu_ns = Some(self.cpu_ns.unwrap_or(0).saturating_add(c));
         }
-        self.running_ns += s.running_ns;
+        add(&mut self.running_ns, s.running_ns);
         for (sum, &x) in self.blocked.iter_mut().zip(&s.blocked) {
-            *sum += x;
+            add(sum, x);
         }
         for c in &s.contributors {
             let Some(leaf) = at(c.leaf_type.index()) else {
                 continue;
             };
             let queued = c.while_queued.and_then(|q| at(q.index()));
-            *self.contrib.entry((leaf, c.kind, queued)).or_default() += c.ns;
+            add(
+                self.contrib.entry((leaf, c.kind, queued)).or_default(),
+                c.ns,
+            );
         }
         for c in &s.children {
             let Some(child) = at(c.ty.index()) else {

@@ -130,7 +130,7 @@ impl WindowsRollup {
             );
             let e = self.blame.entry(key).or_default();
             e.0 += b.count;
-            e.1 += b.total_ns;
+            e.1 = e.1.saturating_add(b.total_ns);
             e.2 = e.2.max(b.max_ns);
         }
         for c in &r.channels {

@@ -175,6 +175,8 @@ fn same(a: &Value, b: &Value, tol: f64) -> bool {
 pub fn same_answers(data: &Path, engine: &str) {
     let top = top_query();
     let mut queries = guide_queries();
+    // Those on several machines' datasets are checked on them (`apart`).
+    queries.retain(|(h, _)| h != crate::apart::FLEET_HEADING);
     assert!(queries.iter().any(|(_, q)| *q == top));
     queries.push((
         "instances by name".to_owned(),

@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "sql")]
+pub mod apart;
+#[cfg(feature = "sql")]
 pub mod cluster;
 pub mod corpus;
 pub mod edit;

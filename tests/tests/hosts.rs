@@ -3,7 +3,9 @@
 //! backup's 3 s behind (time namespaces), each recorded into a directory of its own and inferred
 //! once. The merged model must have the paper's three tasks on the primary, every connection
 //! between machines matched, and each clock placed within its bound and 50 µs of the truth;
-//! its tables, partitioned by machine, answer on a Ballista cluster as they do embedded.
+//! its tables, partitioned by machine, answer on a Ballista cluster as they do embedded; and
+//! each machine's graph built alone, its tables joined with the others' in SQL, gives the same
+//! messages between machines.
 //!
 //! Needs root, `ip` and `unshare`; without them it says so and passes, unless
 //! `SCALPEL_HOSTS_REQUIRED` is set (`scripts/demo-hosts.sh`, which CI runs).
@@ -276,7 +278,44 @@ fn tables_on_a_cluster(root: &std::path::Path, model_dir: &std::path::Path) {
     ));
     assert_eq!(hosts.lines().count(), 3, "{hosts}");
     same_answers(&data, &cluster.engine);
+    messages_joined_apart(root, model_dir, &cluster.engine);
     cluster.every_executor_ran_a_task();
+}
+
+/// Each machine's graph built from its own trace, and the messages between them joined in
+/// SQL (embedded and on the cluster): the edges between machines of the graph of all three.
+#[cfg(feature = "sql")]
+fn messages_joined_apart(root: &std::path::Path, model_dir: &std::path::Path, engine: &str) {
+    use scalpel_e2e::apart::{crossing, graphs_apart, Message};
+    use std::collections::BTreeSet;
+    let machines = ["primary", "client", "backup"].map(|m| (m, root.join(m)));
+    let apart = graphs_apart(root, &machines);
+    let want = crossing(&load_model(model_dir).1);
+    let embedded = apart.joined("embedded");
+    assert_eq!(
+        apart.joined(engine),
+        embedded,
+        "the cluster's messages differ"
+    );
+    let got: BTreeSet<Message> = embedded.iter().cloned().collect();
+    assert_eq!(got.len(), embedded.len(), "a message twice");
+    let missing: Vec<&Message> = want.difference(&got).collect();
+    let extra: Vec<&Message> = got.difference(&want).collect();
+    eprintln!(
+        "messages between machines: {} edges in the graph of all three, {} joined from the \
+         graphs built apart; {} missing, {} extra",
+        want.len(),
+        got.len(),
+        missing.len(),
+        extra.len()
+    );
+    assert!(want.len() >= 1600, "{}", want.len());
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing: {:?}\nextra: {:?}",
+        &missing[..missing.len().min(5)],
+        &extra[..extra.len().min(5)]
+    );
 }
 
 /// A three-tier chain on three machines (client, front, back; the client's clock 500 s ahead,

@@ -63,11 +63,14 @@ pub(crate) fn notification_edges(
         .collect();
     let mut edges = Vec::new();
     let mut ext = Vec::new();
+    let mut peers = Vec::new();
     for out in std::iter::once(conns).chain(outs) {
         edges.extend(out.edges);
         ext.extend(out.external);
+        peers.extend(out.peers);
         graph.unmatched.add(&out.unmatched);
     }
+    graph.peer_transfers = crate::peers::keep(graph, channels, peers);
     (edges, ext)
 }
 

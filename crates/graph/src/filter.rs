@@ -220,6 +220,7 @@ pub(super) fn apply(
         None => false,
     });
     renumber(&mut g.inner_waits, map, |w| &mut w.leaf);
+    renumber(&mut g.peer_transfers, map, |p| &mut p.leaf);
     for ty in &mut g.types {
         ty.count = 0;
     }

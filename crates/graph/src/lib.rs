@@ -33,6 +33,7 @@ mod notify;
 mod options;
 mod outbound;
 mod peeled;
+mod peers;
 mod queues;
 mod read;
 mod ready;

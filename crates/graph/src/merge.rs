@@ -89,6 +89,9 @@ pub(super) fn merge_cuts(
     for iw in &mut g.inner_waits {
         iw.leaf = LeafId::new(map(iw.leaf.index()));
     }
+    for p in &mut g.peer_transfers {
+        p.leaf = LeafId::new(map(p.leaf.index()));
+    }
     merge_files(&mut g.leaf_files, map);
     true
 }

@@ -17,7 +17,9 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use scalpel_model::format::Op;
-use scalpel_model::graph::{Edge, EdgeKind, Leaf, NodeId, ObjId, Unmatched};
+use scalpel_model::graph::{
+    Edge, EdgeKind, Leaf, LeafId, NodeId, ObjId, PeerOp, PeerTransfer, Unmatched,
+};
 
 use super::leaves::Bound;
 
@@ -28,6 +30,9 @@ pub(super) struct GroupOut {
     pub edges: Vec<Edge>,
     /// Edges to and from external nodes: (leaf, external is the source, object).
     pub external: Vec<(u32, bool, u32)>,
+    /// Of those, the transfers another machine's trace may hold the other half of (a stream's
+    /// with connection key 0, filled in and kept or not by [`crate::peers::keep`]).
+    pub peers: Vec<PeerTransfer>,
     /// Counts of what did not pair up.
     pub unmatched: Unmatched,
 }
@@ -40,6 +45,19 @@ impl GroupOut {
             to: NodeId::new(to),
             kind,
             obj: Some(ObjId::new(obj)),
+        });
+    }
+
+    /// Notes a transfer whose other end is outside the trace.
+    pub(super) fn peer(&mut self, leaf: u32, obj: u32, op: PeerOp, at: (u64, u64, u64)) {
+        let (connection, offset, len) = at;
+        self.peers.push(PeerTransfer {
+            leaf: LeafId::new(leaf),
+            obj: (obj != crate::event::NO_OBJ).then(|| ObjId::new(obj)),
+            op,
+            connection,
+            offset,
+            len,
         });
     }
 }

@@ -17,7 +17,7 @@
 
 use ahash::AHashMap;
 use scalpel_model::format::{ChanKind, Op};
-use scalpel_model::graph::{EdgeKind, Graph, Leaf};
+use scalpel_model::graph::{EdgeKind, Graph, Leaf, PeerOp};
 
 use super::event::reads_bytes;
 use super::event::{HAS_SEQ, HAS_X, NO_OBJ};
@@ -75,11 +75,16 @@ pub(super) fn stream(
         }
         gap += end.saturating_sub(pos);
         if gap > 0 {
+            out.peer(leaf, obj, PeerOp::Read, (0, a, len));
             out.external.push((leaf, true, obj));
             out.unmatched.external_bytes_in += gap;
         }
     }
     for (w, taken) in writes.iter().zip(taken) {
+        // Gone to the peer, whether or not a wait here reported the stream afterwards.
+        if !taken {
+            out.peer(w.2, obj, PeerOp::Write, (0, w.0, w.1));
+        }
         if !taken && !reported(w.2, obj, leaves, reports, out) {
             out.external.push((w.2, false, obj));
             out.unmatched.external_bytes_out += w.1;
@@ -162,12 +167,20 @@ pub(super) fn connections(bounds: &[Bound], out: &mut GroupOut) {
             }
             // (An accept whose object no record defines is dropped with the other externals
             // that name no object, in `finish_edges`.)
-            None => out.external.push((b.leaf, true, b.obj)),
+            None => {
+                if b.flags & HAS_X != 0 && b.x != 0 {
+                    out.peer(b.leaf, b.obj, PeerOp::Accept, (b.x, 0, 0));
+                }
+                out.external.push((b.leaf, true, b.obj))
+            }
         }
     }
     for b in bounds.iter().filter(|b| is(b, &[Op::Connect])) {
         let matched = b.flags & HAS_X != 0 && accepted.contains_key(&b.x);
         // A connect to a server outside the trace (or one that failed) leaves the trace.
+        if !matched && b.res >= 0 && b.flags & HAS_X != 0 && b.x != 0 {
+            out.peer(b.leaf, b.obj, PeerOp::Connect, (b.x, 0, 0));
+        }
         if !matched && b.res >= 0 && b.obj != NO_OBJ {
             out.external.push((b.leaf, false, b.obj));
         }

@@ -130,6 +130,19 @@ impl Graph {
         for (i, f) in self.leaf_files.iter().enumerate() {
             within("leaf_files", i, "leaf", f.leaf.index(), "leaves", leaves)?;
         }
+        for (i, p) in self.peer_transfers.iter().enumerate() {
+            within(
+                "peer_transfers",
+                i,
+                "leaf",
+                p.leaf.index(),
+                "leaves",
+                leaves,
+            )?;
+            if let Some(o) = p.obj {
+                within("peer_transfers", i, "obj", o.index(), "objects", objs)?;
+            }
+        }
         if !self.leaf_cpu_ns.is_empty() && self.leaf_cpu_ns.len() != leaves {
             return Err(Invalid {
                 table: "leaf_cpu_ns",

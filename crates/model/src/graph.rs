@@ -382,6 +382,42 @@ pub struct External {
     pub obj: ObjId,
 }
 
+/// What a call on a connection did, as another machine's trace would see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerOp {
+    /// This end opened the connection (a `connect` no traced `accept` took).
+    Connect,
+    /// This end accepted it (an `accept` of a client outside the trace).
+    Accept,
+    /// Bytes this end sent that no traced read took.
+    Write,
+    /// Bytes this end received that no traced write produced.
+    Read,
+}
+
+/// A transfer on a TCP connection between routable addresses whose other end is outside the
+/// trace: the half of a message between machines that this machine's trace holds. Two
+/// machines' graphs, built apart, are joined on these (the connection key, and a direction's
+/// byte offsets) as one graph of both would join them with edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PeerTransfer {
+    /// The leaf the call ended (a write, a connect) or began (a read, an accept).
+    pub leaf: LeafId,
+    /// The stream direction (a write, a read) or the endpoint (a connect, an accept) it went
+    /// through, when the trace names one. (Always serialized: `graph.bin` is postcard, which
+    /// cannot skip a field.)
+    pub obj: Option<ObjId>,
+    /// What it was.
+    pub op: PeerOp,
+    /// The key both ends and both directions of the connection share.
+    pub connection: u64,
+    /// The first byte's offset in its direction (0 for a connect or an accept).
+    pub offset: u64,
+    /// Bytes (0 for a connect or an accept).
+    pub len: u64,
+}
+
 /// A causal edge between two nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Edge {
@@ -502,6 +538,11 @@ pub struct Graph {
     /// for a whole number of periods: more than one when the kernel merged expiries.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sample_period_ns: u64,
+    /// The transfers on connections between routable addresses whose other end is outside the
+    /// trace, sorted (see [`PeerTransfer`]). Empty for a trace that made none, which is every
+    /// trace of one machine talking to itself over loopback.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer_transfers: Vec<PeerTransfer>,
     /// What did not pair up.
     pub unmatched: Unmatched,
     /// The machines, when the graph was built from the traces of several (empty for one):
@@ -537,6 +578,7 @@ impl Graph {
             leaf_files: Vec::new(),
             samples: Vec::new(),
             sample_period_ns: 0,
+            peer_transfers: Vec::new(),
             unmatched: Unmatched::default(),
             hosts: Vec::new(),
         }

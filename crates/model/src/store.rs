@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::graph::{
     BoundaryInfo, External, Graph, HostInfo, LeafFile, LeafType, LockInfo, LockWait, ObjectInfo,
-    ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA,
+    PeerTransfer, ProcessInfo, ThreadInfo, Unmatched, GRAPH_SCHEMA,
 };
 use crate::open::{read_all, Dir, OpenError};
 use crate::task::{MiningInfo, Model, OccRef, TaskType, TypeEdge, MODEL_SCHEMA};
@@ -48,6 +48,8 @@ pub const MODEL_FILE_SCHEMA: &str = "scalpel-model/2";
 pub const GRAPH_TABLES: &str = "graph.bin";
 /// The binary file beside `model.json`.
 pub const MODEL_TABLES: &str = "model.bin";
+/// The name of `graph.bin`'s optional last table, [`Graph::peer_transfers`].
+const PEER_TRANSFERS: &str = "peer_transfers";
 
 /// Why a stored graph or model could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +267,12 @@ pub fn encode_graph(graph: &Graph) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
     w.table("leaf_files", n(graph.leaf_files.len()), &graph.leaf_files)?;
     let samples = Rows(&graph.samples, SampleRow::of);
     w.table("samples", n(graph.samples.len()), &samples)?;
+    // Last and only when there are some, so that a graph without them (every graph of one
+    // machine on loopback) is stored as before this table existed.
+    if !graph.peer_transfers.is_empty() {
+        let peers = &graph.peer_transfers;
+        w.table(PEER_TRANSFERS, n(peers.len()), peers)?;
+    }
     let (bin, tables) = w.finish(GRAPH_TABLES);
     let head = GraphHead {
         schema: GRAPH_FILE_SCHEMA.to_owned(),
@@ -350,6 +358,11 @@ pub fn read_graph(path: &Path) -> Result<Graph, StoreError> {
     let leaf_cpu_ns: Vec<Option<u64>> = r.table("leaf_cpu_ns", len)?;
     let leaf_files: Vec<LeafFile> = r.table("leaf_files", len)?;
     let samples: Vec<SampleRow> = r.table("samples", len)?;
+    let peer_transfers: Vec<PeerTransfer> = if head.tables.rows.contains_key(PEER_TRANSFERS) {
+        r.table(PEER_TRANSFERS, len)?
+    } else {
+        Vec::new()
+    };
     r.finish()?;
     Ok(Graph {
         schema: GRAPH_SCHEMA.to_owned(),
@@ -368,6 +381,7 @@ pub fn read_graph(path: &Path) -> Result<Graph, StoreError> {
         leaf_files,
         samples: samples.into_iter().map(SampleRow::sample).collect(),
         sample_period_ns: head.sample_period_ns,
+        peer_transfers,
         unmatched: head.unmatched,
         hosts: head.hosts,
     })

@@ -67,6 +67,9 @@ wraps!(CliTable => Table {
     /// The machines of a graph built from several, with their clocks' alignment (none for a
     /// graph of one machine).
     Hosts,
+    /// Transfers with peers outside the trace on connections between routable addresses:
+    /// the halves of messages another machine's trace may hold.
+    PeerTransfers,
 });
 
 wraps!(CliExportFormat => ExportFormat {

@@ -10,21 +10,45 @@ use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::execution::options::ReadOptions;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use scalpel_tables::{read_manifest, TableName, Tables};
+use scalpel_tables::{read_manifest, ManifestTable, TableName, Tables};
 
 use crate::error::SqlError;
 use crate::place::Place;
 
+/// One table's files in a dataset, and how to read them.
+pub(crate) struct TableFiles {
+    /// The table's directory, as DataFusion reads a path.
+    pub(crate) url: String,
+    /// Whether its rows are split by `host` and `time_window` directories.
+    partitioned: bool,
+    /// On a cluster, the files' schema with dictionary columns plain (see `plain_schema`).
+    plain: Option<Schema>,
+}
+
+impl TableFiles {
+    /// The options DataFusion reads the files with.
+    pub(crate) fn options(&self) -> ParquetReadOptions<'_> {
+        let mut opts = ParquetReadOptions::default();
+        if self.partitioned {
+            opts = opts.table_partition_cols(partition_cols());
+        }
+        if let Some(plain) = &self.plain {
+            opts = opts.schema(plain);
+        }
+        opts
+    }
+}
+
 /// A DataFusion session holding one model's tables.
 pub struct Engine {
-    ctx: SessionContext,
-    rt: tokio::runtime::Runtime,
+    pub(crate) ctx: SessionContext,
+    pub(crate) rt: tokio::runtime::Runtime,
     place: Place,
 }
 
 /// The dataset's directory as DataFusion reads a path: absolute, in UTF-8, with no glob
 /// character (DataFusion would expand it).
-fn table_root(dir: &Path) -> Result<String, SqlError> {
+pub(crate) fn table_root(dir: &Path) -> Result<String, SqlError> {
     let bad = |what: &str| SqlError::Dataset {
         path: dir.to_path_buf(),
         what: what.to_owned(),
@@ -61,7 +85,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, SqlError> {
 }
 
 impl Engine {
-    fn new(place: &Place) -> Result<Engine, SqlError> {
+    pub(crate) fn new(place: &Place) -> Result<Engine, SqlError> {
         let rt = runtime()?;
         let ctx = match place {
             // Why one partition: with several, rows of a query without ORDER BY, and sketches
@@ -108,26 +132,30 @@ impl Engine {
         let e = Engine::new(place)?;
         let root = table_root(dir)?;
         for t in &manifest.tables {
-            let name: TableName = t.name.parse().map_err(|_| SqlError::Dataset {
-                path: dir.to_path_buf(),
-                what: format!(
-                    "its manifest names a table {:?} this version does not know",
-                    t.name
-                ),
-            })?;
-            let mut opts = ParquetReadOptions::default();
-            if t.partitioned {
-                opts = opts.table_partition_cols(partition_cols());
-            }
-            let url = format!("{root}/{}/", name.name());
-            let plain;
-            if matches!(place, Place::Ballista { .. }) {
-                plain = e.plain_schema(&url, &opts)?;
-                opts = opts.schema(&plain);
-            }
-            e.rt.block_on(e.ctx.register_parquet(name.name(), &url, opts))?;
+            let name = table_name(dir, t)?;
+            let files = e.table_files(&root, name, t.partitioned)?;
+            let opts = files.options();
+            e.rt.block_on(e.ctx.register_parquet(name.name(), &files.url, opts))?;
         }
         Ok(e)
+    }
+
+    /// Where table `name` of the dataset at `root` is and how to read it.
+    pub(crate) fn table_files(
+        &self,
+        root: &str,
+        name: TableName,
+        partitioned: bool,
+    ) -> Result<TableFiles, SqlError> {
+        let mut files = TableFiles {
+            url: format!("{root}/{}/", name.name()),
+            partitioned,
+            plain: None,
+        };
+        if matches!(self.place, Place::Ballista { .. }) {
+            files.plain = Some(self.plain_schema(&files.url, &files.options())?);
+        }
+        Ok(files)
     }
 
     /// The files' schema at `url` with every dictionary column read as its plain values.
@@ -163,6 +191,17 @@ impl Engine {
         }
         Ok(batches)
     }
+}
+
+/// The table a manifest's entry names.
+pub(crate) fn table_name(dir: &Path, t: &ManifestTable) -> Result<TableName, SqlError> {
+    t.name.parse().map_err(|_| SqlError::Dataset {
+        path: dir.to_path_buf(),
+        what: format!(
+            "its manifest names a table {:?} this version does not know",
+            t.name
+        ),
+    })
 }
 
 /// A failure of DataFusion's, said of the cluster when the query ran on one (the scheduler may

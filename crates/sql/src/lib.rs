@@ -13,6 +13,7 @@
 
 mod engine;
 mod error;
+mod fleet;
 mod place;
 mod rows;
 

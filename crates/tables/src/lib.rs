@@ -23,6 +23,7 @@ mod graph;
 mod manifest;
 mod model;
 mod partition;
+mod peers;
 mod table;
 #[cfg(test)]
 mod tests;

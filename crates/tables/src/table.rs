@@ -37,6 +37,8 @@ pub enum TableName {
     Waits,
     /// On-CPU samples.
     Samples,
+    /// Transfers with peers outside the trace that another machine's trace may hold.
+    PeerTransfers,
     /// Task types of the model (its leaf types first).
     TaskTypes,
     /// Which types each task type holds.
@@ -56,6 +58,7 @@ scalpel_model::named!(TableName, "table" {
     Edges => "edges",
     Waits => "waits",
     Samples => "samples",
+    PeerTransfers => "peer_transfers",
     TaskTypes => "task_types",
     TaskChildren => "task_children",
     Instances => "instances",
@@ -70,6 +73,7 @@ impl TableName {
                 | TableName::Edges
                 | TableName::Waits
                 | TableName::Samples
+                | TableName::PeerTransfers
                 | TableName::Instances
         )
     }
@@ -229,6 +233,7 @@ impl<'g> TableSource<'g> {
             (TableName::Edges, _) => split(events::edges(c)?),
             (TableName::Waits, _) => split(events::waits(c)?),
             (TableName::Samples, _) => split(events::samples(c)?),
+            (TableName::PeerTransfers, _) => split(crate::peers::peer_transfers(c)?),
             (TableName::TaskTypes, Some(m)) => whole(model::task_types(m)?),
             (TableName::TaskChildren, Some(m)) => whole(model::task_children(m)?),
             (TableName::Instances, Some(m)) => split(model::instances(c, m)?),

@@ -38,6 +38,9 @@ pub enum Table {
     /// The machines of a graph built from several, with their clocks' alignment (none for a
     /// graph of one machine).
     Hosts,
+    /// Transfers with peers outside the trace on connections between routable addresses:
+    /// the halves of messages another machine's trace may hold.
+    PeerTransfers,
 }
 
 impl Table {
@@ -65,6 +68,7 @@ scalpel_model::named!(Table, "table" {
     Occurrences => "occurrences",
     LeafParent => "leaf-parent",
     Hosts => "hosts",
+    PeerTransfers => "peer-transfers",
 });
 
 /// How rows are written.
@@ -238,6 +242,7 @@ pub fn write_export(
         Table::InnerWaits => rows(&mut r, &graph.inner_waits)?,
         Table::Samples => rows(&mut r, &graph.samples)?,
         Table::LeafFiles => rows(&mut r, &graph.leaf_files)?,
+        Table::PeerTransfers => rows(&mut r, &graph.peer_transfers)?,
         // One object per machine as it is: its name is its key.
         Table::Hosts => graph.hosts.iter().try_for_each(|h| r.row(h))?,
         Table::LeafCpu => {

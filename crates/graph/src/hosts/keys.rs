@@ -12,14 +12,13 @@
 //! point, and a connection already open when one recording started would pair bytes that do not
 //! belong together. It then stays each machine's own, ending at an untraced peer.
 
-use std::net::SocketAddr;
-
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::{ObjKind, Op};
 use scalpel_model::read::{Endpoint, Identity, ProcessSinks, ReadyForm, TraceDir};
 use scalpel_model::record::stable_hash;
 
 use crate::event::HAS_X;
+use crate::peers::routable;
 use crate::sink::ThreadSink;
 
 /// The connection keys of channels between two machines that both saw begin.
@@ -30,19 +29,6 @@ pub(crate) struct OnHost<'a> {
     pub host: usize,
     pub trace: &'a TraceDir,
     pub sinks: &'a [ProcessSinks<ThreadSink>],
-}
-
-/// Whether an address can be the same socket seen from two machines.
-fn routable(e: &Endpoint) -> bool {
-    match e {
-        Endpoint::Inet(a) => routable_addr(a),
-        _ => false,
-    }
-}
-
-fn routable_addr(a: &SocketAddr) -> bool {
-    let ip = a.ip();
-    !(ip.is_loopback() || ip.is_unspecified())
 }
 
 /// The connection keys of TCP channels between routable addresses in `trace`.

@@ -154,6 +154,30 @@ fn graph_and_model_round_trip_exactly() {
 }
 
 #[test]
+fn transfers_with_peers_are_a_last_table_only_when_there_are_some() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = graph();
+    let (_, plain_bin) = encode_graph(&plain).unwrap();
+    let mut g = graph();
+    g.peer_transfers = vec![crate::graph::PeerTransfer {
+        leaf: LeafId::new(1),
+        obj: Some(ObjId::new(0)),
+        op: crate::graph::PeerOp::Write,
+        connection: u64::MAX,
+        offset: 1 << 40,
+        len: 17,
+    }];
+    let mut connect = g.peer_transfers[0];
+    connect.obj = None;
+    connect.op = crate::graph::PeerOp::Connect;
+    g.peer_transfers.push(connect);
+    let (json, bin) = encode_graph(&g).unwrap();
+    assert!(bin.starts_with(&plain_bin) && bin.len() > plain_bin.len());
+    write(dir.path(), "graph.json", GRAPH_TABLES, (json, bin));
+    assert_eq!(read_graph(&dir.path().join("graph.json")).unwrap(), g);
+}
+
+#[test]
 fn complete_documents_are_read_too() {
     let dir = tempfile::tempdir().unwrap();
     let (g, m) = (graph(), model());

@@ -2,7 +2,7 @@
 //! the Parquet dataset `scalpel export --format parquet` wrote.
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -29,7 +29,8 @@ pub(crate) enum Format {
 #[derive(Args, Debug)]
 pub(crate) struct SqlArgs {
     /// What to query, then the query: a Parquet dataset `scalpel export --format parquet`
-    /// wrote, a model.json, a directory `scalpel infer` wrote, or trace directories (inferred
+    /// wrote (or several, one machine's each, queried as one with a `host` column in every
+    /// table), a model.json, a directory `scalpel infer` wrote, or trace directories (inferred
     /// on the spot); the last word is the query, e.g. "SELECT name, count(*) FROM instances
     /// GROUP BY name". The tables: docs/guide/tables.md.
     // Why `1..` and not `2..`: clap counts a positional's values per run of them, so
@@ -91,16 +92,32 @@ impl SqlArgs {
 }
 
 /// Whether `path` is a dataset (it holds a manifest) rather than a model or traces.
-fn is_dataset(s: &Source) -> bool {
-    s.more.is_empty() && s.path.join("scalpel-tables.json").is_file()
+fn is_dataset(path: &Path) -> bool {
+    path.join("scalpel-tables.json").is_file()
+}
+
+/// The datasets to query, when the paths are datasets (one, or one machine's each); `None`
+/// when none is. Refuses a mixture.
+fn datasets(s: &Source) -> Result<Option<Vec<PathBuf>>> {
+    let paths: Vec<PathBuf> = std::iter::once(&s.path).chain(&s.more).cloned().collect();
+    let (sets, other): (Vec<&PathBuf>, Vec<&PathBuf>) = paths.iter().partition(|p| is_dataset(p));
+    match (sets.first(), other.first()) {
+        (None, _) => Ok(None),
+        (Some(_), None) => Ok(Some(paths)),
+        (Some(set), Some(not)) => anyhow::bail!(
+            "{} is a dataset and {} is not: give datasets (one machine's each) or traces,              not both",
+            set.display(),
+            not.display()
+        ),
+    }
 }
 
 pub(crate) fn run(a: &Sql) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let engine = if is_dataset(&a.source) {
+    let engine = if let Some(sets) = datasets(&a.source)? {
         t.phase("opening the dataset", &spinner, || {
-            Engine::from_dataset(&a.source.path, &a.engine)
+            Engine::from_datasets(&sets, &a.engine)
         })?
     } else {
         // Why: a cluster's executors are other processes; they read tables from files, not

@@ -2,6 +2,8 @@
 //! tests: each thread's calls at given times (in ticks, one tick a nanosecond), on objects
 //! named by kind and key, with the sequence numbers the agent would have given them.
 
+pub(crate) mod talk;
+
 use std::collections::HashMap;
 use std::path::Path;
 

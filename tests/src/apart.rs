@@ -1,0 +1,139 @@
+//! Machines' graphs built apart, each from its own trace, and the messages between them found
+//! by a join of their tables (`docs/guide/tables.md`'s query on `peer_transfers`, run by
+//! `scalpel sql` on the machines' datasets together): they must be the edges between machines
+//! that one graph of all the traces has.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use scalpel_model::graph::{EdgeKind, Graph};
+use scalpel_model::store::read_graph;
+use serde_json::Value;
+
+use crate::scalpel;
+use crate::sqltop::guide_queries;
+
+/// The guide's heading over the queries that take several machines' datasets.
+pub const FLEET_HEADING: &str = "Several machines, each written where its trace is";
+
+/// A leaf as both graphs can name it: its machine, process, thread and its events in the
+/// thread's file (leaf ids differ from one graph to the other).
+pub type LeafKey = (String, u32, u32, u32, u32);
+
+/// A message: `connect` or `stream`, from one machine's leaf to another's.
+pub type Message = (String, LeafKey, LeafKey);
+
+/// The machines' datasets, and their graphs to name leaves by.
+pub struct Apart {
+    /// Each machine's dataset, named as the machine.
+    pub datasets: Vec<PathBuf>,
+    graphs: Vec<(String, Graph)>,
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// For each `(machine, trace)`: `scalpel infer --stage graph` of the trace alone, then its
+/// tables as a dataset `root/apart/MACHINE`.
+pub fn graphs_apart(root: &Path, traces: &[(&str, PathBuf)]) -> Apart {
+    let base = root.join("apart");
+    std::fs::create_dir_all(&base).unwrap();
+    let mut apart = Apart {
+        datasets: Vec::new(),
+        graphs: Vec::new(),
+    };
+    for (machine, trace) in traces {
+        let graph_dir = base.join(format!("{machine}-graph"));
+        ok(&Command::new(scalpel())
+            .arg("infer")
+            .arg(trace)
+            .args(["--stage", "graph", "-o"])
+            .arg(&graph_dir)
+            .output()
+            .unwrap());
+        let data = base.join(machine);
+        ok(&Command::new(scalpel())
+            .arg("export")
+            .arg(&graph_dir)
+            .args(["--format", "parquet", "-o"])
+            .arg(&data)
+            .output()
+            .unwrap());
+        let g = read_graph(&graph_dir.join("graph.json")).unwrap();
+        apart.graphs.push(((*machine).to_owned(), g));
+        apart.datasets.push(data);
+    }
+    apart
+}
+
+/// The guide's query for the messages between machines.
+pub fn messages_query() -> String {
+    let queries = guide_queries();
+    let found = queries
+        .iter()
+        .find(|(h, q)| h == FLEET_HEADING && q.contains("peer_transfers"));
+    found.expect("the guide's messages query").1.clone()
+}
+
+fn key_of(g: &Graph, host: String, leaf: u32) -> LeafKey {
+    let l = &g.leaves[leaf as usize];
+    let t = &g.threads[l.thread.index()];
+    (host, t.pid, t.tid, l.start_event, l.end_event)
+}
+
+impl Apart {
+    /// The query's rows from `scalpel sql` on the datasets at `engine` (`embedded` or a
+    /// cluster's `ballista://…`), each as the leaves it joins.
+    pub fn joined(&self, engine: &str) -> Vec<Message> {
+        let o = Command::new(scalpel())
+            .arg("sql")
+            .args(&self.datasets)
+            .args(["--engine", engine, "--format", "jsonl", &messages_query()])
+            .output()
+            .unwrap();
+        let rows = ok(&o);
+        rows.lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let end = |host: &str, leaf: &str| {
+                    let h = v[host].as_str().unwrap().to_owned();
+                    let g = &self.graphs.iter().find(|(m, _)| *m == h).unwrap().1;
+                    key_of(g, h, v[leaf].as_u64().unwrap() as u32)
+                };
+                let kind = v["kind"].as_str().unwrap().to_owned();
+                (
+                    kind,
+                    end("from_host", "from_leaf"),
+                    end("to_host", "to_leaf"),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The stream and connect edges between leaves of two machines in `g` (a graph of several).
+pub fn crossing(g: &Graph) -> BTreeSet<Message> {
+    let leaves = g.leaves.len() as u32;
+    let host = |leaf: u32| {
+        let t = g.leaves[leaf as usize].thread;
+        let h = g.processes[g.threads[t.index()].process.index()].host;
+        g.hosts[h.index()].host.clone()
+    };
+    g.edges
+        .iter()
+        .filter(|e| e.from.get() < leaves && e.to.get() < leaves)
+        .filter_map(|e| {
+            let kind = match e.kind {
+                EdgeKind::Stream => "stream",
+                EdgeKind::Connect => "connect",
+                _ => return None,
+            };
+            let (f, t) = (e.from.get(), e.to.get());
+            let (hf, ht) = (host(f), host(t));
+            (hf != ht).then(|| (kind.to_owned(), key_of(g, hf, f), key_of(g, ht, t)))
+        })
+        .collect()
+}

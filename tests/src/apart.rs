@@ -137,3 +137,34 @@ pub fn crossing(g: &Graph) -> BTreeSet<Message> {
         })
         .collect()
 }
+
+/// Fails unless the messages joined from the machines' graphs built apart, at each of
+/// `engines`, are the edges between machines of `merged` (the graph of all their traces), and
+/// there are some.
+pub fn same_messages(root: &Path, machines: &[(&str, PathBuf)], merged: &Graph, engines: &[&str]) {
+    let apart = graphs_apart(root, machines);
+    let want = crossing(merged);
+    let first = apart.joined(engines[0]);
+    for e in &engines[1..] {
+        assert_eq!(apart.joined(e), first, "the messages at {e} differ");
+    }
+    let got: BTreeSet<Message> = first.iter().cloned().collect();
+    assert_eq!(got.len(), first.len(), "a message twice");
+    let missing: Vec<&Message> = want.difference(&got).collect();
+    let extra: Vec<&Message> = got.difference(&want).collect();
+    eprintln!(
+        "messages between machines: {} edges in the graph of all, {} joined from the graphs \
+         built apart; {} missing, {} extra",
+        want.len(),
+        got.len(),
+        missing.len(),
+        extra.len()
+    );
+    assert!(!want.is_empty());
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing: {:?}\nextra: {:?}",
+        &missing[..missing.len().min(5)],
+        &extra[..extra.len().min(5)]
+    );
+}

@@ -1,5 +1,5 @@
-//! Two machines' graphs built apart, each from its own trace (`infer --stage graph`, then
-//! `export --format parquet`), and the messages between them joined in SQL by the guide's
+//! Two machines' graphs built apart, each from its own trace (`infer --stage graph
+//! --parquet`, or `infer --stage graph` then `export --format parquet`), and the messages between them joined in SQL by the guide's
 //! query on `peer_transfers` (`scalpel sql` on both datasets): the same edges between machines
 //! as the graph of both traces built together.
 
@@ -58,25 +58,37 @@ fn messages_query() -> String {
         .to_owned()
 }
 
+/// How a machine's dataset is written.
+#[derive(Clone, Copy, PartialEq)]
+enum Written {
+    /// By `infer --stage graph --parquet DIR`.
+    ByInfer,
+    /// By `infer --stage graph`, then `export --format parquet`.
+    ByExport,
+}
+
 /// The graph of `trace` alone, and its tables as the dataset `data`.
-fn apart(trace: &Path, data: &Path) -> Graph {
+fn apart(trace: &Path, data: &Path, how: Written) -> Graph {
     let graph_dir = data.with_extension("graph");
-    ok(&run(&[
-        "infer".as_ref(),
-        trace.as_os_str(),
-        "--stage".as_ref(),
-        "graph".as_ref(),
-        "-o".as_ref(),
-        graph_dir.as_os_str(),
-    ]));
-    ok(&run(&[
-        "export".as_ref(),
-        graph_dir.as_os_str(),
-        "--format".as_ref(),
-        "parquet".as_ref(),
-        "-o".as_ref(),
-        data.as_os_str(),
-    ]));
+    let mut infer: Vec<&OsStr> = vec!["infer".as_ref(), trace.as_os_str()];
+    infer.extend(["--stage", "graph", "-o"].map(OsStr::new));
+    infer.push(graph_dir.as_os_str());
+    if how == Written::ByInfer {
+        infer.extend(["--parquet".as_ref(), data.as_os_str()]);
+    }
+    let said = ok(&run(&infer));
+    if how == Written::ByExport {
+        ok(&run(&[
+            "export".as_ref(),
+            graph_dir.as_os_str(),
+            "--format".as_ref(),
+            "parquet".as_ref(),
+            "-o".as_ref(),
+            data.as_os_str(),
+        ]));
+    } else {
+        assert!(said.contains("wrote "), "{said}");
+    }
     read_graph(&graph_dir.join("graph.json")).unwrap()
 }
 
@@ -120,8 +132,8 @@ fn messages_joined_from_graphs_built_apart_are_the_edges_of_one_graph() {
     let tmp = tempfile::tempdir().unwrap();
     let (da, db) = talk(tmp.path(), Clock::TRUE, Clock::TRUE, 2, CONN);
     let (sa, sb) = (tmp.path().join("data-a"), tmp.path().join("data-b"));
-    let ga = apart(&da, &sa);
-    let gb = apart(&db, &sb);
+    let ga = apart(&da, &sa, Written::ByExport);
+    let gb = apart(&db, &sb, Written::ByInfer);
     // A's halves: its connect, its 20 requests out, its 20 answers in; B's the other halves.
     let ops = |g: &Graph, op: PeerOp| g.peer_transfers.iter().filter(|p| p.op == op).count();
     assert_eq!(
@@ -177,7 +189,7 @@ fn a_connection_on_loopback_has_no_peer_on_another_machine() {
     let tmp = tempfile::tempdir().unwrap();
     let ends = ("127.0.0.1:40000", "127.0.0.1:80");
     let (da, _) = talk_between(tmp.path(), (Clock::TRUE, Clock::TRUE), 1, CONN, ends);
-    let g = apart(&da, &tmp.path().join("data-a"));
+    let g = apart(&da, &tmp.path().join("data-a"), Written::ByInfer);
     assert!(g.peer_transfers.is_empty(), "{:?}", g.peer_transfers);
     assert!(g.unmatched.external_bytes_out > 0);
 }
@@ -190,8 +202,8 @@ fn datasets_that_cannot_be_one_fleet_are_refused() {
     let two = tmp.path().join("two").join("m");
     std::fs::create_dir_all(one.parent().unwrap()).unwrap();
     std::fs::create_dir_all(two.parent().unwrap()).unwrap();
-    apart(&da, &one);
-    apart(&db, &two);
+    apart(&da, &one, Written::ByInfer);
+    apart(&db, &two, Written::ByInfer);
     let q = "SELECT COUNT(*) FROM leaves";
     // Both named `m` by their directories.
     let e = err(&run(&[

@@ -40,6 +40,10 @@ pub(crate) struct ExportArgs {
     pub window: Option<u64>,
 }
 
+/// A dataset's time window unless `--window` says otherwise: a minute (the tables crate's
+/// default, named here too because that crate is optional).
+pub(crate) const DEFAULT_WINDOW_NS: u64 = 60_000_000_000;
+
 fn window_ns(s: &str) -> Result<u64, String> {
     match crate::args::duration_ns(s)? {
         ns if ns < 1_000_000 => Err(format!("expected a window of at least 1ms, not {s:?}")),
@@ -57,20 +61,24 @@ pub(crate) struct Export {
     pub window_ns: u64,
 }
 
+/// Refuses an output whose directory does not exist (it is not created: a typo in it would
+/// make a tree nobody asked for).
+pub(crate) fn parent_exists(output: &Path) -> Result<()> {
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        anyhow::ensure!(
+            dir.is_dir(),
+            "cannot write {}: the directory {} does not exist",
+            output.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 impl ExportArgs {
     pub(crate) fn options(self) -> Result<Export> {
-        if let Some(dir) = self
-            .output
-            .as_ref()
-            .and_then(|o| o.parent())
-            .filter(|d| !d.as_os_str().is_empty())
-        {
-            anyhow::ensure!(
-                dir.is_dir(),
-                "cannot write {}: the directory {} does not exist",
-                self.output.as_ref().map_or(Path::new(""), |o| o).display(),
-                dir.display()
-            );
+        if let Some(out) = &self.output {
+            parent_exists(out)?;
         }
         let format = self.format.map(Into::into);
         let parquet = format == Some(ExportFormat::Parquet);
@@ -87,7 +95,7 @@ impl ExportArgs {
             table: self.table.into(),
             format,
             output: self.output,
-            window_ns: self.window.unwrap_or(60_000_000_000),
+            window_ns: self.window.unwrap_or(DEFAULT_WINDOW_NS),
         })
     }
 }
@@ -159,7 +167,7 @@ pub(crate) fn run(a: &Export) -> Result<()> {
 
 /// Writes the Parquet dataset and says what it holds.
 #[cfg(feature = "tables")]
-fn parquet(
+pub(crate) fn parquet(
     t: &mut Timings,
     dir: &Path,
     graph: &scalpel_model::graph::Graph,
@@ -182,7 +190,7 @@ fn parquet(
 
 /// Without the tables feature there is no Parquet.
 #[cfg(not(feature = "tables"))]
-fn parquet(
+pub(crate) fn parquet(
     _: &mut Timings,
     _: &Path,
     _: &scalpel_model::graph::Graph,
@@ -191,4 +199,12 @@ fn parquet(
     _: u64,
 ) -> Result<()> {
     anyhow::bail!("this scalpel was built without its `tables` feature: no Parquet export")
+}
+
+#[cfg(all(test, feature = "tables"))]
+mod tests {
+    #[test]
+    fn the_default_window_is_the_tables_crates() {
+        assert_eq!(super::DEFAULT_WINDOW_NS, scalpel_tables::DEFAULT_WINDOW_NS);
+    }
 }

@@ -9,11 +9,13 @@ use scalpel::pipeline::{trace_bytes, MemoryRoom, MIN_MEMORY, PEAK_PER_TRACE_BYTE
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_graph::Filter;
 use scalpel_model::progress::Timings;
+use scalpel_views::export::Table;
 use scalpel_views::graph::write_graph_summary;
 use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_views::{DrawOptions, ModelDraw, ViewError};
 
 use crate::args::PipelineArgs;
+use crate::commands::export::{parquet, DEFAULT_WINDOW_NS};
 use crate::memory::{mib, within_room};
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout, warn};
 use crate::say;
@@ -53,6 +55,11 @@ pub(crate) struct InferArgs {
     /// Draw only the task type named NAME, expanded.
     #[arg(long, value_name = "NAME")]
     pub task: Option<String>,
+    /// Also write the tables as a Parquet dataset in DIR, as `scalpel export --format parquet`
+    /// does (60 s windows): the graph's with `--stage graph`, the model's too otherwise. A
+    /// machine's graph written where its trace is, for `scalpel sql` on several machines'.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
 }
 
 /// What `infer` does, in the library's terms.
@@ -74,12 +81,17 @@ pub(crate) struct Infer {
     pub timings: bool,
     /// The memory limit, and whether the user gave it.
     pub memory: (u64, bool),
+    /// Where to write the tables as a Parquet dataset, if anywhere.
+    pub parquet: Option<PathBuf>,
 }
 
 impl InferArgs {
-    pub(crate) fn options(self) -> Infer {
+    pub(crate) fn options(self) -> Result<Infer> {
         let a = self;
-        Infer {
+        if let Some(dir) = &a.parquet {
+            crate::commands::export::parent_exists(dir)?;
+        }
+        Ok(Infer {
             out: a.output.unwrap_or_else(|| a.dirs[0].join("model")),
             dirs: a.dirs,
             stage: a.stage,
@@ -95,7 +107,8 @@ impl InferArgs {
                 min_count: a.min_count,
                 mean_latency: Vec::new(),
             },
-        }
+            parquet: a.parquet,
+        })
     }
 }
 
@@ -133,6 +146,13 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
         }
     }
     if let Some(limit) = windowed(job)? {
+        if let Some(dir) = &job.parquet {
+            bail!(
+                "cannot write {}: this trace is inferred in windows, each a model of its own; \
+                 export a window's tables with `scalpel export OUT/window-NNNN --format parquet`",
+                dir.display()
+            );
+        }
         return crate::commands::windows::run(job, limit);
     }
     let mut t = Timings::new();
@@ -152,6 +172,16 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
     })();
     broken_pipe_is_fine(r)?;
     if job.stage == Stage::Graph {
+        if let Some(dir) = &job.parquet {
+            parquet(
+                &mut t,
+                dir,
+                &step.built.graph,
+                None,
+                Table::Graph,
+                DEFAULT_WINDOW_NS,
+            )?;
+        }
         print_timings(job.timings, &t);
         return Ok(());
     }
@@ -167,6 +197,17 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
         writeln!(o, "wrote {}", files.tree.display())?;
         o.flush()
     })();
+    if let Some(dir) = &job.parquet {
+        let m = Some(&model.mined.model);
+        parquet(
+            &mut t,
+            dir,
+            &step.built.graph,
+            m,
+            Table::Model,
+            DEFAULT_WINDOW_NS,
+        )?;
+    }
     print_timings(job.timings, &t);
     broken_pipe_is_fine(r)
 }

@@ -82,7 +82,7 @@ impl Command {
             Command::Record(a) => Job::Record(a.options()),
             Command::Dump(a) => Job::Dump(a.options()?),
             Command::Summary(a) => Job::Dump(a.options()),
-            Command::Infer(a) => Job::Infer(a.options()),
+            Command::Infer(a) => Job::Infer(a.options()?),
             Command::Top(a) => Job::Top(a.options()),
             Command::Report(a) => Job::Report(a.options()),
             Command::Diff(a) => Job::Diff(a.options()),

@@ -159,7 +159,7 @@ pub fn compare(g: &Graph, m: &Model, scratch: &Path) -> Result<(usize, Vec<Strin
             .map(|d| format!("in memory: {d}")),
     );
     let src = TableSource::new(g, Some(m), DEFAULT_WINDOW_NS);
-    write_dataset(scratch, &src).map_err(|e| e.to_string())?;
+    write_dataset(scratch, src).map_err(|e| e.to_string())?;
     let parquet =
         Engine::from_dataset(scratch, &scalpel_sql::Place::Embedded).map_err(|e| e.to_string())?;
     let from_files = rows(&parquet, &query)?;
@@ -167,4 +167,34 @@ pub fn compare(g: &Graph, m: &Model, scratch: &Path) -> Result<(usize, Vec<Strin
         diffs.push("the Parquet dataset's rows differ from the tables' in memory".to_owned());
     }
     Ok((want.len(), diffs))
+}
+
+/// `top`'s rows from `scalpel top --format json`'s document, by name.
+pub fn top_json_figures(top: &Value) -> BTreeMap<String, Figures> {
+    let int = |v: &Value, k: &str| v[k].as_u64().unwrap_or(u64::MAX);
+    let rows = top["tasks"].as_array().map_or(&[][..], Vec::as_slice);
+    rows.iter()
+        .map(|t| {
+            let l = &t["latency"];
+            let ints = [
+                int(t, "count"),
+                int(l, "mean_ns"),
+                int(l, "p50_ns"),
+                int(l, "p90_ns"),
+                int(l, "p99_ns"),
+                int(l, "max_ns"),
+                int(t, "total_ns"),
+                int(t, "bytes_in"),
+                int(t, "bytes_out"),
+            ];
+            let float = |k: &str| t[k].as_f64().unwrap_or(f64::NAN);
+            let name = t["name"].as_str().unwrap_or("").to_owned();
+            (name, (ints, [float("per_second"), float("running_share")]))
+        })
+        .collect()
+}
+
+/// Where `top`'s JSON document and the guide's query's rows (JSON objects) differ.
+pub fn json_differences(top: &Value, sql_rows: &[Value]) -> Vec<String> {
+    differences(&top_json_figures(top), &sql_figures(sql_rows))
 }

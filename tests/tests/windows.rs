@@ -118,6 +118,8 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         .map(|(name, count, total)| (name, (count, total)))
         .collect();
     assert_eq!(all, summed);
+    #[cfg(feature = "sql")]
+    the_windows_tables_are_one_dataset_that_sql_reads_as_top(&out, windows.len(), leaves);
     let (request, _) = all.iter().max_by_key(|(_, &(_, total))| total).unwrap();
     let top = scalpel_cmd(&["top", out.to_str().unwrap(), "--expand", request]);
     assert!(top.status.success(), "{}", text(&top));
@@ -134,6 +136,117 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         said.contains("inferred in") && said.contains("window-0000"),
         "{said}"
     );
+}
+
+/// `export --format parquet` of the windows writes one dataset of them (`infer_window`
+/// partitions, time windows from the trace's first leaf), and the tables guide's query for
+/// `top` gives on it what `top` gives adding the windows up; `sql` on the directory of windows
+/// gives the same rows as on the dataset.
+#[cfg(feature = "sql")]
+fn the_windows_tables_are_one_dataset_that_sql_reads_as_top(
+    out: &std::path::Path,
+    windows: usize,
+    leaves: u64,
+) {
+    let tables = out.with_file_name("tables");
+    let (out_s, tables_s) = (out.to_str().unwrap(), tables.to_str().unwrap());
+    let o = scalpel_cmd(&["export", out_s, "--format", "parquet", "-o", tables_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tables.join("scalpel-tables.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["infer_windows"].as_u64(), Some(windows as u64));
+    let rows = |t: &str| {
+        manifest["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == t)
+            .and_then(|x| x["rows"].as_u64())
+    };
+    assert_eq!(rows("leaves"), Some(leaves));
+    let sql = |what: &str, q: &str| -> Vec<serde_json::Value> {
+        let o = scalpel_cmd(&["sql", what, "--format", "jsonl", q]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // Every window's leaves under its own `infer_window`, in time windows (of a millisecond)
+    // that go on from one window to the next rather than start again at 0.
+    let ms = out.with_file_name("tables-ms");
+    let o = scalpel_cmd(&[
+        "export",
+        out_s,
+        "--format",
+        "parquet",
+        "--window",
+        "1ms",
+        "-o",
+        ms.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let spans = sql(
+        ms.to_str().unwrap(),
+        "SELECT infer_window, COUNT(*) AS n, MIN(time_window) AS lo, MAX(time_window) AS hi \
+         FROM leaves GROUP BY infer_window ORDER BY infer_window",
+    );
+    assert_eq!(spans.len(), windows, "{spans:?}");
+    assert_eq!(
+        spans.iter().map(|r| r["n"].as_u64().unwrap()).sum::<u64>(),
+        leaves
+    );
+    assert_eq!(spans[0]["lo"].as_u64(), Some(0), "{spans:?}");
+    let at = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap();
+    for pair in spans.windows(2) {
+        assert!(
+            at(&pair[1], "lo") >= at(&pair[0], "lo") && at(&pair[1], "hi") >= at(&pair[0], "hi"),
+            "time windows start again: {spans:?}"
+        );
+    }
+    assert!(at(&spans[windows - 1], "lo") > 0, "{spans:?}");
+    // Another engine reads it as one dataset, `infer_window` a column of every table.
+    if let Some(py) = scalpel_e2e::python_with(
+        "SCALPEL_TABLES",
+        "import pyarrow.dataset",
+        "pyarrow",
+        "windows::pyarrow",
+    ) {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tables/read.py");
+        let o = Command::new(py).arg(script).arg(&tables).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let read = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            read.lines().count(),
+            manifest["tables"].as_array().unwrap().len()
+        );
+        for line in read.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let name = v["name"].as_str().unwrap();
+            assert_eq!(v["rows"].as_u64(), rows(name), "{name}");
+            assert!(
+                v["columns"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c == "infer_window"),
+                "{line}"
+            );
+        }
+    }
+    let query = scalpel_e2e::sqltop::top_query();
+    let from_dataset = sql(tables_s, &query);
+    let o = scalpel_cmd(&["top", "--format", "json", "--limit", "100000", out_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let top: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let diffs = scalpel_e2e::sqltop::json_differences(&top, &from_dataset);
+    assert!(
+        diffs.is_empty(),
+        "top and SQL differ:\n{}",
+        diffs.join("\n")
+    );
+    assert_eq!(sql(out_s, &query), from_dataset);
 }
 
 /// Every top-level row of `scalpel top` on `args`: name, instances, summed latency.

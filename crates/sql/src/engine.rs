@@ -19,8 +19,9 @@ use crate::place::Place;
 pub(crate) struct TableFiles {
     /// The table's directory, as DataFusion reads a path.
     pub(crate) url: String,
-    /// Whether its rows are split by `host` and `time_window` directories.
-    partitioned: bool,
+    /// The columns its directories give (`infer_window`, `host`, `time_window`), in the
+    /// directories' order.
+    cols: Vec<(String, DataType)>,
     /// On a cluster, the files' schema with dictionary columns plain (see `plain_schema`).
     plain: Option<Schema>,
 }
@@ -29,8 +30,8 @@ impl TableFiles {
     /// The options DataFusion reads the files with.
     pub(crate) fn options(&self) -> ParquetReadOptions<'_> {
         let mut opts = ParquetReadOptions::default();
-        if self.partitioned {
-            opts = opts.table_partition_cols(partition_cols());
+        if !self.cols.is_empty() {
+            opts = opts.table_partition_cols(self.cols.clone());
         }
         if let Some(plain) = &self.plain {
             opts = opts.schema(plain);
@@ -65,12 +66,18 @@ pub(crate) fn table_root(dir: &Path) -> Result<String, SqlError> {
     Ok(s.trim_end_matches('/').to_owned())
 }
 
-/// The partition columns, as the dataset's directories give them.
-fn partition_cols() -> Vec<(String, DataType)> {
-    vec![
-        ("host".to_owned(), DataType::Utf8),
-        ("time_window".to_owned(), DataType::Int64),
-    ]
+/// The partition columns of a table, as the dataset's directories give them: the window of
+/// a trace inferred in windows, then for a partitioned table the machine and time window.
+pub(crate) fn partition_cols(t: &ManifestTable, windowed: bool) -> Vec<(String, DataType)> {
+    let mut cols = Vec::new();
+    if windowed {
+        cols.push(("infer_window".to_owned(), DataType::Int64));
+    }
+    if t.partitioned {
+        cols.push(("host".to_owned(), DataType::Utf8));
+        cols.push(("time_window".to_owned(), DataType::Int64));
+    }
+    cols
 }
 
 /// A runtime for the session's work here (planning, reading, and for a cluster the client's
@@ -126,14 +133,16 @@ impl Engine {
         Ok(e)
     }
 
-    /// An engine on the Parquet dataset in `dir`, running its queries at `place`.
+    /// An engine on the Parquet dataset in `dir`, running its queries at `place`. A dataset of
+    /// a trace's windows has an `infer_window` column in every table.
     pub fn from_dataset(dir: &Path, place: &Place) -> Result<Engine, SqlError> {
         let manifest = read_manifest(dir)?;
         let e = Engine::new(place)?;
         let root = table_root(dir)?;
         for t in &manifest.tables {
             let name = table_name(dir, t)?;
-            let files = e.table_files(&root, name, t.partitioned)?;
+            let files =
+                e.table_files(&root, name, partition_cols(t, manifest.infer_windows > 0))?;
             let opts = files.options();
             e.rt.block_on(e.ctx.register_parquet(name.name(), &files.url, opts))?;
         }
@@ -145,11 +154,11 @@ impl Engine {
         &self,
         root: &str,
         name: TableName,
-        partitioned: bool,
+        cols: Vec<(String, DataType)>,
     ) -> Result<TableFiles, SqlError> {
         let mut files = TableFiles {
             url: format!("{root}/{}/", name.name()),
-            partitioned,
+            cols,
             plain: None,
         };
         if matches!(self.place, Place::Ballista { .. }) {

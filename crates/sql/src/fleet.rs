@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use datafusion::prelude::{lit, DataFrame};
 use scalpel_tables::{read_manifest, Manifest, TableName};
 
-use crate::engine::{table_name, table_root, Engine};
+use crate::engine::{partition_cols, table_name, table_root, Engine};
 use crate::error::SqlError;
 use crate::place::Place;
 
@@ -30,6 +30,13 @@ fn machine_names(sets: &[(PathBuf, Manifest)]) -> Result<Vec<String>, SqlError> 
             path: dir.clone(),
             what,
         };
+        if m.infer_windows > 0 {
+            return Err(bad(format!(
+                "it holds a trace inferred in {} windows; a dataset of windows is queried \
+                 alone",
+                m.infer_windows
+            )));
+        }
         let [one] = m.hosts.as_slice() else {
             return Err(bad(format!(
                 "it holds the tables of {} machines ({}); datasets are queried together only \
@@ -108,7 +115,7 @@ impl Engine {
             let root = table_root(dir)?;
             for t in &m.tables {
                 let table = table_name(dir, t)?;
-                let files = e.table_files(&root, table, t.partitioned)?;
+                let files = e.table_files(&root, table, partition_cols(t, false))?;
                 let df =
                     e.rt.block_on(e.ctx.read_parquet(files.url.as_str(), files.options()))?;
                 tables

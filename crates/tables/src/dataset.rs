@@ -3,126 +3,27 @@
 //! DuckDB, pyarrow and Spark turn into `host` and `time_window` columns), and a manifest
 //! ([`crate::manifest`]) that says what was written.
 //!
+//! A trace inferred in windows (each window a model of its own, with ids of its own) is one
+//! dataset of windows: every table gains a first directory level `infer_window=<k>`, which
+//! readers turn into an `infer_window` column, and the time windows count from the trace's
+//! first leaf, not each window's. The windows are written one after the other
+//! ([`DatasetWriter::add`]), so that only one window's model is held at a time.
+//!
 //! What it touches: a missing or empty directory is made a dataset; in an earlier dataset's
 //! directory only the tables its manifest names, and the manifest, are replaced; a directory
-//! without a manifest is refused untouched. Every directory below `DIR` is made here, never
-//! followed through a link, and every file is new.
+//! without a manifest is refused untouched (`files`).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, ErrorKind};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use arrow_array::RecordBatch;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 
 use crate::error::TablesError;
-use crate::manifest::{read_any, write_manifest, Manifest, ManifestTable};
+use crate::files::{escape, make_dir, prepare, write_file};
+use crate::manifest::{write_manifest, Manifest, ManifestTable};
 use crate::partition::Part;
 use crate::table::{Table, TableName, TableSource};
 
 /// The most partitions one table may have: more would be a directory per handful of rows
 /// (a window of nanoseconds), which no engine reads well.
 pub const MAX_PARTITIONS: u64 = 100_000;
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TablesError + '_ {
-    move |source| TablesError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-/// A partition value as a directory name: bytes other than letters, digits, `.`, `-` and `_`
-/// percent-encoded, as Hive does.
-fn escape(v: &str) -> String {
-    let mut s = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || b"._-".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s
-}
-
-/// Makes `dir` ready: created when missing; an earlier dataset's tables removed; anything else
-/// in it refused, untouched.
-fn prepare(dir: &Path) -> Result<(), TablesError> {
-    match fs::read_dir(dir) {
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            return fs::create_dir_all(dir).map_err(io_err(dir));
-        }
-        Err(e) => return Err(io_err(dir)(e)),
-        Ok(mut entries) => {
-            if entries.next().is_none() {
-                return Ok(());
-            }
-        }
-    }
-    let Some(old) = read_any(dir)? else {
-        return Err(TablesError::NotADataset {
-            path: dir.to_path_buf(),
-        });
-    };
-    // Only what the earlier manifest names, and only under a table's own name; a link there
-    // is removed, never followed.
-    for t in &old.tables {
-        if let Ok(name) = t.name.parse::<TableName>() {
-            let sub = dir.join(name.name());
-            match sub.symlink_metadata() {
-                Ok(m) if m.is_dir() => fs::remove_dir_all(&sub).map_err(io_err(&sub))?,
-                Ok(_) => fs::remove_file(&sub).map_err(io_err(&sub))?,
-                Err(_) => {}
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Makes directory `path` (its parent exists): `fresh` when nothing may be there yet, else an
-/// existing directory is fine; a link or a file there is refused.
-fn make_dir(path: &Path, fresh: bool) -> Result<(), TablesError> {
-    match fs::create_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists && !fresh => match path.symlink_metadata() {
-            Ok(m) if m.is_dir() => Ok(()),
-            _ => Err(io_err(path)(e)),
-        },
-        Err(e) => Err(io_err(path)(e)),
-    }
-}
-
-fn create(path: &Path) -> Result<File, TablesError> {
-    // Never through a link or over a file: the directory is new.
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(io_err(path))
-}
-
-fn write_file(path: &Path, table: &str, batch: &RecordBatch) -> Result<(), TablesError> {
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
-            "scalpel.table".to_owned(),
-            table.to_owned(),
-        )]))
-        .build();
-    let pq = |source| TablesError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = BufWriter::new(create(path)?);
-    let mut w =
-        ArrowWriter::try_new(file, Arc::clone(batch.schema_ref()), Some(props)).map_err(pq)?;
-    w.write(batch).map_err(pq)?;
-    w.close().map_err(pq)?;
-    Ok(())
-}
 
 /// The directory of part `p` under table directory `tdir`, made.
 fn part_dir(tdir: &Path, hosts: &[String], p: Part) -> Result<PathBuf, TablesError> {
@@ -134,11 +35,131 @@ fn part_dir(tdir: &Path, hosts: &[String], p: Part) -> Result<PathBuf, TablesErr
     Ok(w)
 }
 
+/// Writes a dataset from one model, or from the windows of one trace one after the other;
+/// [`DatasetWriter::finish`] makes it complete. Dropped unfinished, it leaves a dataset that
+/// readers refuse and the next export replaces.
+pub struct DatasetWriter {
+    dir: PathBuf,
+    window_ns: u64,
+    /// Whether it is a dataset of windows (`infer_window=<k>` directories).
+    windowed: bool,
+    /// The machines, as the first source named them.
+    hosts: Option<Vec<String>>,
+    /// The time windows' origin: the first source's first leaf.
+    origin_ns: Option<u64>,
+    /// The windows added.
+    added: u32,
+    /// The partitions a partitioned table may have so far, over every window.
+    partitions: u64,
+    tables: Vec<ManifestTable>,
+}
+
+impl DatasetWriter {
+    /// Makes `dir` a dataset to write (created when missing; an earlier dataset there is
+    /// replaced; a directory holding anything else is refused untouched), time windows of
+    /// `window_ns`, of one model or (`windowed`) of a trace's windows. The manifest is written
+    /// first as incomplete, naming every table there could be, so that a failed export is
+    /// still recognised (and replaced) by the next.
+    pub fn create(dir: &Path, window_ns: u64, windowed: bool) -> Result<Self, TablesError> {
+        prepare(dir)?;
+        let planned = TableName::ALL
+            .iter()
+            .map(|n| ManifestTable {
+                name: n.name().to_owned(),
+                partitioned: n.is_partitioned(),
+                rows: 0,
+                files: 0,
+            })
+            .collect();
+        write_manifest(dir, &Manifest::new(window_ns, &[], planned, false))?;
+        Ok(DatasetWriter {
+            dir: dir.to_path_buf(),
+            window_ns: window_ns.max(1),
+            windowed,
+            hosts: None,
+            origin_ns: None,
+            added: 0,
+            partitions: 0,
+            tables: Vec::new(),
+        })
+    }
+
+    /// Writes every table of `src` (of the next window, in a dataset of windows), one table
+    /// built and written at a time. `src`'s time windows are counted from the first source's
+    /// first leaf.
+    pub fn add(&mut self, src: TableSource<'_>) -> Result<(), TablesError> {
+        if self.added > 0 && !self.windowed {
+            return Err(TablesError::OneModel);
+        }
+        let origin = *self.origin_ns.get_or_insert(src.origin_ns());
+        let src = src.with_origin(origin, self.window_ns);
+        let hosts = self.hosts.get_or_insert_with(|| src.hosts().to_vec());
+        if hosts.as_slice() != src.hosts() {
+            return Err(TablesError::OtherMachines {
+                window: self.added,
+                first: hosts.join(", "),
+                these: src.hosts().join(", "),
+            });
+        }
+        let hosts = hosts.clone();
+        self.partitions = self.partitions.saturating_add(src.partitions_at_most());
+        if self.partitions > MAX_PARTITIONS {
+            return Err(TablesError::TooManyPartitions {
+                partitions: self.partitions,
+                most: MAX_PARTITIONS,
+            });
+        }
+        for name in src.names() {
+            let table = src.build(name)?;
+            let at = self.table_dir(name)?;
+            let (rows, files) = write_table(&at, &hosts, &table)?;
+            match self.tables.iter_mut().find(|t| t.name == name.name()) {
+                Some(t) => {
+                    t.rows += rows;
+                    t.files += files;
+                }
+                None => self.tables.push(ManifestTable {
+                    name: name.name().to_owned(),
+                    partitioned: name.is_partitioned(),
+                    rows,
+                    files,
+                }),
+            }
+        }
+        self.added += 1;
+        Ok(())
+    }
+
+    /// The directory the next source's rows of table `name` go to, made.
+    fn table_dir(&self, name: TableName) -> Result<PathBuf, TablesError> {
+        let tdir = self.dir.join(name.name());
+        // The table's directory is new for the first source: never an earlier one's.
+        make_dir(&tdir, self.added == 0)?;
+        if !self.windowed {
+            return Ok(tdir);
+        }
+        let w = tdir.join(format!("infer_window={}", self.added));
+        make_dir(&w, true)?;
+        Ok(w)
+    }
+
+    /// Writes the complete manifest; returns it.
+    pub fn finish(self) -> Result<Manifest, TablesError> {
+        let hosts = self.hosts.unwrap_or_default();
+        let mut m = Manifest::new(self.window_ns, &hosts, self.tables, true);
+        if self.windowed {
+            m.infer_windows = self.added;
+        }
+        write_manifest(&self.dir, &m)?;
+        Ok(m)
+    }
+}
+
 /// Writes every table of `src` as a Parquet dataset in `dir` (created when missing; an
 /// earlier dataset there is replaced; a directory holding anything else is refused), one table
-/// built and written at a time. The manifest is written first as incomplete, so that a failed
-/// export is still recognised (and replaced) by the next. Returns the complete manifest.
-pub fn write_dataset(dir: &Path, src: &TableSource<'_>) -> Result<Manifest, TablesError> {
+/// built and written at a time (see [`DatasetWriter`]). Returns the complete manifest.
+pub fn write_dataset(dir: &Path, src: TableSource<'_>) -> Result<Manifest, TablesError> {
+    // Refused before anything is touched.
     let most = src.partitions_at_most();
     if most > MAX_PARTITIONS {
         return Err(TablesError::TooManyPartitions {
@@ -146,36 +167,14 @@ pub fn write_dataset(dir: &Path, src: &TableSource<'_>) -> Result<Manifest, Tabl
             most: MAX_PARTITIONS,
         });
     }
-    prepare(dir)?;
-    let names = src.names();
-    let planned = names
-        .iter()
-        .map(|n| ManifestTable {
-            name: n.name().to_owned(),
-            partitioned: n.is_partitioned(),
-            rows: 0,
-            files: 0,
-        })
-        .collect();
-    write_manifest(
-        dir,
-        &Manifest::new(src.window_ns(), src.hosts(), planned, false),
-    )?;
-    let mut out = Vec::new();
-    for name in names {
-        let table = src.build(name)?;
-        out.push(write_table(dir, src.hosts(), &table)?);
-    }
-    let manifest = Manifest::new(src.window_ns(), src.hosts(), out, true);
-    write_manifest(dir, &manifest)?;
-    Ok(manifest)
+    let mut w = DatasetWriter::create(dir, src.window_ns(), false)?;
+    w.add(src)?;
+    w.finish()
 }
 
-/// Writes one table's files under `dir`.
-fn write_table(dir: &Path, hosts: &[String], t: &Table) -> Result<ManifestTable, TablesError> {
+/// Writes one table's files under `tdir`; returns its rows and files.
+fn write_table(tdir: &Path, hosts: &[String], t: &Table) -> Result<(u64, u64), TablesError> {
     let name = t.name.name();
-    let tdir = dir.join(name);
-    make_dir(&tdir, true)?;
     let mut parts = t.partitions()?;
     if parts.is_empty() {
         // An empty partitioned table still has a file, so that readers know its columns.
@@ -183,15 +182,10 @@ fn write_table(dir: &Path, hosts: &[String], t: &Table) -> Result<ManifestTable,
     }
     for (p, batch) in &parts {
         let at = match p {
-            Some(p) => part_dir(&tdir, hosts, *p)?,
-            None => tdir.clone(),
+            Some(p) => part_dir(tdir, hosts, *p)?,
+            None => tdir.to_path_buf(),
         };
         write_file(&at.join("part-0.parquet"), name, batch)?;
     }
-    Ok(ManifestTable {
-        name: name.to_owned(),
-        partitioned: t.name.is_partitioned(),
-        rows: t.batch.num_rows() as u64,
-        files: parts.len() as u64,
-    })
+    Ok((t.batch.num_rows() as u64, parts.len() as u64))
 }

@@ -68,4 +68,20 @@ pub enum TablesError {
         /// What was wrong, with the offset where the JSON broke.
         what: String,
     },
+    /// A second model was given to a dataset of one.
+    #[error("a dataset of one model takes one; a trace's windows make a dataset of windows")]
+    OneModel,
+    /// A window of a trace names other machines than the first window.
+    #[error(
+        "window {window} holds the machines {these}, the first window {first}: the windows \
+         are not one trace's"
+    )]
+    OtherMachines {
+        /// The window, from 0.
+        window: u32,
+        /// The first window's machines.
+        first: String,
+        /// This window's.
+        these: String,
+    },
 }

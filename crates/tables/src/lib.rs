@@ -12,13 +12,18 @@
 //! times are nanoseconds on the reference machine's `CLOCK_MONOTONIC`; names are
 //! dictionary-encoded.
 //!
+//! A trace inferred in windows is one dataset of windows ([`DatasetWriter`]), each window's
+//! rows under an `infer_window` partition, its ids its own.
+//!
 //! Non-goals: a query engine (`scalpel-sql` embeds DataFusion on these tables), reading the
-//! dataset back into a graph, and appending to a dataset (it is written whole, from one model).
+//! dataset back into a graph, and appending to a dataset once written (it is written whole,
+//! from one model or from one trace's windows).
 
 mod batch;
 mod dataset;
 mod error;
 mod events;
+mod files;
 mod graph;
 mod manifest;
 mod model;
@@ -28,7 +33,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use dataset::{write_dataset, MAX_PARTITIONS};
+pub use dataset::{write_dataset, DatasetWriter, MAX_PARTITIONS};
 pub use error::TablesError;
 pub use manifest::{read_manifest, Manifest, ManifestTable};
 pub use partition::{Part, DEFAULT_WINDOW_NS};

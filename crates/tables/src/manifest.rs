@@ -29,6 +29,14 @@ pub struct Manifest {
     pub hosts: Vec<String>,
     /// The tables.
     pub tables: Vec<ManifestTable>,
+    /// For a trace inferred in windows, how many: every table then has `infer_window=<k>`
+    /// directories, and ids are each window's own. 0 (and absent) for one model.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub infer_windows: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One table of a dataset.
@@ -58,6 +66,7 @@ impl Manifest {
             window_ns,
             hosts: hosts.to_vec(),
             tables,
+            infer_windows: 0,
         }
     }
 }

@@ -181,6 +181,20 @@ impl<'g> TableSource<'g> {
         }
     }
 
+    /// The same tables with their time windows of `window_ns` counted from `origin_ns` (a
+    /// trace's first leaf, for the tables of one of its windows) rather than from this
+    /// graph's first leaf.
+    pub fn with_origin(mut self, origin_ns: u64, window_ns: u64) -> Self {
+        self.c.origin_ns = origin_ns;
+        self.c.window_ns = window_ns.max(1);
+        self
+    }
+
+    /// Where time window 0 begins.
+    pub fn origin_ns(&self) -> u64 {
+        self.c.origin_ns
+    }
+
     /// The machines' names, by host id.
     pub fn hosts(&self) -> &[String] {
         &self.hosts

@@ -290,7 +290,7 @@ pub fn write_parquet(
         return Err(ExportError::ParquetHoldsEveryTable(table.name()));
     }
     let src = scalpel_tables::TableSource::new(graph, model, window_ns);
-    Ok(scalpel_tables::write_dataset(dir, &src)?)
+    Ok(scalpel_tables::write_dataset(dir, src)?)
 }
 
 /// The OTLP export: from a model, whatever document was asked for (a graph's default), as

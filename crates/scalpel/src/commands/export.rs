@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
+use scalpel::pipeline::is_windowed;
+use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 use scalpel_model::store::read_graph;
 use scalpel_views::export::{write_export, ExportError, ExportFormat, Table};
@@ -118,6 +120,21 @@ pub(crate) fn run(a: &Export) -> Result<()> {
     let spinner = Spinner::new();
     // A graph alone is read alone; several paths are traces to infer together.
     let alone = a.source.more.is_empty();
+    if let Some(dir) = a
+        .output
+        .as_ref()
+        .filter(|_| alone && a.format == Some(ExportFormat::Parquet) && is_windowed(&a.source.path))
+    {
+        drop(spinner);
+        anyhow::ensure!(
+            a.table.is_document(),
+            ExportError::ParquetHoldsEveryTable(a.table.name())
+        );
+        let pipeline = Pipeline::new(a.source.pipeline.clone())?;
+        parquet_of_windows(&mut t, &pipeline, &a.source.path, dir, a.window_ns)?;
+        print_timings(a.source.timings, &t);
+        return Ok(());
+    }
     let (graph, model) = match graph_only(&a.source.path).filter(|_| alone) {
         Some(path) => {
             let g = t.phase("reading graph.json and graph.bin", &spinner, || {
@@ -178,14 +195,60 @@ pub(crate) fn parquet(
     let m = t.phase("writing Parquet", &Spinner::new(), || {
         scalpel_views::export::write_parquet(dir, graph, model, table, window_ns)
     })?;
+    say_written(dir, &m);
+    Ok(())
+}
+
+#[cfg(feature = "tables")]
+fn say_written(dir: &Path, m: &scalpel_tables::Manifest) {
     let rows: u64 = m.tables.iter().map(|t| t.rows).sum();
     let files: u64 = m.tables.iter().map(|t| t.files).sum();
+    let windows = match m.infer_windows {
+        0 => String::new(),
+        n => format!(" of {n} windows"),
+    };
     say!(
-        "scalpel: wrote {} (parquet, {} tables, {rows} rows in {files} files)",
+        "scalpel: wrote {} (parquet, {} tables{windows}, {rows} rows in {files} files)",
         dir.display(),
         m.tables.len()
     );
+}
+
+/// Writes the Parquet dataset of the windows of `windows` (a directory `infer` wrote window by
+/// window) in `dir`, and says what it holds.
+#[cfg(feature = "tables")]
+pub(crate) fn parquet_of_windows(
+    t: &mut Timings,
+    pipeline: &scalpel::Pipeline,
+    windows: &Path,
+    dir: &Path,
+    window_ns: u64,
+) -> Result<()> {
+    let m = dataset_of_windows(t, pipeline, windows, dir, window_ns)?;
+    say_written(dir, &m);
     Ok(())
+}
+
+/// Writes the Parquet dataset of the windows of `windows` in `dir`, one window read and
+/// written at a time; returns its manifest.
+#[cfg(feature = "tables")]
+pub(crate) fn dataset_of_windows(
+    t: &mut Timings,
+    pipeline: &scalpel::Pipeline,
+    windows: &Path,
+    dir: &Path,
+    window_ns: u64,
+) -> Result<scalpel_tables::Manifest> {
+    use scalpel_tables::{DatasetWriter, TableSource};
+    let spinner = Spinner::new();
+    let mut w = DatasetWriter::create(dir, window_ns, true)?;
+    pipeline.each_window(windows, &spinner, t, |g, m, wt| -> Result<()> {
+        wt.phase("writing Parquet", &spinner, || {
+            w.add(TableSource::new(g, Some(m), window_ns))
+        })?;
+        Ok(())
+    })?;
+    Ok(w.finish()?)
 }
 
 /// Without the tables feature there is no Parquet.
@@ -196,6 +259,18 @@ pub(crate) fn parquet(
     _: &scalpel_model::graph::Graph,
     _: Option<&scalpel_model::task::Model>,
     _: Table,
+    _: u64,
+) -> Result<()> {
+    anyhow::bail!("this scalpel was built without its `tables` feature: no Parquet export")
+}
+
+/// Without the tables feature there is no Parquet.
+#[cfg(not(feature = "tables"))]
+pub(crate) fn parquet_of_windows(
+    _: &mut Timings,
+    _: &scalpel::Pipeline,
+    _: &Path,
+    _: &Path,
     _: u64,
 ) -> Result<()> {
     anyhow::bail!("this scalpel was built without its `tables` feature: no Parquet export")

@@ -58,6 +58,7 @@ pub(crate) struct InferArgs {
     /// Also write the tables as a Parquet dataset in DIR, as `scalpel export --format parquet`
     /// does (60 s windows): the graph's with `--stage graph`, the model's too otherwise. A
     /// machine's graph written where its trace is, for `scalpel sql` on several machines'.
+    /// A trace inferred in windows (`--memory`) gives one dataset of its windows.
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<PathBuf>,
 }
@@ -146,10 +147,10 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
         }
     }
     if let Some(limit) = windowed(job)? {
-        if let Some(dir) = &job.parquet {
+        if let Some(dir) = job.parquet.as_ref().filter(|_| job.stage == Stage::Graph) {
             bail!(
-                "cannot write {}: this trace is inferred in windows, each a model of its own; \
-                 export a window's tables with `scalpel export OUT/window-NNNN --format parquet`",
+                "cannot write {}: this trace is inferred in windows, and a dataset of windows \
+                 is written from their models: drop --stage graph",
                 dir.display()
             );
         }

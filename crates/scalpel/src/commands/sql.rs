@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use scalpel::pipeline::is_windowed;
+use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 use scalpel_sql::{write_rows, Engine, Place, RowFormat};
 use scalpel_tables::{build_tables, DEFAULT_WINDOW_NS};
@@ -91,6 +93,24 @@ impl SqlArgs {
     }
 }
 
+/// The dataset of the windows of the directory `a` names, in a temporary directory.
+fn windows_dataset(a: &Sql, t: &mut Timings) -> Result<tempfile::TempDir> {
+    let scratch = tempfile::Builder::new()
+        .prefix("scalpel-sql-")
+        .tempdir()
+        .context("cannot make a temporary directory for the windows' tables")?;
+    let pipeline = Pipeline::new(a.source.pipeline.clone())?;
+    let dir = scratch.path().join("tables");
+    crate::commands::export::dataset_of_windows(
+        t,
+        &pipeline,
+        &a.source.path,
+        &dir,
+        DEFAULT_WINDOW_NS,
+    )?;
+    Ok(scratch)
+}
+
 /// Whether `path` is a dataset (it holds a manifest) rather than a model or traces.
 fn is_dataset(path: &Path) -> bool {
     path.join("scalpel-tables.json").is_file()
@@ -105,7 +125,8 @@ fn datasets(s: &Source) -> Result<Option<Vec<PathBuf>>> {
         (None, _) => Ok(None),
         (Some(_), None) => Ok(Some(paths)),
         (Some(set), Some(not)) => anyhow::bail!(
-            "{} is a dataset and {} is not: give datasets (one machine's each) or traces,              not both",
+            "{} is a dataset and {} is not: give datasets (one machine's each) or traces, \
+             not both",
             set.display(),
             not.display()
         ),
@@ -114,8 +135,19 @@ fn datasets(s: &Source) -> Result<Option<Vec<PathBuf>>> {
 
 pub(crate) fn run(a: &Sql) -> Result<()> {
     let mut t = Timings::new();
+    // A directory `infer` wrote window by window: its dataset of windows, written where only
+    // this run sees it, one window at a time (the windows' models are each a model of its own,
+    // and held together they might not fit).
+    let scratch = match a.source.more.is_empty() && is_windowed(&a.source.path) {
+        true => Some(windows_dataset(a, &mut t)?),
+        false => None,
+    };
     let spinner = Spinner::new();
-    let engine = if let Some(sets) = datasets(&a.source)? {
+    let engine = if let Some(dir) = &scratch {
+        t.phase("opening the dataset", &spinner, || {
+            Engine::from_dataset(&dir.path().join("tables"), &a.engine)
+        })?
+    } else if let Some(sets) = datasets(&a.source)? {
         t.phase("opening the dataset", &spinner, || {
             Engine::from_datasets(&sets, &a.engine)
         })?

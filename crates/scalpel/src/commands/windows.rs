@@ -11,6 +11,7 @@ use scalpel::pipeline::{
 use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 
+use super::export::DEFAULT_WINDOW_NS;
 use super::infer::{Infer, Stage};
 use crate::memory::mib;
 use crate::output::{broken_pipe_is_fine, print_timings, text_stdout, warn};
@@ -66,6 +67,14 @@ pub(crate) fn run(job: &Infer, limit: u64) -> Result<()> {
         )?;
         o.flush()
     });
+    drop(spinner);
+    if let Some(tables) = &job.parquet {
+        // The windows are read back as models: the options of inferring are spent.
+        let mut opts = job.pipeline.clone();
+        opts.infer_only.clear();
+        let written = Pipeline::new(opts)?;
+        super::export::parquet_of_windows(&mut t, &written, &job.out, tables, DEFAULT_WINDOW_NS)?;
+    }
     print_timings(job.timings, &t);
     broken_pipe_is_fine(r)
 }

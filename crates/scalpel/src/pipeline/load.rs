@@ -70,7 +70,8 @@ pub enum SourceError {
     /// window is a model of its own.
     #[error(
         "{} holds a trace inferred in {windows} windows (windows.json), each a model of its own: \
-         `scalpel top` adds them all up; this view reads one window: give one of them, such as {}",
+         `scalpel top` adds them all up, and `scalpel sql` and `scalpel export --format parquet` \
+         take all their tables; this view reads one window: give one of them, such as {}",
         .path.display(),
         .first.display()
     )]

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use scalpel_analysis::rollup::{Rollup, TraceCounts, WindowsRollup};
+use scalpel_model::graph::Graph;
 use scalpel_model::progress::{Progress, Timings};
-use scalpel_model::task::TaskType;
+use scalpel_model::task::{Model, TaskType};
 use serde::Deserialize;
 
 use super::load::{load, SourceError};
@@ -69,6 +70,25 @@ fn window_dirs(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
 }
 
 impl Pipeline {
+    /// Reads the windows of `dir` (see [`is_windowed`]) one by one, in order, and gives each
+    /// window's graph and model to `each` with the window's timings, before letting them go.
+    /// Each window's phases are timed in `t`, one line per phase over all windows.
+    pub fn each_window<E: From<SourceError>>(
+        &self,
+        dir: &Path,
+        progress: &dyn Progress,
+        t: &mut Timings,
+        mut each: impl FnMut(&Graph, &Model, &mut Timings) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for w in window_dirs(dir)? {
+            let mut wt = Timings::new();
+            let l = load(self, &w, progress, &mut wt)?;
+            each(&l.graph, &l.model, &mut wt)?;
+            t.absorb(wt);
+        }
+        Ok(())
+    }
+
     /// Reads the windows of `dir` (see [`is_windowed`]) one by one and adds up their rollups.
     /// Each window's phases are timed in `t`, one line per phase over all windows.
     pub fn sum_windows(
@@ -78,15 +98,11 @@ impl Pipeline {
         t: &mut Timings,
     ) -> Result<SummedWindows, SourceError> {
         let mut sum = WindowsRollup::new();
-        for w in window_dirs(dir)? {
-            let mut wt = Timings::new();
-            let l = load(self, &w, progress, &mut wt)?;
-            let r = wt.phase("rollups", progress, || self.rollup(&l.graph, &l.model));
-            wt.phase("adding up the windows", progress, || {
-                sum.add(&l.graph, &l.model, &r)
-            });
-            t.absorb(wt);
-        }
+        self.each_window(dir, progress, t, |g, m, wt| {
+            let r = wt.phase("rollups", progress, || self.rollup(g, m));
+            wt.phase("adding up the windows", progress, || sum.add(g, m, &r));
+            Ok::<(), SourceError>(())
+        })?;
         let (types, rollup, counts) = sum.finish();
         Ok(SummedWindows {
             types,

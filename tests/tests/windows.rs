@@ -5,6 +5,7 @@
 //! tasks as the whole model's. How close the windows come to the model of the whole is measured
 //! on real servers by `scripts/check-windows.sh` (docs/BENCHMARKS.md).
 
+use std::path::Path;
 use std::process::Command;
 
 use scalpel::pipeline::WindowedDifference;
@@ -128,14 +129,72 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         "{}",
         text(&top)
     );
+    the_flame_graph_adds_the_windows_stacks_up(&out, windows.len(), &whole);
     // The other views read one model: they say which to give them.
-    let flame = scalpel_cmd(&["flame", out.to_str().unwrap(), "-o", "-"]);
-    assert!(!flame.status.success());
-    let said = text(&flame);
+    let report = out.with_file_name("report.html");
+    let report = scalpel_cmd(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(!report.status.success());
+    let said = text(&report);
     assert!(
         said.contains("inferred in") && said.contains("window-0000"),
         "{said}"
     );
+}
+
+/// Folded stacks as `flame --folded` prints them: stack → weight.
+fn folded(args: &[&str]) -> std::collections::BTreeMap<String, u64> {
+    let mut all = vec!["flame", "--folded"];
+    all.extend_from_slice(args);
+    let o = scalpel_cmd(&all);
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            (stack.to_owned(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+/// `flame` of the windows is every window's stacks added up, and holds the time the whole
+/// model's graph holds: each blocking call is in the one window it returned in.
+fn the_flame_graph_adds_the_windows_stacks_up(out: &Path, windows: usize, whole: &Path) {
+    let all = folded(&[out.to_str().unwrap()]);
+    let mut summed = std::collections::BTreeMap::<String, u64>::new();
+    for k in 0..windows {
+        let w = out.join(format!("window-{k:04}"));
+        for (stack, n) in folded(&[w.to_str().unwrap()]) {
+            *summed.entry(stack).or_default() += n;
+        }
+    }
+    // Whole microseconds per stack, rounded once here and once per window there: at most one
+    // per window apart (a stack under half a microsecond is left out).
+    let near = |a: u64, b: u64| a.abs_diff(b) <= windows as u64;
+    for stack in all.keys().chain(summed.keys()) {
+        let (a, b) = (all.get(stack).copied(), summed.get(stack).copied());
+        assert!(
+            near(a.unwrap_or(0), b.unwrap_or(0)),
+            "{stack}: {a:?} over the windows, {b:?} added up"
+        );
+    }
+    // And the whole model's stacks hold as much time.
+    let (got, want): (u64, u64) = (
+        all.values().sum(),
+        folded(&[whole.to_str().unwrap()]).values().sum(),
+    );
+    let slack = (windows * all.len()) as u64;
+    assert!(
+        got.abs_diff(want) <= slack,
+        "windows {got} µs, whole {want} µs"
+    );
+    let svg = out.join("offcpu.svg");
+    let o = scalpel_cmd(&["flame", out.to_str().unwrap()]);
+    assert!(o.status.success() && svg.is_file(), "{}", text(&o));
 }
 
 /// `export --format parquet` of the windows writes one dataset of them (`infer_window`
@@ -144,7 +203,7 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
 /// gives the same rows as on the dataset.
 #[cfg(feature = "sql")]
 fn the_windows_tables_are_one_dataset_that_sql_reads_as_top(
-    out: &std::path::Path,
+    out: &Path,
     windows: usize,
     leaves: u64,
 ) {
@@ -213,7 +272,7 @@ fn the_windows_tables_are_one_dataset_that_sql_reads_as_top(
         "pyarrow",
         "windows::pyarrow",
     ) {
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tables/read.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tables/read.py");
         let o = Command::new(py).arg(script).arg(&tables).output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
         let read = String::from_utf8_lossy(&o.stdout);

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use scalpel::pipeline::{trace_bytes, Loaded, MemoryRoom, SummedWindows, PEAK_PER_TRACE_BYTE};
@@ -125,14 +125,14 @@ impl Output {
     }
 }
 
-/// Where a view's file goes: the path given (whose directory must exist), or `name` beside the
-/// model (in `DIR/model` for a trace directory, created if needed).
-pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Result<Output> {
+/// Where a view's file goes: the path given (whose directory must exist), or `name` beside
+/// `from`, the file the view read (the model; `windows.json` for a trace inferred in windows),
+/// in `DIR/model` when `from` is a trace directory (created if needed).
+pub(crate) fn output_path(given: Option<&PathBuf>, from: &Path, name: &str) -> Result<Output> {
     let out = match given {
         Some(p) => p.clone(),
-        None if l.from.is_dir() => l.from.join("model").join(name),
-        None => l
-            .from
+        None if from.is_dir() => from.join("model").join(name),
+        None => from
             .parent()
             .map(|p| p.join(name))
             .unwrap_or_else(|| PathBuf::from(name)),
@@ -147,7 +147,7 @@ pub(crate) fn output_path(given: Option<&PathBuf>, l: &Loaded, name: &str) -> Re
                 out.display(),
                 dir.display()
             );
-        } else if l.from.is_dir() {
+        } else if from.is_dir() {
             // `DIR/model`, made as `scalpel infer` makes it.
             let dir = OutDir::create(dir)?;
             return Ok(Output {

@@ -3,12 +3,16 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use scalpel::pipeline::Loaded;
+use scalpel::pipeline::is_windowed;
+use scalpel::Pipeline;
 use scalpel_analysis::diff::diff_folded;
 use scalpel_analysis::rollup::{off_cpu, on_cpu, sample_period_ns, wall, FlameOptions, Folded};
+use scalpel_model::graph::Graph;
+use scalpel_model::lookup::task_named;
 use scalpel_model::progress::Timings;
+use scalpel_model::task::{Model, TaskTypeId};
 use scalpel_views::flame::{write_flame_svg_as, write_folded_as, Weights};
 use scalpel_views::flamediff::{write_diff_flame_svg, write_diff_folded};
 
@@ -124,38 +128,109 @@ impl FlameArgs {
     }
 }
 
-/// The unit of `l`'s graph: samples at its period for on-CPU and wall-clock time (an error
-/// when it has none), microseconds otherwise.
-fn unit_of(a: &Flame, l: &Loaded, source: &Source) -> Result<Weights> {
+/// The unit of `g`'s graph: samples at its period for on-CPU and wall-clock time (`None` when
+/// it has none), microseconds otherwise.
+fn unit_of(a: &Flame, g: &Graph) -> Option<Weights> {
     let sampled = a.time != Time::OffCpu;
-    Ok(match sample_period_ns(&l.graph) {
-        Some(period_ns) if sampled => Weights::Samples { period_ns },
-        None if sampled => bail!(
-            "{}: the trace has no on-CPU samples (record with `scalpel record --sample 99 -- CMD` \
-             for --on-cpu and --wall)",
-            source.path.display()
-        ),
-        _ => Weights::Micros,
-    })
+    match sample_period_ns(g) {
+        Some(period_ns) if sampled => Some(Weights::Samples { period_ns }),
+        None if sampled => None,
+        _ => Some(Weights::Micros),
+    }
 }
 
-/// The folded stacks of one loaded run, for the task type asked for; with the type's instance
-/// count.
-fn fold(a: &Flame, l: &Loaded, t: &mut Timings, spinner: &Spinner) -> Result<(Folded, u64)> {
-    let task = task_in(l, a.task.as_deref())?;
-    let count = task.map_or(0, |t| l.model.types[t.index()].count);
+/// One run's folded stacks, for the task type asked for, with what a graph of them needs.
+struct Run {
+    folded: Folded,
+    /// The task type's instances (0 without one).
+    count: u64,
+    unit: Weights,
+    /// The file the stacks were read from, which a graph's default path is beside.
+    from: PathBuf,
+}
+
+/// The folded stacks of one model for the task type asked for; with the type's instance count.
+fn fold(a: &Flame, g: &Graph, m: &Model, task: Option<TaskTypeId>) -> (Folded, u64) {
+    let count = task.map_or(0, |t| m.types[t.index()].count);
     let opts = FlameOptions {
         waker: a.waker,
         task,
         per_process: a.per_process,
     };
+    let folded = match a.time {
+        Time::OnCpu => on_cpu(g, m, &opts),
+        Time::Wall => wall(g, m, &opts),
+        Time::OffCpu => off_cpu(g, m, &opts),
+    };
+    (folded, count)
+}
+
+/// The error of a run with no samples to draw on-CPU or wall-clock time from.
+fn no_samples(source: &Source) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: the trace has no on-CPU samples (record with `scalpel record --sample 99 -- CMD` \
+         for --on-cpu and --wall)",
+        source.path.display()
+    )
+}
+
+/// The folded stacks of `source`: one model, or the windows of a trace inferred in windows
+/// added up, one window at a time.
+fn folded_run(a: &Flame, source: &Source, t: &mut Timings, spinner: &Spinner) -> Result<Run> {
+    if source.more.is_empty() && is_windowed(&source.path) {
+        return folded_windows(a, source, t, spinner);
+    }
+    let (_, l) = source.load(t, spinner)?;
+    let unit = unit_of(a, &l.graph).ok_or_else(|| no_samples(source))?;
+    let task = task_in(&l, a.task.as_deref())?;
     let (phase, _, _) = a.time.names();
-    let folded = t.phase(phase, spinner, || match a.time {
-        Time::OnCpu => on_cpu(&l.graph, &l.model, &opts),
-        Time::Wall => wall(&l.graph, &l.model, &opts),
-        Time::OffCpu => off_cpu(&l.graph, &l.model, &opts),
-    });
-    Ok((folded, count))
+    let (folded, count) = t.phase(phase, spinner, || fold(a, &l.graph, &l.model, task));
+    Ok(Run {
+        folded,
+        count,
+        unit,
+        from: l.from,
+    })
+}
+
+/// The folded stacks of every window of `source`, added up. A task type asked for by name is
+/// each window's type of that name; a window without one adds nothing.
+fn folded_windows(a: &Flame, source: &Source, t: &mut Timings, sp: &Spinner) -> Result<Run> {
+    let pipeline = Pipeline::new(source.pipeline.clone())?;
+    let (mut all, mut count) = (Folded::default(), 0u64);
+    let (mut unit, mut missing) = (None, None);
+    let mut found = false;
+    let (phase, _, _) = a.time.names();
+    pipeline.each_window(&source.path, sp, t, |g, m, wt| -> Result<()> {
+        unit = unit.or(unit_of(a, g));
+        let task = match a.task.as_deref().map(|n| task_named(m, n)) {
+            None => None,
+            Some(Ok(ty)) => Some(ty),
+            Some(Err(e)) => {
+                missing.get_or_insert(e);
+                return Ok(());
+            }
+        };
+        found |= task.is_some();
+        let (f, n) = wt.phase(phase, sp, || fold(a, g, m, task));
+        for (stack, ns) in f.stacks {
+            *all.stacks.entry(stack).or_default() += ns;
+        }
+        count += n;
+        Ok(())
+    })?;
+    if let (Some(e), false) = (missing, found) {
+        return Err(anyhow::Error::new(e).context(format!(
+            "no window of {} has the task type asked for",
+            source.path.display()
+        )));
+    }
+    Ok(Run {
+        folded: all,
+        count,
+        unit: unit.ok_or_else(|| no_samples(source))?,
+        from: source.path.join("windows.json"),
+    })
 }
 
 /// Writes the flame graph (or prints its folded stacks).
@@ -165,24 +240,21 @@ pub(crate) fn run(a: &Flame) -> Result<()> {
     }
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let (_, l) = a.source.load(&mut t, &spinner)?;
-    let unit = unit_of(a, &l, &a.source)?;
-    let (folded, _) = fold(a, &l, &mut t, &spinner)?;
+    let r = folded_run(a, &a.source, &mut t, &spinner)?;
     let (_, file_name, kind) = a.time.names();
     if a.folded {
         let mut o = text_stdout();
-        let r =
-            broken_pipe_is_fine(write_folded_as(&mut o, &folded, unit).and_then(|()| o.flush()));
+        let w = write_folded_as(&mut o, &r.folded, r.unit).and_then(|()| o.flush());
         print_timings(a.source.timings, &t);
-        return r;
+        return broken_pipe_is_fine(w);
     }
-    let out = output_path(a.output.as_ref(), &l, file_name)?;
+    let out = output_path(a.output.as_ref(), &r.from, file_name)?;
     let title = match &a.task {
         Some(name) => format!("{kind} in {name}"),
         None => kind.to_owned(),
     };
     t.phase("drawing the flame graph", &spinner, || {
-        out.write(|w| write_flame_svg_as(w, &folded, &title, unit))
+        out.write(|w| write_flame_svg_as(w, &r.folded, &title, r.unit))
     })?;
     print_timings(a.source.timings, &t);
     broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
@@ -193,20 +265,12 @@ fn run_diff(a: &Flame, old: &Source) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let label = |s: &Source, which: &str| format!("the {which} run, {}", s.path.display());
-    let (_, ol) = old
-        .load(&mut t, &spinner)
-        .with_context(|| label(old, "old"))?;
-    let (_, nl) = a
-        .source
-        .load(&mut t, &spinner)
-        .with_context(|| label(&a.source, "new"))?;
-    unit_of(a, &ol, old)?;
+    let o = folded_run(a, old, &mut t, &spinner).with_context(|| label(old, "old"))?;
     // Both runs' time is in ns; on-CPU samples are counted at the new run's period.
-    let whole_unit = unit_of(a, &nl, &a.source)?;
-    let (of, oc) = fold(a, &ol, &mut t, &spinner).with_context(|| label(old, "old"))?;
-    let (nf, nc) = fold(a, &nl, &mut t, &spinner).with_context(|| label(&a.source, "new"))?;
+    let n = folded_run(a, &a.source, &mut t, &spinner).with_context(|| label(&a.source, "new"))?;
+    let (of, oc, nf, nc, whole_unit) = (&o.folded, o.count, &n.folded, n.count, n.unit);
     let per_instance = a.task.is_some().then_some((oc, nc));
-    let d = diff_folded(&of, &nf, per_instance);
+    let d = diff_folded(of, nf, per_instance);
     let unit = if per_instance.is_some() {
         Weights::Nanos
     } else {
@@ -220,7 +284,7 @@ fn run_diff(a: &Flame, old: &Source) -> Result<()> {
     }
     let (_, file_name, kind) = a.time.names();
     let file_name = file_name.replace(".svg", "-diff.svg");
-    let out = output_path(a.output.as_ref(), &nl, &file_name)?;
+    let out = output_path(a.output.as_ref(), &n.from, &file_name)?;
     let (what, note) = match (&a.task, per_instance) {
         (Some(name), Some((o, n))) => (
             format!("{kind} per instance of {name}"),

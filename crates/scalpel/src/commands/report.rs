@@ -65,7 +65,7 @@ impl ReportArgs {
 pub(crate) fn run(a: &Report) -> Result<()> {
     let mut t = Timings::new();
     let (l, r) = a.source.load_rollups(&mut t)?;
-    let out = output_path(a.output.as_ref(), &l, "report.html")?;
+    let out = output_path(a.output.as_ref(), &l.from, "report.html")?;
     let baseline = match &a.baseline {
         Some(old) => {
             let (ol, or) = old

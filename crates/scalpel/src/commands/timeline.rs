@@ -73,7 +73,7 @@ pub(crate) fn run(a: &Timeline) -> Result<()> {
     let spans = t.phase("task instances", &spinner, || {
         task_spans(&l.graph, &l.model)
     });
-    let out = output_path(a.output.as_ref(), &l, "timeline.json")?;
+    let out = output_path(a.output.as_ref(), &l.from, "timeline.json")?;
     let counts = t.phase("writing the timeline", &spinner, || {
         out.write(|w| write_timeline(w, &l.graph, &l.model, &spans, &a.window))
     })?;

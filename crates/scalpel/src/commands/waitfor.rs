@@ -102,7 +102,7 @@ pub(crate) fn run(a: &Waitfor) -> Result<()> {
         wait_for(&l.graph, &l.model, &opts)
     });
     if let Some(svg) = &a.svg {
-        let out = output_path(Some(svg), &l, "waitfor.svg")?;
+        let out = output_path(Some(svg), &l.from, "waitfor.svg")?;
         let mut dot = Vec::new();
         write_waitfor_dot(&mut dot, &w)?;
         let drawn = t.phase("drawing", &spinner, || {

@@ -130,6 +130,16 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         text(&top)
     );
     the_flame_graph_adds_the_windows_stacks_up(&out, windows.len(), &whole);
+    // `diff` takes the windows as one run: compared with itself, nothing changed, and every
+    // leaf of every window is in a matched type.
+    let out_s = out.to_str().unwrap();
+    let o = scalpel_cmd(&["diff", "--format", "json", out_s, out_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["types"].as_array().map(Vec::len), Some(0), "{d}");
+    assert_eq!(d["old"]["leaves"].as_u64(), Some(leaves), "{d}");
+    assert_eq!(d["new"]["matched_leaves"].as_u64(), Some(leaves), "{d}");
+    assert!(d["tested"].as_u64() > Some(0), "{d}");
     // The other views read one model: they say which to give them.
     let report = out.with_file_name("report.html");
     let report = scalpel_cmd(&[

@@ -199,6 +199,26 @@ pub fn outermost_outside_session(
 }
 
 impl Model {
+    /// A model of `types` alone, holding `leaves` leaves: no occurrences, no leaf parents and
+    /// no top-level edges; what the windows of a trace add up to, for the analyses that read
+    /// only the catalog of types.
+    pub fn of_types(types: Vec<TaskType>, leaves: u64) -> Model {
+        Model {
+            schema: MODEL_SCHEMA.to_owned(),
+            graph: String::new(),
+            leaves,
+            mining: MiningInfo {
+                min_support: 0,
+                rounds: 0,
+                rules: 0,
+                cycle_edges_dropped: 0,
+            },
+            types,
+            top_edges: Vec::new(),
+            leaf_parent: Vec::new(),
+        }
+    }
+
     /// Each type's first number when all occurrences are numbered in one sequence (type by type,
     /// then by index), and how many there are in all: for arrays indexed by occurrence.
     pub fn occurrence_bases(&self) -> (Vec<usize>, usize) {

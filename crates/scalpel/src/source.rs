@@ -6,12 +6,14 @@ use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use scalpel::pipeline::{trace_bytes, Loaded, MemoryRoom, SummedWindows, PEAK_PER_TRACE_BYTE};
+use scalpel::pipeline::is_windowed;
+use scalpel::pipeline::{trace_bytes, Loaded, MemoryRoom, PEAK_PER_TRACE_BYTE};
 use scalpel::{Pipeline, PipelineOptions};
-use scalpel_analysis::rollup::Rollup;
+use scalpel_analysis::diff::Run;
+use scalpel_analysis::rollup::{leaves_held, LeavesHeld, Rollup, WindowsSum};
 use scalpel_model::lookup::task_named;
 use scalpel_model::progress::Timings;
-use scalpel_model::task::TaskTypeId;
+use scalpel_model::task::{Model, TaskTypeId};
 use scalpel_views::outfile::OutDir;
 
 use crate::memory::{mib, within_room};
@@ -85,10 +87,29 @@ impl Source {
     }
 
     /// The rollups of the windows of a directory `infer` wrote window by window, added up.
-    pub(crate) fn sum_windows(&self, t: &mut Timings) -> Result<SummedWindows> {
+    pub(crate) fn sum_windows(&self, t: &mut Timings) -> Result<WindowsSum> {
         let spinner = Spinner::new();
         let pipeline = Pipeline::new(self.pipeline.clone())?;
         Ok(pipeline.sum_windows(&self.path, &spinner, t)?)
+    }
+
+    /// The catalog of task types and its rollups, of one model or of the windows of a
+    /// directory `infer` wrote window by window added up: what `diff` compares.
+    pub(crate) fn rolled(&self, t: &mut Timings) -> Result<Rolled> {
+        if self.more.is_empty() && is_windowed(&self.path) {
+            let w = self.sum_windows(t)?;
+            return Ok(Rolled {
+                model: Model::of_types(w.types, w.counts.leaves as u64),
+                rollup: w.rollup,
+                held: w.held,
+            });
+        }
+        let (l, rollup) = self.load_rollups(t)?;
+        Ok(Rolled {
+            held: leaves_held(&l.model),
+            model: l.model,
+            rollup,
+        })
     }
 
     /// [`Source::load`], and the rollups.
@@ -99,6 +120,24 @@ impl Source {
             pipeline.rollup(&loaded.graph, &loaded.model)
         });
         Ok((loaded, r))
+    }
+}
+
+/// A run's task types and rollups, as `diff` compares them (see [`Source::rolled`]).
+pub(crate) struct Rolled {
+    pub model: Model,
+    pub rollup: Rollup,
+    pub held: Vec<LeavesHeld>,
+}
+
+impl Rolled {
+    /// The run as `diff` takes it.
+    pub(crate) fn run(&self) -> Run<'_> {
+        Run {
+            model: &self.model,
+            rollup: &self.rollup,
+            held: &self.held,
+        }
     }
 }
 

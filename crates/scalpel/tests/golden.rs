@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use scalpel::{Pipeline, PipelineOptions};
 use scalpel_analysis::rollup::{
-    task_spans, top_view, top_view_of, Rollup, TopOptions, TypeStats, WindowsRollup,
+    leaves_held, task_spans, top_view, top_view_of, Rollup, TopOptions, TypeStats, WindowsRollup,
 };
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
 use scalpel_model::format::Op;
@@ -243,7 +243,6 @@ fn pipelines_with_their_own_thread_counts_agree() {
 fn comparable(r: &Rollup) -> Rollup {
     let mut r = r.clone();
     for s in r.types.iter_mut().chain(r.top_level.iter_mut()) {
-        s.by_start_ns.clear();
         for c in &mut s.children {
             c.latency_share = (c.latency_share * 1e9).round();
             c.critical_share = (c.critical_share * 1e9).round();
@@ -273,10 +272,17 @@ fn the_windows_added_up_are_the_sums_of_their_rollups() {
         },
     ];
 
-    // One window: its own rollup and view, but for the instance lists the sum does not keep.
+    // One window: its own rollup (its instances' latencies in order of start among it, which
+    // `diff` tests), view and leaves held.
     let mut one = WindowsRollup::new();
     one.add(&graph, &model, &r);
-    let (types, sum, counts) = one.finish();
+    let scalpel_analysis::rollup::WindowsSum {
+        types,
+        rollup: sum,
+        counts,
+        held,
+    } = one.finish();
+    assert_eq!(held, leaves_held(&model));
     let names = |t: &[TaskType]| t.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
     assert_eq!(names(&types), names(&model.types));
     assert_eq!(comparable(&sum), comparable(&r));
@@ -291,8 +297,16 @@ fn the_windows_added_up_are_the_sums_of_their_rollups() {
     let mut two = WindowsRollup::new();
     two.add(&graph, &model, &r);
     two.add(&graph, &model, &r);
-    let (_, sum2, counts2) = two.finish();
+    let scalpel_analysis::rollup::WindowsSum {
+        rollup: sum2,
+        counts: counts2,
+        held: held2,
+        ..
+    } = two.finish();
     assert_eq!(counts2.leaves, 2 * graph.leaves.len());
+    for (a, b) in held2.iter().zip(&held) {
+        assert_eq!((a.top_level, a.all), (2 * b.top_level, 2 * b.all));
+    }
     assert_eq!((counts2.threads, counts2.windows), (counts.threads, 2));
     for (a, b) in sum2.types.iter().zip(&r.types) {
         assert_eq!((a.count, a.total_ns), (2 * b.count, 2 * b.total_ns));
@@ -301,6 +315,10 @@ fn the_windows_added_up_are_the_sums_of_their_rollups() {
             (2 * b.critical_ns, 2 * b.bytes_out)
         );
         assert_eq!(a.latency, b.latency);
+        assert_eq!(
+            a.by_start_ns,
+            [&b.by_start_ns[..], &b.by_start_ns[..]].concat()
+        );
         assert!((a.per_second - 2.0 * b.per_second).abs() <= 1e-9 * a.per_second);
     }
     let s2 = comparable(&sum2);

@@ -32,7 +32,7 @@ mod ranks;
 use scalpel_model::task::{Model, TaskKind, TaskType, TaskTypeId};
 use serde::Serialize;
 
-use crate::rollup::{Rollup, TypeStats};
+use crate::rollup::{LeavesHeld, Rollup, TypeStats};
 
 pub use cause::{Behind, Cause, PathPart};
 pub use flame::{diff_folded, FoldedDiff};
@@ -72,10 +72,13 @@ impl Default for DiffOptions {
 /// One run, as `diff` takes it.
 #[derive(Clone, Copy, Debug)]
 pub struct Run<'a> {
-    /// Its model.
+    /// Its model: its task types (a catalog without occurrences will do).
     pub model: &'a Model,
     /// The model's rollups.
     pub rollup: &'a Rollup,
+    /// The leaves each type's instances hold, in the model's order
+    /// ([`leaves_held`](crate::rollup::leaves_held) of a model).
+    pub held: &'a [LeavesHeld],
 }
 
 /// Whether a type is in both runs or one.
@@ -358,7 +361,7 @@ fn candidates<'a>(run: Run<'a>, nested: bool) -> (Vec<Candidate<'a>>, Vec<&'a Ty
             !nested || (t.kind != TaskKind::Leaf && t.top_level < t.count && s.count > 0)
         })
         .map(|s| {
-            let leaves = leaves_held(run.model, s, nested);
+            let leaves = leaves_held(run, s, nested);
             (Candidate::of(run.model, s.ty.index(), s.count, leaves), s)
         })
         .unzip()
@@ -366,7 +369,7 @@ fn candidates<'a>(run: Run<'a>, nested: bool) -> (Vec<Candidate<'a>>, Vec<&'a Ty
 
 /// How much of a run the pairs (by candidate index) cover.
 fn share(run: Run, c: &[&TypeStats], paired: impl Iterator<Item = usize>) -> RunShare {
-    let leaves: Vec<u64> = c.iter().map(|s| leaves_held(run.model, s, false)).collect();
+    let leaves: Vec<u64> = c.iter().map(|s| leaves_held(run, s, false)).collect();
     let mut r = RunShare {
         types: c.len() as u64,
         leaves: leaves.iter().sum(),
@@ -380,16 +383,13 @@ fn share(run: Run, c: &[&TypeStats], paired: impl Iterator<Item = usize>) -> Run
 }
 
 /// Leaves held by a type's instances: its top-level ones, or all of them for a nested type.
-fn leaves_held(model: &Model, s: &TypeStats, nested: bool) -> u64 {
-    let t = &model.types[s.ty.index()];
-    if t.kind == TaskKind::Leaf {
-        return if nested { t.count } else { t.top_level };
+fn leaves_held(run: Run, s: &TypeStats, nested: bool) -> u64 {
+    let h = run.held.get(s.ty.index()).copied().unwrap_or_default();
+    if nested {
+        h.all
+    } else {
+        h.top_level
     }
-    t.occurrences
-        .iter()
-        .filter(|o| nested || o.parent.is_none())
-        .map(|o| o.leaves.as_slice().len() as u64)
-        .sum()
 }
 
 fn figures(run: Run, s: &TypeStats, nested: bool) -> Figures {
@@ -403,7 +403,7 @@ fn figures(run: Run, s: &TypeStats, nested: bool) -> Figures {
         max_ns: s.latency.max_ns,
         total_ns: s.total_ns,
         bytes_per_instance: (s.bytes_in + s.bytes_out) / s.count.max(1),
-        leaves: leaves_held(run.model, s, nested),
+        leaves: leaves_held(run, s, nested),
         path: composition(s),
     }
 }

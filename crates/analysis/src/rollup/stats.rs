@@ -106,8 +106,9 @@ pub struct TypeStats {
     pub children: Vec<ChildStats>,
     /// Every instance's latency, in the order the instances started: the sample two runs'
     /// latencies are compared on (`diff`, which needs the order: neighbours in time are alike).
-    /// Not serialized: the percentiles above are its summary. Empty in the rollups of a
-    /// trace's windows added up ([`super::WindowsRollup`]).
+    /// Not serialized: the percentiles above are its summary. In the rollups of a trace's
+    /// windows added up ([`super::WindowsRollup`]), a regular sample of them once there are
+    /// more than [`super::EXACT_VALUES`] (`thinned`).
     #[serde(skip)]
     pub by_start_ns: Vec<u64>,
 }

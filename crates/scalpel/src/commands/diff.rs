@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use scalpel_analysis::diff::{diff, DiffOptions, Run};
+use scalpel_analysis::diff::{diff, DiffOptions};
 use scalpel_model::progress::Timings;
 use scalpel_views::diff::{write_diff_csv, write_diff_json, write_diff_table};
 
@@ -104,25 +104,9 @@ impl DiffArgs {
 pub(crate) fn run(d: &Diff) -> Result<()> {
     let mut t = Timings::new();
     let label = |s: &Source, which: &str| format!("the {which} run, {}", s.path.display());
-    let (ol, or) = d
-        .old
-        .load_rollups(&mut t)
-        .with_context(|| label(&d.old, "old"))?;
-    let (nl, nr) = d
-        .new
-        .load_rollups(&mut t)
-        .with_context(|| label(&d.new, "new"))?;
-    let found = diff(
-        Run {
-            model: &ol.model,
-            rollup: &or,
-        },
-        Run {
-            model: &nl.model,
-            rollup: &nr,
-        },
-        &d.options,
-    );
+    let old = d.old.rolled(&mut t).with_context(|| label(&d.old, "old"))?;
+    let new = d.new.rolled(&mut t).with_context(|| label(&d.new, "new"))?;
+    let found = diff(old.run(), new.run(), &d.options);
     let mut o = text_stdout();
     let written = match d.format {
         Format::Table => write_diff_table(&mut o, &found, d.limit),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use scalpel_analysis::diff::{diff, DiffOptions, Run};
+use scalpel_analysis::rollup::leaves_held;
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
 use scalpel_model::progress::Timings;
 use scalpel_views::report::{write_report, ReportOptions};
@@ -68,20 +69,16 @@ pub(crate) fn run(a: &Report) -> Result<()> {
     let out = output_path(a.output.as_ref(), &l.from, "report.html")?;
     let baseline = match &a.baseline {
         Some(old) => {
-            let (ol, or) = old
-                .load_rollups(&mut t)
+            let before = old
+                .rolled(&mut t)
                 .with_context(|| format!("the baseline, {}", old.path.display()))?;
-            let d = diff(
-                Run {
-                    model: &ol.model,
-                    rollup: &or,
-                },
-                Run {
-                    model: &l.model,
-                    rollup: &r,
-                },
-                &DiffOptions::default(),
-            );
+            let held = leaves_held(&l.model);
+            let now = Run {
+                model: &l.model,
+                rollup: &r,
+                held: &held,
+            };
+            let d = diff(before.run(), now, &DiffOptions::default());
             Some((old.path.display().to_string(), d))
         }
         None => None,

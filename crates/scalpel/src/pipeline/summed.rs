@@ -4,25 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use scalpel_analysis::rollup::{Rollup, TraceCounts, WindowsRollup};
+use scalpel_analysis::rollup::{WindowsRollup, WindowsSum};
 use scalpel_model::graph::Graph;
 use scalpel_model::progress::{Progress, Timings};
-use scalpel_model::task::{Model, TaskType};
+use scalpel_model::task::Model;
 use serde::Deserialize;
 
 use super::load::{load, SourceError};
 use super::Pipeline;
-
-/// The rollups of every window of a trace, added up.
-#[derive(Debug)]
-pub struct SummedWindows {
-    /// The task types of all windows, by name (leaf types first; no occurrences).
-    pub types: Vec<TaskType>,
-    /// Their rollups added up, indexed as `types`.
-    pub rollup: Rollup,
-    /// The trace's processes, threads and leaves over all windows.
-    pub counts: TraceCounts,
-}
 
 /// What is read of `windows.json`: the windows' directories, in order.
 #[derive(Deserialize)]
@@ -96,18 +85,13 @@ impl Pipeline {
         dir: &Path,
         progress: &dyn Progress,
         t: &mut Timings,
-    ) -> Result<SummedWindows, SourceError> {
+    ) -> Result<WindowsSum, SourceError> {
         let mut sum = WindowsRollup::new();
         self.each_window(dir, progress, t, |g, m, wt| {
             let r = wt.phase("rollups", progress, || self.rollup(g, m));
             wt.phase("adding up the windows", progress, || sum.add(g, m, &r));
             Ok::<(), SourceError>(())
         })?;
-        let (types, rollup, counts) = sum.finish();
-        Ok(SummedWindows {
-            types,
-            rollup,
-            counts,
-        })
+        Ok(sum.finish())
     }
 }

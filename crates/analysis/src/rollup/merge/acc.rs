@@ -8,12 +8,15 @@ use scalpel_model::task::TaskTypeId;
 use super::super::dist::Dist;
 use super::super::kinds::{BlockKind, KindTimes};
 use super::super::stats::{add, keep_largest, per_second, ChildStats, Contributor, TypeStats};
+use super::super::thinned::Thinned;
 use super::Slot;
 
 /// One task type's [`TypeStats`], added up.
 #[derive(Debug, Default)]
 pub(super) struct Acc {
     dist: Dist,
+    /// The latencies in order of start, for `diff`.
+    by_start: Thinned,
     count: u64,
     total_ns: u64,
     critical_ns: u64,
@@ -33,6 +36,7 @@ impl Acc {
     pub(super) fn add(&mut self, s: &TypeStats, at: &impl Fn(usize) -> Option<Slot>) {
         // Times saturate as one rollup's do (`add`); counts and bytes cannot reach u64's end.
         self.dist.add(&s.by_start_ns);
+        self.by_start.add(&s.by_start_ns);
         self.count += s.count;
         add(&mut self.total_ns, s.total_ns);
         add(&mut self.critical_ns, s.critical_ns);
@@ -113,7 +117,7 @@ impl Acc {
                     critical_share: over(crit, self.critical_ns),
                 })
                 .collect(),
-            by_start_ns: Vec::new(),
+            by_start_ns: self.by_start.values().to_vec(),
         }
     }
 }

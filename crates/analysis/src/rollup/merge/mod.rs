@@ -24,6 +24,7 @@ mod acc;
 
 use super::blame::Blame;
 use super::counts::TraceCounts;
+use super::held::{leaves_held, LeavesHeld};
 use super::kinds::BlockKind;
 use super::leaf::{add_bytes, ChannelBytes};
 use super::Rollup;
@@ -65,6 +66,19 @@ pub struct WindowsRollup {
     windows: usize,
 }
 
+/// The windows added up (see [`WindowsRollup::finish`]).
+#[derive(Debug)]
+pub struct WindowsSum {
+    /// The task types of all windows, by name (leaf types first; no occurrences).
+    pub types: Vec<TaskType>,
+    /// Their rollups added up, indexed as `types`.
+    pub rollup: Rollup,
+    /// The trace's processes, threads and leaves over all windows.
+    pub counts: TraceCounts,
+    /// The leaves each type's instances hold, indexed as `types`.
+    pub held: Vec<LeavesHeld>,
+}
+
 /// What one task type adds up to.
 #[derive(Debug)]
 struct SlotType {
@@ -79,6 +93,8 @@ struct SlotType {
     all: Acc,
     /// Its top-level instances alone, when it has any.
     alone: Option<Acc>,
+    /// The leaves its instances hold.
+    held: LeavesHeld,
 }
 
 impl WindowsRollup {
@@ -91,10 +107,12 @@ impl WindowsRollup {
     pub fn add(&mut self, graph: &Graph, model: &Model, r: &Rollup) {
         let slots: Vec<Slot> = model.types.iter().map(|t| self.slot(t)).collect();
         let at = |t: usize| slots.get(t).copied();
-        for (t, &s) in model.types.iter().zip(&slots) {
+        let held = leaves_held(model);
+        for ((t, &s), h) in model.types.iter().zip(&slots).zip(held) {
             let e = &mut self.types[s];
             e.count += t.count;
             e.top_level += t.top_level;
+            e.held.add(h);
             for c in &t.children {
                 if let Some(c_slot) = at(c.ty.index()) {
                     add_child_ref(&mut e.children, c_slot, c.count);
@@ -156,6 +174,7 @@ impl WindowsRollup {
             children: Vec::new(),
             all: Acc::default(),
             alone: None,
+            held: LeavesHeld::default(),
         });
         s
     }
@@ -191,9 +210,9 @@ impl WindowsRollup {
     }
 
     /// The windows as one rollup: the task types (leaf types first, then the others, each in
-    /// the order first seen; no occurrences), their rollup, indexed as they are, and the
-    /// trace's counts.
-    pub fn finish(self) -> (Vec<TaskType>, Rollup, TraceCounts) {
+    /// the order first seen; no occurrences), their rollup and the leaves their instances
+    /// hold, indexed as they are, and the trace's counts.
+    pub fn finish(self) -> WindowsSum {
         let leaf = |s: &SlotType| s.kind == TaskKind::Leaf;
         let order: Vec<Slot> = (0..self.types.len())
             .filter(|&s| leaf(&self.types[s]))
@@ -207,6 +226,7 @@ impl WindowsRollup {
         let mut types = Vec::with_capacity(order.len());
         let mut stats = Vec::with_capacity(order.len());
         let mut top_level = Vec::new();
+        let held = order.iter().map(|&s| self.types[s].held).collect();
         for &s in &order {
             let e = &self.types[s];
             let ty = TaskTypeId::new(id[s]);
@@ -244,7 +264,12 @@ impl WindowsRollup {
             span_ns,
             channels,
         };
-        (types, rollup, counts)
+        WindowsSum {
+            types,
+            rollup,
+            counts,
+            held,
+        }
     }
 
     fn counts(&self) -> TraceCounts {

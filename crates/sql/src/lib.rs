@@ -3,7 +3,9 @@
 //! Scope: an [`Engine`] that holds every table of one model under its name (`leaves`,
 //! `instances`, …, see `scalpel-tables`), either from the tables built in memory or from the
 //! Parquet dataset `scalpel_tables::write_dataset` wrote, with the same columns either way
-//! (partitioned tables carry `host` and `time_window`); running a query; and writing its rows
+//! (partitioned tables carry `host` and `time_window`; every table of a dataset of a trace's
+//! windows, `infer_window`), or from several machines' datasets as one (`fleet`); running a
+//! query; and writing its rows
 //! as a text table, CSV or JSON Lines ([`write_rows`]). A dataset's queries run in this
 //! process or, given its scheduler ([`Place`]), on a Ballista cluster whose executors share
 //! this machine's file system.

@@ -205,12 +205,14 @@ impl<'g> TableSource<'g> {
         self.c.window_ns
     }
 
-    /// The most partitions a partitioned table can have: machines times windows from the
-    /// first leaf's start to the last's.
+    /// The most partitions a partitioned table can have: machines times the time windows from
+    /// the first leaf's start to the last's.
     pub fn partitions_at_most(&self) -> u64 {
         let g = self.c.g;
-        let last = g.leaves.iter().map(|l| l.start_ns).max().unwrap_or(0);
-        let windows = last.saturating_sub(self.c.origin_ns) / self.c.window_ns + 1;
+        let starts = || g.leaves.iter().map(|l| l.start_ns);
+        let index = |ns: u64| ns.saturating_sub(self.c.origin_ns) / self.c.window_ns;
+        let (first, last) = (starts().min().unwrap_or(0), starts().max().unwrap_or(0));
+        let windows = index(last) - index(first) + 1;
         windows.saturating_mul(self.hosts.len() as u64)
     }
 

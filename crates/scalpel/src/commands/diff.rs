@@ -26,7 +26,8 @@ pub(crate) enum Format {
 
 #[derive(Args, Debug)]
 pub(crate) struct DiffArgs {
-    /// The run before: a model.json, a directory `scalpel infer` wrote, or a trace directory.
+    /// The run before: a model.json, a directory `scalpel infer` wrote (window by window too,
+    /// its windows taken as one run), or a trace directory.
     pub old: PathBuf,
     /// The run after, in any of the same forms.
     pub new: PathBuf,

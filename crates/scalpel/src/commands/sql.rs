@@ -32,7 +32,8 @@ pub(crate) enum Format {
 pub(crate) struct SqlArgs {
     /// What to query, then the query: a Parquet dataset `scalpel export --format parquet`
     /// wrote (or several, one machine's each, queried as one with a `host` column in every
-    /// table), a model.json, a directory `scalpel infer` wrote, or trace directories (inferred
+    /// table), a model.json, a directory `scalpel infer` wrote (window by window too: every
+    /// window's tables, with an `infer_window` column), or trace directories (inferred
     /// on the spot); the last word is the query, e.g. "SELECT name, count(*) FROM instances
     /// GROUP BY name". The tables: docs/guide/tables.md.
     // Why `1..` and not `2..`: clap counts a positional's values per run of them, so
@@ -138,9 +139,10 @@ pub(crate) fn run(a: &Sql) -> Result<()> {
     // A directory `infer` wrote window by window: its dataset of windows, written where only
     // this run sees it, one window at a time (the windows' models are each a model of its own,
     // and held together they might not fit).
-    let scratch = match a.source.more.is_empty() && is_windowed(&a.source.path) {
-        true => Some(windows_dataset(a, &mut t)?),
-        false => None,
+    let scratch = if a.source.more.is_empty() && is_windowed(&a.source.path) {
+        Some(windows_dataset(a, &mut t)?)
+    } else {
+        None
     };
     let spinner = Spinner::new();
     let engine = if let Some(dir) = &scratch {

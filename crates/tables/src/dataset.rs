@@ -25,6 +25,17 @@ use crate::table::{Table, TableName, TableSource};
 /// (a window of nanoseconds), which no engine reads well.
 pub const MAX_PARTITIONS: u64 = 100_000;
 
+/// Refuses `partitions` over [`MAX_PARTITIONS`].
+fn within_most(partitions: u64) -> Result<(), TablesError> {
+    if partitions > MAX_PARTITIONS {
+        return Err(TablesError::TooManyPartitions {
+            partitions,
+            most: MAX_PARTITIONS,
+        });
+    }
+    Ok(())
+}
+
 /// The directory of part `p` under table directory `tdir`, made.
 fn part_dir(tdir: &Path, hosts: &[String], p: Part) -> Result<PathBuf, TablesError> {
     let host = hosts.get(p.host as usize).map_or("", String::as_str);
@@ -103,12 +114,7 @@ impl DatasetWriter {
         }
         let hosts = hosts.clone();
         self.partitions = self.partitions.saturating_add(src.partitions_at_most());
-        if self.partitions > MAX_PARTITIONS {
-            return Err(TablesError::TooManyPartitions {
-                partitions: self.partitions,
-                most: MAX_PARTITIONS,
-            });
-        }
+        within_most(self.partitions)?;
         for name in src.names() {
             let table = src.build(name)?;
             let at = self.table_dir(name)?;
@@ -160,13 +166,7 @@ impl DatasetWriter {
 /// built and written at a time (see [`DatasetWriter`]). Returns the complete manifest.
 pub fn write_dataset(dir: &Path, src: TableSource<'_>) -> Result<Manifest, TablesError> {
     // Refused before anything is touched.
-    let most = src.partitions_at_most();
-    if most > MAX_PARTITIONS {
-        return Err(TablesError::TooManyPartitions {
-            partitions: most,
-            most: MAX_PARTITIONS,
-        });
-    }
+    within_most(src.partitions_at_most())?;
     let mut w = DatasetWriter::create(dir, src.window_ns(), false)?;
     w.add(src)?;
     w.finish()

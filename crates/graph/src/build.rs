@@ -310,7 +310,7 @@ fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
 /// Phase 5: where each thread's program order is weak (per leaf, returned), and its program
 /// edges. `carry`: what the windows before found, in a trace read in windows.
 fn program_order(c: &mut Caused, carry: Option<&mut WindowCarry>) -> Vec<bool> {
-    let order = std::mem::take(&mut c.rest.weak);
+    let mut order = std::mem::take(&mut c.rest.weak);
 
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
     // used as a lock): the take rule and the split look through them.
@@ -325,6 +325,7 @@ fn program_order(c: &mut Caused, carry: Option<&mut WindowCarry>) -> Vec<bool> {
     for w in service::uncut(&c.graph, &c.edges, &turned, &[], &[]) {
         merged[w as usize] = true;
     }
+    order.keep_passed_where_head_cuts(&merged, |i| c.graph.leaves[i].thread);
     let woken = queues::woken_takes(&c.graph, &c.edges, &c.rest.takes);
     let verdicts = carry.map(WindowCarry::head_verdicts);
     let mut weak = handoff_weak(&c.graph, &c.edges, order, (&woken, &merged), verdicts);

@@ -354,6 +354,7 @@ mod tests {
     fn order(weak: Vec<bool>) -> WeakOrder {
         let head = vec![false; weak.len()];
         WeakOrder {
+            passed: head.clone(),
             weak,
             head,
             head_site: None,

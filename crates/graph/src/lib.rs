@@ -45,6 +45,7 @@ mod room;
 mod service;
 mod signals;
 mod sink;
+mod skipped;
 mod streamorder;
 mod streams;
 mod types;

@@ -48,10 +48,14 @@
 //!   input piece by piece does: it is the head only when no other site repeats. Otherwise a
 //!   worker whose first take is peeled reaches the pieces' site twice before its loop's own
 //!   take, and every request was cut at its pieces (generated pools with `chunks`).
+//! - the call before a leaf that passed a condition or futex wait at the loop head without
+//!   making it (see [`super::skipped`]).
 //!
 //! Weak edges are still edges: the hierarchy miner contracts them after everything else.
 
-use ahash::AHashMap;
+use std::hash::Hash;
+
+use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::read::FileTrace;
 
@@ -62,6 +66,7 @@ use crate::local::LocalLeaf;
 use super::event::LocalObj;
 use super::peeled::one_frame_apart;
 use super::replies;
+use super::skipped::{passed_heads, skippable};
 
 use super::event::reads_bytes;
 
@@ -113,10 +118,40 @@ pub(super) fn dequeue_like(op: Op) -> bool {
 pub(super) struct WeakOrder {
     /// `weak[i]`: whether the program-order edge from leaf `i` to leaf `i + 1` is weak.
     pub weak: Vec<bool>,
-    /// `head[i]`: whether that edge is weak only because leaf `i` ends at the loop-head guess.
+    /// `head[i]`: whether that edge is weak only because leaf `i` ends at the loop-head guess,
+    /// or leaf `i + 1` passed it without waiting.
     pub head: Vec<bool>,
+    /// `passed[i]`: whether that edge is weak only because leaf `i + 1` passed the loop head
+    /// without waiting (see [`super::skipped`]).
+    pub passed: Vec<bool>,
     /// The loop-head guess, when it has a call stack (what a later window of the trace keeps).
     pub head_site: Option<LoopHead>,
+}
+
+impl WeakOrder {
+    /// Takes back the weak edges of leaves that passed the loop head without waiting on the
+    /// threads whose waits at the head all end leaves the build merges with the next (`merged`,
+    /// by leaf; `thread`, each leaf's thread): a head whose waits are no cut (a condition used as
+    /// a lock) is no place where the thread went back for work, and neither is its crossing.
+    pub(super) fn keep_passed_where_head_cuts<T: Hash + Eq>(
+        &mut self,
+        merged: &[bool],
+        thread: impl Fn(usize) -> T,
+    ) {
+        let cuts: AHashSet<T> = (0..self.head.len())
+            .filter(|&i| {
+                self.head[i] && !self.passed[i] && !merged.get(i).copied().unwrap_or(false)
+            })
+            .map(&thread)
+            .collect();
+        for i in 0..self.passed.len() {
+            if self.passed[i] && !cuts.contains(&thread(i)) {
+                self.passed[i] = false;
+                self.head[i] = false;
+                self.weak[i] = false;
+            }
+        }
+    }
 }
 
 /// A thread's loop head by its operation and call stack, kept from the part of a trace where
@@ -255,6 +290,23 @@ pub(super) fn weak_boundaries(
         after_dispatch = dispatch;
         order.weak.push(weak);
         order.head.push(at_head);
+    }
+    order.passed = vec![false; leaves.len()];
+    if head.is_some_and(|h| h.0.op().is_some_and(skippable)) {
+        let ends_at_head = |i: usize| {
+            leaves[i].end_op.is_some_and(|op| {
+                let site = site_of(i, op);
+                head == Some(site) || peeled.contains(&site)
+            })
+        };
+        let site = |i: usize| leaves[i].end_op.map(|op| site_of(i, op));
+        for j in passed_heads(leaves.len(), ends_at_head, site) {
+            if !order.weak[j - 1] {
+                order.weak[j - 1] = true;
+                order.head[j - 1] = true;
+                order.passed[j - 1] = true;
+            }
+        }
     }
     order
 }

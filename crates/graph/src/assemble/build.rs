@@ -60,6 +60,7 @@ impl<'s> Assembly<'s> {
             weak: WeakOrder {
                 weak: Vec::with_capacity(total),
                 head: Vec::with_capacity(total),
+                passed: Vec::with_capacity(total),
                 head_site: None,
             },
             obj_kinds: Vec::new(),
@@ -221,6 +222,7 @@ impl<'s> Assembly<'s> {
         }));
         a.weak.weak.append(&mut out.weak.weak);
         a.weak.head.append(&mut out.weak.head);
+        a.weak.passed.append(&mut out.weak.passed);
     }
 
     /// The thread's waits inside leaves and its CPU samples, with their call sites.

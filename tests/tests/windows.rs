@@ -130,6 +130,7 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         text(&top)
     );
     the_flame_graph_adds_the_windows_stacks_up(&out, windows.len(), &whole);
+    the_timeline_holds_the_windows_asked_for(&out, windows);
     // `diff` takes the windows as one run: compared with itself, nothing changed, and every
     // leaf of every window is in a matched type.
     let out_s = out.to_str().unwrap();
@@ -153,6 +154,92 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
     assert!(
         said.contains("inferred in") && said.contains("window-0000"),
         "{said}"
+    );
+}
+
+/// The leaf slices of a timeline `scalpel timeline` wrote, per window: the number of each
+/// window's, and the start and end of the earliest and latest (µs).
+fn timeline_leaves(path: &Path) -> std::collections::BTreeMap<u64, (u64, f64, f64)> {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for e in events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "b") {
+        assert!(
+            ids.insert((e["ph"].to_string(), e["id"].as_u64())),
+            "{e} again"
+        );
+    }
+    let mut per = std::collections::BTreeMap::<u64, (u64, f64, f64)>::new();
+    for e in events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["args"]["leaf"].is_u64())
+    {
+        let k = e["args"]["window"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{e}: no window"));
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        let w = per.entry(k).or_insert((0, f64::MAX, 0.0));
+        w.0 += 1;
+        w.1 = w.1.min(ts);
+        w.2 = w.2.max(ts + dur);
+    }
+    per
+}
+
+/// `timeline` of the windows: every window's leaves in one document, its flows and task
+/// instances numbered on across windows; `--from`/`--to` inside one window read that window
+/// alone and keep to the time asked for.
+fn the_timeline_holds_the_windows_asked_for(out: &Path, windows: &[serde_json::Value]) {
+    let all = out.join("all.json");
+    let o = scalpel_cmd(&[
+        "timeline",
+        out.to_str().unwrap(),
+        "-o",
+        all.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let per = timeline_leaves(&all);
+    assert_eq!(per.len(), windows.len(), "{per:?}");
+    for (k, w) in windows.iter().enumerate() {
+        assert_eq!(Some(per[&(k as u64)].0), w["leaves"].as_u64(), "window {k}");
+    }
+    // A tenth of a millisecond from the middle of the second window, in seconds from the
+    // first window's first leaf.
+    let base = read_graph(&out.join("window-0000/graph.json"))
+        .unwrap()
+        .leaves
+        .iter()
+        .map(|l| l.start_ns)
+        .min()
+        .unwrap();
+    let (start, end) = (
+        windows[1]["start_ns"].as_u64(),
+        windows[1]["end_ns"].as_u64(),
+    );
+    let (start, end) = (start.unwrap() - base, end.unwrap() - base);
+    let from = (start + end) / 2;
+    let (from_s, to_s) = (from as f64 / 1e9, (from + 100_000) as f64 / 1e9);
+    let part = out.join("part.json");
+    let o = scalpel_cmd(&[
+        "timeline",
+        out.to_str().unwrap(),
+        "--from",
+        &format!("{from_s:.9}"),
+        "--to",
+        &format!("{to_s:.9}"),
+        "-o",
+        part.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let per = timeline_leaves(&part);
+    assert_eq!(per.keys().copied().collect::<Vec<_>>(), [1], "{per:?}");
+    let (n, first, last) = per[&1];
+    assert!(n > 0 && n < windows[1]["leaves"].as_u64().unwrap());
+    let (from_us, to_us) = (from as f64 / 1e3, (from + 100_000) as f64 / 1e3);
+    assert!(
+        first <= to_us && last >= from_us,
+        "{first}..{last} µs, asked {from_us}..{to_us}"
     );
 }
 
@@ -270,11 +357,21 @@ fn the_windows_tables_are_one_dataset_that_sql_reads_as_top(
     let at = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap();
     for pair in spans.windows(2) {
         assert!(
-            at(&pair[1], "lo") >= at(&pair[0], "lo") && at(&pair[1], "hi") >= at(&pair[0], "hi"),
+            at(&pair[1], "hi") >= at(&pair[0], "hi"),
             "time windows start again: {spans:?}"
         );
     }
     assert!(at(&spans[windows - 1], "lo") > 0, "{spans:?}");
+    // Every leaf's time window is whole milliseconds since the first window's first leaf,
+    // whichever window holds it. (Not the windows' order: a window's first leaf on a thread
+    // may be the empty one at the entry of a wait that began long before.)
+    let off = sql(
+        ms.to_str().unwrap(),
+        "WITH o AS (SELECT MIN(start_ns) AS t FROM leaves WHERE infer_window = 0) \
+         SELECT COUNT(*) AS n FROM leaves, o \
+         WHERE time_window <> (start_ns - o.t) / 1000000",
+    );
+    assert_eq!(off[0]["n"].as_u64(), Some(0), "{off:?}");
     // Another engine reads it as one dataset, `infer_window` a column of every table.
     if let Some(py) = scalpel_e2e::python_with(
         "SCALPEL_TABLES",

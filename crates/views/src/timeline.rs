@@ -15,16 +15,24 @@
 //! - Each task instance (an occurrence of a group or loop type) is an async slice (`"b"`/`"e"`)
 //!   on its first leaf's process, named by its type, with its critical path in its arguments.
 //!
+//! - A trace inferred in windows is one timeline: [`TimelineWriter::add`] takes one window after
+//!   another, with the window's index in each leaf's arguments (leaf ids are the window's own),
+//!   each process and thread named once, and flow and task ids numbered on across windows.
+//!
 //! Times are microseconds from the first leaf's start, with three decimals (nanoseconds).
 //! Slices on one thread never overlap: a leaf is cut at the next one's start, a call inside it
 //! at the leaf's end, against clock jitter.
 
 use std::io::{self, Write};
 
-use scalpel_model::graph::{Graph, LeafId};
+use ahash::AHashMap;
+
+use scalpel_model::graph::Graph;
 use scalpel_model::task::Model;
 
-use scalpel_analysis::rollup::{BlockKind, LockHolders, TaskSpan};
+use scalpel_analysis::rollup::TaskSpan;
+
+mod slices;
 
 /// What the timeline holds. `Default`: everything.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,28 +56,6 @@ pub struct TimelineCounts {
     pub tasks: u64,
 }
 
-/// Microseconds with three decimals.
-struct Us(u64);
-
-impl std::fmt::Display for Us {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
-    }
-}
-
-/// A JSON string.
-fn js(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
-}
-
-/// `name (tid)` of a leaf's thread.
-fn thread_label(g: &Graph, leaf: LeafId) -> String {
-    g.leaves
-        .get(leaf.index())
-        .and_then(|l| g.threads.get(l.thread.index()))
-        .map_or_else(|| "?".to_owned(), |t| format!("{} ({})", t.name, t.tid))
-}
-
 /// Writes the timeline of `g` (tasks from `model` and `spans`) to `o`.
 pub fn write_timeline(
     o: &mut impl Write,
@@ -78,221 +64,159 @@ pub fn write_timeline(
     spans: &[TaskSpan],
     opts: &TimelineOptions,
 ) -> io::Result<TimelineCounts> {
-    let base = g.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0);
-    let from = base + opts.from_ns.unwrap_or(0);
-    let to = opts.to_ns.map_or(u64::MAX, |t| base + t);
-    let rel = |t: u64| Us(t.saturating_sub(base));
-    let n = g.leaves.len();
-    // A leaf's slice: from its start to the return of its ending call, cut at its thread's next
-    // leaf.
-    let slice_end = |i: usize| -> u64 {
-        let l = &g.leaves[i];
-        let mut end = (l.end_ns + l.block_ns).max(l.start_ns);
-        if let Some(next) = g.leaves.get(i + 1).filter(|x| x.thread == l.thread) {
-            end = end.min(next.start_ns.max(l.start_ns));
-        }
-        end
-    };
-    let shown: Vec<bool> = (0..n)
-        .map(|i| g.leaves[i].start_ns <= to && slice_end(i) >= from)
-        .collect();
-    let pid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].pid;
-    let tid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].tid;
-    let mut c = TimelineCounts::default();
-    writeln!(o, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
-    // Names first; a process's later incarnation (after exec) names it.
-    let mut first = true;
-    let mut sep = |o: &mut dyn Write| -> io::Result<()> {
-        if !std::mem::take(&mut first) {
-            writeln!(o, ",")?;
+    let mut w = TimelineWriter::new(o, *opts)?;
+    w.add(g, model, spans, None)?;
+    w.finish()
+}
+
+/// The start of `g`'s first leaf (0 without leaves): where a timeline's times count from.
+pub fn first_start(g: &Graph) -> u64 {
+    g.leaves.iter().map(|l| l.start_ns).min().unwrap_or(0)
+}
+
+/// A timeline written one graph at a time: one graph, or each window of a trace inferred in
+/// windows in order, into one document. Times count from the first graph's first leaf.
+pub struct TimelineWriter<'w, W: Write> {
+    o: &'w mut W,
+    opts: TimelineOptions,
+    /// Where times count from (ns), once the first graph is in.
+    base: Option<u64>,
+    /// No event written yet (no comma before the next).
+    first: bool,
+    /// The name last given to each process (by pid) and thread (by pid and tid).
+    names: AHashMap<(u32, Option<u32>), String>,
+    counts: TimelineCounts,
+}
+
+impl<'w, W: Write> TimelineWriter<'w, W> {
+    /// Begins a timeline showing what `opts` asks for.
+    pub fn new(o: &'w mut W, opts: TimelineOptions) -> io::Result<Self> {
+        writeln!(o, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+        Ok(TimelineWriter {
+            o,
+            opts,
+            base: None,
+            first: true,
+            names: AHashMap::new(),
+            counts: TimelineCounts::default(),
+        })
+    }
+
+    /// What is shown, in absolute ns, once times count from `base`.
+    fn span(&self, base: u64) -> (u64, u64) {
+        let from = base + self.opts.from_ns.unwrap_or(0);
+        let to = self.opts.to_ns.map_or(u64::MAX, |t| base.saturating_add(t));
+        (from, to)
+    }
+
+    /// Whether a graph whose leaves lie between `start` and `end` (ns; none: unbounded) may
+    /// have anything shown: always before the first graph is in, which sets where times count
+    /// from.
+    pub fn wants(&self, start: Option<u64>, end: Option<u64>) -> bool {
+        let Some(base) = self.base else {
+            return true;
+        };
+        let (from, to) = self.span(base);
+        start.unwrap_or(0) <= to && end.unwrap_or(u64::MAX) >= from
+    }
+
+    /// Ends the document; returns what it holds.
+    pub fn finish(self) -> io::Result<TimelineCounts> {
+        writeln!(self.o, "\n]}}")?;
+        Ok(self.counts)
+    }
+
+    /// A comma before every event but the first.
+    fn sep(&mut self) -> io::Result<()> {
+        if !std::mem::take(&mut self.first) {
+            writeln!(self.o, ",")?;
         }
         Ok(())
-    };
-    for (i, p) in g.processes.iter().enumerate() {
-        let mut name = p.title.clone().unwrap_or_else(|| p.cmdline.join(" "));
-        if let Some(h) = g.hosts.get(p.host.index()) {
-            name = format!("{}: {name}", h.host);
-        }
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
-            p.pid,
-            p.pid,
-            js(&name)
-        )?;
-        if !g.hosts.is_empty() {
-            sep(o)?;
-            write!(
-                o,
-                "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
-                p.pid,
-                p.pid,
-                p.host.index() * 1_000_000 + i
-            )?;
-        }
     }
-    for t in &g.threads {
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
-            t.pid,
-            t.tid,
-            js(&t.name)
-        )?;
-    }
-    let holders = LockHolders::new(g);
-    // Wakers: the source of the first wake-up edge into a thread's next leaf.
-    let idx = scalpel_analysis::rollup::GraphIndex::new(g);
-    let mut inner: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (k, w) in g.inner_waits.iter().enumerate() {
-        if let Some(v) = inner.get_mut(w.leaf.index()) {
-            v.push(k);
-        }
-    }
-    let type_name = |leaf: usize| {
-        g.types
-            .get(g.leaves[leaf].ty.index())
-            .map_or("leaf", |t| t.name.as_str())
-    };
-    for i in (0..n).filter(|&i| shown[i]) {
-        let l = &g.leaves[i];
-        let end = slice_end(i);
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":{},\"cat\":\"scalpel\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{},\"args\":{{\"leaf\":{i}}}}}",
-            js(type_name(i)),
-            rel(l.start_ns),
-            Us(end - l.start_ns),
-            pid(i),
-            tid(i)
-        )?;
-        c.leaves += 1;
-        let inside_end = l.end_ns.clamp(l.start_ns, end);
-        let mut last = l.start_ns;
-        for &k in &inner[i] {
-            let w = &g.inner_waits[k];
-            let s = w.at_ns.clamp(last, inside_end);
-            let e = (w.at_ns + w.ns).clamp(s, inside_end);
-            last = e;
-            let kind = BlockKind::inside(w.op.op());
-            let holder = holders
-                .of(LeafId::at(i), w.obj, w.ns)
-                .map(|h| format!(",\"holder\":{}", js(&thread_label(g, h))))
-                .unwrap_or_default();
-            sep(o)?;
-            write!(
-                o,
-                "{{\"name\":{},\"cat\":\"scalpel\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{},\"args\":{{\"kind\":\"{}\"{holder}}}}}",
-                js(&w.op.name()),
-                rel(s),
-                Us(e - s),
-                pid(i),
-                tid(i),
-                kind.name()
-            )?;
-            c.calls += 1;
-        }
-        if let Some(op) = l.end_op {
-            let s = l.end_ns.clamp(l.start_ns, end);
-            let waker = idx
-                .waker(g, i as u32)
-                .map(|w| format!(",\"waker\":{}", js(&thread_label(g, LeafId::new(w)))))
-                .unwrap_or_default();
-            sep(o)?;
-            write!(
-                o,
-                "{{\"name\":{},\"cat\":\"scalpel\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{},\"args\":{{\"kind\":\"{}\"{waker}}}}}",
-                js(&op.name()),
-                rel(s),
-                Us(end - s),
-                pid(i),
-                tid(i),
-                BlockKind::of(op.op()).name()
-            )?;
-            c.calls += 1;
-        }
-    }
-    // Flow arrows, after every slice they bind to.
-    for e in &g.edges {
-        let (Some(f), Some(t)) = (g.leaf_of(e.from), g.leaf_of(e.to)) else {
-            continue;
-        };
-        let (f, t) = (f.index(), t.index());
-        if e.kind.in_thread() || !shown[f] || !shown[t] || g.leaves[f].thread == g.leaves[t].thread
-        {
-            continue;
-        }
-        let at = g.leaves[f].end_ns.clamp(g.leaves[f].start_ns, slice_end(f));
-        let id = c.flows;
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":\"{}\",\"cat\":\"scalpel\",\"ph\":\"s\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{}}}",
-            e.kind.name(),
-            rel(if g.leaves[f].end_op.is_some() { at } else { g.leaves[f].start_ns }),
-            pid(f),
-            tid(f)
-        )?;
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":\"{}\",\"cat\":\"scalpel\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{}}}",
-            e.kind.name(),
-            rel(g.leaves[t].start_ns),
-            pid(t),
-            tid(t)
-        )?;
-        c.flows += 1;
-    }
-    // Task instances.
-    for s in spans {
-        let leaf = s.first_leaf.index();
-        if leaf >= n || s.start_ns > to || s.end_ns < from {
-            continue;
-        }
-        let name = model
-            .types
-            .get(s.ty.index())
-            .map_or("task", |t| t.name.as_str());
-        let path: Vec<String> = s
-            .critical
-            .iter()
-            .take(16)
-            .map(|&l| format!("{} @ {}", type_name(l.index()), thread_label(g, l)))
+
+    /// Adds `g`'s leaves, flows and task instances (from `model` and `spans`); `window`: its
+    /// index when `g` is one window of a trace inferred in windows.
+    pub fn add(
+        &mut self,
+        g: &Graph,
+        model: &Model,
+        spans: &[TaskSpan],
+        window: Option<usize>,
+    ) -> io::Result<()> {
+        let base = *self.base.get_or_insert_with(|| first_start(g));
+        let (from, to) = self.span(base);
+        let shown: Vec<bool> = (0..g.leaves.len())
+            .map(|i| g.leaves[i].start_ns <= to && slice_end(g, i) >= from)
             .collect();
-        let more = if s.critical.len() > 16 {
-            " → …"
-        } else {
-            ""
-        };
-        let id = c.tasks;
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":{},\"cat\":\"task\",\"ph\":\"b\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{},\"args\":{{\"type\":{},\"occurrence\":{},\"leaves\":{},\"critical_path\":{}}}}}",
-            js(name),
-            rel(s.start_ns),
-            pid(leaf),
-            tid(leaf),
-            s.ty.index(),
-            s.occurrence,
-            s.leaves,
-            js(&format!("{}{more}", path.join(" → ")))
-        )?;
-        sep(o)?;
-        write!(
-            o,
-            "{{\"name\":{},\"cat\":\"task\",\"ph\":\"e\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{}}}",
-            js(name),
-            rel(s.end_ns.max(s.start_ns)),
-            pid(leaf),
-            tid(leaf)
-        )?;
-        c.tasks += 1;
+        if !shown.iter().any(|&s| s) {
+            return Ok(());
+        }
+        self.name_tracks(g)?;
+        self.leaves(g, &shown, window)?;
+        self.flows(g, &shown)?;
+        self.tasks(g, model, spans, (from, to))
     }
-    writeln!(o, "\n]}}")?;
-    Ok(c)
+
+    /// Names each process and thread of `g` whose name is new.
+    fn name_tracks(&mut self, g: &Graph) -> io::Result<()> {
+        // A process's later incarnation (after exec) names it.
+        for (i, p) in g.processes.iter().enumerate() {
+            let mut name = p.title.clone().unwrap_or_else(|| p.cmdline.join(" "));
+            if let Some(h) = g.hosts.get(p.host.index()) {
+                name = format!("{}: {name}", h.host);
+            }
+            if self.names.get(&(p.pid, None)) == Some(&name) {
+                continue;
+            }
+            self.sep()?;
+            write!(
+                self.o,
+                "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
+                p.pid,
+                p.pid,
+                js(&name)
+            )?;
+            if !g.hosts.is_empty() {
+                self.sep()?;
+                write!(
+                    self.o,
+                    "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                    p.pid,
+                    p.pid,
+                    p.host.index() * 1_000_000 + i
+                )?;
+            }
+            self.names.insert((p.pid, None), name);
+        }
+        for t in &g.threads {
+            if self.names.get(&(t.pid, Some(t.tid))) == Some(&t.name) {
+                continue;
+            }
+            self.sep()?;
+            write!(
+                self.o,
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
+                t.pid,
+                t.tid,
+                js(&t.name)
+            )?;
+            self.names.insert((t.pid, Some(t.tid)), t.name.clone());
+        }
+        Ok(())
+    }
+}
+
+/// A JSON string.
+fn js(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// A leaf's slice ends at the return of its ending call, cut at its thread's next leaf.
+fn slice_end(g: &Graph, i: usize) -> u64 {
+    let l = &g.leaves[i];
+    let mut end = (l.end_ns + l.block_ns).max(l.start_ns);
+    if let Some(next) = g.leaves.get(i + 1).filter(|x| x.thread == l.thread) {
+        end = end.min(next.start_ns.max(l.start_ns));
+    }
+    end
 }

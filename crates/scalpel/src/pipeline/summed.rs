@@ -22,6 +22,21 @@ struct WindowsFile {
 #[derive(Deserialize)]
 struct WindowEntry {
     dir: String,
+    #[serde(default)]
+    start_ns: Option<u64>,
+    #[serde(default)]
+    end_ns: Option<u64>,
+}
+
+/// Where a window of a trace inferred in windows lies, as `windows.json` lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowBounds {
+    /// Its place among the windows, from 0.
+    pub index: usize,
+    /// Where its events begin (ns on the trace's clock); none for the first window.
+    pub start_ns: Option<u64>,
+    /// Where the next window's begin; none for the last window.
+    pub end_ns: Option<u64>,
 }
 
 /// Whether `path` is a directory `infer` wrote window by window.
@@ -29,8 +44,9 @@ pub fn is_windowed(path: &Path) -> bool {
     path.is_dir() && !path.join("model.json").exists() && path.join("windows.json").is_file()
 }
 
-/// The windows' directories `dir/windows.json` lists, each checked to hold a model.
-fn window_dirs(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+/// The windows' directories `dir/windows.json` lists, each checked to hold a model, with where
+/// each window lies.
+fn window_dirs(dir: &Path) -> Result<Vec<(PathBuf, WindowBounds)>, SourceError> {
     let file = dir.join("windows.json");
     let bad = |problem: String| SourceError::WindowList {
         path: file.clone(),
@@ -42,7 +58,7 @@ fn window_dirs(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
         return Err(bad("it lists no window".into()));
     }
     let mut dirs = Vec::with_capacity(list.windows.len());
-    for w in list.windows {
+    for (index, w) in list.windows.into_iter().enumerate() {
         if !scalpel_model::open::is_plain_name(w.dir.as_ref()) {
             return Err(bad(format!(
                 "{:?} is not a directory name beside it",
@@ -53,7 +69,12 @@ fn window_dirs(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
         if !d.join("model.json").is_file() {
             return Err(SourceError::WindowWithoutModel { dir: d });
         }
-        dirs.push(d);
+        let bounds = WindowBounds {
+            index,
+            start_ns: w.start_ns,
+            end_ns: w.end_ns,
+        };
+        dirs.push((d, bounds));
     }
     Ok(dirs)
 }
@@ -69,10 +90,26 @@ impl Pipeline {
         t: &mut Timings,
         mut each: impl FnMut(&Graph, &Model, &mut Timings) -> Result<(), E>,
     ) -> Result<(), E> {
-        for w in window_dirs(dir)? {
+        self.each_window_where(dir, progress, t, |_| true, |_, g, m, wt| each(g, m, wt))
+    }
+
+    /// [`Pipeline::each_window`] for the windows `wanted` asks for, asked in order before each
+    /// window is read; `each` is given the window's bounds too.
+    pub fn each_window_where<E: From<SourceError>>(
+        &self,
+        dir: &Path,
+        progress: &dyn Progress,
+        t: &mut Timings,
+        mut wanted: impl FnMut(&WindowBounds) -> bool,
+        mut each: impl FnMut(&WindowBounds, &Graph, &Model, &mut Timings) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (w, bounds) in window_dirs(dir)? {
+            if !wanted(&bounds) {
+                continue;
+            }
             let mut wt = Timings::new();
             let l = load(self, &w, progress, &mut wt)?;
-            each(&l.graph, &l.model, &mut wt)?;
+            each(&bounds, &l.graph, &l.model, &mut wt)?;
             t.absorb(wt);
         }
         Ok(())

@@ -131,6 +131,7 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
     );
     the_flame_graph_adds_the_windows_stacks_up(&out, windows.len(), &whole);
     the_timeline_holds_the_windows_asked_for(&out, windows);
+    the_row_tables_hold_every_window(&out, windows);
     // `diff` takes the windows as one run: compared with itself, nothing changed, and every
     // leaf of every window is in a matched type.
     let out_s = out.to_str().unwrap();
@@ -241,6 +242,57 @@ fn the_timeline_holds_the_windows_asked_for(out: &Path, windows: &[serde_json::V
         first <= to_us && last >= from_us,
         "{first}..{last} µs, asked {from_us}..{to_us}"
     );
+}
+
+/// `export --table` of the windows: each window's rows in turn, each with its window first and
+/// its ids the window's own, as lines or as one array; the whole documents and OTLP, whose ids
+/// are one window's, are refused, naming a window's directory.
+fn the_row_tables_hold_every_window(out: &Path, windows: &[serde_json::Value]) {
+    let out_s = out.to_str().unwrap();
+    let o = scalpel_cmd(&["export", out_s, "--table", "leaves"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut per = vec![0u64; windows.len()];
+    for line in String::from_utf8(o.stdout).unwrap().lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let k = row["infer_window"].as_u64().unwrap() as usize;
+        assert_eq!(row["id"].as_u64(), Some(per[k]), "{row}");
+        assert!(line.starts_with("{\"infer_window\":"), "{line}");
+        per[k] += 1;
+    }
+    for (k, w) in windows.iter().enumerate() {
+        assert_eq!(Some(per[k]), w["leaves"].as_u64(), "window {k}");
+    }
+    let occ = out.with_file_name("occurrences.json");
+    let o = scalpel_cmd(&[
+        "export",
+        out_s,
+        "--table",
+        "occurrences",
+        "--format",
+        "json",
+        "-o",
+        occ.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&occ).unwrap()).unwrap();
+    let windows_seen: std::collections::BTreeSet<u64> = rows
+        .iter()
+        .map(|r| r["infer_window"].as_u64().unwrap())
+        .collect();
+    assert_eq!(windows_seen.len(), windows.len());
+    for args in [
+        &["export", out_s][..],
+        &["export", out_s, "--format", "otlp"],
+    ] {
+        let o = scalpel_cmd(args);
+        assert!(!o.status.success(), "{args:?}");
+        let said = text(&o);
+        assert!(
+            said.contains("one window's") && said.contains("window-0000"),
+            "{said}"
+        );
+    }
 }
 
 /// Folded stacks as `flame --folded` prints them: stack → weight.

@@ -122,6 +122,18 @@ pub enum ExportError {
     #[cfg(feature = "parquet")]
     #[error(transparent)]
     Tables(#[from] scalpel_tables::TablesError),
+    /// A whole document was asked for of a trace inferred in windows.
+    #[error(
+        "the {0} document is one window's: a trace inferred in windows is exported as row \
+         tables (each row with its window), as a Parquet dataset, or window by window"
+    )]
+    DocumentOfWindows(&'static str),
+    /// OTLP traces were asked for of a trace inferred in windows.
+    #[error(
+        "OTLP traces are one window's task instances (their ids are the window's): export each \
+         window's directory"
+    )]
+    TracesOfWindows,
     /// Writing failed.
     #[error("cannot write: {0}")]
     Io(#[from] io::Error),
@@ -131,6 +143,14 @@ pub enum ExportError {
 #[derive(Serialize)]
 struct Row<'a, T> {
     id: usize,
+    #[serde(flatten)]
+    row: &'a T,
+}
+
+/// A row of a trace inferred in windows: its window, then the row (whose ids are the window's).
+#[derive(Serialize)]
+struct InWindow<'a, T> {
+    infer_window: usize,
     #[serde(flatten)]
     row: &'a T,
 }
@@ -158,19 +178,31 @@ struct LeafParent {
 }
 
 /// Writes rows as lines, or as one array.
-struct RowWriter<'w, W: Write> {
+struct RowWriter<'w, W: Write + ?Sized> {
     w: &'w mut W,
     lines: bool,
     rows: u64,
+    /// The window the rows are of, in a trace inferred in windows.
+    window: Option<usize>,
 }
 
-impl<W: Write> RowWriter<'_, W> {
+impl<W: Write + ?Sized> RowWriter<'_, W> {
     fn row(&mut self, value: &impl Serialize) -> io::Result<()> {
         if !self.lines {
             self.w
                 .write_all(if self.rows == 0 { b"[\n" } else { b",\n" })?;
         }
-        serde_json::to_writer(&mut *self.w, value).map_err(io::Error::from)?;
+        match self.window {
+            Some(infer_window) => serde_json::to_writer(
+                &mut *self.w,
+                &InWindow {
+                    infer_window,
+                    row: value,
+                },
+            ),
+            None => serde_json::to_writer(&mut *self.w, value),
+        }
+        .map_err(io::Error::from)?;
         if self.lines {
             self.w.write_all(b"\n")?;
         }
@@ -187,7 +219,7 @@ impl<W: Write> RowWriter<'_, W> {
     }
 }
 
-fn rows<T: Serialize>(r: &mut RowWriter<'_, impl Write>, table: &[T]) -> io::Result<()> {
+fn rows<T: Serialize, W: Write + ?Sized>(r: &mut RowWriter<'_, W>, table: &[T]) -> io::Result<()> {
     table
         .iter()
         .enumerate()
@@ -234,15 +266,68 @@ pub fn write_export(
         w,
         lines: format == ExportFormat::Jsonl,
         rows: 0,
+        window: None,
     };
+    table_rows(&mut r, graph, model, table)?;
+    Ok(r.finish()?)
+}
+
+/// One row table of every window of a trace inferred in windows, as one stream: each row with
+/// its window's index (`infer_window`) first, its ids the window's own.
+pub struct WindowRows<'w, W: Write + ?Sized> {
+    r: RowWriter<'w, W>,
+    table: Table,
+}
+
+impl<'w, W: Write + ?Sized> WindowRows<'w, W> {
+    /// Begins `table` in `format` (`None`: JSON Lines; `Json`: one array) on `w`.
+    pub fn new(
+        w: &'w mut W,
+        table: Table,
+        format: Option<ExportFormat>,
+    ) -> Result<Self, ExportError> {
+        match format {
+            Some(ExportFormat::Otlp) => return Err(ExportError::TracesOfWindows),
+            Some(ExportFormat::Parquet) => return Err(ExportError::ParquetIsADirectory),
+            _ if table.is_document() => return Err(ExportError::DocumentOfWindows(table.name())),
+            _ => {}
+        }
+        let r = RowWriter {
+            w,
+            lines: format != Some(ExportFormat::Json),
+            rows: 0,
+            window: None,
+        };
+        Ok(WindowRows { r, table })
+    }
+
+    /// Adds window `window`'s rows, from its graph and model.
+    pub fn add(&mut self, window: usize, graph: &Graph, model: &Model) -> io::Result<()> {
+        self.r.window = Some(window);
+        table_rows(&mut self.r, graph, Some(model), self.table)
+    }
+
+    /// Ends the stream; returns the rows written.
+    pub fn finish(self) -> io::Result<u64> {
+        self.r.finish()
+    }
+}
+
+/// Writes the rows of `table` (not a whole document) of `graph` and `model` to `r`.
+fn table_rows<W: Write + ?Sized>(
+    r: &mut RowWriter<'_, W>,
+    graph: &Graph,
+    model: Option<&Model>,
+    table: Table,
+) -> io::Result<()> {
     match table {
-        Table::Leaves => rows(&mut r, &graph.leaves)?,
-        Table::Edges => rows(&mut r, &graph.edges)?,
-        Table::LockWaits => rows(&mut r, &graph.lock_waits)?,
-        Table::InnerWaits => rows(&mut r, &graph.inner_waits)?,
-        Table::Samples => rows(&mut r, &graph.samples)?,
-        Table::LeafFiles => rows(&mut r, &graph.leaf_files)?,
-        Table::PeerTransfers => rows(&mut r, &graph.peer_transfers)?,
+        Table::Leaves => rows(r, &graph.leaves)?,
+        Table::Edges => rows(r, &graph.edges)?,
+        Table::LockWaits => rows(r, &graph.lock_waits)?,
+        Table::InnerWaits => rows(r, &graph.inner_waits)?,
+        Table::Samples => rows(r, &graph.samples)?,
+        Table::LeafFiles => rows(r, &graph.leaf_files)?,
+        Table::PeerTransfers => rows(r, &graph.peer_transfers)?,
         // One object per machine as it is: its name is its key.
         Table::Hosts => graph.hosts.iter().try_for_each(|h| r.row(h))?,
         Table::LeafCpu => {
@@ -270,9 +355,10 @@ pub fn write_export(
                 })?;
             }
         }
-        Table::Graph | Table::Model => unreachable!("documents are written above"),
+        // Documents are written whole by the callers, never as rows.
+        Table::Graph | Table::Model => {}
     }
-    Ok(r.finish()?)
+    Ok(())
 }
 
 #[cfg(feature = "parquet")]

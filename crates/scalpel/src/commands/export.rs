@@ -9,7 +9,7 @@ use scalpel::pipeline::is_windowed;
 use scalpel::Pipeline;
 use scalpel_model::progress::Timings;
 use scalpel_model::store::read_graph;
-use scalpel_views::export::{write_export, ExportError, ExportFormat, Table};
+use scalpel_views::export::{write_export, ExportError, ExportFormat, Table, WindowRows};
 use scalpel_views::outfile::write_named;
 
 use crate::args::SourceArgs;
@@ -135,6 +135,12 @@ pub(crate) fn run(a: &Export) -> Result<()> {
         print_timings(a.source.timings, &t);
         return Ok(());
     }
+    if alone && is_windowed(&a.source.path) {
+        drop(spinner);
+        rows_of_windows(&mut t, a)?;
+        print_timings(a.source.timings, &t);
+        return Ok(());
+    }
     let (graph, model) = match graph_only(&a.source.path).filter(|_| alone) {
         Some(path) => {
             let g = t.phase("reading graph.json and graph.bin", &spinner, || {
@@ -180,6 +186,58 @@ pub(crate) fn run(a: &Export) -> Result<()> {
     };
     print_timings(a.source.timings, &t);
     written
+}
+
+/// Writes one row table of every window of a trace inferred in windows, each row with its
+/// window (`infer_window`), to `-o` or standard output, one window read at a time.
+fn rows_of_windows(t: &mut Timings, a: &Export) -> Result<()> {
+    let pipeline = Pipeline::new(a.source.pipeline.clone())?;
+    let dir = &a.source.path;
+    let write = |w: &mut dyn Write, t: &mut Timings| -> Result<u64> {
+        let mut rows = WindowRows::new(w, a.table, a.format).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e} (the first window's is {})",
+                dir.display(),
+                dir.join("window-0000").display()
+            )
+        })?;
+        let sp = Spinner::new();
+        pipeline.each_window_where(
+            dir,
+            &sp,
+            t,
+            |_| true,
+            |b, g, m, _| -> Result<()> {
+                rows.add(b.index, g, m)?;
+                Ok(())
+            },
+        )?;
+        Ok(rows.finish()?)
+    };
+    match &a.output {
+        Some(path) => {
+            let rows = write_named(path, |w| {
+                // The file is not kept when a window cannot be read.
+                write(w, t).map_err(|e| io::Error::other(format!("{e:#}")))
+            })?;
+            say!(
+                "scalpel: wrote {} ({}, {rows} rows of every window)",
+                path.display(),
+                a.table.name()
+            );
+            Ok(())
+        }
+        None => {
+            let mut w = BufWriter::new(io::stdout().lock());
+            match write(&mut w, t) {
+                Ok(_) => broken_pipe_is_fine(w.flush()),
+                Err(e) => match e.downcast::<io::Error>() {
+                    Ok(e) => broken_pipe_is_fine(Err(e)),
+                    Err(e) => Err(e),
+                },
+            }
+        }
+    }
 }
 
 /// Writes the Parquet dataset and says what it holds.

@@ -132,6 +132,7 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
     the_flame_graph_adds_the_windows_stacks_up(&out, windows.len(), &whole);
     the_timeline_holds_the_windows_asked_for(&out, windows);
     the_row_tables_hold_every_window(&out, windows);
+    the_wait_for_graph_of_the_windows_is_the_wholes(&out, &whole);
     // `diff` takes the windows as one run: compared with itself, nothing changed, and every
     // leaf of every window is in a matched type.
     let out_s = out.to_str().unwrap();
@@ -293,6 +294,57 @@ fn the_row_tables_hold_every_window(out: &Path, windows: &[serde_json::Value]) {
             "{said}"
         );
     }
+}
+
+/// `waitfor --format json` of `dir`.
+fn wait_for_json(dir: &Path) -> serde_json::Value {
+    let o = scalpel_cmd(&["waitfor", dir.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The names of the members of `w`'s heaviest knot, without their thread counts.
+fn top_knot(w: &serde_json::Value) -> Vec<String> {
+    let mut names: Vec<String> = w["knots"][0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let name = w["nodes"][m.as_u64().unwrap() as usize]["name"]
+                .as_str()
+                .unwrap();
+            name.rsplit_once(" ×")
+                .map_or(name, |(key, _)| key)
+                .to_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// `waitfor` of the windows: every window weighed and added up, the knots found on the sums.
+/// The waiting is the whole trace's but for waits a window's edge cuts, and the heaviest knot
+/// is the whole model's (the clients and the workers reading each other's requests and replies).
+fn the_wait_for_graph_of_the_windows_is_the_wholes(out: &Path, whole: &Path) {
+    let (w, all) = (wait_for_json(whole), wait_for_json(out));
+    let total = |x: &serde_json::Value| x["total_wait_ns"].as_u64().unwrap() as f64;
+    assert!(
+        (total(&all) - total(&w)).abs() <= 0.01 * total(&w),
+        "{} ns of waiting in the windows, {} in the whole",
+        total(&all),
+        total(&w)
+    );
+    assert_eq!(top_knot(&all), top_knot(&w));
+    let share = |x: &serde_json::Value| x["knots"][0]["share"].as_f64().unwrap();
+    assert!(
+        (share(&all) - share(&w)).abs() < 0.1,
+        "{} against {}",
+        share(&all),
+        share(&w)
+    );
+    let o = scalpel_cmd(&["waitfor", out.to_str().unwrap(), "--task", "no such task"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no window of"), "{}", text(&o));
 }
 
 /// Folded stacks as `flame --folded` prints them: stack → weight.

@@ -19,12 +19,15 @@ mod finish;
 mod groups;
 mod knots;
 mod waits;
+mod windows;
 
 use scalpel_model::graph::{BoundaryInfo, Graph, ThreadId};
 use scalpel_model::task::{Model, TaskTypeId};
 use serde::Serialize;
 
 use crate::rollup::BlockKind;
+
+pub use windows::{WindowsKnots, WindowsWaitFor};
 
 /// A node of the wait-for graph: an index into [`WaitFor::nodes`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

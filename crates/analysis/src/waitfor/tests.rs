@@ -339,3 +339,54 @@ fn the_same_graph_gives_the_same_wait_for_graph() {
     let b = build(&g, None, &WaitForOptions::default(), None);
     assert_eq!(a, b);
 }
+
+/// A graph's wait-for graph without its thread ids (the windows number theirs anew).
+fn without_threads(mut w: WaitFor) -> WaitFor {
+    for n in &mut w.nodes {
+        n.threads.clear();
+    }
+    w
+}
+
+/// The windows' graph from `windows`, two passes as `scalpel waitfor` makes them.
+fn of_windows(windows: &[&Graph]) -> WaitFor {
+    let mut sum = WindowsWaitFor::new(WaitForOptions::default(), None);
+    for g in windows {
+        sum.add(g, None);
+    }
+    let mut knots = sum.knots();
+    for g in windows {
+        knots.explain(g, None);
+    }
+    knots.finish()
+}
+
+#[test]
+fn one_window_is_the_wait_for_graph_of_its_graph() {
+    for g in [chain(), syncer(false), syncer(true), circle_and_bystander()] {
+        let whole = build(&g, None, &WaitForOptions::default(), None);
+        assert_eq!(without_threads(of_windows(&[&g])), without_threads(whole));
+    }
+}
+
+#[test]
+fn windows_add_their_edges_up_and_find_the_knots_of_the_sums() {
+    let g = syncer(false);
+    let one = build(&g, None, &WaitForOptions::default(), None);
+    let two = of_windows(&[&g, &g]);
+    assert_eq!(two.total_wait_ns, 2 * one.total_wait_ns);
+    assert_eq!(two.edges.len(), one.edges.len());
+    for (a, b) in one.edges.iter().zip(&two.edges) {
+        assert_eq!(
+            (b.direct_ns, b.idle_ns),
+            (2 * a.direct_ns, 2 * a.idle_ns),
+            "{b:?}"
+        );
+    }
+    assert_eq!(two.knots.len(), one.knots.len());
+    for (a, b) in one.knots.iter().zip(&two.knots) {
+        assert_eq!(a.members, b.members);
+        assert_eq!(b.explained_ns, 2 * a.explained_ns);
+        assert!((a.share - b.share).abs() < 1e-9);
+    }
+}

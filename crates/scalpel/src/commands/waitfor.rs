@@ -5,8 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
+use scalpel::pipeline::is_windowed;
+use scalpel::Pipeline;
+use scalpel_analysis::rollup::task_leaves;
+use scalpel_analysis::waitfor::{wait_for, WaitFor, WaitForOptions, WindowsWaitFor};
+use scalpel_model::graph::Graph;
+use scalpel_model::lookup::{task_named, NoSuchTask};
 use scalpel_model::progress::Timings;
+use scalpel_model::task::Model;
 use scalpel_views::graphviz::render_svg;
 use scalpel_views::waitfor::{write_waitfor_dot, write_waitfor_json, write_waitfor_text};
 
@@ -95,14 +101,20 @@ impl WaitforArgs {
 pub(crate) fn run(a: &Waitfor) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
-    let (_, l) = a.source.load(&mut t, &spinner)?;
-    let task = task_in(&l, a.task.as_deref())?;
-    let opts = WaitForOptions { task, ..a.opts };
-    let w = t.phase("wait-for graph", &spinner, || {
-        wait_for(&l.graph, &l.model, &opts)
-    });
+    let (w, opts, from) = if a.source.more.is_empty() && is_windowed(&a.source.path) {
+        let w = of_windows(a, &mut t, &spinner)?;
+        (w, a.opts, a.source.path.join("windows.json"))
+    } else {
+        let (_, l) = a.source.load(&mut t, &spinner)?;
+        let task = task_in(&l, a.task.as_deref())?;
+        let opts = WaitForOptions { task, ..a.opts };
+        let w = t.phase("wait-for graph", &spinner, || {
+            wait_for(&l.graph, &l.model, &opts)
+        });
+        (w, opts, l.from)
+    };
     if let Some(svg) = &a.svg {
-        let out = output_path(Some(svg), &l.from, "waitfor.svg")?;
+        let out = output_path(Some(svg), &from, "waitfor.svg")?;
         let mut dot = Vec::new();
         write_waitfor_dot(&mut dot, &w)?;
         let drawn = t.phase("drawing", &spinner, || {
@@ -119,4 +131,58 @@ pub(crate) fn run(a: &Waitfor) -> Result<()> {
     let r = broken_pipe_is_fine(written.and_then(|()| o.flush()));
     print_timings(a.source.timings, &t);
     r
+}
+
+/// The wait-for graph of a trace inferred in windows: every window weighed and added up, the
+/// knots found on the sums, then every window read again for the waiting each knot explains
+/// (`WindowsWaitFor`); one window in memory at a time. A task type asked for by name is each
+/// window's type of that name.
+fn of_windows(a: &Waitfor, t: &mut Timings, sp: &Spinner) -> Result<WaitFor> {
+    let pipeline = Pipeline::new(a.source.pipeline.clone())?;
+    let dir = &a.source.path;
+    let task = a.task.as_deref();
+    let (mut found, mut missing) = (false, None);
+    let mut sum = WindowsWaitFor::new(a.opts, a.task.clone());
+    pipeline.each_window(dir, sp, t, |g, m, wt| -> Result<()> {
+        let kept = match window_keep(g, m, task) {
+            Ok(kept) => {
+                found = true;
+                kept
+            }
+            Err((none, e)) => {
+                missing.get_or_insert(e);
+                Some(none)
+            }
+        };
+        wt.phase("wait-for graph", sp, || sum.add(g, kept.as_deref()));
+        Ok(())
+    })?;
+    if let (Some(e), false) = (missing, found) {
+        return Err(anyhow::Error::new(e).context(format!(
+            "no window of {} has the task type asked for",
+            dir.display()
+        )));
+    }
+    let mut knots = sum.knots();
+    pipeline.each_window(dir, sp, t, |g, m, wt| -> Result<()> {
+        let kept = window_keep(g, m, task).unwrap_or_else(|(none, _)| Some(none));
+        wt.phase("knots", sp, || knots.explain(g, kept.as_deref()));
+        Ok(())
+    })?;
+    Ok(knots.finish())
+}
+
+/// The leaves of one window whose waits count: all (`None`) without a task; with one, those of
+/// the window's type of that name, or none (the error says why) when the window has no such
+/// type.
+fn window_keep(
+    g: &Graph,
+    m: &Model,
+    task: Option<&str>,
+) -> Result<Option<Vec<bool>>, (Vec<bool>, NoSuchTask)> {
+    match task.map(|name| task_named(m, name)) {
+        None => Ok(None),
+        Some(Ok(ty)) => Ok(Some(task_leaves(g, m, ty))),
+        Some(Err(e)) => Err((vec![false; g.leaves.len()], e)),
+    }
 }

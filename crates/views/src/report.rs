@@ -4,22 +4,26 @@
 
 use std::io::{self, Write};
 
+mod source;
+
 use scalpel_model::graph::Graph;
-use scalpel_model::task::{Model, TaskTypeId};
+use scalpel_model::task::Model;
 
 use super::diff::write_diff_html;
 use super::flame::{write_flame_svg, write_flame_svg_as, Weights};
 use super::glance::write_glance;
 use super::graphviz::DrawError;
 use super::html::esc;
-use super::model::{model_svg, ModelDraw};
 use super::table::{blocked_shares, recorded_note};
 use super::units::{bytes, count, duration, pct};
 use super::waitfor::{edge_name, knot_name, site_line};
 use scalpel_analysis::diff::Diff;
-use scalpel_analysis::rollup::{off_cpu, sample_period_ns, top_view, wall, Expanded, FlameOptions};
-use scalpel_analysis::rollup::{Rollup, TaskRow, TopOptions};
+use scalpel_analysis::rollup::{Expanded, Rollup, TaskRow, TopView};
 use scalpel_analysis::waitfor::{WaitEdgeId, WaitFor};
+
+pub use source::{
+    draw_model, drilled_tasks, expanding, task_flame, type_counts, ReportSource, TaskFlame,
+};
 
 /// What the report holds. `Default`: 5 drill-downs, no title.
 #[derive(Clone, Debug)]
@@ -225,22 +229,14 @@ fn drill(o: &mut impl Write, e: &Expanded) -> io::Result<()> {
 /// wall-clock graph when the trace has on-CPU samples, else the off-CPU graph with wakers.
 /// inferno's SVG carries a script and element ids of its own, which several copies inline in
 /// one page would share, hence an image.
-fn flame_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str) -> io::Result<()> {
+fn flame_picture(o: &mut impl Write, name: &str, flame: &TaskFlame) -> io::Result<()> {
     use base64::Engine as _;
-    let Some(t) = model.types.iter().position(|t| t.name == name) else {
-        return Ok(());
-    };
-    let opts = FlameOptions {
-        waker: true,
-        task: Some(TaskTypeId::at(t)),
-        per_process: false,
-    };
     let mut svg = Vec::new();
-    let (what, says) = match sample_period_ns(graph) {
+    let (what, says) = match flame.period_ns {
         Some(period_ns) => {
             write_flame_svg_as(
                 &mut svg,
-                &wall(graph, model, &opts),
+                &flame.folded,
                 &format!("Wall-clock time in {name}"),
                 Weights::Samples { period_ns },
             )?;
@@ -253,7 +249,7 @@ fn flame_picture(o: &mut impl Write, graph: &Graph, model: &Model, name: &str) -
         None => {
             write_flame_svg(
                 &mut svg,
-                &off_cpu(graph, model, &opts),
+                &flame.folded,
                 &format!("Off-CPU time in {name}, with wakers"),
             )?;
             (
@@ -336,12 +332,24 @@ fn knots(o: &mut impl Write, w: &WaitFor) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes the report page; returns why it has no drawing if it has none.
+/// Writes the report page of one model; returns why it has no drawing if it has none.
 pub fn write_report(
     o: &mut impl Write,
     graph: &Graph,
     model: &Model,
     r: &Rollup,
+    waits: &WaitFor,
+    opts: &ReportOptions,
+) -> io::Result<Option<DrawError>> {
+    let source = ReportSource::of_model(graph, model, r, opts.tasks);
+    write_report_from(o, source, waits, opts)
+}
+
+/// Writes the report page of `s` (one model's, or a trace's windows added up); returns why it
+/// has no drawing if it has none.
+pub fn write_report_from(
+    o: &mut impl Write,
+    s: ReportSource,
     waits: &WaitFor,
     opts: &ReportOptions,
 ) -> io::Result<Option<DrawError>> {
@@ -351,75 +359,62 @@ pub fn write_report(
          <style>{STYLE}</style></head><body>"
     )?;
     writeln!(o, "<h1>Scalpel report: {}</h1>", esc(&opts.title))?;
-    let view = top_view(graph, model, r, &TopOptions::default()).ok();
-    // Counted as `infer` counts them: groups and loops are task types, the rest leaf types.
-    let supers = model
-        .types
-        .iter()
-        .filter(|t| t.kind != scalpel_model::task::TaskKind::Leaf)
-        .count();
-    if let Some(v) = &view {
-        writeln!(
-            o,
-            "<p>{}, {}, {} over {}; {}, {}.</p>",
-            count(v.processes as u64, "process", "processes"),
-            count(v.threads as u64, "thread", "threads"),
-            count(v.leaves as u64, "leaf task", "leaf tasks"),
-            duration(v.span_ns),
-            count(
-                (model.types.len() - supers) as u64,
-                "leaf type",
-                "leaf types"
-            ),
-            count(supers as u64, "task type", "task types")
-        )?;
-        if let Some(note) = recorded_note(v) {
-            writeln!(o, "<p class=hint>{}</p>", esc(note.trim()))?;
-        }
-        if let Some(line) = super::table::hosts_line(&v.hosts) {
-            writeln!(o, "<p>{}</p>", esc(&line))?;
-        }
+    if let Some(v) = &s.view {
+        summary(o, v, s.types)?;
     }
     if let Some((old, d)) = &opts.baseline {
         write_diff_html(o, d, old)?;
     }
-    let tasks = view.map(|v| v.tasks).unwrap_or_default();
+    let tasks = s.view.as_ref().map_or(&[][..], |v| &v.tasks[..]);
     // Tasks seen once (start-up, shutdown, one-off closures) are folded away below the ones
     // that recur, which are what a reader came for.
     let (recurring, once): (Vec<&TaskRow>, Vec<&TaskRow>) = tasks.iter().partition(|t| t.count > 1);
-    let drilled = if recurring.is_empty() {
-        &once
-    } else {
-        &recurring
-    };
-    // Each drilled task's view, computed once: the first (the heaviest recurring task) also
-    // gives the answer the page opens with.
-    let drills: Vec<(&TaskRow, Expanded)> = drilled
+    let drills: Vec<(&TaskRow, &Expanded)> = s
+        .drills
         .iter()
-        .take(opts.tasks)
-        .filter_map(|t| {
-            let view_opts = TopOptions {
-                expand: Some(t.name.clone()),
-                limit: 10,
-                ..TopOptions::default()
-            };
-            let e = top_view(graph, model, r, &view_opts).ok()?.expanded?;
-            Some((*t, e))
-        })
+        .filter_map(|(name, e)| Some((tasks.iter().find(|t| &t.name == name)?, e)))
         .collect();
-    let heaviest = drills.first().filter(|_| !recurring.is_empty());
+    // The heaviest recurring task gives the answer the page opens with.
+    let heaviest = drills.first().copied().filter(|_| !recurring.is_empty());
     // The answer first, then the tables it comes from; the drawing, which fills screens, after.
-    write_glance(o, heaviest.map(|(t, e)| (*t, e)), waits)?;
+    write_glance(o, heaviest, waits)?;
     task_tables(o, &recurring, &once)?;
     knots(o, waits)?;
-    let err = drawing(o, graph, model, r)?;
+    let err = drawing(o, s.drawing, s.drawing_note.as_deref())?;
     writeln!(o, "<h2 id=drill>Drill-down</h2>")?;
     for (t, e) in &drills {
         drill(o, e)?;
-        flame_picture(o, graph, model, &t.name)?;
+        if let Some(f) = s.flames.get(&t.name) {
+            flame_picture(o, &t.name, f)?;
+        }
     }
     writeln!(o, "</body></html>")?;
     Ok(err)
+}
+
+/// The run in one line: processes, threads, leaves, time, types.
+fn summary(
+    o: &mut impl Write,
+    v: &TopView,
+    (leaf_types, task_types): (u64, u64),
+) -> io::Result<()> {
+    writeln!(
+        o,
+        "<p>{}, {}, {} over {}; {}, {}.</p>",
+        count(v.processes as u64, "process", "processes"),
+        count(v.threads as u64, "thread", "threads"),
+        count(v.leaves as u64, "leaf task", "leaf tasks"),
+        duration(v.span_ns),
+        count(leaf_types, "leaf type", "leaf types"),
+        count(task_types, "task type", "task types")
+    )?;
+    if let Some(note) = recorded_note(v) {
+        writeln!(o, "<p class=hint>{}</p>", esc(note.trim()))?;
+    }
+    if let Some(line) = super::table::hosts_line(&v.hosts) {
+        writeln!(o, "<p>{}</p>", esc(&line))?;
+    }
+    Ok(())
 }
 
 /// The top-level tasks that recur, then those seen once (folded), and the legend.
@@ -446,32 +441,17 @@ fn task_tables(o: &mut impl Write, recurring: &[&TaskRow], once: &[&TaskRow]) ->
     writeln!(o, "{LEGEND}")
 }
 
-/// The task model's drawing with its zoom; why there is none, when there is none.
+/// The task model's drawing with its zoom (and `note`: what it is of, when not the whole run);
+/// why there is none, when there is none.
 fn drawing(
     o: &mut impl Write,
-    graph: &Graph,
-    model: &Model,
-    r: &Rollup,
+    svg: Result<Vec<u8>, DrawError>,
+    note: Option<&str>,
 ) -> io::Result<Option<DrawError>> {
-    // Steps seen once (start-up, shutdown) are left out of the drawing, as from the table: they
-    // took half of the demo's picture. A model of nothing but those is drawn whole.
-    let draw = ModelDraw {
-        mean_latency: r.types.iter().map(|s| s.latency.mean_ns).collect(),
-        min_count: 2,
-        ..ModelDraw::default()
-    };
-    let svg = match model_svg(model, graph, &draw) {
-        Err(DrawError::Empty) => model_svg(
-            model,
-            graph,
-            &ModelDraw {
-                min_count: 1,
-                ..draw
-            },
-        ),
-        other => other,
-    };
     writeln!(o, "<h2 id=drawing>Task model</h2>")?;
+    if let Some(note) = note {
+        writeln!(o, "<p class=hint>{}</p>", esc(note))?;
+    }
     Ok(match svg {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);

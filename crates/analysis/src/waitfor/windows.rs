@@ -34,6 +34,31 @@ fn group_key(name: &str) -> &str {
     }
 }
 
+/// A group key without the ` #k` that told it from a group of the same name in its window.
+fn unnumbered(key: &str) -> &str {
+    match key.rsplit_once(" #") {
+        Some((base, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => key,
+    }
+}
+
+/// The summed groups' names, in node order: each key without its window's ` #k`, numbered
+/// again among the summed groups as one trace's are (the second of a name `#2`, and so on),
+/// since which `#k` a role took depended on the window.
+fn renumbered<'k>(keys: impl Iterator<Item = &'k str>) -> Vec<String> {
+    let mut used: AHashMap<&str, usize> = AHashMap::new();
+    keys.map(|key| {
+        let base = unnumbered(key);
+        let k = used.entry(base).or_insert(0);
+        *k += 1;
+        match *k {
+            1 => base.to_owned(),
+            k => format!("{base} #{k}"),
+        }
+    })
+    .collect()
+}
+
 /// The first pass: every window's edges added up by node.
 #[derive(Default)]
 pub struct WindowsWaitFor {
@@ -251,12 +276,14 @@ impl WindowsKnots {
     /// The wait-for graph of every window.
     pub fn finish(self) -> WaitFor {
         let sum = self.sum;
+        let names = renumbered(sum.groups.iter().map(|g| g.0.as_str()));
         let mut nodes: Vec<WaitNode> = sum
             .groups
             .iter()
-            .map(|(key, threads, waited)| WaitNode {
+            .zip(names)
+            .map(|((_, threads, waited), key)| WaitNode {
                 name: match threads.len() {
-                    0 | 1 => key.clone(),
+                    0 | 1 => key,
                     n => format!("{key} ×{n}"),
                 },
                 pseudo: None,
@@ -286,7 +313,16 @@ impl WindowsKnots {
 
 #[cfg(test)]
 mod tests {
-    use super::group_key;
+    use super::{group_key, renumbered};
+
+    #[test]
+    fn summed_groups_are_numbered_again_in_node_order() {
+        let keys = ["pool (read) #3", "pool (read)", "main", "pool (read) #2"];
+        assert_eq!(
+            renumbered(keys.into_iter()),
+            ["pool (read)", "pool (read) #2", "main", "pool (read) #3"]
+        );
+    }
 
     #[test]
     fn a_groups_key_is_its_name_without_the_thread_count() {

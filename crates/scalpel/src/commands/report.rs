@@ -1,14 +1,16 @@
 //! `scalpel report`: a one-page HTML report.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use scalpel_analysis::diff::{diff, DiffOptions, Run};
+use scalpel::pipeline::is_windowed;
+use scalpel_analysis::diff::{diff, Diff, DiffOptions, Run};
 use scalpel_analysis::rollup::leaves_held;
 use scalpel_analysis::waitfor::{wait_for, WaitForOptions};
 use scalpel_model::progress::Timings;
+use scalpel_views::graphviz::DrawError;
 use scalpel_views::report::{write_report, ReportOptions};
 
 use crate::args::SourceArgs;
@@ -16,6 +18,8 @@ use crate::output::{broken_pipe_is_fine, print_timings};
 use crate::say;
 use crate::source::{output_path, Source};
 use crate::spinner::Spinner;
+
+mod windows;
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
@@ -62,31 +66,36 @@ impl ReportArgs {
     }
 }
 
+/// The diff of `now` against the baseline, when one was asked for.
+fn baseline_diff(a: &Report, now: Run<'_>, t: &mut Timings) -> Result<Option<(String, Diff)>> {
+    let Some(old) = &a.baseline else {
+        return Ok(None);
+    };
+    let before = old
+        .rolled(t)
+        .with_context(|| format!("the baseline, {}", old.path.display()))?;
+    let d = diff(before.run(), now, &DiffOptions::default());
+    Ok(Some((old.path.display().to_string(), d)))
+}
+
 /// Writes the HTML report and says where.
 pub(crate) fn run(a: &Report) -> Result<()> {
     let mut t = Timings::new();
+    if a.source.more.is_empty() && is_windowed(&a.source.path) {
+        return windows::run(a, &mut t);
+    }
     let (l, r) = a.source.load_rollups(&mut t)?;
     let out = output_path(a.output.as_ref(), &l.from, "report.html")?;
-    let baseline = match &a.baseline {
-        Some(old) => {
-            let before = old
-                .rolled(&mut t)
-                .with_context(|| format!("the baseline, {}", old.path.display()))?;
-            let held = leaves_held(&l.model);
-            let now = Run {
-                model: &l.model,
-                rollup: &r,
-                held: &held,
-            };
-            let d = diff(before.run(), now, &DiffOptions::default());
-            Some((old.path.display().to_string(), d))
-        }
-        None => None,
+    let held = leaves_held(&l.model);
+    let now = Run {
+        model: &l.model,
+        rollup: &r,
+        held: &held,
     };
     let opts = ReportOptions {
         tasks: a.tasks,
         title: l.from.display().to_string(),
-        baseline,
+        baseline: baseline_diff(a, now, &mut t)?,
     };
     let waits = t.phase("wait-for graph", &Spinner::new(), || {
         wait_for(&l.graph, &l.model, &WaitForOptions::default())
@@ -94,9 +103,14 @@ pub(crate) fn run(a: &Report) -> Result<()> {
     let svg_err = t.phase("writing the report", &Spinner::new(), || {
         out.write(|w| write_report(w, &l.graph, &l.model, &r, &waits, &opts))
     })?;
-    print_timings(a.source.timings, &t);
+    finish(a, &t, svg_err, &out.path)
+}
+
+/// Says what was written, and what is missing from it.
+fn finish(a: &Report, t: &Timings, svg_err: Option<DrawError>, out: &Path) -> Result<()> {
+    print_timings(a.source.timings, t);
     if let Some(e) = svg_err {
         say!("scalpel: warning: the report has no drawing: {e}");
     }
-    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.path.display()))
+    broken_pipe_is_fine(writeln!(io::stdout(), "wrote {}", out.display()))
 }

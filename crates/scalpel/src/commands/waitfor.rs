@@ -102,7 +102,7 @@ pub(crate) fn run(a: &Waitfor) -> Result<()> {
     let mut t = Timings::new();
     let spinner = Spinner::new();
     let (w, opts, from) = if a.source.more.is_empty() && is_windowed(&a.source.path) {
-        let w = of_windows(a, &mut t, &spinner)?;
+        let w = of_windows(&a.source, a.task.as_deref(), a.opts, &mut t, &spinner)?;
         (w, a.opts, a.source.path.join("windows.json"))
     } else {
         let (_, l) = a.source.load(&mut t, &spinner)?;
@@ -137,12 +137,17 @@ pub(crate) fn run(a: &Waitfor) -> Result<()> {
 /// knots found on the sums, then every window read again for the waiting each knot explains
 /// (`WindowsWaitFor`); one window in memory at a time. A task type asked for by name is each
 /// window's type of that name.
-fn of_windows(a: &Waitfor, t: &mut Timings, sp: &Spinner) -> Result<WaitFor> {
-    let pipeline = Pipeline::new(a.source.pipeline.clone())?;
-    let dir = &a.source.path;
-    let task = a.task.as_deref();
+pub(crate) fn of_windows(
+    source: &Source,
+    task: Option<&str>,
+    opts: WaitForOptions,
+    t: &mut Timings,
+    sp: &Spinner,
+) -> Result<WaitFor> {
+    let pipeline = Pipeline::new(source.pipeline.clone())?;
+    let dir = &source.path;
     let (mut found, mut missing) = (false, None);
-    let mut sum = WindowsWaitFor::new(a.opts, a.task.clone());
+    let mut sum = WindowsWaitFor::new(opts, task.map(str::to_owned));
     pipeline.each_window(dir, sp, t, |g, m, wt| -> Result<()> {
         let kept = match window_keep(g, m, task) {
             Ok(kept) => {

@@ -26,6 +26,8 @@ struct WindowEntry {
     start_ns: Option<u64>,
     #[serde(default)]
     end_ns: Option<u64>,
+    #[serde(default)]
+    leaves: u64,
 }
 
 /// Where a window of a trace inferred in windows lies, as `windows.json` lists it.
@@ -37,11 +39,18 @@ pub struct WindowBounds {
     pub start_ns: Option<u64>,
     /// Where the next window's begin; none for the last window.
     pub end_ns: Option<u64>,
+    /// How many leaves its graph holds.
+    pub leaves: u64,
 }
 
 /// Whether `path` is a directory `infer` wrote window by window.
 pub fn is_windowed(path: &Path) -> bool {
     path.is_dir() && !path.join("model.json").exists() && path.join("windows.json").is_file()
+}
+
+/// The windows `dir/windows.json` lists, in order.
+pub fn window_bounds(dir: &Path) -> Result<Vec<WindowBounds>, SourceError> {
+    Ok(window_dirs(dir)?.into_iter().map(|(_, b)| b).collect())
 }
 
 /// The windows' directories `dir/windows.json` lists, each checked to hold a model, with where
@@ -73,6 +82,7 @@ fn window_dirs(dir: &Path) -> Result<Vec<(PathBuf, WindowBounds)>, SourceError> 
             index,
             start_ns: w.start_ns,
             end_ns: w.end_ns,
+            leaves: w.leaves,
         };
         dirs.push((d, bounds));
     }

@@ -62,7 +62,7 @@ pub struct RequestRule {
     /// of its own).
     #[serde(default)]
     pub completion: bool,
-    /// Operations a request task's occurrence holds a leaf ending at.
+    /// Operations most of a request task's occurrences hold a leaf ending at.
     #[serde(default)]
     pub needs: Vec<String>,
     /// How many task types count as the request task (1 unless set): the types holding the

@@ -138,20 +138,21 @@ fn completes(graph: &Graph, l: &Leaf, waiters: &Waiters) -> bool {
     spawned && others_wait
 }
 
-/// Whether type `t`'s first occurrence holds a leaf ending at every needed operation.
+/// Whether most of type `t`'s occurrences hold a leaf ending at every needed operation. Not
+/// its first alone: a step that is sometimes skipped (`xz`'s wait for a free worker, which the
+/// first blocks never make) would make the type's shape hang on which occurrence came first.
 fn spans_type(graph: &Graph, model: &Model, rule: &RequestRule, t: TaskTypeId) -> bool {
-    let ops: BTreeSet<String> = model.types[t.index()]
-        .occurrences
-        .first()
-        .map(|o| {
-            o.leaves
-                .as_slice()
-                .iter()
-                .filter_map(|l| graph.leaves[l.index()].end_op.map(|o| o.name()))
-                .collect()
-        })
-        .unwrap_or_default();
-    rule.needs.iter().all(|n| ops.contains(n))
+    let occs = &model.types[t.index()].occurrences;
+    let holds = |o: &scalpel_model::task::Occurrence| {
+        let ops: BTreeSet<String> = o
+            .leaves
+            .as_slice()
+            .iter()
+            .filter_map(|l| graph.leaves[l.index()].end_op.map(|o| o.name()))
+            .collect();
+        rule.needs.iter().all(|n| ops.contains(n))
+    };
+    !occs.is_empty() && 2 * occs.iter().filter(|o| holds(o)).count() >= occs.len()
 }
 
 /// Computes the figures of `model` (mined from `graph`) under `rule`.

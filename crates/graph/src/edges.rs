@@ -414,6 +414,7 @@ mod tests {
         let order = WeakOrder {
             weak: guess.clone(),
             head: guess,
+            passed: vec![false; 5],
             head_site: None,
         };
         let weak = handoff_weak(&g, &[], order, (&[(3, 4)], &[false; 5]), None);
@@ -434,6 +435,7 @@ mod tests {
         let guess = || WeakOrder {
             weak: vec![false, true, false],
             head: vec![false, true, false],
+            passed: vec![false; 3],
             head_site: None,
         };
         let none: (&[(u32, u32)], &[bool]) = (&[], &[false; 3]);

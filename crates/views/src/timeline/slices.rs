@@ -26,6 +26,24 @@ fn thread_label(g: &Graph, leaf: LeafId) -> String {
         .map_or_else(|| "?".to_owned(), |t| format!("{} ({})", t.name, t.tid))
 }
 
+/// The process id of leaf `leaf`'s thread.
+fn pid(g: &Graph, leaf: usize) -> u32 {
+    g.threads[g.leaves[leaf].thread.index()].pid
+}
+
+/// The thread id of leaf `leaf`'s thread.
+fn tid(g: &Graph, leaf: usize) -> u32 {
+    g.threads[g.leaves[leaf].thread.index()].tid
+}
+
+impl<W: Write> TimelineWriter<'_, W> {
+    /// Times as the timeline shows them: from where they count.
+    fn clock(&self) -> impl Fn(u64) -> Us + Copy {
+        let base = self.base.unwrap_or(0);
+        move |t| Us(t.saturating_sub(base))
+    }
+}
+
 /// The name of leaf `leaf`'s type.
 fn type_name(g: &Graph, leaf: usize) -> &str {
     g.types
@@ -41,11 +59,8 @@ impl<W: Write> TimelineWriter<'_, W> {
         shown: &[bool],
         window: Option<usize>,
     ) -> io::Result<()> {
-        let base = self.base.unwrap_or(0);
-        let rel = |t: u64| Us(t.saturating_sub(base));
+        let rel = self.clock();
         let n = g.leaves.len();
-        let pid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].pid;
-        let tid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].tid;
         let window = window
             .map(|k| format!(",\"window\":{k}"))
             .unwrap_or_default();
@@ -68,8 +83,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                 js(type_name(g, i)),
                 rel(l.start_ns),
                 Us(end - l.start_ns),
-                pid(i),
-                tid(i)
+                pid(g, i),
+                tid(g, i)
             )?;
             self.counts.leaves += 1;
             let inside_end = l.end_ns.clamp(l.start_ns, end);
@@ -91,8 +106,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                     js(&w.op.name()),
                     rel(s),
                     Us(e - s),
-                    pid(i),
-                    tid(i),
+                    pid(g, i),
+                    tid(g, i),
                     kind.name()
                 )?;
                 self.counts.calls += 1;
@@ -110,8 +125,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                     js(&op.name()),
                     rel(s),
                     Us(end - s),
-                    pid(i),
-                    tid(i),
+                    pid(g, i),
+                    tid(g, i),
                     BlockKind::of(op.op()).name()
                 )?;
                 self.counts.calls += 1;
@@ -122,10 +137,7 @@ impl<W: Write> TimelineWriter<'_, W> {
 
     /// A flow arrow for each edge between threads whose two leaves are shown.
     pub(super) fn flows(&mut self, g: &Graph, shown: &[bool]) -> io::Result<()> {
-        let base = self.base.unwrap_or(0);
-        let rel = |t: u64| Us(t.saturating_sub(base));
-        let pid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].pid;
-        let tid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].tid;
+        let rel = self.clock();
         // Flow arrows, after every slice they bind to.
         for e in &g.edges {
             let (Some(f), Some(t)) = (g.leaf_of(e.from), g.leaf_of(e.to)) else {
@@ -149,8 +161,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                 "{{\"name\":\"{}\",\"cat\":\"scalpel\",\"ph\":\"s\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{}}}",
                 e.kind.name(),
                 rel(if g.leaves[f].end_op.is_some() { at } else { g.leaves[f].start_ns }),
-                pid(f),
-                tid(f)
+                pid(g, f),
+                tid(g, f)
             )?;
             self.sep()?;
             write!(
@@ -158,8 +170,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                 "{{\"name\":\"{}\",\"cat\":\"scalpel\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{}}}",
                 e.kind.name(),
                 rel(g.leaves[t].start_ns),
-                pid(t),
-                tid(t)
+                pid(g, t),
+                tid(g, t)
             )?;
             self.counts.flows += 1;
         }
@@ -174,11 +186,8 @@ impl<W: Write> TimelineWriter<'_, W> {
         spans: &[TaskSpan],
         (from, to): (u64, u64),
     ) -> io::Result<()> {
-        let base = self.base.unwrap_or(0);
-        let rel = |t: u64| Us(t.saturating_sub(base));
+        let rel = self.clock();
         let n = g.leaves.len();
-        let pid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].pid;
-        let tid = |leaf: usize| g.threads[g.leaves[leaf].thread.index()].tid;
         // Task instances.
         for s in spans {
             let leaf = s.first_leaf.index();
@@ -207,8 +216,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                 "{{\"name\":{},\"cat\":\"task\",\"ph\":\"b\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{},\"args\":{{\"type\":{},\"occurrence\":{},\"leaves\":{},\"critical_path\":{}}}}}",
                 js(name),
                 rel(s.start_ns),
-                pid(leaf),
-                tid(leaf),
+                pid(g, leaf),
+                tid(g, leaf),
                 s.ty.index(),
                 s.occurrence,
                 s.leaves,
@@ -220,8 +229,8 @@ impl<W: Write> TimelineWriter<'_, W> {
                 "{{\"name\":{},\"cat\":\"task\",\"ph\":\"e\",\"id\":{id},\"ts\":{},\"pid\":{},\"tid\":{}}}",
                 js(name),
                 rel(s.end_ns.max(s.start_ns)),
-                pid(leaf),
-                tid(leaf)
+                pid(g, leaf),
+                tid(g, leaf)
             )?;
             self.counts.tasks += 1;
         }

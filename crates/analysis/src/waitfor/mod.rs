@@ -18,6 +18,7 @@ mod cascade;
 mod finish;
 mod groups;
 mod knots;
+mod roles;
 mod waits;
 mod windows;
 

@@ -299,15 +299,15 @@ pub(super) fn weigh<'g>(
     }
 }
 
-/// For each knot of `found`, the direct waiting time whose chain reaches it first.
+/// For each knot of `found` (on the thread groups of `grouping`, then [`Pseudo::ALL`]), the
+/// direct waiting time whose chain reaches it first.
 pub(super) fn explain(
     grouping: &Grouping,
     timelines: &[Timeline],
-    built: &Built<'_>,
     found: &Found,
     opts: &WaitForOptions,
 ) -> Vec<f64> {
-    let mut knot_of = vec![usize::MAX; built.nodes.len()];
+    let mut knot_of = vec![usize::MAX; grouping.groups.len() + Pseudo::ALL.len()];
     for (k, members) in found.knots.iter().enumerate() {
         for &m in members {
             knot_of[m as usize] = k;

@@ -273,7 +273,7 @@ fn build(g: &Graph, keep: Option<&[bool]>, opts: &WaitForOptions, task: Option<S
         built.total_wait_ns,
         opts,
     );
-    let explained = cascade::explain(&grouping, &timelines, &built, &found, opts);
+    let explained = cascade::explain(&grouping, &timelines, &found, opts);
     built.finish(found, explained, task)
 }
 

@@ -13,6 +13,7 @@
 use ahash::AHashMap;
 use scalpel_model::graph::Graph;
 
+use super::groups::Group;
 use super::WaitNode;
 
 /// A group's name without its ` ×N` thread count: what names one role in every window.
@@ -90,12 +91,18 @@ impl Roles {
         })
     }
 
-    /// The node of `n`, a group of window graph `g`, once every window is in: the node of its
-    /// threads, else of its name.
-    pub(super) fn node(&self, g: &Graph, n: &WaitNode) -> Option<u32> {
-        let part = Self::ids(g, n)
+    /// The node of `group`, a thread group of window graph `g`, once every window is in: the
+    /// node of its threads, else of its name.
+    pub(super) fn node(&self, g: &Graph, group: &Group) -> Option<u32> {
+        let part = group
+            .threads
+            .iter()
+            .map(|&t| {
+                let info = &g.threads[t as usize];
+                (info.pid, info.tid)
+            })
             .find_map(|t| self.thread_part.get(&t).copied())
-            .or_else(|| self.by_key.get(group_key(&n.name)).copied())?;
+            .or_else(|| self.by_key.get(group_key(&group.name)).copied())?;
         Some(self.find(part))
     }
 

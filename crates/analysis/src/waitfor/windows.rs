@@ -12,7 +12,7 @@
 use ahash::AHashMap;
 use scalpel_model::graph::{Graph, ThreadId};
 
-use super::cascade::{self, Built};
+use super::cascade;
 use super::finish::{assemble, Sums, Totals};
 use super::knots::{self, Found};
 use super::roles::{Role, Roles};
@@ -54,24 +54,12 @@ impl WindowsWaitFor {
         }
     }
 
-    /// The window's weighed graph, with the direct waits of the leaves `keep` marks (all when
-    /// `None`).
-    fn weigh<'g>(&self, g: &'g Graph, keep: Option<&[bool]>) -> Weighed<'g> {
+    /// Adds one window's graph (`keep`: the leaves whose direct waits count, all when `None`).
+    pub fn add(&mut self, g: &Graph, keep: Option<&[bool]>) {
         let grouping = groups::group_threads(g, self.opts.groups);
         let timelines = waits::timelines(g, keep);
         let built = cascade::weigh(g, &grouping, &timelines, &self.opts);
-        Weighed {
-            grouping,
-            timelines,
-            built,
-        }
-    }
-
-    /// Adds one window's graph (`keep`: the leaves whose direct waits count, all when `None`).
-    pub fn add(&mut self, g: &Graph, keep: Option<&[bool]>) {
-        let w = self.weigh(g, keep);
-        let nodes: Vec<Node> = w
-            .built
+        let nodes: Vec<Node> = built
             .nodes
             .iter()
             .map(|n| match n.pseudo {
@@ -82,13 +70,13 @@ impl WindowsWaitFor {
                 None => Node::Group(self.roles.add(g, n)),
             })
             .collect();
-        for ((f, t), sums) in w.built.sums() {
+        for ((f, t), sums) in built.sums() {
             let key = (nodes[f as usize], nodes[t as usize]);
             self.edges.entry(key).or_default().add(sums);
         }
-        self.totals.total_wait_ns += w.built.total_wait_ns;
-        self.totals.steps += w.built.steps;
-        self.totals.cut |= w.built.cut;
+        self.totals.total_wait_ns += built.total_wait_ns;
+        self.totals.steps += built.steps;
+        self.totals.cut |= built.cut;
         for l in &g.leaves {
             self.first = self.first.min(l.start_ns);
             self.last = self.last.max(l.end_ns + l.block_ns);
@@ -138,13 +126,6 @@ impl WindowsWaitFor {
     }
 }
 
-/// One window's weighed graph, and what weighing it read.
-struct Weighed<'g> {
-    grouping: groups::Grouping,
-    timelines: Vec<waits::Timeline>,
-    built: Built<'g>,
-}
-
 /// The second pass: the knots found on the sums, and the waiting each explains so far.
 pub struct WindowsKnots {
     sum: WindowsWaitFor,
@@ -157,25 +138,25 @@ pub struct WindowsKnots {
 }
 
 impl WindowsKnots {
-    /// The summed node of `n`, a node of window graph `g` (`u32::MAX` for a group no window
-    /// added).
-    fn index(&self, g: &Graph, n: &WaitNode) -> u32 {
-        let groups = self.roles.len();
-        match n.pseudo {
-            Some(p) => (groups + p as usize) as u32,
-            None => self
-                .sum
-                .roles
-                .node(g, n)
-                .map_or(u32::MAX, |part| self.part_index[part as usize]),
-        }
-    }
-
     /// Adds the waiting of one window (with the same `keep` as in the first pass) that each
-    /// knot explains.
+    /// knot explains. Only the window's groups and waits are needed: its edges are summed
+    /// already.
     pub fn explain(&mut self, g: &Graph, keep: Option<&[bool]>) {
-        let w = self.sum.weigh(g, keep);
-        let nodes: Vec<u32> = w.built.nodes.iter().map(|n| self.index(g, n)).collect();
+        let grouping = groups::group_threads(g, self.sum.opts.groups);
+        let timelines = waits::timelines(g, keep);
+        let groups = self.roles.len();
+        // The summed node of each of the window's nodes (`u32::MAX`: one no window added).
+        let nodes: Vec<u32> = grouping
+            .groups
+            .iter()
+            .map(|gr| {
+                self.sum
+                    .roles
+                    .node(g, gr)
+                    .map_or(u32::MAX, |part| self.part_index[part as usize])
+            })
+            .chain(Pseudo::ALL.iter().map(|&p| (groups + p as usize) as u32))
+            .collect();
         // The knots in the window's node ids (a member the window lacks is left out).
         let local: Vec<Vec<u32>> = self
             .found
@@ -191,7 +172,7 @@ impl WindowsKnots {
             knots: local,
             ..Found::default()
         };
-        let got = cascade::explain(&w.grouping, &w.timelines, &w.built, &found, &self.sum.opts);
+        let got = cascade::explain(&grouping, &timelines, &found, &self.sum.opts);
         for (e, x) in self.explained.iter_mut().zip(got) {
             *e += x;
         }

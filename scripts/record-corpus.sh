@@ -132,6 +132,7 @@ gen-futex-nowait|gen:944000012|
 gen-reply-after-accept|gen:944000012|
 gen-lock-two-waited|gen:57|
 gen-peeled-pieces|gen:517|
+gen-idle-pipelined|gen:242|
 xz-blocks|bin:xz|-T2 --block-size=65536 -c @TEXT@
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@

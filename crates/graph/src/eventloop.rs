@@ -26,7 +26,12 @@
 //!   edge: that may still be the same item's work. A wait that will not stay a cut (room in a
 //!   bounded queue, a condition used as a lock; `merge` joins the leaves on both sides of it)
 //!   is looked through: the next leaf is the one the merge will end at, so a loop that waits
-//!   for room between two pushes hands on two items, as one that did not wait does.
+//!   for room between two pushes hands on two items, as one that did not wait does. The same
+//!   holds for a hand-off no such edge names (a pipe write, a semaphore's post, a futex or
+//!   eventfd wake that another thread takes): when the leaf the merge will end at ends at the
+//!   same call on the same object, the loop waited for room between two hand-offs of one batch
+//!   (a pipelined client's requests read at once). `weak` already splits such a run where no
+//!   call comes between its hand-offs; the wait for room is known only here.
 
 use ahash::AHashSet;
 use scalpel_model::format::{ObjKind, Op};
@@ -206,10 +211,13 @@ pub(super) fn weaken(graph: &Graph, conns: &Conns, calls: &AHashSet<u64>, weak: 
 pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], weak: &mut [bool]) {
     let n = graph.leaves.len();
     let mut posts = vec![false; n];
+    let mut passes = vec![false; n];
     for e in edges {
-        if !matches!(e.kind, EdgeKind::Cond | EdgeKind::Queue | EdgeKind::Handoff) {
-            continue;
-        }
+        let mark = match e.kind {
+            EdgeKind::Cond | EdgeKind::Queue | EdgeKind::Handoff => &mut posts,
+            EdgeKind::Stream | EdgeKind::Sem | EdgeKind::Futex | EdgeKind::Eventfd => &mut passes,
+            _ => continue,
+        };
         let (Some(a), Some(b)) = (
             graph.leaves.get(e.from.index()),
             graph.leaves.get(e.to.index()),
@@ -217,14 +225,18 @@ pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], wea
             continue;
         };
         if a.thread != b.thread {
-            posts[e.from.index()] = true;
+            mark[e.from.index()] = true;
         }
     }
+    let same_call = |i: usize, j: usize| {
+        let (a, b) = (&graph.leaves[i], &graph.leaves[j]);
+        a.end_op == b.end_op && a.end_obj == b.end_obj
+    };
     let epoll_thread = epoll_threads(graph);
     let ends = |i: usize| graph.leaves[i].end_op.and_then(|o| o.op());
     for i in 0..n.saturating_sub(1) {
         let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
-        if !posts[i] || a.thread != b.thread || !epoll_thread[a.thread.index()] {
+        if !(posts[i] || passes[i]) || a.thread != b.thread || !epoll_thread[a.thread.index()] {
             continue;
         }
         // The leaf the next one will be once the merge has joined it to those after it.
@@ -235,9 +247,15 @@ pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], wea
         {
             next += 1;
         }
+        // The same hand-off again past a merged wait: a run of hand-offs that a wait for room
+        // interrupted (`weak`'s pipelined runs see only runs with no call between).
+        if passes[i] && next > i + 1 && same_call(i, next) {
+            weak[i] = true;
+            continue;
+        }
         let accept = matches!(ends(next), Some(Op::Accept | Op::Accept4));
         let next_work = posts[next] || accept || is_epoll_wait(ends(next));
-        if !next_work {
+        if !posts[i] || !next_work {
             continue;
         }
         weak[i] = true;
@@ -357,5 +375,48 @@ mod tests {
         assert_eq!(split(&[]), [false, false, false, true]);
         let merged = [false, false, true, false, false, false, false];
         assert_eq!(split(&merged), [false, true, false, true]);
+    }
+
+    /// Two requests read at once, passed to workers through a pipe (object 0), the second
+    /// after a wait for an idle worker on a wake-up pipe (object 1): the first write ends its
+    /// request when the wait will be merged and the write after it is the same call. A write
+    /// to another object after the wait, or no merge to come, keeps the edge.
+    #[test]
+    fn the_same_pipe_write_past_a_wait_for_room_is_the_next_request() {
+        use scalpel_model::graph::ObjId;
+        use Op::*;
+        let split = |second: u32, merged: &[bool]| {
+            let mut b = GraphBuilder::new();
+            let ty = b.leaf_type("step", None);
+            let (lp, worker) = (b.thread("loop"), b.thread("worker"));
+            let steps = [
+                (EpollWait, Read, 2),
+                (Read, Write, 0),
+                (Write, Read, 1),
+                (Read, Write, second),
+                (Write, EpollWait, 3),
+            ];
+            for (i, (from, to, obj)) in steps.into_iter().enumerate() {
+                let t = 1_000 * i as u64;
+                let mut l = Leaf::new(lp, ty, t, t + 10);
+                l.start_op = Some(from.into());
+                l.end_op = Some(to.into());
+                l.end_obj = Some(ObjId::new(obj));
+                b.push(lp, l);
+            }
+            for push in [1u32, 3] {
+                let t = 1_000 * u64::from(push) + 500;
+                let w = b.leaf(worker, ty, t, t + 10);
+                b.edge((lp, push), w, EdgeKind::Stream);
+            }
+            let g = b.build();
+            let mut weak = vec![false; g.leaves.len()];
+            split_handoffs(&g, &g.edges, merged, &mut weak);
+            weak[..steps.len() - 1].to_vec()
+        };
+        let merged = [false, false, true, false, false, false, false];
+        assert_eq!(split(0, &merged), [false, true, false, false]);
+        assert_eq!(split(4, &merged), [false; 4]);
+        assert_eq!(split(0, &[]), [false; 4]);
     }
 }

@@ -133,6 +133,7 @@ gen-reply-after-accept|gen:944000012|
 gen-lock-two-waited|gen:57|
 gen-peeled-pieces|gen:517|
 gen-idle-pipelined|gen:242|
+gen-late-reader|gen:198700047|
 xz-blocks|bin:xz|-T2 --block-size=65536 -c @TEXT@
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@

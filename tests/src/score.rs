@@ -1,7 +1,9 @@
 //! Scoring an inferred task model against a sample's ground truth (samples/TRUTH.md).
 //!
-//! A true instance stands for the leaves it ran in: those of its thread that overlap its span,
-//! or, for a type composed of others (given by the test), the union of its parts' leaves. An
+//! A true instance stands for the leaves it ran in: those of its thread that overlap its span
+//! (but a leaf it reaches into by no more than [`CLOCK_NOISE_NS`] at an end, when it overlaps
+//! others: the span began after, or ended before, the sync call between them), or, for a type
+//! composed of others (given by the test), the union of its parts' leaves. An
 //! occurrence of a model type *matches* an instance when, of all the leaves that belong to some
 //! true instance, it holds exactly the instance's: all of them, and none of any other instance
 //! that is not a part of it. With [`score_nested`], instances nested in it (by `parent`) may be
@@ -16,6 +18,12 @@ use std::path::Path;
 use ahash::AHashMap;
 use scalpel_model::graph::{Graph, LeafId};
 use scalpel_model::task::Model;
+
+/// How far truth times and trace times may disagree: trace times are the agent's counter
+/// mapped to CLOCK_MONOTONIC through calibration points, off by tens of nanoseconds (a
+/// generated pool's truth marks, taken 100 ns after a sync call returned in the median, were up
+/// to 22 ns *before* its return in trace time).
+pub const CLOCK_NOISE_NS: u64 = 200;
 
 /// One true task instance.
 #[derive(Clone, Debug)]
@@ -114,12 +122,28 @@ fn leaves_of(graph: &Graph, tasks: &[TruthTask], composed: &[(&str, &[&str])]) -
         let Some(&(first, n)) = by_thread.get(&(t.pid, t.tid)) else {
             return Vec::new();
         };
-        (first..first + n)
+        let overlap = |l: u32| {
+            let x = &graph.leaves[l as usize];
+            x.end_ns
+                .min(t.end_ns)
+                .saturating_sub(x.start_ns.max(t.start_ns))
+        };
+        let mut held: Vec<u32> = (first..first + n)
             .filter(|&l| {
                 let x = &graph.leaves[l as usize];
                 x.start_ns < t.end_ns && t.start_ns < x.end_ns
             })
-            .collect()
+            .collect();
+        // A span begins after a sync call returned and ends before one is entered; a leaf it
+        // reaches into by no more than the clocks' disagreement, at either end, is the leaf on
+        // the other side of that call.
+        if held.len() > 1 && held.first().is_some_and(|&l| overlap(l) <= CLOCK_NOISE_NS) {
+            held.remove(0);
+        }
+        if held.len() > 1 && held.last().is_some_and(|&l| overlap(l) <= CLOCK_NOISE_NS) {
+            held.pop();
+        }
+        held
     };
     let mut parts: AHashMap<(&str, i64), Vec<u32>> = AHashMap::new();
     for (parent, kids) in composed {

@@ -30,8 +30,8 @@ use crate::leaves::{Bound, LatchCall, LockAcquire, LockAgg};
 use crate::options::{Built, GraphError, GraphOptions, GraphWarning};
 use crate::releases::LockReleases;
 use crate::{
-    assemble, calls, completions, condlocks, event, eventloop, filter, hosts, latches, locks,
-    merge, naming, queues, ready, replycalls, retype, room, service, signals, types,
+    assemble, calls, completions, condlocks, event, eventloop, filter, hosts, jobconns, latches,
+    locks, merge, naming, queues, ready, replycalls, retype, room, service, signals, types,
 };
 
 /// Builds the causal graph of the trace in `dir`.
@@ -266,6 +266,12 @@ fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
     if let Some(c) = carry {
         c.drop_paired_before(&mut bounds, &asm.obj_kinds, &asm.obj_names);
     }
+    let socket_ends = jobconns::SocketEnds::new(
+        &bounds,
+        &asm.obj_kinds,
+        &asm.obj_channel,
+        graph.leaves.len(),
+    );
     let (mut edges, ext) = notification_edges(
         bounds,
         &asm.obj_kinds,
@@ -275,6 +281,7 @@ fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
         &mut graph,
     );
     land_handoffs(&graph, &mut edges);
+    jobconns::mend(&graph, &mut edges, &asm.obj_kinds, &socket_ends);
     edges.extend(signals::signals(&sends, &graph, &edges));
     drop_stolen_wakeups(&graph, &mut edges);
     let mutexes = queues::cond_mutexes(&asm.sections, &asm.signal_holds);

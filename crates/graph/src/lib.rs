@@ -23,6 +23,7 @@ mod eventloop;
 mod filter;
 mod futexlocks;
 mod hosts;
+mod jobconns;
 mod latches;
 mod leaves;
 mod local;

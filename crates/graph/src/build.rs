@@ -336,14 +336,17 @@ fn program_order(c: &mut Caused, carry: Option<&mut WindowCarry>) -> Vec<bool> {
     let woken = queues::woken_takes(&c.graph, &c.edges, &c.rest.takes);
     let verdicts = carry.map(WindowCarry::head_verdicts);
     let mut weak = handoff_weak(&c.graph, &c.edges, order, (&woken, &merged), verdicts);
+    let epoll_thread = eventloop::epoll_threads(&c.graph);
     eventloop::weaken(
         &c.graph,
+        &epoll_thread,
         &c.rest.conns,
         &call_keys(&c.graph, &c.edges),
         &mut weak,
     );
-    completions::split_replies(&c.graph, &c.rest.conns, &c.rest.answered, &mut weak);
-    eventloop::split_handoffs(&c.graph, &c.edges, &merged, &mut weak);
+    let (conns, answered) = (&c.rest.conns, &c.rest.answered);
+    completions::split_replies(&c.graph, &epoll_thread, conns, answered, &mut weak);
+    eventloop::split_handoffs(&c.graph, &epoll_thread, &c.edges, &merged, &mut weak);
     program_edges(&c.graph, &weak, &mut c.edges);
     weak
 }

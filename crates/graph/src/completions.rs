@@ -31,7 +31,7 @@
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
 
-use super::eventloop::{after_epoll, epoll_threads, Conns};
+use super::eventloop::{after_epoll, Conns};
 
 /// How far past a wait a completion's connection is looked for, in leaves.
 const LOOK_AHEAD: usize = 256;
@@ -194,11 +194,11 @@ fn reply_leaf(
 /// reply, or that hands over a job another reply answers: see the module docs.
 pub(super) fn split_replies(
     graph: &Graph,
+    epoll_thread: &[bool],
     conns: &Conns,
     answered: &[Option<NodeId>],
     weak: &mut [bool],
 ) {
-    let epoll_thread = epoll_threads(graph);
     for i in 0..graph.leaves.len().saturating_sub(1) {
         let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
         if a.thread != b.thread || !epoll_thread[a.thread.index()] {
@@ -238,6 +238,7 @@ mod tests {
 
     use super::super::eventloop::{Conns, ENDS_AT_WRITE, STARTS_AFTER_WRITE};
     use super::{land_completions, split_replies};
+    use crate::eventloop::epoll_threads;
 
     /// Pushes one leaf of thread `t` per step (its start and end operations), a microsecond
     /// apart.
@@ -330,7 +331,7 @@ mod tests {
             ]
         );
         let mut weak = vec![false; g.leaves.len()];
-        split_replies(&g, &conns, &answered, &mut weak);
+        split_replies(&g, &epoll_threads(&g), &conns, &answered, &mut weak);
         let weak_at: Vec<usize> = (0..10).filter(|&i| weak[i]).collect();
         assert_eq!(weak_at, [3]);
     }
@@ -400,7 +401,7 @@ mod tests {
         let at = |k: u32| Some(NodeId::new(k));
         let answered = [None, at(20), at(21), at(21), None];
         let mut weak = vec![false; g.leaves.len()];
-        split_replies(&g, &conns, &answered, &mut weak);
+        split_replies(&g, &epoll_threads(&g), &conns, &answered, &mut weak);
         let weak_at: Vec<usize> = (0..5).filter(|&i| weak[i]).collect();
         assert_eq!(weak_at, [0, 1]);
     }

@@ -187,8 +187,13 @@ pub(super) fn after_epoll(graph: &Graph, i: usize) -> bool {
 /// Marks weak the program edges of epoll threads that go on to another connection, except from
 /// a connection the thread opened for a call (`calls`: their keys) to one it did not: the
 /// call's answer goes on with the request that made the call (a proxy relays it).
-pub(super) fn weaken(graph: &Graph, conns: &Conns, calls: &AHashSet<u64>, weak: &mut [bool]) {
-    let epoll_thread = epoll_threads(graph);
+pub(super) fn weaken(
+    graph: &Graph,
+    epoll_thread: &[bool],
+    conns: &Conns,
+    calls: &AHashSet<u64>,
+    weak: &mut [bool],
+) {
     for i in 0..graph.leaves.len().saturating_sub(1) {
         let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
         if a.thread != b.thread || !epoll_thread[a.thread.index()] {
@@ -208,7 +213,13 @@ pub(super) fn weaken(graph: &Graph, conns: &Conns, calls: &AHashSet<u64>, weak: 
 /// `queue` or `handoff` edge) into a leaf that ends at the next hand-off, an accept or an epoll
 /// wait (see the module docs). `merged[i]`: leaf `i` ends at a wait whose cut the merge will
 /// undo, so the next leaf ends where the leaf after it does.
-pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], weak: &mut [bool]) {
+pub(super) fn split_handoffs(
+    graph: &Graph,
+    epoll_thread: &[bool],
+    edges: &[Edge],
+    merged: &[bool],
+    weak: &mut [bool],
+) {
     let n = graph.leaves.len();
     let mut posts = vec![false; n];
     let mut passes = vec![false; n];
@@ -232,7 +243,6 @@ pub(super) fn split_handoffs(graph: &Graph, edges: &[Edge], merged: &[bool], wea
         let (a, b) = (&graph.leaves[i], &graph.leaves[j]);
         a.end_op == b.end_op && a.end_obj == b.end_obj
     };
-    let epoll_thread = epoll_threads(graph);
     let ends = |i: usize| graph.leaves[i].end_op.and_then(|o| o.op());
     for i in 0..n.saturating_sub(1) {
         let (a, b) = (&graph.leaves[i], &graph.leaves[i + 1]);
@@ -283,7 +293,7 @@ mod tests {
     use scalpel_model::format::Op;
     use scalpel_model::graph::{EdgeKind, Leaf};
 
-    use super::split_handoffs;
+    use super::{epoll_threads, split_handoffs};
     use scalpel_model::testgraph::GraphBuilder;
 
     /// An epoll loop's wakeup: it accepts A and pushes it, pushes B, accepts C and pushes it,
@@ -330,7 +340,7 @@ mod tests {
         // The accept rule made the edge out of the accept after a push weak.
         let mut weak = vec![false; g.leaves.len()];
         weak[3] = true;
-        split_handoffs(&g, &g.edges, &[], &mut weak);
+        split_handoffs(&g, &epoll_threads(&g), &g.edges, &[], &mut weak);
         assert_eq!(
             &weak[..steps.len() - 1],
             &[false, true, true, false, true, false, false]
@@ -369,7 +379,7 @@ mod tests {
         let g = b.build();
         let split = |merged: &[bool]| {
             let mut weak = vec![false; g.leaves.len()];
-            split_handoffs(&g, &g.edges, merged, &mut weak);
+            split_handoffs(&g, &epoll_threads(&g), &g.edges, merged, &mut weak);
             weak[..steps.len() - 1].to_vec()
         };
         assert_eq!(split(&[]), [false, false, false, true]);
@@ -411,7 +421,7 @@ mod tests {
             }
             let g = b.build();
             let mut weak = vec![false; g.leaves.len()];
-            split_handoffs(&g, &g.edges, merged, &mut weak);
+            split_handoffs(&g, &epoll_threads(&g), &g.edges, merged, &mut weak);
             weak[..steps.len() - 1].to_vec()
         };
         let merged = [false, false, true, false, false, false, false];

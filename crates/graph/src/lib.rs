@@ -35,6 +35,7 @@ mod options;
 mod outbound;
 mod peeled;
 mod peers;
+mod perobj;
 mod queues;
 mod read;
 mod ready;

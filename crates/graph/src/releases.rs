@@ -9,7 +9,7 @@
 //! (about three bytes a release), and only the locks some acquisition waited on are ever
 //! decoded.
 
-use ahash::AHashMap;
+use super::perobj::PerObj;
 
 /// One thread's releases of one lock, in file order.
 #[derive(Default, Debug)]
@@ -51,18 +51,18 @@ impl LockReleases {
 /// One thread's releases, per lock (file-local objects).
 #[derive(Default, Debug)]
 pub(crate) struct ThreadReleases {
-    by_obj: AHashMap<u32, LockReleases>,
+    by_obj: PerObj<LockReleases>,
 }
 
 impl ThreadReleases {
     /// Keeps the release of lock `obj` with sequence number `seq`, in leaf `leaf`.
     pub(crate) fn push(&mut self, obj: u32, seq: u64, leaf: u32) {
-        self.by_obj.entry(obj).or_default().push(seq, leaf);
+        self.by_obj.entry(obj).push(seq, leaf);
     }
 
-    /// Per lock, its releases (in no particular order of locks).
+    /// Per lock, its releases (locks in the order the thread first released them).
     pub(crate) fn into_locks(self) -> impl Iterator<Item = (u32, LockReleases)> {
-        self.by_obj.into_iter()
+        self.by_obj.into_values()
     }
 }
 

@@ -2,12 +2,12 @@
 //! condition, which signalled one (placed in the mutex's order), and which sit at a call site
 //! where the thread took from a queue (see the parent module for what they are used for).
 
-use ahash::AHashMap;
 use scalpel_model::format::{ChanKind, Op};
 use scalpel_model::graph::ChannelKind;
 
 use crate::event::reads_bytes;
 use crate::peeled::as_known_sites;
+use crate::perobj::PerObj;
 
 /// A mutex critical section that may put or take (global indices after assembly).
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ pub(crate) struct Tracker {
     /// which only the end of the thread tells, and a thread makes them by the million (each of
     /// memcached's workers makes about 900,000 on mutexes it never waits with), so they are
     /// kept at a quarter of a [`Section`]'s size.
-    plain: AHashMap<u32, Vec<Plain>>,
+    plain: PerObj<Vec<Plain>>,
     /// How many sections the thread closed.
     closed: u64,
     /// The mutex of the last section closed, when that one is plain.
@@ -265,7 +265,7 @@ impl Tracker {
                 leaf: x.leaf,
                 stack: x.stack,
             };
-            self.plain.entry(x.obj).or_default().push(p);
+            self.plain.entry(x.obj).push(p);
             self.last_plain = Some(x.obj);
         } else {
             self.sections.push(x);
@@ -281,7 +281,7 @@ impl Tracker {
         let Some(obj) = self.last_plain.take() else {
             return;
         };
-        if let Some(p) = self.plain.get_mut(&obj).and_then(Vec::pop) {
+        if let Some(p) = self.plain.get_mut(obj).and_then(Vec::pop) {
             self.sections.push(plain_section(obj, p));
             self.nth.push(self.closed - 1);
         }
@@ -311,7 +311,7 @@ impl Tracker {
         // which is the thread's order among that mutex's sections.
         let mut plain = std::mem::take(&mut self.plain);
         for (obj, _) in known.chunk_by(|a, b| a.0 == b.0).map(|g| g[0]) {
-            let list = plain.remove(&obj).unwrap_or_default();
+            let list = plain.take(obj);
             v.extend(list.into_iter().map(|p| plain_section(obj, p)));
         }
         drop(plain);

@@ -134,6 +134,7 @@ gen-lock-two-waited|gen:57|
 gen-peeled-pieces|gen:517|
 gen-idle-pipelined|gen:242|
 gen-late-reader|gen:198700047|
+gen-late-reader-sender|gen:209200007|
 xz-blocks|bin:xz|-T2 --block-size=65536 -c @TEXT@
 proxy|c:corpus_proxy|@STATIC@
 pipelined-pool|c:corpus_pipelined_pool|@STATIC@

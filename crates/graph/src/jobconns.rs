@@ -8,7 +8,9 @@
 //! another worker, and that worker's job to the late one.
 //!
 //! A pool worker that answers its job itself writes the reply on the job's connection: the
-//! connection the producer read the request from before it handed the job over. So where a
+//! connection the producer read the request from before it handed the job over. One that passes
+//! the job on whole to a thread that answers it (a sender fed through a pipe, whose one read
+//! took the worker's one write) names the connection that thread writes to next. So where a
 //! pipe's pairs mostly agree on their connection (the channel carries jobs that are answered
 //! where they came from), a run of consecutive pairs (in the order the jobs were written) that
 //! disagree is paired again: each take of the run, in the order the takes returned, gets the
@@ -107,6 +109,17 @@ pub(super) fn mend(graph: &Graph, edges: &mut [Edge], kinds: &[KindOf], ends: &S
         *outs.entry(e.from.index()).or_default() += 1;
         *ins.entry(e.to.index()).or_default() += 1;
     }
+    // Writes whose bytes one read of another thread took whole: a job passed on.
+    let passed: AHashMap<usize, usize> = edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Stream)
+        .filter_map(|e| Some((leaf_of(e.from)?, leaf_of(e.to)?)))
+        .filter(|&(from, to)| {
+            outs.get(&from) == Some(&1)
+                && ins.get(&to) == Some(&1)
+                && graph.leaves[from].thread != graph.leaves[to].thread
+        })
+        .collect();
     let mut pipes: AHashMap<u32, Vec<Pair>> = AHashMap::new();
     for (k, e) in edges.iter().enumerate() {
         let Some(obj) = e
@@ -127,7 +140,7 @@ pub(super) fn mend(graph: &Graph, edges: &mut [Edge], kinds: &[KindOf], ends: &S
             put,
             take,
             job: job_of(graph, ends, put),
-            reply: reply_of(graph, ends, take),
+            reply: reply_of(graph, ends, &passed, take),
         });
     }
     let mut keys: Vec<u32> = pipes.keys().copied().collect();
@@ -167,11 +180,37 @@ fn job_of(graph: &Graph, ends: &SocketEnds, put: usize) -> u64 {
     0
 }
 
-/// The connection the taker writes to next, before its next read of any kind.
-fn reply_of(graph: &Graph, ends: &SocketEnds, take: usize) -> u64 {
+/// The connection the taker writes to next, before its next read of any kind, or that the
+/// thread it passes the job on to (`passed`: a write to the one read that took it) writes to
+/// next.
+fn reply_of(graph: &Graph, ends: &SocketEnds, passed: &AHashMap<usize, usize>, take: usize) -> u64 {
     let thread = graph.leaves[take].thread;
     let last = (take + LOOK).min(graph.leaves.len());
     for k in take..last {
+        let l = &graph.leaves[k];
+        if l.thread != thread {
+            break;
+        }
+        if ends.wrote[k] != 0 {
+            return ends.wrote[k];
+        }
+        // The job passed on whole to a thread that answers it (a sender fed through a pipe).
+        if let Some(&to) = passed.get(&k) {
+            return written_next(graph, ends, to);
+        }
+        if l.end_op.and_then(|o| o.op()).and_then(reads_bytes) == Some(true) {
+            break;
+        }
+    }
+    0
+}
+
+/// The connection the thread of leaf `from` writes to next, from that leaf on, before its next
+/// read.
+fn written_next(graph: &Graph, ends: &SocketEnds, from: usize) -> u64 {
+    let thread = graph.leaves[from].thread;
+    let last = (from + LOOK).min(graph.leaves.len());
+    for k in from..last {
         let l = &graph.leaves[k];
         if l.thread != thread {
             break;

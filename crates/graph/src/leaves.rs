@@ -17,6 +17,7 @@ use crate::local::{LocalLeaf, Ticks};
 use scalpel_model::read::{FileTrace, Ready};
 
 use super::event::{reads_bytes, sends, Ev, LocalObj, HAS_SEQ, HAS_X, NO_OBJ};
+use super::perobj::PerObj;
 use super::queues::{Counter, Section, Step, Tracker};
 use super::ready::{Close, Ctl, ReadyWait};
 use super::releases::ThreadReleases;
@@ -292,7 +293,7 @@ pub(super) struct Cutter {
     type_index: AHashMap<LocalType, u32>,
     /// Per closed leaf: its ending call's stack and auxiliary value (for [`weak_boundaries`]).
     sites: Vec<(u32, u64)>,
-    lock_aggs: AHashMap<u32, LockAgg>,
+    lock_aggs: PerObj<LockAgg>,
     /// Index of the next event.
     n: u32,
     last_end: u64,
@@ -329,7 +330,7 @@ impl Cutter {
             cur: None,
             type_index: AHashMap::new(),
             sites: Vec::new(),
-            lock_aggs: AHashMap::new(),
+            lock_aggs: PerObj::default(),
             n: 0,
             last_end: 0,
             cpu_open: None,
@@ -524,7 +525,7 @@ impl Cutter {
             Class::LockCount => {
                 if e.obj != NO_OBJ && e.flags & HAS_X != 0 {
                     // Saturating: a damaged count must not wrap the lock table's sums.
-                    let a = self.lock_aggs.entry(e.obj).or_default();
+                    let a = self.lock_aggs.entry(e.obj);
                     a.count = a.count.saturating_add(e.x);
                     self.out.counted_pairs = self.out.counted_pairs.saturating_add(e.x);
                 }
@@ -631,7 +632,7 @@ impl Cutter {
             return;
         }
         if acquire {
-            let a = self.lock_aggs.entry(e.obj).or_default();
+            let a = self.lock_aggs.entry(e.obj);
             a.count += 1;
             a.wait += e.dur;
             a.max = a.max.max(e.dur);
@@ -661,7 +662,7 @@ impl Cutter {
         }
         let known = self.known_head.take();
         self.out.weak = weak_boundaries(&self.out.leaves, &self.sites, file, &objs, known.as_ref());
-        let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_iter().collect();
+        let mut aggs: Vec<(u32, LockAgg)> = self.lock_aggs.into_values().collect();
         aggs.sort_unstable_by_key(|a| a.0);
         self.out.lock_aggs = aggs;
         let frames = |id: u32| file.stacks.get(&u64::from(id)).map(Vec::as_slice);

@@ -59,6 +59,24 @@ impl<'a> TypeTable<'a> {
         self.sym.warnings()
     }
 
+    /// [`TypeTable::sig`], once per stack id of the one `file` that `seen` is kept for. Why:
+    /// a thread's waits and samples repeat a few stacks thousands of times, and symbolizing a
+    /// stack looks up each of its frames.
+    fn sig_of(
+        &mut self,
+        maps: &[&ModuleMap],
+        file: &FileTrace,
+        id: u32,
+        seen: &mut AHashMap<u32, u32>,
+    ) -> u32 {
+        if let Some(&sig) = seen.get(&id) {
+            return sig;
+        }
+        let sig = self.sig(maps, file, id);
+        seen.insert(id, sig);
+        sig
+    }
+
     /// Symbolizes stack `id` of `file` and interns it (0: no stack).
     fn sig(&mut self, maps: &[&ModuleMap], file: &FileTrace, id: u32) -> u32 {
         let Some(pcs) = (id != 0).then(|| file.stacks.get(&u64::from(id))).flatten() else {
@@ -96,9 +114,10 @@ impl<'a> TypeTable<'a> {
         stacks: impl Iterator<Item = u32>,
     ) -> Vec<u32> {
         let maps = maps_newest_first(p);
+        let mut seen = AHashMap::new();
         stacks
             .map(|stack| {
-                let sig = self.sig(&maps, file, stack);
+                let sig = self.sig_of(&maps, file, stack, &mut seen);
                 let next = self.sites.len() as u32;
                 *self.site_index.entry(sig).or_insert_with(|| {
                     let (frames, function, key) = &self.sigs[sig as usize];
@@ -122,12 +141,13 @@ impl<'a> TypeTable<'a> {
         local: &[LocalType],
     ) -> Vec<u32> {
         let maps = maps_newest_first(p);
+        let mut seen = AHashMap::new();
         local
             .iter()
             .map(|t| {
                 let (sop, sstack, eop, estack) = (t.start_op, t.start_stack, t.end_op, t.end_stack);
-                let s = self.sig(&maps, file, sstack);
-                let e = self.sig(&maps, file, estack);
+                let s = self.sig_of(&maps, file, sstack, &mut seen);
+                let e = self.sig_of(&maps, file, estack, &mut seen);
                 let key = (sop, s, eop, e);
                 if let Some(&t) = self.index.get(&key) {
                     return t;

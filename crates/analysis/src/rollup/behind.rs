@@ -12,6 +12,7 @@ use scalpel_model::graph::Graph;
 
 use super::kinds::BlockKind;
 use super::leaf::{end_kind, inner_times, GraphIndex};
+use super::stats::scale;
 
 /// How many earlier leaves of a thread one gap may be charged to. A gap longer than that many
 /// leaves keeps its remainder as plain queued time; the bound keeps a rollup linear when a
@@ -82,8 +83,7 @@ pub(super) fn charge(
         let span = l.end_ns.saturating_sub(l.start_ns);
         let ov = overlap(l.start_ns, l.end_ns, from, to);
         if ov > 0 {
-            let scale =
-                |ns: u64| (u128::from(ns.min(span)) * u128::from(ov) / u128::from(span)) as u64;
+            let scale = |ns: u64| scale(ns.min(span), ov, span);
             let mut inner = 0;
             for (k, ns) in inner_times(g, p) {
                 let s = scale(ns).min(ov - inner);

@@ -195,6 +195,9 @@ pub(super) struct ChildFold<'m> {
     crit: AHashMap<TaskTypeId, u64>,
     total: u64,
     total_crit: u64,
+    /// Which direct child holds each leaf of the occurrence being added; kept between
+    /// occurrences so that its table is not allocated (and seeded) for each of them.
+    owner: AHashMap<LeafId, OccRef>,
 }
 
 impl<'m> ChildFold<'m> {
@@ -208,6 +211,7 @@ impl<'m> ChildFold<'m> {
             crit: AHashMap::new(),
             total: 0,
             total_crit: 0,
+            owner: AHashMap::new(),
         }
     }
 
@@ -224,7 +228,8 @@ impl<'m> ChildFold<'m> {
         seen.dedup();
         // Which direct child holds each leaf: one pass over the children's leaves, not a walk
         // up the hierarchy per leaf (a deep model made that quadratic in its depth).
-        let mut owner: AHashMap<LeafId, OccRef> = AHashMap::new();
+        let owner = &mut self.owner;
+        owner.clear();
         for &r in &seen {
             let ty = &model.types[r.ty.index()];
             if ty.kind == TaskKind::Leaf {

@@ -28,6 +28,7 @@ use scalpel_model::graph::{Graph, LeafId};
 use super::behind::{charge, Behind};
 use super::kinds::{BlockKind, KindTimes};
 use super::leaf::{end_kind, inner_times, GraphIndex};
+use super::stats::scale;
 
 /// One leaf on a critical path and the time it accounts for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -220,13 +221,7 @@ impl<'a> Evaluator<'a> {
         let own = done.saturating_sub(leaf.start_ns);
         let share = done.saturating_sub(enabled.unwrap_or(leaf.start_ns));
         let kept = share.min(own);
-        let scale = |ns: u64| -> u64 {
-            if own == 0 {
-                0
-            } else {
-                (u128::from(ns) * u128::from(kept) / u128::from(own)) as u64
-            }
-        };
+        let scale = |ns: u64| scale(ns, kept, own);
         let mut blocked = [0u64; BlockKind::ALL.len()];
         let inner = inner_times(self.g, l);
         let block = if done > leaf.end_ns { leaf.block_ns } else { 0 };

@@ -145,6 +145,20 @@ pub(super) fn add(sum: &mut u64, ns: u64) {
     *sum = sum.saturating_add(ns);
 }
 
+/// `ns * num / den` rounded down, for `num <= den` (a share of `ns`), or 0 when `den` is.
+/// Why the 64-bit path: a 128-bit division is a library call several times slower than the
+/// machine's, and an instance's every step takes one; where the product fits in 64 bits both
+/// give the same quotient.
+pub(super) fn scale(ns: u64, num: u64, den: u64) -> u64 {
+    if den == 0 {
+        return 0;
+    }
+    match ns.checked_mul(num) {
+        Some(p) => p / den,
+        None => (u128::from(ns) * u128::from(num) / u128::from(den)) as u64,
+    }
+}
+
 /// `a / b`, or 0 when `b` is.
 pub(super) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {

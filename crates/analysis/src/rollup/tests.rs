@@ -222,3 +222,28 @@ fn rates_are_over_the_traces_span_not_the_types_own() {
     assert!((s.per_second - 1.0 / 3.0).abs() < 1e-9, "{}", s.per_second);
     assert_eq!(s.span_ns, 2);
 }
+
+#[test]
+fn a_share_is_the_128_bit_quotient_whether_or_not_the_product_fits() {
+    let wide =
+        |ns: u64, num: u64, den: u64| (u128::from(ns) * u128::from(num) / u128::from(den)) as u64;
+    let values = [
+        0,
+        1,
+        3,
+        999,
+        1 << 31,
+        1 << 33,
+        u64::MAX / 3,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    for ns in values {
+        for den in values.into_iter().filter(|&d| d > 0) {
+            for num in values.into_iter().filter(|&n| n <= den) {
+                assert_eq!(super::stats::scale(ns, num, den), wide(ns, num, den));
+            }
+        }
+    }
+    assert_eq!(super::stats::scale(5, 0, 0), 0);
+}

@@ -17,7 +17,9 @@ use crate::record::RawEvent;
 use crate::wire::{Dec, DecError};
 
 mod ahead;
+mod objtable;
 pub(crate) use ahead::MAX_AHEAD;
+use objtable::ObjTable;
 
 /// Where decoded events go: kept in [`FileTrace::events`], or handed to a caller's sink one by
 /// one and dropped (see [`super::decode_file_with`]).
@@ -31,7 +33,7 @@ pub(crate) struct State<'p, 's> {
     /// The thread's CPU time at the last event that carried one (the sum of their deltas).
     cpu: u64,
     /// Object index -> (kind, key, last absolute sequence number).
-    table: HashMap<u64, (u8, u64, u64)>,
+    table: ObjTable,
     undefined_refs: u64,
     first_undefined: u64,
     warned_index0: bool,
@@ -61,7 +63,7 @@ pub struct FileCursor {
     pub(crate) pos: usize,
     ticks: u64,
     cpu: u64,
-    table: HashMap<u64, (u8, u64, u64)>,
+    table: ObjTable,
     defs: HashMap<u64, ObjectDef>,
     counted_now: HashSet<u64>,
     warned_index0: bool,
@@ -116,7 +118,7 @@ impl<'p, 's> State<'p, 's> {
             sink,
             ticks: header.clock0,
             cpu: 0,
-            table: HashMap::new(),
+            table: ObjTable::default(),
             undefined_refs: 0,
             first_undefined: 0,
             warned_index0: false,
@@ -431,7 +433,7 @@ impl<'p, 's> State<'p, 's> {
             self.cpu = self.cpu.wrapping_add(d);
             self.cpu
         });
-        let entry = raw.obj.and_then(|i| self.table.get_mut(&i).map(|e| (i, e)));
+        let entry = raw.obj.and_then(|i| self.table.get_mut(i).map(|e| (i, e)));
         if raw.obj.is_some() && entry.is_none() && self.ahead.is_none() {
             if self.undefined_refs == 0 {
                 self.first_undefined = at;
@@ -523,16 +525,12 @@ impl<'p, 's> State<'p, 's> {
                 .table
                 .iter()
                 .filter(|(_, &(kind, k, _))| kind == mutex && k == key)
-                .map(|(&i, _)| i)
+                .map(|(i, _)| i)
                 .max();
             let index = match known {
                 Some(i) => i,
                 None => {
-                    let Some(i) = self
-                        .table
-                        .keys()
-                        .max()
-                        .map_or(Some(1), |m| m.checked_add(1))
+                    let Some(i) = self.table.max_index().map_or(Some(1), |m| m.checked_add(1))
                     else {
                         continue;
                     };

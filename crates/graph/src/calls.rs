@@ -17,8 +17,8 @@
 //! dispatcher goes on to other requests) and a completion that comes back after the caller went
 //! back for new work (an event loop woken by its thread pool) are not calls.
 
-use ahash::AHashMap;
 use scalpel_model::graph::{Edge, Graph, LockWait};
+use scalpel_model::lists::Lists;
 
 use super::service::is_wakeup;
 use super::waits::{continues, wait_of};
@@ -49,20 +49,20 @@ pub(super) fn helper_calls(graph: &Graph, edges: &mut Vec<Edge>, weak: &[bool]) 
     }
     let other_thread = |a: usize, b: usize| a < n && b < n && leaves[a].thread != leaves[b].thread;
     // Per unit of work, the leaves of other threads that woke it.
-    let mut woken_by: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for e in edges.iter().filter(|e| is_wakeup(e.kind)) {
-        let (f, t) = (e.from.index(), e.to.index());
-        if other_thread(f, t) {
-            woken_by.entry(unit[t]).or_default().push(f as u32);
-        }
-    }
+    let wakeups = edges
+        .iter()
+        .filter(|e| is_wakeup(e.kind))
+        .map(|e| (e.from.index(), e.to.index()))
+        .filter(|&(f, t)| other_thread(f, t))
+        .map(|(f, t)| (unit[t] as usize, f as u32));
+    let woken_by = Lists::new(n, wakeups);
     // The call an answer from `f` to `t` answers: a leaf of t's thread, in t's unit and before
     // t, that woke f's unit.
     let call_of = |f: usize, t: usize| -> Option<u32> {
         if !strong_before(t) {
             return None;
         }
-        woken_by.get(&unit[f])?.iter().copied().find(|&c| {
+        woken_by.of(unit[f] as usize).iter().copied().find(|&c| {
             let c = c as usize;
             leaves[c].thread == leaves[t].thread && unit[c] == unit[t] && c < t
         })

@@ -30,6 +30,7 @@
 
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{Edge, EdgeKind, Graph, NodeId};
+use scalpel_model::lists::Lists;
 
 use super::eventloop::{after_epoll, Conns};
 
@@ -119,15 +120,18 @@ fn handed_jobs(graph: &Graph, edges: &[Edge]) -> AHashMap<NodeId, Vec<NodeId>> {
         .filter(|e| e.kind == EdgeKind::Ready)
         .map(|e| (e.from, e.to))
         .collect();
+    if waiting.is_empty() {
+        return AHashMap::new();
+    }
     let thread = |n: NodeId| graph.leaves.get(n.index()).map(|l| l.thread);
     // Per leaf: the other threads' leaves with an edge into it.
-    let mut into: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
-    for e in edges {
-        let program = matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak);
-        if !program && e.kind != EdgeKind::Ready && thread(e.from) != thread(e.to) {
-            into.entry(e.to).or_default().push(e.from);
-        }
-    }
+    let crossing = edges
+        .iter()
+        .filter(|e| !matches!(e.kind, EdgeKind::Program | EdgeKind::ProgramWeak))
+        .filter(move |e| e.kind != EdgeKind::Ready && thread(e.from) != thread(e.to))
+        .map(|e| (e.to.index(), e.from));
+    let keys = crossing.clone().map(|(to, _)| to + 1).max().unwrap_or(0);
+    let into = Lists::new(keys, crossing);
     let mut handed: AHashMap<NodeId, Vec<NodeId>> = AHashMap::new();
     for (&done, &wait) in &waiting {
         let mut k = done.index();
@@ -137,14 +141,11 @@ fn handed_jobs(graph: &Graph, edges: &[Edge]) -> AHashMap<NodeId, Vec<NodeId>> {
                 break;
             }
             let by: Vec<NodeId> = into
-                .get(&here)
-                .map(|v| {
-                    v.iter()
-                        .copied()
-                        .filter(|&f| thread(f) == thread(wait))
-                        .collect()
-                })
-                .unwrap_or_default();
+                .of(here.index())
+                .iter()
+                .copied()
+                .filter(|&f| thread(f) == thread(wait))
+                .collect();
             if !by.is_empty() {
                 handed.insert(done, by);
                 break;

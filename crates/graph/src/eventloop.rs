@@ -119,11 +119,6 @@ impl Conns {
 /// the next).
 pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph: &Graph) -> Conns {
     let n = graph.leaves.len();
-    let mut c = Conns {
-        start: vec![0; n],
-        end: vec![0; n],
-        wrote: vec![0; n],
-    };
     let same_thread = |a: usize, b: usize| {
         graph.leaves.get(a).map(|l| l.thread) == graph.leaves.get(b).map(|l| l.thread)
     };
@@ -147,6 +142,18 @@ pub(super) fn conns(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], graph:
             },
         };
         (chan != 0).then_some((leaf, chan, opens))
+    };
+    // Arrays per leaf only where a leaf has a connection: a trace of pipes and queues alone
+    // would hold them all zero (the accessors read a missing entry as zero).
+    let size = if bounds.iter().any(|b| cut(b).is_some()) {
+        n
+    } else {
+        0
+    };
+    let mut c = Conns {
+        start: vec![0; size],
+        end: vec![0; size],
+        wrote: vec![0; size],
     };
     // A write answers only on a channel its thread also reads (a connection): a write to a pipe
     // that other threads read hands work over, it is no reply and names no connection. Two
@@ -199,7 +206,7 @@ pub(super) fn weaken(
         if a.thread != b.thread || !epoll_thread[a.thread.index()] {
             continue;
         }
-        let (from, to) = (conns.of(i), conns.end[i + 1]);
+        let (from, to) = (conns.of(i), conns.end(i + 1));
         let relayed = calls.contains(&from) && !calls.contains(&to);
         if from != 0 && to != 0 && from != to && !relayed {
             if let Some(w) = weak.get_mut(i) {

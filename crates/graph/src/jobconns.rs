@@ -53,23 +53,43 @@ impl SocketEnds {
     /// Reads the socket transfers off the cuts: a read starts the leaf it returns into, a write
     /// ends the leaf it is called from.
     pub(super) fn new(bounds: &[Bound], kinds: &[KindOf], channels: &[u64], n: usize) -> Self {
-        let mut ends = SocketEnds {
-            read: vec![0; n],
-            wrote: vec![0; n],
-        };
-        for b in bounds {
+        let transfer = |b: &Bound| {
             let (leaf, obj) = (b.leaf as usize, b.obj as usize);
             if leaf >= n || b.res <= 0 || !is_socket(kinds.get(obj)) {
-                continue;
+                return None;
             }
-            let chan = channels.get(obj).copied().unwrap_or(0);
-            match b.op.op().and_then(reads_bytes) {
-                Some(true) => ends.read[leaf] = chan,
-                Some(false) => ends.wrote[leaf] = chan,
-                None => {}
+            let read = b.op.op().and_then(reads_bytes)?;
+            Some((leaf, read, channels.get(obj).copied().unwrap_or(0)))
+        };
+        // Arrays per leaf only where a leaf moved bytes on a socket: a trace without any would
+        // hold them all zero (`read_at` and `wrote_at` read a missing entry as zero).
+        let size = if bounds.iter().any(|b| transfer(b).is_some()) {
+            n
+        } else {
+            0
+        };
+        let mut ends = SocketEnds {
+            read: vec![0; size],
+            wrote: vec![0; size],
+        };
+        for (leaf, read, chan) in bounds.iter().filter_map(transfer) {
+            if read {
+                ends.read[leaf] = chan;
+            } else {
+                ends.wrote[leaf] = chan;
             }
         }
         ends
+    }
+
+    /// The connection a socket read opened leaf `k` with (0: none).
+    fn read_at(&self, k: usize) -> u64 {
+        self.read.get(k).copied().unwrap_or(0)
+    }
+
+    /// The connection leaf `k` ends writing to (0: none).
+    fn wrote_at(&self, k: usize) -> u64 {
+        self.wrote.get(k).copied().unwrap_or(0)
     }
 }
 
@@ -100,55 +120,25 @@ struct Pair {
 
 /// Pairs the jobs of pipes read by several workers again by their connections (module docs).
 pub(super) fn mend(graph: &Graph, edges: &mut [Edge], kinds: &[KindOf], ends: &SocketEnds) {
-    let n = graph.leaves.len();
-    let leaf_of = |id: NodeId| (id.index() < n).then_some(id.index());
-    // Per pipe: its one-to-one pairs between two threads.
-    let mut outs: AHashMap<usize, u32> = AHashMap::new();
-    let mut ins: AHashMap<usize, u32> = AHashMap::new();
-    for e in edges.iter().filter(|e| e.kind == EdgeKind::Stream) {
-        *outs.entry(e.from.index()).or_default() += 1;
-        *ins.entry(e.to.index()).or_default() += 1;
-    }
-    // Writes whose bytes one read of another thread took whole: a job passed on.
-    let passed: AHashMap<usize, usize> = edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Stream)
-        .filter_map(|e| Some((leaf_of(e.from)?, leaf_of(e.to)?)))
-        .filter(|&(from, to)| {
-            outs.get(&from) == Some(&1)
-                && ins.get(&to) == Some(&1)
-                && graph.leaves[from].thread != graph.leaves[to].thread
-        })
-        .collect();
-    let mut pipes: AHashMap<u32, Vec<Pair>> = AHashMap::new();
-    for (k, e) in edges.iter().enumerate() {
-        let Some(obj) = e
-            .obj
-            .filter(|o| e.kind == EdgeKind::Stream && is_pipe(kinds.get(o.get() as usize)))
-        else {
-            continue;
-        };
-        let (Some(put), Some(take)) = (leaf_of(e.from), leaf_of(e.to)) else {
-            continue;
-        };
-        let one = outs.get(&put) == Some(&1) && ins.get(&take) == Some(&1);
-        if !one || graph.leaves[put].thread == graph.leaves[take].thread {
-            continue;
-        }
-        pipes.entry(obj.get()).or_default().push(Pair {
-            edge: k,
-            put,
-            take,
-            job: job_of(graph, ends, put),
-            reply: reply_of(graph, ends, &passed, take),
-        });
-    }
+    let one = OneToOne::new(graph.leaves.len(), edges);
+    let mut pipes = pipe_pairs(graph, edges, kinds, &one);
     let mut keys: Vec<u32> = pipes.keys().copied().collect();
     keys.sort_unstable();
+    // Made when a pipe first needs it, before any pipe's edges are changed.
+    let mut passed: Option<AHashMap<usize, usize>> = None;
     for key in keys {
         let Some(mut pairs) = pipes.remove(&key) else {
             continue;
         };
+        // A pipe one worker reads has nothing to mend: its connections are not looked up.
+        if !several_takers(graph, &pairs) {
+            continue;
+        }
+        let passed = passed.get_or_insert_with(|| passed_on(graph, edges, &one));
+        for p in &mut pairs {
+            p.job = job_of(graph, ends, p.put);
+            p.reply = reply_of(graph, ends, passed, p.take);
+        }
         if !answered_where_they_came_from(graph, &pairs) {
             continue;
         }
@@ -157,6 +147,91 @@ pub(super) fn mend(graph: &Graph, edges: &mut [Edge], kinds: &[KindOf], ends: &S
             pair_again(graph, edges, &pairs[cluster]);
         }
     }
+}
+
+/// Per leaf, whether one stream edge leaves it and whether one enters it.
+struct OneToOne {
+    outs: Vec<u8>,
+    ins: Vec<u8>,
+}
+
+impl OneToOne {
+    fn new(n: usize, edges: &[Edge]) -> Self {
+        let (mut outs, mut ins) = (vec![0u8; n], vec![0u8; n]);
+        for e in edges.iter().filter(|e| e.kind == EdgeKind::Stream) {
+            if let Some(c) = outs.get_mut(e.from.index()) {
+                *c = c.saturating_add(1);
+            }
+            if let Some(c) = ins.get_mut(e.to.index()) {
+                *c = c.saturating_add(1);
+            }
+        }
+        OneToOne { outs, ins }
+    }
+
+    /// Whether `put`'s only stream edge out goes to `take`'s only one in (both leaves).
+    fn pair(&self, put: usize, take: usize) -> bool {
+        self.outs.get(put) == Some(&1) && self.ins.get(take) == Some(&1)
+    }
+}
+
+/// Leaves of the graph an edge joins, `None` for an external node.
+fn leaves_of(graph: &Graph, e: &Edge) -> Option<(usize, usize)> {
+    let n = graph.leaves.len();
+    let (from, to) = (e.from.index(), e.to.index());
+    (from < n && to < n).then_some((from, to))
+}
+
+/// Per pipe: its one-to-one pairs between two threads, their connections not yet looked up.
+fn pipe_pairs(
+    graph: &Graph,
+    edges: &[Edge],
+    kinds: &[KindOf],
+    one: &OneToOne,
+) -> AHashMap<u32, Vec<Pair>> {
+    let mut pipes: AHashMap<u32, Vec<Pair>> = AHashMap::new();
+    for (k, e) in edges.iter().enumerate() {
+        let Some(obj) = e
+            .obj
+            .filter(|o| e.kind == EdgeKind::Stream && is_pipe(kinds.get(o.get() as usize)))
+        else {
+            continue;
+        };
+        let Some((put, take)) = leaves_of(graph, e) else {
+            continue;
+        };
+        if !one.pair(put, take) || graph.leaves[put].thread == graph.leaves[take].thread {
+            continue;
+        }
+        pipes.entry(obj.get()).or_default().push(Pair {
+            edge: k,
+            put,
+            take,
+            job: 0,
+            reply: 0,
+        });
+    }
+    pipes
+}
+
+/// Writes whose bytes one read of another thread took whole: a job passed on.
+fn passed_on(graph: &Graph, edges: &[Edge], one: &OneToOne) -> AHashMap<usize, usize> {
+    edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Stream)
+        .filter_map(|e| leaves_of(graph, e))
+        .filter(|&(from, to)| {
+            one.pair(from, to) && graph.leaves[from].thread != graph.leaves[to].thread
+        })
+        .collect()
+}
+
+/// Whether two or more threads take the pipe's jobs.
+fn several_takers(graph: &Graph, pairs: &[Pair]) -> bool {
+    let first = pairs.first().map(|p| graph.leaves[p.take].thread);
+    pairs
+        .iter()
+        .any(|p| Some(graph.leaves[p.take].thread) != first)
 }
 
 /// The connection the thread read the job's request from: the last socket read before the
@@ -168,8 +243,8 @@ fn job_of(graph: &Graph, ends: &SocketEnds, put: usize) -> u64 {
         if l.thread != thread {
             break;
         }
-        if ends.read[k] != 0 {
-            return ends.read[k];
+        if ends.read_at(k) != 0 {
+            return ends.read_at(k);
         }
         let op = l.start_op.and_then(|o| o.op());
         if is_epoll_wait(op) || matches!(op, Some(Op::Accept | Op::Accept4 | Op::Poll | Op::Ppoll))
@@ -191,8 +266,8 @@ fn reply_of(graph: &Graph, ends: &SocketEnds, passed: &AHashMap<usize, usize>, t
         if l.thread != thread {
             break;
         }
-        if ends.wrote[k] != 0 {
-            return ends.wrote[k];
+        if ends.wrote_at(k) != 0 {
+            return ends.wrote_at(k);
         }
         // The job passed on whole to a thread that answers it (a sender fed through a pipe).
         if let Some(&to) = passed.get(&k) {
@@ -215,8 +290,8 @@ fn written_next(graph: &Graph, ends: &SocketEnds, from: usize) -> u64 {
         if l.thread != thread {
             break;
         }
-        if ends.wrote[k] != 0 {
-            return ends.wrote[k];
+        if ends.wrote_at(k) != 0 {
+            return ends.wrote_at(k);
         }
         if l.end_op.and_then(|o| o.op()).and_then(reads_bytes) == Some(true) {
             break;
@@ -227,10 +302,7 @@ fn written_next(graph: &Graph, ends: &SocketEnds, from: usize) -> u64 {
 
 /// Whether two or more workers take the pipe's jobs and most pairs agree on their connection.
 fn answered_where_they_came_from(graph: &Graph, pairs: &[Pair]) -> bool {
-    let first = pairs.first().map(|p| graph.leaves[p.take].thread);
-    let several = pairs
-        .iter()
-        .any(|p| Some(graph.leaves[p.take].thread) != first);
+    let several = several_takers(graph, pairs);
     let known = pairs.iter().filter(|p| p.job != 0 && p.reply != 0).count();
     let agree = pairs
         .iter()

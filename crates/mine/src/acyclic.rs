@@ -41,10 +41,12 @@ pub(super) const PASSES: usize = 24;
 /// case, checked before building anything bigger).
 pub(super) fn is_acyclic<I: Idx>(n: usize, edges: &[(I, I)]) -> bool {
     let mut indeg: IxVec<I, u32> = IxVec::from_elem(0, n);
+    // Counted into: its pages mapped writable first (`populate`'s docs).
+    scalpel_model::memory::populate(indeg.as_mut_slice());
     for &(_, b) in edges {
         indeg[b] += 1;
     }
-    let out = IxLists::new(n, edges.iter().copied(), I::new(0));
+    let out = IxLists::new(n, edges.iter().copied());
     let mut stack: Vec<I> = indeg.indices().filter(|&i| indeg[i] == 0).collect();
     let mut seen = 0usize;
     while let Some(v) = stack.pop() {

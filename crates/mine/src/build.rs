@@ -46,7 +46,7 @@ fn levels(work: &Work, tree: &Tree) -> IxVec<SymIx, u32> {
         waiting[p] += 1;
     }
     // Each child's parents, in the pairs' order.
-    let parents = IxLists::new(n, pairs.iter().copied(), SymIx::NONE);
+    let parents = IxLists::new(n, pairs.iter().copied());
     let mut ready: Vec<SymIx> = waiting.indices().filter(|&c| waiting[c] == 0).collect();
     let mut done = 0;
     while let Some(c) = ready.pop() {

@@ -33,7 +33,7 @@ impl CrossEdges {
             .iter()
             .enumerate()
             .flat_map(|(i, &(a, b, _))| [(a, i as u32), (b, i as u32)]);
-        IxLists::new(work.node_of.len(), pairs, 0)
+        IxLists::new(work.node_of.len(), pairs)
     }
 
     /// The edges between `work`'s current nodes, sorted, without duplicates, from `last` (what

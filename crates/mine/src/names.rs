@@ -369,11 +369,7 @@ impl OutEdges {
             .collect();
         list.sort_unstable_by_key(|&(a, b, k)| (a, b, k as u8));
         let pairs = list.iter().map(|&(a, b, k)| (a, (b, k)));
-        OutEdges(IxLists::new(
-            n as usize,
-            pairs,
-            (LeafId::new(0), EdgeKind::Program),
-        ))
+        OutEdges(IxLists::new(n as usize, pairs))
     }
 
     fn of(&self, leaf: LeafId) -> &[(LeafId, EdgeKind)] {

@@ -71,7 +71,7 @@ pub(super) fn children(parent: &IxVec<NodeIx, NodeIx>) -> IxLists<NodeIx, NodeIx
         .iter_enumerated()
         .filter(|&(_, &p)| p.is_some())
         .map(|(c, &p)| (p, c));
-    IxLists::new(parent.len(), pairs, NodeIx::NONE)
+    IxLists::new(parent.len(), pairs)
 }
 
 impl Folds {
@@ -96,7 +96,7 @@ impl Causal {
             .iter()
             .filter(move |&&(_, _, k)| k != prog && k != weak)
             .flat_map(|&(a, b, _)| [(a, b), (b, a)]);
-        Causal(IxLists::new(n, list, LeafIx::NONE))
+        Causal(IxLists::new(n, list))
     }
 
     pub(super) fn of(&self, leaf: LeafIx) -> &[LeafIx] {

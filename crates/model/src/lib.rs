@@ -3,7 +3,7 @@
 //! graph's types ([`graph`]), the task model's ([`task`]), typed indices into both ([`ids`]),
 //! their checks ([`check`]), how both are stored on disk ([`store`]) and found by name
 //! ([`lookup`]). Beside them, what every stage shares: a hash fixed by its definition ([`fnv`]), how a stage reports where it is
-//! ([`progress`]), the allocator's policy ([`memory`]), names for option enums ([`choice`]) and
+//! ([`progress`]), the allocator's policy ([`memory`]), lists per number laid out flat ([`lists`]), names for option enums ([`choice`]) and
 //! a builder of small graphs for tests and benchmarks ([`testgraph`]).
 //! The file layout and encoders live in `scalpel-format`, re-exported here as [`format`](mod@format),
 //! [`wire`] and [`record`].
@@ -28,6 +28,7 @@ pub mod graph;
 pub mod host;
 pub mod ids;
 mod leaflist;
+pub mod lists;
 pub mod lookup;
 pub mod memory;
 pub mod object;

@@ -52,6 +52,8 @@ impl Children {
             occs.chain(leaves)
         };
         let mut start = vec![0u32; n + 1];
+        // Counted into: its pages mapped writable first (`populate`'s docs).
+        scalpel_model::memory::populate(&mut start);
         for (p, _) in pairs() {
             if let Some(at) = global(p) {
                 start[at + 1] += 1;

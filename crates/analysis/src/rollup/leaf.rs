@@ -34,6 +34,8 @@ impl GraphIndex {
         let n = g.leaves.len();
         let mut weak_out = vec![false; n];
         let mut counts = vec![0u32; n + 1];
+        // Counted into: its pages mapped writable first (`populate`'s docs).
+        scalpel_model::memory::populate(&mut counts);
         for e in &g.edges {
             if e.kind == EdgeKind::ProgramWeak && g.is_leaf(e.from) {
                 weak_out[e.from.index()] = true;

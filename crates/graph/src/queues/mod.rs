@@ -51,6 +51,7 @@
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
 use scalpel_model::graph::{Edge, EdgeKind, Graph, LockWait, NodeId, ObjId, ThreadId};
+use scalpel_model::lists::Lists;
 
 use super::service::is_wakeup;
 use super::waits::wait_of;
@@ -334,13 +335,12 @@ pub(super) fn woken_takes(graph: &Graph, edges: &[Edge], takes: &[Take]) -> Vec<
     for t in takes {
         *taken.entry((thread(t.to), t.cond)).or_default() += 1;
     }
-    let mut began: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for t in takes
-        .iter()
-        .filter(|t| t.waited && taken[&(thread(t.to), t.cond)] >= 2)
-    {
-        began.entry(t.from).or_default().push(t.to);
-    }
+    let began = by_leaf(
+        takes
+            .iter()
+            .filter(|t| t.waited && taken[&(thread(t.to), t.cond)] >= 2)
+            .map(|t| (t.from, t.to)),
+    );
     let mut out: Vec<(u32, u32)> = edges
         .iter()
         .filter(|e| e.kind == EdgeKind::Cond)
@@ -349,8 +349,8 @@ pub(super) fn woken_takes(graph: &Graph, edges: &[Edge], takes: &[Take]) -> Vec<
             if handed.contains(&(e.from.get(), thread(to))) {
                 return None;
             }
-            let starts = began.get(&e.from.get())?;
-            starts
+            began
+                .of(e.from.index())
                 .iter()
                 .any(|&b| b == to && thread(b).is_some())
                 .then(|| (first_wait(graph, to), to))
@@ -359,6 +359,16 @@ pub(super) fn woken_takes(graph: &Graph, edges: &[Edge], takes: &[Take]) -> Vec<
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// `pairs` of leaves grouped by the first.
+fn by_leaf(pairs: impl Iterator<Item = (u32, u32)> + Clone) -> Lists<u32> {
+    let keys = pairs
+        .clone()
+        .map(|(k, _)| k as usize + 1)
+        .max()
+        .unwrap_or(0);
+    Lists::new(keys, pairs.map(|(k, v)| (k as usize, v)))
 }
 
 /// The first leaf of the run of leaves before `woke`, on its thread, that ended at a wait on
@@ -424,18 +434,14 @@ fn match_wakeups(graph: &Graph, edges: &mut Vec<Edge>, takes: &[Take]) {
         return;
     }
     // Per item's signal, the takes that popped it.
-    let mut takers: AHashMap<u32, Vec<u32>> = AHashMap::new();
-    for t in takes {
-        takers.entry(t.from).or_default().push(t.to);
-    }
+    let takers = by_leaf(takes.iter().map(|t| (t.from, t.to)));
     edges.retain_mut(|e| {
         // A condition's signal or a counter's post (the queue's own edges are added after).
         let Some(c) = e.obj.filter(|_| is_wakeup(e.kind)) else {
             return true;
         };
-        let went_elsewhere = takers
-            .get(&e.from.get())
-            .is_some_and(|to| !to.contains(&e.to.get()));
+        let to = takers.of(e.from.index());
+        let went_elsewhere = !to.is_empty() && !to.contains(&e.to.get());
         if !went_elsewhere {
             return true;
         }

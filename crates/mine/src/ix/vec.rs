@@ -81,6 +81,11 @@ impl<I: Idx, T> IxVec<I, T> {
         self.raw.iter().enumerate().map(|(i, v)| (I::new(i), v))
     }
 
+    /// The entries as a slice, in index order.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.raw
+    }
+
     /// Sets every entry to `value`.
     pub(crate) fn fill(&mut self, value: T)
     where

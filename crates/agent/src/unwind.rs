@@ -191,14 +191,37 @@ unsafe extern "C" fn visit(
 }
 
 /// Rebuilds and publishes the module table (unless another thread is doing so right now).
+///
+/// Why a thread may build while another does: before the first table is published, a thread
+/// that waited for it would lock inside a hook, and one that gave up would record its events
+/// without stacks. A library's constructor can start a thread before the agent's constructor has
+/// built the first table (`tests/c/stackctor.c`), and such a thread can make all its calls
+/// during that build. So while no table is published, a thread that finds another building
+/// builds one of its own, and it is published only if no table is there yet.
 pub(crate) fn rebuild() {
     // Building allocates (mappings, which a sandbox may forbid): the old table stays in use.
-    if crate::sys::sandboxed() {
+    if crate::sys::sandboxed() || CLOSING.load(Ordering::Acquire) != 0 {
         return;
     }
-    if CLOSING.load(Ordering::Acquire) != 0 || BUILDING.swap(true, Ordering::Acquire) {
-        return;
+    if !BUILDING.swap(true, Ordering::Acquire) {
+        let t = build();
+        // The previous table is leaked on purpose: a walk on another thread may still hold it.
+        CURRENT.store(t, Ordering::Release);
+        BUILDING.store(false, Ordering::Release);
+    } else if CURRENT.load(Ordering::Acquire).is_null() {
+        let t = build();
+        // A table published meanwhile wins; ours is then leaked like a superseded one.
+        let _ = CURRENT.compare_exchange(
+            core::ptr::null_mut(),
+            t,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
     }
+}
+
+/// A table of the modules loaded now, leaked.
+fn build() -> *mut Table {
     let dirty = DIRTY.load(Ordering::Acquire);
     let mut c = Collect {
         uw: Uw::new(),
@@ -209,15 +232,12 @@ pub(crate) fn rebuild() {
     // SAFETY: our callback only reads the loader's info and writes `c`.
     unsafe { libc::dl_iterate_phdr(Some(visit), &mut c as *mut Collect as *mut libc::c_void) };
     c.ranges.sort_unstable();
-    let t = alloc::boxed::Box::new(Table {
+    alloc::boxed::Box::into_raw(alloc::boxed::Box::new(Table {
         uw: c.uw,
         ranges: c.ranges,
         counters: c.counters | 1 << 63,
         dirty,
-    });
-    // The previous table is leaked on purpose: a walk on another thread may still hold it.
-    CURRENT.store(alloc::boxed::Box::into_raw(t), Ordering::Release);
-    BUILDING.store(false, Ordering::Release);
+    }))
 }
 
 /// Rebuilds if modules were loaded or unloaded since the table was built (but not during a

@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use ahash::AHashMap;
+
 use scalpel_model::format::ChanKind;
 use scalpel_model::graph::{Channel, EdgeKind, ExternalRole, Graph, NodeId, ObjectInfo};
 
@@ -18,22 +20,39 @@ pub struct DrawOptions {
     pub min_count: u64,
 }
 
-/// The node of the type graph that node `id` of the instance graph belongs to.
-fn type_node(g: &Graph, id: NodeId) -> String {
-    match g.external(id) {
-        Some(x) => {
-            let what = g
-                .objects
-                .get(x.obj.index())
-                .and_then(ObjectInfo::channel_kind)
-                .unwrap_or(ChanKind::Other.into());
-            let role = match x.role {
-                ExternalRole::Source => "source",
-                ExternalRole::Sink => "sink",
-            };
-            format!("external_{role}_{what}")
+/// What a node of the instance graph is drawn as: its leaf's type, or the external peer it is.
+/// Edges are counted by this before any name is made, since a graph has millions of edges and
+/// few distinct pairs of these.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Drawn {
+    Type(usize),
+    External(usize),
+}
+
+impl Drawn {
+    fn of(g: &Graph, id: NodeId) -> Drawn {
+        match id.index().checked_sub(g.leaves.len()) {
+            Some(x) => Drawn::External(x),
+            None => Drawn::Type(g.leaves[id.index()].ty.index()),
         }
-        None => format!("t{}", g.leaves[id.index()].ty),
+    }
+
+    /// Its node's name in the type graph.
+    fn name(self, g: &Graph) -> String {
+        let x = match self {
+            Drawn::Type(ty) => return format!("t{ty}"),
+            Drawn::External(x) => &g.externals[x],
+        };
+        let what = g
+            .objects
+            .get(x.obj.index())
+            .and_then(ObjectInfo::channel_kind)
+            .unwrap_or(ChanKind::Other.into());
+        let role = match x.role {
+            ExternalRole::Source => "source",
+            ExternalRole::Sink => "sink",
+        };
+        format!("external_{role}_{what}")
     }
 }
 
@@ -69,10 +88,15 @@ pub fn write_type_dot(w: &mut impl Write, g: &Graph, draw: &DrawOptions) -> io::
         Some(l) => drawn_type.get(l.ty.index()).copied().unwrap_or(false),
         None => true,
     };
-    let mut edges: BTreeMap<(String, String, EdgeKind), u64> = BTreeMap::new();
+    let mut counted: AHashMap<(Drawn, Drawn, EdgeKind), u64> = AHashMap::new();
     for e in g.edges.iter().filter(|e| shown(e.from) && shown(e.to)) {
-        let (a, b) = (type_node(g, e.from), type_node(g, e.to));
-        *edges.entry((a, b, e.kind)).or_default() += 1;
+        let key = (Drawn::of(g, e.from), Drawn::of(g, e.to), e.kind);
+        *counted.entry(key).or_default() += 1;
+    }
+    // Several externals share a name: their counts add up.
+    let mut edges: BTreeMap<(String, String, EdgeKind), u64> = BTreeMap::new();
+    for ((a, b, kind), n) in counted {
+        *edges.entry((a.name(g), b.name(g), kind)).or_default() += n;
     }
     w.write_all(b"digraph leaf_types {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n")?;
     let all_types = g

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::carry::WindowCarry;
+use crate::carry::{PassCarry, ReadCarry, WindowCarry};
 use crate::read::{account, read, Read};
 use ahash::{AHashMap, AHashSet};
 use scalpel_model::format::Op;
@@ -58,10 +58,51 @@ pub fn build_graph_window(
     opts: &GraphOptions,
     carry: &mut WindowCarry,
 ) -> Result<Built, GraphError> {
+    let (reading, passes) = carry.split();
+    let read = read_graph_window(windows, k, opts, reading)?;
+    build_read_window(read, opts, passes)
+}
+
+/// Window `k` decoded and cut into leaves (phases 1 and 2 of [`build_graph_window`]), for
+/// [`build_read_window`]. Reading a window takes only what reading the windows before it left
+/// (`carry`), not their graphs, so window k + 1 can be read while window k is built.
+pub fn read_graph_window(
+    windows: &mut Windows,
+    k: usize,
+    opts: &GraphOptions,
+    carry: &mut ReadCarry,
+) -> Result<WindowRead, GraphError> {
     let mut read = crate::read::read_window(windows, k, opts, carry)?;
     let dir = read.trace.path.clone();
     let (warnings, events) = account(&dir, opts, &mut read)?;
+    Ok(WindowRead {
+        read,
+        warnings,
+        events,
+    })
+}
+
+/// The rest of [`build_graph_window`] on a window [`read_graph_window`] read, after the windows
+/// before it were built with the same `carry`.
+pub fn build_read_window(
+    read: WindowRead,
+    opts: &GraphOptions,
+    carry: &mut PassCarry,
+) -> Result<Built, GraphError> {
+    let WindowRead {
+        read,
+        warnings,
+        events,
+    } = read;
     build_from(read, warnings, events, Vec::new(), opts, Some(carry))
+}
+
+/// A window of a trace decoded and cut into leaves, not yet built into a graph (see
+/// [`read_graph_window`]).
+pub struct WindowRead {
+    read: Read,
+    warnings: Vec<GraphWarning>,
+    events: u64,
 }
 
 /// Phases 3 to 8 on what phases 1 and 2 read.
@@ -71,7 +112,7 @@ fn build_from(
     events: u64,
     hosts: Vec<HostInfo>,
     opts: &GraphOptions,
-    mut carry: Option<&mut WindowCarry>,
+    mut carry: Option<&mut PassCarry>,
 ) -> Result<Built, GraphError> {
     let dir = read.trace.path.clone();
     let dir = dir.as_path();
@@ -229,7 +270,7 @@ struct Rest {
 /// Phase 4: notification edges matched per object, then the passes that need all of them.
 /// Signal edges are matched after every other notification: a return that something else
 /// already caused is no signal's.
-fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
+fn causal_edges(asm: Assembled, mut carry: Option<&mut PassCarry>) -> Caused {
     let mut graph = asm.graph;
     // Signal sends and thread starts (which name the handles pthread_kill uses).
     let sends: Vec<Bound> = asm
@@ -316,7 +357,7 @@ fn causal_edges(asm: Assembled, mut carry: Option<&mut WindowCarry>) -> Caused {
 
 /// Phase 5: where each thread's program order is weak (per leaf, returned), and its program
 /// edges. `carry`: what the windows before found, in a trace read in windows.
-fn program_order(c: &mut Caused, carry: Option<&mut WindowCarry>) -> Vec<bool> {
+fn program_order(c: &mut Caused, carry: Option<&mut PassCarry>) -> Vec<bool> {
     let mut order = std::mem::take(&mut c.rest.weak);
 
     // Leaves that end at a wait the merge will undo (room in a bounded queue, a condition
@@ -334,7 +375,7 @@ fn program_order(c: &mut Caused, carry: Option<&mut WindowCarry>) -> Vec<bool> {
     }
     order.keep_passed_where_head_cuts(&merged, |i| c.graph.leaves[i].thread);
     let woken = queues::woken_takes(&c.graph, &c.edges, &c.rest.takes);
-    let verdicts = carry.map(WindowCarry::head_verdicts);
+    let verdicts = carry.map(PassCarry::head_verdicts);
     let mut weak = handoff_weak(&c.graph, &c.edges, order, (&woken, &merged), verdicts);
     let epoll_thread = eventloop::epoll_threads(&c.graph);
     eventloop::weaken(

@@ -28,14 +28,43 @@ use scalpel_model::read::{ProcessSinks, TraceDir};
 use crate::sink::ThreadSink;
 use crate::weak::LoopHead;
 
-/// What a window of a trace passes on to the next: each thread's loop head, found in the
-/// window where the thread began (see `weak::weak_boundaries`), by thread file; and each
-/// object's highest sequence number so far (see [`WindowCarry::drop_paired_before`]).
+/// What a window of a trace passes on to the next, in two parts: what reading a window takes
+/// ([`ReadCarry`]) and what the passes over its leaves take ([`PassCarry`]). Apart because
+/// reading window k + 1 needs only what reading window k left, so it can go on while window k's
+/// passes run (see [`WindowCarry::split`]).
 #[derive(Debug, Default)]
 pub struct WindowCarry {
+    reading: ReadCarry,
+    passes: PassCarry,
+}
+
+impl WindowCarry {
+    /// Its two parts, to be used side by side.
+    pub fn split(&mut self) -> (&mut ReadCarry, &mut PassCarry) {
+        (&mut self.reading, &mut self.passes)
+    }
+
+    /// Calls left out of matching so far (see [`PassCarry::crossed`]).
+    pub fn crossed(&self) -> u64 {
+        self.passes.crossed
+    }
+}
+
+/// What reading a window takes from the windows read before it: each thread's loop head, found
+/// in the window where the thread began (see `weak::weak_boundaries`), and the start of the
+/// leaf the last window's end cut, by thread file.
+#[derive(Debug, Default)]
+pub struct ReadCarry {
     heads: HashMap<PathBuf, LoopHead>,
     /// By thread file: the call that started the leaf the last window's end cut.
     starts: HashMap<PathBuf, WindowEdge>,
+}
+
+/// What the passes over a window's leaves take from the windows built before it: loop-head
+/// verdicts, standing `epoll_ctl` registrations, and each object's highest sequence number so
+/// far (see [`PassCarry::drop_paired_before`]).
+#[derive(Debug, Default)]
+pub struct PassCarry {
     /// By thread (pid, tid): whether its loop-head guess was found taken at (see
     /// `edges::handoff_weak`).
     verdicts: AHashMap<(u32, u32), bool>,
@@ -48,7 +77,7 @@ pub struct WindowCarry {
     crossed: u64,
 }
 
-impl WindowCarry {
+impl PassCarry {
     /// Calls left out of matching so far because their partner was in an earlier window (a
     /// post that returned after a boundary, whose wait returned before it).
     pub fn crossed(&self) -> u64 {
@@ -100,10 +129,6 @@ impl WindowCarry {
             let m = self.seqs.entry(n).or_insert(h);
             *m = (*m).max(h);
         }
-    }
-
-    pub(crate) fn head(&self, path: &Path) -> Option<LoopHead> {
-        self.heads.get(path).cloned()
     }
 
     /// This window's registrations (`ctls`, objects numbered as `names`) after those that
@@ -161,6 +186,13 @@ impl WindowCarry {
     /// The loop-head verdicts of the windows so far, for the next to read and add to.
     pub(crate) fn head_verdicts(&mut self) -> &mut AHashMap<(u32, u32), bool> {
         &mut self.verdicts
+    }
+}
+
+impl ReadCarry {
+    /// The loop head found for the thread file at `path` in the window where it began.
+    pub(crate) fn head(&self, path: &Path) -> Option<LoopHead> {
+        self.heads.get(path).cloned()
     }
 
     /// The call that started the leaf of the thread file at `path` the last window's end cut.
@@ -221,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_registration_stands_in_later_windows_until_its_descriptor_is_closed() {
-        let mut carry = WindowCarry::default();
+        let mut carry = PassCarry::default();
         // Window 0: the eventfd (key 100, object 0) registered under data 42, then a test
         // socket (key 200, object 1) under the same data, closed at once.
         let first = [name(100), name(200)];

@@ -54,7 +54,10 @@ mod types;
 mod waits;
 mod weak;
 
-pub use build::{build_graph, build_graph_of, build_graph_window};
-pub use carry::WindowCarry;
+pub use build::{
+    build_graph, build_graph_of, build_graph_window, build_read_window, read_graph_window,
+    WindowRead,
+};
+pub use carry::{PassCarry, ReadCarry, WindowCarry};
 pub use filter::{Filter, FilterError};
 pub use options::{Built, GraphError, GraphOptions, GraphWarning};

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use scalpel_model::read::{read_dir_with, read_file_streaming, ProcessSinks, TraceDir, Windows};
 
-use crate::carry::WindowCarry;
+use crate::carry::ReadCarry;
 use crate::futexlocks::Reread;
 use crate::latches::FileEvent;
 use crate::options::{GraphError, GraphOptions, GraphWarning};
@@ -36,7 +36,7 @@ pub(crate) fn read_window(
     windows: &mut Windows,
     k: usize,
     opts: &GraphOptions,
-    carry: &mut WindowCarry,
+    carry: &mut ReadCarry,
 ) -> Result<Read, GraphError> {
     let (trace, sinks) = windows.read_with(k, |p| {
         let mut s = ThreadSink::new(opts.lock_cuts);

@@ -11,7 +11,8 @@
 //! graph is written before any window is mined, and each is read back for its model.
 //!
 //! The graphs are built one after the other: each window's graph takes what the windows before
-//! it left open ([`WindowCarry`]). The models are independent of each other once the sample's
+//! it left open ([`WindowCarry`]). Reading a window needs only what reading the ones before it
+//! left, so the next window is read while one is built and the one before is written. The models are independent of each other once the sample's
 //! rules are known, so they are mined side by side on the worker threads, [`super::WindowPlan::at_once`]
 //! at a time, each window as large as the memory limit's share allows.
 //!
@@ -19,9 +20,14 @@
 //! signal came before it, a leaf or a task cut in two. `windows.json` lists each window with its
 //! events, leaves, edges and top-level task types, so that those differences can be counted.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
 
-use scalpel_graph::{build_graph_window, Built, WindowCarry};
+use scalpel_graph::{
+    build_read_window, read_graph_window, Built, PassCarry, ReadCarry, WindowCarry, WindowRead,
+};
 use scalpel_mine::{Grammar, MineInput, SamplePart};
 use scalpel_model::graph::Graph;
 use scalpel_model::progress::{Progress, Timings};
@@ -157,9 +163,13 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Every window's graph, built one after the other with one carry, and its files: window
-    /// k's files are written while window k + 1's graph is built (two windows in memory, as the
-    /// plan allows for when it mines two at once).
+    /// Every window's graph, built one after the other with one carry, and its files. Side by
+    /// side (`at_once` above 1), in a pipeline of three: window k + 1 is read (decoded and cut
+    /// into leaves) while window k's graph is built from what was read and window k - 1's
+    /// files are written. Reading takes only what reading the windows before left, building
+    /// only what building them left: the two parts of one [`WindowCarry`]. Three windows are
+    /// then in memory, each short of a model's size, which the plan allows two of. Otherwise
+    /// each window is read, built and written before the next is read.
     fn window_graphs(
         &self,
         windows: &mut Windows,
@@ -169,33 +179,56 @@ impl Pipeline {
         progress: &dyn Progress,
     ) -> Result<Vec<WindowGraph>, InferError> {
         let mut carry = WindowCarry::default();
-        let mut graphs = Vec::with_capacity(windows.count());
-        let mut pending: Option<BuiltWindow> = None;
-        for k in 0..=windows.count() {
+        let (reading, passes) = carry.split();
+        let dir = windows.survey_dir().path.clone();
+        let n = windows.count();
+        let mut graphs = Vec::with_capacity(n);
+        if how.at_once <= 1 {
+            for k in 0..n {
+                let read = self.read_window((windows, k), reading, t, progress)?;
+                let built = self.build_window(read, (&dir, passes), t, progress)?;
+                graphs.push(self.write_window(built, out, how, t, progress)?);
+            }
+            return Ok(graphs);
+        }
+        let (mut read, mut built) = (None, None);
+        for k in 0..n + 2 {
             // One line per phase for all windows (`Timings::absorb`).
-            let (mut tb, mut tw) = (Timings::new(), Timings::new());
-            let (written, built) = self.both(
-                how.at_once > 1,
+            let (mut tr, mut tb, mut tw) = (Timings::new(), Timings::new(), Timings::new());
+            let (to_write, to_build) = (built.take(), read.take());
+            let (written, (newly_built, newly_read)) = self.both(
+                true,
+                || to_write.map(|w| self.write_window(w, out, how, &mut tw, progress)),
                 || {
-                    let w = pending.take()?;
-                    Some(self.write_window(w, out, how, &mut tw, progress))
-                },
-                || {
-                    (k < windows.count())
-                        .then(|| self.build_window((windows, k), &mut carry, &mut tb, progress))
+                    self.both(
+                        true,
+                        || {
+                            to_build
+                                .map(|r| self.build_window(r, (&dir, passes), &mut tb, progress))
+                        },
+                        || {
+                            (k < n)
+                                .then(|| self.read_window((windows, k), reading, &mut tr, progress))
+                        },
+                    )
                 },
             );
-            t.absorb(tb);
-            t.absorb(tw);
+            for phases in [tr, tb, tw] {
+                t.absorb(phases);
+            }
             graphs.extend(written.transpose()?);
-            pending = built.transpose()?;
+            built = newly_built.transpose()?;
+            read = newly_read.transpose()?;
         }
         Ok(graphs)
     }
 
     /// Every window's model with `grammar` replayed, `at_once` windows side by side on the
-    /// worker pool; `each` hears of them in order. In batches: a worker waiting inside one
-    /// window's stage could otherwise steal a window past the batch and overrun the limit.
+    /// worker pool; `each` hears of them in order. Each of `at_once` jobs takes the next window
+    /// once its last is done, so no more than `at_once` are in memory, even where a worker
+    /// waiting inside one window's stage runs another job, and no core waits for a slower
+    /// window beside it (as it did with windows mined in batches of `at_once`: the last
+    /// batch of an odd count took one core).
     fn window_models(
         &self,
         (graphs, grammar): (Vec<WindowGraph>, Option<&Grammar>),
@@ -205,29 +238,49 @@ impl Pipeline {
         progress: &dyn Progress,
         each: &mut dyn FnMut(WindowSummary, &[Warning]),
     ) -> Result<(), InferError> {
-        let mut graphs = graphs.into_iter();
-        loop {
-            let batch: Vec<WindowGraph> = graphs.by_ref().take(how.at_once.max(1)).collect();
-            if batch.is_empty() {
-                return Ok(());
+        let queue = Mutex::new(graphs.into_iter().enumerate());
+        let failed = AtomicBool::new(false);
+        let (tx, rx) = mpsc::channel();
+        let take = || {
+            let next = queue.lock().ok()?.next();
+            next.filter(|_| !failed.load(Ordering::Relaxed))
+        };
+        let work = |tx: mpsc::Sender<_>| {
+            while let Some((k, g)) = take() {
+                let mut tw = Timings::new();
+                let m = self.window_model(g, grammar, out, how, &mut tw, progress);
+                failed.fetch_or(m.is_err(), Ordering::Relaxed);
+                if tx.send((k, m.map(|m| (m, tw)))).is_err() {
+                    return;
+                }
             }
-            let models = self.install(|| {
-                use rayon::prelude::*;
-                batch
-                    .into_par_iter()
-                    .map(|g| {
-                        let mut tw = Timings::new();
-                        let m = self.window_model(g, grammar, out, how, &mut tw, progress);
-                        m.map(|m| (m, tw))
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                self.install(|| {
+                    rayon::scope(|sc| {
+                        for _ in 0..how.at_once.max(1) {
+                            let tx = tx.clone();
+                            sc.spawn(|_| work(tx));
+                        }
                     })
-                    .collect::<Vec<_>>()
+                });
+                drop(tx);
             });
-            for m in models {
-                let ((w, warnings), tw) = m?;
-                t.absorb(tw);
-                each(w, &warnings);
+            // Here, on the calling thread: each window's summary in order, as they come.
+            let mut done = BTreeMap::new();
+            let mut next = 0;
+            for (k, m) in rx {
+                done.insert(k, m);
+                while let Some(m) = done.remove(&next) {
+                    let ((w, warnings), tw) = m?;
+                    t.absorb(tw);
+                    each(w, &warnings);
+                    next += 1;
+                }
             }
-        }
+            Ok(())
+        })
     }
 
     /// `a` and `b`, side by side on the worker pool when `together`, else one after the other.
@@ -245,26 +298,50 @@ impl Pipeline {
         }
     }
 
-    /// Window `k`'s graph, with `carry` from the windows before it.
-    fn build_window(
+    /// Window `k` read, with `carry` from the windows read before it.
+    fn read_window(
         &self,
         (windows, k): (&mut Windows, usize),
-        carry: &mut WindowCarry,
+        carry: &mut ReadCarry,
+        t: &mut Timings,
+        progress: &dyn Progress,
+    ) -> Result<ReadWindow, InferError> {
+        let read = t
+            .phase("causal graph", progress, || {
+                self.install(|| read_graph_window(windows, k, &self.opts.graph, carry))
+            })
+            .map_err(|source| PipelineError::Graph {
+                dir: windows.survey_dir().path.clone(),
+                source,
+            })?;
+        Ok(ReadWindow {
+            index: k,
+            range: windows.range(k),
+            read,
+        })
+    }
+
+    /// The graph of window `r` of the trace in `dir`, with `carry` from the windows built
+    /// before it.
+    fn build_window(
+        &self,
+        r: ReadWindow,
+        (dir, carry): (&Path, &mut PassCarry),
         t: &mut Timings,
         progress: &dyn Progress,
     ) -> Result<BuiltWindow, InferError> {
         let crossed_before = carry.crossed();
         let built = t
             .phase("causal graph", progress, || {
-                self.install(|| build_graph_window(windows, k, &self.opts.graph, carry))
+                self.install(|| build_read_window(r.read, &self.opts.graph, carry))
             })
             .map_err(|source| PipelineError::Graph {
-                dir: windows.survey_dir().path.clone(),
+                dir: dir.to_path_buf(),
                 source,
             })?;
         Ok(BuiltWindow {
-            index: k,
-            range: windows.range(k),
+            index: r.index,
+            range: r.range,
             crossed: carry.crossed() - crossed_before,
             built,
         })
@@ -408,6 +485,14 @@ fn sample_part(graph: Graph) -> SamplePart<'static, (u32, u32, u32)> {
         input: MineInput::from_graph(graph),
         threads,
     }
+}
+
+/// A window read and not yet built.
+struct ReadWindow {
+    index: usize,
+    /// Where it begins and where the next one does (see [`WindowSummary`]).
+    range: (Option<u64>, Option<u64>),
+    read: WindowRead,
 }
 
 /// A window whose graph is built and not yet written.

@@ -436,14 +436,13 @@ impl Pipeline {
         if graphs.len() < 2 {
             return Ok(None);
         }
-        let mut t = Timings::new();
-        let first = sample_part(read_back(&first.files, &mut t, progress)?);
-        // The first graph's tables the miner does not read go back before the second is read.
-        scalpel_model::memory::release_freed_memory();
-        let parts = vec![
-            first,
-            sample_part(read_back(&last.files, &mut t, progress)?),
-        ];
+        // Both read at once: two graphs are less than the two windows' models the plan allows.
+        let (first, last) = self.both(
+            true,
+            || read_back(&first.files, &mut Timings::new(), progress).map(sample_part),
+            || read_back(&last.files, &mut Timings::new(), progress).map(sample_part),
+        );
+        let parts = vec![first?, last?];
         let sample = MineInput::joined(parts);
         scalpel_model::memory::release_freed_memory();
         let mined = self.install(|| {

@@ -48,7 +48,7 @@ pub use grammar::Grammar;
 pub use input::{MineInput, MineLeaf};
 pub use names::{NameOverrides, NamesError};
 pub use options::{MineOptions, MineWarning, Mined, DEFAULT_MIN_SUPPORT};
-pub use run::{mine, mine_input, mine_with};
+pub use run::{learn, mine, mine_input, mine_with};
 pub use sample::SamplePart;
 
 use run::pattern_kind;

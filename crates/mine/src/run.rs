@@ -87,6 +87,61 @@ pub fn mine_with(
     grammar: Option<&Grammar>,
     progress: &dyn Progress,
 ) -> Mined {
+    let Treed {
+        work,
+        tree,
+        learned,
+        info,
+        replayed,
+        mut warnings,
+    } = mine_tree(graph, opts, grammar, progress);
+    let mut built = build::build(graph, &work, &tree);
+    sessions::build_sessions(graph, &mut built, info.min_support);
+    let mut types = built.types;
+    for unused in names::name_types(&mut types, graph, &built.leaf_parent, &opts.names) {
+        warnings.push(MineWarning::UnusedName(unused));
+    }
+    Mined {
+        grammar: learned,
+        replayed,
+        model: Model {
+            schema: MODEL_SCHEMA.to_owned(),
+            graph: graph_file.to_owned(),
+            leaves: graph.leaves.len() as u64,
+            mining: info,
+            types,
+            top_edges: built.top_edges,
+            leaf_parent: built.leaf_parent,
+        },
+        warnings,
+    }
+}
+
+/// The rules [`mine_with`] would make of `graph` without a grammar to replay, and which of
+/// them its model keeps as tasks: the model itself is not built. For a sample whose rules
+/// other graphs replay (see [`SamplePart`](crate::SamplePart)).
+pub fn learn(graph: &MineInput<'_>, opts: &MineOptions, progress: &dyn Progress) -> Grammar {
+    mine_tree(graph, opts, None, progress).learned
+}
+
+/// What the rounds and the tree made of a graph, before the model is built from them.
+struct Treed {
+    work: Work,
+    tree: tree::Tree,
+    learned: Grammar,
+    info: MiningInfo,
+    replayed: usize,
+    warnings: Vec<MineWarning>,
+}
+
+/// [`mine_with`] up to the tree: `grammar` replayed, then rounds until nothing repeats often
+/// enough, then which classes are tasks.
+fn mine_tree(
+    graph: &MineInput<'_>,
+    opts: &MineOptions,
+    grammar: Option<&Grammar>,
+    progress: &dyn Progress,
+) -> Treed {
     let min_support = opts.min_support.max(2);
     let n_leaves = graph.leaves.len() as u32;
     let mut edges: Vec<LeafEdge> = graph
@@ -204,31 +259,17 @@ pub fn mine_with(
         &forced,
     );
     learned.set_kept(|s| tree.kept[classes.of[s]]);
-    // Freed before the model is built, so that its occurrences reuse the memory.
-    drop((classes, class_cache, local, causal));
-    let mut built = build::build(graph, &work, &tree);
-    sessions::build_sessions(graph, &mut built, min_support);
-    let mut types = built.types;
-    for unused in names::name_types(&mut types, graph, &built.leaf_parent, &opts.names) {
-        warnings.push(MineWarning::UnusedName(unused));
-    }
-    Mined {
-        grammar: learned,
-        replayed,
-        model: Model {
-            schema: MODEL_SCHEMA.to_owned(),
-            graph: graph_file.to_owned(),
-            leaves: u64::from(n_leaves),
-            mining: MiningInfo {
-                min_support,
-                rounds,
-                rules,
-                cycle_edges_dropped: dropped,
-            },
-            types,
-            top_edges: built.top_edges,
-            leaf_parent: built.leaf_parent,
+    Treed {
+        work,
+        tree,
+        learned,
+        info: MiningInfo {
+            min_support,
+            rounds,
+            rules,
+            cycle_edges_dropped: dropped,
         },
+        replayed,
         warnings,
     }
 }

@@ -445,10 +445,8 @@ impl Pipeline {
         let parts = vec![first?, last?];
         let sample = MineInput::joined(parts);
         scalpel_model::memory::release_freed_memory();
-        let mined = self.install(|| {
-            scalpel_mine::mine_with(&sample, "graph.json", &self.opts.mine, None, progress)
-        });
-        Ok(Some(mined.grammar))
+        let grammar = self.install(|| scalpel_mine::learn(&sample, &self.opts.mine, progress));
+        Ok(Some(grammar))
     }
 }
 

@@ -229,6 +229,23 @@ fn a_grammar_learned_on_a_sample_labels_a_longer_run() {
     assert_eq!(replayed(&long, &learned.grammar), mined(&long));
 }
 
+/// `learn` makes the rules `mine` makes, without the model: replayed, they label a longer run
+/// as those of `mine` do, with the same number of rules.
+#[test]
+fn learn_makes_the_rules_mine_makes() {
+    let sample = listener_worker(16, 0x2545_f491);
+    let long = listener_worker(200, 0x2545_f491);
+    let (opts, quiet) = (MineOptions::default(), scalpel_model::progress::Quiet);
+    let mined_sample = mine(&sample, "graph.json", &opts, &quiet);
+    let learned = crate::learn(&crate::MineInput::of(&sample), &opts, &quiet);
+    assert!(learned.rules() > 0);
+    assert_eq!(learned.rules(), mined_sample.grammar.rules());
+    assert_eq!(
+        replayed(&long, &learned),
+        replayed(&long, &mined_sample.grammar)
+    );
+}
+
 /// A grammar over leaf types the graph does not have changes nothing: the model is the one
 /// mining alone gives.
 #[test]

@@ -28,7 +28,8 @@ pub use compare::WindowedDifference;
 pub use infer::{GraphStep, InferError, ModelStep};
 pub use load::{Loaded, SourceError};
 pub use plan::{
-    default_memory_limit, trace_bytes, WindowPlan, MIN_MEMORY, PEAK_PER_EVENT, PEAK_PER_TRACE_BYTE,
+    default_memory_limit, trace_bytes, WindowPlan, MAX_WINDOW_EVENTS, MIN_MEMORY, PEAK_PER_EVENT,
+    PEAK_PER_TRACE_BYTE,
 };
 pub use room::{MemoryRoom, ADDRESS_SPACE_FIXED, ADDRESS_SPACE_PER_BYTE};
 pub use summed::{is_windowed, window_bounds, WindowBounds};

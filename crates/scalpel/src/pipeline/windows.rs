@@ -197,11 +197,9 @@ impl Pipeline {
             let (mut tr, mut tb, mut tw) = (Timings::new(), Timings::new(), Timings::new());
             let (to_write, to_build) = (built.take(), read.take());
             let (written, (newly_built, newly_read)) = self.both(
-                true,
                 || to_write.map(|w| self.write_window(w, out, how, &mut tw, progress)),
                 || {
                     self.both(
-                        true,
                         || {
                             to_build
                                 .map(|r| self.build_window(r, (&dir, passes), &mut tb, progress))
@@ -283,19 +281,13 @@ impl Pipeline {
         })
     }
 
-    /// `a` and `b`, side by side on the worker pool when `together`, else one after the other.
+    /// `a` and `b`, side by side on the worker pool.
     fn both<A: Send, B: Send>(
         &self,
-        together: bool,
         a: impl FnOnce() -> A + Send,
         b: impl FnOnce() -> B + Send,
     ) -> (A, B) {
-        if together {
-            self.install(|| rayon::join(a, b))
-        } else {
-            let a = a();
-            (a, b())
-        }
+        self.install(|| rayon::join(a, b))
     }
 
     /// Window `k` read, with `carry` from the windows read before it.
@@ -436,9 +428,8 @@ impl Pipeline {
         if graphs.len() < 2 {
             return Ok(None);
         }
-        // Both read at once: two graphs are less than the two windows' models the plan allows.
+        // Both read at once: the sample holds both anyway.
         let (first, last) = self.both(
-            true,
             || read_back(&first.files, &mut Timings::new(), progress).map(sample_part),
             || read_back(&last.files, &mut Timings::new(), progress).map(sample_part),
         );

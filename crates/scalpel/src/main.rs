@@ -21,6 +21,10 @@ struct Cli {
     command: commands::Command,
 }
 
+// Large blocks on huge pages of their own; the rest is glibc's (`scalpel_model::memory`).
+#[global_allocator]
+static ALLOCATOR: scalpel_model::memory::LargeBlocks = scalpel_model::memory::LargeBlocks;
+
 fn main() -> ExitCode {
     // The allocator's policy is the program's: set once, before anything large is allocated.
     scalpel_model::memory::set_policy();

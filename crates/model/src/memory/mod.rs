@@ -1,6 +1,7 @@
 //! The allocator's policy for the analysis: glibc's, with large blocks always mapped on their
-//! own, and freed memory given back between the stages; and arrays counted into mapped
-//! writable before they are read ([`populate`]).
+//! own, and freed memory given back between the stages; blocks of at least a huge page mapped
+//! by the analysis itself on huge pages ([`LargeBlocks`], the binary's global allocator); and
+//! arrays counted into mapped writable before they are read ([`populate`]).
 //!
 //! glibc serves a block of at least its mmap threshold with a mapping of its own: a growing
 //! array then moves by `mremap`, without a copy, and a freed one goes back to the system at
@@ -19,6 +20,10 @@
 //! 128M`, 548 MiB of address space for 86 MiB resident with one worker thread, 760 MiB with two;
 //! with one arena, 246 and 299 MiB (`docs/BENCHMARKS.md`). A limit on address space would fail
 //! an allocation there, which aborts the run, long before the memory it was meant to bound.
+
+mod blocks;
+
+pub use blocks::{LargeBlocks, LARGE_FROM};
 
 /// The mmap threshold the analysis uses (see the module docs).
 const MMAP_THRESHOLD: libc::c_int = 1 << 20;
@@ -150,7 +155,11 @@ pub fn move_into<T, U>(to: &mut Vec<U>, from: Vec<T>, mut f: impl FnMut(T) -> U)
 
 #[cfg(test)]
 mod tests {
-    use super::{move_into, populate, POPULATE_FROM};
+    use super::{move_into, populate, LargeBlocks, POPULATE_FROM};
+
+    // The model crate's tests run on the analysis's allocator, as the binary does.
+    #[global_allocator]
+    static ALLOCATOR: LargeBlocks = LargeBlocks;
 
     #[test]
     fn populated_arrays_keep_their_contents() {

@@ -1,7 +1,8 @@
 //! `scalpel infer --memory`: a recording of a real program too large for the limit is inferred
 //! window by window, every event in exactly one window, each window a model the views read
 //! (`top` all of them added up); the
-//! limit and its options get clear errors, and the windows' leaves stand in the same request
+//! limit and its options get clear errors, so does a full disk while the windows are written,
+//! and the windows' leaves stand in the same request
 //! tasks as the whole model's. How close the windows come to the model of the whole is measured
 //! on real servers by `scripts/check-windows.sh` (docs/BENCHMARKS.md).
 
@@ -9,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use scalpel::pipeline::WindowedDifference;
-use scalpel_e2e::{own_bin, record, scalpel};
+use scalpel_e2e::{not_run, own_bin, record, scalpel};
 use scalpel_model::graph::{Graph, LeafType};
 use scalpel_model::store::{read_graph, read_model};
 
@@ -606,6 +607,72 @@ fn a_damaged_file_is_reported_in_windows_as_in_the_whole_run() {
     );
     assert!(!whole.is_empty(), "the whole run names {name}");
     assert_eq!(windows, whole);
+}
+
+/// Every file under `dir` with its bytes, by path.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_full_disk_while_writing_windows_is_a_clear_error_and_the_trace_is_untouched() {
+    let test = "a_full_disk_while_writing_windows_is_a_clear_error_and_the_trace_is_untouched";
+    // A file system of 3 MiB, mounted in a mount namespace of the test's own (a user
+    // namespace makes that possible without root).
+    let userns = Command::new("unshare").args(["-Urm", "true"]).output();
+    if !userns.is_ok_and(|o| o.status.success()) {
+        not_run(
+            test,
+            "`unshare -Urm` cannot make a user and mount namespace here",
+        );
+        return;
+    }
+    // Two or more windows under 16M, their graphs alone more than 3 MiB.
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "8", "--requests", "6000"],
+    )
+    .success();
+    let before = files_of(&run.dir);
+    let mnt = run.tmp.path().join("full");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = mnt.join("out");
+    let o = Command::new("unshare")
+        .args(["-Urm", "sh", "-c"])
+        .arg("mount -t tmpfs -o size=3M scalpel-full \"$1\" && exec \"$2\" infer \"$3\" -o \"$4\" --memory 16M")
+        .arg("sh")
+        .arg(&mnt)
+        .arg(scalpel())
+        .arg(&run.dir)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = text(&o);
+    assert!(!o.status.success(), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    // The error names the file it could not write, under the window it was writing, and why.
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("scalpel: error:"))
+        .unwrap_or_else(|| panic!("no error line: {said}"));
+    assert!(
+        line.contains(&format!("cannot write {}/window-", out.display()))
+            && line.contains("No space left on device"),
+        "{said}"
+    );
+    assert_eq!(files_of(&run.dir), before, "the trace changed");
 }
 
 #[test]

@@ -27,7 +27,7 @@ const HUGE_PAGE: usize = 2 << 20;
 
 /// Blocks of at least this many bytes are large (a smaller one could hold no whole huge page
 /// once its start is aligned).
-pub const LARGE_FROM: usize = HUGE_PAGE;
+const LARGE_FROM: usize = HUGE_PAGE;
 
 /// The allocator (see the module docs). Install it in a binary with
 /// `#[global_allocator] static A: LargeBlocks = LargeBlocks;`.
@@ -51,8 +51,8 @@ unsafe impl GlobalAlloc for LargeBlocks {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if is_large(layout.size(), layout.align()) {
-            // A fresh anonymous mapping reads as zeros.
-            map_aligned(page_round(layout.size()))
+            // SAFETY: as in `alloc`; a fresh anonymous mapping reads as zeros.
+            unsafe { self.alloc(layout) }
         } else {
             // SAFETY: as in `alloc`.
             unsafe { System.alloc_zeroed(layout) }

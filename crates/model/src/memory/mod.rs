@@ -23,7 +23,7 @@
 
 mod blocks;
 
-pub use blocks::{LargeBlocks, LARGE_FROM};
+pub use blocks::LargeBlocks;
 
 /// The mmap threshold the analysis uses (see the module docs).
 const MMAP_THRESHOLD: libc::c_int = 1 << 20;

@@ -23,7 +23,9 @@ pub struct MineLeaf {
     /// It is a piece of a leaf that the edge of a window of the trace cut (see [`cut_piece`]).
     pub cut: bool,
     /// It is its thread's first leaf in a part of a sample after the first part that has the
-    /// thread (see [`MineInput::joined`]): what lies before it in the recording is left out.
+    /// thread (see [`MineInput::joined`]): what lies before it in the recording is left out,
+    /// and program order joins it to the thread's last leaf before only where the thread's
+    /// cycle goes on there.
     pub resumes: bool,
 }
 

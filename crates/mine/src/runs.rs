@@ -92,9 +92,13 @@ fn whole(sets: &[Vec<NodeIx>]) -> bool {
 }
 
 /// How many runs of one loop `runs` (each a run of nodes along one thread) are in the
-/// recording: two runs on one thread with a part's resumption between them (see
-/// [`MineLeaf::resumes`](super::input::MineLeaf::resumes)) may be one run the sample's gap cut in two, and count as one. Runs
-/// the gap did not cut are as many as in the whole recording; so is the loop's support.
+/// recording: two runs on one thread with a part's resumption (see
+/// [`MineLeaf::resumes`](super::input::MineLeaf::resumes)) after the first one began and no
+/// later than the second begins may be one run the sample's gap cut in two, and count as one.
+/// The resumption may lie inside the first run: a thread joined across the gap where its cycle
+/// goes on (`sample::seam`) runs on over it, and breaks a few leaves later, where the leaves
+/// of other threads that its leaves had edges with were skipped. Runs the gap did not cut are
+/// as many as in the whole recording; so is the loop's support.
 pub(crate) fn run_support(runs: &[Vec<NodeIx>], work: &Work, leaves: &RoundLeaves<'_>) -> u32 {
     let RoundLeaves {
         all: leaves,
@@ -115,8 +119,8 @@ pub(crate) fn run_support(runs: &[Vec<NodeIx>], work: &Work, leaves: &RoundLeave
     spans.sort_unstable();
     let mut n = spans.len() as u32;
     for w in spans.windows(2) {
-        let ((t, _, end), (u, start, _)) = (w[0], w[1]);
-        let between = |r: &LeafIx| *r > end && *r <= start && leaves[r.index()].thread == t;
+        let ((t, began, _), (u, start, _)) = (w[0], w[1]);
+        let between = |r: &LeafIx| *r > began && *r <= start && leaves[r.index()].thread == t;
         if t == u && resumes.iter().any(between) {
             n -= 1;
         }

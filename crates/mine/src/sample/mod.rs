@@ -22,11 +22,14 @@
 use std::borrow::Cow;
 use std::hash::Hash;
 
-use ahash::{AHashMap, AHashSet};
+use ahash::AHashMap;
 use scalpel_model::graph::{Edge, LeafType, LeafTypeId, NodeId, ObjId, ThreadId};
 
 use crate::grammar::ranked_keys;
 use crate::input::{MineInput, MineLeaf};
+use seam::{seams, PartLeaf, Tail};
+
+mod seam;
 
 /// One part of a sample: a miner input, and what names each of its threads from one part to
 /// another (a process and thread id, say), by [`ThreadId`].
@@ -56,27 +59,13 @@ impl MineInput<'_> {
         let mut edges: Vec<Edge> = Vec::new();
         let mut objects = Vec::new();
         let mut threads: AHashMap<K, ThreadId> = AHashMap::new();
-        // The threads of the parts so far.
-        let mut seen: AHashSet<ThreadId> = AHashSet::new();
+        // Each thread's end in the parts so far, and when the last leaf of them ended.
+        let mut tails: AHashMap<ThreadId, Tail> = AHashMap::new();
+        let mut frontier = 0u64;
         for (p, part_of) in parts.into_iter().enumerate() {
             let (part, names) = (&part_of.input, &part_of.threads);
-            let ty_map: Vec<LeafTypeId> = ranked_keys(&part.types)
-                .into_iter()
-                .zip(part.types.iter())
-                .map(|(key, t)| {
-                    let at = *type_at.entry(key).or_insert_with(|| {
-                        types.push(LeafType {
-                            count: 0,
-                            ..t.clone()
-                        });
-                        LeafTypeId::at(types.len() - 1)
-                    });
-                    types[at.index()].count += t.count;
-                    at
-                })
-                .collect();
-            let (leaf_base, obj_base) = (out.leaves.len() as u32, objects.len() as u32);
-            let n = part.leaves.len() as u32;
+            let ty_map = map_types(&part.types, &mut types, &mut type_at);
+            let obj_base = objects.len() as u32;
             let thread_map: Vec<ThreadId> = names
                 .iter()
                 .map(|k| {
@@ -84,48 +73,92 @@ impl MineInput<'_> {
                     *threads.entry(k.clone()).or_insert(next)
                 })
                 .collect();
-            let mut firsts: AHashMap<ThreadId, u32> = AHashMap::new();
+            // Each leaf's thread and type in the sample. A thread left unnamed is the part's
+            // own (one for all such threads of it).
+            let mapped: Vec<PartLeaf> = part
+                .leaves
+                .iter()
+                .map(|l| {
+                    let thread = thread_map.get(l.thread.index()).copied();
+                    let own = ThreadId::new(u32::MAX - p as u32);
+                    (thread.unwrap_or(own), ty_map[l.ty.index()], l.start_ns)
+                })
+                .collect();
+            let seams = seams(&mapped, &tails, frontier);
+            // Where each leaf kept is in the sample (`u32::MAX`: skipped before its seam).
+            let mut at = vec![u32::MAX; part.leaves.len()];
+            let mut kept: AHashMap<ThreadId, (Vec<(u32, LeafTypeId)>, u64)> = AHashMap::new();
             for (i, l) in part.leaves.iter().enumerate() {
-                // A thread left unnamed is the part's own (one for all such threads of it).
-                let thread = thread_map
-                    .get(l.thread.index())
-                    .copied()
-                    .unwrap_or(ThreadId::new(u32::MAX - p as u32));
-                let at = leaf_base + i as u32;
-                firsts.entry(thread).or_insert(at);
+                let (thread, ty, start) = mapped[i];
+                if seams.skips(thread, i as u32) {
+                    continue;
+                }
+                at[i] = out.leaves.len() as u32;
+                let k = kept.entry(thread).or_default();
+                k.0.push((at[i], ty));
+                k.1 = start;
+                frontier = frontier.max(l.end_ns);
                 out.leaves.push(MineLeaf {
-                    ty: ty_map[l.ty.index()],
+                    ty,
                     thread,
                     end_obj: l.end_obj.map(|o| ObjId::new(obj_base + o.get())),
-                    resumes: false,
+                    resumes: tails.contains_key(&thread) && k.0.len() == 1,
                     ..*l
                 });
             }
-            for (thread, first) in firsts {
-                if seen.contains(&thread) {
-                    out.leaves[first as usize].resumes = true;
-                }
+            edges.extend(part.edges.iter().filter_map(|e| {
+                let (from, to) = (e.from.get(), e.to.get());
+                let to = *at.get(to as usize).filter(|&&t| t != u32::MAX)?;
+                let from = match at.get(from as usize) {
+                    Some(&f) if f != u32::MAX => f,
+                    Some(_) => seams.stand_in(from)?,
+                    None => return None,
+                };
+                Some(Edge {
+                    from: NodeId::new(from),
+                    to: NodeId::new(to),
+                    obj: e.obj.map(|o| ObjId::new(obj_base + o.get())),
+                    ..*e
+                })
+            }));
+            for (thread, (leaves, last_start)) in kept {
+                let tail = Tail::after(tails.remove(&thread), &leaves, last_start);
+                tails.extend(tail.map(|t| (thread, t)));
             }
-            seen.extend(out.leaves[leaf_base as usize..].iter().map(|l| l.thread));
-            edges.extend(
-                part.edges
-                    .iter()
-                    .filter(|e| e.from.get() < n && e.to.get() < n)
-                    .map(|e| Edge {
-                        from: NodeId::new(leaf_base + e.from.get()),
-                        to: NodeId::new(leaf_base + e.to.get()),
-                        obj: e.obj.map(|o| ObjId::new(obj_base + o.get())),
-                        ..*e
-                    }),
-            );
             objects.extend(part.objects.iter().cloned());
         }
         edges.sort_unstable_by_key(|e| (e.from, e.to, e.kind));
+        // A leaf before the gap may get an edge it had in its own part again from a stand-in.
+        edges.dedup_by_key(|e| (e.from, e.to, e.kind));
         out.types = Cow::Owned(types);
         out.edges = Cow::Owned(edges);
         out.objects = Cow::Owned(objects);
         out
     }
+}
+
+/// The sample's leaf type for each of `part`'s: one type per key the grammar finds types by
+/// (see the module), added to `types` when new, with the part's counts added.
+fn map_types(
+    part: &[LeafType],
+    types: &mut Vec<LeafType>,
+    type_at: &mut AHashMap<(String, usize), LeafTypeId>,
+) -> Vec<LeafTypeId> {
+    ranked_keys(part)
+        .into_iter()
+        .zip(part.iter())
+        .map(|(key, t)| {
+            let at = *type_at.entry(key).or_insert_with(|| {
+                types.push(LeafType {
+                    count: 0,
+                    ..t.clone()
+                });
+                LeafTypeId::at(types.len() - 1)
+            });
+            types[at.index()].count += t.count;
+            at
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -160,6 +193,20 @@ mod tests {
         b.build()
     }
 
+    /// One thread `name` of `n` leaves whose types alternate between `types`, the first
+    /// `types[0]`, joined by program order.
+    fn cycle(name: &str, types: [u32; 2], n: u64) -> Graph {
+        let mut b = GraphBuilder::new();
+        let ids = [b.leaf_type("L0", None), b.leaf_type("L1", None)];
+        let th = b.thread(name);
+        for i in 0..n {
+            let ty = ids[types[(i % 2) as usize] as usize];
+            b.leaf(th, ty, 1_000 * i, 1_000 * i + 5);
+        }
+        b.program_order(|_, _| Some(EdgeKind::Program));
+        b.build()
+    }
+
     fn mined(input: &MineInput<'_>) -> Model {
         mine_with(input, "graph.json", &MineOptions::default(), None, &Quiet).model
     }
@@ -177,13 +224,15 @@ mod tests {
         let to = b.leaf(t1, y, 10, 15);
         b.edge(from, to, EdgeKind::Cond);
         let first = b.build();
-        // The second part lists its types the other way round, and a thread of its own.
+        // The second part lists its types the other way round, and a thread of its own. Thread
+        // b has no y before its last leaf there, so no place to go on where it left off: it is
+        // kept whole and resumed.
         let mut b = GraphBuilder::new();
         let (y2, x2) = (b.leaf_type("y", None), b.leaf_type("x", None));
         let (t1, t2) = (b.thread("b"), b.thread("c"));
-        let from = b.leaf(t1, y2, 100, 105);
-        let to = b.leaf(t2, x2, 110, 115);
-        b.leaf(t1, y2, 120, 125);
+        let from = b.leaf(t1, x2, 100, 105);
+        let to = b.leaf(t2, y2, 110, 115);
+        b.leaf(t1, x2, 120, 125);
         b.edge(from, to, EdgeKind::Stream);
         let second = b.build();
         let s = MineInput::joined(vec![part(&first), part(&second)]);
@@ -191,8 +240,8 @@ mod tests {
         assert_eq!(s.types.len(), 2, "{:?}", s.types);
         let ty = |i: usize| s.leaves[i].ty;
         assert_eq!((ty(0), ty(1)), (LeafTypeId::new(0), LeafTypeId::new(1)));
-        assert_eq!((ty(2), ty(3), ty(4)), (ty(1), ty(1), ty(0)));
-        assert_eq!(s.types[1].count, 3);
+        assert_eq!((ty(2), ty(3), ty(4)), (ty(0), ty(0), ty(1)));
+        assert_eq!(s.types[0].count, 3);
         let thread = |i: usize| s.leaves[i].thread;
         // The builder lists a graph's leaves by thread: b's two, then c's.
         assert_eq!(thread(2), thread(1), "thread b is one thread");
@@ -230,5 +279,35 @@ mod tests {
             ThreadId::new(4),
             "threads numbered in the order first seen"
         );
+    }
+
+    /// A thread alternates L1, L0, L1, … from its first leaf to its last: cut into (L1, L0)
+    /// pairs, one more than (L0, L1). A sample whose first part ends on an L1 and whose last
+    /// part begins on an L0 counted both cuts alike, and the tie went by the rules' order to
+    /// (L0, L1). Gone on from where the first part left off, the sample counts as the whole
+    /// run does, and its rules label the whole run as mining it whole does.
+    #[test]
+    fn a_cycle_the_samples_gap_cuts_is_cut_as_the_whole_run_cuts_it() {
+        let whole = cycle("p", [1, 0], 80);
+        let (a, b) = (cycle("p", [1, 0], 19), cycle("p", [0, 1], 21));
+        let sample = MineInput::joined(vec![part(&a), part(&b)]);
+        assert_eq!(
+            sample.leaves.len(),
+            19 + 21 - 8,
+            "b goes on after L0 L1 … L1"
+        );
+        let resumes: Vec<usize> = (0..sample.leaves.len())
+            .filter(|&i| sample.leaves[i].resumes)
+            .collect();
+        assert_eq!(resumes, [19]);
+        let join = sample.edges.iter().find(|e| e.from.get() == 18).unwrap();
+        assert_eq!((join.to.get(), join.kind), (19, EdgeKind::Program));
+        assert_eq!(sample.leaves[19].ty, sample.leaves[17].ty);
+        let quiet = Quiet;
+        let opts = MineOptions::default();
+        let grammar = crate::learn(&sample, &opts, &quiet);
+        let input = MineInput::of(&whole);
+        let replayed = mine_with(&input, "graph.json", &opts, Some(&grammar), &quiet).model;
+        assert_eq!(replayed, mined(&input));
     }
 }

@@ -106,12 +106,17 @@ impl MineInput<'_> {
                     ..*l
                 });
             }
+            // A leaf before the gap whose edge of a kind was not cut (its partner came before
+            // the gap too) takes none of that kind from a stand-in: one write, one read.
+            let had = seams.kinds_had(&edges);
             edges.extend(part.edges.iter().filter_map(|e| {
                 let (from, to) = (e.from.get(), e.to.get());
                 let to = *at.get(to as usize).filter(|&&t| t != u32::MAX)?;
                 let from = match at.get(from as usize) {
                     Some(&f) if f != u32::MAX => f,
-                    Some(_) => seams.stand_in(from)?,
+                    Some(_) => seams
+                        .stand_in(from)
+                        .filter(|&f| !had.contains(&(f, e.kind)))?,
                     None => return None,
                 };
                 Some(Edge {

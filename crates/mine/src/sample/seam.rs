@@ -20,8 +20,8 @@
 //! with them. Where no such leaf is found, the part is kept whole, and its first leaf only
 //! *resumes* the thread.
 
-use ahash::AHashMap;
-use scalpel_model::graph::{LeafTypeId, ThreadId};
+use ahash::{AHashMap, AHashSet};
+use scalpel_model::graph::{Edge, EdgeKind, LeafTypeId, ThreadId};
 
 /// The most leaf types of a thread's end that are matched after a gap: enough to tell apart
 /// the points of a cycle of a few steps whose types repeat.
@@ -92,6 +92,17 @@ impl Seams {
     /// leaf kept is the edge the gap cut, and comes from there.
     pub(super) fn stand_in(&self, i: u32) -> Option<u32> {
         self.stand_ins.get(&i).copied()
+    }
+
+    /// The kinds of the edges out of the leaves stood for that `edges` (the sample's so far)
+    /// already has, by leaf: those the gap did not cut.
+    pub(super) fn kinds_had(&self, edges: &[Edge]) -> AHashSet<(u32, EdgeKind)> {
+        let stood_for: AHashSet<u32> = self.stand_ins.values().copied().collect();
+        edges
+            .iter()
+            .filter(|e| stood_for.contains(&e.from.get()))
+            .map(|e| (e.from.get(), e.kind))
+            .collect()
     }
 }
 

@@ -609,6 +609,57 @@ fn a_damaged_file_is_reported_in_windows_as_in_the_whole_run() {
     assert_eq!(windows, whole);
 }
 
+/// A windowed run that did not finish (a full disk, a stop) leaves windows but no
+/// `windows.json`, which is written last: a view and `infer` say so, rather than "no trace
+/// found", and a window that has its model is still read.
+#[test]
+fn an_unfinished_windowed_run_is_named_as_such() {
+    let run = record(
+        &own_bin("threadpool"),
+        &["--connections", "8", "--requests", "4000"],
+    )
+    .success();
+    let out = run.tmp.path().join("w");
+    let o = scalpel_cmd(&[
+        "infer",
+        run.dir.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--memory",
+        "16M",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::remove_file(out.join("windows.json")).unwrap();
+    let windows = std::fs::read_dir(&out).unwrap().count();
+    assert!(windows >= 2, "{windows} windows");
+    let out_s = out.to_str().unwrap();
+    let o = scalpel_cmd(&["top", out_s]);
+    assert!(!o.status.success());
+    let said = text(&o);
+    assert!(
+        said.contains(&format!(
+            "holds {windows} windows `scalpel infer` wrote, but not windows.json"
+        )) && said.contains("window-0000")
+            && !said.contains("no trace found")
+            && !said.contains("panicked"),
+        "{said}"
+    );
+    let o = scalpel_cmd(&[
+        "infer",
+        out_s,
+        "-o",
+        run.tmp.path().join("again").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let said = text(&o);
+    assert!(
+        said.contains("began to write in windows") && !said.contains("no trace found"),
+        "{said}"
+    );
+    let o = scalpel_cmd(&["top", out.join("window-0000").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 /// Every file under `dir` with its bytes, by path.
 fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();

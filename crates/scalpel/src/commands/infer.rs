@@ -145,6 +145,16 @@ pub(crate) fn run(job: &Infer) -> Result<()> {
                 dir.display()
             );
         }
+        if let Some(windows) =
+            scalpel::pipeline::unfinished_windows(dir).filter(|_| !holds_a_process_directory(dir))
+        {
+            bail!(
+                "{}: this is a directory `scalpel infer` began to write in windows ({windows} \
+                 of them) and did not finish, not a trace; `scalpel infer` takes the trace \
+                 directory it came from",
+                dir.display()
+            );
+        }
     }
     if let Some(limit) = windowed(job)? {
         if let Some(dir) = job.parquet.as_ref().filter(|_| job.stage == Stage::Graph) {

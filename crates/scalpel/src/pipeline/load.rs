@@ -83,6 +83,21 @@ pub enum SourceError {
         /// The first window's directory.
         first: PathBuf,
     },
+    /// A directory `infer` began to write window by window and did not finish (it writes
+    /// `windows.json` last): a full disk, or a run stopped.
+    #[error(
+        "{}: holds {windows} windows `scalpel infer` wrote, but not windows.json, which it writes          when every window is done: that run did not finish (a full disk, or a stop); infer the          trace again, or give one window that has its model, such as {}",
+        .path.display(),
+        .first.display()
+    )]
+    UnfinishedWindows {
+        /// The directory.
+        path: PathBuf,
+        /// How many windows it holds.
+        windows: usize,
+        /// The first window's directory.
+        first: PathBuf,
+    },
     /// The list of a windowed inference's windows cannot be used.
     #[error("{}: not a list of windows `scalpel infer` wrote: {problem}", .path.display())]
     WindowList {
@@ -213,6 +228,13 @@ pub(super) fn load(
             model,
             from: model_path,
             warnings: Vec::new(),
+        });
+    }
+    if let Some(windows) = super::unfinished_windows(path) {
+        return Err(SourceError::UnfinishedWindows {
+            path: path.to_path_buf(),
+            windows,
+            first: path.join(super::window_dir_name(0)),
         });
     }
     infer(pipeline, &[path.to_path_buf()], progress, t)

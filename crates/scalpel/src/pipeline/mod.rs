@@ -32,7 +32,7 @@ pub use plan::{
     PEAK_PER_TRACE_BYTE,
 };
 pub use room::{MemoryRoom, ADDRESS_SPACE_FIXED, ADDRESS_SPACE_PER_BYTE};
-pub use summed::{is_windowed, window_bounds, WindowBounds};
+pub use summed::{is_windowed, unfinished_windows, window_bounds, WindowBounds};
 pub use windows::{window_dir_name, WindowSummary, WindowedInfer, WindowsSummary};
 
 /// How the stages run. `Default`: the stages' own defaults, no names file, a worker per core.

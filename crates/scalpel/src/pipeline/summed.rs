@@ -48,6 +48,22 @@ pub fn is_windowed(path: &Path) -> bool {
     path.is_dir() && !path.join("model.json").exists() && path.join("windows.json").is_file()
 }
 
+/// How many windows `path` holds when it is a directory `infer` began to write window by window
+/// and did not finish: `window-0000` and on, with neither `windows.json` (written last) nor a
+/// model or a trace of its own. `None` for anything else.
+pub fn unfinished_windows(path: &Path) -> Option<usize> {
+    let done = ["windows.json", "model.json"]
+        .iter()
+        .any(|f| path.join(f).exists());
+    if done || !path.join(super::window_dir_name(0)).is_dir() {
+        return None;
+    }
+    let windows = (0..)
+        .take_while(|&k| path.join(super::window_dir_name(k)).is_dir())
+        .count();
+    Some(windows)
+}
+
 /// The windows `dir/windows.json` lists, in order.
 pub fn window_bounds(dir: &Path) -> Result<Vec<WindowBounds>, SourceError> {
     Ok(window_dirs(dir)?.into_iter().map(|(_, b)| b).collect())

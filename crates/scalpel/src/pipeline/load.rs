@@ -86,7 +86,9 @@ pub enum SourceError {
     /// A directory `infer` began to write window by window and did not finish (it writes
     /// `windows.json` last): a full disk, or a run stopped.
     #[error(
-        "{}: holds {windows} windows `scalpel infer` wrote, but not windows.json, which it writes          when every window is done: that run did not finish (a full disk, or a stop); infer the          trace again, or give one window that has its model, such as {}",
+        "{}: holds {windows} windows `scalpel infer` wrote, but not windows.json, which it writes \
+         when every window is done: that run did not finish (a full disk, or a stop); infer the \
+         trace again, or give one window that has its model, such as {}",
         .path.display(),
         .first.display()
     )]

@@ -12,10 +12,12 @@
 //! parts is one thread of the sample, and its first leaf in a later part *resumes* it
 //! ([`MineLeaf::resumes`]): two runs of one loop on the thread with a resumption between them
 //! count as one run (`runs::run_support`), as in the whole recording (counted apart, four
-//! pipelines made eight runs, and a loop of requests found nowhere else). No edge crosses a
-//! gap: joined by program order, the two pieces of a leaf cut at a window's edge made a run of
-//! two leaves of one type on every thread. Only the edges between two leaves of one part are
-//! kept (the miner reads no others). Leaf types are one type when the grammar would find them
+//! pipelines made eight runs, and a loop of requests found nowhere else). A thread goes on in a
+//! later part where its cycle goes on, and the edges the gap cut are made again from the
+//! leaves the skipped ones stand for ([`seam`]); where no such place is found, no edge crosses
+//! the gap (joined by program order as they are, the two pieces of a leaf cut at a window's
+//! edge made a run of two leaves of one type on every thread). Otherwise only the edges
+//! between two leaves of one part are kept (the miner reads no others). Leaf types are one type when the grammar would find them
 //! one (`grammar::ranked_keys`: the same boundaries, and the same rank by frequency among the
 //! types with those), their counts summed.
 

@@ -11,9 +11,9 @@
 //! body's), enough digits to tell them apart, so that a name picks one type and the same
 //! program gives the same names whatever order the types were found in. Stacks enter the key
 //! in the form that does not depend on the machine's debug symbols (`BoundaryInfo::code_key`:
-//! a shared library's frames by its file name alone) when that tells a name's types apart, and
-//! as symbolized when it does not (two call sites in one library). An override file maps
-//! generated names to the user's:
+//! a shared library's frames by its file name alone) when that tells a type from the others of
+//! its name, and as symbolized when it does not (two call sites in one library). An override
+//! file maps generated names to the user's:
 //!
 //! ```toml
 //! [names]
@@ -139,15 +139,24 @@ pub(super) fn name_types(
     for (i, ty) in types.iter().enumerate() {
         by_name.entry(ty.name.clone()).or_default().push(i);
     }
+    // Only the types whose portable keys collide take their full ones: a type's suffix does
+    // not change because another type of its name came or went (Apache's last window, whose
+    // shutdown adds a type of one name: that name's every type got another suffix there, and
+    // `top`, which adds windows up by name, showed one task twice).
+    let mut keys = portable.clone();
     let mut renamed = Vec::new();
     for group in by_name.into_values().filter(|g| g.len() > 1) {
         let main = dominant(&group, types);
-        let keys = if all_differ(&group, &portable) {
-            &portable
-        } else {
-            full.get_or_insert_with(|| content_keys(types, graph, leaf_parent, Stacks::Full))
-        };
-        for (&i, suffix) in group.iter().zip(suffixes(&group, keys)) {
+        if !all_differ(&group, &portable) {
+            let full =
+                full.get_or_insert_with(|| content_keys(types, graph, leaf_parent, Stacks::Full));
+            for &i in &group {
+                if group.iter().any(|&j| j != i && portable[j] == portable[i]) {
+                    keys[i] = full[i];
+                }
+            }
+        }
+        for (&i, suffix) in group.iter().zip(suffixes(&group, &keys)) {
             if Some(i) != main {
                 renamed.push((i, suffix));
             }
@@ -589,11 +598,11 @@ mod tests {
         assert_eq!(dominant(&[0, 1], &types), None);
     }
 
-    /// Names of three leaf types called `wait`, whose ending stacks are `ends` (frames and
-    /// the stack's machine-independent key).
-    fn names_of(ends: [(&[&str], u64); 3]) -> Vec<String> {
+    /// Names of leaf types called `wait`, whose ending stacks are `ends` (frames and the
+    /// stack's machine-independent key).
+    fn names_of<const N: usize>(ends: [(&[&str], u64); N]) -> Vec<String> {
         let mut b = scalpel_model::testgraph::GraphBuilder::new();
-        for _ in 0..3 {
+        for _ in 0..N {
             b.leaf_type("wait", None);
         }
         let mut graph = b.build();
@@ -602,7 +611,7 @@ mod tests {
             t.end.code_key = key;
         }
         let input = MineInput::of(&graph);
-        let mut types: Vec<TaskType> = (0..3)
+        let mut types: Vec<TaskType> = (0..N)
             .map(|i| TaskType {
                 leaf_type: Some(LeafTypeId::at(i)),
                 ..ty(10)
@@ -645,6 +654,23 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), 3, "{names:?}");
         assert!(names.iter().all(|n| n.len() == 10), "{names:?}");
+    }
+
+    #[test]
+    fn a_suffix_stays_when_other_types_of_its_name_collide() {
+        // A window of a recording with one more type of the name, whose machine-independent
+        // key is another's: the first type's suffix is what it is without them.
+        let two = names_of([(&["wait", "other"], 9), (&["wait", "x"], 5)]);
+        let three = names_of([
+            (&["wait", "other"], 9),
+            (&["wait", "[+0x10] in mod_x.so"], 7),
+            (&["wait", "[+0x20] in mod_x.so"], 7),
+        ]);
+        assert_eq!(two[0], three[0], "{two:?} {three:?}");
+        let mut unique = three.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 3, "{three:?}");
     }
 
     #[test]

@@ -62,6 +62,10 @@ pub(crate) struct Tracker {
     held: Vec<Held>,
     /// A condition wait released this mutex and has not re-acquired it.
     in_wait: Option<u32>,
+    /// A condition wait whose release of the mutex this thread's events do not hold returned
+    /// from this condition, and has not re-acquired the mutex (see [`Tracker::feed`]'s
+    /// `CondRelock`).
+    cut_wait: Option<u32>,
     /// The sections that waited or signalled, in the order they closed, and each one's place
     /// among every section the thread closed.
     sections: Vec<Section>,
@@ -210,17 +214,38 @@ impl Tracker {
                 }
             }
             CondRelock => {
+                let cut = self.cut_wait.take();
                 if let Some(h) = self.held.iter_mut().rev().find(|h| h.obj == s.obj) {
                     h.leaf = s.open_leaf;
+                } else if let Some(c) = cut {
+                    // A wait that began before the thread's first event here: a window of the
+                    // trace that began while the thread waited holds the wait's return and
+                    // re-lock, not its lock nor the release the wait made. Its section is a take
+                    // that waited all the same: dropped, the item it popped went to the next
+                    // take, and every take after it got the item before its own (nginx's
+                    // thread pool, whose four idle workers wait across every boundary). Its
+                    // lock's call site is taken to be that of the thread's next lock of the
+                    // mutex, as for a lock that was counted, not recorded; where its wait began
+                    // is not known.
+                    self.held.push(Held {
+                        obj: s.obj,
+                        leaf: s.open_leaf,
+                        stack: UNKNOWN_SITE,
+                        waited: Some(c),
+                        wait_from: None,
+                        signals: Vec::new(),
+                        pending: Vec::new(),
+                    });
                 }
             }
-            CondWait | CondTimedwait | CondClockwait => {
-                if let Some(m) = self.in_wait.take() {
+            CondWait | CondTimedwait | CondClockwait => match self.in_wait.take() {
+                Some(m) => {
                     if let Some(h) = self.held.iter_mut().rev().find(|h| h.obj == m) {
                         h.waited = Some(s.obj);
                     }
                 }
-            }
+                None => self.cut_wait = Some(s.obj),
+            },
             // The signal ended the leaf before the open one.
             CondSignal => {
                 if let Some(h) = self.held.last_mut() {
@@ -339,5 +364,66 @@ fn plain_section(obj: u32, p: Plain) -> Section {
         waited: None,
         wait_from: None,
         signals: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Step, Tracker};
+    use scalpel_model::format::Op;
+
+    const MUTEX: u32 = 1;
+    const COND: u32 = 2;
+    const SITE: u32 = 5;
+
+    /// A section as the test compares it: order, leaf, site, condition waited on, wait's start.
+    type Seen = (u64, u32, u32, Option<u32>, Option<u64>);
+
+    fn step(op: Op, obj: u32, seq: u64, leaf: u32, stack: u32) -> Step {
+        Step {
+            op,
+            obj,
+            seq: Some(seq),
+            res: 0,
+            stack,
+            open_leaf: leaf,
+            counter: None,
+        }
+    }
+
+    /// A window of the trace that began while a consumer waited on the queue's condition holds
+    /// the wait's return, its re-lock and the unlock after, not the lock nor the release the
+    /// wait made: that is a take that waited all the same, at the site of the thread's next
+    /// lock of the mutex (nginx's thread pool, whose idle workers wait across every boundary:
+    /// dropped, the item each popped went to the next take, and every take after it got the
+    /// item before its own).
+    #[test]
+    fn a_wait_the_window_began_in_is_a_take_that_waited() {
+        let mut t = Tracker::default();
+        for s in [
+            step(Op::CondWait, COND, 100, 0, 9),
+            step(Op::CondRelock, MUTEX, 20, 1, 9),
+            step(Op::MutexUnlock, MUTEX, 21, 1, 9),
+            // The loop's next take: the lock at the dequeue site, a wait, the pop.
+            step(Op::MutexLock, MUTEX, 30, 2, SITE),
+            step(Op::CondUnlock, MUTEX, 31, 2, SITE),
+            step(Op::CondWait, COND, 101, 3, 9),
+            step(Op::CondRelock, MUTEX, 40, 3, 9),
+            step(Op::MutexUnlock, MUTEX, 41, 3, 9),
+        ] {
+            t.feed(&s);
+        }
+        let got: Vec<Seen> = t
+            .finish(&|_| None)
+            .iter()
+            .map(|s| (s.order, s.leaf, s.stack, s.waited, s.wait_from))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (21, 1, SITE, Some(COND), None),
+                (41, 3, SITE, Some(COND), Some(31)),
+            ]
+        );
     }
 }

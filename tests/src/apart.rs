@@ -71,11 +71,36 @@ pub fn graphs_apart(root: &Path, traces: &[(&str, PathBuf)]) -> Apart {
 
 /// The guide's query for the messages between machines.
 pub fn messages_query() -> String {
+    fleet_query("the messages query", |q| !q.contains("offset_ns"))
+}
+
+/// The guide's query for what the messages say of two machines' clocks.
+pub fn clocks_query() -> String {
+    fleet_query("the clocks query", |q| q.contains("offset_ns"))
+}
+
+/// The guide's query on `peer_transfers` under the fleet's heading that `pick` picks.
+fn fleet_query(what: &str, pick: impl Fn(&str) -> bool) -> String {
     let queries = guide_queries();
     let found = queries
         .iter()
-        .find(|(h, q)| h == FLEET_HEADING && q.contains("peer_transfers"));
-    found.expect("the guide's messages query").1.clone()
+        .find(|(h, q)| h == FLEET_HEADING && q.contains("peer_transfers") && pick(q));
+    found
+        .unwrap_or_else(|| panic!("the guide's {what}"))
+        .1
+        .clone()
+}
+
+/// A row of the guide's clocks query: the offsets that put `other`'s times on `host`'s clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairClock {
+    pub host: String,
+    pub other: String,
+    pub min_offset_ns: i64,
+    pub max_offset_ns: i64,
+    pub offset_ns: i64,
+    pub bound_ns: i64,
+    pub messages: u64,
 }
 
 fn key_of(g: &Graph, host: String, leaf: u32) -> LeafKey {
@@ -84,20 +109,51 @@ fn key_of(g: &Graph, host: String, leaf: u32) -> LeafKey {
     (host, t.pid, t.tid, l.start_event, l.end_event)
 }
 
+/// `scalpel sql` of `query` on `datasets` at `engine`, as JSON rows.
+fn sql_rows(datasets: &[PathBuf], engine: &str, query: &str) -> Vec<Value> {
+    let o = Command::new(scalpel())
+        .arg("sql")
+        .args(datasets)
+        .args(["--engine", engine, "--format", "jsonl", query])
+        .output()
+        .unwrap();
+    let rows = ok(&o);
+    rows.lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 impl Apart {
+    /// The guide's clocks query on the datasets at `engine`.
+    pub fn clocks(&self, engine: &str) -> Vec<PairClock> {
+        let rows = sql_rows(&self.datasets, engine, &clocks_query());
+        let int = |v: &Value, k: &str| {
+            let n = v[k].as_i64();
+            n.unwrap_or_else(|| panic!("{k} in {v}"))
+        };
+        let name = |v: &Value, k: &str| -> String {
+            let s = v[k].as_str();
+            s.unwrap_or_else(|| panic!("{k} in {v}")).to_owned()
+        };
+        rows.iter()
+            .map(|v| PairClock {
+                host: name(v, "host"),
+                other: name(v, "other"),
+                min_offset_ns: int(v, "min_offset_ns"),
+                max_offset_ns: int(v, "max_offset_ns"),
+                offset_ns: int(v, "offset_ns"),
+                bound_ns: int(v, "bound_ns"),
+                messages: int(v, "messages") as u64,
+            })
+            .collect()
+    }
+
     /// The query's rows from `scalpel sql` on the datasets at `engine` (`embedded` or a
     /// cluster's `ballista://…`), each as the leaves it joins.
     pub fn joined(&self, engine: &str) -> Vec<Message> {
-        let o = Command::new(scalpel())
-            .arg("sql")
-            .args(&self.datasets)
-            .args(["--engine", engine, "--format", "jsonl", &messages_query()])
-            .output()
-            .unwrap();
-        let rows = ok(&o);
-        rows.lines()
-            .map(|line| {
-                let v: Value = serde_json::from_str(line).unwrap();
+        sql_rows(&self.datasets, engine, &messages_query())
+            .into_iter()
+            .map(|v| {
                 let end = |host: &str, leaf: &str| {
                     let h = v[host].as_str().unwrap().to_owned();
                     let g = &self.graphs.iter().find(|(m, _)| *m == h).unwrap().1;
@@ -140,8 +196,13 @@ pub fn crossing(g: &Graph) -> BTreeSet<Message> {
 
 /// Fails unless the messages joined from the machines' graphs built apart, at each of
 /// `engines`, are the edges between machines of `merged` (the graph of all their traces), and
-/// there are some.
-pub fn same_messages(root: &Path, machines: &[(&str, PathBuf)], merged: &Graph, engines: &[&str]) {
+/// there are some. Returns the machines' datasets.
+pub fn same_messages(
+    root: &Path,
+    machines: &[(&str, PathBuf)],
+    merged: &Graph,
+    engines: &[&str],
+) -> Apart {
     let apart = graphs_apart(root, machines);
     let want = crossing(merged);
     let first = apart.joined(engines[0]);
@@ -167,4 +228,50 @@ pub fn same_messages(root: &Path, machines: &[(&str, PathBuf)], merged: &Graph, 
         &missing[..missing.len().min(5)],
         &extra[..extra.len().min(5)]
     );
+    apart
+}
+
+/// Fails unless the guide's clocks query on the machines' datasets, at each of `engines`, gives
+/// for every pair of machines that exchanged messages an interval of offsets that holds the
+/// true one (`ahead`: how far each machine's clock reads ahead, in ns), and a middle within
+/// both bounds of what `scalpel infer` of the traces together fitted (`merged`'s machines).
+pub fn same_clocks(apart: &Apart, merged: &Graph, engines: &[&str], ahead: &[(&str, i64)]) {
+    let rows = apart.clocks(engines[0]);
+    for e in &engines[1..] {
+        assert_eq!(apart.clocks(e), rows, "the clocks at {e} differ");
+    }
+    assert!(!rows.is_empty(), "no pair of machines exchanged messages");
+    let of = |m: &str| {
+        let found = ahead.iter().find(|(n, _)| *n == m);
+        found.unwrap_or_else(|| panic!("no truth for {m}")).1
+    };
+    // What `infer` put on the first machine's clock: add `offset_ns` to a machine's times.
+    let fitted = |m: &str| {
+        let h = merged.hosts.iter().find(|h| h.host == m);
+        let h = h.unwrap_or_else(|| panic!("{m} is none of the merged graph's machines"));
+        (h.clock.offset_ns, h.clock.bound_ns.unwrap_or(0) as i64)
+    };
+    for r in &rows {
+        eprintln!("clocks: {r:?}");
+        assert!(
+            r.messages > 0 && r.min_offset_ns <= r.max_offset_ns,
+            "{r:?}"
+        );
+        let truth = of(&r.host) - of(&r.other);
+        assert!(
+            (r.min_offset_ns..=r.max_offset_ns).contains(&truth),
+            "{r:?}: the true offset is {truth} ns"
+        );
+        let ((host_off, host_bound), (other_off, other_bound)) =
+            (fitted(&r.host), fitted(&r.other));
+        let infer = other_off - host_off;
+        let room = r.bound_ns + host_bound + other_bound;
+        assert!(
+            (infer - r.offset_ns).abs() <= room,
+            "{r:?}: infer put {} on {}'s clock {infer} ns off (bounds {host_bound} and \
+             {other_bound} ns)",
+            r.other,
+            r.host
+        );
+    }
 }

@@ -280,7 +280,16 @@ fn tables_on_a_cluster(root: &std::path::Path, model_dir: &std::path::Path) {
     same_answers(&data, &cluster.engine);
     let machines = ["primary", "client", "backup"].map(|m| (m, root.join(m)));
     let merged = load_model(model_dir).1;
-    scalpel_e2e::apart::same_messages(root, &machines, &merged, &["embedded", &cluster.engine]);
+    let engines = ["embedded", cluster.engine.as_str()];
+    let apart = scalpel_e2e::apart::same_messages(root, &machines, &merged, &engines);
+    // And what those messages say of the clocks (the client's reads 1,000 s ahead, the
+    // backup's 3 s behind).
+    let ahead = [
+        ("primary", 0),
+        ("client", CLIENT_AHEAD_S * 1_000_000_000),
+        ("backup", BACKUP_AHEAD_S * 1_000_000_000),
+    ];
+    scalpel_e2e::apart::same_clocks(&apart, &merged, &engines, &ahead);
     cluster.every_executor_ran_a_task();
 }
 
@@ -393,6 +402,12 @@ fn a_request_through_three_machines_is_one_task() {
     #[cfg(feature = "sql")]
     {
         let machines = ["front", "client", "back"].map(|m| (m, dir(m)));
-        scalpel_e2e::apart::same_messages(root, &machines, &graph, &["embedded"]);
+        let apart = scalpel_e2e::apart::same_messages(root, &machines, &graph, &["embedded"]);
+        let ahead = [
+            ("front", 0),
+            ("client", 500_000_000_000),
+            ("back", 7_000_000_000),
+        ];
+        scalpel_e2e::apart::same_clocks(&apart, &graph, &["embedded"], &ahead);
     }
 }

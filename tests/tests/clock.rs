@@ -37,6 +37,10 @@ fn a_busy_thread_has_a_calibration_point_within_each_millisecond() {
         let gap =
             u128::from(f.header.ticks_per_sec) * u128::from(CALIBRATION_GAP_NS) / 1_000_000_000;
         let gap = u64::try_from(gap).unwrap();
+        // Every point says how wide its bracket was (0 without the TSC), which the knots weigh.
+        for c in &f.calibrations {
+            assert!(c.width.is_some(), "{}: point {c:?}", f.path.display());
+        }
         // (file offset, ticks), in file order.
         let points: Vec<(u64, u64)> = f.calibrations.iter().map(|c| (c.offset, c.ticks)).collect();
         for (k, e) in f.events.iter().enumerate() {

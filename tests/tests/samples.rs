@@ -105,22 +105,35 @@ const START_NOISE_NS: u64 = 200;
 /// Every truth instance of `kind` ends at the sync call that ends it (samples/TRUTH.md): the
 /// first sync call its thread entered after the span began matches `pred` and was not entered
 /// before the span's end. (Mutex calls are no sync points. The call may be entered well after
-/// the end: the agent classifies a descriptor on its first use before it reads the clock.) A
-/// call that does not match, timestamped within [`START_NOISE_NS`] of the start, may be the
-/// one the thread made just before the span (a worker's signal of room, right before it reads
-/// the clock) and is passed over.
+/// the end: the agent classifies a descriptor on its first use before it reads the clock.)
+///
+/// "After the span began" is told by the thread's order of calls, not by the clocks alone: the
+/// trace's times are the TSC put on a line fitted to calibration points, and under load that
+/// line sat 130 ns and more before the samples' clock (a dispatch's lock and signal, both
+/// made after its start, timestamped 136 and 76 ns before it). So the call before the span is
+/// the last call that does not match `pred` timestamped before the start, or within
+/// [`START_NOISE_NS`] after it (a worker's signal of room, right before it reads the clock),
+/// and the span's call is the first after it, within [`SLACK_NS`] of the span.
 fn each_instance_ends_at(t: &TraceDir, truth: &[Truth], kind: &str, pred: impl Fn(&Event) -> bool) {
     let lock = |e: &Event| matches!(e.op, Some(Op::MutexLock | Op::MutexUnlock));
     let mut checked = 0;
     for x in truth.iter().filter(|x| x.kind == kind) {
-        let evs = thread_events(t, x.pid, x.tid);
+        let evs: Vec<&Event> = thread_events(t, x.pid, x.tid)
+            .into_iter()
+            .filter(|e| !lock(e))
+            .collect();
         let before = |e: &Event| e.ts_ns < x.start + START_NOISE_NS && !pred(e);
-        let next = evs
+        let from = evs.iter().rposition(|e| before(e)).map_or(0, |i| i + 1);
+        let next = evs.get(from);
+        let near: Vec<(Option<Op>, u64)> = evs
             .iter()
-            .find(|e| e.ts_ns >= x.start && !lock(e) && !before(e));
+            .filter(|e| e.ts_ns + SLACK_NS >= x.start && e.ts_ns <= x.end + SLACK_NS)
+            .map(|e| (e.op, e.ts_ns))
+            .collect();
         assert!(
             next.is_some_and(|e| pred(e) && e.ts_ns + SLACK_NS >= x.end),
-            "{kind} {} on {}/{} [{}, {}]: the first sync call after its start is {next:?}",
+            "{kind} {} on {}/{} [{}, {}]: the first sync call after its start is {next:?}; \
+             its sync calls within {SLACK_NS} ns of the span: {near:?}",
             x.id,
             x.pid,
             x.tid,

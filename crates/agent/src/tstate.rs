@@ -268,7 +268,7 @@ fn start_thread(t: &Tls, config: impl FnOnce() -> Option<&'static Config>) -> Op
             b => b,
         };
         (*mem).stacks.set_bounds(top, lo);
-        let mut buf = [0u8; 24];
+        let mut buf = [0u8; 32];
         let (n, ticks, _) = writer::calibration(cfg, &mut buf);
         (*mem).file.record(rec::CALIBRATION, &buf[..n], &[]);
         (*mem).calib_ticks = ticks;
@@ -613,7 +613,7 @@ impl ThreadState {
     #[cold]
     #[inline(never)]
     fn calibrate(&mut self, cfg: &Config, always: bool) {
-        let mut buf = [0u8; 24];
+        let mut buf = [0u8; 32];
         let (n, now, tight) = writer::calibration(cfg, &mut buf);
         // Why: a pair the thread was preempted in the middle of is off by the preemption
         // (milliseconds); the points a millisecond are extra, so such a one is left out and the

@@ -477,18 +477,22 @@ fn zero_ahead(fd: i32, from: u64, to: u64) {
     }
 }
 
-/// Calibration record payload: clock ticks and CLOCK_MONOTONIC now. Returns its length, the
-/// ticks, and whether the pair was read without a preemption between its two clocks.
-pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 24]) -> (usize, u64, bool) {
-    let (ticks, mono, tight) = if cfg.tsc {
+/// Calibration record payload: clock ticks, CLOCK_MONOTONIC now and the bracket's width in
+/// ticks (0 without the TSC). Returns its length, the ticks, and whether the pair was read
+/// without a preemption between its two clocks.
+pub(crate) fn calibration(cfg: &Config, buf: &mut [u8; 32]) -> (usize, u64, bool) {
+    let (ticks, mono, width, tight) = if cfg.tsc {
         let (t, m, width) = sys::clock_pair_width(cfg.tight_ticks);
-        (t, m, width < cfg.tight_ticks)
+        (t, m, width, width < cfg.tight_ticks)
     } else {
         let m = sys::clock_ns(libc::CLOCK_MONOTONIC);
-        (m, m, true)
+        (m, m, 0, true)
     };
     let mut e = Enc::new(buf);
     e.varint(ticks);
     e.varint(mono);
+    // Why the width: the reader trusts the tightest points of each millisecond, since a point
+    // is off by up to half of it (hundreds of nanoseconds at the widest accepted).
+    e.varint(width);
     (e.len(), ticks, tight)
 }

@@ -138,7 +138,10 @@ pub mod rec {
     pub const EVENT: u8 = 1;
     /// Defines a per-file object index: index, object kind, key, identity bytes.
     pub const OBJECT: u8 = 2;
-    /// A clock calibration point: clock ticks, CLOCK_MONOTONIC ns.
+    /// A clock calibration point: clock ticks, CLOCK_MONOTONIC ns, and the width in ticks of
+    /// the two TSC reads that bracket the clock read (0 without the TSC; absent from traces of
+    /// earlier agents). The ticks are the bracket's middle, so a point is off by up to half
+    /// its width.
     pub const CALIBRATION: u8 = 3;
     /// The process's `/proc/self/maps` text at a point in time: clock ticks, then the text. The
     /// process file holds the map at start; thread files hold a new one whenever the loader's

@@ -91,11 +91,15 @@ impl TraceWriter {
         self.record(rec::OBJECT_RESET, &[])
     }
 
-    /// Appends a CALIBRATION record.
-    pub fn calibration(&mut self, ticks: u64, mono_ns: u64) -> &mut Self {
+    /// Appends a CALIBRATION record, with the width of its bracket in ticks or, as earlier
+    /// agents wrote it, without.
+    pub fn calibration(&mut self, ticks: u64, mono_ns: u64, width: Option<u64>) -> &mut Self {
         let mut p = Vec::new();
         put_varint(&mut p, ticks);
         put_varint(&mut p, mono_ns);
+        if let Some(w) = width {
+            put_varint(&mut p, w);
+        }
         self.record(rec::CALIBRATION, &p)
     }
 

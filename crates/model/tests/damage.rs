@@ -35,7 +35,7 @@ fn sample() -> (TraceWriter, Vec<usize>) {
         w.event(&e);
         ends.push(w.records().len());
         if i == 2 {
-            w.calibration(1000, 2000);
+            w.calibration(1000, 2000, None);
             ends.push(w.records().len());
             w.thread_name(5, b"worker");
             ends.push(w.records().len());

@@ -16,7 +16,7 @@ enum Step {
     Event(RawEvent),
     Object(ObjectDef),
     Reset,
-    Calibration(u64, u64),
+    Calibration(u64, u64, Option<u64>),
     Lost(u64),
     ThreadName(u64, String),
 }
@@ -112,7 +112,8 @@ fn step() -> impl Strategy<Value = Step> {
         6 => raw_event().prop_map(Step::Event),
         3 => object().prop_map(Step::Object),
         1 => Just(Step::Reset),
-        1 => (any::<u64>(), any::<u64>()).prop_map(|(t, m)| Step::Calibration(t, m)),
+        1 => (any::<u64>(), any::<u64>(), any::<Option<u64>>())
+            .prop_map(|(t, m, width)| Step::Calibration(t, m, width)),
         1 => any::<u64>().prop_map(Step::Lost),
         1 => (any::<u64>(), "[a-z]{0,15}").prop_map(|(t, n)| Step::ThreadName(t, n)),
     ]
@@ -123,9 +124,10 @@ fn expected(h: &Header, steps: &[Step]) -> (Vec<Event>, Vec<ObjectDef>, u64) {
     let cals: Vec<Calibration> = steps
         .iter()
         .filter_map(|s| match s {
-            Step::Calibration(ticks, mono_ns) => Some(Calibration {
+            Step::Calibration(ticks, mono_ns, width) => Some(Calibration {
                 ticks: *ticks,
                 mono_ns: *mono_ns,
+                width: *width,
                 offset: 0,
             }),
             _ => None,
@@ -217,7 +219,7 @@ proptest! {
                 Step::Event(r) => w.event(r),
                 Step::Object(o) => w.object(o.index, o.kind, o.key, &o.identity),
                 Step::Reset => w.object_reset(),
-                Step::Calibration(t, m) => w.calibration(*t, *m),
+                Step::Calibration(t, m, width) => w.calibration(*t, *m, *width),
                 Step::Lost(n) => w.lost(*n),
                 Step::ThreadName(t, n) => w.thread_name(*t, n.as_bytes()),
             };

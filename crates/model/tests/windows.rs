@@ -61,7 +61,7 @@ fn thread_file(seed: u64, tid: u32, calls: usize) -> TraceWriter {
     h.ticks_per_sec = 2_000_000_000;
     h.mono0 = 5_000;
     let mut w = TraceWriter::new(h);
-    w.calibration(1_000, 5_000);
+    w.calibration(1_000, 5_000, None);
     let mut x = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(u64::from(tid));
@@ -79,7 +79,7 @@ fn thread_file(seed: u64, tid: u32, calls: usize) -> TraceWriter {
             bound = [false; 4];
         }
         if i % 50 == 0 {
-            w.calibration(1_000 + i as u64 * 3_000, 5_000 + i as u64 * 1_500);
+            w.calibration(1_000 + i as u64 * 3_000, 5_000 + i as u64 * 1_500, Some(60));
         }
         let o = (next() % 4) as usize;
         let (kind, op) = match o {

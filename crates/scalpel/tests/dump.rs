@@ -182,3 +182,37 @@ fn merged_with_readings_that_go_back() {
     let text = String::from_utf8(a).unwrap();
     assert_eq!(text.matches("100/102 sleep").count(), 3, "{text}");
 }
+
+/// A thread on a 3 GHz TSC with a calibration point a millisecond for 20 ms, each read in a
+/// bracket of 60 ticks (20 ns), and one more alone in its millisecond, 900 ticks wide, whose
+/// reading came 140 ns before its middle: the summary's clock line tells the two apart.
+#[test]
+fn the_summary_says_how_closely_the_clock_follows_its_points() {
+    use scalpel_model::format::flags;
+    use scalpel_model::read::Header;
+    use scalpel_model::write::TraceWriter;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("300.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(tmp.path().join("shared.tbl"), [0u8; 64]).unwrap();
+    let mut h = Header::thread(300, 300);
+    h.flags |= flags::CLOCK_TSC;
+    (h.ticks_per_sec, h.clock0, h.mono0) = (3_000_000_000, 3_000, 1_000_000_001);
+    let mut w = TraceWriter::new(h);
+    for i in 1..=20u64 {
+        let t = 3_000 + i * 3_000_000;
+        w.calibration(t, 1_000_000_001 + i * 1_000_000, Some(60));
+    }
+    let t = 3_000 + 10 * 3_000_000 + 1_500_000;
+    w.calibration(t, 1_000_000_001 + 10_500_000 - 140, Some(900));
+    w.write_to(dir.join("t300.trace")).unwrap();
+    let trace = read_dir(tmp.path()).unwrap();
+    let s = Summary::of(&trace);
+    assert_eq!((s.clock.points, s.clock.median_width_ns), (21, 20));
+    assert!(s.clock.tight_off_ns <= 1, "{:?}", s.clock);
+    assert!(s.clock.any_off_ns.abs_diff(140) <= 1, "{:?}", s.clock);
+    assert!(
+        s.to_string().contains("clock:      21 calibration points"),
+        "{s}"
+    );
+}

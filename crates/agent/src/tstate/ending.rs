@@ -43,7 +43,7 @@ pub(crate) fn finish_thread(ev: impl FnOnce(&Ctx, u8)) {
                     if st.counted.pending() {
                         st.write_counts(global::now(cfg));
                     }
-                    let mut buf = [0u8; 24];
+                    let mut buf = [0u8; 32];
                     let (n, _, _) = writer::calibration(cfg, &mut buf);
                     st.file.record(rec::CALIBRATION, &buf[..n], &[]);
                     compiler_fence(Ordering::SeqCst);

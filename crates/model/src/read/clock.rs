@@ -90,41 +90,6 @@ fn lerp(base: u64, delta: i128, num: i128, den: i128) -> u64 {
     clamp(i128::from(base).saturating_add(q))
 }
 
-/// The knots of a fitted clock: in each stretch of [`KNOT_NS`] (by `line`'s rate) that holds
-/// points, one at the stretch's middle, off `line` by the median of its points' distances from
-/// it. A knot that would not be later than the one before is left out, so the clock increases.
-fn knots(points: &[(u64, u64)], line: &Clock) -> Vec<(u64, u64)> {
-    let mut sorted = points.to_vec();
-    sorted.sort_unstable();
-    let Some(&(t0, _)) = sorted.first() else {
-        return line.points.to_vec();
-    };
-    let span = lerp(
-        0,
-        i128::from(KNOT_NS),
-        i128::from(line.ticks_per_sec),
-        i128::from(NS_PER_SEC),
-    )
-    .max(1);
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    let mut off: Vec<i128> = Vec::new();
-    for group in sorted.chunk_by(|a, b| (a.0 - t0) / span == (b.0 - t0) / span) {
-        off.clear();
-        off.extend(
-            group
-                .iter()
-                .map(|p| i128::from(p.1) - i128::from(line.own_ns(p.0))),
-        );
-        off.sort_unstable();
-        let mid = t0 + (group[0].0 - t0) / span * span + span / 2;
-        let at = clamp(i128::from(line.own_ns(mid)) + off[off.len() / 2]);
-        if out.last().is_none_or(|&(_, m)| at > m) {
-            out.push((mid, at));
-        }
-    }
-    out
-}
-
 impl Clock {
     /// The clock of a file: its header's point plus `calibrations`.
     pub fn new(header: &Header, calibrations: &[Calibration]) -> Clock {
@@ -160,35 +125,40 @@ impl Clock {
     /// exact across cores and processes.
     ///
     /// The function is a straight line fitted by least squares, bent at a knot in each
-    /// millisecond that holds points by the median of their distances from the line. Why the
+    /// millisecond that holds points by their distances from the line (as far as their brackets'
+    /// widths let them: see `knots`). Why the
     /// knots: the kernel slews CLOCK_MONOTONIC against the TSC (NTP, a virtual machine's clock),
     /// by up to 500 parts per million, and a straight line over a run of seconds then misses
     /// CLOCK_MONOTONIC by hundreds of microseconds. Knots a millisecond apart move by far less
     /// than a millisecond, so the function stays increasing. `fallback` (ticks per second,
     /// reference ticks, reference ns) is used when the points span less than 10 ms.
-    pub fn fitted(points: &[(u64, u64)], fallback: (u64, u64, u64)) -> Clock {
+    pub fn fitted(points: &[Calibration], fallback: (u64, u64, u64)) -> Clock {
         let line = |tps: u64, t: u64, m: u64| Clock {
             tsc: true,
             ticks_per_sec: tps.max(1),
             points: Arc::new([(t, m)]),
             shift: None,
         };
-        let (tmin, tmax) = points
-            .iter()
-            .fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
-        let (mmin, mmax) = points
-            .iter()
-            .fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)));
+        let (tmin, tmax) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
+            (lo.min(p.ticks), hi.max(p.ticks))
+        });
+        let (mmin, mmax) = points.iter().fold((u64::MAX, 0), |(lo, hi), p| {
+            (lo.min(p.mono_ns), hi.max(p.mono_ns))
+        });
         if points.len() < 2 || tmax <= tmin || mmax.saturating_sub(mmin) < MIN_SLOPE_SPAN_NS {
             return line(fallback.0, fallback.1, fallback.2);
         }
         let n = points.len() as f64;
-        let tmean = points.iter().map(|p| (p.0 - tmin) as f64).sum::<f64>() / n;
-        let mmean = points.iter().map(|p| (p.1 - mmin) as f64).sum::<f64>() / n;
+        let tmean = points.iter().map(|p| (p.ticks - tmin) as f64).sum::<f64>() / n;
+        let mmean = points
+            .iter()
+            .map(|p| (p.mono_ns - mmin) as f64)
+            .sum::<f64>()
+            / n;
         let (mut sxy, mut sxx) = (0.0f64, 0.0f64);
         for p in points {
-            let x = (p.0 - tmin) as f64 - tmean;
-            let y = (p.1 as f64 - mmin as f64) - mmean;
+            let x = (p.ticks - tmin) as f64 - tmean;
+            let y = (p.mono_ns as f64 - mmin as f64) - mmean;
             sxy += x * y;
             sxx += x * x;
         }
@@ -198,8 +168,26 @@ impl Clock {
         }
         let tps = round_u64(NS_PER_SEC as f64 / ns_per_tick);
         let straight = line(tps, tmin + round_u64(tmean), mmin + round_u64(mmean));
+        let span = lerp(
+            0,
+            i128::from(KNOT_NS),
+            i128::from(straight.ticks_per_sec),
+            i128::from(NS_PER_SEC),
+        );
+        // A knot that would not be later than the one before is left out, so the clock
+        // increases.
+        let mut knots: Vec<(u64, u64)> = Vec::new();
+        for (mid, off) in super::knots::knots(points, span, |t| straight.own_ns(t), tps) {
+            let at = clamp(i128::from(straight.own_ns(mid)) + off);
+            if knots.last().is_none_or(|&(_, m)| at > m) {
+                knots.push((mid, at));
+            }
+        }
+        if knots.is_empty() {
+            return straight;
+        }
         Clock {
-            points: knots(points, &straight).into(),
+            points: knots.into(),
             ..straight
         }
     }
@@ -284,6 +272,82 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Calibration points of unknown width.
+    fn points(pts: &[(u64, u64)]) -> Vec<Calibration> {
+        pts.iter()
+            .map(|&(ticks, mono_ns)| Calibration {
+                ticks,
+                mono_ns,
+                width: None,
+                offset: 0,
+            })
+            .collect()
+    }
+
+    /// A 3 GHz TSC and a point a millisecond read in a bracket of 60 ticks, and in every second
+    /// millisecond two more read in brackets of 900 ticks whose monotonic readings came 140 ns
+    /// before their middles (at the brackets' starts), as on a machine under load.
+    fn with_wide_points(width: impl Fn(u64) -> Option<u64>) -> Vec<Calibration> {
+        let point = |ticks: u64, late: u64, w: u64| Calibration {
+            ticks,
+            mono_ns: ticks / 3 + 8_000 - late,
+            width: width(w),
+            offset: 0,
+        };
+        let mut pts = Vec::new();
+        for i in 0..60u64 {
+            let t = 1_000 + i * 3_000_000;
+            pts.push(point(t, 0, 60));
+            if i % 2 == 1 {
+                pts.push(point(t + 900_000, 140, 900));
+                pts.push(point(t + 1_800_000, 140, 900));
+            }
+        }
+        pts
+    }
+
+    /// How far a clock is, at most, from `ticks / 3 + 8_000` over the first 180 ms.
+    fn worst(c: &Clock) -> u64 {
+        (1_000..180_000_000u64)
+            .step_by(9_973)
+            .map(|t| c.ns(t).abs_diff(t / 3 + 8_000))
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_lone_wide_point_bends_the_clock_only_as_far_as_its_bracket_needs() {
+        // A point a millisecond, 60 ticks wide, but every third millisecond holds only one
+        // 900 ticks wide whose reading came 140 ns before its middle.
+        let pts = |width: &dyn Fn(u64) -> Option<u64>| -> Vec<Calibration> {
+            (0..60u64)
+                .map(|i| {
+                    let ticks = 1_000 + i * 3_000_000 + 1_000_000;
+                    let (late, w) = if i % 3 == 1 { (140, 900) } else { (0, 60) };
+                    Calibration {
+                        ticks,
+                        mono_ns: ticks / 3 + 8_000 - late,
+                        width: width(w),
+                        offset: 0,
+                    }
+                })
+                .collect()
+        };
+        let known = Clock::fitted(&pts(&Some), (1, 0, 0));
+        assert!(worst(&known) <= 5, "{} ns off", worst(&known));
+        let unknown = Clock::fitted(&pts(&|_| None), (1, 0, 0));
+        assert!(worst(&unknown) >= 100, "{} ns off", worst(&unknown));
+    }
+
+    #[test]
+    fn a_knot_follows_the_tightest_points_of_its_millisecond() {
+        let known = Clock::fitted(&with_wide_points(Some), (1, 0, 0));
+        assert!(worst(&known) <= 5, "{} ns off", worst(&known));
+        // Without widths (earlier agents), the wide point moves the median of its millisecond.
+        let unknown = Clock::fitted(&with_wide_points(|_| None), (1, 0, 0));
+        assert!(worst(&unknown) >= 50, "{} ns off", worst(&unknown));
+    }
     use crate::format::flags;
 
     fn tsc_header(tps: u64) -> Header {
@@ -323,6 +387,7 @@ mod tests {
         let cal = [Calibration {
             ticks: 1000 + 60_000_000,
             mono_ns: 5_020_000_000,
+            width: None,
             offset: 0,
         }];
         let c = Clock::new(&h, &cal);
@@ -337,6 +402,7 @@ mod tests {
         let cal = [Calibration {
             ticks: 1000 + 3000,
             mono_ns: 5_000_001_000,
+            width: None,
             offset: 0,
         }];
         let c = Clock::new(&h, &cal);
@@ -350,11 +416,13 @@ mod tests {
             Calibration {
                 ticks: u64::MAX,
                 mono_ns: 0,
+                width: None,
                 offset: 0,
             },
             Calibration {
                 ticks: 0,
                 mono_ns: u64::MAX,
+                width: None,
                 offset: 0,
             },
         ];
@@ -376,7 +444,7 @@ mod tests {
                 )
             })
             .collect();
-        let c = Clock::fitted(&pts, (1, 0, 0));
+        let c = Clock::fitted(&points(&pts), (1, 0, 0));
         let tps = i64::try_from(c.ticks_per_sec).unwrap();
         assert!((tps - 3_000_000_000).abs() < 3_000, "{tps}");
         let mut last = 0;
@@ -387,7 +455,7 @@ mod tests {
         }
         assert!(c.ns(1_000).abs_diff(7_000_000_000) < 100);
         // Too short a span: the fallback line.
-        let c = Clock::fitted(&pts[..2], (2_000_000_000, 10, 500));
+        let c = Clock::fitted(&points(&pts[..2]), (2_000_000_000, 10, 500));
         assert_eq!(c.ns(10), 500);
         assert_eq!(c.ns(2_010), 1_500);
     }
@@ -411,7 +479,7 @@ mod tests {
                 (t, slewed(t) + (i % 3) * 30 - 30 + 9_000_000_000)
             })
             .collect();
-        let c = Clock::fitted(&pts, (1, 0, 0));
+        let c = Clock::fitted(&points(&pts), (1, 0, 0));
         let mut last = 0;
         let mut worst = 0;
         for t in (5_000..9_000_000_000u64).step_by(99_991) {
@@ -432,7 +500,7 @@ mod tests {
             .map(|i| (i * 3_001, i * 1_000 + (i * 7919 % 13) * 10))
             .collect();
         pts[10_000].1 -= 50_000;
-        let c = Clock::fitted(&pts, (1, 0, 0));
+        let c = Clock::fitted(&points(&pts), (1, 0, 0));
         assert!(c.is_monotonic());
         let mut last = 0;
         for t in (0..60_000_000u64).step_by(1_001) {

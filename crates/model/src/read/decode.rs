@@ -299,9 +299,16 @@ impl<'p, 's> State<'p, 's> {
             rec::CALIBRATION => {
                 let ticks = d.varint()?;
                 let mono_ns = d.varint()?;
+                // Why optional: earlier agents wrote two fields.
+                let width = if d.remaining() > 0 {
+                    Some(d.varint()?)
+                } else {
+                    None
+                };
                 self.out.calibrations.push(Calibration {
                     ticks,
                     mono_ns,
+                    width,
                     offset: at,
                 });
             }

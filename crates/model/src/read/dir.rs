@@ -14,7 +14,7 @@ use super::file::{read_opened_span, Span};
 use super::filetrace::{FileSink, FileTrace};
 use super::host::HostIdentity;
 use super::identity::Identity;
-use super::types::Event;
+use super::types::{Calibration, Event};
 use crate::format::{shared_loss, FileKind, PROCESS_FILE, SHARED_TABLE, TRACE_EXT};
 use crate::open::{Dir, OpenError};
 
@@ -583,7 +583,8 @@ pub(crate) fn read_dir_inner<S: FileSink + Send>(
 
 /// A calibration point and where it came from: (process, file, offset); file 0 is the process
 /// file, file i > 0 thread file i - 1.
-type Point = (u64, u64, usize, usize, u64);
+/// A calibration point (a header's has no width) and the process and file it came from.
+type Point = (Calibration, usize, usize);
 
 /// Calibration points that disagree with the fitted line by more than this are dropped.
 const MAX_RESIDUAL_NS: u64 = 1_000_000;
@@ -609,18 +610,14 @@ fn retime(processes: &mut [ProcessTrace]) {
             .map(|f| (0, f))
             .chain(p.threads.iter().enumerate().map(|(i, f)| (i + 1, f)));
         for (fi, f) in files.filter(|(_, f)| f.header.is_tsc()) {
-            points.push((
-                f.header.clock0,
-                f.header.mono0,
-                pi,
-                fi,
-                crate::format::hdr::CLOCK0 as u64,
-            ));
-            points.extend(
-                f.calibrations
-                    .iter()
-                    .map(|c| (c.ticks, c.mono_ns, pi, fi, c.offset)),
-            );
+            let header = Calibration {
+                ticks: f.header.clock0,
+                mono_ns: f.header.mono0,
+                width: None,
+                offset: crate::format::hdr::CLOCK0 as u64,
+            };
+            points.push((header, pi, fi));
+            points.extend(f.calibrations.iter().map(|&c| (c, pi, fi)));
         }
     }
     let Some(first) = processes
@@ -637,9 +634,9 @@ fn retime(processes: &mut [ProcessTrace]) {
         first.header.mono0,
     );
     let fit = |pts: &[Point]| {
-        let mut xy: Vec<(u64, u64)> = pts.iter().map(|p| (p.0, p.1)).collect();
-        xy.sort_unstable();
-        xy.dedup();
+        let mut xy: Vec<Calibration> = pts.iter().map(|p| p.0).collect();
+        xy.sort_unstable_by_key(|c| (c.ticks, c.mono_ns, c.width));
+        xy.dedup_by_key(|c| (c.ticks, c.mono_ns, c.width));
         Clock::fitted(&xy, fallback)
     };
     // Outliers are found against a robust line first: the median of the headers' measured
@@ -657,23 +654,33 @@ fn retime(processes: &mut [ProcessTrace]) {
         .copied()
         .unwrap_or(fallback.0)
         .max(1) as f64;
-    let offset_of = |p: &Point| p.1 as f64 - p.0 as f64 * 1e9 / rate;
+    let offset_of = |p: &Point| p.0.mono_ns as f64 - p.0.ticks as f64 * 1e9 / rate;
     let mut offsets: Vec<f64> = points.iter().map(offset_of).collect();
     offsets.sort_by(f64::total_cmp);
     let mid = offsets.get(offsets.len() / 2).copied().unwrap_or(0.0);
-    let mut ticks: Vec<u64> = points.iter().map(|p| p.0).collect();
+    let mut ticks: Vec<u64> = points.iter().map(|p| p.0.ticks).collect();
     ticks.sort_unstable();
     let mid_ticks = ticks.get(ticks.len() / 2).copied().unwrap_or(0);
     // 1 ms, plus 100 parts per million of the distance from the middle for the rates' error.
-    let tolerance =
-        |p: &Point| MAX_RESIDUAL_NS as f64 + 1e-4 * p.0.abs_diff(mid_ticks) as f64 * 1e9 / rate;
+    let tolerance = |p: &Point| {
+        MAX_RESIDUAL_NS as f64 + 1e-4 * p.0.ticks.abs_diff(mid_ticks) as f64 * 1e9 / rate
+    };
     let (good, bad): (Vec<Point>, Vec<Point>) = points
         .iter()
         .partition(|p| (offset_of(p) - mid).abs() <= tolerance(p));
     let clock = fit(if good.is_empty() { &points } else { &good });
     if !good.is_empty() {
         for p in bad {
-            let (ticks, mono, pi, fi, offset) = p;
+            let (
+                Calibration {
+                    ticks,
+                    mono_ns: mono,
+                    offset,
+                    ..
+                },
+                pi,
+                fi,
+            ) = p;
             let off_by = (offset_of(&p) - mid).abs();
             if let Some(f) = file_mut(&mut processes[pi], fi) {
                 f.warnings.push(ReadError::Inconsistent {

@@ -13,6 +13,7 @@ mod filetrace;
 mod header;
 mod host;
 mod identity;
+mod knots;
 mod maps;
 mod types;
 mod windows;

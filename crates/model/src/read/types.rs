@@ -130,6 +130,9 @@ pub struct Calibration {
     pub ticks: u64,
     /// CLOCK_MONOTONIC nanoseconds at the same instant.
     pub mono_ns: u64,
+    /// The width in ticks of the bracket the clock was read in (the point is off by up to
+    /// half of it); `None` in traces of agents that did not write it.
+    pub width: Option<u64>,
     /// Absolute file offset of the record (0 when not read from a file).
     pub offset: u64,
 }

@@ -1,6 +1,7 @@
 //! Inspecting a trace directory as recorded, before any inference: `scalpel dump` (events, one
 //! line each, with their stacks) and `scalpel summary` (counts, losses, sizes).
 
+mod clockfit;
 mod dump;
 mod events;
 mod merged;

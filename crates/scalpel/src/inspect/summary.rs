@@ -12,6 +12,8 @@ use scalpel_model::wire::varint_len;
 
 use scalpel_views::units::bytes;
 
+use super::clockfit::ClockFit;
+
 /// Counts over a whole trace directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -61,6 +63,8 @@ pub struct Summary {
     pub ready_bytes: u64,
     /// Processes that renamed themselves: pid and the title held longest.
     pub titles: Vec<(u32, String)>,
+    /// The fitted clock against the calibration points.
+    pub clock: ClockFit,
 }
 
 /// The most renamed processes `Display` lists.
@@ -144,6 +148,7 @@ impl Summary {
                 .iter()
                 .filter_map(|p| Some((p.pid, p.title()?)))
                 .collect(),
+            clock: ClockFit::of(trace),
             ..Summary::default()
         };
         for (_, f) in trace.files() {
@@ -211,6 +216,9 @@ impl fmt::Display for Summary {
                 self.samples_in_agent,
                 self.samples_unstacked
             )?;
+        }
+        if self.clock.points > 0 {
+            writeln!(f, "clock:      {}", self.clock)?;
         }
         if self.ready_lists > 0 {
             writeln!(

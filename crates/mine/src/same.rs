@@ -20,6 +20,7 @@
 
 use ahash::AHashMap;
 
+use super::contains::Contains;
 use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
 use super::variants::Causal;
 use super::work::{Rule, Work};
@@ -30,13 +31,14 @@ type Shape = (Vec<SymIx>, Vec<(SymIx, SymIx, SymIx, SymIx)>);
 /// Merges kept group classes whose nodes have equal shapes (see the module docs): every node of
 /// a merged class takes the class that stays (the one with the smaller expansion, then the
 /// lower id). `kept_parent` is unchanged: both classes were kept. `folds`: the nodes a fold hid,
-/// and each folded wrapper's core node.
+/// and each folded wrapper's core node. `by_class`: each class's nodes that no fold hid.
 pub(super) fn merge_equal(
     work: &Work,
     causal: &Causal,
     kept: &IxVec<SymIx, bool>,
     kept_parent: &IxVec<NodeIx, NodeIx>,
     folds: (&IxVec<NodeIx, bool>, &IxVec<NodeIx, NodeIx>),
+    by_class: &IxVec<SymIx, Vec<NodeIx>>,
     class: &mut IxVec<NodeIx, SymIx>,
 ) {
     let (hidden, core_of) = folds;
@@ -54,22 +56,47 @@ pub(super) fn merge_equal(
         .map(|(c, &n)| (work.nodes[n].leaves, c))
         .collect();
     order.sort_unstable();
-    let mut into: IxVec<SymIx, SymIx> = (0..work.syms.len()).map(SymIx::new).collect();
+    let len = work.syms.len();
+    let nesting = Contains::lazy(by_class, kept_parent, class);
+    let order = order.into_iter().map(|(_, c)| c);
+    let into = merge_shapes(order, nesting, len, |into, c| {
+        shape(work, causal, kept_parent, class, into, rep[c])
+    });
+    for c in class.iter_mut() {
+        *c = into[*c];
+    }
+}
+
+/// Gives each class, taken in `order`, the first class before it of the same shape, unless a
+/// node of one sits under a node of the other (`nesting`). `shape` is asked with the merges so
+/// far, since a merge below can make the parents above it equal.
+fn merge_shapes(
+    order: impl Iterator<Item = SymIx>,
+    mut nesting: Contains<'_>,
+    len: usize,
+    mut shape: impl FnMut(&IxVec<SymIx, SymIx>, SymIx) -> Option<Shape>,
+) -> IxVec<SymIx, SymIx> {
+    let mut into: IxVec<SymIx, SymIx> = (0..len).map(SymIx::new).collect();
     let mut seen: AHashMap<Shape, SymIx> = AHashMap::new();
-    for (_, c) in order {
-        let Some(shape) = shape(work, causal, kept_parent, class, &into, rep[c]) else {
+    for c in order {
+        let Some(shape) = shape(&into, c) else {
             continue;
         };
         match seen.get(&shape) {
-            Some(&x) => into[c] = x,
+            // A task is never a part of itself: two classes of one shape where a node of one
+            // sits (at any depth) under a node of the other stay two (nginx in windows: 21
+            // nodes under a node of their own class after the merge, and classes in a cycle).
+            Some(&x) if !nesting.nested(x, c) => {
+                into[c] = x;
+                nesting.merge(c, x);
+            }
+            Some(_) => {}
             None => {
                 seen.insert(shape, c);
             }
         }
     }
-    for c in class.iter_mut() {
-        *c = into[*c];
-    }
+    into
 }
 
 /// The shape of node `n`, or `None` when two of its parts are of one class.
@@ -122,4 +149,58 @@ fn shape(
     contacts.sort_unstable();
     contacts.dedup();
     Some((parts, contacts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::contains::Contains;
+    use super::super::ix::{IxVec, SymIx};
+    use super::{merge_shapes, Shape};
+
+    fn c(i: usize) -> SymIx {
+        SymIx::new(i)
+    }
+
+    /// Classes 1.. merged by `merge_shapes` with the shapes given (by class) and the nesting
+    /// given as (child, parent) pairs; what each class went into.
+    fn merged(shapes: &[u32], pairs: &[(usize, usize)]) -> Vec<usize> {
+        let nesting = Contains::from_fn(|x| {
+            let ups = pairs
+                .iter()
+                .filter(|&&(a, _)| c(a) == x)
+                .map(|&(_, b)| c(b));
+            ups.collect()
+        });
+        let shape_of = |_: &IxVec<SymIx, SymIx>, x: SymIx| -> Option<Shape> {
+            Some((vec![SymIx::from_raw(shapes[x.index()])], Vec::new()))
+        };
+        let into = merge_shapes((0..shapes.len()).map(c), nesting, shapes.len(), shape_of);
+        into.iter().map(|x| x.index()).collect()
+    }
+
+    #[test]
+    fn two_classes_of_one_shape_side_by_side_are_one() {
+        // 0 and 1 both under 2.
+        assert_eq!(merged(&[7, 7, 8], &[(0, 2), (1, 2)]), vec![0, 0, 2]);
+    }
+
+    #[test]
+    fn a_class_under_another_of_its_shape_stays_apart() {
+        // 0 under 1: a task that is a part of a task of the same shape.
+        assert_eq!(merged(&[7, 7], &[(0, 1)]), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_class_at_any_depth_under_another_of_its_shape_stays_apart() {
+        // 0 under 1 under 2; 0 and 2 have one shape.
+        assert_eq!(merged(&[7, 8, 7], &[(0, 1), (1, 2)]), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_merge_carries_the_nesting_of_both_classes() {
+        // 0 and 1 are one (side by side under 3); 2 sits under 1 and has 0's shape, so it may not
+        // join the class 1 went into.
+        let got = merged(&[7, 7, 7, 8], &[(0, 3), (1, 3), (2, 1)]);
+        assert_eq!(got, vec![0, 0, 2, 3]);
+    }
 }

@@ -391,7 +391,15 @@ pub(super) fn build(
     }
     let kept_parent = variants::parents(work, &class, &kept, &folds.hidden);
     let folded = (&folds.hidden, &folds.core_of);
-    same::merge_equal(work, causal, &kept, &kept_parent, folded, &mut class);
+    same::merge_equal(
+        work,
+        causal,
+        &kept,
+        &kept_parent,
+        folded,
+        &by_class,
+        &mut class,
+    );
     Tree {
         class,
         kept,

@@ -185,7 +185,7 @@ pub(super) fn fold(
         let parent = parents(work, class, kept, hidden);
         let kids = children(&parent);
         let under = |n: NodeIx| kids.of(n);
-        let mut graph = Contains::new(work.syms.len(), class, &parent);
+        let mut graph = Contains::of_tree(class, &parent);
         let mut standalone = IxVec::from_elem(0u64, work.syms.len());
         for (n, &p) in parent.iter_enumerated() {
             let c = class[n];

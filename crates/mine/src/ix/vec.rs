@@ -86,14 +86,6 @@ impl<I: Idx, T> IxVec<I, T> {
         &mut self.raw
     }
 
-    /// Sets every entry to `value`.
-    pub(crate) fn fill(&mut self, value: T)
-    where
-        T: Clone,
-    {
-        self.raw.fill(value);
-    }
-
     /// Entries with their indices, in order, taken out.
     pub(crate) fn into_iter_enumerated(self) -> impl Iterator<Item = (I, T)> {
         self.raw

@@ -29,9 +29,31 @@ use scalpel_model::graph::{Edge, LeafType, LeafTypeId, NodeId, ObjId, ThreadId};
 
 use crate::grammar::ranked_keys;
 use crate::input::{MineInput, MineLeaf};
-use seam::{seams, PartLeaf, Tail};
+use seam::{seams, PartLeaf, Tail, MATCH};
 
 mod seam;
+
+/// A thread's leaves kept of one part, as far as its tail needs them: the last [`MATCH`] (or
+/// up to twice as many), and when the last started. Why not all: a part of a long recording
+/// keeps millions, and only its end is matched after the gap.
+#[derive(Default)]
+struct Kept {
+    last: Vec<(u32, LeafTypeId)>,
+    last_start: u64,
+    any: bool,
+}
+
+impl Kept {
+    /// Keeps `leaf`, started at `start`; whether it is the thread's first of the part.
+    fn push(&mut self, leaf: (u32, LeafTypeId), start: u64) -> bool {
+        if self.last.len() == 2 * MATCH {
+            self.last.drain(..MATCH);
+        }
+        self.last.push(leaf);
+        self.last_start = start;
+        !std::mem::replace(&mut self.any, true)
+    }
+}
 
 /// One part of a sample: a miner input, and what names each of its threads from one part to
 /// another (a process and thread id, say), by [`ThreadId`].
@@ -89,7 +111,7 @@ impl MineInput<'_> {
             let seams = seams(&mapped, &tails, frontier);
             // Where each leaf kept is in the sample (`u32::MAX`: skipped before its seam).
             let mut at = vec![u32::MAX; part.leaves.len()];
-            let mut kept: AHashMap<ThreadId, (Vec<(u32, LeafTypeId)>, u64)> = AHashMap::new();
+            let mut kept: AHashMap<ThreadId, Kept> = AHashMap::new();
             for (i, l) in part.leaves.iter().enumerate() {
                 let (thread, ty, start) = mapped[i];
                 if seams.skips(thread, i as u32) {
@@ -97,14 +119,13 @@ impl MineInput<'_> {
                 }
                 at[i] = out.leaves.len() as u32;
                 let k = kept.entry(thread).or_default();
-                k.0.push((at[i], ty));
-                k.1 = start;
+                let first = k.push((at[i], ty), start);
                 frontier = frontier.max(l.end_ns);
                 out.leaves.push(MineLeaf {
                     ty,
                     thread,
                     end_obj: l.end_obj.map(|o| ObjId::new(obj_base + o.get())),
-                    resumes: tails.contains_key(&thread) && k.0.len() == 1,
+                    resumes: tails.contains_key(&thread) && first,
                     ..*l
                 });
             }
@@ -128,8 +149,8 @@ impl MineInput<'_> {
                     ..*e
                 })
             }));
-            for (thread, (leaves, last_start)) in kept {
-                let tail = Tail::after(tails.remove(&thread), &leaves, last_start);
+            for (thread, k) in kept {
+                let tail = Tail::after(tails.remove(&thread), &k.last, k.last_start);
                 tails.extend(tail.map(|t| (thread, t)));
             }
             objects.extend(part.objects.iter().cloned());
@@ -177,6 +198,25 @@ mod tests {
 
     use super::SamplePart;
     use crate::{mine_with, MineInput, MineOptions};
+
+    #[test]
+    fn a_thread_keeps_the_end_of_its_leaves_and_knows_its_first() {
+        let mut k = super::Kept::default();
+        let ty = LeafTypeId::new(3);
+        let firsts: Vec<bool> = (0..50u32).map(|i| k.push((i, ty), u64::from(i))).collect();
+        assert_eq!(firsts.iter().filter(|&&f| f).count(), 1);
+        assert!(firsts[0]);
+        assert!(k.last.len() >= super::MATCH && k.last.len() <= 2 * super::MATCH);
+        let ends: Vec<u32> = k
+            .last
+            .iter()
+            .rev()
+            .take(super::MATCH)
+            .map(|l| l.0)
+            .collect();
+        assert_eq!(ends, (42..50).rev().collect::<Vec<u32>>());
+        assert_eq!(k.last_start, 49);
+    }
 
     /// A part of a sample whose threads are named as the graph names them.
     fn part(g: &Graph) -> SamplePart<'_, String> {

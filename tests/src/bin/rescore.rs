@@ -4,20 +4,24 @@
 //! Usage: `rescore MODEL_DIR [--nested child:parent,…] [--composed type=part+part;…]`, where
 //! MODEL_DIR is the `model` directory of a run kept with `SCALPEL_KEEP=1` (it holds
 //! `model.json`, `graph.json` and the sample's `truth.jsonl`). Prints each true task type's
-//! best-matching model type with its precision and recall; exits 2 on bad arguments.
+//! best-matching model type with its precision and recall; with `--misses TYPE`, then every
+//! instance of true type TYPE its best model type does not match, with its leaves and the
+//! occurrences holding them. Exits 2 on bad arguments.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use scalpel_e2e::score::{load_model, load_tasks, report, score_nested};
+use scalpel_e2e::score::{load_model, load_tasks, misses, report, score_nested};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut dir, mut nested_arg, mut composed_arg) = (None, String::new(), String::new());
+    let mut missed: Option<String> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--nested" => nested_arg = args.next().unwrap_or_default(),
             "--composed" => composed_arg = args.next().unwrap_or_default(),
+            "--misses" => missed = args.next(),
             s if s.starts_with("--") => {
                 eprintln!("rescore: unknown option {s}");
                 return ExitCode::from(2);
@@ -27,7 +31,8 @@ fn main() -> ExitCode {
     }
     let Some(dir) = dir else {
         eprintln!(
-            "usage: rescore MODEL_DIR [--nested child:parent,…] [--composed type=part+part;…]"
+            "usage: rescore MODEL_DIR [--nested child:parent,…] [--composed type=part+part;…] \
+             [--misses TYPE]"
         );
         return ExitCode::from(2);
     };
@@ -51,9 +56,22 @@ fn main() -> ExitCode {
     let composed: Vec<(&str, &[&str])> = parts.iter().map(|(t, p)| (*t, p.as_slice())).collect();
     let (model, graph) = load_model(&dir);
     let tasks = load_tasks(&truth);
-    println!(
-        "{}",
-        report(&score_nested(&model, &graph, &tasks, &composed, &nested))
-    );
+    let scores = score_nested(&model, &graph, &tasks, &composed, &nested);
+    println!("{}", report(&scores));
+    if let Some(ty) = missed {
+        let best = scores
+            .iter()
+            .find(|s| s.truth == ty)
+            .and_then(|s| s.model_type.as_ref());
+        let Some((mt, _)) = best else {
+            eprintln!("rescore: no model type matches an instance of {ty}");
+            return ExitCode::from(2);
+        };
+        let (mt, composed) = (*mt as usize, &composed);
+        print!(
+            "{}",
+            misses(&model, &graph, &tasks, composed, &nested, &ty, mt)
+        );
+    }
     ExitCode::SUCCESS
 }

@@ -370,7 +370,7 @@ pub(super) fn build(
                 &mut by_class,
                 &mut kept,
                 causal,
-                min_support,
+                (min_support, leaves),
                 &mut folds,
             );
         }

@@ -29,6 +29,8 @@
 //! leaves in two) changes the core's leaves, so it is a different type too.
 
 use super::contains::Contains;
+use super::edge;
+use super::input::MineLeaf;
 use super::ix::{IxLists, IxVec, LeafIx, NodeIx, SymIx};
 use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
 
@@ -162,6 +164,48 @@ impl Fold {
     }
 }
 
+/// Per class: how many of its kept, visible nodes stand at the top level (`parent`: see
+/// [`parents`]), less what a window's edge left of occurrences (see `edge`; `windowed`: whether
+/// `leaves` hold a cut piece at all). Those stand alone only in this window: a listener's accept
+/// and push, whose worker takes the request in the next window, do not make the request the
+/// listener's part with optional steps. The run to the edge goes over loose leaves and over the
+/// class's other standalone occurrences: a listener that accepted several requests before the
+/// edge left each of them so.
+fn standalone(
+    work: &Work,
+    class: &IxVec<NodeIx, SymIx>,
+    visible: impl Fn(NodeIx) -> bool,
+    parent: &IxVec<NodeIx, NodeIx>,
+    (leaves, windowed): (&[MineLeaf], bool),
+) -> IxVec<SymIx, u64> {
+    // The outermost visible node holding leaf `l`, if any.
+    let top = |l: LeafIx| {
+        let (mut p, mut top) = (NodeIx::new(l.index()), NodeIx::NONE);
+        while p.is_some() {
+            if visible(p) {
+                top = p;
+            }
+            p = work.nodes[p].parent;
+        }
+        top
+    };
+    let mut standalone = IxVec::from_elem(0u64, work.syms.len());
+    for (n, &p) in parent.iter_enumerated() {
+        let c = class[n];
+        if p.is_some() || !visible(n) {
+            continue;
+        }
+        let loose = |l: LeafIx| {
+            let t = top(l);
+            t.is_none() || class[t] == c
+        };
+        if !(windowed && edge::remnant(work, leaves, loose, n)) {
+            standalone[c] += 1;
+        }
+    }
+    standalone
+}
+
 /// Folds wrappers into the tasks they hold (see the module docs). `class` and `by_class` are
 /// updated: a folded wrapper's nodes take its task's class, and its core's node leaves the
 /// class's list. Returns whether anything was folded.
@@ -171,7 +215,7 @@ pub(super) fn fold(
     by_class: &mut IxVec<SymIx, Vec<NodeIx>>,
     kept: &mut IxVec<SymIx, bool>,
     causal: &Causal,
-    min_support: u32,
+    (min_support, leaves): (u32, &[MineLeaf]),
     folds: &mut Folds,
 ) -> bool {
     let n_nodes = work.nodes.len();
@@ -179,6 +223,8 @@ pub(super) fn fold(
     let mut any = false;
     let is_group = |c: SymIx| matches!(work.syms[c].rule, Rule::Pair { .. });
     let is_leaf = |c: SymIx| matches!(work.syms[c].rule, Rule::Leaf(_));
+    // A trace read whole has no cut piece, so no remnant to look for.
+    let windowed = leaves.iter().any(|l| l.cut);
     // Each pass folds what it can on the tree as it stood; a wrapper of a wrapper folds in the
     // next pass, once its inner wrapper has become the task. Bounded by the tree's depth.
     for _ in 0..n_nodes.max(1) {
@@ -186,13 +232,13 @@ pub(super) fn fold(
         let kids = children(&parent);
         let under = |n: NodeIx| kids.of(n);
         let mut graph = Contains::of_tree(class, &parent);
-        let mut standalone = IxVec::from_elem(0u64, work.syms.len());
-        for (n, &p) in parent.iter_enumerated() {
-            let c = class[n];
-            if p.is_none() && kept[c] && !hidden[n] {
-                standalone[c] += 1;
-            }
-        }
+        let standalone = standalone(
+            work,
+            class,
+            |n| kept[class[n]] && !hidden[n],
+            &parent,
+            (leaves, windowed),
+        );
         // Whether the subtree of kept node `n` holds a node of class `c`.
         let holds = |n: NodeIx, c: SymIx, class: &IxVec<NodeIx, SymIx>| {
             let mut stack = vec![n];

@@ -6,6 +6,8 @@ use scalpel_model::task::{Model, TaskKind, TaskType};
 use super::{mine, MineOptions};
 use scalpel_model::testgraph::GraphBuilder;
 
+mod edges;
+
 /// A leaf as (thread, index on the thread).
 type At = (u32, u32);
 

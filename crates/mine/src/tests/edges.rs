@@ -5,7 +5,7 @@ use scalpel_model::graph::{EdgeKind, Graph, LeafTypeId};
 use scalpel_model::task::TaskKind;
 use scalpel_model::testgraph::GraphBuilder;
 
-use super::{first_leaf_types, mined};
+use super::{mined, summary};
 
 /// A listener accepts (type 0) and pushes (1) each of `requests` requests; each goes to one of
 /// two workers (read 2, write 3; read 4, write 5) by a fixed pseudo-random sequence (a periodic
@@ -67,18 +67,7 @@ fn requests_the_edge_cut_do_not_make_the_listeners_part_a_core() {
     for tail in [0, 6, 12] {
         let g = cut_listener(48, tail);
         let m = mined(&g);
-        let summary: Vec<_> = m
-            .types
-            .iter()
-            .map(|t| {
-                (
-                    t.name.as_str(),
-                    t.count,
-                    t.top_level,
-                    first_leaf_types(&g, t),
-                )
-            })
-            .collect();
+        let summary = summary(&g, &m);
         let served = |ty: u32| g.leaves.iter().filter(|l| l.ty.get() == ty).count() as u64;
         for worker in [[2, 3], [4, 5]] {
             let want: Vec<LeafTypeId> = [0, 1, worker[0], worker[1]].map(LeafTypeId::new).to_vec();

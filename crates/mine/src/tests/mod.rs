@@ -56,6 +56,25 @@ fn first_leaf_types(g: &Graph, t: &TaskType) -> Vec<LeafTypeId> {
     v
 }
 
+/// Each task type of `m` as a failing test prints it: name, count, top-level count, and the
+/// leaf types of its first occurrence.
+type Summary<'m> = Vec<(&'m str, u64, u64, Vec<LeafTypeId>)>;
+
+/// The [`Summary`] of `m`, mined from `g`.
+fn summary<'m>(g: &Graph, m: &'m Model) -> Summary<'m> {
+    m.types
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.count,
+                t.top_level,
+                first_leaf_types(g, t),
+            )
+        })
+        .collect()
+}
+
 /// A listener (accept 0, push 1) hands each request to a worker (read 2, write 3). After the
 /// push the listener sometimes has a step of its own (4, back to its event wait), and after the
 /// write the worker sometimes does (5, back to its queue): steps with no edge but program
@@ -103,18 +122,7 @@ fn a_task_in_varying_context_is_the_top_level_task() {
     // make "this variant, then that one" a pattern of its own).
     let g = listener_worker(requests, 0x2545_f491);
     let model = mined(&g);
-    let summary: Vec<_> = model
-        .types
-        .iter()
-        .map(|t| {
-            (
-                t.name.as_str(),
-                t.count,
-                t.top_level,
-                first_leaf_types(&g, t),
-            )
-        })
-        .collect();
+    let summary = summary(&g, &model);
     // Every occurrence holds the four core steps, and some hold a context step too.
     let holds_core = |t: &TaskType| {
         t.kind == TaskKind::Group
@@ -176,11 +184,7 @@ fn one_stray_occurrence_does_not_dissolve_a_task() {
     let g = graph(&[worker, pool], &edges);
     let model = mined(&g);
     let leaf_types = |t: &TaskType| first_leaf_types(&g, t);
-    let summary: Vec<_> = model
-        .types
-        .iter()
-        .map(|t| (t.name.as_str(), t.count, t.top_level, leaf_types(t)))
-        .collect();
+    let summary = summary(&g, &model);
     let request = model
         .types
         .iter()

@@ -99,8 +99,9 @@ if [ -n "${TYPES_SVG:-}" ]; then cp "$OUT/model/types.svg" "$TYPES_SVG"; fi
 # The checks of scripts/servers/apache.toml (tests/src/servers/): the task that serves a request,
 # from the listener's push of the connection to the worker's read and writev (its name goes to
 # $WORK/request-task), and "one request, one task type" against the requests ab counted (and
-# the one it was started with); the names of the types that hold 1% of the leaves go to
-# $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another recording wrote).
+# the one it was started with); the names of the types that hold 1% of the leaves (with every
+# type's share down to half a percent) go to $OUT/names.txt; with SAME_NAMES (another
+# recording's file) a type holding 1% in either must hold half a percent in the other by name.
 target/release/server-check "$OUT/model" scripts/servers/apache.toml apache "$((complete + 1))" \
     --task-out "$WORK/request-task" --names-out "$OUT/names.txt" \
     ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1

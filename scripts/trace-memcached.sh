@@ -72,8 +72,9 @@ scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 ops=$(awk '/^Run time/ { for (i = 1; i < NF; i++) if ($i == "Ops:") print $(i + 1) }' "$WORK/load.txt")
 # The checks of scripts/servers/memcached.toml (tests/src/servers/): every connection hand-off
 # lands on the worker's notification read, and "one request, one task type" against the
-# operations memcaslap counted; the names of the types that hold 1% of the leaves go to
-# $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another recording wrote).
+# operations memcaslap counted; the names of the types that hold 1% of the leaves (with every
+# type's share down to half a percent) go to $OUT/names.txt; with SAME_NAMES (another
+# recording's file) a type holding 1% in either must hold half a percent in the other by name.
 target/release/server-check "$OUT/model" scripts/servers/memcached.toml memcached "${ops:-0}" \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 echo "== scalpel top =="

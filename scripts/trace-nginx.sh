@@ -76,8 +76,9 @@ cat "$WORK/timings.txt" >&2
 scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 # The checks of scripts/servers/nginx.toml (tests/src/servers/): the offloads, and "one
 # request, one task type" against the requests ab counted (and the one it was started with);
-# the names of the types that hold 1% of the leaves go to $OUT/names.txt, and must equal
-# SAME_NAMES's when it is set (a file another recording wrote).
+# the names of the types that hold 1% of the leaves, with every type's share down to half a
+# percent, go to $OUT/names.txt; when SAME_NAMES names another recording's file, a type holding
+# 1% in either recording must hold at least half a percent in the other by the same name.
 target/release/server-check "$OUT/model" scripts/servers/nginx.toml nginx "$((complete + 1))" \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1
 echo "== scalpel top =="

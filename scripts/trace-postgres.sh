@@ -67,8 +67,9 @@ scripts/check-drawing-times.sh "$WORK/timings.txt" || status=1
 # The checks of scripts/servers/postgres.toml (tests/src/servers/): the WAL flushes as storage
 # waits, the processes' titles, the row lock waits, and "one statement, one task type" against
 # the statements pgbench ran (7 per TPC-B transaction); the names of the types that hold 1% of
-# the leaves go to $OUT/names.txt, and must equal SAME_NAMES's when it is set (a file another
-# recording wrote).
+# the leaves, with every type's share down to half a percent, go to $OUT/names.txt; when
+# SAME_NAMES names another recording's file, a type holding 1% in either recording must hold at
+# least half a percent in the other by the same name (tests/src/servers).
 tx=$(awk '/number of transactions actually processed/ { split($6, a, "/"); print a[1] }' "$WORK/pgbench.txt")
 target/release/server-check "$OUT/model" scripts/servers/postgres.toml postgres "$((${tx:-0} * 7))" \
     --names-out "$OUT/names.txt" ${SAME_NAMES:+--same-names "$SAME_NAMES"} || status=1

@@ -3,7 +3,9 @@
 //! server's `write` of each reply marking one request.
 
 use scalpel_e2e::corpus::corpus_dir;
-use scalpel_e2e::servers::{check, Checks, Run};
+use std::collections::BTreeMap;
+
+use scalpel_e2e::servers::{check, Checks, Outcome, Run};
 use scalpel_graph::{build_graph, GraphOptions};
 use scalpel_mine::{mine, MineOptions};
 use scalpel_model::graph::Graph;
@@ -20,15 +22,26 @@ fn threadpool() -> (Graph, Model) {
 }
 
 fn run(g: &Graph, m: &Model, checks: &str) -> (Vec<String>, String) {
+    let (o, out) = run_after(g, m, checks, None);
+    (o.failures, out)
+}
+
+/// A run given another recording's names and shares.
+fn run_after(
+    g: &Graph,
+    m: &Model,
+    checks: &str,
+    same_names: Option<BTreeMap<String, f64>>,
+) -> (Outcome, String) {
     let checks: Checks = toml::from_str(checks).unwrap();
     let run = Run {
         name: "threadpool".into(),
         requests: REQUESTS,
-        same_names: None,
+        same_names,
     };
     let mut out = Vec::new();
     let o = check(g, m, &checks, &run, &mut out).unwrap();
-    (o.failures, String::from_utf8(out).unwrap())
+    (o, String::from_utf8(out).unwrap())
 }
 
 const REQUEST_RULE: &str = r#"
@@ -83,5 +96,37 @@ type_edges = [
     assert_eq!(
         failures,
         ["no futex edge from a '→ write' type to a '→ read' type"]
+    );
+}
+
+#[test]
+fn a_name_that_holds_one_percent_must_be_in_the_other_recording_a_share_may_drift() {
+    let (g, m) = threadpool();
+    let (first, _) = run_after(&g, &m, REQUEST_RULE, None);
+    let shares = first.shares;
+    let named: Vec<&String> = shares.keys().filter(|n| shares[*n] >= 0.01).collect();
+    assert!(named.len() >= 2, "{shares:?}");
+    let (same, out) = run_after(&g, &m, REQUEST_RULE, Some(shares.clone()));
+    assert!(same.failures.is_empty(), "{:?}", same.failures);
+    assert!(
+        out.contains("names are those of the other recording"),
+        "{out}"
+    );
+    // A type that held 1% there and half a percent here (or the other way round) only drifted.
+    let mut drifted = shares.clone();
+    drifted.insert(named[0].clone(), 0.006);
+    let (o, _) = run_after(&g, &m, REQUEST_RULE, Some(drifted));
+    assert!(o.failures.is_empty(), "{:?}", o.failures);
+    // Renamed: gone from here under its old name, new here under its own.
+    let mut renamed = shares.clone();
+    let share = renamed.remove(named[0]).unwrap();
+    renamed.insert(format!("{} #0001", named[0]), share);
+    let (o, _) = run_after(&g, &m, REQUEST_RULE, Some(renamed));
+    assert_eq!(
+        o.failures,
+        [format!(
+            "names changed between recordings: gone [\"{0} #0001\"], new [{0:?}]",
+            named[0]
+        )]
     );
 }

@@ -2,9 +2,11 @@
 //! [--task-out F]`: the figures of a real server's model and the bounds of its checks file
 //! (`scripts/servers/<server>.toml`); exits 1 when a bound is missed, 2 on bad input.
 //!
-//! `--names-out` writes the names of the types that hold 1% of the leaves (one a line), for a
-//! later recording's `--same-names`; `--task-out` writes the name of the task the roles found.
+//! `--names-out` writes the names of the types that hold half a percent of the leaves, one a
+//! line after the share each holds and a tab, for a later recording's `--same-names` (see
+//! `Run::same_names`); `--task-out` writes the name of the task the roles found.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -41,16 +43,7 @@ fn args() -> Result<Args, String> {
         .to_str()
         .and_then(|r| r.parse().ok())
         .ok_or(format!("{requests:?}: not a count of requests"))?;
-    let same_names = match same_names {
-        Some(p) => Some(
-            std::fs::read_to_string(&p)
-                .map_err(|e| format!("{}: {e}", p.display()))?
-                .lines()
-                .map(str::to_owned)
-                .collect(),
-        ),
-        None => None,
-    };
+    let same_names = same_names.map(|p| read_shares(&p)).transpose()?;
     Ok(Args {
         model: model.into(),
         checks: checks.into(),
@@ -62,6 +55,24 @@ fn args() -> Result<Args, String> {
         names_out,
         task_out,
     })
+}
+
+/// A `--names-out` file: a share, a tab and a name on each line.
+fn read_shares(path: &Path) -> Result<BTreeMap<String, f64>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let line = |(i, l): (usize, &str)| {
+        let bad = || {
+            format!(
+                "{}: line {}: expected a share, a tab and a name",
+                path.display(),
+                i + 1
+            )
+        };
+        let (share, name) = l.split_once('\t').ok_or_else(bad)?;
+        let share: f64 = share.parse().map_err(|_| bad())?;
+        Ok((name.to_owned(), share))
+    };
+    text.lines().enumerate().map(line).collect()
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -87,7 +98,9 @@ fn main() -> ExitCode {
         if let Some(p) = &a.names_out {
             write(
                 p,
-                &o.names.iter().map(|n| format!("{n}\n")).collect::<String>(),
+                &(o.shares.iter())
+                    .map(|(n, s)| format!("{s}\t{n}\n"))
+                    .collect::<String>(),
             )?;
         }
         if let (Some(p), Some(t)) = (&a.task_out, &o.role_task) {

@@ -8,7 +8,7 @@
 //! to span: Apache's accept as well as the worker's response; a piece of the request would hold
 //! as many markers); the lower level, then the lower index, when two hold as many.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use scalpel_model::format::Side;
 use scalpel_model::graph::{Graph, Leaf, LeafId, ObjId, ThreadId};
@@ -46,6 +46,9 @@ pub struct RequestFigures {
     pub covering: Vec<(TaskTypeId, u64)>,
     /// The names of the types that hold at least 1% of the leaves, sorted.
     pub names: Vec<String>,
+    /// The names of the types that hold at least half of that, with the share of the leaves
+    /// each holds (what another recording's names are looked up in).
+    pub shares: BTreeMap<String, f64>,
     /// Loop types whose body is a loop type (nested loops over one body should be one loop).
     pub nested_loops: Vec<String>,
 }
@@ -331,8 +334,8 @@ pub fn top_level_cover(graph: &Graph, model: &Model) -> Vec<(TaskTypeId, u64)> {
     covering
 }
 
-/// The types that cover 95% of the leaves (see [`top_level_cover`]), and the names of those
-/// that hold 1%.
+/// The types that cover 95% of the leaves (see [`top_level_cover`]), the names of those that
+/// hold 1%, and the shares of those that hold half a percent.
 fn cover(graph: &Graph, model: &Model, f: &mut RequestFigures) {
     f.covering = top_level_cover(graph, model);
     f.cover_95 = f.covering.len();
@@ -348,11 +351,20 @@ fn cover(graph: &Graph, model: &Model, f: &mut RequestFigures) {
                 .sum(),
         }
     };
-    let names: BTreeSet<String> = model
+    let named: Vec<(&str, u64)> = model
         .types
         .iter()
-        .filter(|t| held(t) * 100 >= total)
-        .map(|t| t.name.clone())
+        .map(|t| (t.name.as_str(), held(t)))
+        .filter(|&(_, h)| h * 200 >= total)
+        .collect();
+    f.shares = named
+        .iter()
+        .map(|&(n, h)| (n.to_owned(), h as f64 / total.max(1) as f64))
+        .collect();
+    let names: BTreeSet<String> = named
+        .iter()
+        .filter(|&&(_, h)| h * 100 >= total)
+        .map(|&(n, _)| n.to_owned())
         .collect();
     f.names = names.into_iter().collect();
 }

@@ -2,9 +2,9 @@
 //! requests are known: the corpus's thread pool serving 6 connections of 24 requests each, the
 //! server's `write` of each reply marking one request.
 
-use scalpel_e2e::corpus::corpus_dir;
 use std::collections::BTreeMap;
 
+use scalpel_e2e::corpus::corpus_dir;
 use scalpel_e2e::servers::{check, Checks, Outcome, Run};
 use scalpel_graph::{build_graph, GraphOptions};
 use scalpel_mine::{mine, MineOptions};

@@ -20,7 +20,7 @@ use scalpel_model::task::Model;
 pub use config::{Checks, ConfigError};
 pub use handoffs::{handoff_figures, HandoffFigures};
 pub use offloads::{offload_figures, OffloadFigures};
-pub use requests::{request_figures, top_level_cover, RequestFigures};
+pub use requests::{named, request_figures, top_level_cover, RequestFigures, NAMED_SHARE};
 pub use roles::{role_task, top_group};
 
 /// What a run is given besides the model.
@@ -33,8 +33,8 @@ pub struct Run {
     /// From another recording: the names of the types that hold half a percent of the leaves,
     /// with their shares (see [`Outcome::shares`]). A type that holds 1% in either recording
     /// must be in the other by the same name, holding at least half a percent there: a share
-    /// that only drifted across 1% (PostgreSQL's COPY holds 0.9-1.1% of the leaves on these
-    /// machines) is no changed name, a renamed or vanished type is.
+    /// that only drifted across 1% (PostgreSQL's COPY held 0.85-1.0% of the leaves in six
+    /// recordings here) is no changed name, a renamed or vanished type is.
     pub same_names: Option<BTreeMap<String, f64>>,
 }
 
@@ -313,10 +313,6 @@ fn requests_check(
         )
     });
     if let Some(before) = &run.same_names {
-        let named = |shares: &BTreeMap<String, f64>| -> Vec<String> {
-            let at_1 = shares.iter().filter(|&(_, &s)| s >= 0.01);
-            at_1.map(|(n, _)| n.clone()).collect()
-        };
         let gone: Vec<_> = named(before)
             .into_iter()
             .filter(|n| !f.shares.contains_key(n))

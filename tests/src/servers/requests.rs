@@ -334,6 +334,15 @@ pub fn top_level_cover(graph: &Graph, model: &Model) -> Vec<(TaskTypeId, u64)> {
     covering
 }
 
+/// The share of the leaves a type holds for its name to be checked across recordings.
+pub const NAMED_SHARE: f64 = 0.01;
+
+/// The names (sorted) of the types in `shares` that hold [`NAMED_SHARE`].
+pub fn named(shares: &BTreeMap<String, f64>) -> Vec<String> {
+    let at_least = shares.iter().filter(|&(_, &s)| s >= NAMED_SHARE);
+    at_least.map(|(n, _)| n.clone()).collect()
+}
+
 /// The types that cover 95% of the leaves (see [`top_level_cover`]), the names of those that
 /// hold 1%, and the shares of those that hold half a percent.
 fn cover(graph: &Graph, model: &Model, f: &mut RequestFigures) {
@@ -351,20 +360,11 @@ fn cover(graph: &Graph, model: &Model, f: &mut RequestFigures) {
                 .sum(),
         }
     };
-    let named: Vec<(&str, u64)> = model
+    f.shares = model
         .types
         .iter()
-        .map(|t| (t.name.as_str(), held(t)))
-        .filter(|&(_, h)| h * 200 >= total)
+        .map(|t| (t.name.clone(), held(t) as f64 / total.max(1) as f64))
+        .filter(|&(_, s)| s >= NAMED_SHARE / 2.0)
         .collect();
-    f.shares = named
-        .iter()
-        .map(|&(n, h)| (n.to_owned(), h as f64 / total.max(1) as f64))
-        .collect();
-    let names: BTreeSet<String> = named
-        .iter()
-        .filter(|&&(_, h)| h * 100 >= total)
-        .map(|&(n, _)| n.to_owned())
-        .collect();
-    f.names = names.into_iter().collect();
+    f.names = named(&f.shares);
 }

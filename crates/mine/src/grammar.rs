@@ -7,8 +7,9 @@
 //! their occurrences, however many there are; what the replay leaves is then mined as usual, so
 //! patterns the grammar did not hold still become tasks. Leaf types are found again by their
 //! names and boundaries (see [`Grammar`]); a rule over a leaf type the graph lacks is left out,
-//! and so is every rule built on it. A replayed rule's class is kept as a task type, or
-//! inlined into its parent, as the run that learned it decided (`tree::build`).
+//! and so is every rule built on it. A replayed rule's class is kept as a task type, folded
+//! into the task it wraps, or inlined into its parent, as the run that learned it decided
+//! (`tree::build`).
 //!
 //! What is exact and what is not: replayed on the graph it was learned on, a grammar makes the
 //! same contractions, so the model is the same (`tests/tests/grammar.rs`, every corpus case).
@@ -23,6 +24,7 @@ use scalpel_model::graph::{LeafType, LeafTypeId};
 
 use crate::ix::SymIx;
 use crate::round::Phase;
+use crate::tree::Choice;
 use crate::work::Rule;
 
 /// The rules of one mining run (see the module docs). Its leaf types are known by their names
@@ -37,10 +39,10 @@ pub struct Grammar {
     /// one key, the most frequent stands for the most frequent here (see [`SymMap::new`]).
     leaf_counts: Vec<u64>,
     steps: Vec<Step>,
-    /// Whether the task tree kept each rule's class as a task type, by the rule's symbol in the
-    /// run that learned it (a rule inlined into its parent there is inlined where it is
-    /// replayed: see `tree::build`).
-    kept: AHashMap<SymIx, bool>,
+    /// What the task tree made of each rule's class (a task type, a variant of the task it
+    /// wraps, or a piece of its parent: [`Choice`]), by the rule's symbol in the run that
+    /// learned it: a replay makes the same choice (see `tree::build`).
+    kept: AHashMap<SymIx, Choice>,
 }
 
 /// What identifies a leaf type from one graph to another: its boundaries and the start of its
@@ -74,8 +76,8 @@ impl Grammar {
         }
     }
 
-    /// Records, for every rule, whether the tree kept its class (`kept_class`).
-    pub(crate) fn set_kept(&mut self, kept_class: impl Fn(SymIx) -> bool) {
+    /// Records, for every rule, what the tree made of its class (`kept_class`).
+    pub(crate) fn set_kept(&mut self, kept_class: impl Fn(SymIx) -> Choice) {
         self.kept = self
             .steps
             .iter()
@@ -192,10 +194,9 @@ impl SymMap {
             .collect()
     }
 
-    /// After the replay: for each rule replayed, its symbol here and whether `g`'s tree kept
-    /// it.
-    pub(crate) fn kept(&self, g: &Grammar) -> Vec<(SymIx, bool)> {
-        let mut v: Vec<(SymIx, bool)> = self
+    /// After the replay: for each rule replayed, its symbol here and what `g`'s tree made of it.
+    pub(crate) fn kept(&self, g: &Grammar) -> Vec<(SymIx, Choice)> {
+        let mut v: Vec<(SymIx, Choice)> = self
             .rules
             .iter()
             .filter_map(|(learned, here)| Some((*here, *g.kept.get(learned)?)))

@@ -258,7 +258,7 @@ fn mine_tree(
         min_support,
         &forced,
     );
-    learned.set_kept(|s| tree.kept[classes.of[s]]);
+    learned.set_kept(|s| tree.choice(classes.of[s]));
     Treed {
         work,
         tree,
@@ -286,14 +286,14 @@ struct Replay<'w> {
 impl Replay<'_> {
     /// Replays `g`'s steps (see `grammar`), recording what each added in `learned`. Returns the
     /// rounds (the steps that contracted something, as a round does), the rules replayed, and
-    /// for each the symbol it has here and whether `g`'s tree kept it.
+    /// for each the symbol it has here and what `g`'s tree made of it.
     fn run(
         &mut self,
         g: &Grammar,
         types: &[LeafType],
         learned: &mut Grammar,
         progress: &dyn Progress,
-    ) -> (u32, usize, Vec<(SymIx, bool)>) {
+    ) -> (u32, usize, Vec<(SymIx, tree::Choice)>) {
         let (mut rounds, mut replayed) = (0, 0);
         let mut at = grammar::SymMap::new(g, types);
         let none = AHashSet::new();

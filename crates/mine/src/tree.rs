@@ -10,11 +10,14 @@
 //! because the edge of a window of the trace cut its occurrence (a request whose start is in
 //! the window before, see [`edge`]) does not count: in the whole trace it has its parent.
 //!
-//! A rule a replayed grammar brings (see `grammar`) is kept or inlined as the tree of the run
-//! that learned it decided, not by where its occurrences stand here: that turns on a few odd
-//! occurrences (requests a recording's end cut, standing beside whole ones), which a window in
-//! the middle of a trace does not hold, and every such window kept fewer levels of a request
-//! than the model of the whole trace.
+//! A rule a replayed grammar brings (see `grammar`) is kept, folded or inlined as the tree of
+//! the run that learned it decided ([`Choice`]), not by where its occurrences stand here: that
+//! turns on a few odd occurrences (requests a recording's end cut, standing beside whole ones),
+//! which a window in the middle of a trace does not hold, and every such window kept fewer
+//! levels of a request than the model of the whole trace. A task type there is neither inlined
+//! nor folded here: a window that holds none of the listener's pushes the recording's end left
+//! alone folded Apache's request into the worker's part of it (a variant, the push an optional
+//! step), where the run that learned the rules kept the request as a task of two tasks.
 //!
 //! One exception: a group paired with a task that recurs under different parents is kept. When
 //! a task is a shared part followed (or preceded) by the rest, the rest is what tells it apart:
@@ -34,6 +37,17 @@ use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
 use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
 use super::{edge, loops, same, variants};
 
+/// What the tree made of a class, from the least structure to the most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Choice {
+    /// A piece of its one parent (or dropped: a coincidence of tasks, see [`variants`]).
+    Inlined,
+    /// A wrapper folded into the task it holds, as a variant of it (see [`variants`]).
+    Folded,
+    /// A task type.
+    Kept,
+}
+
 /// The kept tree.
 pub(super) struct Tree {
     /// Class of each node.
@@ -49,9 +63,22 @@ pub(super) struct Tree {
     pub core_of: IxVec<NodeIx, NodeIx>,
     /// Per node: a collapsed loop's iterations (see [`super::loops`]); 0 for the others.
     pub iterations: IxVec<NodeIx, u32>,
+    /// Per class: whether it was folded, as a wrapper, into the task it holds.
+    pub folded: IxVec<SymIx, bool>,
 }
 
 impl Tree {
+    /// What the tree made of class `c`.
+    pub(super) fn choice(&self, c: SymIx) -> Choice {
+        if self.folded[c] {
+            Choice::Folded
+        } else if self.kept[c] {
+            Choice::Kept
+        } else {
+            Choice::Inlined
+        }
+    }
+
     /// Whether node `n` is a node of the tree.
     pub(super) fn is_kept(&self, n: NodeIx) -> bool {
         self.kept[self.class[n]] && !self.hidden[n]
@@ -198,7 +225,7 @@ fn fold_contexts(
     let mut touched = IxVec::from_elem(false, work.syms.len());
     let mut changed = false;
     for &w in groups {
-        if !kept[w] || touched[w] {
+        if !kept[w] || touched[w] || folds.barred[w] {
             continue;
         }
         let mut core = None;
@@ -236,8 +263,7 @@ fn fold_contexts(
                 &cores,
                 class,
                 by_class,
-                &mut folds.hidden,
-                &mut folds.core_of,
+                (&mut folds.hidden, &mut folds.core_of, &mut folds.folded),
             );
         } else {
             kept[w] = false;
@@ -255,29 +281,31 @@ pub(super) fn build(
     (local, leaves): (&IxVec<LeafIx, bool>, &[MineLeaf]),
     causal: &variants::Causal,
     min_support: u32,
-    forced: &[(SymIx, bool)],
+    forced: &[(SymIx, Choice)],
 ) -> Tree {
     let mut class: IxVec<NodeIx, SymIx> = work.nodes.iter().map(|n| classes.of[n.sym]).collect();
     let n_syms = work.syms.len();
     let mut kept = IxVec::from_elem(true, n_syms);
     // Whether a class is inlined turns on where its few odd occurrences stand (a request the
     // recording's end cut, beside whole ones), which a part of a trace may not hold: a rule a
-    // replayed grammar brings is kept or inlined as where it was learned.
-    let mut fixed: IxVec<SymIx, Option<bool>> = IxVec::from_elem(None, n_syms);
+    // replayed grammar brings is kept, folded or inlined as where it was learned.
+    let mut fixed: IxVec<SymIx, Option<Choice>> = IxVec::from_elem(None, n_syms);
     for &(s, k) in forced {
         let c = classes.of[s];
-        fixed[c] = Some(fixed[c].unwrap_or(false) || k);
+        fixed[c] = Some(fixed[c].map_or(k, |f| f.max(k)));
     }
+    let mut folds = variants::Folds::new(work.nodes.len(), n_syms);
     for (c, f) in fixed.iter_enumerated() {
-        if *f == Some(false) {
-            kept[c] = false;
+        match f {
+            Some(Choice::Inlined) => kept[c] = false,
+            Some(Choice::Kept) => folds.barred[c] = true,
+            Some(Choice::Folded) | None => {}
         }
     }
     let mut by_class: IxVec<SymIx, Vec<NodeIx>> = IxVec::from_elem(Vec::new(), n_syms);
     for (i, &c) in class.iter_enumerated() {
         by_class[c].push(i);
     }
-    let mut folds = variants::Folds::new(work.nodes.len());
     let mut iterations = IxVec::from_elem(0u32, work.nodes.len());
     let groups: Vec<SymIx> = work
         .syms
@@ -407,5 +435,6 @@ pub(super) fn build(
         hidden: folds.hidden,
         core_of: folds.core_of,
         iterations,
+        folded: folds.folded,
     }
 }

@@ -41,6 +41,11 @@ pub(super) struct Folds {
     pub hidden: IxVec<NodeIx, bool>,
     /// Per node: the core node it holds, when it is a folded wrapper; else [`NodeIx::NONE`].
     pub core_of: IxVec<NodeIx, NodeIx>,
+    /// Per class: whether it was folded, as a wrapper, into the task it holds.
+    pub folded: IxVec<SymIx, bool>,
+    /// Per class: whether it must not be folded (a replayed grammar's choice: see
+    /// `decisions`).
+    pub barred: IxVec<SymIx, bool>,
 }
 
 /// Kept, visible nodes' nearest kept, visible ancestors.
@@ -77,11 +82,13 @@ pub(super) fn children(parent: &IxVec<NodeIx, NodeIx>) -> IxLists<NodeIx, NodeIx
 }
 
 impl Folds {
-    /// No folds yet, for `n` nodes.
-    pub(super) fn new(n: usize) -> Folds {
+    /// No folds yet, for `n` nodes and `n_syms` classes.
+    pub(super) fn new(n: usize, n_syms: usize) -> Folds {
         Folds {
             hidden: IxVec::from_elem(false, n),
             core_of: IxVec::from_elem(NodeIx::NONE, n),
+            folded: IxVec::from_elem(false, n_syms),
+            barred: IxVec::from_elem(false, n_syms),
         }
     }
 }
@@ -131,6 +138,13 @@ impl Causal {
 }
 
 /// A wrapper class and the task class its nodes hold once each.
+/// What [`Fold::apply`] changes of [`Folds`]: hidden, core_of, folded.
+pub(super) type FoldsMut<'a> = (
+    &'a mut IxVec<NodeIx, bool>,
+    &'a mut IxVec<NodeIx, NodeIx>,
+    &'a mut IxVec<SymIx, bool>,
+);
+
 pub(super) struct Fold {
     /// The wrapper: its nodes become occurrences of `core`.
     pub wrapper: SymIx,
@@ -148,9 +162,9 @@ impl Fold {
         cores: &[NodeIx],
         class: &mut IxVec<NodeIx, SymIx>,
         by_class: &mut IxVec<SymIx, Vec<NodeIx>>,
-        hidden: &mut IxVec<NodeIx, bool>,
-        core_of: &mut IxVec<NodeIx, NodeIx>,
+        (hidden, core_of, folded): FoldsMut<'_>,
     ) {
+        folded[self.wrapper] = true;
         let moved = std::mem::take(&mut by_class[self.wrapper]);
         for (&x, &k) in moved.iter().zip(cores) {
             hidden[k] = true;
@@ -219,7 +233,12 @@ pub(super) fn fold(
     folds: &mut Folds,
 ) -> bool {
     let n_nodes = work.nodes.len();
-    let Folds { hidden, core_of } = folds;
+    let Folds {
+        hidden,
+        core_of,
+        folded,
+        barred,
+    } = folds;
     let mut any = false;
     let is_group = |c: SymIx| matches!(work.syms[c].rule, Rule::Pair { .. });
     let is_leaf = |c: SymIx| matches!(work.syms[c].rule, Rule::Leaf(_));
@@ -256,7 +275,7 @@ pub(super) fn fold(
         let mut touched = IxVec::from_elem(false, work.syms.len());
         for w in work.syms.indices() {
             let nodes = &by_class[w];
-            if nodes.is_empty() || !kept[w] || !is_group(w) {
+            if nodes.is_empty() || !kept[w] || !is_group(w) || barred[w] {
                 continue;
             }
             if under(nodes[0]).iter().any(|&k| touched[class[k]]) {
@@ -339,7 +358,7 @@ pub(super) fn fold(
                 }
             }
             let fold = Fold { wrapper: w, core };
-            fold.apply(&cores, class, by_class, hidden, core_of);
+            fold.apply(&cores, class, by_class, (hidden, core_of, folded));
         }
         if !changed {
             break;

@@ -7,6 +7,7 @@ use super::{mine, MineOptions};
 use scalpel_model::testgraph::GraphBuilder;
 
 mod edges;
+mod folds;
 
 /// A leaf as (thread, index on the thread).
 type At = (u32, u32);

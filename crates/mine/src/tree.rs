@@ -14,10 +14,12 @@
 //! the run that learned it decided ([`Choice`]), not by where its occurrences stand here: that
 //! turns on a few odd occurrences (requests a recording's end cut, standing beside whole ones),
 //! which a window in the middle of a trace does not hold, and every such window kept fewer
-//! levels of a request than the model of the whole trace. A task type there is neither inlined
-//! nor folded here: a window that holds none of the listener's pushes the recording's end left
-//! alone folded Apache's request into the worker's part of it (a variant, the push an optional
-//! step), where the run that learned the rules kept the request as a task of two tasks.
+//! levels of a request than the model of the whole trace. A task made of tasks there is not
+//! folded here either: a window that holds none of the listener's pushes the recording's end
+//! left alone folded Apache's request into the worker's part of it (a variant, the push an
+//! optional step), where the run that learned the rules had found the request a task of two
+//! tasks. A task the learning run never looked at as a wrapper (the task it holds stood alone
+//! too rarely there) may still be folded here, on this graph's evidence.
 //!
 //! One exception: a group paired with a task that recurs under different parents is kept. When
 //! a task is a shared part followed (or preceded) by the rest, the rest is what tells it apart:
@@ -46,6 +48,9 @@ pub(crate) enum Choice {
     Folded,
     /// A task type.
     Kept,
+    /// A task type made of tasks: looked at as a wrapper of one, and not folded because its
+    /// other part also stands alone and shares a causal edge with it (see [`variants`]).
+    Composite,
 }
 
 /// The kept tree.
@@ -65,6 +70,8 @@ pub(super) struct Tree {
     pub iterations: IxVec<NodeIx, u32>,
     /// Per class: whether it was folded, as a wrapper, into the task it holds.
     pub folded: IxVec<SymIx, bool>,
+    /// Per class: whether it is a task made of tasks (see [`Choice::Composite`]).
+    pub composite: IxVec<SymIx, bool>,
 }
 
 impl Tree {
@@ -72,10 +79,12 @@ impl Tree {
     pub(super) fn choice(&self, c: SymIx) -> Choice {
         if self.folded[c] {
             Choice::Folded
-        } else if self.kept[c] {
-            Choice::Kept
-        } else {
+        } else if !self.kept[c] {
             Choice::Inlined
+        } else if self.composite[c] {
+            Choice::Composite
+        } else {
+            Choice::Kept
         }
     }
 
@@ -298,8 +307,8 @@ pub(super) fn build(
     for (c, f) in fixed.iter_enumerated() {
         match f {
             Some(Choice::Inlined) => kept[c] = false,
-            Some(Choice::Kept) => folds.barred[c] = true,
-            Some(Choice::Folded) | None => {}
+            Some(Choice::Composite) => folds.barred[c] = true,
+            Some(Choice::Kept | Choice::Folded) | None => {}
         }
     }
     let mut by_class: IxVec<SymIx, Vec<NodeIx>> = IxVec::from_elem(Vec::new(), n_syms);
@@ -436,5 +445,6 @@ pub(super) fn build(
         core_of: folds.core_of,
         iterations,
         folded: folds.folded,
+        composite: folds.composite,
     }
 }

@@ -43,8 +43,11 @@ pub(super) struct Folds {
     pub core_of: IxVec<NodeIx, NodeIx>,
     /// Per class: whether it was folded, as a wrapper, into the task it holds.
     pub folded: IxVec<SymIx, bool>,
+    /// Per class: whether it was looked at as a wrapper and found a task made of tasks (its
+    /// other part also stands alone and shares a causal edge with the core: see the module).
+    pub composite: IxVec<SymIx, bool>,
     /// Per class: whether it must not be folded (a replayed grammar's choice: see
-    /// `decisions`).
+    /// `tree::build`).
     pub barred: IxVec<SymIx, bool>,
 }
 
@@ -88,6 +91,7 @@ impl Folds {
             hidden: IxVec::from_elem(false, n),
             core_of: IxVec::from_elem(NodeIx::NONE, n),
             folded: IxVec::from_elem(false, n_syms),
+            composite: IxVec::from_elem(false, n_syms),
             barred: IxVec::from_elem(false, n_syms),
         }
     }
@@ -137,7 +141,6 @@ impl Causal {
     }
 }
 
-/// A wrapper class and the task class its nodes hold once each.
 /// What [`Fold::apply`] changes of [`Folds`]: hidden, core_of, folded.
 pub(super) type FoldsMut<'a> = (
     &'a mut IxVec<NodeIx, bool>,
@@ -145,6 +148,7 @@ pub(super) type FoldsMut<'a> = (
     &'a mut IxVec<SymIx, bool>,
 );
 
+/// A wrapper class and the task class its nodes hold once each.
 pub(super) struct Fold {
     /// The wrapper: its nodes become occurrences of `core`.
     pub wrapper: SymIx,
@@ -237,6 +241,7 @@ pub(super) fn fold(
         hidden,
         core_of,
         folded,
+        composite,
         barred,
     } = folds;
     let mut any = false;
@@ -337,6 +342,7 @@ pub(super) fn fold(
             if !variant {
                 let joined = causal.joined(work, under(nodes[0]));
                 if others.iter().any(|&j| joined[j]) {
+                    composite[w] = true;
                     continue;
                 }
             }

@@ -39,9 +39,9 @@ pub struct Grammar {
     /// one key, the most frequent stands for the most frequent here (see [`SymMap::new`]).
     leaf_counts: Vec<u64>,
     steps: Vec<Step>,
-    /// What the task tree made of each rule's class (a task type, a variant of the task it
-    /// wraps, or a piece of its parent: [`Choice`]), by the rule's symbol in the run that
-    /// learned it: a replay makes the same choice (see `tree::build`).
+    /// What the task tree made of each rule's class (a task type, one found made of tasks, a
+    /// variant of the task it wraps, or a piece of its parent: [`Choice`]), by the rule's
+    /// symbol in the run that learned it: a replay makes the same choice (see `tree::build`).
     kept: AHashMap<SymIx, Choice>,
 }
 

@@ -40,6 +40,11 @@ fn diff_json(old: &Path, new: &Path) -> Value {
 /// between stalls ran at the no-sleep speed, the median moved 43 → 52 ms against 32 ms, and
 /// the diff rightly called it noise (p = 0.002–0.02, four runs of four). At 2 MB/s the same
 /// load gave 7 stalls in each of four runs, medians 221–239 ms against 65 ms, p ≤ 3·10⁻⁵.
+/// A CI run of session 77 still stalled too rarely (median 105 ms against 63 ms, p = 0.013):
+/// the sample's stall re-armed only once the queue fell to half its limit, which a disk that
+/// kept the workers' output even never let happen (2–3 stalls a run with the logs on disk
+/// here). Since it re-arms after sending the stall's backlog: 11–13 stalls on tmpfs or disk,
+/// medians 259–264 ms against 63–65 ms, p = 7·10⁻⁸ (four runs).
 fn primary_model(sleep_ms: u32) -> (Run, PathBuf) {
     let sleep = sleep_ms.to_string();
     let (run, model, _) = replicated_primary(&[

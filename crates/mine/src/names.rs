@@ -9,7 +9,9 @@
 //! a key computed from the type's content (its leaf boundaries' operations and stacks; for a
 //! group, its children's keys and the edges most of its occurrences have; for a loop, its
 //! body's), enough digits to tell them apart, so that a name picks one type and the same
-//! program gives the same names whatever order the types were found in. Stacks enter the key
+//! program gives the same names whatever order the types were found in; but a type far more
+//! common than each of the others of its name, or else the one that holds all the others
+//! among its parts, keeps the bare name. Stacks enter the key
 //! in the form that does not depend on the machine's debug symbols (`BoundaryInfo::code_key`:
 //! a shared library's frames by its file name alone) when that tells a type from the others of
 //! its name, and as symbolized when it does not (two call sites in one library). An override
@@ -146,7 +148,7 @@ pub(super) fn name_types(
     let mut keys = portable.clone();
     let mut renamed = Vec::new();
     for group in by_name.into_values().filter(|g| g.len() > 1) {
-        let main = dominant(&group, types);
+        let main = dominant(&group, types).or_else(|| holder(&group, types));
         if !all_differ(&group, &portable) {
             let full =
                 full.get_or_insert_with(|| content_keys(types, graph, leaf_parent, Stacks::Full));
@@ -178,6 +180,36 @@ pub(super) fn name_types(
         .filter(|(from, _)| !used.contains(from))
         .map(|(from, _)| from.clone())
         .collect()
+}
+
+/// The type of a group sharing one name, none of them [`dominant`], that holds every other
+/// type of the group among its parts (children, their children, …): it keeps the bare name.
+/// Why: a task and a part of it named alike with comparable counts (PostgreSQL's COPY: a
+/// refill read with its run of reads, and that pair as a part, ~50 each) are told apart by
+/// where they stand, and whether the part is a type at all can turn on one occurrence standing
+/// alone in one recording and none in the next; the task's own name then stays the same
+/// either way. Why after [`dominant`]: a rare task holding a common part (a few requests made
+/// of one leaf type and something else) would otherwise take the bare name from the part,
+/// whose name would then change with whether the rare task came.
+fn holder(group: &[usize], types: &[TaskType]) -> Option<usize> {
+    group.iter().copied().find(|&top| {
+        let parts = parts_of(top, types);
+        group.iter().all(|&i| i == top || parts.contains(&i))
+    })
+}
+
+/// Every type reachable from `top` through children (without `top` unless a cycle leads back).
+fn parts_of(top: usize, types: &[TaskType]) -> AHashSet<usize> {
+    let mut seen = AHashSet::new();
+    let mut stack = vec![top];
+    while let Some(t) = stack.pop() {
+        for c in types.get(t).map_or(&[][..], |t| &t.children[..]) {
+            if seen.insert(c.ty.index()) {
+                stack.push(c.ty.index());
+            }
+        }
+    }
+    seen
 }
 
 /// How many times more often than every other type of its name a type must occur to keep the
@@ -596,6 +628,39 @@ mod tests {
         // Equal counts: neither.
         let types = [ty(5), ty(5)];
         assert_eq!(dominant(&[0, 1], &types), None);
+    }
+
+    fn holding(count: u64, children: &[usize]) -> TaskType {
+        TaskType {
+            kind: TaskKind::Group,
+            children: children
+                .iter()
+                .map(|&c| scalpel_model::task::ChildRef {
+                    ty: TaskTypeId::at(c),
+                    count,
+                })
+                .collect(),
+            ..ty(count)
+        }
+    }
+
+    /// A task whose part shares its name keeps the bare name whatever the counts; types of
+    /// one name side by side (neither inside the other) are left to the counts.
+    #[test]
+    fn a_task_holding_the_others_of_its_name_keeps_the_bare_name() {
+        // 0: a leaf, 1: the part (0 twice), 2: the task (the part and a leaf), 3: its parent.
+        let types = [
+            ty(100),
+            holding(50, &[0]),
+            holding(40, &[1, 0]),
+            holding(40, &[2]),
+        ];
+        assert_eq!(holder(&[1, 2], &types), Some(2));
+        assert_eq!(holder(&[1, 3], &types), Some(3));
+        assert_eq!(holder(&[2, 1], &types), Some(2));
+        // Side by side: neither holds the other.
+        let side = [ty(100), holding(50, &[0]), holding(40, &[0])];
+        assert_eq!(holder(&[1, 2], &side), None);
     }
 
     /// Names of leaf types called `wait`, whose ending stacks are `ends` (frames and the

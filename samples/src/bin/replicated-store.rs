@@ -868,6 +868,13 @@ mod tests {
 
     const PACKET: usize = 4096 + 13;
 
+    fn armed(packets: usize) -> Flow {
+        Flow {
+            bytes: packets * PACKET,
+            state: FlowState::Armed,
+        }
+    }
+
     fn opts() -> Opts {
         let mut o = parse(&[]).unwrap();
         o.flow_sleep = Duration::from_nanos(1000);
@@ -879,10 +886,7 @@ mod tests {
     #[test]
     fn a_stall_rearms_once_its_backlog_is_sent() {
         let o = opts();
-        let mut f = Flow {
-            bytes: 10 * PACKET,
-            state: FlowState::Armed,
-        };
+        let mut f = armed(10);
         // Over the limit (32 KiB): the first taker stalls to the shared end.
         assert_eq!(f.take(PACKET, 0, &o), Some(Duration::from_nanos(1000)));
         assert_eq!(f.take(PACKET, 400, &o), Some(Duration::from_nanos(600)));
@@ -901,10 +905,7 @@ mod tests {
     #[test]
     fn half_the_limit_rearms_before_the_backlog_is_sent() {
         let o = opts();
-        let mut f = Flow {
-            bytes: 4 * PACKET,
-            state: FlowState::Armed,
-        };
+        let mut f = armed(4);
         assert_eq!(f.take(PACKET, 0, &o), None);
         f.bytes = 9 * PACKET;
         assert!(f.take(PACKET, 0, &o).is_some());

@@ -644,7 +644,8 @@ mod tests {
         }
     }
 
-    /// A task whose part shares its name keeps the bare name whatever the counts; types of
+    /// A task whose part shares its name keeps the bare name (when neither is ten times the
+    /// other: `name_types` asks `dominant` first); types of
     /// one name side by side (neither inside the other) are left to the counts.
     #[test]
     fn a_task_holding_the_others_of_its_name_keeps_the_bare_name() {

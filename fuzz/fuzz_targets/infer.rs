@@ -1,4 +1,4 @@
-//! A real recording with one file replaced by the input (see `scalpel_e2e::fuzzinput`), through
+//! A real recording with one file replaced by the input (see the `scalpel_fuzzinput` library), through
 //! what `scalpel dump`, `summary` and `infer` compute. The recording is the directory named by
 //! `SCALPEL_FUZZ_TRACE` (`scripts/fuzz.sh` records one); it is copied, and the copy changed.
 #![no_main]
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use scalpel_e2e::fuzzinput::{dump_summary_infer, Template};
+use scalpel_fuzzinput::{dump_summary_infer, Template};
 
 struct Work {
     template: Template,

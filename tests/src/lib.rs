@@ -9,13 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[cfg(feature = "sql")]
 pub mod apart;
-#[cfg(feature = "sql")]
 pub mod cluster;
 pub mod corpus;
 pub mod edit;
-pub mod fuzzinput;
 pub mod fuzzrun;
 pub mod generated;
 pub mod grammar;
@@ -25,7 +22,6 @@ pub mod replicated;
 pub mod schema;
 pub mod score;
 pub mod servers;
-#[cfg(feature = "sql")]
 pub mod sqltop;
 
 pub use replicated::{replicated_primary, replicated_primary_of, PAPER_TASKS};

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use scalpel_model::format::{hdr, rec, HEADER_SIZE};
 use scalpel_model::wire::{Dec, Enc};
+// The fuzzer's input crate keeps these: its targets and this module copy and list traces alike.
+pub use scalpel_fuzzinput::{copy_trace, trace_files};
 
 /// A small deterministic generator (xorshift64*).
 pub struct Rng(u64);
@@ -125,29 +127,6 @@ impl Mutation {
             Mutation::Copy { .. } => "copy",
         }
     }
-}
-
-/// The trace files of a trace directory (process and thread files), sorted.
-pub fn trace_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            if let Ok(inner) = std::fs::read_dir(&p) {
-                out.extend(
-                    inner
-                        .flatten()
-                        .map(|f| f.path())
-                        .filter(|f| f.extension().is_some_and(|x| x == "trace")),
-                );
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A file cut into header and records (kind byte plus its whole encoding).
@@ -383,24 +362,4 @@ pub fn apply(m: &Mutation, from: &Path, to: &Path) -> std::io::Result<()> {
         Mutation::Remove { file } => std::fs::remove_file(moved(file)),
         Mutation::Copy { file, to: name } => std::fs::copy(moved(file), moved(name)).map(|_| ()),
     }
-}
-
-/// Copies a trace directory (one level of process directories).
-pub fn copy_trace(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let p = e.path();
-        let dest = to.join(e.file_name());
-        if p.is_dir() {
-            std::fs::create_dir_all(&dest)?;
-            for f in std::fs::read_dir(&p)? {
-                let f = f?;
-                std::fs::copy(f.path(), dest.join(f.file_name()))?;
-            }
-        } else {
-            std::fs::copy(&p, &dest)?;
-        }
-    }
-    Ok(())
 }

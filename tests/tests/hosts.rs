@@ -250,13 +250,11 @@ fn the_replicated_store_on_three_machines_is_one_model() {
     for on_path in ["flow_control_sleep", "run_backup"] {
         assert!(expanded.contains(on_path), "{on_path}: {expanded}");
     }
-    #[cfg(feature = "sql")]
     tables_on_a_cluster(root, &model_dir);
 }
 
 /// The three machines' model as a dataset (partitioned by machine) answers on a Ballista
 /// cluster as it does embedded.
-#[cfg(feature = "sql")]
 fn tables_on_a_cluster(root: &std::path::Path, model_dir: &std::path::Path) {
     use scalpel_e2e::cluster::{ok, same_answers, sql, Cluster};
     let data = root.join("tables");
@@ -399,7 +397,6 @@ fn a_request_through_three_machines_is_one_task() {
         report(&sc)
     );
     // Each machine's graph built alone, joined in SQL: the same messages between machines.
-    #[cfg(feature = "sql")]
     {
         let machines = ["front", "client", "back"].map(|m| (m, dir(m)));
         let apart = scalpel_e2e::apart::same_messages(root, &machines, &graph, &["embedded"]);

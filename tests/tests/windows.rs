@@ -120,7 +120,6 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
         .map(|(name, count, total)| (name, (count, total)))
         .collect();
     assert_eq!(all, summed);
-    #[cfg(feature = "sql")]
     the_windows_tables_are_one_dataset_that_sql_reads_as_top(&out, windows.len(), leaves);
     let (request, _) = all.iter().max_by_key(|(_, &(_, total))| total).unwrap();
     let top = scalpel_cmd(&["top", out.to_str().unwrap(), "--expand", request]);
@@ -422,7 +421,6 @@ fn the_flame_graph_adds_the_windows_stacks_up(out: &Path, windows: usize, whole:
 /// partitions, time windows from the trace's first leaf), and the tables guide's query for
 /// `top` gives on it what `top` gives adding the windows up; `sql` on the directory of windows
 /// gives the same rows as on the dataset.
-#[cfg(feature = "sql")]
 fn the_windows_tables_are_one_dataset_that_sql_reads_as_top(
     out: &Path,
     windows: usize,

@@ -146,7 +146,6 @@ pub fn check(
 }
 
 /// `top` against the guide's SQL, on the tables in memory and on a Parquet dataset.
-#[cfg(feature = "sql")]
 fn sql_check(
     graph: &Graph,
     model: &Model,
@@ -167,14 +166,6 @@ fn sql_check(
         }
         Err(e) => o.failures.push(format!("the SQL for top failed: {e}")),
     }
-    Ok(())
-}
-
-/// Without the SQL tables, a check that asks for them fails.
-#[cfg(not(feature = "sql"))]
-fn sql_check(_: &Graph, _: &Model, _: &Run, _: &mut impl Write, o: &mut Outcome) -> io::Result<()> {
-    o.failures
-        .push("top_equals_sql needs the sql feature of scalpel-e2e".to_owned());
     Ok(())
 }
 

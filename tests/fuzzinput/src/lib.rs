@@ -19,8 +19,6 @@ use scalpel_views::graph::write_graph_summary;
 use scalpel_views::tree::{write_tree_head, TREE_HEAD_LINES};
 use scalpel_views::{DrawOptions, ModelDraw};
 
-use crate::mutate::{copy_trace, trace_files};
-
 /// A copy of a real recording that inputs are applied to, one at a time.
 #[derive(Debug)]
 pub struct Template {
@@ -134,4 +132,47 @@ pub fn dump_summary_infer(dir: &Path, out: &Path) {
         TREE_HEAD_LINES,
         "model-tree.txt",
     );
+}
+
+/// The trace files of a trace directory (process and thread files), sorted.
+pub fn trace_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Ok(inner) = std::fs::read_dir(&p) {
+                out.extend(
+                    inner
+                        .flatten()
+                        .map(|f| f.path())
+                        .filter(|f| f.extension().is_some_and(|x| x == "trace")),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Copies a trace directory (one level of process directories).
+pub fn copy_trace(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let p = e.path();
+        let dest = to.join(e.file_name());
+        if p.is_dir() {
+            std::fs::create_dir_all(&dest)?;
+            for f in std::fs::read_dir(&p)? {
+                let f = f?;
+                std::fs::copy(f.path(), dest.join(f.file_name()))?;
+            }
+        } else {
+            std::fs::copy(&p, &dest)?;
+        }
+    }
+    Ok(())
 }

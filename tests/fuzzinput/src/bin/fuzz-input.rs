@@ -1,5 +1,5 @@
 //! `fuzz-input`: between the `cargo fuzz` target `infer` and trace directories
-//! (see `scalpel_e2e::fuzzinput` for what an input is).
+//! (see the `scalpel_fuzzinput` library for what an input is).
 //!
 //! Usage:
 //! - `fuzz-input seeds TRACE DIR`: writes one input per trace file of the recording TRACE into
@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use scalpel_e2e::fuzzinput::Template;
+use scalpel_fuzzinput::{copy_trace, Template};
 
 fn run(args: &[PathBuf]) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
@@ -33,8 +33,7 @@ fn run(args: &[PathBuf]) -> Result<(), String> {
             let bytes = std::fs::read(input).map_err(|e| format!("{}: {e}", input.display()))?;
             t.apply(&bytes)
                 .map_err(|e| format!("{}: {e}", copy.display()))?;
-            scalpel_e2e::mutate::copy_trace(t.dir(), out)
-                .map_err(|e| format!("{}: {e}", out.display()))
+            copy_trace(t.dir(), out).map_err(|e| format!("{}: {e}", out.display()))
         }
         _ => Err("usage: fuzz-input seeds TRACE DIR | fuzz-input apply TRACE INPUT OUT".into()),
     }

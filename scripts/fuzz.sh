@@ -14,15 +14,37 @@
 # here: each one symbolizes and mines a whole recording).
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 120)
+#        scripts/fuzz.sh --build-only   (installs cargo-fuzz and builds the targets, runs nothing;
+#                                        .ci/run starts it early at the idle scheduling class)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-120}
+BUILD_ONLY=0
+if [ "$SECS" = --build-only ]; then
+    BUILD_ONLY=1
+elif ! [[ "$SECS" =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET | --build-only]: '$SECS' is neither" >&2
+    exit 2
+fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "== installing cargo-fuzz =="
     if ! cargo install -q --locked cargo-fuzz; then
         echo "fuzz: not run: cargo-fuzz cannot be installed"
         exit 0
     fi
+fi
+# Only for cargo-fuzz's builds: the flags it passes are unstable ones. The test command's build
+# settings (scripts/checked-build.sh; CI keeps them set) are not the fuzz build's: it has its own
+# target directory and profile, and clippy has no say in it.
+fuzz() {
+    (cd fuzz && env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
+        -u CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS -u CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS \
+        RUSTC_BOOTSTRAP=1 cargo fuzz "$@")
+}
+echo "== building the fuzz targets =="
+fuzz build -O -s none
+if [ "$BUILD_ONLY" = 1 ]; then
+    exit 0
 fi
 scripts/build-release.sh
 R=$PWD/target/release
@@ -40,17 +62,6 @@ mkdir -p "$WORK/corpus-decode"
 for f in "$WORK"/corpus-infer/*; do
     tail -c +2 "$f" >"$WORK/corpus-decode/$(basename "$f")"
 done
-# Only for cargo-fuzz's builds: the flags it passes are unstable ones. The test command's build
-# settings (scripts/checked-build.sh; CI keeps them set) are not the fuzz build's: it has its own
-# target directory and profile, and clippy has no say in it.
-fuzz() {
-    (cd fuzz && env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
-        -u CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS -u CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS \
-        RUSTC_BOOTSTRAP=1 cargo fuzz "$@")
-}
-
-echo "== building the fuzz targets =="
-fuzz build -O -s none
 rm -rf target/fuzz-failures
 mkdir -p target/fuzz-failures
 failed=0

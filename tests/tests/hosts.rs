@@ -397,14 +397,12 @@ fn a_request_through_three_machines_is_one_task() {
         report(&sc)
     );
     // Each machine's graph built alone, joined in SQL: the same messages between machines.
-    {
-        let machines = ["front", "client", "back"].map(|m| (m, dir(m)));
-        let apart = scalpel_e2e::apart::same_messages(root, &machines, &graph, &["embedded"]);
-        let ahead = [
-            ("front", 0),
-            ("client", 500_000_000_000),
-            ("back", 7_000_000_000),
-        ];
-        scalpel_e2e::apart::same_clocks(&apart, &graph, &["embedded"], &ahead);
-    }
+    let machines = ["front", "client", "back"].map(|m| (m, dir(m)));
+    let apart = scalpel_e2e::apart::same_messages(root, &machines, &graph, &["embedded"]);
+    let ahead = [
+        ("front", 0),
+        ("client", 500_000_000_000),
+        ("back", 7_000_000_000),
+    ];
+    scalpel_e2e::apart::same_clocks(&apart, &graph, &["embedded"], &ahead);
 }

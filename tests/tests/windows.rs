@@ -109,10 +109,18 @@ fn a_recording_over_the_limit_is_inferred_in_windows_that_hold_every_event_once(
     // stood in another innermost task in every recording. Now 0.04% do in most recordings;
     // in one of eight, 40% (a near tie the windows break otherwise, docs/LIMITS.md).
     let apart = difference.inner_grouped_apart();
+    // Every leaf apart is counted once by where it went, so a failure says which task moved.
+    let by_name = difference.inner_apart_by_name();
+    let moved: u64 = by_name.iter().map(|&(_, _, n)| n).sum();
+    assert_eq!(
+        moved + difference.unmatched(),
+        difference.leaves - difference.inner_grouped
+    );
     assert!(
         apart < 0.5,
-        "{:.4}% of leaves in another innermost task",
-        100.0 * apart
+        "{:.4}% of leaves in another innermost task: {:?}",
+        100.0 * apart,
+        &by_name[..by_name.len().min(4)]
     );
     // `top` adds the windows up: each task's instances and time are the windows' own.
     let all: std::collections::BTreeMap<String, (u64, u64)> = top_rows(&[out.to_str().unwrap()])

@@ -273,6 +273,17 @@ fn compare(whole: &Path, windows: &Path, bounds: Bounds) -> Result<(), String> {
         d.inner_grouped_apart() * 100.0,
         d.inner_named_apart() * 100.0
     );
+    // Where the leaves apart went: the first few pairs of innermost task names.
+    for (whole, window, n) in d.inner_apart_by_name().into_iter().take(8) {
+        let name = |t: Option<&str>| t.unwrap_or("(no task)").to_string();
+        println!("  {n} leaves: {} → {}", name(whole), name(window));
+    }
+    if d.unmatched() > 0 {
+        println!(
+            "  {} leaves: in no window (cut by a boundary)",
+            d.unmatched()
+        );
+    }
     let over = |what: &str, apart: f64, bound: Option<f64>| match bound {
         Some(b) if apart > b => Err(format!(
             "{:.4}% of the leaves are grouped apart in their {what} task, more than the bound \

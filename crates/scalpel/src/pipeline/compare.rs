@@ -43,6 +43,9 @@ pub struct WindowedDifference {
     whole: AHashMap<LeafKey, (Standing, bool)>,
     /// Task names, interned.
     names: AHashMap<String, u32>,
+    /// Leaves grouped apart in their innermost task, by that task's name in the whole model
+    /// and in the window (`u32::MAX`: in no task).
+    inner_apart: AHashMap<(u32, u32), u64>,
 }
 
 impl WindowedDifference {
@@ -75,9 +78,40 @@ impl WindowedDifference {
             self.grouped += u64::from(grouped);
             self.named += u64::from(named);
             let (grouped, named) = alike(&whole.1, &s.1);
+            if !grouped {
+                let name = |t: &Task| t.map_or(u32::MAX, |t| t.0);
+                *self
+                    .inner_apart
+                    .entry((name(&whole.1), name(&s.1)))
+                    .or_default() += 1;
+            }
             self.inner_grouped += u64::from(grouped);
             self.inner_named += u64::from(named);
         }
+    }
+
+    /// The leaves a window has that are grouped apart in their innermost task, by the name of
+    /// that task in the whole model and in the window (`None`: in no task), most leaves first;
+    /// with [`Self::unmatched`], every leaf apart.
+    pub fn inner_apart_by_name(&self) -> Vec<(Option<&str>, Option<&str>, u64)> {
+        let mut by_id: Vec<Option<&str>> = vec![None; self.names.len()];
+        for (name, &id) in &self.names {
+            by_id[id as usize] = Some(name);
+        }
+        let name = |id: u32| by_id.get(id as usize).copied().flatten();
+        let mut v: Vec<_> = self
+            .inner_apart
+            .iter()
+            .map(|(&(w, k), &n)| (name(w), name(k), n))
+            .collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
+        v
+    }
+
+    /// Leaves of the whole model that no window has with the same thread, start and end: the
+    /// pieces of the leaves a window's boundary cut (counted apart too).
+    pub fn unmatched(&self) -> u64 {
+        self.whole.values().filter(|(_, seen)| !seen).count() as u64
     }
 
     /// Leaves not grouped alike, as a share of the whole model's.

@@ -74,9 +74,16 @@ pub fn messages_query() -> String {
     fleet_query("the messages query", |q| !q.contains("offset_ns"))
 }
 
-/// The guide's query for what the messages say of two machines' clocks.
+/// The guide's query for what the messages say of two machines' clocks, if neither drifts.
 pub fn clocks_query() -> String {
-    fleet_query("the clocks query", |q| q.contains("offset_ns"))
+    fleet_query("the clocks query", |q| {
+        q.contains("offset_ns") && !q.contains("clock_fit")
+    })
+}
+
+/// The guide's query for the fit of two machines' clocks with a drift (`clock_fit`).
+pub fn drift_query() -> String {
+    fleet_query("the drift query", |q| q.contains("clock_fit("))
 }
 
 /// The guide's query on `peer_transfers` under the fleet's heading that `pick` picks.
@@ -101,6 +108,21 @@ pub struct PairClock {
     pub offset_ns: i64,
     pub bound_ns: i64,
     pub messages: u64,
+}
+
+/// A row of the guide's drift query: `clock_fit` of the messages between `host` and `other`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PairDrift {
+    pub host: String,
+    pub other: String,
+    pub offset_ns: i64,
+    pub drift_ppb: i64,
+    pub bound_ns: i64,
+    pub drift_bound_ppb: i64,
+    pub drift_known: bool,
+    pub crossed: bool,
+    pub messages: u64,
+    pub start_ns: i64,
 }
 
 fn key_of(g: &Graph, host: String, leaf: u32) -> LeafKey {
@@ -144,6 +166,37 @@ impl Apart {
                 offset_ns: int(v, "offset_ns"),
                 bound_ns: int(v, "bound_ns"),
                 messages: int(v, "messages") as u64,
+            })
+            .collect()
+    }
+
+    /// The guide's drift query on the datasets at `engine`.
+    pub fn drifts(&self, engine: &str) -> Vec<PairDrift> {
+        let rows = sql_rows(&self.datasets, engine, &drift_query());
+        let int = |v: &Value, k: &str| {
+            let n = v[k].as_i64();
+            n.unwrap_or_else(|| panic!("{k} in {v}"))
+        };
+        let flag = |v: &Value, k: &str| {
+            let b = v[k].as_bool();
+            b.unwrap_or_else(|| panic!("{k} in {v}"))
+        };
+        let name = |v: &Value, k: &str| -> String {
+            let s = v[k].as_str();
+            s.unwrap_or_else(|| panic!("{k} in {v}")).to_owned()
+        };
+        rows.iter()
+            .map(|v| PairDrift {
+                host: name(v, "host"),
+                other: name(v, "other"),
+                offset_ns: int(v, "offset_ns"),
+                drift_ppb: int(v, "drift_ppb"),
+                bound_ns: int(v, "bound_ns"),
+                drift_bound_ppb: int(v, "drift_bound_ppb"),
+                drift_known: flag(v, "drift_known"),
+                crossed: flag(v, "crossed"),
+                messages: int(v, "messages") as u64,
+                start_ns: int(v, "start_ns"),
             })
             .collect()
     }
@@ -270,6 +323,76 @@ pub fn same_clocks(apart: &Apart, merged: &Graph, engines: &[&str], ahead: &[(&s
             (infer - r.offset_ns).abs() <= room,
             "{r:?}: infer put {} on {}'s clock {infer} ns off (bounds {host_bound} and \
              {other_bound} ns)",
+            r.other,
+            r.host
+        );
+    }
+}
+
+/// Fails unless the guide's drift query (`clock_fit`) on the machines' datasets, at each of
+/// `engines`, fits every pair the clocks query bounds, with the same messages; the true offset
+/// (`ahead`, as for [`same_clocks`]; the machines share one physical clock, so no drift) inside
+/// its bound and no drift outside its drift bound; and the offset `scalpel infer` of the traces
+/// together put between the two machines (`merged`) within both fits' bounds, at the same time.
+pub fn same_drifts(apart: &Apart, merged: &Graph, engines: &[&str], ahead: &[(&str, i64)]) {
+    let rows = apart.drifts(engines[0]);
+    for e in &engines[1..] {
+        assert_eq!(apart.drifts(e), rows, "the drift fits at {e} differ");
+    }
+    let clocks = apart.clocks(engines[0]);
+    let pairs = |v: Vec<(String, String, u64)>| v.into_iter().collect::<BTreeSet<_>>();
+    assert_eq!(
+        pairs(
+            rows.iter()
+                .map(|r| (r.host.clone(), r.other.clone(), r.messages))
+                .collect()
+        ),
+        pairs(
+            clocks
+                .iter()
+                .map(|r| (r.host.clone(), r.other.clone(), r.messages))
+                .collect()
+        ),
+        "the pairs and messages of the drift query are the clocks query's"
+    );
+    let of = |m: &str| {
+        let found = ahead.iter().find(|(n, _)| *n == m);
+        found.unwrap_or_else(|| panic!("no truth for {m}")).1
+    };
+    let host = |m: &str| {
+        let h = merged.hosts.iter().find(|h| h.host == m);
+        h.unwrap_or_else(|| panic!("{m} is none of the merged graph's machines"))
+    };
+    for r in &rows {
+        eprintln!("drift: {r:?}");
+        assert!(!r.crossed, "{r:?}");
+        let truth = of(&r.host) - of(&r.other);
+        assert!(
+            (r.offset_ns - truth).abs() <= r.bound_ns,
+            "{r:?}: the true offset is {truth} ns"
+        );
+        assert!(
+            r.drift_ppb.abs() <= r.drift_bound_ppb,
+            "{r:?}: no clock drifts here"
+        );
+        // `infer`'s clocks, each on the reference's: `other`'s time `t` is `t + offset +
+        // drift * (t - start)` there, and so is `host`'s. Both at `other`'s `start_ns`.
+        let (h, o) = (host(&r.host), host(&r.other));
+        let on_ref = |c: &scalpel_model::host::HostInfo, t: f64| {
+            t + c.clock.offset_ns as f64 + c.clock.drift_ppb as f64 * 1e-9 * (t - c.start_ns as f64)
+        };
+        let t = r.start_ns as f64;
+        let on_host = t + (r.offset_ns as f64);
+        let infer = on_ref(o, t) - on_ref(h, on_host) + r.offset_ns as f64;
+        let bound = |c: &scalpel_model::host::HostInfo| {
+            let far = (t - c.start_ns as f64).abs();
+            c.clock.bound_ns.unwrap_or(0) as f64
+                + c.clock.drift_bound_ppb.unwrap_or(0) as f64 * 1e-9 * far
+        };
+        let room = r.bound_ns as f64 + bound(h) + bound(o) + 2.0;
+        assert!(
+            (infer - r.offset_ns as f64).abs() <= room,
+            "{r:?}: infer put {} on {}'s clock {infer} ns off at {t} (room {room} ns)",
             r.other,
             r.host
         );

@@ -288,6 +288,8 @@ fn tables_on_a_cluster(root: &std::path::Path, model_dir: &std::path::Path) {
         ("backup", BACKUP_AHEAD_S * 1_000_000_000),
     ];
     scalpel_e2e::apart::same_clocks(&apart, &merged, &engines, &ahead);
+    // And the same with a drift, by `clock_fit` (on the cluster too: its nodes know it).
+    scalpel_e2e::apart::same_drifts(&apart, &merged, &engines, &ahead);
     cluster.every_executor_ran_a_task();
 }
 
@@ -405,4 +407,5 @@ fn a_request_through_three_machines_is_one_task() {
         ("back", 7_000_000_000),
     ];
     scalpel_e2e::apart::same_clocks(&apart, &graph, &["embedded"], &ahead);
+    scalpel_e2e::apart::same_drifts(&apart, &graph, &["embedded"], &ahead);
 }

@@ -17,8 +17,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("scalpel-mine", &["scalpel-model"]),
     ("scalpel-analysis", &["scalpel-model"]),
     ("scalpel-tables", &["scalpel-model", "scalpel-analysis"]),
-    ("scalpel-sql", &["scalpel-tables"]),
-    ("scalpel-ballista", &[]),
+    ("scalpel-sql", &["scalpel-model", "scalpel-tables"]),
+    ("scalpel-ballista", &["scalpel-sql"]),
     (
         "scalpel-views",
         &[

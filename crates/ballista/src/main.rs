@@ -3,7 +3,8 @@
 //!
 //! Scope: Ballista's own scheduler and executor, started from its libraries with the options a
 //! cluster of a few machines needs (addresses, ports, a working directory, how many tasks an
-//! executor runs at once). Why not Ballista's binaries: they are built with their own
+//! executor runs at once), and `scalpel-sql`'s own functions (`clock_fit`) registered on both,
+//! since the plans name them. Why not Ballista's binaries: they are built with their own
 //! features, so installing them builds DataFusion and Arrow once more, optimized (longer than
 //! the whole of Scalpel's build); these share the workspace's.
 //!
@@ -14,11 +15,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
+use ballista_core::registry::BallistaFunctionRegistry;
+use ballista_core::utils::default_session_builder;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::start_server;
 use clap::{Parser, Subcommand};
+use datafusion::execution::{FunctionRegistry, SessionState};
+use datafusion::prelude::SessionConfig;
 
 /// One node of a Ballista cluster on this machine's file system.
 #[derive(Parser, Debug)]
@@ -134,6 +139,7 @@ async fn run(node: Node) -> Result<()> {
                     .with_context(|| format!("{}: not UTF-8", dir.display()))?;
                 c.work_dir = Some(s.to_owned());
             }
+            c.override_function_registry = Some(Arc::new(registry()));
             start_executor_process(Arc::new(c))
                 .await
                 .with_context(|| format!("the executor for the scheduler at {scheduler}"))
@@ -150,12 +156,32 @@ async fn scheduler(bind: String, port: u16) -> Result<()> {
         external_host: bind.clone(),
         bind_host: bind,
         bind_port: port,
+        override_session_builder: Some(Arc::new(session)),
         ..SchedulerConfig::default()
     };
     let cluster = BallistaCluster::new_from_config(&config).await?;
     start_server(cluster, sock, Arc::new(config))
         .await
         .with_context(|| format!("the scheduler on {addr}"))
+}
+
+/// The scheduler's sessions: Ballista's, with `scalpel-sql`'s own functions, so that it can
+/// plan a query that calls them (the client sends the plan with the function by name).
+fn session(config: SessionConfig) -> datafusion::common::Result<SessionState> {
+    let mut state = default_session_builder(config)?;
+    state.register_udaf(Arc::new(scalpel_sql::clock_fit()))?;
+    Ok(state)
+}
+
+/// The executors' functions: Ballista's and `scalpel-sql`'s own, which the plans they are sent
+/// name.
+fn registry() -> BallistaFunctionRegistry {
+    let mut r = BallistaFunctionRegistry::default();
+    r.aggregate_functions.insert(
+        scalpel_sql::CLOCK_FIT.to_owned(),
+        Arc::new(scalpel_sql::clock_fit()),
+    );
+    r
 }
 
 /// `HOST:PORT`, the port a number from 1 to 65535.

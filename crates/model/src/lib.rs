@@ -22,6 +22,7 @@
 
 pub mod check;
 pub mod choice;
+pub mod clockfit;
 mod coded;
 pub mod fnv;
 pub mod graph;

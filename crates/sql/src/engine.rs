@@ -116,6 +116,8 @@ impl Engine {
                     .map_err(|e| failed_at(place, e))?
             }
         };
+        // On a cluster the scheduler and the executors have it too (`scalpel-ballista`).
+        ctx.register_udaf(crate::clock_fit());
         Ok(Engine {
             ctx,
             rt,

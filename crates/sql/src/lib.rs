@@ -8,17 +8,20 @@
 //! query; and writing its rows
 //! as a text table, CSV or JSON Lines ([`write_rows`]). A dataset's queries run in this
 //! process or, given its scheduler ([`Place`]), on a Ballista cluster whose executors share
-//! this machine's file system.
+//! this machine's file system. Besides DataFusion's functions, queries have one of ours: the
+//! fit of two machines' clocks from their messages ([`clock_fit`]).
 //!
 //! Non-goals: a query language of our own, and a distributed engine of our own: a cluster is
 //! Ballista's, planned by DataFusion here.
 
+mod clockfit;
 mod engine;
 mod error;
 mod fleet;
 mod place;
 mod rows;
 
+pub use clockfit::{clock_fit, CLOCK_FIT};
 pub use engine::Engine;
 pub use error::SqlError;
 pub use place::Place;

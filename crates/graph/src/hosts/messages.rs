@@ -7,10 +7,10 @@
 use ahash::AHashMap;
 use scalpel_model::format::ObjKind;
 
-use super::fit::Message;
 use super::keys::{OnHost, Shared};
 use super::tree::Messages;
 use crate::event::{reads_bytes, HAS_X, NO_OBJ};
+use scalpel_model::clockfit::Message;
 
 /// One transfer on a shared connection.
 #[derive(Clone, Copy, Debug)]

@@ -6,7 +6,6 @@
 //! NAT or a proxy that rewrites addresses has different keys at its two ends and stays external
 //! on each; so does one that was open before either recording began.
 
-mod fit;
 mod keys;
 mod messages;
 mod tree;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use scalpel_model::graph::{ClockGrade, HostClock};
 
-use super::fit::{fit, Message, PairFit};
+use scalpel_model::clockfit::{fit, Message, PairFit};
 
 /// What one host brings to the alignment.
 #[derive(Clone, Debug)]

@@ -10,24 +10,30 @@
 //! hull (the method of Duda et al. and of Jabbarifar and Dagenais' convex-hull synchronisation,
 //! here on the times of the calls rather than of packets).
 //!
+//! Two users: the graph stage, which puts the clocks of several machines' traces on one when
+//! they are inferred together, and `scalpel sql`'s `clock_fit` aggregate, which fits the same
+//! pairs from datasets written apart.
+//!
 //! Why the drift is capped at ±500 ppm: `CLOCK_MONOTONIC` is slewed by NTP, and the kernel never
 //! slews a clock faster than that; without a cap, messages in a short burst bound the offset only
 //! through a drift no real clock has.
 
 /// The largest drift between two monotonic clocks (see the module docs), as a fraction.
-pub(crate) const MAX_DRIFT: f64 = 500e-6;
+pub const MAX_DRIFT: f64 = 500e-6;
 
 /// One message: when its write began on the sender's clock, when the read that took it ended on
 /// the receiver's, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Message {
+pub struct Message {
+    /// When the write began, on the sender's clock (ns).
     pub sent: u64,
+    /// When the read that took its bytes ended, on the receiver's clock (ns).
     pub received: u64,
 }
 
 /// The map from one host's clock to another's that their messages allow.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct PairFit {
+pub struct PairFit {
     /// Added to the mapped host's time at its start (ns).
     pub offset: f64,
     /// Fraction by which the mapped host's clock runs slow against the other's.
@@ -51,7 +57,7 @@ type Pt = (f64, f64);
 /// Fits the map from host `b`'s clock to host `a`'s: `forward` went from `a` to `b`, `back`
 /// from `b` to `a`, `start_b` is host `b`'s start. `None` when a direction has no message (one
 /// direction bounds the offset on one side only).
-pub(crate) fn fit(forward: &[Message], back: &[Message], start_b: u64) -> Option<PairFit> {
+pub fn fit(forward: &[Message], back: &[Message], start_b: u64) -> Option<PairFit> {
     if forward.is_empty() || back.is_empty() {
         return None;
     }
@@ -221,6 +227,8 @@ fn crossed(below: &[Pt], above: &[Pt], messages: usize) -> PairFit {
 }
 
 #[cfg(test)]
+// Why: the tests make times from f64 offsets and drifts, all positive and far below u64's range.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 mod tests {
     use super::*;
 

@@ -35,7 +35,8 @@ pub(crate) struct SqlArgs {
     /// table), a model.json, a directory `scalpel infer` wrote (window by window too: every
     /// window's tables, with an `infer_window` column), or trace directories (inferred
     /// on the spot); the last word is the query, e.g. "SELECT name, count(*) FROM instances
-    /// GROUP BY name". The tables: docs/guide/tables.md.
+    /// GROUP BY name". The tables, and `clock_fit` (two machines' clocks from their
+    /// messages): docs/guide/tables.md.
     // Why `1..` and not `2..`: clap counts a positional's values per run of them, so
     // `DIR --format csv QUERY` would be two runs of one; the count is checked in `options`.
     #[arg(required = true, num_args = 1.., value_name = "PATH|QUERY")]

@@ -88,6 +88,51 @@ pub fn fit(forward: &[Message], back: &[Message], start_b: u64) -> Option<PairFi
     })
 }
 
+/// Of `forward` and `back` (as for [`fit`]), the messages whose constraints can bind: each
+/// direction's hull, so that [`fit`] of them is [`fit`] of all of them but for
+/// [`PairFit::messages`]. Why exact: the hull is found in integers, so the set is the same
+/// however the messages were split into parts and the parts' hulls merged (the hull of the
+/// union of hulls is the hull of the union), which keeps an aggregate over them in bounded
+/// memory and its answer the same from one partitioning to the next. Sorted by their point.
+pub fn binding(forward: &[Message], back: &[Message]) -> (Vec<Message>, Vec<Message>) {
+    // The points `fit` takes, in integers: forward messages bound from below at the time of
+    // their read, messages back from above at the time of their write.
+    let below = |m: &Message| (m.received, i128::from(m.sent) - i128::from(m.received));
+    let above = |m: &Message| (m.sent, i128::from(m.received) - i128::from(m.sent));
+    (
+        exact_hull(forward, below, true),
+        exact_hull(back, above, false),
+    )
+}
+
+/// The messages of `msgs` on the upper (`upper`) or lower hull of their points `at(m)`,
+/// found as [`hull`] finds them, in integers.
+fn exact_hull(msgs: &[Message], at: impl Fn(&Message) -> (u64, i128), upper: bool) -> Vec<Message> {
+    let mut pts: Vec<((i128, i128), Message)> = msgs
+        .iter()
+        .map(|m| {
+            let (x, y) = at(m);
+            ((i128::from(x), y), *m)
+        })
+        .collect();
+    pts.sort_unstable_by_key(|&(p, m)| (p, m.sent, m.received));
+    let mut h: Vec<((i128, i128), Message)> = Vec::new();
+    for (p, m) in pts {
+        while h.len() >= 2 {
+            let (o, a) = (h[h.len() - 2].0, h[h.len() - 1].0);
+            // Differences of times within one recording: far below i128's range squared.
+            let cross = (a.0 - o.0) * (p.1 - o.1) - (a.1 - o.1) * (p.0 - o.0);
+            if (upper && cross >= 0) || (!upper && cross <= 0) {
+                h.pop();
+            } else {
+                break;
+            }
+        }
+        h.push((p, m));
+    }
+    h.into_iter().map(|(_, m)| m).collect()
+}
+
 /// The upper hull (`upper`) or the lower hull of `pts`, sorted by x: the only points whose
 /// half-planes can bind.
 fn hull(mut pts: Vec<Pt>, upper: bool) -> Vec<Pt> {
@@ -288,6 +333,32 @@ mod tests {
         let (f, b) = talk(0.0, -50e-6, 5_000, 600, 100_000_000);
         let got = fit(&f, &b, start_b(0.0)).unwrap();
         assert!((got.drift + 50e-6).abs() < 0.5e-6, "{got:?}");
+    }
+
+    #[test]
+    fn the_binding_messages_fit_as_all_and_their_parts_bind_alike() {
+        let (fwd, back) = talk(-2.5e9, 30e-6, 40_000, 3_000, 7_000_000);
+        let (bf, bb) = binding(&fwd, &back);
+        assert!(
+            bf.len() < 100 && bb.len() < 100,
+            "{} {}",
+            bf.len(),
+            bb.len()
+        );
+        let all = fit(&fwd, &back, start_b(-2.5e9)).unwrap();
+        let few = fit(&bf, &bb, start_b(-2.5e9)).unwrap();
+        assert!((all.offset - few.offset).abs() < 1e-3, "{all:?} {few:?}");
+        assert!((all.drift - few.drift).abs() < 1e-12 && (all.bound - few.bound).abs() < 1e-3);
+        // In three parts, each part's binding messages, then theirs: the same set.
+        let (mut f3, mut b3) = (Vec::new(), Vec::new());
+        for k in 0..3 {
+            let part =
+                |v: &[Message]| -> Vec<Message> { v.iter().skip(k).step_by(3).copied().collect() };
+            let (f, b) = binding(&part(&fwd), &part(&back));
+            f3.extend(f);
+            b3.extend(b);
+        }
+        assert_eq!(binding(&f3, &b3), (bf, bb));
     }
 
     #[test]

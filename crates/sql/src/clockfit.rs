@@ -15,6 +15,9 @@
 //! can do), `crossed` (the messages contradict each other: the fit is then the midpoint of
 //! their closest approach), `messages` and `start_ns`. Null when a direction has no message.
 //!
+//! Memory: a pair keeps only the messages that can bind its fit (each direction's hull, found
+//! exactly, so every engine and every partitioning fits the same points), and counts the rest.
+//!
 //! Scope: the fit of one pair. Chaining pairs from a reference machine to the others, as
 //! `infer` does along the best bounded pairs, is not an aggregate and stays with `infer`.
 
@@ -25,7 +28,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Fields, Int64Type};
 use datafusion::common::scalar::ScalarStructBuilder;
 use datafusion::common::{exec_err, Result, ScalarValue};
 use datafusion::logical_expr::{create_udaf, Accumulator, AggregateUDF, Volatility};
-use scalpel_model::clockfit::{fit, Message, PairFit};
+use scalpel_model::clockfit::{binding, fit, Message, PairFit};
 
 /// The function's name in SQL.
 pub const CLOCK_FIT: &str = "clock_fit";
@@ -60,29 +63,44 @@ pub fn clock_fit() -> AggregateUDF {
         Arc::new(DataType::Struct(result_fields())),
         Volatility::Immutable,
         Arc::new(|_| Ok(Box::<ClockFit>::default())),
-        // Every message is kept until the end: the fit reduces them to their hull itself.
+        // The messages that can bind (`binding`), how many there were in all, and the start.
         Arc::new(vec![
             list(DataType::Int64),
             list(DataType::Int64),
             list(DataType::Boolean),
             DataType::Int64,
+            DataType::Int64,
         ]),
     )
 }
 
-/// One pair's messages so far.
+/// Messages held before they are cut down to those that can bind: a part's state is cut down
+/// anyway, so this only bounds the memory of one part with many messages.
+const CUT_AT: usize = 1 << 16;
+
+/// One pair's messages so far: those that can bind, and the others counted.
 #[derive(Debug, Default)]
 struct ClockFit {
     /// From `host` to `other`, and back.
     forward: Vec<Message>,
     back: Vec<Message>,
+    /// Messages seen, the ones dropped as unable to bind included.
+    count: u64,
     /// The least `start` seen.
     start: Option<i64>,
 }
 
 impl ClockFit {
-    /// Adds rows of (sent, received, outbound) and starts; rows with a null are left out.
-    fn add(&mut self, sent: &Int64Array, received: &Int64Array, out: &BooleanArray) -> Result<()> {
+    /// Keeps only the messages that can bind (`binding`: the same set whatever the order and
+    /// the parts they came in, so every engine fits the same points).
+    fn cut(&mut self) {
+        (self.forward, self.back) = binding(&self.forward, &self.back);
+    }
+
+    /// Adds rows of (sent, received, outbound); rows with a null are left out. Returns how
+    /// many were added.
+    fn add(&mut self, sent: &Int64Array, received: &Int64Array, out: &BooleanArray) -> Result<u64> {
+        let mut added = 0;
         for i in 0..sent.len() {
             if sent.is_null(i) || received.is_null(i) || out.is_null(i) {
                 continue;
@@ -102,8 +120,12 @@ impl ClockFit {
             } else {
                 self.back.push(m);
             }
+            added += 1;
         }
-        Ok(())
+        if self.forward.len() + self.back.len() > CUT_AT {
+            self.cut();
+        }
+        Ok(added)
     }
 
     fn add_start(&mut self, starts: &Int64Array) {
@@ -114,8 +136,8 @@ impl ClockFit {
         };
     }
 
-    /// The result for `f`, the fit at `start`.
-    fn result(f: &PairFit, start: i64) -> Result<ScalarValue> {
+    /// The result for `f`, the fit at `start` of `count` messages.
+    fn result(f: &PairFit, start: i64, count: u64) -> Result<ScalarValue> {
         // Why rounding, as `infer` does for the hosts table: whole ns and ppb are what the
         // messages' times can tell.
         let int = |x: f64| ScalarValue::Int64(Some(x.round() as i64));
@@ -128,7 +150,7 @@ impl ClockFit {
             up(f.drift_bound * 1e9),
             flag(f.drift_known),
             flag(f.crossed),
-            ScalarValue::Int64(Some(i64::try_from(f.messages).unwrap_or(i64::MAX))),
+            ScalarValue::Int64(Some(i64::try_from(count).unwrap_or(i64::MAX))),
             ScalarValue::Int64(Some(start)),
         ];
         let mut b = ScalarStructBuilder::new();
@@ -152,12 +174,13 @@ impl Accumulator for ClockFit {
         let sent = column::<Int64Array>(values, 0, "a BIGINT")?;
         let received = column::<Int64Array>(values, 1, "a BIGINT")?;
         let out = column::<BooleanArray>(values, 2, "a BOOLEAN")?;
-        self.add(sent, received, out)?;
+        self.count += self.add(sent, received, out)?;
         self.add_start(column::<Int64Array>(values, 3, "a BIGINT")?);
         Ok(())
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        self.cut();
         let all = self.forward.iter().map(|m| (m, true));
         let all: Vec<(&Message, bool)> = all.chain(self.back.iter().map(|m| (m, false))).collect();
         let time = |t: u64| ScalarValue::Int64(Some(i64::try_from(t).unwrap_or(i64::MAX)));
@@ -172,6 +195,7 @@ impl Accumulator for ClockFit {
             ScalarValue::List(ScalarValue::new_list_nullable(&received, &DataType::Int64)),
             ScalarValue::List(ScalarValue::new_list_nullable(&out, &DataType::Boolean)),
             ScalarValue::Int64(self.start),
+            ScalarValue::Int64(Some(i64::try_from(self.count).unwrap_or(i64::MAX))),
         ])
     }
 
@@ -196,18 +220,20 @@ impl Accumulator for ClockFit {
             self.add(s, r, o)?;
         }
         self.add_start(column::<Int64Array>(states, 3, "a BIGINT state")?);
+        let counts = column::<Int64Array>(states, 4, "a BIGINT state")?;
+        let counted: i64 = counts.iter().flatten().sum();
+        self.count += u64::try_from(counted).unwrap_or(0);
         Ok(())
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        // The fit sorts nothing it is given in place, but wants one order from one run to the
-        // next whatever order the partitions merged in.
-        self.forward.sort_unstable_by_key(|m| (m.sent, m.received));
-        self.back.sort_unstable_by_key(|m| (m.sent, m.received));
+        // The same messages in the same order however the parts were merged (`binding` sorts
+        // them), so that the fit is the same to the last bit on every engine.
+        self.cut();
         let start = self.start.unwrap_or(0);
         let at = u64::try_from(start).unwrap_or(0);
         match fit(&self.forward, &self.back, at) {
-            Some(f) => ClockFit::result(&f, start),
+            Some(f) => ClockFit::result(&f, start, self.count),
             None => Ok(ScalarStructBuilder::new_null(result_fields())),
         }
     }
@@ -301,7 +327,11 @@ mod tests {
     #[test]
     fn the_aggregate_is_the_fit_of_its_messages_in_one_partition_or_several() {
         let (forward, back) = talk();
-        let want = fit(&forward, &back, 3_000_000_000).unwrap();
+        // The fit of the messages that can bind is the fit of all; the aggregate fits those.
+        let (bf, bb) = binding(&forward, &back);
+        let want = fit(&bf, &bb, 3_000_000_000).unwrap();
+        let all = fit(&forward, &back, 3_000_000_000).unwrap();
+        assert!((want.offset - all.offset).abs() < 1e-3, "{want:?} {all:?}");
         for parts in [1, 3] {
             let got = in_sql(&forward, &back, parts).unwrap().unwrap();
             assert_eq!(

@@ -145,18 +145,26 @@ fn sql_rows(datasets: &[PathBuf], engine: &str, query: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Column `k` of a JSON row, which must be there with its type.
+fn int(v: &Value, k: &str) -> i64 {
+    let n = v[k].as_i64();
+    n.unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+fn flag(v: &Value, k: &str) -> bool {
+    let b = v[k].as_bool();
+    b.unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+fn name(v: &Value, k: &str) -> String {
+    let s = v[k].as_str();
+    s.unwrap_or_else(|| panic!("{k} in {v}")).to_owned()
+}
+
 impl Apart {
     /// The guide's clocks query on the datasets at `engine`.
     pub fn clocks(&self, engine: &str) -> Vec<PairClock> {
         let rows = sql_rows(&self.datasets, engine, &clocks_query());
-        let int = |v: &Value, k: &str| {
-            let n = v[k].as_i64();
-            n.unwrap_or_else(|| panic!("{k} in {v}"))
-        };
-        let name = |v: &Value, k: &str| -> String {
-            let s = v[k].as_str();
-            s.unwrap_or_else(|| panic!("{k} in {v}")).to_owned()
-        };
         rows.iter()
             .map(|v| PairClock {
                 host: name(v, "host"),
@@ -173,18 +181,6 @@ impl Apart {
     /// The guide's drift query on the datasets at `engine`.
     pub fn drifts(&self, engine: &str) -> Vec<PairDrift> {
         let rows = sql_rows(&self.datasets, engine, &drift_query());
-        let int = |v: &Value, k: &str| {
-            let n = v[k].as_i64();
-            n.unwrap_or_else(|| panic!("{k} in {v}"))
-        };
-        let flag = |v: &Value, k: &str| {
-            let b = v[k].as_bool();
-            b.unwrap_or_else(|| panic!("{k} in {v}"))
-        };
-        let name = |v: &Value, k: &str| -> String {
-            let s = v[k].as_str();
-            s.unwrap_or_else(|| panic!("{k} in {v}")).to_owned()
-        };
         rows.iter()
             .map(|v| PairDrift {
                 host: name(v, "host"),

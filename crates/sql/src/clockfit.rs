@@ -86,6 +86,9 @@ struct ClockFit {
     back: Vec<Message>,
     /// Messages seen, the ones dropped as unable to bind included.
     count: u64,
+    /// Held messages past which they are cut down next: twice what the last cut left, at
+    /// least [`CUT_AT`], so that a hull that stays large is not cut again at every batch.
+    cut_at: usize,
     /// The least `start` seen.
     start: Option<i64>,
 }
@@ -95,6 +98,7 @@ impl ClockFit {
     /// the parts they came in, so every engine fits the same points).
     fn cut(&mut self) {
         (self.forward, self.back) = binding(&self.forward, &self.back);
+        self.cut_at = (2 * (self.forward.len() + self.back.len())).max(CUT_AT);
     }
 
     /// Adds rows of (sent, received, outbound); rows with a null are left out. Returns how
@@ -122,7 +126,7 @@ impl ClockFit {
             }
             added += 1;
         }
-        if self.forward.len() + self.back.len() > CUT_AT {
+        if self.forward.len() + self.back.len() > self.cut_at.max(CUT_AT) {
             self.cut();
         }
         Ok(added)

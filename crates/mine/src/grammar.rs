@@ -23,6 +23,7 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{LeafType, LeafTypeId};
 
 use crate::ix::SymIx;
+use crate::places::{Places, Replayed};
 use crate::round::Phase;
 use crate::tree::Choice;
 use crate::work::Rule;
@@ -95,6 +96,20 @@ impl Grammar {
     /// The steps, in order.
     pub(crate) fn steps(&self) -> &[Step] {
         &self.steps
+    }
+
+    /// Keeps as tasks the classes it inlined that `places` found apart over the parts of a
+    /// trace the grammar was replayed on (see [`Places`]); how many it changed. Replayed again,
+    /// the grammar then keeps them in every part.
+    pub fn keep_apart(&mut self, places: &Places) -> usize {
+        let mut changed = 0;
+        for rule in places.apart() {
+            if let Some(c) = self.kept.get_mut(&rule).filter(|c| **c == Choice::Inlined) {
+                *c = Choice::Kept;
+                changed += 1;
+            }
+        }
+        changed
     }
 
     /// How many rules it holds.
@@ -194,12 +209,13 @@ impl SymMap {
             .collect()
     }
 
-    /// After the replay: for each rule replayed, its symbol here and what `g`'s tree made of it.
-    pub(crate) fn kept(&self, g: &Grammar) -> Vec<(SymIx, Choice)> {
-        let mut v: Vec<(SymIx, Choice)> = self
+    /// After the replay: for each rule replayed, its symbol here, its symbol in `g` and what
+    /// `g`'s tree made of it.
+    pub(crate) fn kept(&self, g: &Grammar) -> Vec<Replayed> {
+        let mut v: Vec<Replayed> = self
             .rules
             .iter()
-            .filter_map(|(learned, here)| Some((*here, *g.kept.get(learned)?)))
+            .filter_map(|(learned, here)| Some((*here, *learned, *g.kept.get(learned)?)))
             .collect();
         v.sort_unstable();
         v

@@ -29,6 +29,7 @@ mod ix;
 mod loops;
 mod names;
 mod options;
+mod places;
 mod round;
 mod run;
 mod runs;
@@ -48,6 +49,7 @@ pub use grammar::Grammar;
 pub use input::{MineInput, MineLeaf};
 pub use names::{NameOverrides, NamesError};
 pub use options::{MineOptions, MineWarning, Mined, DEFAULT_MIN_SUPPORT};
+pub use places::Places;
 pub use run::{learn, mine, mine_input, mine_with};
 pub use sample::SamplePart;
 

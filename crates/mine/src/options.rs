@@ -60,6 +60,9 @@ pub struct Mined {
     /// Of the grammar given to [`mine_with`](crate::mine_with), the rules that contracted
     /// something here (0 without one).
     pub replayed: usize,
+    /// Where the classes the replayed grammar inlined stand here (empty without one): merged
+    /// over the parts of a trace, see [`crate::Grammar::keep_apart`].
+    pub places: crate::Places,
     /// What the user should hear about (cycles broken, names not used).
     pub warnings: Vec<MineWarning>,
 }

@@ -9,6 +9,7 @@ use crate::grammar::{self, Grammar};
 use crate::input::{MineInput, RoundLeaves};
 use crate::ix::{IxVec, LeafIx, SymIx};
 use crate::options::{MineOptions, MineWarning, Mined};
+use crate::places::{self, Places};
 use crate::round::{Phase, Proposals};
 use crate::work::{kind_index, LeafEdge, Rule, Work, XEdge};
 use crate::{acyclic, build, canon, cross, names, round, sessions, tree, variants};
@@ -91,6 +92,7 @@ pub fn mine_with(
         work,
         tree,
         learned,
+        places,
         info,
         replayed,
         mut warnings,
@@ -104,6 +106,7 @@ pub fn mine_with(
     Mined {
         grammar: learned,
         replayed,
+        places,
         model: Model {
             schema: MODEL_SCHEMA.to_owned(),
             graph: graph_file.to_owned(),
@@ -129,6 +132,7 @@ struct Treed {
     work: Work,
     tree: tree::Tree,
     learned: Grammar,
+    places: Places,
     info: MiningInfo,
     replayed: usize,
     warnings: Vec<MineWarning>,
@@ -259,10 +263,12 @@ fn mine_tree(
         &forced,
     );
     learned.set_kept(|s| tree.choice(classes.of[s]));
+    let places = places::places(&work, (&classes, &tree), &forced);
     Treed {
         work,
         tree,
         learned,
+        places,
         info: MiningInfo {
             min_support,
             rounds,
@@ -293,7 +299,7 @@ impl Replay<'_> {
         types: &[LeafType],
         learned: &mut Grammar,
         progress: &dyn Progress,
-    ) -> (u32, usize, Vec<(SymIx, tree::Choice)>) {
+    ) -> (u32, usize, Vec<places::Replayed>) {
         let (mut rounds, mut replayed) = (0, 0);
         let mut at = grammar::SymMap::new(g, types);
         let none = AHashSet::new();

@@ -36,6 +36,7 @@ use ahash::AHashSet;
 use super::canon::Classes;
 use super::input::MineLeaf;
 use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
+use super::places::Replayed;
 use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
 use super::{edge, loops, same, variants};
 
@@ -92,6 +93,14 @@ impl Tree {
     pub(super) fn is_kept(&self, n: NodeIx) -> bool {
         self.kept[self.class[n]] && !self.hidden[n]
     }
+
+    fn kept_state(&self) -> Kept<'_> {
+        Kept {
+            class: &self.class,
+            kept: &self.kept,
+            hidden: &self.hidden,
+        }
+    }
 }
 
 /// What decides whether a node is a node of the tree: its class, whether that is kept, and
@@ -115,6 +124,11 @@ fn nearest_kept(work: &Work, tree: Kept<'_>, n: NodeIx) -> NodeIx {
         p = work.nodes[p].parent;
     }
     p
+}
+
+/// The nearest ancestor of `n` that is a node of the finished `tree`.
+pub(crate) fn nearest_kept_of(work: &Work, tree: &Tree, n: NodeIx) -> NodeIx {
+    nearest_kept(work, tree.kept_state(), n)
 }
 
 /// Whether class `c`'s nodes sit under kept parents of two or more classes (top level counting
@@ -290,7 +304,7 @@ pub(super) fn build(
     (local, leaves): (&IxVec<LeafIx, bool>, &[MineLeaf]),
     causal: &variants::Causal,
     min_support: u32,
-    forced: &[(SymIx, Choice)],
+    forced: &[Replayed],
 ) -> Tree {
     let mut class: IxVec<NodeIx, SymIx> = work.nodes.iter().map(|n| classes.of[n.sym]).collect();
     let n_syms = work.syms.len();
@@ -299,7 +313,7 @@ pub(super) fn build(
     // recording's end cut, beside whole ones), which a part of a trace may not hold: a rule a
     // replayed grammar brings is kept, folded or inlined as where it was learned.
     let mut fixed: IxVec<SymIx, Option<Choice>> = IxVec::from_elem(None, n_syms);
-    for &(s, k) in forced {
+    for &(s, _, k) in forced {
         let c = classes.of[s];
         fixed[c] = Some(fixed[c].map_or(k, |f| f.max(k)));
     }

@@ -58,9 +58,18 @@ pub(crate) fn run(job: &Infer, limit: u64) -> Result<()> {
         }
     })?;
     let r = failed.and_then(|()| {
+        // Why the windows were mined more than once, which the timings show.
+        let again = match summary.kept_apart {
+            0 => String::new(),
+            n => format!(
+                "; {n} rule(s) the sample inlined stand apart over the windows, kept as tasks \
+                 ({} passes)",
+                summary.passes
+            ),
+        };
         writeln!(
             o,
-            "{} windows, {} events; wrote {}",
+            "{} windows, {} events{again}; wrote {}",
             summary.windows.len(),
             summary.events,
             job.out.join("windows.json").display()

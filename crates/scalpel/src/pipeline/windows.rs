@@ -28,7 +28,7 @@ use std::sync::{mpsc, Mutex};
 use scalpel_graph::{
     build_read_window, read_graph_window, Built, PassCarry, ReadCarry, WindowCarry, WindowRead,
 };
-use scalpel_mine::{Grammar, MineInput, SamplePart};
+use scalpel_mine::{Grammar, MineInput, Places, SamplePart};
 use scalpel_model::graph::Graph;
 use scalpel_model::progress::{Progress, Timings};
 use scalpel_model::read::Windows;
@@ -77,6 +77,12 @@ pub struct WindowsSummary {
     pub events: u64,
     /// The events a window was given (the memory limit's share).
     pub events_per_window: u64,
+    /// How many times the windows were mined: once, and once more after the sample's grammar
+    /// kept a class the windows together found apart (see `kept_apart`).
+    pub passes: u32,
+    /// Classes the sample inlined that the windows together found standing apart (under two
+    /// parents, or alone), kept as tasks in every window (`scalpel_mine::Places`).
+    pub kept_apart: usize,
     /// Each window.
     pub windows: Vec<WindowSummary>,
 }
@@ -125,24 +131,41 @@ impl Pipeline {
         let mut summary = WindowsSummary {
             events: windows.events(),
             events_per_window: how.events_per_window,
+            passes: 1,
+            kept_apart: 0,
             windows: Vec::new(),
         };
         let graphs = self.window_graphs(&mut windows, out, how, t, progress)?;
         if how.model {
-            let grammar = t.phase("rules of the first and last windows", progress, || {
+            let mut grammar = t.phase("rules of the first and last windows", progress, || {
                 self.sample_grammar(&graphs, progress)
             })?;
-            self.window_models(
-                (graphs, grammar.as_ref()),
-                out,
-                how,
-                t,
-                progress,
-                &mut |w, ws| {
-                    each(&w, ws);
-                    summary.windows.push(w);
-                },
-            )?;
+            let mut mined =
+                self.window_models((graphs, grammar.as_ref()), out, how, t, progress)?;
+            // A class the sample inlined that the windows together find apart is a task, as in
+            // the whole trace (`scalpel_mine::Places`): every window is mined again with it kept.
+            // Each pass keeps at least one more class, so the passes end; a bound keeps a
+            // pathological grammar from taking one pass per class.
+            while let Some(g) = grammar.as_mut().filter(|_| summary.passes < MAX_PASSES) {
+                let mut places = Places::default();
+                for m in &mined {
+                    places.merge(&m.places);
+                }
+                let changed = g.keep_apart(&places);
+                if changed == 0 {
+                    break;
+                }
+                summary.passes += 1;
+                summary.kept_apart += changed;
+                let graphs = mined.into_iter().map(|m| m.graph).collect();
+                mined = self.window_models((graphs, grammar.as_ref()), out, how, t, progress)?;
+            }
+            for m in mined {
+                let mut warnings = m.graph.warnings;
+                warnings.extend(m.warnings);
+                each(&m.summary, &warnings);
+                summary.windows.push(m.summary);
+            }
         } else {
             for g in graphs {
                 each(&g.summary, &g.warnings);
@@ -222,11 +245,11 @@ impl Pipeline {
     }
 
     /// Every window's model with `grammar` replayed, `at_once` windows side by side on the
-    /// worker pool; `each` hears of them in order. Each of `at_once` jobs takes the next window
-    /// once its last is done, so no more than `at_once` are in memory, even where a worker
-    /// waiting inside one window's stage runs another job, and no core waits for a slower
-    /// window beside it (as it did with windows mined in batches of `at_once`: the last
-    /// batch of an odd count took one core).
+    /// worker pool, in order. Each of `at_once` jobs takes the next window once its last is
+    /// done, so no more than `at_once` are in memory, even where a worker waiting inside one
+    /// window's stage runs another job, and no core waits for a slower window beside it (as it
+    /// did with windows mined in batches of `at_once`: the last batch of an odd count took one
+    /// core).
     fn window_models(
         &self,
         (graphs, grammar): (Vec<WindowGraph>, Option<&Grammar>),
@@ -234,8 +257,8 @@ impl Pipeline {
         how: &WindowedInfer<'_>,
         t: &mut Timings,
         progress: &dyn Progress,
-        each: &mut dyn FnMut(WindowSummary, &[Warning]),
-    ) -> Result<(), InferError> {
+    ) -> Result<Vec<WindowMined>, InferError> {
+        let n = graphs.len();
         let queue = Mutex::new(graphs.into_iter().enumerate());
         let failed = AtomicBool::new(false);
         let (tx, rx) = mpsc::channel();
@@ -265,19 +288,18 @@ impl Pipeline {
                 });
                 drop(tx);
             });
-            // Here, on the calling thread: each window's summary in order, as they come.
+            // Here, on the calling thread: each window's timings in order, as they come.
             let mut done = BTreeMap::new();
-            let mut next = 0;
+            let mut mined = Vec::with_capacity(n);
             for (k, m) in rx {
                 done.insert(k, m);
-                while let Some(m) = done.remove(&next) {
-                    let ((w, warnings), tw) = m?;
+                while let Some(m) = done.remove(&mined.len()) {
+                    let (m, tw) = m?;
                     t.absorb(tw);
-                    each(w, &warnings);
-                    next += 1;
+                    mined.push(m);
                 }
             }
-            Ok(())
+            Ok(mined)
         })
     }
 
@@ -394,12 +416,13 @@ impl Pipeline {
         how: &WindowedInfer<'_>,
         t: &mut Timings,
         progress: &dyn Progress,
-    ) -> Result<(WindowSummary, Vec<Warning>), InferError> {
+    ) -> Result<WindowMined, InferError> {
         let WindowGraph {
-            mut summary,
-            mut warnings,
+            summary,
+            warnings: graph_warnings,
             files,
         } = g;
+        let mut summary = summary;
         let graph = read_back(&files, t, progress)?;
         let built = Built {
             graph,
@@ -409,10 +432,19 @@ impl Pipeline {
         let mut step = GraphStep { built, files };
         let dir = out.join(&summary.dir);
         let done = self.infer_model_with(&mut step, &dir, how.model_draw, grammar, t, progress)?;
+        let graph = WindowGraph {
+            summary: summary.clone(),
+            warnings: graph_warnings,
+            files: step.files,
+        };
         summary.replayed = done.mined.replayed;
         summary.top_level = top_level(&done.mined.model);
-        warnings.extend(done.mined.warnings.into_iter().map(Warning::Mine));
-        Ok((summary, warnings))
+        Ok(WindowMined {
+            graph,
+            summary,
+            warnings: done.mined.warnings.into_iter().map(Warning::Mine).collect(),
+            places: done.mined.places,
+        })
     }
 
     /// The rules mined on the first and the last window together (see
@@ -499,6 +531,18 @@ struct WindowGraph {
     warnings: Vec<Warning>,
     files: GraphFiles,
 }
+
+/// A window's model mined: its graph (for another pass), its summary completed, what mining
+/// warned of, and where the classes the grammar inlined stand in it.
+struct WindowMined {
+    graph: WindowGraph,
+    summary: WindowSummary,
+    warnings: Vec<Warning>,
+    places: Places,
+}
+
+/// The most times the windows are mined (see `kept_apart`): the first pass and two more.
+const MAX_PASSES: u32 = 3;
 
 /// The model's top-level task types with their instances, most first (then by name).
 fn top_level(model: &Model) -> Vec<(String, u64)> {

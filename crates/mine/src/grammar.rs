@@ -23,9 +23,9 @@ use ahash::{AHashMap, AHashSet};
 use scalpel_model::graph::{LeafType, LeafTypeId};
 
 use crate::ix::SymIx;
-use crate::places::{Places, Replayed};
+use crate::places::Places;
 use crate::round::Phase;
-use crate::tree::Choice;
+use crate::tree::{Choice, Replayed};
 use crate::work::Rule;
 
 /// The rules of one mining run (see the module docs). Its leaf types are known by their names

@@ -23,7 +23,7 @@ use ahash::{AHashMap, AHashSet};
 
 use crate::canon::Classes;
 use crate::ix::{NodeIx, SymIx};
-use crate::tree::{self, Choice, Tree};
+use crate::tree::{self, Choice, Replayed, Tree};
 use crate::work::{Rule, Work};
 
 /// Where a replayed class's occurrences stand in the parts looked at so far.
@@ -72,10 +72,6 @@ impl Places {
         self.by_rule.iter().filter_map(apart)
     }
 }
-
-/// A replayed rule: its symbol here, its symbol where it was learned, and what the learning
-/// run's tree made of its class.
-pub(crate) type Replayed = (SymIx, SymIx, Choice);
 
 /// Where the classes `replayed` inlined stand in `tree` (see the module).
 pub(crate) fn places(

@@ -299,7 +299,7 @@ impl Replay<'_> {
         types: &[LeafType],
         learned: &mut Grammar,
         progress: &dyn Progress,
-    ) -> (u32, usize, Vec<places::Replayed>) {
+    ) -> (u32, usize, Vec<tree::Replayed>) {
         let (mut rounds, mut replayed) = (0, 0);
         let mut at = grammar::SymMap::new(g, types);
         let none = AHashSet::new();

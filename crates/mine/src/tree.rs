@@ -36,7 +36,6 @@ use ahash::AHashSet;
 use super::canon::Classes;
 use super::input::MineLeaf;
 use super::ix::{IxVec, LeafIx, NodeIx, SymIx};
-use super::places::Replayed;
 use super::work::{program_kind, weak_kind, LeafEdge, Rule, Work};
 use super::{edge, loops, same, variants};
 
@@ -53,6 +52,10 @@ pub(crate) enum Choice {
     /// other part also stands alone and shares a causal edge with it (see [`variants`]).
     Composite,
 }
+
+/// A replayed rule: its symbol here, its symbol where it was learned, and what the learning
+/// run's tree made of its class.
+pub(crate) type Replayed = (SymIx, SymIx, Choice);
 
 /// The kept tree.
 pub(super) struct Tree {

@@ -61,22 +61,23 @@ pub fn fit(forward: &[Message], back: &[Message], start_b: u64) -> Option<PairFi
     if forward.is_empty() || back.is_empty() {
         return None;
     }
+    // Only the hulls can bind; found in integers, so that f64 rounding never decides which
+    // point of a nearly straight run is kept.
+    let (lower, upper) = binding(forward, back);
     // Differences are taken around one of them, so that clocks of different boots (days
     // apart) still leave f64 its precision.
     let origin = forward[0].sent as f64 - forward[0].received as f64;
     let x = |t: u64| t as f64 - start_b as f64;
     // offset + drift * x >= sent - received, for forward messages (received on b).
-    let lower: Vec<Pt> = forward
+    let below: Vec<Pt> = lower
         .iter()
         .map(|m| (x(m.received), m.sent as f64 - m.received as f64 - origin))
         .collect();
     // offset + drift * x <= received - sent, for messages back (sent on b).
-    let upper: Vec<Pt> = back
+    let above: Vec<Pt> = upper
         .iter()
         .map(|m| (x(m.sent), m.received as f64 - m.sent as f64 - origin))
         .collect();
-    let below = hull(lower, true);
-    let above = hull(upper, false);
     let messages = forward.len() + back.len();
     let fit = match feasible(&below, &above) {
         Some(poly) => from_polygon(&poly, messages),
@@ -105,8 +106,8 @@ pub fn binding(forward: &[Message], back: &[Message]) -> (Vec<Message>, Vec<Mess
     )
 }
 
-/// The messages of `msgs` on the upper (`upper`) or lower hull of their points `at(m)`,
-/// found as [`hull`] finds them, in integers.
+/// The messages of `msgs` on the upper (`upper`) or lower hull of their points `at(m)`, sorted
+/// by point (Andrew's monotone chain, in integers).
 fn exact_hull(msgs: &[Message], at: impl Fn(&Message) -> (u64, i128), upper: bool) -> Vec<Message> {
     let mut pts: Vec<((i128, i128), Message)> = msgs
         .iter()
@@ -131,27 +132,6 @@ fn exact_hull(msgs: &[Message], at: impl Fn(&Message) -> (u64, i128), upper: boo
         h.push((p, m));
     }
     h.into_iter().map(|(_, m)| m).collect()
-}
-
-/// The upper hull (`upper`) or the lower hull of `pts`, sorted by x: the only points whose
-/// half-planes can bind.
-fn hull(mut pts: Vec<Pt>, upper: bool) -> Vec<Pt> {
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut h: Vec<Pt> = Vec::new();
-    for p in pts {
-        while h.len() >= 2 {
-            let (o, a) = (h[h.len() - 2], h[h.len() - 1]);
-            let cross = (a.0 - o.0) * (p.1 - o.1) - (a.1 - o.1) * (p.0 - o.0);
-            // Upper hull: drop `a` when the turn o → a → p is not clockwise.
-            if (upper && cross >= 0.0) || (!upper && cross <= 0.0) {
-                h.pop();
-            } else {
-                break;
-            }
-        }
-        h.push(p);
-    }
-    h
 }
 
 /// A half-plane `sign * (offset + drift * x - y) >= 0` in (offset, drift).
@@ -379,11 +359,18 @@ mod tests {
 
     #[test]
     fn hulls_keep_the_binding_points() {
-        let pts = vec![(0.0, 0.0), (1.0, 5.0), (2.0, 1.0), (3.0, 4.0), (4.0, 0.0)];
-        assert_eq!(
-            hull(pts.clone(), true),
-            vec![(0.0, 0.0), (1.0, 5.0), (3.0, 4.0), (4.0, 0.0)]
-        );
-        assert_eq!(hull(pts, false), vec![(0.0, 0.0), (4.0, 0.0)]);
+        // Each message stands for the point (sent, received).
+        let msgs: Vec<Message> = [(0, 0), (1, 5), (2, 1), (3, 4), (4, 0)]
+            .into_iter()
+            .map(|(sent, received)| Message { sent, received })
+            .collect();
+        let hull = |upper| -> Vec<(u64, u64)> {
+            exact_hull(&msgs, |m| (m.sent, i128::from(m.received)), upper)
+                .into_iter()
+                .map(|m| (m.sent, m.received))
+                .collect()
+        };
+        assert_eq!(hull(true), vec![(0, 0), (1, 5), (3, 4), (4, 0)]);
+        assert_eq!(hull(false), vec![(0, 0), (4, 0)]);
     }
 }

@@ -10,12 +10,14 @@
 //! So each window reports, for every class it was told to inline, whether its occurrences there
 //! could be inlined and into which of the grammar's rules ([`Places`]); the reports of all
 //! windows are merged, and a class found apart over all of them (under two parents, under a
-//! parent the grammar does not hold beside one it does, at the top level) is a task, as the
+//! parent the grammar does not hold beside one it does, twice in one parent) is a task, as the
 //! whole trace would find it: the caller replays the grammar again with that choice
 //! ([`crate::Grammar::keep_apart`]). A class only ever found under one parent stays inlined.
 //! Which parents a class stands under in the whole trace is the union of where it stands in
-//! the parts, so the merge is exact where every part keeps the same parents; what a boundary
-//! cut stands alone only there and is not counted ([`crate::edge`]).
+//! the parts, so the merge is exact where every part keeps the same parents. An occurrence
+//! standing alone is not counted: what a window's edges leave alone is more than the cut
+//! pieces `edge` finds (a worker's return to its pool after a request the window before
+//! began), and counting them kept a step the whole model never makes a class.
 
 use std::collections::BTreeMap;
 
@@ -35,8 +37,7 @@ enum Place {
     /// Each in a node of one parent class the grammar does not hold (a rule this part mined
     /// after the replay), one per parent node.
     Local,
-    /// Anywhere else: under two parent classes, at the top level, twice in one parent node,
-    /// inside a loop.
+    /// Anywhere else: under two parent classes, twice in one parent node, inside a loop.
     Apart,
 }
 
@@ -90,12 +91,15 @@ pub(crate) fn places(
         .filter(|r| r.2 == Choice::Inlined)
         .map(|&(here, _, _)| (classes.of[here], Vec::new()))
         .collect();
+    let mut out = Places::default();
+    if nodes.is_empty() {
+        return out;
+    }
     for (n, c) in tree.class.iter_enumerated() {
         if let Some(v) = nodes.get_mut(c) {
             v.push(n);
         }
     }
-    let mut out = Places::default();
     for (c, ns) in &nodes {
         let place = class_place(work, tree, (*c, ns), &learned_of);
         if let (Some(place), Some(&rule)) = (place, learned_of.get(c)) {
@@ -105,8 +109,7 @@ pub(crate) fn places(
     out
 }
 
-/// Where class `c`'s nodes `ns` stand; `None` when none counts (no node, or only what a window's
-/// edge left of occurrences).
+/// Where class `c`'s nodes `ns` stand; `None` when none has a parent.
 fn class_place(
     work: &Work,
     tree: &Tree,

@@ -196,16 +196,7 @@ fn one_stray_occurrence_does_not_dissolve_a_task() {
 
 /// The model `g` gives when `grammar` is replayed first.
 fn replayed(g: &Graph, grammar: &crate::Grammar) -> Model {
-    let input = crate::MineInput::of(g);
-    let opts = MineOptions::default();
-    crate::mine_with(
-        &input,
-        "graph.json",
-        &opts,
-        Some(grammar),
-        &scalpel_model::progress::Quiet,
-    )
-    .model
+    replayed_places(g, grammar).0
 }
 
 #[test]
